@@ -1,0 +1,49 @@
+# pgdirect - thin wrapper over meson/ninja.
+#   make            release build in build/
+#   make asan       ASan+UBSan build in build-asan/
+#   make check      everything CI runs: unit tests (plain, ASan+UBSan, valgrind),
+#                   integration tests against a real PostgreSQL 15 (needs root:
+#                   it runs the servers as the postgres user)
+#   make demo       the README demo
+
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+
+.PHONY: all asan unit unit-asan unit-valgrind integration check demo format clean
+
+all: $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+$(BUILD)/build.ninja:
+	meson setup $(BUILD) --buildtype=debugoptimized
+
+asan: $(ASAN_BUILD)/build.ninja
+	ninja -C $(ASAN_BUILD)
+
+$(ASAN_BUILD)/build.ninja:
+	meson setup $(ASAN_BUILD) --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
+
+unit: all
+	meson test -C $(BUILD) --print-errorlogs
+
+unit-asan: asan
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 meson test -C $(ASAN_BUILD) --print-errorlogs
+
+unit-valgrind: all
+	meson test -C $(BUILD) --print-errorlogs --suite pgdirect \
+	  --wrapper 'valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect --quiet'
+
+integration: asan
+	PGDIRECT_BIN=$(CURDIR)/$(ASAN_BUILD)/pgdirect PGD_PAGECACHE=$(CURDIR)/$(BUILD)/pgd-pagecache \
+	  prove --exec bash --verbose --timer tests/integration/*.t
+
+check: unit unit-valgrind unit-asan integration
+
+demo: all
+	bash scripts/demo.sh $(CURDIR)/$(BUILD)/pgdirect
+
+format:
+	clang-format -i $$(git ls-files 'src/*.c' 'src/*.h' 'tests/*.c' 'tests/*.h')
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

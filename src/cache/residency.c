@@ -1,0 +1,99 @@
+/*
+ * residency.c - page-cache residency through cachestat(2) or mincore(2).
+ */
+#define _GNU_SOURCE
+#include "cache/residency.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef __NR_cachestat
+#define __NR_cachestat 451 /* same number on every architecture */
+#endif
+
+struct cachestat_range {
+    uint64_t off;
+    uint64_t len; /* 0: to the end of the file */
+};
+
+struct cachestat {
+    uint64_t nr_cache;
+    uint64_t nr_dirty;
+    uint64_t nr_writeback;
+    uint64_t nr_evicted;
+    uint64_t nr_recently_evicted;
+};
+
+static bool by_cachestat(int fd, residency *r)
+{
+    struct cachestat_range range = {0, 0};
+    struct cachestat cs;
+
+    memset(&cs, 0, sizeof(cs));
+    if (syscall(__NR_cachestat, fd, &range, &cs, 0) != 0)
+        return false;
+    r->cached = cs.nr_cache;
+    r->evicted = cs.nr_evicted;
+    r->from_cachestat = true;
+    return true;
+}
+
+static bool by_mincore(int fd, uint64_t size, residency *r, const char *path, pgd_error *err)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char *vec;
+    void *map;
+
+    if (size == 0)
+        return true;
+    map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED)
+        return err_errno(err, errno, "could not map file \"%s\"", path);
+    vec = malloc((size + page - 1) / page);
+    if (vec == NULL) {
+        munmap(map, size);
+        return err_set(err, "out of memory");
+    }
+    if (mincore(map, size, vec) != 0) {
+        int e = errno;
+        free(vec);
+        munmap(map, size);
+        return err_errno(err, e, "mincore failed on \"%s\"", path);
+    }
+    for (size_t i = 0; i < (size + page - 1) / page; i++)
+        r->cached += vec[i] & 1;
+    free(vec);
+    munmap(map, size);
+    return true;
+}
+
+bool residency_of_file(const char *path, residency *out, pgd_error *err)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    bool ok;
+
+    memset(out, 0, sizeof(*out));
+    if (fd < 0)
+        return err_errno(err, errno, "could not open file \"%s\"", path);
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return err_errno(err, errno, "could not stat file \"%s\"", path);
+    }
+    out->pages = ((uint64_t)st.st_size + page - 1) / page;
+    ok = by_cachestat(fd, out) || by_mincore(fd, (uint64_t)st.st_size, out, path, err);
+    close(fd);
+    return ok;
+}
+
+double residency_percent(const residency *r)
+{
+    return r->pages == 0 ? 100.0 : 100.0 * (double)r->cached / (double)r->pages;
+}

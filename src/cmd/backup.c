@@ -1,0 +1,394 @@
+/*
+ * backup.c - `pgdirect backup`: a full, non-exclusive backup of a running
+ * cluster, read with direct I/O, into the repository.
+ *
+ * Order matters for what a crash leaves behind: partitions first, then
+ * backup_label/tablespace_map and manifest.json, then (after the WAL the
+ * backup needs has reached the archive) the sentinel. Without the sentinel
+ * the backup does not exist for list or restore.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backup/pipeline.h"
+#include "cmd/cmd.h"
+#include "cmd/common.h"
+#include "pg/datadir.h"
+#include "pg/session.h"
+#include "repo/backup_info.h"
+#include "repo/layout.h"
+#include "repo/manifest.h"
+#include "repo/wal_archive.h"
+#include "util/log.h"
+#include "util/progress.h"
+
+#define BLOCK_COUNT_MAX    16384
+#define CONCURRENCY_MAX    256
+#define PARTITION_SIZE_MIN (1024 * 1024ULL)
+#define PARTITION_SIZE_MAX (1024ULL * 1024 * 1024 * 1024)
+
+static const command_help backup_help = {
+    CMD_BACKUP, "usage: pgdirect backup [OPTIONS]",
+    "Take a full backup of the running cluster at --pgdata (or $PGDATA) into the repository,\n"
+    "reading data files with direct I/O so the backup leaves the page cache as it was."};
+
+typedef struct backup_settings {
+    const char *pgdata;
+    char pgdata_real[PATH_MAX];
+    const char *conninfo;
+    const char *label;
+    size_t read_size;
+    int concurrency;
+    uint64_t partition_size;
+    compress_kind compression;
+    int compression_level;
+    bool direct_io, fast_checkpoint, archive_check, progress;
+    int archive_timeout;
+} backup_settings;
+
+static bool read_settings(const pgd_options *opts, backup_settings *s, pgd_error *err)
+{
+    long block_count, concurrency, timeout;
+    int checkpoint;
+    struct stat st;
+
+    memset(s, 0, sizeof(*s));
+    if (!opt_int(opts, OPT_BLOCK_COUNT, 1, BLOCK_COUNT_MAX, &block_count, err) ||
+        !opt_int(opts, OPT_CONCURRENCY, 1, CONCURRENCY_MAX, &concurrency, err) ||
+        !opt_size(opts, OPT_PARTITION_SIZE, PARTITION_SIZE_MIN, PARTITION_SIZE_MAX,
+                  &s->partition_size, err) ||
+        !command_compression(opts, &s->compression, &s->compression_level, err) ||
+        !opt_bool(opts, OPT_DIRECT_IO, &s->direct_io, err) ||
+        !opt_enum(opts, OPT_CHECKPOINT, "spread|fast", &checkpoint, err) ||
+        !opt_bool(opts, OPT_ARCHIVE_CHECK, &s->archive_check, err) ||
+        !opt_int(opts, OPT_ARCHIVE_TIMEOUT, 1, 86400, &timeout, err) ||
+        !command_progress(opts, &s->progress, err))
+        return false;
+    s->read_size = (size_t)block_count * BLOCK_SIZE;
+    s->concurrency = (int)concurrency;
+    s->fast_checkpoint = checkpoint == 1;
+    s->archive_timeout = (int)timeout;
+    s->conninfo = opt_str(opts, OPT_DBNAME);
+    s->label = opt_str(opts, OPT_LABEL);
+    s->pgdata = opt_str(opts, OPT_PGDATA);
+    if (s->pgdata == NULL)
+        s->pgdata = getenv("PGDATA");
+    if (s->pgdata == NULL || s->pgdata[0] == '\0')
+        return err_set(err, "no data directory given: use --pgdata or set PGDATA");
+    if (stat(s->pgdata, &st) != 0)
+        return err_errno(err, errno, "data directory \"%s\" is not accessible", s->pgdata);
+    if (!S_ISDIR(st.st_mode))
+        return err_set(err, "data directory \"%s\" is not a directory", s->pgdata);
+    if (realpath(s->pgdata, s->pgdata_real) == NULL)
+        return err_errno(err, errno, "could not resolve data directory \"%s\"", s->pgdata);
+    return true;
+}
+
+static bool check_server(const pg_session *pg, const backup_settings *s, pgd_error *err)
+{
+    char server_real[PATH_MAX];
+
+    if (realpath(pg->data_directory, server_real) == NULL)
+        snprintf(server_real, sizeof(server_real), "%s", pg->data_directory);
+    if (strcmp(server_real, s->pgdata_real) != 0)
+        return err_set(err, "data directory \"%s\" is not the one of the server (its "
+                       "data_directory is \"%s\")",
+                       s->pgdata, pg->data_directory);
+    if (s->archive_check && strcmp(pg->archive_mode, "off") == 0)
+        return err_set(err, "archive_mode is off on the server: the WAL this backup needs would "
+                       "not be archived (set archive_command = 'pgdirect wal-push %%p', or "
+                       "--archive-check=off)");
+    if (s->archive_check && pg->in_recovery && strcmp(pg->archive_mode, "always") != 0)
+        return err_set(err, "backing up a standby needs archive_mode = always there (or "
+                       "--archive-check=off)");
+    return true;
+}
+
+/* A new id; waits for the next second if a backup (even a killed one) already used this one. */
+static bool new_backup_id(storage *repo, char id[BACKUP_ID_LEN + 1], pgd_error *err)
+{
+    for (int tries = 0; tries < 5; tries++) {
+        char path[LAYOUT_PATH_MAX];
+        bool taken_sentinel, taken_dir;
+
+        layout_backup_id(time(NULL), id);
+        layout_sentinel_path(id, path, sizeof(path));
+        if (!storage_exists(repo, path, &taken_sentinel, err))
+            return false;
+        snprintf(path, sizeof(path), BACKUPS_DIR "/%s", id);
+        if (!storage_exists(repo, path, &taken_dir, err))
+            return false;
+        if (!taken_sentinel && !taken_dir)
+            return true;
+        sleep(1);
+    }
+    return err_set(err, "could not find a free backup id in repository \"%s\"", repo->uri);
+}
+
+static int file_size_desc(const void *a, const void *b)
+{
+    const pipeline_file *fa = a, *fb = b;
+
+    if (fa->is_dir != fb->is_dir)
+        return fa->is_dir ? 1 : -1;
+    if (fa->size != fb->size)
+        return fa->size < fb->size ? 1 : -1;
+    return strcmp(fa->path, fb->path);
+}
+
+static pipeline_file *make_queue(const datadir *dd, pgd_error *err)
+{
+    pipeline_file *files = calloc(dd->n ? dd->n : 1, sizeof(*files));
+
+    if (files == NULL) {
+        err_set(err, "out of memory");
+        return NULL;
+    }
+    for (size_t i = 0; i < dd->n; i++) {
+        files[i].path = dd->entries[i].path;
+        files[i].source = dd->entries[i].source;
+        files[i].is_dir = dd->entries[i].is_dir;
+        files[i].size = dd->entries[i].size;
+        files[i].mode = dd->entries[i].mode;
+        files[i].mtime = dd->entries[i].mtime;
+    }
+    qsort(files, dd->n, sizeof(*files), file_size_desc);
+    return files;
+}
+
+static bool build_manifest(manifest *m, const char *id, const backup_settings *s,
+                           const datadir *dd, const pg_tablespace *spcs, size_t nspcs,
+                           const pipeline_file *files, size_t nfiles, const pipeline_result *res,
+                           pgd_error *err)
+{
+    m->id = strdup(id);
+    m->compression = s->compression;
+    if (m->id == NULL)
+        return err_set(err, "out of memory");
+    for (size_t i = 0; i < res->npartitions; i++)
+        if (!manifest_add_partition(m, res->partitions[i].name, res->partitions[i].size,
+                                    res->partitions[i].crc, err))
+            return false;
+    for (size_t i = 0; i < dd->ntablespaces; i++) {
+        const char *name = "";
+        for (size_t k = 0; k < nspcs; k++)
+            if (spcs[k].oid == dd->tablespaces[i].oid)
+                name = spcs[k].name;
+        if (!manifest_add_tablespace(m, dd->tablespaces[i].oid, name,
+                                     dd->tablespaces[i].location, err))
+            return false;
+    }
+    for (size_t i = 0; i < nfiles; i++) {
+        const pipeline_file *f = &files[i];
+        manifest_file mf = {.path = (char *)f->path,
+                            .is_dir = f->is_dir,
+                            .size = f->stored_size,
+                            .mode = f->mode,
+                            .mtime = f->mtime,
+                            .crc = f->crc,
+                            .partition = f->partition};
+        if (!f->done)
+            continue;
+        /* partition numbers in the manifest index its partitions array (1-based) */
+        for (size_t k = 0; k < res->npartitions; k++)
+            if (res->partitions[k].number == f->partition)
+                mf.partition = (uint32_t)k + 1;
+        if (!manifest_add_file(m, &mf, err))
+            return false;
+    }
+    return true;
+}
+
+static bool put_text(storage *repo, const char *id, const char *name, const char *text,
+                     pgd_error *err)
+{
+    char path[LAYOUT_PATH_MAX];
+
+    layout_backup_object(id, name, path, sizeof(path));
+    return storage_put(repo, path, text, strlen(text), 0, err);
+}
+
+static const char *read_mode_summary(unsigned modes)
+{
+    if (modes == (1u << READ_MODE_DIRECT) || modes == 0)
+        return "direct";
+    if (modes == (1u << READ_MODE_BUFFERED))
+        return "buffered";
+    if (modes == (1u << READ_MODE_FALLBACK))
+        return "buffered (O_DIRECT refused)";
+    return "mixed (O_DIRECT refused for some files)";
+}
+
+static long peak_rss_kib(void)
+{
+    struct rusage ru;
+
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : 0;
+}
+
+static bool run_backup(const backup_settings *s, storage *repo, pgd_error *err)
+{
+    pg_session pg;
+    datadir dd = {0};
+    pipeline_file *files = NULL;
+    pipeline_result res = {0};
+    pg_tablespace *spcs = NULL;
+    size_t nspcs = 0;
+    manifest m;
+    backup_info bi;
+    char *labelfile = NULL, *spcmap = NULL, *json = NULL, path[LAYOUT_PATH_MAX];
+    char id[BACKUP_ID_LEN + 1] = "", start_lsn[PG_LSN_TEXT], stop_lsn[PG_LSN_TEXT];
+    uint64_t lsn;
+    double t0;
+    bool ok = false;
+
+    manifest_init(&m);
+    memset(&bi, 0, sizeof(bi));
+    if (!storage_check_writable(repo, err))
+        return false;
+    if (!pg_session_open(&pg, s->conninfo, err))
+        return false;
+    if (!check_server(&pg, s, err) || !new_backup_id(repo, id, err))
+        goto done;
+
+    t0 = clock_seconds();
+    bi.start_time = time(NULL);
+    log_info("backup %s of \"%s\" (PostgreSQL %s) to \"%s\": %s checkpoint", id, s->pgdata,
+             pg.version, repo->uri, s->fast_checkpoint ? "fast" : "spread");
+    if (!pg_session_backup_start(&pg, s->label, s->fast_checkpoint, start_lsn, sizeof(start_lsn),
+                                 err))
+        goto done;
+    log_info("backup started at WAL location %s; reading %s with %s I/O, %zu KiB reads, "
+             "%d in flight",
+             start_lsn, s->pgdata, s->direct_io ? "direct" : "buffered", s->read_size / 1024,
+             s->concurrency);
+    if (!pg_session_tablespaces(&pg, &spcs, &nspcs, err) ||
+        !datadir_walk(&dd, s->pgdata_real, pg.version_num, err) ||
+        (files = make_queue(&dd, err)) == NULL)
+        goto done;
+
+    pipeline_config cfg = {.repo = repo,
+                           .backup_id = id,
+                           .compression = s->compression,
+                           .compression_level = s->compression_level,
+                           .read_size = s->read_size,
+                           .concurrency = s->concurrency,
+                           .partition_size = s->partition_size,
+                           .direct_io = s->direct_io,
+                           .progress = s->progress};
+    if (!pipeline_run(&cfg, files, dd.n, &res, err))
+        goto done;
+
+    if (!pg_session_backup_stop(&pg, stop_lsn, sizeof(stop_lsn), &labelfile, &spcmap, err))
+        goto done;
+    bi.stop_time = time(NULL);
+
+    /* what the backup needs: WAL from its start segment to its stop segment */
+    snprintf(bi.id, sizeof(bi.id), "%s", id);
+    snprintf(bi.type, sizeof(bi.type), "full");
+    snprintf(bi.label, sizeof(bi.label), "%s", s->label);
+    snprintf(bi.start_lsn, sizeof(bi.start_lsn), "%s", start_lsn);
+    snprintf(bi.stop_lsn, sizeof(bi.stop_lsn), "%s", stop_lsn);
+    if (!pg_label_timeline(labelfile, &bi.timeline)) {
+        err_set(err, "backup_label returned by the server has no START TIMELINE line");
+        goto done;
+    }
+    pg_parse_lsn(start_lsn, &lsn);
+    pg_wal_file_name(bi.timeline, lsn, pg.wal_segment_size, false, bi.start_wal);
+    pg_parse_lsn(stop_lsn, &lsn);
+    pg_wal_file_name(bi.timeline, lsn, pg.wal_segment_size, true, bi.stop_wal);
+    snprintf(bi.system_identifier, sizeof(bi.system_identifier), "%s", pg.system_identifier);
+    bi.pg_version_num = pg.version_num;
+    snprintf(bi.tool_version, sizeof(bi.tool_version), "%s", PGDIRECT_VERSION);
+    snprintf(bi.compression, sizeof(bi.compression), "%s", compress_name(s->compression));
+    snprintf(bi.read_mode, sizeof(bi.read_mode), "%s", read_mode_summary(res.read_modes));
+    bi.size = res.bytes_read;
+    bi.compressed_size = res.bytes_stored;
+
+    m.backup_label = labelfile;
+    m.tablespace_map = spcmap;
+    labelfile = spcmap = NULL;
+    if (!build_manifest(&m, id, s, &dd, spcs, nspcs, files, dd.n, &res, err))
+        goto done;
+    bi.files = m.nfiles;
+    if (!put_text(repo, id, "backup_label", m.backup_label, err) ||
+        (m.tablespace_map[0] != '\0' && !put_text(repo, id, "tablespace_map", m.tablespace_map,
+                                                  err)) ||
+        !manifest_to_json(&m, &json, err) || !put_text(repo, id, MANIFEST_NAME, json, err))
+        goto done;
+    free(json);
+    json = NULL;
+
+    if (s->archive_check) {
+        log_info("waiting for WAL %s..%s to reach the repository", bi.start_wal, bi.stop_wal);
+        if (!wal_archive_wait(repo, bi.start_wal, s->archive_timeout, err) ||
+            !wal_archive_wait(repo, bi.stop_wal, s->archive_timeout, err))
+            goto done;
+    }
+    if (!backup_info_to_json(&bi, &json, err))
+        goto done;
+    layout_sentinel_path(id, path, sizeof(path));
+    if (!storage_put(repo, path, json, strlen(json), STORAGE_WRITE_NO_REPLACE, err))
+        goto done;
+
+    {
+        double secs = clock_seconds() - t0;
+        char size_s[32], stored_s[32], time_s[32];
+        format_bytes(bi.size, size_s, sizeof(size_s));
+        format_bytes(bi.compressed_size, stored_s, sizeof(stored_s));
+        format_duration(secs, time_s, sizeof(time_s));
+        log_info("backup %s complete: %s read, %s stored (%s), %llu files, %s, %.1f MB/s, "
+                 "read mode %s, peak RSS %ld MiB",
+                 id, size_s, stored_s, bi.compression, (unsigned long long)bi.files, time_s,
+                 secs > 0 ? (double)bi.size / secs / 1e6 : 0.0, bi.read_mode,
+                 peak_rss_kib() / 1024);
+    }
+    ok = true;
+done:
+    if (!ok && id[0] != '\0')
+        err_prefix(err, "backup %s failed", id);
+    free(json);
+    free(labelfile);
+    free(spcmap);
+    free(files);
+    free(spcs);
+    pipeline_result_free(&res);
+    datadir_free(&dd);
+    manifest_free(&m);
+    pg_session_close(&pg);
+    return ok;
+}
+
+int cmd_backup(int argc, char **argv)
+{
+    pgd_options opts;
+    pgd_error err = {0};
+    backup_settings s;
+    storage *repo = NULL;
+    int rc;
+
+    if (!command_start(&opts, &backup_help, argc, argv, &rc)) {
+        options_free(&opts);
+        return rc;
+    }
+    if (opts.nargs > 0) {
+        log_error("unexpected argument \"%s\" (see --help)", opts.args[0]);
+        options_free(&opts);
+        return EXIT_USAGE;
+    }
+    if (!read_settings(&opts, &s, &err) || (repo = command_open_repo(&opts, &err)) == NULL)
+        rc = command_fail(&err);
+    else
+        rc = run_backup(&s, repo, &err) ? EXIT_OK : command_fail(&err);
+    storage_free(repo);
+    options_free(&opts);
+    return rc;
+}

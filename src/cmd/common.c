@@ -1,0 +1,77 @@
+/*
+ * common.c - option handling, repository opening and error reporting
+ * shared by the commands.
+ */
+#include "cmd/common.h"
+
+#include <stdio.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "util/log.h"
+
+bool command_start(pgd_options *opts, const command_help *help, int argc, char **argv,
+                   int *exit_code)
+{
+    pgd_error err = {0};
+    log_level level;
+
+    if (!options_parse(opts, help->command, argc, argv, &err)) {
+        log_error("%s", err.msg);
+        *exit_code = EXIT_USAGE;
+        return false;
+    }
+    if (opt_is_set(opts, OPT_HELP)) {
+        options_print_help(help->command, help->usage, help->summary);
+        *exit_code = EXIT_OK;
+        return false;
+    }
+    if (!log_parse_level(opt_str(opts, OPT_LOG_LEVEL), &level)) {
+        log_error("invalid value \"%s\" for option \"--log-level\": expected one of "
+                  "debug|info|warning|error",
+                  opt_str(opts, OPT_LOG_LEVEL));
+        *exit_code = EXIT_USAGE;
+        return false;
+    }
+    log_set_level(level);
+    return true;
+}
+
+int command_fail(const pgd_error *err)
+{
+    log_error("%s", err->set ? err->msg : "unknown error");
+    return EXIT_ERROR;
+}
+
+storage *command_open_repo(const pgd_options *opts, pgd_error *err)
+{
+    return storage_open(opt_str(opts, OPT_REPO), err);
+}
+
+bool command_compression(const pgd_options *opts, compress_kind *kind, int *level,
+                         pgd_error *err)
+{
+    int idx;
+    long lvl;
+
+    if (!opt_enum(opts, OPT_COMPRESSION, "none|lz4|zstd", &idx, err))
+        return false;
+    *kind = idx == 0 ? COMPRESS_NONE : idx == 1 ? COMPRESS_LZ4 : COMPRESS_ZSTD;
+    *level = COMPRESS_LEVEL_DEFAULT;
+    if (opt_str(opts, OPT_COMPRESSION_LEVEL) != NULL) {
+        if (!opt_int(opts, OPT_COMPRESSION_LEVEL, 0, 22, &lvl, err))
+            return false;
+        *level = (int)lvl;
+    }
+    return compress_level_valid(*kind, *level, err);
+}
+
+bool command_progress(const pgd_options *opts, bool *enabled, pgd_error *err)
+{
+    int idx;
+
+    if (!opt_enum(opts, OPT_PROGRESS, "auto|on|off", &idx, err))
+        return false;
+    *enabled = idx == 1 || (idx == 0 && isatty(STDERR_FILENO));
+    return true;
+}

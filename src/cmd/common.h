@@ -1,0 +1,39 @@
+/*
+ * common.h - what every command does the same way: parse options (with
+ * --help), apply --log-level, open the repository, and report an error.
+ */
+#ifndef PGD_CMD_COMMON_H
+#define PGD_CMD_COMMON_H
+
+#include <stdbool.h>
+
+#include "compress/compress.h"
+#include "storage/storage.h"
+#include "util/options.h"
+
+typedef struct command_help {
+    unsigned command;
+    const char *usage;
+    const char *summary;
+} command_help;
+
+/*
+ * Parse; on --help print it and set *exit_code = 0; on error print it and
+ * set *exit_code = 2. Returns true when the command should run.
+ */
+bool command_start(pgd_options *opts, const command_help *help, int argc, char **argv,
+                   int *exit_code);
+
+/* Print err once ("pgdirect: error: ...") and return 1. */
+int command_fail(const pgd_error *err);
+
+storage *command_open_repo(const pgd_options *opts, pgd_error *err);
+
+/* --compression and --compression-level, validated together. */
+bool command_compression(const pgd_options *opts, compress_kind *kind, int *level,
+                         pgd_error *err);
+
+/* --progress auto|on|off against whether stderr is a terminal. */
+bool command_progress(const pgd_options *opts, bool *enabled, pgd_error *err);
+
+#endif

@@ -1,0 +1,90 @@
+/*
+ * compress.c - choose a codec by name or object suffix.
+ */
+#include "compress/compress.h"
+
+#include <string.h>
+
+static const struct {
+    compress_kind kind;
+    const char *name;
+    const char *suffix;
+    int min_level, max_level;
+} codecs[] = {
+    {COMPRESS_NONE, "none", "", 0, 0},
+    {COMPRESS_LZ4, "lz4", ".lz4", 0, 12},
+    {COMPRESS_ZSTD, "zstd", ".zst", 1, 19},
+};
+
+#define NCODECS (sizeof(codecs) / sizeof(codecs[0]))
+
+const char *compress_name(compress_kind kind)
+{
+    return codecs[kind].name;
+}
+
+const char *compress_suffix(compress_kind kind)
+{
+    return codecs[kind].suffix;
+}
+
+bool compress_parse(const char *name, compress_kind *out)
+{
+    for (size_t i = 0; i < NCODECS; i++) {
+        if (strcmp(name, codecs[i].name) == 0) {
+            *out = codecs[i].kind;
+            return true;
+        }
+    }
+    return false;
+}
+
+compress_kind compress_from_suffix(const char *object_name)
+{
+    size_t len = strlen(object_name);
+
+    for (size_t i = 1; i < NCODECS; i++) {
+        size_t slen = strlen(codecs[i].suffix);
+        if (len > slen && strcmp(object_name + len - slen, codecs[i].suffix) == 0)
+            return codecs[i].kind;
+    }
+    return COMPRESS_NONE;
+}
+
+bool compress_level_valid(compress_kind kind, int level, pgd_error *err)
+{
+    if (level == COMPRESS_LEVEL_DEFAULT)
+        return true;
+    if (level < codecs[kind].min_level || level > codecs[kind].max_level)
+        return err_set(err, "invalid value \"%d\" for option \"--compression-level\": %s accepts "
+                       "%d to %d",
+                       level, codecs[kind].name, codecs[kind].min_level, codecs[kind].max_level);
+    return true;
+}
+
+out_stream *compress_out_new(compress_kind kind, int level, out_stream *next, const char *name,
+                             pgd_error *err)
+{
+    switch (kind) {
+    case COMPRESS_LZ4:
+        return lz4_out_new(level, next, name, err);
+    case COMPRESS_ZSTD:
+        return zstd_out_new(level, next, name, err);
+    case COMPRESS_NONE:
+        break;
+    }
+    return next;
+}
+
+in_stream *decompress_in_new(compress_kind kind, in_stream *src, const char *name, pgd_error *err)
+{
+    switch (kind) {
+    case COMPRESS_LZ4:
+        return lz4_in_new(src, name, err);
+    case COMPRESS_ZSTD:
+        return zstd_in_new(src, name, err);
+    case COMPRESS_NONE:
+        break;
+    }
+    return src;
+}

@@ -1,0 +1,328 @@
+/*
+ * datadir.c - walk a data directory and its tablespaces, applying the
+ * pg_basebackup exclusions.
+ */
+#define _GNU_SOURCE
+#include "pg/datadir.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/log.h"
+
+#define TABLESPACE_DIR "pg_tblspc"
+#define INIT_FORK      "_init"
+
+static const char *const excluded_top_files[] = {
+    "postmaster.pid",   "postmaster.opts",          "backup_label",         "backup_label.old",
+    "tablespace_map",   "tablespace_map.old",       "backup_manifest",      "standby.signal",
+    "recovery.signal",  "postgresql.auto.conf.tmp", "current_logfiles.tmp", NULL};
+
+static const char *const content_excluded_dirs[] = {
+    "pg_wal",    "pg_stat_tmp", "pg_replslot",  "pg_dynshmem", "pg_notify",
+    "pg_serial", "pg_snapshots", "pg_subtrans", NULL};
+
+static bool in_list(const char *const *list, const char *name)
+{
+    for (; *list != NULL; list++)
+        if (strcmp(*list, name) == 0)
+            return true;
+    return false;
+}
+
+bool datadir_is_temp_relation(const char *name)
+{
+    const char *p = name;
+
+    if (*p++ != 't' || !isdigit((unsigned char)*p))
+        return false;
+    while (isdigit((unsigned char)*p))
+        p++;
+    if (*p++ != '_' || !isdigit((unsigned char)*p))
+        return false;
+    while (isdigit((unsigned char)*p))
+        p++;
+    return *p == '\0' || *p == '_' || *p == '.';
+}
+
+bool datadir_excluded(const char *parent, const char *name, bool is_dir, bool *keep_dir_only)
+{
+    bool top = parent[0] == '\0';
+
+    *keep_dir_only = false;
+    if (strncmp(name, "pgsql_tmp", 9) == 0 || strncmp(name, "pg_internal.init", 16) == 0)
+        return true;
+    if (top && !is_dir && in_list(excluded_top_files, name))
+        return true;
+    if (top && is_dir && in_list(content_excluded_dirs, name)) {
+        *keep_dir_only = true;
+        return false;
+    }
+    if (!is_dir && datadir_is_temp_relation(name))
+        return true;
+    return false;
+}
+
+typedef struct walk_ctx {
+    datadir *dd;
+    char version_prefix[16]; /* "PG_15_" */
+    pgd_error *err;
+} walk_ctx;
+
+static bool add_entry(walk_ctx *c, const char *rel, const char *abs, const struct stat *st)
+{
+    datadir *dd = c->dd;
+    datadir_entry *e;
+
+    if (dd->n == dd->cap) {
+        size_t cap = dd->cap ? dd->cap * 2 : 1024;
+        datadir_entry *grown = realloc(dd->entries, cap * sizeof(*grown));
+        if (grown == NULL)
+            return err_set(c->err, "out of memory");
+        dd->entries = grown;
+        dd->cap = cap;
+    }
+    e = &dd->entries[dd->n];
+    memset(e, 0, sizeof(*e));
+    e->path = strdup(rel);
+    e->source = strdup(abs);
+    if (e->path == NULL || e->source == NULL) {
+        free(e->path);
+        free(e->source);
+        return err_set(c->err, "out of memory");
+    }
+    e->is_dir = S_ISDIR(st->st_mode);
+    e->size = e->is_dir ? 0 : (uint64_t)st->st_size;
+    e->mode = st->st_mode & 07777;
+    e->mtime = st->st_mtime;
+    dd->n++;
+    return true;
+}
+
+/* Leading decimal relfilenode of a relation file name, or 0. */
+static unsigned long relfilenode_of(const char *name)
+{
+    if (!isdigit((unsigned char)name[0]))
+        return 0;
+    return strtoul(name, NULL, 10);
+}
+
+typedef struct name_list {
+    char **names;
+    size_t n, cap;
+} name_list;
+
+static void name_list_free(name_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->names[i]);
+    free(l->names);
+}
+
+static bool read_names(const char *abs, name_list *l, pgd_error *err)
+{
+    DIR *d = opendir(abs);
+    struct dirent *de;
+
+    memset(l, 0, sizeof(*l));
+    if (d == NULL)
+        return err_errno(err, errno, "could not open directory \"%s\"", abs);
+    while ((errno = 0, de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (l->n == l->cap) {
+            size_t cap = l->cap ? l->cap * 2 : 64;
+            char **grown = realloc(l->names, cap * sizeof(char *));
+            if (grown == NULL) {
+                closedir(d);
+                return err_set(err, "out of memory");
+            }
+            l->names = grown;
+            l->cap = cap;
+        }
+        if ((l->names[l->n] = strdup(de->d_name)) == NULL) {
+            closedir(d);
+            return err_set(err, "out of memory");
+        }
+        l->n++;
+    }
+    if (errno != 0) {
+        int e = errno;
+        closedir(d);
+        return err_errno(err, e, "could not read directory \"%s\"", abs);
+    }
+    closedir(d);
+    return true;
+}
+
+/* Is `name` a non-init fork of a relation that has an init fork in this directory? */
+static bool is_unlogged_fork(const name_list *names, const char *name)
+{
+    unsigned long node = relfilenode_of(name);
+
+    if (node == 0 || strstr(name, INIT_FORK) != NULL)
+        return false;
+    for (size_t i = 0; i < names->n; i++) {
+        const char *other = names->names[i];
+        const char *init = strstr(other, INIT_FORK);
+        if (init != NULL && relfilenode_of(other) == node &&
+            (size_t)(init - other) == strspn(other, "0123456789"))
+            return true;
+    }
+    return false;
+}
+
+static bool walk_dir(walk_ctx *c, const char *abs, const char *rel, bool is_db_parent,
+                     bool is_db_dir);
+
+static bool join(char *out, size_t outlen, const char *a, const char *b, pgd_error *err)
+{
+    if ((size_t)snprintf(out, outlen, "%s%s%s", a, a[0] ? "/" : "", b) >= outlen)
+        return err_set(err, "path too long: \"%s/%s\"", a, b);
+    return true;
+}
+
+static bool walk_tablespace(walk_ctx *c, const char *link_abs, const char *rel,
+                            const char *name)
+{
+    char target[PATH_MAX];
+    ssize_t len = readlink(link_abs, target, sizeof(target) - 1);
+    datadir_tablespace *grown;
+    name_list names;
+    bool ok = true;
+    char *end;
+    unsigned long oid = strtoul(name, &end, 10);
+
+    if (len < 0)
+        return err_errno(c->err, errno, "could not read tablespace link \"%s\"", link_abs);
+    target[len] = '\0';
+    if (*end != '\0' || oid == 0) {
+        log_warn("skipping \"%s\": not a tablespace link", link_abs);
+        return true;
+    }
+    grown = realloc(c->dd->tablespaces, (c->dd->ntablespaces + 1) * sizeof(*grown));
+    if (grown == NULL)
+        return err_set(c->err, "out of memory");
+    c->dd->tablespaces = grown;
+    grown[c->dd->ntablespaces].oid = (uint32_t)oid;
+    grown[c->dd->ntablespaces].location = strdup(target);
+    if (grown[c->dd->ntablespaces].location == NULL)
+        return err_set(c->err, "out of memory");
+    c->dd->ntablespaces++;
+
+    /* Only this server version's directory: others are left from before pg_upgrade. */
+    if (!read_names(target, &names, c->err))
+        return false;
+    for (size_t i = 0; ok && i < names.n; i++) {
+        char sub_abs[PATH_MAX], sub_rel[PATH_MAX];
+        struct stat st;
+
+        if (strncmp(names.names[i], c->version_prefix, strlen(c->version_prefix)) != 0)
+            continue;
+        ok = join(sub_abs, sizeof(sub_abs), target, names.names[i], c->err) &&
+             join(sub_rel, sizeof(sub_rel), rel, names.names[i], c->err);
+        if (!ok)
+            break;
+        if (stat(sub_abs, &st) != 0) {
+            ok = err_errno(c->err, errno, "could not stat \"%s\"", sub_abs);
+            break;
+        }
+        ok = add_entry(c, sub_rel, sub_abs, &st) && walk_dir(c, sub_abs, sub_rel, true, false);
+    }
+    name_list_free(&names);
+    return ok;
+}
+
+static bool walk_dir(walk_ctx *c, const char *abs, const char *rel, bool is_db_parent,
+                     bool is_db_dir)
+{
+    name_list names;
+    bool ok = true;
+
+    if (!read_names(abs, &names, c->err))
+        return false;
+    for (size_t i = 0; ok && i < names.n; i++) {
+        const char *name = names.names[i];
+        char child_abs[PATH_MAX], child_rel[PATH_MAX];
+        bool keep_dir_only;
+        struct stat st;
+
+        ok = join(child_abs, sizeof(child_abs), abs, name, c->err) &&
+             join(child_rel, sizeof(child_rel), rel, name, c->err);
+        if (!ok)
+            break;
+        if (lstat(child_abs, &st) != 0) {
+            if (errno == ENOENT) { /* dropped while we walked */
+                log_info("skipping \"%s\": removed during the backup", child_abs);
+                continue;
+            }
+            ok = err_errno(c->err, errno, "could not stat \"%s\"", child_abs);
+            break;
+        }
+        if (S_ISLNK(st.st_mode) && strcmp(rel, TABLESPACE_DIR) == 0) {
+            ok = walk_tablespace(c, child_abs, child_rel, name);
+            continue;
+        }
+        /* Other links (pg_wal moved elsewhere, a linked config file) are followed. */
+        if (S_ISLNK(st.st_mode) && stat(child_abs, &st) != 0) {
+            ok = err_errno(c->err, errno, "could not follow link \"%s\"", child_abs);
+            break;
+        }
+        if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+            log_warn("skipping \"%s\": not a regular file or directory", child_abs);
+            continue;
+        }
+        if (datadir_excluded(rel, name, S_ISDIR(st.st_mode), &keep_dir_only))
+            continue;
+        if (is_db_dir && S_ISREG(st.st_mode) && is_unlogged_fork(&names, name))
+            continue;
+        if (!add_entry(c, child_rel, child_abs, &st))
+            break;
+        if (!S_ISDIR(st.st_mode))
+            continue;
+        if (keep_dir_only) {
+            if (strcmp(name, "pg_wal") == 0) {
+                struct stat status_st = st;
+                ok = join(child_rel, sizeof(child_rel), "pg_wal", "archive_status", c->err) &&
+                     add_entry(c, child_rel, child_abs, &status_st);
+            }
+            continue;
+        }
+        ok = walk_dir(c, child_abs, child_rel, strcmp(child_rel, "base") == 0, is_db_parent);
+    }
+    name_list_free(&names);
+    return ok && !c->err->set;
+}
+
+bool datadir_walk(datadir *dd, const char *pgdata, int pg_version_num, pgd_error *err)
+{
+    walk_ctx c = {.dd = dd, .err = err};
+
+    memset(dd, 0, sizeof(*dd));
+    snprintf(c.version_prefix, sizeof(c.version_prefix), "PG_%d_", pg_version_num / 10000);
+    if (!walk_dir(&c, pgdata, "", false, false)) {
+        datadir_free(dd);
+        return false;
+    }
+    return true;
+}
+
+void datadir_free(datadir *dd)
+{
+    for (size_t i = 0; i < dd->n; i++) {
+        free(dd->entries[i].path);
+        free(dd->entries[i].source);
+    }
+    for (size_t i = 0; i < dd->ntablespaces; i++)
+        free(dd->tablespaces[i].location);
+    free(dd->entries);
+    free(dd->tablespaces);
+    memset(dd, 0, sizeof(*dd));
+}

@@ -1,0 +1,228 @@
+/*
+ * session.c - libpq session: server facts, backup start/stop (PG 15+ and
+ * the PG 10-14 names), tablespaces.
+ */
+#include "pg/session.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PG_VERSION_MIN       100000
+#define PG_VERSION_NEW_NAMES 150000
+
+/* libpq messages span lines; ours are one line. */
+static void one_line(char *s)
+{
+    char *w = s;
+
+    for (char *r = s; *r != '\0'; r++) {
+        char c = (*r == '\n' || *r == '\t') ? ' ' : *r;
+        if (c == ' ' && (w == s || w[-1] == ' '))
+            continue;
+        *w++ = c;
+    }
+    while (w > s && w[-1] == ' ')
+        w--;
+    *w = '\0';
+}
+
+static bool query_error(pg_session *s, const char *what, PGresult *res, pgd_error *err)
+{
+    char msg[PGD_ERROR_MAX];
+
+    snprintf(msg, sizeof(msg), "%s", PQerrorMessage(s->conn));
+    one_line(msg);
+    PQclear(res);
+    return err_set(err, "%s failed: %s", what, msg);
+}
+
+/* Run a query expected to return `rows` rows (or -1: any) of `cols` columns. */
+static PGresult *run(pg_session *s, const char *sql, int nparams, const char *const *params,
+                     int cols, pgd_error *err)
+{
+    PGresult *res = PQexecParams(s->conn, sql, nparams, NULL, params, NULL, NULL, 0);
+
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        query_error(s, sql, res, err);
+        return NULL;
+    }
+    if (PQnfields(res) != cols) {
+        PQclear(res);
+        err_set(err, "unexpected result shape from \"%s\"", sql);
+        return NULL;
+    }
+    return res;
+}
+
+static bool fetch_one(pg_session *s, const char *sql, char *out, size_t outlen, pgd_error *err)
+{
+    PGresult *res = run(s, sql, 0, NULL, 1, err);
+
+    if (res == NULL)
+        return false;
+    if (PQntuples(res) != 1) {
+        PQclear(res);
+        return err_set(err, "unexpected result from \"%s\"", sql);
+    }
+    snprintf(out, outlen, "%s", PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return true;
+}
+
+bool pg_session_open(pg_session *s, const char *conninfo, pgd_error *err)
+{
+    const char *keys[] = {"dbname", "fallback_application_name", NULL};
+    const char *vals[] = {conninfo != NULL && conninfo[0] != '\0' ? conninfo : NULL, "pgdirect",
+                          NULL};
+    char buf[64];
+
+    memset(s, 0, sizeof(*s));
+    s->conn = PQconnectdbParams(keys, vals, 1);
+    if (s->conn == NULL)
+        return err_set(err, "could not connect to the server: out of memory");
+    if (PQstatus(s->conn) != CONNECTION_OK) {
+        char msg[PGD_ERROR_MAX];
+        snprintf(msg, sizeof(msg), "%s", PQerrorMessage(s->conn));
+        one_line(msg);
+        pg_session_close(s);
+        return err_set(err, "could not connect to the server: %s", msg);
+    }
+    s->version_num = PQserverVersion(s->conn);
+    if (s->version_num < PG_VERSION_MIN) {
+        int v = s->version_num;
+        pg_session_close(s);
+        return err_set(err, "server version %d is not supported (PostgreSQL 10 or later needed)",
+                       v);
+    }
+    if (!fetch_one(s, "SHOW server_version", s->version, sizeof(s->version), err) ||
+        !fetch_one(s, "SELECT setting FROM pg_catalog.pg_settings WHERE name = 'data_directory'",
+                   s->data_directory, sizeof(s->data_directory), err) ||
+        !fetch_one(s, "SHOW archive_mode", s->archive_mode, sizeof(s->archive_mode), err) ||
+        !fetch_one(s, "SELECT pg_catalog.pg_is_in_recovery()::text", buf, sizeof(buf), err))
+        goto fail;
+    s->in_recovery = strcmp(buf, "true") == 0;
+    if (!fetch_one(s,
+                   "SELECT (setting::bigint * CASE unit WHEN '8kB' THEN 8192 WHEN 'MB' THEN "
+                   "1048576 ELSE 1 END)::text FROM pg_catalog.pg_settings WHERE name = "
+                   "'wal_segment_size'",
+                   buf, sizeof(buf), err))
+        goto fail;
+    s->wal_segment_size = strtoull(buf, NULL, 10);
+    if (!fetch_one(s, "SELECT system_identifier::text FROM pg_catalog.pg_control_system()",
+                   s->system_identifier, sizeof(s->system_identifier), err))
+        goto fail;
+    if (s->data_directory[0] == '\0') {
+        err_set(err, "could not read the server's data_directory: the role needs superuser or "
+                     "pg_read_all_settings");
+        goto fail;
+    }
+    return true;
+fail:
+    pg_session_close(s);
+    return false;
+}
+
+void pg_session_close(pg_session *s)
+{
+    if (s->conn != NULL)
+        PQfinish(s->conn);
+    s->conn = NULL;
+}
+
+bool pg_session_backup_start(pg_session *s, const char *label, bool fast, char *start_lsn,
+                             size_t lsn_len, pgd_error *err)
+{
+    const char *params[] = {label, fast ? "true" : "false"};
+    const char *sql = s->version_num >= PG_VERSION_NEW_NAMES
+                          ? "SELECT pg_catalog.pg_backup_start($1, $2)::text"
+                          : "SELECT pg_catalog.pg_start_backup($1, $2, false)::text";
+    PGresult *res = run(s, sql, 2, params, 1, err);
+
+    if (res == NULL)
+        return false;
+    snprintf(start_lsn, lsn_len, "%s", PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return true;
+}
+
+bool pg_session_backup_stop(pg_session *s, char *stop_lsn, size_t lsn_len, char **labelfile,
+                            char **spcmapfile, pgd_error *err)
+{
+    const char *sql = s->version_num >= PG_VERSION_NEW_NAMES
+                          ? "SELECT lsn::text, labelfile, spcmapfile FROM "
+                            "pg_catalog.pg_backup_stop(true)"
+                          : "SELECT lsn::text, labelfile, spcmapfile FROM "
+                            "pg_catalog.pg_stop_backup(false, true)";
+    PGresult *res = run(s, sql, 0, NULL, 3, err);
+
+    if (res == NULL)
+        return false;
+    snprintf(stop_lsn, lsn_len, "%s", PQgetvalue(res, 0, 0));
+    *labelfile = strdup(PQgetvalue(res, 0, 1));
+    *spcmapfile = strdup(PQgetvalue(res, 0, 2));
+    PQclear(res);
+    if (*labelfile == NULL || *spcmapfile == NULL) {
+        free(*labelfile);
+        free(*spcmapfile);
+        return err_set(err, "out of memory");
+    }
+    return true;
+}
+
+bool pg_session_tablespaces(pg_session *s, pg_tablespace **out, size_t *count, pgd_error *err)
+{
+    PGresult *res = run(s,
+                        "SELECT oid::text, spcname FROM pg_catalog.pg_tablespace WHERE spcname "
+                        "NOT IN ('pg_default', 'pg_global') ORDER BY oid",
+                        0, NULL, 2, err);
+    int n;
+
+    *out = NULL;
+    *count = 0;
+    if (res == NULL)
+        return false;
+    n = PQntuples(res);
+    if (n > 0 && (*out = calloc((size_t)n, sizeof(**out))) == NULL) {
+        PQclear(res);
+        return err_set(err, "out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        (*out)[i].oid = (uint32_t)strtoul(PQgetvalue(res, i, 0), NULL, 10);
+        snprintf((*out)[i].name, sizeof((*out)[i].name), "%s", PQgetvalue(res, i, 1));
+    }
+    *count = (size_t)n;
+    PQclear(res);
+    return true;
+}
+
+bool pg_parse_lsn(const char *text, uint64_t *lsn)
+{
+    unsigned int hi, lo;
+    char tail;
+
+    if (sscanf(text, "%X/%X%c", &hi, &lo, &tail) != 2)
+        return false;
+    *lsn = ((uint64_t)hi << 32) | lo;
+    return true;
+}
+
+void pg_wal_file_name(uint32_t tli, uint64_t lsn, uint64_t segsize, bool prev, char out[25])
+{
+    uint64_t segno = (prev && lsn > 0 ? lsn - 1 : lsn) / segsize;
+    uint64_t per_id = UINT64_C(0x100000000) / segsize;
+
+    snprintf(out, 25, "%08" PRIX32 "%08" PRIX32 "%08" PRIX32, tli, (uint32_t)(segno / per_id),
+             (uint32_t)(segno % per_id));
+}
+
+bool pg_label_timeline(const char *labelfile, uint32_t *tli)
+{
+    const char *p = strstr(labelfile, "START TIMELINE: ");
+
+    if (p == NULL)
+        return false;
+    *tli = (uint32_t)strtoul(p + strlen("START TIMELINE: "), NULL, 10);
+    return *tli > 0;
+}

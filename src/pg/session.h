@@ -1,0 +1,54 @@
+/*
+ * session.h - the one libpq session a backup holds from start to stop.
+ *
+ * A non-exclusive backup lives exactly as long as the session that started
+ * it: if pgdirect dies, PostgreSQL ends the backup by itself.
+ */
+#ifndef PGD_SESSION_H
+#define PGD_SESSION_H
+
+#include <libpq-fe.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util/error.h"
+
+typedef struct pg_session {
+    PGconn *conn;
+    int version_num; /* 150004 */
+    char version[32];
+    char data_directory[4096];
+    char archive_mode[16];
+    uint64_t wal_segment_size;
+    bool in_recovery;
+    char system_identifier[24];
+} pg_session;
+
+typedef struct pg_tablespace {
+    uint32_t oid;
+    char name[128];
+} pg_tablespace;
+
+/* Connect (conninfo may be empty: libpq's PG* variables apply) and read server facts. */
+bool pg_session_open(pg_session *s, const char *conninfo, pgd_error *err);
+void pg_session_close(pg_session *s);
+
+/* pg_backup_start / pg_start_backup(label, fast, false). */
+bool pg_session_backup_start(pg_session *s, const char *label, bool fast, char *start_lsn,
+                             size_t lsn_len, pgd_error *err);
+
+/* pg_backup_stop / pg_stop_backup(false, true): waits for WAL archiving. Strings malloc'd. */
+bool pg_session_backup_stop(pg_session *s, char *stop_lsn, size_t lsn_len, char **labelfile,
+                            char **spcmapfile, pgd_error *err);
+
+/* User tablespaces (oid, name). *out malloc'd. */
+bool pg_session_tablespaces(pg_session *s, pg_tablespace **out, size_t *count, pgd_error *err);
+
+/* "0/2000028" -> 0x2000028 */
+bool pg_parse_lsn(const char *text, uint64_t *lsn);
+/* WAL file name of the segment holding `lsn` (prev: the segment ending at lsn). */
+void pg_wal_file_name(uint32_t tli, uint64_t lsn, uint64_t segsize, bool prev, char out[25]);
+/* "START TIMELINE: 1" from a backup_label. */
+bool pg_label_timeline(const char *labelfile, uint32_t *tli);
+
+#endif

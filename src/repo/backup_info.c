@@ -1,0 +1,197 @@
+/*
+ * backup_info.c - the backup sentinel: JSON form, loading and listing.
+ */
+#include "repo/backup_info.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "repo/layout.h"
+
+bool backup_info_to_json(const backup_info *bi, char **json, pgd_error *err)
+{
+    json_t *o = json_pack(
+        "{s:s, s:s, s:s, s:I, s:I, s:s, s:s, s:I, s:s, s:s, s:s, s:i, s:s, s:s, s:s, s:I, s:I, "
+        "s:I}",
+        "id", bi->id, "type", bi->type, "label", bi->label, "start_time",
+        (json_int_t)bi->start_time, "stop_time", (json_int_t)bi->stop_time, "start_lsn",
+        bi->start_lsn, "stop_lsn", bi->stop_lsn, "timeline", (json_int_t)bi->timeline,
+        "start_wal", bi->start_wal, "stop_wal", bi->stop_wal, "system_identifier",
+        bi->system_identifier, "pg_version_num", bi->pg_version_num, "tool_version",
+        bi->tool_version, "compression", bi->compression, "read_mode", bi->read_mode, "size",
+        (json_int_t)bi->size, "compressed_size", (json_int_t)bi->compressed_size, "files",
+        (json_int_t)bi->files);
+
+    if (o == NULL)
+        return err_set(err, "could not build sentinel of backup \"%s\"", bi->id);
+    *json = json_dumps(o, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    if (*json == NULL)
+        return err_set(err, "could not serialise sentinel of backup \"%s\"", bi->id);
+    return true;
+}
+
+#define COPY_FIELD(dst, src) snprintf((dst), sizeof(dst), "%s", (src))
+
+bool backup_info_from_json(backup_info *bi, const char *json, const char *what, pgd_error *err)
+{
+    json_error_t jerr;
+    json_t *o = json_loads(json, 0, &jerr);
+    const char *id, *type, *label, *start_lsn, *stop_lsn, *start_wal, *stop_wal, *sysid,
+        *tool_version, *compression, *read_mode;
+    json_int_t start_time, stop_time, timeline, size, csize, files;
+    int pgver;
+
+    memset(bi, 0, sizeof(*bi));
+    if (o == NULL)
+        return err_set(err, "could not parse %s: %s", what, jerr.text);
+    if (json_unpack_ex(o, &jerr, 0,
+                       "{s:s, s:s, s:s, s:I, s:I, s:s, s:s, s:I, s:s, s:s, s:s, s:i, s:s, s:s, "
+                       "s:s, s:I, s:I, s:I}",
+                       "id", &id, "type", &type, "label", &label, "start_time", &start_time,
+                       "stop_time", &stop_time, "start_lsn", &start_lsn, "stop_lsn", &stop_lsn,
+                       "timeline", &timeline, "start_wal", &start_wal, "stop_wal", &stop_wal,
+                       "system_identifier", &sysid, "pg_version_num", &pgver, "tool_version",
+                       &tool_version, "compression", &compression, "read_mode", &read_mode,
+                       "size", &size, "compressed_size", &csize, "files", &files) != 0) {
+        json_decref(o);
+        return err_set(err, "invalid %s: %s", what, jerr.text);
+    }
+    COPY_FIELD(bi->id, id);
+    COPY_FIELD(bi->type, type);
+    COPY_FIELD(bi->label, label);
+    COPY_FIELD(bi->start_lsn, start_lsn);
+    COPY_FIELD(bi->stop_lsn, stop_lsn);
+    COPY_FIELD(bi->start_wal, start_wal);
+    COPY_FIELD(bi->stop_wal, stop_wal);
+    COPY_FIELD(bi->system_identifier, sysid);
+    COPY_FIELD(bi->tool_version, tool_version);
+    COPY_FIELD(bi->compression, compression);
+    COPY_FIELD(bi->read_mode, read_mode);
+    bi->start_time = start_time;
+    bi->stop_time = stop_time;
+    bi->timeline = (uint32_t)timeline;
+    bi->pg_version_num = pgver;
+    bi->size = (uint64_t)size;
+    bi->compressed_size = (uint64_t)csize;
+    bi->files = (uint64_t)files;
+    json_decref(o);
+    return true;
+}
+
+bool backup_info_load(storage *repo, const char *id, backup_info *bi, bool *missing,
+                      pgd_error *err)
+{
+    char path[LAYOUT_PATH_MAX];
+    char *json;
+    size_t len;
+    bool ok;
+
+    layout_sentinel_path(id, path, sizeof(path));
+    if (!storage_get(repo, path, &json, &len, missing, err))
+        return false;
+    ok = backup_info_from_json(bi, json, path, err);
+    free(json);
+    if (ok && strcmp(bi->id, id) != 0)
+        ok = err_set(err, "sentinel \"%s\" names backup \"%s\"", path, bi->id);
+    return ok;
+}
+
+typedef struct id_list {
+    char (*ids)[BACKUP_ID_LEN + 1];
+    size_t n, cap;
+} id_list;
+
+static bool collect_sentinel(void *arg, const char *name, uint64_t size, bool is_dir,
+                             pgd_error *err)
+{
+    id_list *l = arg;
+    size_t len = strlen(name), slen = strlen(SENTINEL_SUFFIX);
+
+    (void)size;
+    if (is_dir || len != BACKUP_ID_LEN + slen || strcmp(name + BACKUP_ID_LEN, SENTINEL_SUFFIX))
+        return true;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        void *grown = realloc(l->ids, cap * sizeof(*l->ids));
+        if (grown == NULL)
+            return err_set(err, "out of memory");
+        l->ids = grown;
+        l->cap = cap;
+    }
+    memcpy(l->ids[l->n], name, BACKUP_ID_LEN);
+    l->ids[l->n][BACKUP_ID_LEN] = '\0';
+    if (layout_is_backup_id(l->ids[l->n]))
+        l->n++;
+    return true;
+}
+
+static int id_cmp(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+bool backup_info_list(storage *repo, backup_info **out, size_t *count, pgd_error *err)
+{
+    id_list ids = {0};
+    backup_info *infos = NULL;
+    size_t n = 0;
+
+    *out = NULL;
+    *count = 0;
+    if (!storage_list(repo, BACKUPS_DIR, collect_sentinel, &ids, err)) {
+        free(ids.ids);
+        return false;
+    }
+    qsort(ids.ids, ids.n, sizeof(*ids.ids), id_cmp);
+    if (ids.n > 0 && (infos = calloc(ids.n, sizeof(*infos))) == NULL) {
+        free(ids.ids);
+        return err_set(err, "out of memory");
+    }
+    for (size_t i = 0; i < ids.n; i++) {
+        bool missing;
+        if (!backup_info_load(repo, ids.ids[i], &infos[n], &missing, err)) {
+            if (missing) /* removed while we listed */
+                continue;
+            free(infos);
+            free(ids.ids);
+            return false;
+        }
+        n++;
+    }
+    free(ids.ids);
+    *out = infos;
+    *count = n;
+    return true;
+}
+
+bool backup_info_resolve(storage *repo, const char *id_or_latest, backup_info *bi,
+                         pgd_error *err)
+{
+    bool missing = false;
+
+    if (strcmp(id_or_latest, "LATEST") == 0) {
+        backup_info *all;
+        size_t n;
+        if (!backup_info_list(repo, &all, &n, err))
+            return false;
+        if (n == 0)
+            return err_set(err, "no backup in repository \"%s\"", repo->uri);
+        *bi = all[n - 1];
+        free(all);
+        return true;
+    }
+    if (!layout_is_backup_id(id_or_latest))
+        return err_set(err, "invalid backup id \"%s\": expected LATEST or an id like "
+                       "20261129T215959F",
+                       id_or_latest);
+    if (!backup_info_load(repo, id_or_latest, bi, &missing, err)) {
+        if (missing)
+            return err_set(err, "backup \"%s\" not found in repository \"%s\"", id_or_latest,
+                           repo->uri);
+        return false;
+    }
+    return true;
+}

@@ -1,0 +1,51 @@
+/*
+ * backup_info.h - the sentinel <id>.done.json, written last: a backup
+ * exists only once this object exists. It carries what `list` shows and
+ * what restore needs before it opens the manifest.
+ */
+#ifndef PGD_BACKUP_INFO_H
+#define PGD_BACKUP_INFO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "storage/storage.h"
+#include "util/error.h"
+
+#define PG_LSN_TEXT 24
+
+typedef struct backup_info {
+    char id[32];
+    char type[8]; /* "full" */
+    char label[128];
+    int64_t start_time, stop_time; /* Unix seconds, UTC */
+    char start_lsn[PG_LSN_TEXT], stop_lsn[PG_LSN_TEXT];
+    uint32_t timeline;
+    char start_wal[32], stop_wal[32];
+    char system_identifier[24];
+    int pg_version_num;
+    char tool_version[16];
+    char compression[8];
+    char read_mode[48];
+    uint64_t size;            /* bytes read from PGDATA and tablespaces */
+    uint64_t compressed_size; /* bytes stored */
+    uint64_t files;
+} backup_info;
+
+bool backup_info_to_json(const backup_info *bi, char **json, pgd_error *err);
+bool backup_info_from_json(backup_info *bi, const char *json, const char *what, pgd_error *err);
+
+/* Load the sentinel of backup `id`; *missing when the backup does not exist. */
+bool backup_info_load(storage *repo, const char *id, backup_info *bi, bool *missing,
+                      pgd_error *err);
+
+/*
+ * Every complete backup, oldest first (ids sort by time). *out is malloc'd.
+ */
+bool backup_info_list(storage *repo, backup_info **out, size_t *count, pgd_error *err);
+
+/* "LATEST" or an id -> the backup's info; errors name the repository. */
+bool backup_info_resolve(storage *repo, const char *id_or_latest, backup_info *bi,
+                         pgd_error *err);
+
+#endif

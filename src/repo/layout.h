@@ -1,0 +1,49 @@
+/*
+ * layout.h - where things live in a repository (local and S3 identical):
+ *
+ *   backups/<id>/manifest.json         what the backup holds (repo/manifest.h)
+ *   backups/<id>/part_0001.tar.lz4     pax tar partitions
+ *   backups/<id>/backup_label          from pg_backup_stop, uncompressed
+ *   backups/<id>/tablespace_map        idem, only when there are tablespaces
+ *   backups/<id>.done.json             sentinel, written last (repo/backup_info.h)
+ *   wal/<timeline>/<segment><suffix>   archived WAL, .history and .backup files
+ *
+ * <id> is the UTC start time plus F (full): 20261129T215959F. It sorts by
+ * time and never depends on WAL names.
+ */
+#ifndef PGD_LAYOUT_H
+#define PGD_LAYOUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <time.h>
+
+#include "compress/compress.h"
+
+#define BACKUP_ID_LEN     16 /* 20261129T215959F */
+#define BACKUPS_DIR       "backups"
+#define WAL_DIR           "wal"
+#define SENTINEL_SUFFIX   ".done.json"
+#define MANIFEST_NAME     "manifest.json"
+#define LAYOUT_PATH_MAX   1024
+#define WAL_TIMELINE_LEN  8
+
+void layout_backup_id(time_t start, char out[BACKUP_ID_LEN + 1]);
+bool layout_is_backup_id(const char *s);
+
+void layout_sentinel_path(const char *id, char *out, size_t outlen);
+void layout_manifest_path(const char *id, char *out, size_t outlen);
+void layout_backup_object(const char *id, const char *name, char *out, size_t outlen);
+void layout_partition_name(unsigned number, compress_kind kind, char *out, size_t outlen);
+
+/*
+ * WAL file names PostgreSQL archives: segments (24 hex digits), partial
+ * segments (+ ".partial"), timeline history files (8 hex + ".history") and
+ * backup history files (24 hex + "." + 8 hex + ".backup").
+ */
+bool layout_is_wal_name(const char *name);
+/* wal/<timeline>/ directory of a WAL file name (its first 8 hex digits). */
+void layout_wal_dir(const char *wal_name, char *out, size_t outlen);
+void layout_wal_path(const char *wal_name, compress_kind kind, char *out, size_t outlen);
+
+#endif

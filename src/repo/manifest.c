@@ -1,0 +1,276 @@
+/*
+ * manifest.c - manifest.json writer and validating reader (jansson).
+ */
+#include "repo/manifest.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void manifest_init(manifest *m)
+{
+    memset(m, 0, sizeof(*m));
+}
+
+void manifest_free(manifest *m)
+{
+    for (size_t i = 0; i < m->nfiles; i++)
+        free(m->files[i].path);
+    for (size_t i = 0; i < m->npartitions; i++)
+        free(m->partitions[i].name);
+    for (size_t i = 0; i < m->ntablespaces; i++) {
+        free(m->tablespaces[i].name);
+        free(m->tablespaces[i].location);
+    }
+    free(m->files);
+    free(m->partitions);
+    free(m->tablespaces);
+    free(m->id);
+    free(m->backup_label);
+    free(m->tablespace_map);
+    manifest_init(m);
+}
+
+bool manifest_add_file(manifest *m, const manifest_file *f, pgd_error *err)
+{
+    if (m->nfiles == m->cap_files) {
+        size_t cap = m->cap_files ? m->cap_files * 2 : 256;
+        manifest_file *grown = realloc(m->files, cap * sizeof(*grown));
+        if (grown == NULL)
+            return err_set(err, "out of memory");
+        m->files = grown;
+        m->cap_files = cap;
+    }
+    m->files[m->nfiles] = *f;
+    m->files[m->nfiles].path = strdup(f->path);
+    if (m->files[m->nfiles].path == NULL)
+        return err_set(err, "out of memory");
+    m->nfiles++;
+    return true;
+}
+
+bool manifest_add_partition(manifest *m, const char *name, uint64_t size, uint32_t crc,
+                            pgd_error *err)
+{
+    manifest_partition *grown =
+        realloc(m->partitions, (m->npartitions + 1) * sizeof(*m->partitions));
+
+    if (grown == NULL)
+        return err_set(err, "out of memory");
+    m->partitions = grown;
+    m->partitions[m->npartitions] = (manifest_partition){strdup(name), size, crc};
+    if (m->partitions[m->npartitions].name == NULL)
+        return err_set(err, "out of memory");
+    m->npartitions++;
+    return true;
+}
+
+bool manifest_add_tablespace(manifest *m, uint32_t oid, const char *name, const char *location,
+                             pgd_error *err)
+{
+    manifest_tablespace *grown =
+        realloc(m->tablespaces, (m->ntablespaces + 1) * sizeof(*m->tablespaces));
+
+    if (grown == NULL)
+        return err_set(err, "out of memory");
+    m->tablespaces = grown;
+    m->tablespaces[m->ntablespaces] = (manifest_tablespace){oid, strdup(name), strdup(location)};
+    m->ntablespaces++;
+    if (m->tablespaces[m->ntablespaces - 1].name == NULL ||
+        m->tablespaces[m->ntablespaces - 1].location == NULL)
+        return err_set(err, "out of memory");
+    return true;
+}
+
+static json_t *crc_json(uint32_t crc)
+{
+    char hex[9];
+
+    snprintf(hex, sizeof(hex), "%08x", crc);
+    return json_string(hex);
+}
+
+bool manifest_to_json(const manifest *m, char **json, pgd_error *err)
+{
+    json_t *root = json_object(), *files = json_array(), *parts = json_array(),
+           *spcs = json_array();
+
+    json_object_set_new(root, "format", json_integer(MANIFEST_FORMAT));
+    json_object_set_new(root, "id", json_string(m->id));
+    json_object_set_new(root, "compression", json_string(compress_name(m->compression)));
+    for (size_t i = 0; i < m->npartitions; i++)
+        json_array_append_new(parts, json_pack("{s:s, s:I, s:o}", "name", m->partitions[i].name,
+                                               "size", (json_int_t)m->partitions[i].size,
+                                               "crc32c", crc_json(m->partitions[i].crc)));
+    for (size_t i = 0; i < m->ntablespaces; i++)
+        json_array_append_new(spcs, json_pack("{s:I, s:s, s:s}", "oid",
+                                              (json_int_t)m->tablespaces[i].oid, "name",
+                                              m->tablespaces[i].name, "location",
+                                              m->tablespaces[i].location));
+    for (size_t i = 0; i < m->nfiles; i++) {
+        const manifest_file *f = &m->files[i];
+        json_t *o = json_pack("{s:s, s:s, s:I, s:I}", "path", f->path, "type",
+                              f->is_dir ? "dir" : "file", "mode", (json_int_t)f->mode, "mtime",
+                              (json_int_t)f->mtime);
+        if (!f->is_dir) {
+            json_object_set_new(o, "size", json_integer((json_int_t)f->size));
+            json_object_set_new(o, "crc32c", crc_json(f->crc));
+            json_object_set_new(o, "partition", json_integer(f->partition));
+        }
+        json_array_append_new(files, o);
+    }
+    json_object_set_new(root, "partitions", parts);
+    json_object_set_new(root, "tablespaces", spcs);
+    json_object_set_new(root, "files", files);
+    json_object_set_new(root, "backup_label", json_string(m->backup_label ? m->backup_label : ""));
+    json_object_set_new(root, "tablespace_map",
+                        json_string(m->tablespace_map ? m->tablespace_map : ""));
+    *json = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    json_decref(root);
+    if (*json == NULL)
+        return err_set(err, "could not serialise manifest of backup \"%s\"", m->id);
+    return true;
+}
+
+static bool parse_crc(const char *hex, uint32_t *out)
+{
+    char *end;
+    unsigned long v;
+
+    if (hex == NULL || strlen(hex) != 8)
+        return false;
+    v = strtoul(hex, &end, 16);
+    if (*end != '\0')
+        return false;
+    *out = (uint32_t)v;
+    return true;
+}
+
+static char *dup_or_empty(const char *s)
+{
+    return strdup(s != NULL ? s : "");
+}
+
+bool manifest_from_json(manifest *m, const char *json, const char *what, pgd_error *err)
+{
+    json_error_t jerr;
+    json_t *root = json_loads(json, 0, &jerr), *files, *parts, *spcs, *v;
+    const char *id = NULL, *compression = NULL, *label = NULL, *spcmap = NULL;
+    json_int_t format = 0;
+    size_t i;
+    bool ok = false;
+
+    manifest_init(m);
+    if (root == NULL)
+        return err_set(err, "could not parse %s: %s (line %d)", what, jerr.text, jerr.line);
+    if (json_unpack_ex(root, &jerr, 0, "{s:I, s:s, s:s, s:o, s:o, s:o, s?s, s?s}", "format",
+                       &format, "id", &id, "compression", &compression, "partitions", &parts,
+                       "tablespaces", &spcs, "files", &files, "backup_label", &label,
+                       "tablespace_map", &spcmap) != 0) {
+        err_set(err, "invalid %s: %s", what, jerr.text);
+        goto done;
+    }
+    if (format != MANIFEST_FORMAT) {
+        err_set(err, "%s has format %lld; this pgdirect reads format %d", what, (long long)format,
+                MANIFEST_FORMAT);
+        goto done;
+    }
+    if (!compress_parse(compression, &m->compression)) {
+        err_set(err, "%s names unknown compression \"%s\"", what, compression);
+        goto done;
+    }
+    m->id = strdup(id);
+    m->backup_label = dup_or_empty(label);
+    m->tablespace_map = dup_or_empty(spcmap);
+    json_array_foreach(parts, i, v)
+    {
+        const char *name, *crc;
+        json_int_t size;
+        uint32_t crcv;
+        if (json_unpack_ex(v, &jerr, 0, "{s:s, s:I, s:s}", "name", &name, "size", &size, "crc32c",
+                           &crc) != 0 ||
+            size < 0 || !parse_crc(crc, &crcv)) {
+            err_set(err, "invalid partition %zu in %s", i, what);
+            goto done;
+        }
+        if (!manifest_add_partition(m, name, (uint64_t)size, crcv, err))
+            goto done;
+    }
+    json_array_foreach(spcs, i, v)
+    {
+        const char *name, *location;
+        json_int_t oid;
+        if (json_unpack_ex(v, &jerr, 0, "{s:I, s:s, s:s}", "oid", &oid, "name", &name, "location",
+                           &location) != 0 ||
+            oid <= 0 || oid > UINT32_MAX) {
+            err_set(err, "invalid tablespace %zu in %s", i, what);
+            goto done;
+        }
+        if (!manifest_add_tablespace(m, (uint32_t)oid, name, location, err))
+            goto done;
+    }
+    json_array_foreach(files, i, v)
+    {
+        manifest_file f = {0};
+        const char *path, *type, *crc = NULL;
+        json_int_t mode, mtime, size = 0, partition = 0;
+
+        if (json_unpack_ex(v, &jerr, 0, "{s:s, s:s, s:I, s:I, s?I, s?s, s?I}", "path", &path,
+                           "type", &type, "mode", &mode, "mtime", &mtime, "size", &size, "crc32c",
+                           &crc, "partition", &partition) != 0) {
+            err_set(err, "invalid file entry %zu in %s: %s", i, what, jerr.text);
+            goto done;
+        }
+        f.path = (char *)path;
+        f.is_dir = strcmp(type, "dir") == 0;
+        f.mode = (uint32_t)mode & 07777;
+        f.mtime = mtime;
+        if (!f.is_dir) {
+            if (strcmp(type, "file") != 0 || size < 0 || !parse_crc(crc, &f.crc) ||
+                partition < 1 || (size_t)partition > m->npartitions) {
+                err_set(err, "invalid file entry \"%s\" in %s", path, what);
+                goto done;
+            }
+            f.size = (uint64_t)size;
+            f.partition = (uint32_t)partition;
+        }
+        if (!manifest_add_file(m, &f, err))
+            goto done;
+    }
+    ok = m->id != NULL && m->backup_label != NULL && m->tablespace_map != NULL;
+    if (!ok)
+        err_set(err, "out of memory");
+done:
+    json_decref(root);
+    if (!ok)
+        manifest_free(m);
+    return ok;
+}
+
+static int file_cmp(const void *a, const void *b)
+{
+    return strcmp(((const manifest_file *)a)->path, ((const manifest_file *)b)->path);
+}
+
+void manifest_build_index(manifest *m)
+{
+    qsort(m->files, m->nfiles, sizeof(*m->files), file_cmp);
+}
+
+long manifest_find(const manifest *m, const char *path)
+{
+    size_t lo = 0, hi = m->nfiles;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(path, m->files[mid].path);
+        if (c == 0)
+            return (long)mid;
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return -1;
+}

@@ -1,0 +1,81 @@
+/*
+ * manifest.h - manifest.json: what a backup holds and how to check it.
+ *
+ * Format (JSON object, "format": 1):
+ *   id, compression       the backup and the codec of its partitions
+ *   partitions[]          name, size (stored bytes), crc32c of the stored bytes
+ *   tablespaces[]         oid, name, location (the pg_tblspc link target)
+ *   files[]               path (relative to PGDATA, tablespace files under
+ *                         pg_tblspc/<oid>/), type "file"|"dir", mode, mtime,
+ *                         and for files: size, crc32c (hex), partition (1-based)
+ *   backup_label, tablespace_map   text returned by pg_backup_stop
+ *
+ * Files are stored in partition order; a file that vanished during the
+ * backup is not listed.
+ */
+#ifndef PGD_MANIFEST_H
+#define PGD_MANIFEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "compress/compress.h"
+#include "util/error.h"
+
+#define MANIFEST_FORMAT 1
+
+typedef struct manifest_file {
+    char *path;
+    bool is_dir;
+    uint64_t size;
+    uint32_t mode;
+    int64_t mtime;
+    uint32_t crc;
+    uint32_t partition;
+} manifest_file;
+
+typedef struct manifest_partition {
+    char *name;
+    uint64_t size;
+    uint32_t crc;
+} manifest_partition;
+
+typedef struct manifest_tablespace {
+    uint32_t oid;
+    char *name;
+    char *location;
+} manifest_tablespace;
+
+typedef struct manifest {
+    char *id;
+    compress_kind compression;
+    manifest_file *files;
+    size_t nfiles, cap_files;
+    manifest_partition *partitions;
+    size_t npartitions;
+    manifest_tablespace *tablespaces;
+    size_t ntablespaces;
+    char *backup_label;
+    char *tablespace_map;
+} manifest;
+
+void manifest_init(manifest *m);
+void manifest_free(manifest *m);
+
+bool manifest_add_file(manifest *m, const manifest_file *f, pgd_error *err);
+bool manifest_add_partition(manifest *m, const char *name, uint64_t size, uint32_t crc,
+                            pgd_error *err);
+bool manifest_add_tablespace(manifest *m, uint32_t oid, const char *name, const char *location,
+                             pgd_error *err);
+
+/* Serialise; *json is malloc'd. */
+bool manifest_to_json(const manifest *m, char **json, pgd_error *err);
+/* Parse and validate types; `what` names the object in errors. */
+bool manifest_from_json(manifest *m, const char *json, const char *what, pgd_error *err);
+
+/* Index of the file by path (binary search after manifest_sort_index); -1 if absent. */
+void manifest_build_index(manifest *m);
+long manifest_find(const manifest *m, const char *path);
+
+#endif

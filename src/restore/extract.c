@@ -1,0 +1,360 @@
+/*
+ * extract.c - parallel, verified extraction of backup partitions.
+ */
+#define _GNU_SOURCE
+#include "restore/extract.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "compress/compress.h"
+#include "repo/layout.h"
+#include "repo/tar.h"
+#include "util/crc32c.h"
+#include "util/log.h"
+#include "util/progress.h"
+
+#define EXTRACT_CHUNK  (1024 * 1024)
+#define TABLESPACE_DIR "pg_tblspc/"
+
+bool restore_path_is_safe(const char *path)
+{
+    const char *p = path;
+
+    if (path[0] == '\0' || path[0] == '/' || strlen(path) >= PATH_MAX / 2)
+        return false;
+    while (*p != '\0') {
+        size_t len = strcspn(p, "/");
+        if (len == 0 || (len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
+            return false;
+        p += len;
+        if (*p == '/') {
+            p++;
+            if (*p == '\0')
+                return false; /* trailing slash: an empty last component */
+        }
+    }
+    return true;
+}
+
+bool extract_dest_path(const extract_plan *p, const char *path, char *out, size_t outlen,
+                       pgd_error *err)
+{
+    const char *base = p->target, *rest = path;
+
+    if (!restore_path_is_safe(path))
+        return err_set(err, "refusing path \"%s\" in backup \"%s\": it would land outside the "
+                       "target directory",
+                       path, p->backup_id);
+    if (strncmp(path, TABLESPACE_DIR, strlen(TABLESPACE_DIR)) == 0) {
+        const char *oid_s = path + strlen(TABLESPACE_DIR);
+        char *end;
+        unsigned long oid = strtoul(oid_s, &end, 10);
+        for (size_t i = 0; end != oid_s && i < p->m->ntablespaces; i++) {
+            if (p->m->tablespaces[i].oid != oid)
+                continue;
+            if (*end != '/')
+                return err_set(err, "refusing entry \"%s\" in backup \"%s\": it would replace "
+                               "the tablespace link",
+                               path, p->backup_id);
+            base = p->spc_dest[i];
+            rest = end + 1;
+            break;
+        }
+    }
+    if ((size_t)snprintf(out, outlen, "%s/%s", base, rest) >= outlen)
+        return err_set(err, "path too long: \"%s/%s\"", base, rest);
+    return true;
+}
+
+static bool make_dir(const char *dest, uint32_t mode, pgd_error *err)
+{
+    struct stat st;
+
+    if (mkdir(dest, 0700) != 0) {
+        if (errno != EEXIST)
+            return err_errno(err, errno, "could not create directory \"%s\"", dest);
+        if (lstat(dest, &st) != 0 || !S_ISDIR(st.st_mode))
+            return err_set(err, "\"%s\" exists and is not a directory", dest);
+    }
+    if (chmod(dest, mode & 07777 ? mode & 07777 : 0700) != 0)
+        return err_errno(err, errno, "could not set mode of directory \"%s\"", dest);
+    return true;
+}
+
+bool extract_make_dirs(const extract_plan *p, pgd_error *err)
+{
+    /* the index is sorted by path, so a parent always comes before its children */
+    for (size_t i = 0; i < p->m->nfiles; i++) {
+        const manifest_file *f = &p->m->files[i];
+        char dest[PATH_MAX];
+        if (!f->is_dir)
+            continue;
+        if (!extract_dest_path(p, f->path, dest, sizeof(dest), err) ||
+            !make_dir(dest, f->mode, err))
+            return false;
+    }
+    return true;
+}
+
+typedef struct extract_shared {
+    const extract_plan *p;
+    atomic_size_t next_partition;
+    atomic_bool failed;
+    atomic_uint_fast64_t bytes;
+    atomic_int running;
+    unsigned char *restored; /* per manifest file */
+    pthread_mutex_t lock;
+    pgd_error err;
+} extract_shared;
+
+typedef struct extract_worker {
+    extract_shared *sh;
+    pthread_t thread;
+    char *buf;
+    pgd_error err;
+} extract_worker;
+
+static bool write_all(int fd, const char *buf, size_t len, const char *dest, pgd_error *err)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, buf, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return err_errno(err, errno, "could not write file \"%s\"", dest);
+        buf += n;
+        len -= (size_t)n;
+    }
+    return true;
+}
+
+static bool extract_file(extract_worker *w, tar_reader *tr, const tar_entry *e, size_t part_idx,
+                         const char *part_name)
+{
+    const extract_plan *p = w->sh->p;
+    long idx = manifest_find(p->m, e->path);
+    const manifest_file *f;
+    char dest[PATH_MAX];
+    uint32_t crc = CRC32C_INIT;
+    uint64_t left;
+    struct timespec times[2];
+    int fd;
+
+    if (idx < 0 || p->m->files[idx].is_dir || p->m->files[idx].partition != part_idx + 1)
+        return err_set(&w->err, "file \"%s\" in partition \"%s\" of backup \"%s\" is not in "
+                       "the manifest",
+                       e->path, part_name, p->backup_id);
+    f = &p->m->files[idx];
+    if (e->size < f->size)
+        return err_set(&w->err, "file \"%s\" in backup \"%s\" is truncated: %llu bytes, the "
+                       "manifest says %llu",
+                       e->path, p->backup_id, (unsigned long long)e->size,
+                       (unsigned long long)f->size);
+    if (!extract_dest_path(p, e->path, dest, sizeof(dest), &w->err))
+        return false;
+    fd = open(dest, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return err_errno(&w->err, errno, "could not create file \"%s\"", dest);
+    /* a file that shrank during the backup is zero-padded in the tar: keep the manifest size */
+    left = f->size;
+    while (left > 0) {
+        size_t n;
+        if (!tar_reader_data(tr, w->buf, left < EXTRACT_CHUNK ? (size_t)left : EXTRACT_CHUNK, &n,
+                             &w->err))
+            goto fail;
+        if (n == 0) {
+            err_set(&w->err, "file \"%s\" in backup \"%s\" ends early", e->path, p->backup_id);
+            goto fail;
+        }
+        crc = crc32c_update(crc, w->buf, n);
+        if (!write_all(fd, w->buf, n, dest, &w->err))
+            goto fail;
+        left -= n;
+        atomic_fetch_add(&w->sh->bytes, n);
+    }
+    if (crc32c_final(crc) != f->crc) {
+        err_set(&w->err, "checksum mismatch for file \"%s\" in backup \"%s\" (partition \"%s\"): "
+                "%08x, the manifest says %08x",
+                e->path, p->backup_id, part_name, crc32c_final(crc), f->crc);
+        goto fail;
+    }
+    times[0].tv_sec = times[1].tv_sec = (time_t)f->mtime;
+    times[0].tv_nsec = times[1].tv_nsec = 0;
+    if (fchmod(fd, f->mode) != 0 || futimens(fd, times) != 0) {
+        err_errno(&w->err, errno, "could not set mode or time of \"%s\"", dest);
+        goto fail;
+    }
+    close(fd);
+    w->sh->restored[idx] = 1;
+    return true;
+fail:
+    close(fd);
+    unlink(dest);
+    return false;
+}
+
+static bool extract_partition(extract_worker *w, size_t part_idx)
+{
+    const extract_plan *p = w->sh->p;
+    const manifest_partition *part = &p->m->partitions[part_idx];
+    char path[LAYOUT_PATH_MAX];
+    tar_reader tr;
+    in_stream *in;
+    bool missing, end = false, ok = true;
+
+    layout_backup_object(p->backup_id, part->name, path, sizeof(path));
+    in = storage_read_open(p->repo, path, &missing, &w->err);
+    if (in == NULL)
+        return missing ? err_set(&w->err, "partition \"%s\" of backup \"%s\" is missing from "
+                                 "repository \"%s\"",
+                                 part->name, p->backup_id, p->repo->uri)
+                       : false;
+    in = crc_in_new(in, path, part->size, part->crc, &w->err);
+    if (in != NULL)
+        in = decompress_in_new(compress_from_suffix(part->name), in, path, &w->err);
+    if (in == NULL)
+        return false;
+    tar_reader_init(&tr, in, path);
+    while (ok && !end && !atomic_load(&w->sh->failed)) {
+        tar_entry e;
+        char dest[PATH_MAX];
+
+        if (!tar_reader_next(&tr, &e, &end, &w->err)) {
+            ok = false;
+            break;
+        }
+        if (end)
+            break;
+        if (e.type == TAR_FILE) {
+            ok = extract_file(w, &tr, &e, part_idx, part->name);
+        } else if (e.type == TAR_DIR) {
+            ok = extract_dest_path(p, e.path, dest, sizeof(dest), &w->err) &&
+                 (manifest_find(p->m, e.path) >= 0 ||
+                  err_set(&w->err, "directory \"%s\" in partition \"%s\" of backup \"%s\" is not "
+                          "in the manifest",
+                          e.path, part->name, p->backup_id));
+        } else if (e.type == TAR_SYMLINK || e.type == TAR_HARDLINK) {
+            ok = err_set(&w->err, "refusing link \"%s\" -> \"%s\" in partition \"%s\" of backup "
+                         "\"%s\": links could point outside the target directory",
+                         e.path, e.linkpath ? e.linkpath : "", part->name, p->backup_id);
+        } else {
+            ok = err_set(&w->err, "refusing entry \"%s\" of type '%c' in partition \"%s\" of "
+                         "backup \"%s\"",
+                         e.path, e.type, part->name, p->backup_id);
+        }
+        tar_entry_free(&e);
+    }
+    /* drain to the end so the partition's size and CRC-32C are checked */
+    if (ok && end) {
+        size_t n;
+        do {
+            ok = in_read(in, w->buf, EXTRACT_CHUNK, &n, &w->err);
+        } while (ok && n > 0);
+    }
+    in_close(in);
+    return ok;
+}
+
+static void *extract_main(void *arg)
+{
+    extract_worker *w = arg;
+    extract_shared *sh = w->sh;
+
+    while (!atomic_load(&sh->failed)) {
+        size_t idx = atomic_fetch_add(&sh->next_partition, 1);
+        if (idx >= sh->p->m->npartitions)
+            break;
+        if (!extract_partition(w, idx)) {
+            pthread_mutex_lock(&sh->lock);
+            if (!sh->err.set)
+                sh->err = w->err;
+            pthread_mutex_unlock(&sh->lock);
+            atomic_store(&sh->failed, true);
+        }
+    }
+    atomic_fetch_sub(&sh->running, 1);
+    return NULL;
+}
+
+static uint64_t manifest_bytes(const manifest *m)
+{
+    uint64_t total = 0;
+
+    for (size_t i = 0; i < m->nfiles; i++)
+        total += m->files[i].size;
+    return total;
+}
+
+bool extract_partitions(const extract_plan *p, uint64_t *bytes, pgd_error *err)
+{
+    extract_shared sh = {.p = p};
+    extract_worker *workers = calloc((size_t)p->concurrency, sizeof(*workers));
+    progress_meter meter;
+    int started = 0;
+
+    sh.restored = calloc(p->m->nfiles ? p->m->nfiles : 1, 1);
+    if (workers == NULL || sh.restored == NULL) {
+        free(workers);
+        free(sh.restored);
+        return err_set(err, "out of memory");
+    }
+    pthread_mutex_init(&sh.lock, NULL);
+    progress_start(&meter, p->progress, manifest_bytes(p->m));
+    for (int i = 0; i < p->concurrency; i++) {
+        workers[i].sh = &sh;
+        workers[i].buf = malloc(EXTRACT_CHUNK);
+        if (workers[i].buf == NULL) {
+            err_set(&sh.err, "out of memory");
+            atomic_store(&sh.failed, true);
+            break;
+        }
+        atomic_fetch_add(&sh.running, 1);
+        if (pthread_create(&workers[i].thread, NULL, extract_main, &workers[i]) != 0) {
+            atomic_fetch_sub(&sh.running, 1);
+            err_set(&sh.err, "could not start restore thread %d", i);
+            atomic_store(&sh.failed, true);
+            break;
+        }
+        started++;
+    }
+    while (atomic_load(&sh.running) > 0) {
+        struct timespec ts = {0, 200 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        progress_update(&meter, atomic_load(&sh.bytes));
+    }
+    for (int i = 0; i < started; i++)
+        pthread_join(workers[i].thread, NULL);
+    progress_finish(&meter);
+    for (int i = 0; i < p->concurrency; i++)
+        free(workers[i].buf);
+    free(workers);
+    pthread_mutex_destroy(&sh.lock);
+    if (!sh.err.set) {
+        for (size_t i = 0; i < p->m->nfiles; i++) {
+            if (!p->m->files[i].is_dir && !sh.restored[i]) {
+                err_set(&sh.err, "file \"%s\" of backup \"%s\" was not found in partition "
+                        "\"%s\"",
+                        p->m->files[i].path, p->backup_id,
+                        p->m->partitions[p->m->files[i].partition - 1].name);
+                break;
+            }
+        }
+    }
+    free(sh.restored);
+    *bytes = atomic_load(&sh.bytes);
+    if (sh.err.set) {
+        *err = sh.err;
+        return false;
+    }
+    return true;
+}

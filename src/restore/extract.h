@@ -1,0 +1,44 @@
+/*
+ * extract.h - unpack a backup's partitions into a target directory, in
+ * parallel, verifying every file against the manifest.
+ *
+ * A backup is untrusted input. Every path, from the manifest or a tar
+ * header, must be relative and free of "." / ".." / empty components;
+ * links in a partition are refused (pgdirect never writes one; tablespace
+ * links are made by restore itself from the manifest); files are created
+ * with O_EXCL | O_NOFOLLOW, so nothing is ever written through a link.
+ */
+#ifndef PGD_EXTRACT_H
+#define PGD_EXTRACT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "repo/manifest.h"
+#include "storage/storage.h"
+#include "util/error.h"
+
+typedef struct extract_plan {
+    storage *repo;
+    const char *backup_id;
+    manifest *m;             /* index built (manifest_build_index) */
+    const char *target;      /* data directory, absolute, exists */
+    const char *const *spc_dest; /* per m->tablespaces[i]: absolute destination, exists */
+    int concurrency;
+    bool progress;
+} extract_plan;
+
+/* A relative path with no empty, "." or ".." component. */
+bool restore_path_is_safe(const char *path);
+
+/* Where `path` (a backup path) lands: under the target or a tablespace destination. */
+bool extract_dest_path(const extract_plan *p, const char *path, char *out, size_t outlen,
+                       pgd_error *err);
+
+/* Create every directory of the manifest (parents first). */
+bool extract_make_dirs(const extract_plan *p, pgd_error *err);
+
+/* Unpack all partitions and check that every manifest file was restored intact. */
+bool extract_partitions(const extract_plan *p, uint64_t *bytes, pgd_error *err);
+
+#endif

@@ -1,0 +1,378 @@
+/*
+ * fs.c - the local-directory repository.
+ *
+ * Atomic objects: write "<name>.tmp.<pid>.<n>", fsync, rename into place,
+ * fsync the directory. Writing must not fill the page cache either (a
+ * backup that pushes hot data out to cache its own output defeats the
+ * point), so newly written ranges are pushed to disk with sync_file_range()
+ * and then dropped with POSIX_FADV_DONTNEED. That drops only pages of the
+ * tool's own new files, never pages someone else cached.
+ */
+#define _GNU_SOURCE
+#include "storage/storage.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Write-behind window: start writeback of each window, wait for and drop the previous one. */
+#define FS_FLUSH_WINDOW (8u * 1024 * 1024)
+#define FS_READ_CHUNK   (1024 * 1024)
+
+typedef struct fs_storage {
+    storage base;
+    char *root;
+} fs_storage;
+
+static atomic_uint tmp_counter;
+
+static bool fs_full_path(fs_storage *fs, const char *path, char *out, size_t outlen,
+                         pgd_error *err)
+{
+    if ((size_t)snprintf(out, outlen, "%s/%s", fs->root, path) >= outlen)
+        return err_set(err, "path too long: \"%s/%s\"", fs->root, path);
+    return true;
+}
+
+/* mkdir -p of the directory part of `full` (mode 0750). */
+static bool fs_make_parents(char *full, pgd_error *err)
+{
+    for (char *p = full + 1; *p != '\0'; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(full, 0750) != 0 && errno != EEXIST) {
+            int e = errno;
+            bool ok = err_errno(err, e, "could not create directory \"%s\"", full);
+            *p = '/';
+            return ok;
+        }
+        *p = '/';
+    }
+    return true;
+}
+
+static bool fs_fsync_dir_of(const char *full, pgd_error *err)
+{
+    char dir[PATH_MAX];
+    char *slash;
+    int fd;
+
+    snprintf(dir, sizeof(dir), "%s", full);
+    slash = strrchr(dir, '/');
+    if (slash == NULL)
+        return true;
+    *(slash == dir ? slash + 1 : slash) = '\0';
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return err_errno(err, errno, "could not open directory \"%s\"", dir);
+    if (fsync(fd) != 0) {
+        int e = errno;
+        close(fd);
+        return err_errno(err, e, "could not fsync directory \"%s\"", dir);
+    }
+    close(fd);
+    return true;
+}
+
+/* ---- writer ---- */
+
+typedef struct fs_writer {
+    out_stream base;
+    int fd;
+    unsigned flags;
+    uint64_t written;
+    uint64_t flush_started; /* writeback started up to here */
+    uint64_t dropped;       /* written, synced and dropped up to here */
+    char final_path[PATH_MAX];
+    char tmp_path[PATH_MAX + 32];
+} fs_writer;
+
+/* Wait for and drop [dropped, flush_started); start writeback of [flush_started, written). */
+static void fs_writer_flush_behind(fs_writer *w)
+{
+    if (w->flush_started > w->dropped) {
+        sync_file_range(w->fd, (off_t)w->dropped, (off_t)(w->flush_started - w->dropped),
+                        SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                            SYNC_FILE_RANGE_WAIT_AFTER);
+        posix_fadvise(w->fd, (off_t)w->dropped, (off_t)(w->flush_started - w->dropped),
+                      POSIX_FADV_DONTNEED);
+        w->dropped = w->flush_started;
+    }
+    sync_file_range(w->fd, (off_t)w->flush_started, (off_t)(w->written - w->flush_started),
+                    SYNC_FILE_RANGE_WRITE);
+    w->flush_started = w->written;
+}
+
+static bool fs_writer_write(out_stream *s, const void *buf, size_t len, pgd_error *err)
+{
+    fs_writer *w = (fs_writer *)s;
+    const char *p = buf;
+
+    while (len > 0) {
+        ssize_t n = write(w->fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return err_errno(err, errno, "could not write file \"%s\"", w->tmp_path);
+        }
+        p += n;
+        len -= (size_t)n;
+        w->written += (uint64_t)n;
+    }
+    if (w->written - w->flush_started >= FS_FLUSH_WINDOW)
+        fs_writer_flush_behind(w);
+    return true;
+}
+
+static void fs_writer_free(fs_writer *w, bool remove_tmp)
+{
+    if (w->fd >= 0)
+        close(w->fd);
+    if (remove_tmp)
+        unlink(w->tmp_path);
+    free(w);
+}
+
+static bool fs_writer_close(out_stream *s, pgd_error *err)
+{
+    fs_writer *w = (fs_writer *)s;
+    char final_path[PATH_MAX];
+
+    if (fdatasync(w->fd) != 0) {
+        err_errno(err, errno, "could not fsync file \"%s\"", w->tmp_path);
+        fs_writer_free(w, true);
+        return false;
+    }
+    posix_fadvise(w->fd, 0, 0, POSIX_FADV_DONTNEED);
+    if (w->flags & STORAGE_WRITE_NO_REPLACE) {
+        if (renameat2(AT_FDCWD, w->tmp_path, AT_FDCWD, w->final_path, RENAME_NOREPLACE) != 0) {
+            err_errno(err, errno, "could not rename \"%s\" to \"%s\"", w->tmp_path,
+                      w->final_path);
+            fs_writer_free(w, true);
+            return false;
+        }
+    } else if (rename(w->tmp_path, w->final_path) != 0) {
+        err_errno(err, errno, "could not rename \"%s\" to \"%s\"", w->tmp_path, w->final_path);
+        fs_writer_free(w, true);
+        return false;
+    }
+    snprintf(final_path, sizeof(final_path), "%s", w->final_path);
+    fs_writer_free(w, false);
+    return fs_fsync_dir_of(final_path, err);
+}
+
+static void fs_writer_abort(out_stream *s)
+{
+    fs_writer_free((fs_writer *)s, true);
+}
+
+static const out_stream_ops fs_writer_ops = {fs_writer_write, fs_writer_close, fs_writer_abort};
+
+static out_stream *fs_write_open(storage *s, const char *path, unsigned flags, pgd_error *err)
+{
+    fs_storage *fs = (fs_storage *)s;
+    fs_writer *w = calloc(1, sizeof(*w));
+
+    if (w == NULL) {
+        err_set(err, "out of memory");
+        return NULL;
+    }
+    w->base.ops = &fs_writer_ops;
+    w->fd = -1;
+    w->flags = flags;
+    if (!fs_full_path(fs, path, w->final_path, sizeof(w->final_path), err) ||
+        !fs_make_parents(w->final_path, err)) {
+        free(w);
+        return NULL;
+    }
+    snprintf(w->tmp_path, sizeof(w->tmp_path), "%s.tmp.%ld.%u", w->final_path, (long)getpid(),
+             atomic_fetch_add(&tmp_counter, 1));
+    w->fd = open(w->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+    if (w->fd < 0) {
+        err_errno(err, errno, "could not create file \"%s\"", w->tmp_path);
+        free(w);
+        return NULL;
+    }
+    return &w->base;
+}
+
+/* ---- reader ---- */
+
+typedef struct fs_reader {
+    in_stream base;
+    int fd;
+    char path[PATH_MAX];
+} fs_reader;
+
+static bool fs_reader_read(in_stream *s, void *buf, size_t len, size_t *n, pgd_error *err)
+{
+    fs_reader *r = (fs_reader *)s;
+
+    for (;;) {
+        ssize_t got = read(r->fd, buf, len);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            return err_errno(err, errno, "could not read file \"%s\"", r->path);
+        *n = (size_t)got;
+        return true;
+    }
+}
+
+static void fs_reader_close(in_stream *s)
+{
+    fs_reader *r = (fs_reader *)s;
+
+    close(r->fd);
+    free(r);
+}
+
+static const in_stream_ops fs_reader_ops = {fs_reader_read, fs_reader_close};
+
+static in_stream *fs_read_open(storage *s, const char *path, bool *missing, pgd_error *err)
+{
+    fs_storage *fs = (fs_storage *)s;
+    fs_reader *r = calloc(1, sizeof(*r));
+
+    *missing = false;
+    if (r == NULL) {
+        err_set(err, "out of memory");
+        return NULL;
+    }
+    r->base.ops = &fs_reader_ops;
+    if (!fs_full_path(fs, path, r->path, sizeof(r->path), err)) {
+        free(r);
+        return NULL;
+    }
+    r->fd = open(r->path, O_RDONLY | O_CLOEXEC);
+    if (r->fd < 0) {
+        if (errno == ENOENT)
+            *missing = true;
+        else
+            err_errno(err, errno, "could not open file \"%s\"", r->path);
+        free(r);
+        return NULL;
+    }
+    posix_fadvise(r->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    return &r->base;
+}
+
+static bool fs_exists(storage *s, const char *path, bool *exists, pgd_error *err)
+{
+    fs_storage *fs = (fs_storage *)s;
+    char full[PATH_MAX];
+    struct stat st;
+
+    if (!fs_full_path(fs, path, full, sizeof(full), err))
+        return false;
+    if (stat(full, &st) == 0) {
+        *exists = true;
+        return true;
+    }
+    if (errno == ENOENT) {
+        *exists = false;
+        return true;
+    }
+    return err_errno(err, errno, "could not stat \"%s\"", full);
+}
+
+static bool fs_list(storage *s, const char *dir, storage_list_cb cb, void *arg, pgd_error *err)
+{
+    fs_storage *fs = (fs_storage *)s;
+    char full[PATH_MAX];
+    struct dirent *de;
+    DIR *d;
+    bool ok = true;
+
+    if (!fs_full_path(fs, dir, full, sizeof(full), err))
+        return false;
+    d = opendir(full);
+    if (d == NULL) {
+        if (errno == ENOENT)
+            return true;
+        return err_errno(err, errno, "could not open directory \"%s\"", full);
+    }
+    while (ok && (errno = 0, de = readdir(d)) != NULL) {
+        char child[PATH_MAX];
+        struct stat st;
+
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+            strstr(de->d_name, ".tmp.") != NULL)
+            continue;
+        if ((size_t)snprintf(child, sizeof(child), "%s/%s", full, de->d_name) >= sizeof(child))
+            continue;
+        if (lstat(child, &st) != 0) {
+            if (errno == ENOENT)
+                continue;
+            ok = err_errno(err, errno, "could not stat \"%s\"", child);
+            break;
+        }
+        ok = cb(arg, de->d_name, (uint64_t)st.st_size, S_ISDIR(st.st_mode), err);
+    }
+    if (ok && errno != 0)
+        ok = err_errno(err, errno, "could not read directory \"%s\"", full);
+    closedir(d);
+    return ok;
+}
+
+static bool fs_remove(storage *s, const char *path, pgd_error *err)
+{
+    fs_storage *fs = (fs_storage *)s;
+    char full[PATH_MAX];
+
+    if (!fs_full_path(fs, path, full, sizeof(full), err))
+        return false;
+    if (unlink(full) != 0 && errno != ENOENT) {
+        if (errno == EISDIR && rmdir(full) == 0)
+            return true;
+        return err_errno(err, errno, "could not remove \"%s\"", full);
+    }
+    return true;
+}
+
+static void fs_free(storage *s)
+{
+    fs_storage *fs = (fs_storage *)s;
+
+    free(fs->root);
+    free(fs->base.uri);
+    free(fs);
+}
+
+static const storage_ops fs_ops = {fs_write_open, fs_read_open, fs_exists,
+                                   fs_list,       fs_remove,    fs_free};
+
+storage *storage_fs_new(const char *root, pgd_error *err)
+{
+    fs_storage *fs = calloc(1, sizeof(*fs));
+    size_t len = strlen(root);
+
+    if (fs == NULL)
+        goto oom;
+    fs->base.ops = &fs_ops;
+    fs->root = strdup(root);
+    if (fs->root == NULL)
+        goto oom;
+    while (len > 1 && fs->root[len - 1] == '/')
+        fs->root[--len] = '\0';
+    if (asprintf(&fs->base.uri, "%s", fs->root) < 0) {
+        fs->base.uri = NULL;
+        goto oom;
+    }
+    return &fs->base;
+oom:
+    if (fs != NULL) {
+        free(fs->root);
+        free(fs);
+    }
+    err_set(err, "out of memory");
+    return NULL;
+}

@@ -1,0 +1,114 @@
+/*
+ * storage.c - back-end selection and helpers built on the interface alone.
+ */
+#include "storage/storage.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SMALL_OBJECT_MAX (256u * 1024 * 1024)
+
+storage *storage_open(const char *uri, pgd_error *err)
+{
+    if (uri == NULL || uri[0] == '\0') {
+        err_set(err, "no repository given (--repo)");
+        return NULL;
+    }
+    if (strncmp(uri, "file://", 7) == 0) {
+        if (uri[7] != '/') {
+            err_set(err, "invalid repository \"%s\": expected file:///absolute/path", uri);
+            return NULL;
+        }
+        return storage_fs_new(uri + 7, err);
+    }
+    if (strstr(uri, "://") != NULL) {
+        err_set(err, "unsupported repository \"%s\": expected file:///path or a path", uri);
+        return NULL;
+    }
+    return storage_fs_new(uri, err);
+}
+
+void storage_free(storage *s)
+{
+    if (s != NULL)
+        s->ops->free(s);
+}
+
+bool storage_check_writable(storage *s, pgd_error *err)
+{
+    char probe[64];
+
+    snprintf(probe, sizeof(probe), ".probe.%ld", (long)getpid());
+    if (!storage_put(s, probe, "probe", 5, 0, err)) {
+        err_prefix(err, "repository \"%s\" is not writable", s->uri);
+        return false;
+    }
+    return storage_remove(s, probe, err);
+}
+
+bool storage_get(storage *s, const char *path, char **data, size_t *len, bool *missing,
+                 pgd_error *err)
+{
+    in_stream *in = storage_read_open(s, path, missing, err);
+    size_t cap = 64 * 1024, used = 0;
+    char *buf;
+
+    *data = NULL;
+    *len = 0;
+    if (in == NULL)
+        return false;
+    buf = malloc(cap + 1);
+    if (buf == NULL) {
+        in_close(in);
+        return err_set(err, "out of memory");
+    }
+    for (;;) {
+        size_t n;
+        if (used == cap) {
+            char *grown;
+            if (cap >= SMALL_OBJECT_MAX) {
+                free(buf);
+                in_close(in);
+                return err_set(err, "object \"%s\" in repository \"%s\" is larger than %u bytes",
+                               path, s->uri, SMALL_OBJECT_MAX);
+            }
+            cap *= 2;
+            grown = realloc(buf, cap + 1);
+            if (grown == NULL) {
+                free(buf);
+                in_close(in);
+                return err_set(err, "out of memory");
+            }
+            buf = grown;
+        }
+        if (!in_read(in, buf + used, cap - used, &n, err)) {
+            free(buf);
+            in_close(in);
+            return false;
+        }
+        if (n == 0)
+            break;
+        used += n;
+    }
+    in_close(in);
+    buf[used] = '\0';
+    *data = buf;
+    *len = used;
+    return true;
+}
+
+bool storage_put(storage *s, const char *path, const void *data, size_t len, unsigned flags,
+                 pgd_error *err)
+{
+    out_stream *out = storage_write_open(s, path, flags, err);
+
+    if (out == NULL)
+        return false;
+    if (!out_write(out, data, len, err)) {
+        out_abort(out);
+        return false;
+    }
+    return out_close(out, err);
+}

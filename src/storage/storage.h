@@ -1,0 +1,90 @@
+/*
+ * storage.h - the repository's storage back end: one interface, so backup,
+ * restore and the WAL commands never know whether they talk to a local
+ * directory or to an object store.
+ *
+ * Paths are relative to the repository root and use '/'. Every object is
+ * written atomically: it becomes visible, whole, when its out_stream is
+ * closed; an aborted or killed writer leaves at most hidden garbage (a
+ * temporary name that no reader looks at).
+ */
+#ifndef PGD_STORAGE_H
+#define PGD_STORAGE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "io/stream.h"
+#include "util/error.h"
+
+typedef struct storage storage;
+
+/* Called once per entry of a listed directory; return false to stop with an error. */
+typedef bool (*storage_list_cb)(void *arg, const char *name, uint64_t size, bool is_dir,
+                                pgd_error *err);
+
+enum {
+    STORAGE_WRITE_NO_REPLACE = 1 << 0, /* closing fails if the object already exists */
+};
+
+typedef struct storage_ops {
+    out_stream *(*write_open)(storage *s, const char *path, unsigned flags, pgd_error *err);
+    /* NULL with *missing = true and no error when the object does not exist. */
+    in_stream *(*read_open)(storage *s, const char *path, bool *missing, pgd_error *err);
+    bool (*exists)(storage *s, const char *path, bool *exists, pgd_error *err);
+    /* Entries directly under `dir`; a missing dir lists nothing. */
+    bool (*list)(storage *s, const char *dir, storage_list_cb cb, void *arg, pgd_error *err);
+    bool (*remove)(storage *s, const char *path, pgd_error *err);
+    void (*free)(storage *s);
+} storage_ops;
+
+struct storage {
+    const storage_ops *ops;
+    char *uri; /* for messages; never holds credentials */
+};
+
+/* "file:///path", or a plain absolute or relative path. */
+storage *storage_open(const char *uri, pgd_error *err);
+void storage_free(storage *s);
+
+/* Write and remove a probe object: fails early when the repository is not writable. */
+bool storage_check_writable(storage *s, pgd_error *err);
+
+/* Whole small objects (manifests, sentinels): read into a NUL-terminated buffer. */
+bool storage_get(storage *s, const char *path, char **data, size_t *len, bool *missing,
+                 pgd_error *err);
+bool storage_put(storage *s, const char *path, const void *data, size_t len, unsigned flags,
+                 pgd_error *err);
+
+static inline out_stream *storage_write_open(storage *s, const char *path, unsigned flags,
+                                             pgd_error *err)
+{
+    return s->ops->write_open(s, path, flags, err);
+}
+
+static inline in_stream *storage_read_open(storage *s, const char *path, bool *missing,
+                                           pgd_error *err)
+{
+    return s->ops->read_open(s, path, missing, err);
+}
+
+static inline bool storage_exists(storage *s, const char *path, bool *exists, pgd_error *err)
+{
+    return s->ops->exists(s, path, exists, err);
+}
+
+static inline bool storage_list(storage *s, const char *dir, storage_list_cb cb, void *arg,
+                                pgd_error *err)
+{
+    return s->ops->list(s, dir, cb, arg, err);
+}
+
+static inline bool storage_remove(storage *s, const char *path, pgd_error *err)
+{
+    return s->ops->remove(s, path, err);
+}
+
+/* Back ends. */
+storage *storage_fs_new(const char *root, pgd_error *err);
+
+#endif

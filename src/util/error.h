@@ -1,0 +1,31 @@
+/*
+ * error.h - error reports that carry the operation and the object.
+ *
+ * Modules return false (or NULL) and fill a pgd_error; the command prints it
+ * once and exits non-zero. Nothing below src/cmd calls exit().
+ */
+#ifndef PGD_ERROR_H
+#define PGD_ERROR_H
+
+#include <stdbool.h>
+
+#define PGD_ERROR_MAX 1024
+
+typedef struct pgd_error {
+    bool set;
+    char msg[PGD_ERROR_MAX];
+} pgd_error;
+
+/* Set the error (first one wins: later calls keep the original cause). */
+bool err_set(pgd_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Like err_set, appending ": <strerror(errnum)>". Always returns false. */
+bool err_errno(pgd_error *err, int errnum, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Prefix an existing message with more context ("while restoring backup X: ..."). */
+void err_prefix(pgd_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+void err_clear(pgd_error *err);
+
+#endif

@@ -1,0 +1,452 @@
+/*
+ * options.c - the option table and its three sources (command line,
+ * PGDIRECT_* environment, INI config file) merged by precedence.
+ */
+#include "util/options.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_CONFIG_PATH "/etc/pgdirect.conf"
+
+typedef struct opt_def {
+    const char *name;
+    const char *metavar; /* NULL: a switch, given alone or as --name=on|off */
+    const char *def;     /* default value, NULL for none */
+    unsigned commands;
+    bool repeatable;
+    const char *help;
+} opt_def;
+
+#define CMD_REPO_USERS CMD_ALL
+
+static const opt_def opt_defs[OPT_COUNT] = {
+    [OPT_REPO] = {"repo", "URI", "file:///var/lib/pgdirect", CMD_REPO_USERS, false,
+                  "repository: file:///path (or a plain path)"},
+    [OPT_CONFIG] = {"config", "FILE", DEFAULT_CONFIG_PATH, CMD_ALL, false,
+                    "INI file with option = value lines"},
+    [OPT_LOG_LEVEL] = {"log-level", "debug|info|warning|error", "info", CMD_ALL, false,
+                       "least important message shown"},
+    [OPT_PGDATA] = {"pgdata", "DIR", NULL, CMD_BACKUP, false,
+                    "data directory of the running cluster (default: $PGDATA)"},
+    [OPT_DBNAME] = {"dbname", "CONNINFO", "", CMD_BACKUP, false,
+                    "libpq connection string; PGHOST, PGPORT, PGUSER... apply"},
+    [OPT_BLOCK_COUNT] = {"block-count", "N", "256", CMD_BACKUP, false,
+                         "read size in 4 KiB blocks (1..16384; 256 = 1 MiB)"},
+    [OPT_CONCURRENCY] = {"concurrency", "N", "2", CMD_BACKUP | CMD_RESTORE, false,
+                         "reads (backup) or partitions (restore) in flight (1..256)"},
+    [OPT_COMPRESSION] = {"compression", "lz4|zstd|none", "lz4", CMD_BACKUP | CMD_WAL_PUSH, false,
+                         "compression of partitions and WAL"},
+    [OPT_COMPRESSION_LEVEL] = {"compression-level", "N", NULL, CMD_BACKUP | CMD_WAL_PUSH, false,
+                               "lz4 0..12 (default 0), zstd 1..19 (default 3)"},
+    [OPT_PARTITION_SIZE] = {"partition-size", "BYTES", "1GiB", CMD_BACKUP, false,
+                            "uncompressed size after which a tar partition is closed"},
+    [OPT_DIRECT_IO] = {"direct-io", "on|off", "on", CMD_BACKUP, false,
+                       "read data files with O_DIRECT (off: buffered, fills the page cache)"},
+    [OPT_CHECKPOINT] = {"checkpoint", "spread|fast", "spread", CMD_BACKUP, false,
+                        "checkpoint mode of pg_backup_start"},
+    [OPT_LABEL] = {"label", "TEXT", "pgdirect", CMD_BACKUP, false, "backup label"},
+    [OPT_ARCHIVE_CHECK] = {"archive-check", "on|off", "on", CMD_BACKUP, false,
+                           "require archive_mode and wait until the backup's WAL is in the repo"},
+    [OPT_ARCHIVE_TIMEOUT] = {"archive-timeout", "SECONDS", "60", CMD_BACKUP, false,
+                             "how long to wait for the backup's WAL to reach the repository"},
+    [OPT_PROGRESS] = {"progress", "auto|on|off", "auto", CMD_BACKUP | CMD_RESTORE, false,
+                      "progress line (auto: when stderr is a terminal)"},
+    [OPT_TARGET_DIR] = {"target-dir", "DIR", NULL, CMD_RESTORE, false,
+                        "empty or absent directory to restore into (required)"},
+    [OPT_TARGET_TIME] = {"target-time", "TIMESTAMP", NULL, CMD_RESTORE, false,
+                         "recover up to this time (recovery_target_time)"},
+    [OPT_TARGET_LSN] = {"target-lsn", "LSN", NULL, CMD_RESTORE, false,
+                        "recover up to this WAL location (recovery_target_lsn)"},
+    [OPT_TARGET_NAME] = {"target-name", "NAME", NULL, CMD_RESTORE, false,
+                         "recover up to this restore point (recovery_target_name)"},
+    [OPT_TARGET_XID] = {"target-xid", "XID", NULL, CMD_RESTORE, false,
+                        "recover up to this transaction (recovery_target_xid)"},
+    [OPT_TARGET_ACTION] = {"target-action", "promote|pause|shutdown", NULL, CMD_RESTORE, false,
+                           "what the server does at the target (PostgreSQL default: pause)"},
+    [OPT_TABLESPACE_MAP] = {"tablespace-map", "OLD=NEW", NULL, CMD_RESTORE, true,
+                            "restore the tablespace at OLD into NEW (repeatable)"},
+    [OPT_JSON] = {"json", NULL, "off", CMD_LIST, false, "machine-readable output"},
+    [OPT_HELP] = {"help", NULL, "off", CMD_ALL, false, "show this help"},
+};
+
+const char *opt_name(opt_id id)
+{
+    return opt_defs[id].name;
+}
+
+static int opt_lookup(const char *name, size_t len)
+{
+    for (int i = 0; i < OPT_COUNT; i++)
+        if (strlen(opt_defs[i].name) == len && strncmp(opt_defs[i].name, name, len) == 0)
+            return i;
+    return -1;
+}
+
+static bool opt_store(pgd_options *opts, int id, const char *value, opt_source src)
+{
+    opt_value *v = &opts->v[id];
+    char **grown;
+
+    if (v->nvalues > 0 && v->source != src) /* a stronger source already set it */
+        return true;
+    if (v->nvalues > 0 && !opt_defs[id].repeatable) {
+        free(v->values[0]);
+        v->nvalues = 0;
+    }
+    grown = realloc(v->values, (v->nvalues + 1) * sizeof(char *));
+    if (grown == NULL)
+        return false;
+    v->values = grown;
+    v->values[v->nvalues] = strdup(value);
+    if (v->values[v->nvalues] == NULL)
+        return false;
+    v->nvalues++;
+    v->source = src;
+    return true;
+}
+
+static bool add_arg(pgd_options *opts, const char *arg)
+{
+    char **grown = realloc(opts->args, (opts->nargs + 1) * sizeof(char *));
+
+    if (grown == NULL)
+        return false;
+    opts->args = grown;
+    opts->args[opts->nargs++] = (char *)arg;
+    return true;
+}
+
+static bool is_bool_word(const char *s)
+{
+    static const char *const words[] = {"on", "off", "true", "false", "yes", "no"};
+
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+        if (strcmp(s, words[i]) == 0)
+            return true;
+    return false;
+}
+
+static bool parse_cli(pgd_options *opts, int argc, char **argv, pgd_error *err)
+{
+    for (int i = 0; i < argc; i++) {
+        const char *arg = argv[i];
+        const char *name, *eq, *value;
+        int id;
+
+        if (strcmp(arg, "--") == 0) {
+            while (++i < argc)
+                if (!add_arg(opts, argv[i]))
+                    return err_set(err, "out of memory");
+            break;
+        }
+        if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0') {
+            if (arg[0] == '-' && arg[1] != '\0')
+                return err_set(err, "unknown option \"%s\" (see --help)", arg);
+            if (!add_arg(opts, arg))
+                return err_set(err, "out of memory");
+            continue;
+        }
+        name = arg + 2;
+        eq = strchr(name, '=');
+        id = opt_lookup(name, eq ? (size_t)(eq - name) : strlen(name));
+        if (id < 0 || !(opt_defs[id].commands & opts->command))
+            return err_set(err, "unknown option \"%.*s\" (see --help)",
+                           (int)(eq ? (size_t)(eq - arg) : strlen(arg)), arg);
+        if (eq != NULL)
+            value = eq + 1;
+        else if (opt_defs[id].metavar != NULL && strcmp(opt_defs[id].metavar, "on|off") == 0 &&
+                 i + 1 < argc && is_bool_word(argv[i + 1]))
+            value = argv[++i];
+        else if (opt_defs[id].metavar == NULL || strcmp(opt_defs[id].metavar, "on|off") == 0)
+            value = "on";
+        else if (i + 1 < argc)
+            value = argv[++i];
+        else
+            return err_set(err, "option \"--%s\" needs a value (%s)", opt_defs[id].name,
+                           opt_defs[id].metavar);
+        if (!opt_store(opts, id, value, SRC_CLI))
+            return err_set(err, "out of memory");
+    }
+    return true;
+}
+
+static void env_name(const char *opt, char *out, size_t outlen)
+{
+    size_t n = (size_t)snprintf(out, outlen, "PGDIRECT_");
+
+    for (; *opt != '\0' && n + 1 < outlen; opt++)
+        out[n++] = *opt == '-' ? '_' : (char)toupper((unsigned char)*opt);
+    out[n] = '\0';
+}
+
+static bool parse_env(pgd_options *opts, pgd_error *err)
+{
+    char name[128];
+
+    for (int id = 0; id < OPT_COUNT; id++) {
+        const char *value;
+
+        if (opts->v[id].nvalues > 0 || id == OPT_HELP)
+            continue;
+        env_name(opt_defs[id].name, name, sizeof(name));
+        value = getenv(name);
+        if (value != NULL && !opt_store(opts, id, value, SRC_ENV))
+            return err_set(err, "out of memory");
+    }
+    return true;
+}
+
+static char *trim(char *s)
+{
+    char *end;
+
+    while (isspace((unsigned char)*s))
+        s++;
+    end = s + strlen(s);
+    while (end > s && isspace((unsigned char)end[-1]))
+        *--end = '\0';
+    return s;
+}
+
+/*
+ * INI file: "name = value" lines; '#' and ';' start comments; [section]
+ * headers are accepted and ignored (one namespace). Options that belong to
+ * other commands are allowed, so one file serves every command, but a name
+ * no command knows is an error: a typo must not be silently ignored.
+ */
+static bool parse_config(pgd_options *opts, pgd_error *err)
+{
+    const char *path = opt_str(opts, OPT_CONFIG);
+    bool explicit_path = opt_is_set(opts, OPT_CONFIG);
+    char line[8192];
+    int lineno = 0;
+    FILE *f;
+
+    if (path == NULL)
+        path = DEFAULT_CONFIG_PATH;
+    snprintf(opts->config_path, sizeof(opts->config_path), "%s", path);
+    f = fopen(path, "r");
+    if (f == NULL) {
+        if (errno == ENOENT && !explicit_path)
+            return true;
+        return err_errno(err, errno, "could not open config file \"%s\"", path);
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        char *s = trim(line), *eq, *key, *value;
+        int id;
+
+        lineno++;
+        if (*s == '\0' || *s == '#' || *s == ';' || *s == '[')
+            continue;
+        eq = strchr(s, '=');
+        if (eq == NULL) {
+            fclose(f);
+            return err_set(err, "config file \"%s\" line %d: expected \"name = value\"", path,
+                           lineno);
+        }
+        *eq = '\0';
+        key = trim(s);
+        value = trim(eq + 1);
+        id = opt_lookup(key, strlen(key));
+        if (id < 0 || id == OPT_CONFIG || id == OPT_HELP) {
+            fclose(f);
+            return err_set(err, "config file \"%s\" line %d: unknown option \"%s\"", path, lineno,
+                           key);
+        }
+        if (!(opt_defs[id].commands & opts->command))
+            continue;
+        if ((opts->v[id].nvalues == 0 || opts->v[id].source == SRC_CONFIG) &&
+            !opt_store(opts, id, value, SRC_CONFIG)) {
+            fclose(f);
+            return err_set(err, "out of memory");
+        }
+    }
+    fclose(f);
+    return true;
+}
+
+bool options_parse(pgd_options *opts, unsigned command, int argc, char **argv, pgd_error *err)
+{
+    memset(opts, 0, sizeof(*opts));
+    opts->command = command;
+    if (!parse_cli(opts, argc, argv, err))
+        return false;
+    if (opt_is_set(opts, OPT_HELP))
+        return true;
+    if (!parse_env(opts, err) || !parse_config(opts, err))
+        return false;
+    for (int id = 0; id < OPT_COUNT; id++)
+        if (opts->v[id].nvalues == 0 && opt_defs[id].def != NULL &&
+            !opt_store(opts, id, opt_defs[id].def, SRC_DEFAULT))
+            return err_set(err, "out of memory");
+    return true;
+}
+
+void options_free(pgd_options *opts)
+{
+    for (int id = 0; id < OPT_COUNT; id++) {
+        for (size_t i = 0; i < opts->v[id].nvalues; i++)
+            free(opts->v[id].values[i]);
+        free(opts->v[id].values);
+    }
+    free(opts->args);
+    memset(opts, 0, sizeof(*opts));
+}
+
+void options_print_help(unsigned command, const char *usage, const char *summary)
+{
+    printf("%s\n\n%s\n\nOptions (also PGDIRECT_<NAME> variables and \"name = value\" in the config "
+           "file):\n",
+           usage, summary);
+    for (int id = 0; id < OPT_COUNT; id++) {
+        char left[96];
+
+        if (!(opt_defs[id].commands & command))
+            continue;
+        if (opt_defs[id].metavar != NULL)
+            snprintf(left, sizeof(left), "--%s %s", opt_defs[id].name, opt_defs[id].metavar);
+        else
+            snprintf(left, sizeof(left), "--%s", opt_defs[id].name);
+        printf("  %-34s %s", left, opt_defs[id].help);
+        if (opt_defs[id].def != NULL && opt_defs[id].def[0] != '\0' && id != OPT_HELP)
+            printf(" [default: %s]", opt_defs[id].def);
+        putchar('\n');
+    }
+}
+
+const char *opt_str(const pgd_options *opts, opt_id id)
+{
+    return opts->v[id].nvalues > 0 ? opts->v[id].values[opts->v[id].nvalues - 1] : NULL;
+}
+
+bool opt_is_set(const pgd_options *opts, opt_id id)
+{
+    return opts->v[id].nvalues > 0 && opts->v[id].source != SRC_DEFAULT;
+}
+
+static const char *source_name(opt_source src)
+{
+    switch (src) {
+    case SRC_CLI:
+        return "";
+    case SRC_ENV:
+        return " (from the environment)";
+    case SRC_CONFIG:
+        return " (from the config file)";
+    default:
+        return " (default)";
+    }
+}
+
+bool opt_int(const pgd_options *opts, opt_id id, long min, long max, long *out, pgd_error *err)
+{
+    const char *s = opt_str(opts, id);
+    char *end;
+    long v;
+
+    if (s == NULL)
+        return err_set(err, "option \"--%s\" is required", opt_defs[id].name);
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
+        return err_set(err, "invalid value \"%s\" for option \"--%s\"%s: expected an integer from "
+                       "%ld to %ld",
+                       s, opt_defs[id].name, source_name(opts->v[id].source), min, max);
+    *out = v;
+    return true;
+}
+
+bool opt_bool(const pgd_options *opts, opt_id id, bool *out, pgd_error *err)
+{
+    int idx;
+
+    if (!opt_enum(opts, id, "off|on|false|true|no|yes|0|1", &idx, err))
+        return false;
+    *out = (idx % 2) == 1;
+    return true;
+}
+
+bool parse_size(const char *text, uint64_t *out)
+{
+    static const struct {
+        const char *suffix;
+        uint64_t mult;
+    } units[] = {{"", 1},
+                 {"B", 1},
+                 {"k", 1024},
+                 {"K", 1024},
+                 {"KB", 1024},
+                 {"KiB", 1024},
+                 {"M", 1024 * 1024},
+                 {"MB", 1024 * 1024},
+                 {"MiB", 1024 * 1024},
+                 {"G", 1024ULL * 1024 * 1024},
+                 {"GB", 1024ULL * 1024 * 1024},
+                 {"GiB", 1024ULL * 1024 * 1024},
+                 {"T", 1024ULL * 1024 * 1024 * 1024},
+                 {"TB", 1024ULL * 1024 * 1024 * 1024},
+                 {"TiB", 1024ULL * 1024 * 1024 * 1024}};
+    char *end;
+    unsigned long long v;
+
+    if (text == NULL || !isdigit((unsigned char)text[0]))
+        return false;
+    errno = 0;
+    v = strtoull(text, &end, 10);
+    if (errno != 0)
+        return false;
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if (strcmp(end, units[i].suffix) == 0) {
+            if (v > UINT64_MAX / units[i].mult)
+                return false;
+            *out = v * units[i].mult;
+            return true;
+        }
+    }
+    return false;
+}
+
+bool opt_size(const pgd_options *opts, opt_id id, uint64_t min, uint64_t max, uint64_t *out,
+              pgd_error *err)
+{
+    const char *s = opt_str(opts, id);
+    uint64_t v;
+
+    if (s == NULL)
+        return err_set(err, "option \"--%s\" is required", opt_defs[id].name);
+    if (!parse_size(s, &v) || v < min || v > max)
+        return err_set(err, "invalid value \"%s\" for option \"--%s\"%s: expected a size from "
+                       "%llu to %llu bytes (suffixes KiB, MiB, GiB)",
+                       s, opt_defs[id].name, source_name(opts->v[id].source),
+                       (unsigned long long)min, (unsigned long long)max);
+    *out = v;
+    return true;
+}
+
+bool opt_enum(const pgd_options *opts, opt_id id, const char *choices, int *out, pgd_error *err)
+{
+    const char *s = opt_str(opts, id);
+    const char *p = choices;
+    int idx = 0;
+
+    if (s == NULL)
+        return err_set(err, "option \"--%s\" is required", opt_defs[id].name);
+    while (*p != '\0') {
+        size_t len = strcspn(p, "|");
+        if (strlen(s) == len && strncmp(s, p, len) == 0) {
+            *out = idx;
+            return true;
+        }
+        p += len;
+        if (*p == '|')
+            p++;
+        idx++;
+    }
+    return err_set(err, "invalid value \"%s\" for option \"--%s\"%s: expected one of %s", s,
+                   opt_defs[id].name, source_name(opts->v[id].source),
+                   opt_defs[id].metavar ? opt_defs[id].metavar : choices);
+}

@@ -1,0 +1,98 @@
+/*
+ * options.h - one option table for the command line, PGDIRECT_* environment
+ * variables and the INI config file, in that order of precedence.
+ *
+ * Every option has one name used in all three places: --block-count,
+ * PGDIRECT_BLOCK_COUNT, "block-count = 256". Options may stand anywhere after
+ * the command name. Values are kept as text and converted by typed getters,
+ * which name the option and where its value came from when it is invalid.
+ */
+#ifndef PGD_OPTIONS_H
+#define PGD_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/error.h"
+
+typedef enum {
+    CMD_BACKUP = 1 << 0,
+    CMD_RESTORE = 1 << 1,
+    CMD_LIST = 1 << 2,
+    CMD_WAL_PUSH = 1 << 3,
+    CMD_WAL_FETCH = 1 << 4,
+} command_bit;
+
+#define CMD_ALL (CMD_BACKUP | CMD_RESTORE | CMD_LIST | CMD_WAL_PUSH | CMD_WAL_FETCH)
+
+typedef enum {
+    OPT_REPO,
+    OPT_CONFIG,
+    OPT_LOG_LEVEL,
+    OPT_PGDATA,
+    OPT_DBNAME,
+    OPT_BLOCK_COUNT,
+    OPT_CONCURRENCY,
+    OPT_COMPRESSION,
+    OPT_COMPRESSION_LEVEL,
+    OPT_PARTITION_SIZE,
+    OPT_DIRECT_IO,
+    OPT_CHECKPOINT,
+    OPT_LABEL,
+    OPT_ARCHIVE_CHECK,
+    OPT_ARCHIVE_TIMEOUT,
+    OPT_PROGRESS,
+    OPT_TARGET_DIR,
+    OPT_TARGET_TIME,
+    OPT_TARGET_LSN,
+    OPT_TARGET_NAME,
+    OPT_TARGET_XID,
+    OPT_TARGET_ACTION,
+    OPT_TABLESPACE_MAP,
+    OPT_JSON,
+    OPT_HELP,
+    OPT_COUNT
+} opt_id;
+
+typedef enum { SRC_DEFAULT, SRC_CONFIG, SRC_ENV, SRC_CLI } opt_source;
+
+typedef struct opt_value {
+    char **values; /* one unless the option is repeatable */
+    size_t nvalues;
+    opt_source source;
+} opt_value;
+
+typedef struct pgd_options {
+    unsigned command;
+    opt_value v[OPT_COUNT];
+    char **args; /* positional arguments after the command */
+    size_t nargs;
+    char config_path[4096];
+} pgd_options;
+
+/*
+ * Parse argv (after the command name) for the command `command`, then fill
+ * what is unset from the environment, the config file and the defaults.
+ */
+bool options_parse(pgd_options *opts, unsigned command, int argc, char **argv, pgd_error *err);
+void options_free(pgd_options *opts);
+
+/* Print the options of `command` with their defaults. */
+void options_print_help(unsigned command, const char *usage, const char *summary);
+
+const char *opt_str(const pgd_options *opts, opt_id id); /* NULL when unset, no default */
+bool opt_is_set(const pgd_options *opts, opt_id id);     /* given by the user, not a default */
+const char *opt_name(opt_id id);
+
+bool opt_int(const pgd_options *opts, opt_id id, long min, long max, long *out, pgd_error *err);
+bool opt_bool(const pgd_options *opts, opt_id id, bool *out, pgd_error *err);
+bool opt_size(const pgd_options *opts, opt_id id, uint64_t min, uint64_t max, uint64_t *out,
+              pgd_error *err);
+/* One of a '|'-separated list of words; returns its index. */
+bool opt_enum(const pgd_options *opts, opt_id id, const char *choices, int *out, pgd_error *err);
+
+/* "64MiB", "1GiB", "4096", "1G" -> bytes. */
+bool parse_size(const char *text, uint64_t *out);
+
+#endif

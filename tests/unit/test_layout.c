@@ -1,0 +1,49 @@
+/* test_layout.c - covers src/repo/layout.c: backup ids and WAL names. */
+#include "helpers.h"
+
+#include "repo/layout.h"
+
+static void test_backup_ids(void **state)
+{
+    char id[BACKUP_ID_LEN + 1];
+
+    (void)state;
+    layout_backup_id(1795989599, id); /* 2026-11-29 21:59:59 UTC */
+    assert_string_equal(id, "20261129T215959F");
+    assert_true(layout_is_backup_id(id));
+    assert_false(layout_is_backup_id("20261129T215959X"));
+    assert_false(layout_is_backup_id("2026112XT215959F"));
+    assert_false(layout_is_backup_id("20261129T2159590F"));
+    assert_false(layout_is_backup_id("../../etc/passwdF"));
+}
+
+static void test_wal_names(void **state)
+{
+    char path[256];
+
+    (void)state;
+    assert_true(layout_is_wal_name("000000010000000000000002"));
+    assert_true(layout_is_wal_name("000000020000000A000000FF.partial"));
+    assert_true(layout_is_wal_name("00000002.history"));
+    assert_true(layout_is_wal_name("000000010000000000000002.00000028.backup"));
+    assert_false(layout_is_wal_name("00000001000000000000000"));
+    assert_false(layout_is_wal_name("00000001000000000000000g"));
+    assert_false(layout_is_wal_name("00000001000000000000000a")); /* PostgreSQL uses upper case */
+    assert_false(layout_is_wal_name("../../../../etc/passwd"));
+    assert_false(layout_is_wal_name("RECOVERYHISTORY"));
+    layout_wal_path("000000010000000000000002", COMPRESS_LZ4, path, sizeof(path));
+    assert_string_equal(path, "wal/00000001/000000010000000000000002.lz4");
+    layout_wal_path("00000002.history", COMPRESS_NONE, path, sizeof(path));
+    assert_string_equal(path, "wal/00000002/00000002.history");
+    layout_partition_name(12, COMPRESS_ZSTD, path, sizeof(path));
+    assert_string_equal(path, "part_0012.tar.zst");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_backup_ids),
+        cmocka_unit_test(test_wal_names),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,98 @@
+/* test_manifest.c - covers src/repo/manifest.c: round trip and validation. */
+#include "helpers.h"
+
+#include "repo/manifest.h"
+
+static void test_round_trip(void **state)
+{
+    manifest m, back;
+    pgd_error err = {0};
+    char *json;
+    manifest_file f1 = {.path = "base/1/1259", .size = 81920, .mode = 0600, .mtime = 123,
+                        .crc = 0xdeadbeef, .partition = 1};
+    manifest_file d1 = {.path = "base", .is_dir = true, .mode = 0700, .mtime = 5};
+    manifest_file f2 = {.path = "pg_tblspc/16384/PG_15_202209061/5/16385", .size = 0,
+                        .mode = 0600, .mtime = 7, .crc = 0, .partition = 2};
+
+    (void)state;
+    manifest_init(&m);
+    m.id = strdup("20261129T215959F");
+    m.compression = COMPRESS_ZSTD;
+    m.backup_label = strdup("START WAL LOCATION: 0/2000028 (file 000000010000000000000002)\n");
+    m.tablespace_map = strdup("16384 /srv/ts1\n");
+    assert_true(manifest_add_partition(&m, "part_0001.tar.zst", 1000, 0x01020304, &err));
+    assert_true(manifest_add_partition(&m, "part_0002.tar.zst", 2000, 0xffffffff, &err));
+    assert_true(manifest_add_tablespace(&m, 16384, "ts1", "/srv/ts1", &err));
+    assert_true(manifest_add_file(&m, &f1, &err));
+    assert_true(manifest_add_file(&m, &d1, &err));
+    assert_true(manifest_add_file(&m, &f2, &err));
+    assert_true(manifest_to_json(&m, &json, &err));
+
+    assert_true(manifest_from_json(&back, json, "test manifest", &err));
+    assert_string_equal(back.id, "20261129T215959F");
+    assert_int_equal(back.compression, COMPRESS_ZSTD);
+    assert_string_equal(back.backup_label, m.backup_label);
+    assert_string_equal(back.tablespace_map, m.tablespace_map);
+    assert_int_equal(back.npartitions, 2);
+    assert_int_equal(back.partitions[1].crc, 0xffffffff);
+    assert_int_equal(back.partitions[0].size, 1000);
+    assert_int_equal(back.ntablespaces, 1);
+    assert_int_equal(back.tablespaces[0].oid, 16384);
+    assert_string_equal(back.tablespaces[0].location, "/srv/ts1");
+    assert_int_equal(back.nfiles, 3);
+    manifest_build_index(&back);
+    {
+        long i = manifest_find(&back, "base/1/1259");
+        assert_true(i >= 0);
+        assert_int_equal(back.files[i].crc, 0xdeadbeef);
+        assert_int_equal(back.files[i].size, 81920);
+        assert_int_equal(back.files[i].mode, 0600);
+        assert_int_equal(back.files[i].partition, 1);
+        i = manifest_find(&back, "base");
+        assert_true(i >= 0 && back.files[i].is_dir);
+        assert_int_equal(manifest_find(&back, "nope"), -1);
+    }
+    free(json);
+    manifest_free(&m);
+    manifest_free(&back);
+}
+
+static void expect_invalid(const char *json, const char *fragment)
+{
+    manifest m;
+    pgd_error err = {0};
+
+    assert_false(manifest_from_json(&m, json, "manifest of backup \"X\"", &err));
+    assert_non_null(strstr(err.msg, fragment));
+}
+
+static void test_invalid_manifests_are_refused(void **state)
+{
+    (void)state;
+    expect_invalid("{", "could not parse manifest of backup \"X\"");
+    expect_invalid("{\"format\": 2, \"id\": \"a\", \"compression\": \"lz4\", \"partitions\": [], "
+                   "\"tablespaces\": [], \"files\": []}",
+                   "format 2");
+    expect_invalid("{\"format\": 1, \"id\": \"a\", \"compression\": \"rar\", \"partitions\": [], "
+                   "\"tablespaces\": [], \"files\": []}",
+                   "unknown compression");
+    /* a file pointing at a partition that does not exist */
+    expect_invalid("{\"format\": 1, \"id\": \"a\", \"compression\": \"lz4\", \"partitions\": [], "
+                   "\"tablespaces\": [], \"files\": [{\"path\": \"x\", \"type\": \"file\", "
+                   "\"mode\": 384, \"mtime\": 0, \"size\": 1, \"crc32c\": \"00000000\", "
+                   "\"partition\": 1}]}",
+                   "invalid file entry \"x\"");
+    expect_invalid("{\"format\": 1, \"id\": \"a\", \"compression\": \"lz4\", \"partitions\": "
+                   "[{\"name\": \"p\", \"size\": 1, \"crc32c\": \"zz\"}], \"tablespaces\": [], "
+                   "\"files\": []}",
+                   "invalid partition 0");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_invalid_manifests_are_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
