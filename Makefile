@@ -33,7 +33,7 @@ unit-valgrind: all
 	meson test -C $(BUILD) --print-errorlogs --suite pgdirect \
 	  --wrapper 'valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect --quiet'
 
-integration: asan
+integration: all asan
 	PGDIRECT_BIN=$(CURDIR)/$(ASAN_BUILD)/pgdirect PGD_PAGECACHE=$(CURDIR)/$(BUILD)/pgd-pagecache \
 	  prove --exec bash --verbose --timer tests/integration/*.t
 

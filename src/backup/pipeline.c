@@ -307,7 +307,8 @@ bool pipeline_run(const pipeline_config *cfg, pipeline_file *files, size_t nfile
         free(sh.partitions);
         return false;
     }
-    qsort(sh.partitions, sh.npartitions, sizeof(*sh.partitions), partition_cmp);
+    if (sh.npartitions > 1)
+        qsort(sh.partitions, sh.npartitions, sizeof(*sh.partitions), partition_cmp);
     result->partitions = sh.partitions;
     result->npartitions = sh.npartitions;
     result->bytes_read = atomic_load(&sh.bytes_read);

@@ -145,7 +145,8 @@ bool backup_info_list(storage *repo, backup_info **out, size_t *count, pgd_error
         free(ids.ids);
         return false;
     }
-    qsort(ids.ids, ids.n, sizeof(*ids.ids), id_cmp);
+    if (ids.n > 1)
+        qsort(ids.ids, ids.n, sizeof(*ids.ids), id_cmp);
     if (ids.n > 0 && (infos = calloc(ids.n, sizeof(*infos))) == NULL) {
         free(ids.ids);
         return err_set(err, "out of memory");

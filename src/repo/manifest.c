@@ -255,7 +255,8 @@ static int file_cmp(const void *a, const void *b)
 
 void manifest_build_index(manifest *m)
 {
-    qsort(m->files, m->nfiles, sizeof(*m->files), file_cmp);
+    if (m->nfiles > 1)
+        qsort(m->files, m->nfiles, sizeof(*m->files), file_cmp);
 }
 
 long manifest_find(const manifest *m, const char *path)

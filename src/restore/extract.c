@@ -150,6 +150,9 @@ static bool extract_file(extract_worker *w, tar_reader *tr, const tar_entry *e, 
     struct timespec times[2];
     int fd;
 
+    /* the path first: a hostile name is refused as such, whatever the manifest says */
+    if (!extract_dest_path(p, e->path, dest, sizeof(dest), &w->err))
+        return false;
     if (idx < 0 || p->m->files[idx].is_dir || p->m->files[idx].partition != part_idx + 1)
         return err_set(&w->err, "file \"%s\" in partition \"%s\" of backup \"%s\" is not in "
                        "the manifest",
@@ -160,8 +163,6 @@ static bool extract_file(extract_worker *w, tar_reader *tr, const tar_entry *e, 
                        "manifest says %llu",
                        e->path, p->backup_id, (unsigned long long)e->size,
                        (unsigned long long)f->size);
-    if (!extract_dest_path(p, e->path, dest, sizeof(dest), &w->err))
-        return false;
     fd = open(dest, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return err_errno(&w->err, errno, "could not create file \"%s\"", dest);

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# A backup killed with SIGKILL mid-run is not shown by list, and the next
+# backup succeeds (PostgreSQL ended the killed one with its session).
+. "$(dirname "$0")/lib.sh"
+setup_tmp
+pg_init "$T/data"
+pg_start "$T/data"
+as_pg "$PG_BIN/pgbench" -i -s 10 -q >/dev/null 2>&1 || bail "pgbench -i failed"
+archive_all "$PGPORT"
+
+# zstd at its slowest level keeps the backup running long enough to be killed
+as_pg "$PGD" backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --compression zstd \
+    --compression-level 19 --concurrency 1 >"$T/killed.log" 2>&1 &
+pid=$!
+started=no
+for _ in $(seq 1 300); do
+    if ls "$REPO"/backups/*/part_*.tmp.* >/dev/null 2>&1; then started=yes; break; fi
+    sleep 0.1
+done
+is "$started" "yes" "the backup is writing its first partition"
+victim=$(pgrep -P "$pid" -x pgdirect || echo "$pid")
+kill -KILL "$victim" 2>/dev/null
+wait "$pid" 2>/dev/null
+ok $([ ! -e "$REPO"/backups/*.done.json ] 2>/dev/null && echo 0 || echo 1) "no sentinel was written"
+listing=$(pgd list --repo "$REPO")
+is "$listing" "$(printf '%s\n%s' "$(echo "$listing" | head -1)" "(no backups)")" "list shows no backup"
+json=$(pgd list --repo "$REPO" --json)
+is "$(echo "$json" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" "0" "list --json shows no backup"
+
+# the server forgot the killed backup: a new one starts at once
+sleep 1
+pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast >/dev/null 2>"$T/next.err"
+ok $? "the next backup succeeds"
+is "$(pgd list --repo "$REPO" --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" "1" \
+   "list shows exactly the completed backup"
+done_testing

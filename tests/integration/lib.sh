@@ -1,0 +1,201 @@
+# lib.sh - shared by the integration tests (bash, TAP output for prove).
+#
+# Each test gets its own throwaway PostgreSQL 15 cluster on a free port, run
+# as the postgres user (PostgreSQL refuses root) from a private directory
+# under /tmp that postgres can enter, with its own copy of the pgdirect
+# binary: archive_command and restore_command run as postgres and must not
+# depend on where the checkout lives.
+
+set -u
+
+PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
+PGDIRECT_BIN=${PGDIRECT_BIN:?PGDIRECT_BIN must point at the pgdirect binary}
+PGD_PAGECACHE=${PGD_PAGECACHE:-}
+
+TAP_N=0
+TAP_FAILED=0
+
+# ---- TAP ----
+
+ok() { # ok COND_EXIT_STATUS DESCRIPTION
+    TAP_N=$((TAP_N + 1))
+    if [ "$1" -eq 0 ]; then
+        echo "ok $TAP_N - $2"
+    else
+        echo "not ok $TAP_N - $2"
+        TAP_FAILED=$((TAP_FAILED + 1))
+    fi
+}
+
+is() { # is GOT EXPECTED DESCRIPTION
+    if [ "$1" = "$2" ]; then ok 0 "$3"; else
+        ok 1 "$3"
+        echo "#   got:      '$1'"
+        echo "#   expected: '$2'"
+    fi
+}
+
+isnt() { # isnt GOT UNEXPECTED DESCRIPTION
+    if [ "$1" != "$2" ]; then ok 0 "$3"; else
+        ok 1 "$3"
+        echo "#   got: '$1' (must differ)"
+    fi
+}
+
+like() { # like TEXT REGEX DESCRIPTION
+    if printf '%s' "$1" | grep -Eq -- "$2"; then ok 0 "$3"; else
+        ok 1 "$3"
+        echo "#   text:    '$1'"
+        echo "#   pattern: '$2'"
+    fi
+}
+
+cmp_ok() { # cmp_ok A OP B DESCRIPTION  (numbers, awk comparison)
+    if awk -v a="$1" -v b="$3" "BEGIN { exit !(a $2 b) }"; then ok 0 "$4"; else
+        ok 1 "$4"
+        echo "#   want: $1 $2 $3"
+    fi
+}
+
+diag() { echo "# $*"; }
+
+done_testing() {
+    echo "1..$TAP_N"
+    [ "$TAP_FAILED" -eq 0 ]
+}
+
+bail() {
+    echo "Bail out! $*"
+    exit 255
+}
+
+# ---- environment ----
+
+T=""
+cleanup_all() {
+    local d
+    for d in "$T"/data*; do
+        [ -f "$d/postmaster.pid" ] && as_pg "$PG_BIN/pg_ctl" -D "$d" -m immediate stop >/dev/null 2>&1
+    done
+    [ -n "${KEEP_TMP:-}" ] || rm -rf "$T"
+}
+
+# A private directory that the postgres user owns, with pgdirect copied in.
+setup_tmp() {
+    [ "$(id -u)" -eq 0 ] || bail "integration tests run as root (they start servers as postgres)"
+    id postgres >/dev/null 2>&1 || bail "no postgres user: install postgresql-15"
+    T=$(mktemp -d /tmp/pgdirect-test.XXXXXX)
+    chmod 755 "$T"
+    mkdir -p "$T/bin"
+    cp "$PGDIRECT_BIN" "$T/bin/pgdirect"
+    [ -n "$PGD_PAGECACHE" ] && cp "$PGD_PAGECACHE" "$T/bin/pgd-pagecache"
+    chmod 755 "$T/bin"/*
+    chown -R postgres:postgres "$T"
+    trap cleanup_all EXIT
+    PGD="$T/bin/pgdirect"
+    REPO="$T/repo"
+    # ASan: leaks make the process fail; keep reports on stderr
+    export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+    export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+}
+
+as_pg() {
+    runuser -u postgres -- env ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" \
+        PGHOST="$T" PGPORT="${PGPORT:-}" PGUSER=postgres PGDATABASE=postgres "$@"
+}
+
+free_port() {
+    local p
+    for _ in $(seq 1 200); do
+        p=$((20000 + RANDOM % 20000))
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+            echo "$p"
+            return
+        fi
+    done
+    bail "no free port"
+}
+
+# pg_init DATADIR: initdb with checksums and WAL archiving through pgdirect
+pg_init() {
+    local data=$1
+    PGPORT=$(free_port)
+    export PGPORT
+    as_pg "$PG_BIN/initdb" -D "$data" -U postgres --data-checksums -A trust >"$T/initdb.log" 2>&1 ||
+        bail "initdb failed: $(tail -3 "$T/initdb.log")"
+    cat >>"$data/postgresql.conf" <<CONF
+port = $PGPORT
+listen_addresses = ''
+unix_socket_directories = '$T'
+shared_buffers = 64MB
+wal_level = replica
+archive_mode = on
+archive_command = '$PGD wal-push --repo $REPO %p'
+archive_timeout = 0
+max_wal_senders = 2
+autovacuum = off
+fsync = on
+logging_collector = off
+CONF
+}
+
+pg_start() { # pg_start DATADIR [PORT]
+    local data=$1 port=${2:-$PGPORT}
+    as_pg "$PG_BIN/pg_ctl" -D "$data" -o "-p $port" -l "$data.log" -w -t 120 start >/dev/null ||
+        { cat "$data.log" | tail -20 | sed 's/^/# /'; bail "could not start server in $data"; }
+}
+
+pg_stop() {
+    as_pg "$PG_BIN/pg_ctl" -D "$1" -m fast -w stop >/dev/null
+}
+
+psql_at() { # psql_at PORT SQL
+    local port=$1
+    shift
+    PGPORT=$port as_pg "$PG_BIN/psql" -X -Atq -v ON_ERROR_STOP=1 -c "$1"
+}
+
+q() { psql_at "$PGPORT" "$1"; }
+
+pgd() { as_pg "$PGD" "$@"; }
+
+# Content hash of every pgbench table, in one line.
+pgbench_hash() { # pgbench_hash PORT
+    psql_at "$1" "SELECT string_agg(h, ' ' ORDER BY t) FROM (
+        SELECT 'a' t, md5(string_agg(aid || ':' || bid || ':' || abalance, ',' ORDER BY aid)) h FROM pgbench_accounts
+        UNION ALL SELECT 'b', md5(string_agg(bid || ':' || bbalance, ',' ORDER BY bid)) FROM pgbench_branches
+        UNION ALL SELECT 't', md5(string_agg(tid || ':' || bid || ':' || tbalance, ',' ORDER BY tid)) FROM pgbench_tellers
+        UNION ALL SELECT 'h', md5(coalesce(string_agg(tid || ':' || bid || ':' || aid || ':' || delta || ':' || mtime, ',' ORDER BY tid, bid, aid, delta, mtime), '')) FROM pgbench_history) s"
+}
+
+# Make sure everything up to now is in the archive: switch WAL and wait.
+archive_all() { # archive_all PORT
+    local port=$1 seg
+    seg=$(psql_at "$port" "SELECT pg_walfile_name(pg_switch_wal())")
+    for _ in $(seq 1 300); do
+        [ -n "$(ls "$REPO/wal/${seg:0:8}/$seg"* 2>/dev/null)" ] && return 0
+        sleep 0.2
+    done
+    bail "segment $seg was not archived"
+}
+
+# restore_and_start ID TARGETDIR [restore options...]: restore, start on a new port, wait
+# until recovery has finished, echo the port.
+restore_and_start() {
+    local id=$1 dir=$2 port
+    shift 2
+    pgd restore "$id" --repo "$REPO" --target-dir "$dir" "$@" >"$dir.restore.log" 2>&1 ||
+        { sed 's/^/# /' "$dir.restore.log" >&2; return 1; }
+    port=$(free_port)
+    cat >>"$dir/postgresql.auto.conf" <<CONF
+port = $port
+archive_mode = off
+CONF
+    pg_start "$dir" "$port"
+    for _ in $(seq 1 300); do
+        [ "$(psql_at "$port" "SELECT pg_is_in_recovery()" 2>/dev/null)" = "f" ] && { echo "$port"; return 0; }
+        sleep 0.2
+    done
+    sed 's/^/# /' "$dir.log" >&2
+    return 1
+}
