@@ -40,7 +40,7 @@ integration: all asan
 check: unit unit-valgrind unit-asan integration
 
 demo: all
-	bash scripts/demo.sh $(CURDIR)/$(BUILD)/pgdirect
+	bash scripts/demo.sh $(CURDIR)/$(BUILD)/pgdirect $(CURDIR)/$(BUILD)/pgd-pagecache
 
 format:
 	clang-format -i $$(git ls-files 'src/*.c' 'src/*.h' 'tests/*.c' 'tests/*.h')

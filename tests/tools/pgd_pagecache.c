@@ -6,6 +6,7 @@
  *   pgd-pagecache percent FILE   prints e.g. "100.00"
  *   pgd-pagecache evict FILE     POSIX_FADV_DONTNEED (after fdatasync)
  *   pgd-pagecache load FILE      reads the file through the cache
+ *   pgd-pagecache total FILE...  sums over files: "CACHED_PAGES TOTAL_PAGES PERCENT"
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -21,8 +22,23 @@ int main(int argc, char **argv)
     pgd_error err = {0};
     int fd;
 
+    if (argc >= 3 && strcmp(argv[1], "total") == 0) {
+        uint64_t cached = 0, pages = 0;
+        for (int i = 2; i < argc; i++) {
+            residency r;
+            if (!residency_of_file(argv[i], &r, &err)) {
+                fprintf(stderr, "pgd-pagecache: %s\n", err.msg);
+                return 1;
+            }
+            cached += r.cached;
+            pages += r.pages;
+        }
+        printf("%llu %llu %.2f\n", (unsigned long long)cached, (unsigned long long)pages,
+               pages ? 100.0 * (double)cached / (double)pages : 100.0);
+        return 0;
+    }
     if (argc != 3) {
-        fprintf(stderr, "usage: pgd-pagecache percent|evict|load FILE\n");
+        fprintf(stderr, "usage: pgd-pagecache percent|evict|load FILE | total FILE...\n");
         return 2;
     }
     if (strcmp(argv[1], "percent") == 0) {

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# setup.sh - install everything pgdirect needs to build, test and demo on
+# Debian 12, as root. Idempotent: safe to run again.
+set -euo pipefail
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "setup.sh: run as root (it installs Debian packages)" >&2
+    exit 1
+fi
+
+packages=(
+    # build
+    build-essential meson ninja-build pkg-config clang-format
+    liblz4-dev libzstd-dev libjansson-dev libpq-dev libcmocka-dev
+    # tests and demo: a real PostgreSQL 15, its tools, and the checkers
+    postgresql-15 postgresql-contrib postgresql-client-15
+    valgrind perl python3 lz4 zstd procps util-linux
+)
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup.sh: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+echo "setup.sh: all packages present"
