@@ -3,7 +3,8 @@
  * cluster, read with direct I/O, into the repository.
  *
  * Order matters for what a crash leaves behind: partitions first, then
- * backup_label/tablespace_map and manifest.json, then (after the WAL the
+ * backup_label/tablespace_map, manifest.json and PostgreSQL's
+ * backup_manifest, then (after the WAL the
  * backup needs has reached the archive) the sentinel. Without the sentinel
  * the backup does not exist for list or restore.
  */
@@ -26,6 +27,7 @@
 #include "repo/backup_info.h"
 #include "repo/layout.h"
 #include "repo/manifest.h"
+#include "repo/pg_manifest.h"
 #include "repo/wal_archive.h"
 #include "util/log.h"
 #include "util/progress.h"
@@ -323,6 +325,11 @@ static bool run_backup(const backup_settings *s, storage *repo, pgd_error *err)
         (m.tablespace_map[0] != '\0' && !put_text(repo, id, "tablespace_map", m.tablespace_map,
                                                   err)) ||
         !manifest_to_json(&m, &json, err) || !put_text(repo, id, MANIFEST_NAME, json, err))
+        goto done;
+    free(json);
+    json = NULL;
+    if (!pg_manifest_build(&m, bi.stop_time, bi.timeline, start_lsn, stop_lsn, &json, err) ||
+        !put_text(repo, id, PG_MANIFEST_NAME, json, err))
         goto done;
     free(json);
     json = NULL;

@@ -1,7 +1,11 @@
 /*
  * restore.c - `pgdirect restore ID|LATEST --target-dir DIR`: unpack a
- * backup (verified), then set up recovery: backup_label, tablespace_map,
+ * backup (verified), then set up recovery: backup_label, backup_manifest,
  * recovery.signal, restore_command and the recovery target.
+ *
+ * No tablespace_map is written: restore makes the pg_tblspc links itself
+ * (pointing at --tablespace-map destinations), and without the file the
+ * server keeps those links as they are.
  *
  * A restore that fails removes what it wrote: a half-restored directory
  * without backup_label would otherwise start as if it had crashed, from a
@@ -286,26 +290,24 @@ static bool write_recovery(const restore_settings *s, const backup_info *bi, con
            write_file(target, "recovery.signal", "", O_EXCL, err);
 }
 
-/* tablespace_map with each location replaced by its destination. */
-static bool write_tablespace_map(const manifest *m, char *const *dest, const char *target,
-                                 pgd_error *err)
+/*
+ * PostgreSQL's backup_manifest, so that `pg_verifybackup -n DIR` can check
+ * the restore independently of pgdirect.
+ */
+static bool copy_pg_manifest(storage *repo, const char *id, const char *target, pgd_error *err)
 {
-    size_t cap = 64, len = 0;
-    char *map;
-    bool ok;
+    char path[LAYOUT_PATH_MAX];
+    char *text;
+    size_t len;
+    bool missing, ok;
 
-    if (m->ntablespaces == 0)
-        return true;
-    for (size_t i = 0; i < m->ntablespaces; i++)
-        cap += strlen(dest[i]) + 16;
-    map = malloc(cap);
-    if (map == NULL)
-        return err_set(err, "out of memory");
-    map[0] = '\0';
-    for (size_t i = 0; i < m->ntablespaces; i++)
-        len += (size_t)snprintf(map + len, cap - len, "%u %s\n", m->tablespaces[i].oid, dest[i]);
-    ok = write_file(target, "tablespace_map", map, O_EXCL, err);
-    free(map);
+    layout_backup_object(id, PG_MANIFEST_NAME, path, sizeof(path));
+    if (!storage_get(repo, path, &text, &len, &missing, err))
+        return missing ? err_set(err, "\"%s\" is missing from repository \"%s\"", path,
+                                 repo->uri)
+                       : false;
+    ok = write_file(target, PG_MANIFEST_NAME, text, O_EXCL, err);
+    free(text);
     return ok;
 }
 
@@ -405,7 +407,7 @@ static bool run_restore(const restore_settings *s, const pgd_options *opts, stor
     }
     if (!extract_partitions(&plan, &bytes, err) ||
         !write_file(target_real, "backup_label", m.backup_label, O_EXCL, err) ||
-        !write_tablespace_map(&m, dest, target_real, err) ||
+        !copy_pg_manifest(repo, bi.id, target_real, err) ||
         !write_recovery(s, &bi, repo->uri, target_real, err))
         goto done;
     sync_dir_fs(target_real);

@@ -5,6 +5,7 @@
  *   backups/<id>/part_0001.tar.lz4     pax tar partitions
  *   backups/<id>/backup_label          from pg_backup_stop, uncompressed
  *   backups/<id>/tablespace_map        idem, only when there are tablespaces
+ *   backups/<id>/backup_manifest       PostgreSQL's format (repo/pg_manifest.h)
  *   backups/<id>.done.json             sentinel, written last (repo/backup_info.h)
  *   wal/<timeline>/<segment><suffix>   archived WAL, .history and .backup files
  *
@@ -25,6 +26,7 @@
 #define WAL_DIR           "wal"
 #define SENTINEL_SUFFIX   ".done.json"
 #define MANIFEST_NAME     "manifest.json"
+#define PG_MANIFEST_NAME  "backup_manifest" /* PostgreSQL's format, for pg_verifybackup */
 #define LAYOUT_PATH_MAX   1024
 #define WAL_TIMELINE_LEN  8
 

@@ -29,6 +29,18 @@ cmp_ok "$parts" ">" 1 "several lz4 partitions were written ($parts)"
 table=$(pgd list --repo "$REPO")
 like "$table" "$id +full" "list shows the backup in its table"
 
+# PostgreSQL's own verifier agrees with the restored files (before any recovery)
+pgd restore "$id" --repo "$REPO" --target-dir "$T/data_verify" >/dev/null 2>&1
+ok $? "restore for pg_verifybackup succeeds"
+out=$(as_pg "$PG_BIN/pg_verifybackup" -n "$T/data_verify" 2>&1)
+ok $? "pg_verifybackup accepts the restored directory"
+like "$out" "backup successfully verified" "pg_verifybackup says so"
+victim=$(cd "$T/data_verify" && ls base/*/* | head -1)
+printf 'X' | dd of="$T/data_verify/$victim" bs=1 seek=10 conv=notrunc 2>/dev/null
+out=$(as_pg "$PG_BIN/pg_verifybackup" -n "$T/data_verify" 2>&1)
+isnt "$?" "0" "pg_verifybackup catches a byte changed after the restore (the manifest is meaningful)"
+rm -rf "$T/data_verify"
+
 # three points after the backup
 hash_a=$(pgbench_hash "$PGPORT")
 q "SELECT pg_create_restore_point('after_load')" >/dev/null

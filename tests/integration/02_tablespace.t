@@ -36,6 +36,12 @@ out=$(pgd restore "$id" --repo "$REPO" --target-dir "$T/data_bad" --tablespace-m
 isnt "$?" "0" "a --tablespace-map that matches no tablespace is refused"
 like "$out" "no tablespace of the backup is at \"/nowhere\"" "the error names the unmatched location"
 
+pgd restore "$id" --repo "$REPO" --target-dir "$T/data_v" --tablespace-map "$T/ts1=$T/ts1_v" >/dev/null 2>&1
+ok $? "restore with --tablespace-map succeeds"
+out=$(as_pg "$PG_BIN/pg_verifybackup" -n "$T/data_v" 2>&1)
+ok $? "pg_verifybackup accepts the restore, tablespace included"
+rm -rf "$T/data_v" "$T/ts1_v"
+
 port=$(restore_and_start "$id" "$T/data_map" --tablespace-map "$T/ts1=$T/ts1_new")
 ok $? "restore with --tablespace-map starts"
 is "$(psql_at "$port" "SELECT count(*), md5(string_agg(id || v, ',' ORDER BY id)) FROM spc_t")" "$want" \
