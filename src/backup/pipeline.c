@@ -138,6 +138,9 @@ static bool backup_file(worker *w, pipeline_file *f)
         dio_file_close(&df);
         return false;
     }
+    /* opened only now, so a file that vanished leaves no empty partition */
+    if (w->out == NULL && !partition_open(w))
+        goto fail;
     if (df.mode == READ_MODE_FALLBACK && !(atomic_load(&sh->read_modes) & (1u << df.mode)))
         log_warn("O_DIRECT refused for \"%s\": reading buffered", f->source);
     atomic_fetch_or(&sh->read_modes, 1u << df.mode);
@@ -212,18 +215,14 @@ static void *worker_main(void *arg)
         if (idx >= sh->nfiles)
             break;
         f = &sh->files[idx];
-        if (w->out == NULL && !partition_open(w)) {
-            ok = false;
-            break;
-        }
         if (f->is_dir) {
-            ok = write_entry(w, f, 0);
+            ok = (w->out != NULL || partition_open(w)) && write_entry(w, f, 0);
             f->done = ok;
             f->partition = w->part_number;
         } else {
             ok = backup_file(w, f);
         }
-        if (ok && w->part_bytes >= sh->cfg->partition_size)
+        if (ok && w->out != NULL && w->part_bytes >= sh->cfg->partition_size)
             ok = partition_close(w);
     }
     if (ok && w->out != NULL && !atomic_load(&sh->failed))
