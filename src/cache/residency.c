@@ -87,7 +87,7 @@ bool residency_of_file(const char *path, residency *out, pgd_error *err)
         close(fd);
         return err_errno(err, errno, "could not stat file \"%s\"", path);
     }
-    out->pages = ((uint64_t)st.st_size + page - 1) / page;
+    out->pages = pages_for((uint64_t)st.st_size, page);
     ok = by_cachestat(fd, out) || by_mincore(fd, (uint64_t)st.st_size, out, path, err);
     close(fd);
     return ok;
@@ -96,4 +96,51 @@ bool residency_of_file(const char *path, residency *out, pgd_error *err)
 double residency_percent(const residency *r)
 {
     return r->pages == 0 ? 100.0 : 100.0 * (double)r->cached / (double)r->pages;
+}
+
+bool residency_map(const char *path, unsigned char **vec, uint64_t *npages, bool *missing,
+                   pgd_error *err)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    struct stat st;
+    void *map;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    *vec = NULL;
+    *npages = 0;
+    *missing = false;
+    if (fd < 0) {
+        if (errno == ENOENT) {
+            *missing = true;
+            return false;
+        }
+        return err_errno(err, errno, "could not open file \"%s\"", path);
+    }
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return err_errno(err, errno, "could not stat file \"%s\"", path);
+    }
+    *npages = pages_for((uint64_t)st.st_size, page);
+    if (*npages == 0) {
+        close(fd);
+        return true;
+    }
+    map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED)
+        return err_errno(err, errno, "could not map file \"%s\"", path);
+    *vec = malloc(*npages);
+    if (*vec == NULL) {
+        munmap(map, (size_t)st.st_size);
+        return err_set(err, "out of memory");
+    }
+    if (mincore(map, (size_t)st.st_size, *vec) != 0) {
+        int e = errno;
+        free(*vec);
+        *vec = NULL;
+        munmap(map, (size_t)st.st_size);
+        return err_errno(err, e, "mincore failed on \"%s\"", path);
+    }
+    munmap(map, (size_t)st.st_size);
+    return true;
 }

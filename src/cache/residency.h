@@ -22,6 +22,20 @@ typedef struct residency {
 
 bool residency_of_file(const char *path, residency *out, pgd_error *err);
 
+/*
+ * Per-page residency through mincore(2): vec[i] & 1 for OS page i of the
+ * file. *npages is the file size in OS pages; *vec is malloc'd (NULL for an
+ * empty file). *missing (and no error) when the file does not exist.
+ */
+bool residency_map(const char *path, unsigned char **vec, uint64_t *npages, bool *missing,
+                   pgd_error *err);
+
+/* Pages (of page_size bytes) in a file of `bytes`, rounding up. */
+static inline uint64_t pages_for(uint64_t bytes, uint64_t page_size)
+{
+    return (bytes + page_size - 1) / page_size;
+}
+
 /* 100 * cached / pages; an empty file counts as fully resident. */
 double residency_percent(const residency *r);
 

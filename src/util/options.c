@@ -21,7 +21,7 @@ typedef struct opt_def {
     const char *help;
 } opt_def;
 
-#define CMD_REPO_USERS CMD_ALL
+#define CMD_REPO_USERS (CMD_BACKUP | CMD_RESTORE | CMD_LIST | CMD_WAL_PUSH | CMD_WAL_FETCH)
 
 static const opt_def opt_defs[OPT_COUNT] = {
     [OPT_REPO] = {"repo", "URI", "file:///var/lib/pgdirect", CMD_REPO_USERS, false,
@@ -30,9 +30,10 @@ static const opt_def opt_defs[OPT_COUNT] = {
                     "INI file with option = value lines"},
     [OPT_LOG_LEVEL] = {"log-level", "debug|info|warning|error", "info", CMD_ALL, false,
                        "least important message shown"},
-    [OPT_PGDATA] = {"pgdata", "DIR", NULL, CMD_BACKUP, false,
-                    "data directory of the running cluster (default: $PGDATA)"},
-    [OPT_DBNAME] = {"dbname", "CONNINFO", "", CMD_BACKUP, false,
+    [OPT_PGDATA] = {"pgdata", "DIR", NULL, CMD_BACKUP | CMD_CACHE, false,
+                    "data directory of the running cluster (default: $PGDATA; cache: the "
+                    "server's data_directory)"},
+    [OPT_DBNAME] = {"dbname", "CONNINFO", "", CMD_BACKUP | CMD_CACHE, false,
                     "libpq connection string; PGHOST, PGPORT, PGUSER... apply"},
     [OPT_BLOCK_COUNT] = {"block-count", "N", "256", CMD_BACKUP, false,
                          "read size in 4 KiB blocks (1..16384; 256 = 1 MiB)"},
@@ -69,7 +70,16 @@ static const opt_def opt_defs[OPT_COUNT] = {
                            "what the server does at the target (PostgreSQL default: pause)"},
     [OPT_TABLESPACE_MAP] = {"tablespace-map", "OLD=NEW", NULL, CMD_RESTORE, true,
                             "restore the tablespace at OLD into NEW (repeatable)"},
-    [OPT_JSON] = {"json", NULL, "off", CMD_LIST, false, "machine-readable output"},
+    [OPT_JSON] = {"json", NULL, "off", CMD_LIST | CMD_CACHE, false, "machine-readable output"},
+    [OPT_DATABASE] = {"database", "NAME", NULL, CMD_CACHE, true,
+                      "only this database (repeatable; default: every database)"},
+    [OPT_RELATION] = {"relation", "PATTERN", NULL, CMD_CACHE, false,
+                      "only relations whose name matches (* and ? wildcards)"},
+    [OPT_TOP] = {"top", "N", "0", CMD_CACHE, false, "only the N largest relations (0: all)"},
+    [OPT_WATCH] = {"watch", "SECONDS", NULL, CMD_CACHE, false,
+                   "print totals and memory figures as CSV every SECONDS"},
+    [OPT_WATCH_COUNT] = {"count", "N", "0", CMD_CACHE, false,
+                   "with --watch: stop after N samples (0: until interrupted)"},
     [OPT_HELP] = {"help", NULL, "off", CMD_ALL, false, "show this help"},
 };
 

@@ -22,9 +22,10 @@ typedef enum {
     CMD_LIST = 1 << 2,
     CMD_WAL_PUSH = 1 << 3,
     CMD_WAL_FETCH = 1 << 4,
+    CMD_CACHE = 1 << 5,
 } command_bit;
 
-#define CMD_ALL (CMD_BACKUP | CMD_RESTORE | CMD_LIST | CMD_WAL_PUSH | CMD_WAL_FETCH)
+#define CMD_ALL (CMD_BACKUP | CMD_RESTORE | CMD_LIST | CMD_WAL_PUSH | CMD_WAL_FETCH | CMD_CACHE)
 
 typedef enum {
     OPT_REPO,
@@ -51,6 +52,11 @@ typedef enum {
     OPT_TARGET_ACTION,
     OPT_TABLESPACE_MAP,
     OPT_JSON,
+    OPT_DATABASE,
+    OPT_RELATION,
+    OPT_TOP,
+    OPT_WATCH,
+    OPT_WATCH_COUNT,
     OPT_HELP,
     OPT_COUNT
 } opt_id;

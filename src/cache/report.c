@@ -1,0 +1,281 @@
+/*
+ * report.c - collect per-relation residency: PostgreSQL for the relation
+ * files and shared_buffers, the kernel for the page cache.
+ */
+#define _GNU_SOURCE
+#include "cache/report.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libpq-fe.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache/residency.h"
+#include "pg/relations.h"
+
+static const char *const fork_suffix[] = {"", "_fsm", "_vm", "_init"};
+static const char *const fork_name[] = {"main", "fsm", "vm", "init"};
+#define NFORKS 4
+
+void cache_add_segment(cache_figures *f, uint64_t size, const unsigned char *os_vec,
+                       size_t os_page_size, const unsigned char *sb)
+{
+    uint64_t os_pages = pages_for(size, os_page_size);
+    uint64_t blocks = pages_for(size, PG_BLOCK_SIZE);
+    uint64_t per_block = PG_BLOCK_SIZE / os_page_size;
+
+    f->size += size;
+    for (uint64_t p = 0; os_vec != NULL && p < os_pages; p++)
+        if (os_vec[p] & 1)
+            f->os_cache += (p + 1) * os_page_size > size ? size - p * os_page_size : os_page_size;
+    for (uint64_t b = 0; b < blocks; b++) {
+        uint64_t bytes = (b + 1) * PG_BLOCK_SIZE > size ? size - b * PG_BLOCK_SIZE : PG_BLOCK_SIZE;
+        bool in_os = false;
+        for (uint64_t k = 0; os_vec != NULL && k < per_block && b * per_block + k < os_pages; k++)
+            in_os |= (os_vec[b * per_block + k] & 1) != 0;
+        if (sb != NULL && sb[b])
+            f->shared_buffers += PG_BLOCK_SIZE;
+        else if (!in_os)
+            f->disk_only += bytes;
+    }
+}
+
+static void add_note(cache_report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void add_note(cache_report *r, const char *fmt, ...)
+{
+    char **grown = realloc(r->notes, (r->nnotes + 1) * sizeof(char *));
+    va_list ap;
+
+    if (grown == NULL)
+        return;
+    r->notes = grown;
+    va_start(ap, fmt);
+    if (vasprintf(&r->notes[r->nnotes], fmt, ap) >= 0)
+        r->nnotes++;
+    va_end(ap);
+}
+
+static cache_row *new_row(cache_report *r)
+{
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 256;
+        cache_row *grown = realloc(r->rows, cap * sizeof(*grown));
+        if (grown == NULL)
+            return NULL;
+        r->rows = grown;
+        r->cap = cap;
+    }
+    memset(&r->rows[r->n], 0, sizeof(r->rows[0]));
+    return &r->rows[r->n++];
+}
+
+/* shared_buffers blocks of one fork as a per-block byte map (NULL when none). */
+static unsigned char *sb_map(const pg_buffer *bufs, size_t nbufs, const pg_relation *rel,
+                             int fork, uint64_t blocks)
+{
+    unsigned char *map = NULL;
+
+    for (size_t i = 0; i < nbufs; i++) {
+        if (bufs[i].filenode != rel->filenode || bufs[i].fork != fork ||
+            bufs[i].shared != rel->shared || bufs[i].block >= blocks)
+            continue;
+        if (map == NULL && (map = calloc(blocks, 1)) == NULL)
+            return NULL;
+        map[bufs[i].block] = 1;
+    }
+    return map;
+}
+
+/* One fork: walk its segment files. Returns false only on a hard error. */
+static bool collect_fork(cache_report *r, const char *pgdata, const char *db,
+                         const pg_relation *rel, int fork, const pg_buffer *bufs, size_t nbufs,
+                         bool *unreadable, pgd_error *err)
+{
+    size_t os_page = (size_t)sysconf(_SC_PAGESIZE);
+    cache_row *row = NULL;
+    unsigned char *sb = NULL;
+    uint64_t total_blocks = 0;
+    struct stat st;
+    char path[PATH_MAX];
+
+    /* size the fork first, so the shared_buffers map covers every segment */
+    for (unsigned seg = 0;; seg++) {
+        snprintf(path, sizeof(path), seg ? "%s/%s%s.%u" : "%s/%s%s", pgdata, rel->filepath,
+                 fork_suffix[fork], seg);
+        if (stat(path, &st) != 0)
+            break;
+        total_blocks = (uint64_t)seg * PG_SEGMENT_BLOCKS + pages_for((uint64_t)st.st_size,
+                                                                     PG_BLOCK_SIZE);
+    }
+    if (total_blocks == 0 && fork != 0) {
+        snprintf(path, sizeof(path), "%s/%s%s", pgdata, rel->filepath, fork_suffix[fork]);
+        if (access(path, F_OK) != 0)
+            return true; /* this fork does not exist */
+    }
+    row = new_row(r);
+    if (row == NULL)
+        return err_set(err, "out of memory");
+    snprintf(row->database, sizeof(row->database), "%s", rel->shared ? "(shared)" : db);
+    snprintf(row->name, sizeof(row->name), "%s", rel->name);
+    snprintf(row->kind, sizeof(row->kind), "%s", rel->kind);
+    snprintf(row->fork, sizeof(row->fork), "%s", fork_name[fork]);
+    if (total_blocks > 0)
+        sb = sb_map(bufs, nbufs, rel, fork, total_blocks);
+    for (unsigned seg = 0;; seg++) {
+        unsigned char *vec = NULL;
+        uint64_t npages;
+        bool missing;
+        residency res;
+        pgd_error ferr = {0};
+
+        snprintf(path, sizeof(path), seg ? "%s/%s%s.%u" : "%s/%s%s", pgdata, rel->filepath,
+                 fork_suffix[fork], seg);
+        if (!residency_map(path, &vec, &npages, &missing, &ferr)) {
+            if (missing)
+                break;
+            if (stat(path, &st) == 0) /* size is known even when the file cannot be read */
+                cache_add_segment(&row->f, (uint64_t)st.st_size, NULL, os_page, NULL);
+            *unreadable = true;
+            continue; /* the loop ends at the first missing segment */
+        }
+        if (stat(path, &st) != 0) {
+            free(vec);
+            break;
+        }
+        cache_add_segment(&row->f, (uint64_t)st.st_size, vec, os_page,
+                          sb ? sb + (uint64_t)seg * PG_SEGMENT_BLOCKS : NULL);
+        if (residency_of_file(path, &res, &ferr) && res.from_cachestat)
+            row->f.evicted_pages += res.evicted;
+        free(vec);
+    }
+    free(sb);
+    return true;
+}
+
+static bool collect_database(cache_report *r, const cache_request *req, const char *pgdata,
+                             const char *db, bool include_shared, pgd_error *err)
+{
+    PGconn *conn = pg_connect_db(req->conninfo, db, err);
+    pg_relation *rels = NULL;
+    pg_buffer *bufs = NULL;
+    size_t nrels = 0, nbufs = 0;
+    buffercache_status bstatus;
+    bool unreadable = false, ok = false;
+
+    if (conn == NULL)
+        return false;
+    if (!pg_relations_list(conn, req->like, &rels, &nrels, err) ||
+        !pg_buffercache_read(conn, &bufs, &nbufs, &bstatus, err))
+        goto done;
+    if (bstatus == BUFFERCACHE_OK)
+        r->shared_buffers_known = true;
+    else if (bstatus == BUFFERCACHE_NOT_INSTALLED)
+        add_note(r, "pg_buffercache is not installed in database \"%s\": its shared_buffers "
+                    "column is empty (CREATE EXTENSION pg_buffercache)",
+                 db);
+    else
+        add_note(r, "no permission to read pg_buffercache in database \"%s\": its "
+                    "shared_buffers column is empty (GRANT pg_monitor)",
+                 db);
+    for (size_t i = 0; i < nrels; i++) {
+        if (rels[i].shared && !include_shared)
+            continue;
+        for (int fork = 0; fork < NFORKS; fork++)
+            if (!collect_fork(r, pgdata, db, &rels[i], fork, bufs, nbufs, &unreadable, err))
+                goto done;
+    }
+    if (unreadable)
+        add_note(r, "some relation files of database \"%s\" under \"%s\" could not be read: "
+                    "their OS page cache column is empty (run as the postgres OS user or root)",
+                 db, pgdata);
+    else if (nrels > 0)
+        r->os_known = true;
+    ok = true;
+done:
+    free(rels);
+    free(bufs);
+    PQfinish(conn);
+    return ok;
+}
+
+bool cache_collect(const cache_request *req, cache_report *out, pgd_error *err)
+{
+    char pgdata[PATH_MAX] = "";
+    char **dbs = NULL;
+    size_t ndbs = 0;
+    PGconn *conn;
+    bool ok = true;
+
+    memset(out, 0, sizeof(*out));
+    conn = pg_connect_db(req->conninfo, NULL, err);
+    if (conn == NULL)
+        return false;
+    if (req->pgdata != NULL)
+        snprintf(pgdata, sizeof(pgdata), "%s", req->pgdata);
+    else if (!pg_data_directory(conn, pgdata, sizeof(pgdata), err))
+        ok = false;
+    if (ok && pgdata[0] == '\0')
+        ok = err_set(err, "could not read the server's data_directory (the role needs "
+                          "pg_read_all_settings): give --pgdata");
+    if (ok && req->databases == NULL)
+        ok = pg_databases(conn, &dbs, &ndbs, err);
+    PQfinish(conn);
+    if (ok && req->databases != NULL) {
+        for (size_t i = 0; ok && i < req->ndatabases; i++)
+            ok = collect_database(out, req, pgdata, req->databases[i], i == 0, err);
+    } else {
+        for (size_t i = 0; ok && i < ndbs; i++)
+            ok = collect_database(out, req, pgdata, dbs[i], i == 0, err);
+    }
+    for (size_t i = 0; i < ndbs; i++)
+        free(dbs[i]);
+    free(dbs);
+    if (!ok)
+        cache_report_free(out);
+    return ok;
+}
+
+void cache_report_free(cache_report *r)
+{
+    for (size_t i = 0; i < r->nnotes; i++)
+        free(r->notes[i]);
+    free(r->notes);
+    free(r->rows);
+    memset(r, 0, sizeof(*r));
+}
+
+static int size_desc(const void *a, const void *b)
+{
+    const cache_row *ra = a, *rb = b;
+
+    if (ra->f.size != rb->f.size)
+        return ra->f.size < rb->f.size ? 1 : -1;
+    return strcmp(ra->name, rb->name);
+}
+
+void cache_sort_by_size(cache_report *r)
+{
+    if (r->n > 1)
+        qsort(r->rows, r->n, sizeof(*r->rows), size_desc);
+}
+
+cache_figures cache_totals(const cache_report *r)
+{
+    cache_figures t = {0};
+
+    for (size_t i = 0; i < r->n; i++) {
+        t.size += r->rows[i].f.size;
+        t.shared_buffers += r->rows[i].f.shared_buffers;
+        t.os_cache += r->rows[i].f.os_cache;
+        t.disk_only += r->rows[i].f.disk_only;
+        t.evicted_pages += r->rows[i].f.evicted_pages;
+    }
+    return t;
+}

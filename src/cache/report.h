@@ -1,0 +1,73 @@
+/*
+ * report.h - where each relation's pages are: PostgreSQL's shared_buffers,
+ * the OS page cache, or only on disk. The engine of `pgdirect cache`.
+ *
+ * Per relation fork (main, fsm, vm, init) and summed over its 1 GiB
+ * segment files:
+ *   size            bytes on disk
+ *   shared_buffers  8 KiB buffers held by PostgreSQL (pg_buffercache)
+ *   os_cache        bytes of the files in the OS page cache (mincore)
+ *   disk_only       8 KiB blocks in neither
+ *   evicted         OS pages evicted and not read back (cachestat, when
+ *                   the kernel has it; workingset shadow entries)
+ */
+#ifndef PGD_CACHE_REPORT_H
+#define PGD_CACHE_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/error.h"
+
+#define PG_BLOCK_SIZE      8192
+#define PG_SEGMENT_BLOCKS  131072 /* 1 GiB segment files */
+
+typedef struct cache_figures {
+    uint64_t size;
+    uint64_t shared_buffers; /* bytes */
+    uint64_t os_cache;       /* bytes */
+    uint64_t disk_only;      /* bytes */
+    uint64_t evicted_pages;
+} cache_figures;
+
+typedef struct cache_row {
+    char database[64];
+    char name[200];
+    char kind[12];
+    char fork[5];
+    cache_figures f;
+} cache_row;
+
+typedef struct cache_request {
+    const char *conninfo;
+    const char *pgdata;      /* NULL: the server's data_directory */
+    const char *const *databases; /* NULL: every database that allows connections */
+    size_t ndatabases;
+    const char *like;        /* relation name pattern, SQL LIKE; NULL: all */
+} cache_request;
+
+typedef struct cache_report {
+    cache_row *rows;
+    size_t n, cap;
+    bool shared_buffers_known; /* pg_buffercache read in at least one database */
+    bool os_known;             /* relation files were readable */
+    char **notes;              /* what could not be read, one line each */
+    size_t nnotes;
+} cache_report;
+
+bool cache_collect(const cache_request *req, cache_report *out, pgd_error *err);
+void cache_report_free(cache_report *r);
+
+void cache_sort_by_size(cache_report *r);
+cache_figures cache_totals(const cache_report *r);
+
+/*
+ * The residency math for one segment file of `size` bytes, added into *f:
+ * os_vec has one entry per OS page (bit 0: resident), sb has one entry per
+ * 8 KiB block (non-zero: in shared_buffers).
+ */
+void cache_add_segment(cache_figures *f, uint64_t size, const unsigned char *os_vec,
+                       size_t os_page_size, const unsigned char *sb);
+
+#endif

@@ -1,0 +1,270 @@
+/*
+ * cache.c - `pgdirect cache`: per relation, where its pages are: in
+ * PostgreSQL's shared_buffers, in the OS page cache, or only on disk. With
+ * --watch, the totals and the machine's (and cgroup's) memory figures as
+ * CSV over time, for plotting what a backup does to the cache.
+ */
+#define _GNU_SOURCE
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cache/meminfo.h"
+#include "cache/report.h"
+#include "cmd/cmd.h"
+#include "cmd/common.h"
+#include "util/log.h"
+#include "util/progress.h"
+
+static const command_help cache_help = {
+    CMD_CACHE, "usage: pgdirect cache [OPTIONS]",
+    "Show, per relation and fork, its size and how much of it is in shared_buffers (from\n"
+    "pg_buffercache when installed), in the OS page cache, and only on disk. Run as the\n"
+    "postgres OS user (or root) so the relation files can be examined."};
+
+static volatile sig_atomic_t stop_watch;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_watch = 1;
+}
+
+/* "pgbench_*" -> "pgbench\_%" (SQL LIKE), so users need not know LIKE's rules. */
+static char *glob_to_like(const char *glob)
+{
+    char *out = malloc(strlen(glob) * 2 + 1), *p = out;
+
+    if (out == NULL)
+        return NULL;
+    for (; *glob; glob++) {
+        if (*glob == '*')
+            *p++ = '%';
+        else if (*glob == '?')
+            *p++ = '_';
+        else {
+            if (*glob == '%' || *glob == '_' || *glob == '\\')
+                *p++ = '\\';
+            *p++ = *glob;
+        }
+    }
+    *p = '\0';
+    return out;
+}
+
+static double pct(uint64_t part, uint64_t whole)
+{
+    return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+static void print_row(const char *db, const char *name, const char *kind, const char *fork,
+                      const cache_figures *f, const cache_report *r)
+{
+    char size[32], sb[32], os[32], disk[32];
+
+    format_bytes(f->size, size, sizeof(size));
+    format_bytes(f->shared_buffers, sb, sizeof(sb));
+    format_bytes(f->os_cache, os, sizeof(os));
+    format_bytes(f->disk_only, disk, sizeof(disk));
+    printf("%-12s %-40s %-8s %-4s %10s", db, name, kind, fork, size);
+    if (r->shared_buffers_known)
+        printf(" %10s %5.1f%%", sb, pct(f->shared_buffers, f->size));
+    else
+        printf(" %10s %6s", "-", "");
+    if (r->os_known)
+        printf(" %10s %5.1f%% %10s %5.1f%%\n", os, pct(f->os_cache, f->size), disk,
+               pct(f->disk_only, f->size));
+    else
+        printf(" %10s %6s %10s %6s\n", "-", "", "-", "");
+}
+
+static void print_table(const cache_report *r, size_t top)
+{
+    cache_figures t = cache_totals(r);
+    size_t n = top && top < r->n ? top : r->n;
+
+    printf("%-12s %-40s %-8s %-4s %10s %17s %17s %17s\n", "DATABASE", "RELATION", "KIND", "FORK",
+           "SIZE", "SHARED_BUFFERS", "OS PAGE CACHE", "DISK ONLY");
+    for (size_t i = 0; i < n; i++)
+        print_row(r->rows[i].database, r->rows[i].name, r->rows[i].kind, r->rows[i].fork,
+                  &r->rows[i].f, r);
+    if (n < r->n)
+        printf("(%zu more relation forks not shown; totals include them)\n", r->n - n);
+    print_row("", "TOTAL", "", "", &t, r);
+}
+
+static json_t *figures_json(const cache_figures *f, const cache_report *r)
+{
+    json_t *o = json_pack("{s:I}", "size", (json_int_t)f->size);
+
+    json_object_set_new(o, "shared_buffers",
+                        r->shared_buffers_known ? json_integer((json_int_t)f->shared_buffers)
+                                                : json_null());
+    json_object_set_new(o, "os_cache",
+                        r->os_known ? json_integer((json_int_t)f->os_cache) : json_null());
+    json_object_set_new(o, "disk_only",
+                        r->os_known ? json_integer((json_int_t)f->disk_only) : json_null());
+    json_object_set_new(o, "evicted_pages", json_integer((json_int_t)f->evicted_pages));
+    return o;
+}
+
+static bool print_json(const cache_report *r, size_t top, pgd_error *err)
+{
+    json_t *root = json_object(), *rows = json_array(), *notes = json_array();
+    cache_figures t = cache_totals(r);
+    size_t n = top && top < r->n ? top : r->n;
+    char *text;
+
+    for (size_t i = 0; i < n; i++) {
+        json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "database", r->rows[i].database,
+                              "relation", r->rows[i].name, "kind", r->rows[i].kind, "fork",
+                              r->rows[i].fork);
+        json_t *f = figures_json(&r->rows[i].f, r);
+        json_object_update(o, f);
+        json_decref(f);
+        json_array_append_new(rows, o);
+    }
+    for (size_t i = 0; i < r->nnotes; i++)
+        json_array_append_new(notes, json_string(r->notes[i]));
+    json_object_set_new(root, "relations", rows);
+    json_object_set_new(root, "totals", figures_json(&t, r));
+    json_object_set_new(root, "notes", notes);
+    text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    json_decref(root);
+    if (text == NULL)
+        return err_set(err, "could not serialise the cache report");
+    printf("%s\n", text);
+    free(text);
+    return true;
+}
+
+static bool watch(const cache_request *req, double interval, long count, pgd_error *err)
+{
+    struct sigaction sa = {.sa_handler = on_signal};
+
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    printf("epoch,size,shared_buffers,os_cache,disk_only,evicted_pages,mem_free,cached,dirty,"
+           "cgroup_cache\n");
+    fflush(stdout);
+    for (long i = 0; !stop_watch && (count == 0 || i < count); i++) {
+        double t0 = clock_seconds();
+        struct timespec now;
+        cache_report r;
+        cache_figures t;
+        meminfo mi;
+        uint64_t cg = 0;
+        bool cg_found;
+        char cg_path[512];
+
+        if (!cache_collect(req, &r, err) || !meminfo_read(&mi, err) ||
+            !cgroup_page_cache(&cg, &cg_found, cg_path, sizeof(cg_path), err))
+            return false;
+        t = cache_totals(&r);
+        clock_gettime(CLOCK_REALTIME, &now);
+        printf("%.3f,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,", (double)now.tv_sec + now.tv_nsec / 1e9,
+               (unsigned long long)t.size, (unsigned long long)t.shared_buffers,
+               (unsigned long long)t.os_cache, (unsigned long long)t.disk_only,
+               (unsigned long long)t.evicted_pages, (unsigned long long)mi.mem_free,
+               (unsigned long long)mi.cached, (unsigned long long)mi.dirty);
+        if (cg_found)
+            printf("%llu", (unsigned long long)cg);
+        printf("\n");
+        fflush(stdout);
+        if (i == 0)
+            for (size_t k = 0; k < r.nnotes; k++)
+                log_warn("%s", r.notes[k]);
+        cache_report_free(&r);
+        for (double left = interval - (clock_seconds() - t0); left > 0 && !stop_watch;
+             left = interval - (clock_seconds() - t0)) {
+            struct timespec ts = {0, (long)((left < 0.1 ? left : 0.1) * 1e9)};
+            nanosleep(&ts, NULL);
+        }
+    }
+    return true;
+}
+
+static bool parse_interval(const char *text, double *out)
+{
+    char *end;
+    double v = strtod(text, &end);
+
+    if (end == text || (*end != '\0' && strcmp(end, "s") != 0) || v < 0.1 || v > 86400)
+        return false;
+    *out = v;
+    return true;
+}
+
+int cmd_cache(int argc, char **argv)
+{
+    pgd_options opts;
+    pgd_error err = {0};
+    cache_request req = {0};
+    cache_report r = {0};
+    char *like = NULL;
+    long top, count;
+    bool json;
+    int rc;
+
+    if (!command_start(&opts, &cache_help, argc, argv, &rc)) {
+        options_free(&opts);
+        return rc;
+    }
+    if (opts.nargs > 0) {
+        log_error("unexpected argument \"%s\" (see --help)", opts.args[0]);
+        options_free(&opts);
+        return EXIT_USAGE;
+    }
+    if (!opt_int(&opts, OPT_TOP, 0, 1000000, &top, &err) ||
+        !opt_int(&opts, OPT_WATCH_COUNT, 0, 100000000, &count, &err) ||
+        !opt_bool(&opts, OPT_JSON, &json, &err)) {
+        rc = command_fail(&err);
+        goto done;
+    }
+    req.conninfo = opt_str(&opts, OPT_DBNAME);
+    req.pgdata = opt_str(&opts, OPT_PGDATA);
+    req.databases = (const char *const *)opts.v[OPT_DATABASE].values;
+    req.ndatabases = opts.v[OPT_DATABASE].nvalues;
+    if (req.ndatabases == 0)
+        req.databases = NULL;
+    if (opt_str(&opts, OPT_RELATION) != NULL &&
+        (like = glob_to_like(opt_str(&opts, OPT_RELATION))) == NULL) {
+        rc = command_fail(&err);
+        goto done;
+    }
+    req.like = like;
+    if (opt_str(&opts, OPT_WATCH) != NULL) {
+        double interval;
+        if (!parse_interval(opt_str(&opts, OPT_WATCH), &interval)) {
+            err_set(&err, "invalid value \"%s\" for option \"--watch\": expected seconds from "
+                          "0.1 to 86400",
+                    opt_str(&opts, OPT_WATCH));
+            rc = command_fail(&err);
+        } else {
+            rc = watch(&req, interval, count, &err) ? EXIT_OK : command_fail(&err);
+        }
+        goto done;
+    }
+    if (!cache_collect(&req, &r, &err)) {
+        rc = command_fail(&err);
+        goto done;
+    }
+    cache_sort_by_size(&r);
+    if (json) {
+        rc = print_json(&r, (size_t)top, &err) ? EXIT_OK : command_fail(&err);
+    } else {
+        for (size_t i = 0; i < r.nnotes; i++)
+            log_warn("%s", r.notes[i]);
+        print_table(&r, (size_t)top);
+        rc = EXIT_OK;
+    }
+done:
+    cache_report_free(&r);
+    free(like);
+    options_free(&opts);
+    return rc;
+}

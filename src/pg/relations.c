@@ -1,0 +1,187 @@
+/*
+ * relations.c - relation files and shared_buffers contents, for `cache`.
+ */
+#include "pg/relations.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void one_line_copy(char *dst, size_t len, const char *src)
+{
+    size_t n = 0;
+
+    for (; *src && n + 1 < len; src++)
+        dst[n++] = (*src == '\n' || *src == '\t') ? ' ' : *src;
+    while (n > 0 && dst[n - 1] == ' ')
+        n--;
+    dst[n] = '\0';
+}
+
+PGconn *pg_connect_db(const char *conninfo, const char *dbname, pgd_error *err)
+{
+    const char *keys[] = {"dbname", "dbname", "fallback_application_name", NULL};
+    const char *vals[] = {conninfo != NULL && conninfo[0] ? conninfo : NULL, dbname, "pgdirect",
+                          NULL};
+    PGconn *conn;
+    char msg[PGD_ERROR_MAX];
+
+    if (dbname == NULL) { /* drop the override */
+        keys[1] = "fallback_application_name";
+        vals[1] = "pgdirect";
+        keys[2] = NULL;
+    }
+    conn = PQconnectdbParams(keys, vals, 1);
+    if (conn == NULL || PQstatus(conn) != CONNECTION_OK) {
+        one_line_copy(msg, sizeof(msg), conn ? PQerrorMessage(conn) : "out of memory");
+        PQfinish(conn);
+        err_set(err, "could not connect to %s%s%s: %s", dbname ? "database \"" : "the server",
+                dbname ? dbname : "", dbname ? "\"" : "", msg);
+        return NULL;
+    }
+    return conn;
+}
+
+/* `sql` with no parameter, or with one ($1) when nparams is 1 (param may be NULL). */
+static PGresult *query(PGconn *conn, const char *sql, int nparams, const char *param,
+                       pgd_error *err)
+{
+    const char *params[1] = {param};
+    PGresult *res = PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
+    char msg[PGD_ERROR_MAX];
+
+    if (PQresultStatus(res) == PGRES_TUPLES_OK)
+        return res;
+    one_line_copy(msg, sizeof(msg), PQerrorMessage(conn));
+    PQclear(res);
+    err_set(err, "query on database \"%s\" failed: %s", PQdb(conn), msg);
+    return NULL;
+}
+
+bool pg_relations_list(PGconn *conn, const char *like, pg_relation **out, size_t *count,
+                       pgd_error *err)
+{
+    static const char *sql =
+        "SELECT n.nspname || '.' || c.relname, "
+        "  CASE c.relkind WHEN 'r' THEN 'table' WHEN 'i' THEN 'index' WHEN 't' THEN 'toast' "
+        "    WHEN 'm' THEN 'matview' WHEN 'S' THEN 'sequence' ELSE c.relkind::text END, "
+        "  pg_catalog.pg_relation_filepath(c.oid), pg_catalog.pg_relation_filenode(c.oid), "
+        "  c.relisshared "
+        "FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE c.relpersistence <> 't' AND pg_catalog.pg_relation_filepath(c.oid) IS NOT NULL "
+        "  AND ($1::text IS NULL OR c.relname LIKE $1::text)";
+    PGresult *res = query(conn, sql, 1, like, err);
+    int n;
+
+    *out = NULL;
+    *count = 0;
+    if (res == NULL)
+        return false;
+    n = PQntuples(res);
+    if (n > 0 && (*out = calloc((size_t)n, sizeof(**out))) == NULL) {
+        PQclear(res);
+        return err_set(err, "out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        pg_relation *r = &(*out)[i];
+        snprintf(r->name, sizeof(r->name), "%s", PQgetvalue(res, i, 0));
+        snprintf(r->kind, sizeof(r->kind), "%s", PQgetvalue(res, i, 1));
+        snprintf(r->filepath, sizeof(r->filepath), "%s", PQgetvalue(res, i, 2));
+        r->filenode = (uint32_t)strtoul(PQgetvalue(res, i, 3), NULL, 10);
+        r->shared = strcmp(PQgetvalue(res, i, 4), "t") == 0;
+    }
+    *count = (size_t)n;
+    PQclear(res);
+    return true;
+}
+
+bool pg_buffercache_read(PGconn *conn, pg_buffer **out, size_t *count, buffercache_status *status,
+                         pgd_error *err)
+{
+    PGresult *res;
+    int n;
+
+    *out = NULL;
+    *count = 0;
+    res = query(conn, "SELECT count(*) FROM pg_catalog.pg_extension WHERE extname = "
+                      "'pg_buffercache'",
+                0, NULL, err);
+    if (res == NULL)
+        return false;
+    if (strcmp(PQgetvalue(res, 0, 0), "0") == 0) {
+        PQclear(res);
+        *status = BUFFERCACHE_NOT_INSTALLED;
+        return true;
+    }
+    PQclear(res);
+    res = PQexec(conn, "SELECT relfilenode, relforknumber, relblocknumber, reldatabase = 0 "
+                       "FROM pg_buffercache WHERE relfilenode IS NOT NULL AND reldatabase IN "
+                       "(0, (SELECT oid FROM pg_catalog.pg_database WHERE datname = "
+                       "current_database()))");
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        /* 42501: insufficient_privilege (needs pg_monitor) */
+        const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+        bool denied = state != NULL && strcmp(state, "42501") == 0;
+        PQclear(res);
+        if (denied) {
+            *status = BUFFERCACHE_NO_PERMISSION;
+            return true;
+        }
+        return err_set(err, "reading pg_buffercache in database \"%s\" failed", PQdb(conn));
+    }
+    n = PQntuples(res);
+    if (n > 0 && (*out = calloc((size_t)n, sizeof(**out))) == NULL) {
+        PQclear(res);
+        return err_set(err, "out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        (*out)[i].filenode = (uint32_t)strtoul(PQgetvalue(res, i, 0), NULL, 10);
+        (*out)[i].fork = atoi(PQgetvalue(res, i, 1));
+        (*out)[i].block = (uint32_t)strtoul(PQgetvalue(res, i, 2), NULL, 10);
+        (*out)[i].shared = strcmp(PQgetvalue(res, i, 3), "t") == 0;
+    }
+    *count = (size_t)n;
+    *status = BUFFERCACHE_OK;
+    PQclear(res);
+    return true;
+}
+
+bool pg_databases(PGconn *conn, char ***names, size_t *count, pgd_error *err)
+{
+    PGresult *res = query(conn,
+                          "SELECT datname FROM pg_catalog.pg_database WHERE datallowconn "
+                          "ORDER BY datname",
+                          0, NULL, err);
+    int n;
+
+    *names = NULL;
+    *count = 0;
+    if (res == NULL)
+        return false;
+    n = PQntuples(res);
+    if (n > 0 && (*names = calloc((size_t)n, sizeof(char *))) == NULL) {
+        PQclear(res);
+        return err_set(err, "out of memory");
+    }
+    for (int i = 0; i < n; i++)
+        (*names)[i] = strdup(PQgetvalue(res, i, 0));
+    *count = (size_t)n;
+    PQclear(res);
+    return true;
+}
+
+bool pg_data_directory(PGconn *conn, char *out, size_t outlen, pgd_error *err)
+{
+    PGresult *res = query(conn,
+                          "SELECT setting FROM pg_catalog.pg_settings WHERE name = "
+                          "'data_directory'",
+                          0, NULL, err);
+
+    if (res == NULL)
+        return false;
+    out[0] = '\0';
+    if (PQntuples(res) == 1)
+        snprintf(out, outlen, "%s", PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return true;
+}

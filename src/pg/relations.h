@@ -1,0 +1,51 @@
+/*
+ * relations.h - what `pgdirect cache` asks PostgreSQL: the relations of a
+ * database with their files, and (from pg_buffercache, when installed and
+ * readable) which of their blocks are in shared_buffers.
+ */
+#ifndef PGD_RELATIONS_H
+#define PGD_RELATIONS_H
+
+#include <libpq-fe.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/error.h"
+
+typedef struct pg_relation {
+    char name[200]; /* schema.relation */
+    char kind[12];  /* table, index, toast, matview, sequence */
+    char filepath[256]; /* pg_relation_filepath: relative to PGDATA */
+    uint32_t filenode;
+    bool shared; /* a shared catalog (same in every database) */
+} pg_relation;
+
+/* Relations with storage; `like` (SQL LIKE on the relation name) may be NULL. */
+bool pg_relations_list(PGconn *conn, const char *like, pg_relation **out, size_t *count,
+                       pgd_error *err);
+
+typedef struct pg_buffer {
+    uint32_t filenode;
+    int fork; /* 0 main, 1 fsm, 2 vm, 3 init */
+    uint32_t block;
+    bool shared; /* reldatabase = 0 */
+} pg_buffer;
+
+typedef enum {
+    BUFFERCACHE_OK,
+    BUFFERCACHE_NOT_INSTALLED,
+    BUFFERCACHE_NO_PERMISSION,
+} buffercache_status;
+
+/* Buffers of the current database and of shared catalogs. */
+bool pg_buffercache_read(PGconn *conn, pg_buffer **out, size_t *count, buffercache_status *status,
+                         pgd_error *err);
+
+/* Connect to database `dbname` (NULL: the conninfo's), keeping the rest of conninfo. */
+PGconn *pg_connect_db(const char *conninfo, const char *dbname, pgd_error *err);
+
+bool pg_databases(PGconn *conn, char ***names, size_t *count, pgd_error *err);
+bool pg_data_directory(PGconn *conn, char *out, size_t outlen, pgd_error *err);
+
+#endif

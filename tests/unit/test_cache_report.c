@@ -1,0 +1,97 @@
+/* test_cache_report.c - covers src/cache/report.c and meminfo.c: the residency math and parsers. */
+#include "helpers.h"
+
+#include "cache/meminfo.h"
+#include "cache/report.h"
+
+#define OS_PAGE 4096
+
+static void test_fully_cached_segment(void **state)
+{
+    unsigned char os[4] = {1, 1, 1, 1};
+    cache_figures f = {0};
+
+    (void)state;
+    cache_add_segment(&f, 4 * OS_PAGE, os, OS_PAGE, NULL);
+    assert_int_equal(f.size, 16384);
+    assert_int_equal(f.os_cache, 16384);
+    assert_int_equal(f.disk_only, 0);
+    assert_int_equal(f.shared_buffers, 0);
+}
+
+static void test_mixed_segment(void **state)
+{
+    /* 3 blocks of 8 KiB = 6 OS pages: block 0 in the OS cache (one of its pages),
+       block 1 in shared_buffers only, block 2 nowhere */
+    unsigned char os[6] = {0, 1, 0, 0, 0, 0};
+    unsigned char sb[3] = {0, 1, 0};
+    cache_figures f = {0};
+
+    (void)state;
+    cache_add_segment(&f, 3 * PG_BLOCK_SIZE, os, OS_PAGE, sb);
+    assert_int_equal(f.os_cache, OS_PAGE);
+    assert_int_equal(f.shared_buffers, PG_BLOCK_SIZE);
+    assert_int_equal(f.disk_only, PG_BLOCK_SIZE);
+}
+
+static void test_partial_last_page_and_unknown_os(void **state)
+{
+    unsigned char os[2] = {1, 1};
+    cache_figures f = {0};
+
+    (void)state;
+    cache_add_segment(&f, OS_PAGE + 100, os, OS_PAGE, NULL); /* 100 bytes in the last page */
+    assert_int_equal(f.os_cache, OS_PAGE + 100);
+    /* without an OS map (unreadable file) every block counts as disk only */
+    cache_add_segment(&f, PG_BLOCK_SIZE, NULL, OS_PAGE, NULL);
+    assert_int_equal(f.size, OS_PAGE + 100 + PG_BLOCK_SIZE);
+    assert_int_equal(f.disk_only, PG_BLOCK_SIZE);
+}
+
+static void test_totals_and_sorting(void **state)
+{
+    cache_row rows[2] = {{.name = "small", .f = {.size = 10, .os_cache = 5}},
+                         {.name = "big", .f = {.size = 100, .os_cache = 50, .evicted_pages = 3}}};
+    cache_report r = {.rows = rows, .n = 2};
+    cache_figures t;
+
+    (void)state;
+    cache_sort_by_size(&r);
+    assert_string_equal(r.rows[0].name, "big");
+    t = cache_totals(&r);
+    assert_int_equal(t.size, 110);
+    assert_int_equal(t.os_cache, 55);
+    assert_int_equal(t.evicted_pages, 3);
+}
+
+static void test_meminfo_and_cgroup_parsers(void **state)
+{
+    meminfo m;
+    uint64_t bytes;
+
+    (void)state;
+    assert_true(meminfo_parse("MemTotal:  100 kB\nMemFree:   20 kB\nBuffers: 1 kB\nCached:  "
+                              "   30 kB\nSwapCached: 9 kB\nDirty:  4 kB\n",
+                              &m));
+    assert_int_equal(m.mem_free, 20 * 1024);
+    assert_int_equal(m.cached, 30 * 1024); /* not SwapCached */
+    assert_int_equal(m.dirty, 4 * 1024);
+    assert_false(meminfo_parse("nothing here", &m));
+    assert_true(cgroup_parse_stat("rss 5\ncache 12345\nmapped_file 1\n", false, &bytes));
+    assert_int_equal(bytes, 12345);
+    assert_true(cgroup_parse_stat("anon 5\nfile 777\nkernel 1\n", true, &bytes));
+    assert_int_equal(bytes, 777);
+    assert_false(cgroup_parse_stat("total_cache 5\n", false, &bytes));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fully_cached_segment),
+        cmocka_unit_test(test_mixed_segment),
+        cmocka_unit_test(test_partial_last_page_and_unknown_os),
+        cmocka_unit_test(test_totals_and_sorting),
+        cmocka_unit_test(test_meminfo_and_cgroup_parsers),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
