@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The headline, deterministically, on a simulated small machine: PostgreSQL
+# and the backup share a memory cgroup smaller than the database. A table
+# warmed once into the page cache stays >= 99 % resident through a
+# direct-I/O backup, with no page of it evicted; through the same backup with
+# --direct-io=off it drops below 10 % (the positive control: if it does not,
+# this harness proves nothing and the test fails).
+#
+# The warm table is UNLOGGED, so no backup reads it (pg_basebackup's rules
+# leave out an unlogged relation's main fork): what happens to it is the
+# pressure the backup's reads put on the cache, nothing else. A table the
+# backup itself reads ends up cached after a buffered backup whatever
+# happened to it on the way (promoted by the second read, or read back in),
+# which would make the control depend on read order.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../../scripts/cgroup.sh"
+setup_tmp
+LIMIT=$((320 * 1024 * 1024))
+if ! cgroup_create "pgdirect-test-$$" "$LIMIT"; then
+    echo "1..0 # SKIP $CG_WHY"
+    exit 0
+fi
+cgroup_destroy # created only to see that it can be; made again below for the server
+pg_init "$T/data"
+echo "shared_buffers = 32MB" >>"$T/data/postgresql.conf"
+pg_start "$T/data"
+q "CREATE EXTENSION pg_prewarm"
+q "CREATE UNLOGGED TABLE warm WITH (autovacuum_enabled = off) AS SELECT g AS id, repeat('w', 200) AS pad FROM generate_series(1, 150000) g"
+q "CREATE TABLE big WITH (autovacuum_enabled = off) AS SELECT g AS id, repeat('b', 200) AS pad FROM generate_series(1, 1700000) g"
+q "VACUUM (FREEZE) warm"
+q "VACUUM (FREEZE) big"
+q "CHECKPOINT"
+archive_all "$PGPORT"
+diag "database $(q "SELECT pg_size_pretty(pg_database_size('postgres'))"), cgroup limit $((LIMIT / 1048576)) MiB"
+pg_stop "$T/data"
+
+# the server starts inside the cgroup, on an empty page cache
+cgroup_create "pgdirect-test-$$" "$LIMIT" || bail "$CG_WHY"
+trap 'cgroup_destroy; cleanup_all' EXIT
+sync; echo 3 >/proc/sys/vm/drop_caches
+cgroup_exec runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$T/data" -o "-p $PGPORT" -l "$T/data.log" -w start >/dev/null ||
+    bail "could not start the server inside the cgroup"
+
+warm_field() { # warm_field KEY: summed over warm's forks
+    pgd cache --database postgres --relation warm --json |
+        python3 -c "import json,sys; r=json.load(sys.stdin)['relations']; print(sum(x['$1'] for x in r if x['fork']=='main'))"
+}
+warm_pct() { python3 -c "print(round(100.0 * $(warm_field os_cache) / $(warm_field size), 2))"; }
+
+q "SELECT pg_prewarm('warm', 'read')" >/dev/null
+is "$(warm_pct)" "100.0" "warm is fully cached after being read once"
+evicted_before=$(warm_field evicted_pages)
+cache_before=$(cgroup_cache_bytes)
+
+cgroup_exec runuser -u postgres -- env PGHOST="$T" PGPORT="$PGPORT" "$PGD" backup --repo "$REPO" \
+    --pgdata "$T/data" --checkpoint fast >/dev/null 2>"$T/direct.err"
+ok $? "direct-I/O backup inside the cgroup succeeds"
+pct=$(warm_pct)
+cmp_ok "$pct" ">=" 99 "direct I/O: warm stays resident ($pct %)"
+is "$(warm_field evicted_pages)" "$evicted_before" "direct I/O: no page of warm was evicted"
+diag "cgroup page cache: $((cache_before / 1048576)) MiB before, $(( $(cgroup_cache_bytes) / 1048576)) MiB after the direct backup"
+
+cgroup_exec runuser -u postgres -- env PGHOST="$T" PGPORT="$PGPORT" "$PGD" backup --repo "$REPO" \
+    --pgdata "$T/data" --checkpoint fast --direct-io=off >/dev/null 2>"$T/buffered.err"
+ok $? "buffered backup inside the cgroup succeeds"
+pct=$(warm_pct)
+cmp_ok "$pct" "<" 10 "control: the buffered backup evicts warm ($pct % left)"
+cgroup_exec runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$T/data" -m fast -w stop >/dev/null
+done_testing
