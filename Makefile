@@ -9,7 +9,7 @@
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 
-.PHONY: all asan unit unit-asan unit-valgrind integration check demo format clean
+.PHONY: all asan unit unit-asan unit-valgrind integration check demo format clean bench bench-quick
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -47,3 +47,9 @@ format:
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
+
+bench: all
+	bash bench/run.sh
+
+bench-quick: all
+	bash bench/run.sh --quick

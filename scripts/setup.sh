@@ -15,6 +15,8 @@ packages=(
     # tests and demo: a real PostgreSQL 15, its tools, and the checkers
     postgresql-15 postgresql-contrib postgresql-client-15
     valgrind perl python3 lz4 zstd procps util-linux
+    # benchmark: the peers, the device limit, the plot
+    pgbackrest fio gnuplot-nox bc time
 )
 
 missing=()

@@ -1,0 +1,148 @@
+/*
+ * test_tune.c - covers src/io/device.c and src/io/tune.c on captured sysfs
+ * trees (tests/unit/sysfs/): single NVMe, md RAID0 of 4 NVMe with 512 KiB
+ * chunks, SATA SSD, rotational disk, device-mapper over md, virtio.
+ */
+#include "helpers.h"
+
+#include "io/device.h"
+#include "io/tune.h"
+
+#define CPUS 16
+
+static void facts(const char *tree, unsigned maj, unsigned min, device_facts *f)
+{
+    char root[4096];
+    pgd_error err = {0};
+    const char *base = getenv("PGD_TEST_SYSFS");
+
+    assert_non_null(base);
+    snprintf(root, sizeof(root), "%s/%s", base, tree);
+    if (!device_facts_for_dev(root, maj, min, f, &err))
+        fail_msg("%s", err.msg);
+}
+
+static void test_single_nvme(void **state)
+{
+    device_facts f;
+    tune_decision t;
+
+    (void)state;
+    facts("nvme", 259, 1, &f);
+    assert_string_equal(f.name, "nvme0n1p1");
+    assert_string_equal(f.disk, "nvme0n1");
+    assert_int_equal(f.logical_block_size, 4096);
+    assert_true(f.nvme);
+    assert_false(f.rotational);
+    assert_int_equal(f.drives, 1);
+    tune_decide(&f, CPUS, 16384, &t);
+    assert_int_equal(t.block_count, 256);
+    assert_int_equal(t.concurrency, CPUS);
+}
+
+static void test_md_raid0_of_four_nvme(void **state)
+{
+    device_facts f;
+    tune_decision t;
+
+    (void)state;
+    facts("md_raid0_nvme", 9, 0, &f);
+    assert_string_equal(f.md_level, "raid0");
+    assert_int_equal(f.md_raid_disks, 4);
+    assert_int_equal(f.md_chunk_size, 512 * 1024);
+    assert_int_equal(f.optimal_io_size, 2097152);
+    assert_int_equal(f.drives, 4);
+    assert_true(f.nvme);
+    tune_decide(&f, CPUS, 16384, &t);
+    assert_int_equal(t.block_count, 1024); /* 4 MiB: 1 MiB per drive */
+    assert_int_equal(t.concurrency, CPUS);
+    assert_non_null(strstr(f.stack, "md0 (raid0, 4 drives, 512 KiB chunks)"));
+}
+
+static void test_sata_ssd(void **state)
+{
+    device_facts f;
+    tune_decision t;
+
+    (void)state;
+    facts("sata_ssd", 8, 2, &f);
+    assert_string_equal(f.disk, "sda");
+    assert_false(f.nvme);
+    assert_false(f.rotational);
+    tune_decide(&f, CPUS, 16384, &t);
+    assert_int_equal(t.block_count, 256);
+    assert_int_equal(t.concurrency, CPUS / 2);
+}
+
+static void test_rotational_disk(void **state)
+{
+    device_facts f;
+    tune_decision t;
+
+    (void)state;
+    facts("rotational", 8, 16, &f);
+    assert_true(f.rotational);
+    assert_false(f.nvme);
+    tune_decide(&f, 2, 16384, &t);
+    assert_int_equal(t.block_count, 256);
+    assert_int_equal(t.concurrency, 2); /* half of 2 vCPUs is 1: never below 2 */
+}
+
+static void test_device_mapper_over_md(void **state)
+{
+    device_facts f;
+    tune_decision t;
+
+    (void)state;
+    facts("dm_over_md", 254, 0, &f);
+    assert_true(f.device_mapper);
+    assert_string_equal(f.md_level, "raid0");
+    assert_int_equal(f.drives, 4);
+    assert_false(f.nvme);
+    assert_non_null(strstr(f.stack, "dm-0 -> md127"));
+    tune_decide(&f, 8, 16384, &t);
+    assert_int_equal(t.block_count, 1024);
+    assert_int_equal(t.concurrency, 4);
+    /* the cap on --block-count holds */
+    tune_decide(&f, 8, 512, &t);
+    assert_int_equal(t.block_count, 512);
+}
+
+static void test_virtio(void **state)
+{
+    device_facts f;
+    tune_decision t;
+
+    (void)state;
+    facts("virtio", 254, 1, &f);
+    assert_true(f.virtio);
+    assert_string_equal(f.disk, "vda");
+    assert_int_equal(f.drives, 1);
+    tune_decide(&f, 2, 16384, &t);
+    assert_int_equal(t.block_count, 256);
+    assert_int_equal(t.concurrency, 2);
+}
+
+static void test_missing_device_is_named(void **state)
+{
+    device_facts f;
+    pgd_error err = {0};
+
+    (void)state;
+    assert_false(device_facts_for_dev("/nonexistent-sysfs", 1, 2, &f, &err));
+    assert_non_null(strstr(err.msg, "1:2"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_single_nvme),
+        cmocka_unit_test(test_md_raid0_of_four_nvme),
+        cmocka_unit_test(test_sata_ssd),
+        cmocka_unit_test(test_rotational_disk),
+        cmocka_unit_test(test_device_mapper_over_md),
+        cmocka_unit_test(test_virtio),
+        cmocka_unit_test(test_missing_device_is_named),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
