@@ -9,7 +9,7 @@
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 
-.PHONY: all asan unit unit-asan unit-valgrind integration check demo format clean bench bench-quick
+.PHONY: all asan unit unit-asan unit-valgrind integration check demo format clean bench bench-quick bench-io
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -35,6 +35,7 @@ unit-valgrind: all
 
 integration: all asan
 	PGDIRECT_BIN=$(CURDIR)/$(ASAN_BUILD)/pgdirect PGD_PAGECACHE=$(CURDIR)/$(BUILD)/pgd-pagecache \
+	  PGDIRECT_RELEASE_BIN=$(CURDIR)/$(BUILD)/pgdirect \
 	  prove --exec bash --verbose --timer tests/integration/*.t
 
 check: unit unit-valgrind unit-asan integration
@@ -53,3 +54,6 @@ bench: all
 
 bench-quick: all
 	bash bench/run.sh --quick
+
+bench-io: all
+	bash bench/io_matrix.sh

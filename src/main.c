@@ -20,6 +20,7 @@ static const struct {
     {"list", cmd_list, "list the backups in the repository"},
     {"wal-push", cmd_wal_push, "archive one WAL file (archive_command)"},
     {"wal-fetch", cmd_wal_fetch, "restore one WAL file (restore_command)"},
+    {"tune", cmd_tune, "what block size and concurrency a backup would use here, and why"},
     {"cache", cmd_cache, "where each relation's pages are: shared_buffers, page cache, disk"},
 };
 

@@ -2,13 +2,20 @@
  * pipeline.h - read files with direct I/O and stream them into compressed
  * tar partitions.
  *
- *   file queue (largest first) -> N workers, each: O_DIRECT read into its
- *   aligned buffer -> CRC-32C -> tar -> compressor -> storage object
+ *   file queue (largest first) -> W workers, each: `depth` O_DIRECT reads in
+ *   flight through its I/O engine (threads or io_uring), consumed in file
+ *   order -> CRC-32C -> tar -> compressor -> storage object
  *
  * Each worker owns one open partition at a time and closes it once it holds
- * about partition_size bytes, so N reads are in flight and N partitions
- * are written in parallel. Each byte is copied once in user space: read()
- * places it in the aligned buffer, the compressor reads it from there.
+ * about partition_size bytes, so W partitions are written in parallel and
+ * W x depth reads are in flight, several of them within one large file.
+ * Each byte is copied once in user space: the read places it in an aligned
+ * buffer, the compressor reads it from there.
+ *
+ * Read modes: O_DIRECT; plain buffered (--direct-io=off, the control);
+ * cache-neutral buffered reads (where O_DIRECT is refused, or asked for),
+ * which note the pages of each range that were cached before reading it
+ * and afterwards drop only the others.
  *
  * Files that change under us: a file that vanished is skipped (INFO line);
  * one that grew is read up to its size at open time; one that shrank is
@@ -25,6 +32,7 @@
 
 #include "compress/compress.h"
 #include "io/dio_reader.h"
+#include "io/io_engine.h"
 #include "storage/storage.h"
 #include "util/error.h"
 
@@ -33,6 +41,7 @@ typedef struct pipeline_file {
     const char *path;   /* name in the backup */
     const char *source; /* where to read it */
     bool is_dir;
+    size_t read_size; /* bytes per read for this file (its device's); 0: the default */
     uint64_t size; /* at walk time */
     uint32_t mode;
     int64_t mtime;
@@ -48,10 +57,13 @@ typedef struct pipeline_config {
     const char *backup_id;
     compress_kind compression;
     int compression_level;
-    size_t read_size; /* bytes per read, multiple of DIO_ALIGN */
-    int concurrency;
+    size_t read_size; /* default bytes per read, multiple of DIO_ALIGN */
+    int workers;      /* partitions written in parallel */
+    int depth;        /* reads in flight per worker */
+    io_engine_kind engine;
     uint64_t partition_size;
-    bool direct_io;
+    read_mode mode; /* READ_MODE_DIRECT, _BUFFERED or _CACHE_NEUTRAL */
+    uint64_t max_rate; /* bytes/s, 0: unlimited */
     bool progress;
 } pipeline_config;
 

@@ -19,7 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backup/io_plan.h"
 #include "backup/pipeline.h"
+#include "io/politeness.h"
 #include "cmd/cmd.h"
 #include "cmd/common.h"
 #include "pg/datadir.h"
@@ -36,6 +38,8 @@
 #define CONCURRENCY_MAX    256
 #define PARTITION_SIZE_MIN (1024 * 1024ULL)
 #define PARTITION_SIZE_MAX (1024ULL * 1024 * 1024 * 1024)
+#define MAX_MEMORY_MIN     (8 * 1024 * 1024ULL)
+#define RSS_MARGIN         (4 * 1024 * 1024ULL) /* allocator slack, libpq buffers */
 
 static const command_help backup_help = {
     CMD_BACKUP, "usage: pgdirect backup [OPTIONS]",
@@ -47,35 +51,72 @@ typedef struct backup_settings {
     char pgdata_real[PATH_MAX];
     const char *conninfo;
     const char *label;
-    size_t read_size;
-    int concurrency;
+    unsigned block_count; /* IO_PLAN_AUTO or fixed */
+    unsigned concurrency; /* IO_PLAN_AUTO or fixed */
+    int engine;           /* -1: auto */
     uint64_t partition_size;
+    uint64_t max_rate, max_memory;
+    unsigned cpu_weight;
+    bool io_idle;
     compress_kind compression;
     int compression_level;
-    bool direct_io, fast_checkpoint, archive_check, progress;
+    read_mode mode;
+    bool fast_checkpoint, archive_check, progress;
     int archive_timeout;
 } backup_settings;
 
+/* "auto" -> IO_PLAN_AUTO, else an integer in [1, max]. */
+static bool auto_or_int(const pgd_options *opts, opt_id id, long max, unsigned *out,
+                        pgd_error *err)
+{
+    long v;
+
+    if (strcmp(opt_str(opts, id), "auto") == 0) {
+        *out = IO_PLAN_AUTO;
+        return true;
+    }
+    if (!opt_int(opts, id, 1, max, &v, err)) {
+        err_clear(err);
+        return err_set(err, "invalid value \"%s\" for option \"--%s\"%s: expected auto or an "
+                       "integer from 1 to %ld",
+                       opt_str(opts, id), opt_name(id), opt_source_note(opts, id), max);
+    }
+    *out = (unsigned)v;
+    return true;
+}
+
 static bool read_settings(const pgd_options *opts, backup_settings *s, pgd_error *err)
 {
-    long block_count, concurrency, timeout;
-    int checkpoint;
+    long timeout, weight;
+    int checkpoint, engine, mode, io_class;
     struct stat st;
 
     memset(s, 0, sizeof(*s));
-    if (!opt_int(opts, OPT_BLOCK_COUNT, 1, BLOCK_COUNT_MAX, &block_count, err) ||
-        !opt_int(opts, OPT_CONCURRENCY, 1, CONCURRENCY_MAX, &concurrency, err) ||
+    if (!auto_or_int(opts, OPT_BLOCK_COUNT, BLOCK_COUNT_MAX, &s->block_count, err) ||
+        !auto_or_int(opts, OPT_CONCURRENCY, CONCURRENCY_MAX, &s->concurrency, err) ||
         !opt_size(opts, OPT_PARTITION_SIZE, PARTITION_SIZE_MIN, PARTITION_SIZE_MAX,
                   &s->partition_size, err) ||
         !command_compression(opts, &s->compression, &s->compression_level, err) ||
-        !opt_bool(opts, OPT_DIRECT_IO, &s->direct_io, err) ||
+        !opt_enum(opts, OPT_DIRECT_IO, "on|off|cache-neutral|true|false|yes|no", &mode, err) ||
+        !opt_enum(opts, OPT_IO_ENGINE, "auto|io_uring|threads", &engine, err) ||
+        !opt_size(opts, OPT_MAX_RATE, 0, UINT64_MAX, &s->max_rate, err) ||
+        !opt_int(opts, OPT_CPU_WEIGHT, 0, 10000, &weight, err) ||
+        !opt_enum(opts, OPT_IO_CLASS, "best-effort|idle", &io_class, err) ||
         !opt_enum(opts, OPT_CHECKPOINT, "spread|fast", &checkpoint, err) ||
         !opt_bool(opts, OPT_ARCHIVE_CHECK, &s->archive_check, err) ||
         !opt_int(opts, OPT_ARCHIVE_TIMEOUT, 1, 86400, &timeout, err) ||
         !command_progress(opts, &s->progress, err))
         return false;
-    s->read_size = (size_t)block_count * BLOCK_SIZE;
-    s->concurrency = (int)concurrency;
+    if (strcmp(opt_str(opts, OPT_MAX_MEMORY), "auto") == 0)
+        s->max_memory = io_plan_default_memory();
+    else if (!opt_size(opts, OPT_MAX_MEMORY, MAX_MEMORY_MIN, UINT64_MAX, &s->max_memory, err))
+        return false;
+    s->mode = mode == 2 ? READ_MODE_CACHE_NEUTRAL
+              : (mode == 0 || mode == 3 || mode == 5) ? READ_MODE_DIRECT
+                                                       : READ_MODE_BUFFERED;
+    s->engine = engine == 0 ? -1 : engine == 1 ? IO_ENGINE_URING : IO_ENGINE_THREADS;
+    s->cpu_weight = (unsigned)weight;
+    s->io_idle = io_class == 1;
     s->fast_checkpoint = checkpoint == 1;
     s->archive_timeout = (int)timeout;
     s->conninfo = opt_str(opts, OPT_DBNAME);
@@ -146,7 +187,7 @@ static int file_size_desc(const void *a, const void *b)
     return strcmp(fa->path, fb->path);
 }
 
-static pipeline_file *make_queue(const datadir *dd, pgd_error *err)
+static pipeline_file *make_queue(const datadir *dd, const io_plan *plan, pgd_error *err)
 {
     pipeline_file *files = calloc(dd->n ? dd->n : 1, sizeof(*files));
 
@@ -161,6 +202,7 @@ static pipeline_file *make_queue(const datadir *dd, pgd_error *err)
         files[i].size = dd->entries[i].size;
         files[i].mode = dd->entries[i].mode;
         files[i].mtime = dd->entries[i].mtime;
+        files[i].read_size = io_plan_read_size(plan, dd->entries[i].path);
     }
     qsort(files, dd->n, sizeof(*files), file_size_desc);
     return files;
@@ -218,15 +260,14 @@ static bool put_text(storage *repo, const char *id, const char *name, const char
     return storage_put(repo, path, text, strlen(text), 0, err);
 }
 
-static const char *read_mode_summary(unsigned modes)
+static const char *read_mode_summary(unsigned modes, read_mode asked)
 {
-    if (modes == (1u << READ_MODE_DIRECT) || modes == 0)
-        return "direct";
-    if (modes == (1u << READ_MODE_BUFFERED))
-        return "buffered";
-    if (modes == (1u << READ_MODE_FALLBACK))
-        return "buffered (O_DIRECT refused)";
-    return "mixed (O_DIRECT refused for some files)";
+    for (int m = READ_MODE_DIRECT; m <= READ_MODE_CACHE_NEUTRAL; m++)
+        if (modes == (1u << m))
+            return read_mode_name((read_mode)m);
+    if (modes == 0)
+        return read_mode_name(asked);
+    return "mixed (cache-neutral where O_DIRECT was refused)";
 }
 
 static long peak_rss_kib(void)
@@ -234,6 +275,78 @@ static long peak_rss_kib(void)
     struct rusage ru;
 
     return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : 0;
+}
+
+static uint64_t rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long size = 0, resident = 0;
+
+    if (f != NULL) {
+        if (fscanf(f, "%lu %lu", &size, &resident) != 2)
+            resident = 0;
+        fclose(f);
+    }
+    return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/* The read plan for this data directory and its tablespaces, within --max-memory. */
+static bool make_plan(const backup_settings *s, const datadir *dd, io_plan *plan, pgd_error *err)
+{
+    uint32_t *oids = calloc(dd->ntablespaces + 1, sizeof(*oids));
+    const char **locations = calloc(dd->ntablespaces + 1, sizeof(*locations));
+    uint64_t used = rss_bytes() + RSS_MARGIN;
+    io_plan_request req = {.sysfs_root = "/sys",
+                           .pgdata = s->pgdata_real,
+                           .spc_oids = oids,
+                           .spc_locations = locations,
+                           .nspcs = dd->ntablespaces,
+                           .block_count = s->block_count,
+                           .concurrency = s->concurrency,
+                           .engine = s->engine,
+                           .compression = s->compression,
+                           .compression_level = s->compression_level,
+                           .cpus = (unsigned)sysconf(_SC_NPROCESSORS_ONLN)};
+    bool ok;
+
+    if (oids == NULL || locations == NULL) {
+        free(oids);
+        free(locations);
+        return err_set(err, "out of memory");
+    }
+    for (size_t i = 0; i < dd->ntablespaces; i++) {
+        oids[i] = dd->tablespaces[i].oid;
+        locations[i] = dd->tablespaces[i].location;
+    }
+    /* the cap covers the whole process: what it holds already leaves less for buffers */
+    if (used >= s->max_memory) {
+        free(oids);
+        free(locations);
+        return err_set(err, "--max-memory %llu MiB is too small: the process already uses %llu "
+                       "MiB before allocating any buffer",
+                       (unsigned long long)(s->max_memory >> 20), (unsigned long long)(used >> 20));
+    }
+    req.max_memory = s->max_memory - used;
+    ok = io_plan_make(&req, plan, err);
+    free(oids);
+    free(locations);
+    return ok;
+}
+
+/* --io-class and --cpu-weight: warnings, not failures, when the system will not allow them. */
+static void be_polite(const backup_settings *s, cpu_cgroup *cg)
+{
+    pgd_error perr = {0};
+
+    if (s->io_idle && !politeness_io_class(true, &perr))
+        log_warn("%s: reading at the normal I/O priority", perr.msg);
+    else if (s->io_idle)
+        log_info("reading in the idle I/O class");
+    err_clear(&perr);
+    if (s->cpu_weight > 0 && !politeness_cpu_weight(s->cpu_weight, cg, &perr))
+        log_warn("%s: running at the normal CPU weight", perr.msg);
+    else if (s->cpu_weight > 0)
+        log_info("running in cgroup \"%s\" with CPU weight %u", cg->dir, s->cpu_weight);
 }
 
 static bool run_backup(const backup_settings *s, storage *repo, pgd_error *err)
@@ -249,7 +362,9 @@ static bool run_backup(const backup_settings *s, storage *repo, pgd_error *err)
     char *labelfile = NULL, *spcmap = NULL, *json = NULL, path[LAYOUT_PATH_MAX];
     char id[BACKUP_ID_LEN + 1] = "", start_lsn[PG_LSN_TEXT], stop_lsn[PG_LSN_TEXT];
     uint64_t lsn;
-    double t0;
+    double t0, t_read = 0;
+    io_plan plan = {0};
+    cpu_cgroup cpu_cg = {0};
     bool ok = false;
 
     manifest_init(&m);
@@ -268,26 +383,40 @@ static bool run_backup(const backup_settings *s, storage *repo, pgd_error *err)
     if (!pg_session_backup_start(&pg, s->label, s->fast_checkpoint, start_lsn, sizeof(start_lsn),
                                  err))
         goto done;
-    log_info("backup started at WAL location %s; reading %s with %s I/O, %zu KiB reads, "
-             "%d in flight",
-             start_lsn, s->pgdata, s->direct_io ? "direct" : "buffered", s->read_size / 1024,
-             s->concurrency);
     if (!pg_session_tablespaces(&pg, &spcs, &nspcs, err) ||
         !datadir_walk(&dd, s->pgdata_real, pg.version_num, err) ||
-        (files = make_queue(&dd, err)) == NULL)
+        !make_plan(s, &dd, &plan, err) || (files = make_queue(&dd, &plan, err)) == NULL)
         goto done;
+    log_info("backup started at WAL location %s; reading %s: %s I/O, %zu KiB reads, %u in "
+             "flight (%d x %d), %s engine (%s), %llu MiB of buffers",
+             start_lsn, s->pgdata, read_mode_name(s->mode), plan.places[0].read_size / 1024,
+             plan.concurrency, plan.workers, plan.depth, io_engine_name(plan.engine),
+             plan.engine_why, (unsigned long long)(plan.memory >> 20));
+    for (size_t i = 1; i < plan.nplaces; i++)
+        log_info("tablespace %u at \"%s\" (%s): %zu KiB reads", plan.places[i].oid,
+                 plan.places[i].location, plan.places[i].dev.stack,
+                 plan.places[i].read_size / 1024);
+    if (plan.memory_note[0] != '\0')
+        log_info("--max-memory %llu MiB: %s", (unsigned long long)(s->max_memory >> 20),
+                 plan.memory_note);
+    be_polite(s, &cpu_cg);
 
     pipeline_config cfg = {.repo = repo,
                            .backup_id = id,
                            .compression = s->compression,
                            .compression_level = s->compression_level,
-                           .read_size = s->read_size,
-                           .concurrency = s->concurrency,
+                           .read_size = plan.places[0].read_size,
+                           .workers = plan.workers,
+                           .depth = plan.depth,
+                           .engine = plan.engine,
                            .partition_size = s->partition_size,
-                           .direct_io = s->direct_io,
+                           .mode = s->mode,
+                           .max_rate = s->max_rate,
                            .progress = s->progress};
+    t_read = clock_seconds();
     if (!pipeline_run(&cfg, files, dd.n, &res, err))
         goto done;
+    t_read = clock_seconds() - t_read;
 
     if (!pg_session_backup_stop(&pg, stop_lsn, sizeof(stop_lsn), &labelfile, &spcmap, err))
         goto done;
@@ -311,7 +440,7 @@ static bool run_backup(const backup_settings *s, storage *repo, pgd_error *err)
     bi.pg_version_num = pg.version_num;
     snprintf(bi.tool_version, sizeof(bi.tool_version), "%s", PGDIRECT_VERSION);
     snprintf(bi.compression, sizeof(bi.compression), "%s", compress_name(s->compression));
-    snprintf(bi.read_mode, sizeof(bi.read_mode), "%s", read_mode_summary(res.read_modes));
+    snprintf(bi.read_mode, sizeof(bi.read_mode), "%s", read_mode_summary(res.read_modes, s->mode));
     bi.size = res.bytes_read;
     bi.compressed_size = res.bytes_stored;
 
@@ -352,10 +481,11 @@ static bool run_backup(const backup_settings *s, storage *repo, pgd_error *err)
         format_bytes(bi.size, size_s, sizeof(size_s));
         format_bytes(bi.compressed_size, stored_s, sizeof(stored_s));
         format_duration(secs, time_s, sizeof(time_s));
-        log_info("backup %s complete: %s read, %s stored (%s), %llu files, %s, %.1f MB/s, "
-                 "read mode %s, peak RSS %ld MiB",
+        log_info("backup %s complete: %s read, %s stored (%s), %llu files, %s, %.1f MB/s "
+                 "(files read at %.1f MB/s), read mode %s, peak RSS %ld MiB",
                  id, size_s, stored_s, bi.compression, (unsigned long long)bi.files, time_s,
-                 secs > 0 ? (double)bi.size / secs / 1e6 : 0.0, bi.read_mode,
+                 secs > 0 ? (double)bi.size / secs / 1e6 : 0.0,
+                 t_read > 0 ? (double)bi.size / t_read / 1e6 : 0.0, bi.read_mode,
                  peak_rss_kib() / 1024);
     }
     ok = true;
@@ -368,6 +498,8 @@ done:
     free(files);
     free(spcs);
     pipeline_result_free(&res);
+    politeness_cpu_release(&cpu_cg);
+    io_plan_free(&plan);
     datadir_free(&dd);
     manifest_free(&m);
     pg_session_close(&pg);

@@ -17,5 +17,6 @@ int cmd_list(int argc, char **argv);
 int cmd_wal_push(int argc, char **argv);
 int cmd_wal_fetch(int argc, char **argv);
 int cmd_cache(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
 
 #endif

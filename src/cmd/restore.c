@@ -88,8 +88,15 @@ static bool read_settings(const pgd_options *opts, restore_settings *s, pgd_erro
             return false;
         s->target_action = opt_str(opts, OPT_TARGET_ACTION);
     }
-    if (!opt_int(opts, OPT_CONCURRENCY, 1, 256, &concurrency, err) ||
-        !command_progress(opts, &s->progress, err))
+    if (strcmp(opt_str(opts, OPT_CONCURRENCY), "auto") == 0) {
+        /* partitions are decompressed in parallel: one per vCPU, at least 2 */
+        concurrency = sysconf(_SC_NPROCESSORS_ONLN);
+        if (concurrency < 2)
+            concurrency = 2;
+    } else if (!opt_int(opts, OPT_CONCURRENCY, 1, 256, &concurrency, err)) {
+        return false;
+    }
+    if (!command_progress(opts, &s->progress, err))
         return false;
     s->concurrency = (int)concurrency;
     return true;

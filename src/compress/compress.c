@@ -3,7 +3,9 @@
  */
 #include "compress/compress.h"
 
+#include <lz4frame.h>
 #include <string.h>
+#include <zstd.h>
 
 static const struct {
     compress_kind kind;
@@ -87,4 +89,32 @@ in_stream *decompress_in_new(compress_kind kind, in_stream *src, const char *nam
         break;
     }
     return src;
+}
+
+size_t compress_memory_estimate(compress_kind kind, int level)
+{
+    switch (kind) {
+    case COMPRESS_LZ4:
+        /* output buffer for a 1 MiB input piece, plus the frame context */
+        return LZ4F_compressBound(1024 * 1024, NULL) + 256 * 1024;
+    case COMPRESS_ZSTD: {
+        /* measured: a context that has compressed something holds its tables */
+        ZSTD_CCtx *cctx = ZSTD_createCCtx();
+        char in[64] = {0}, out[256];
+        ZSTD_inBuffer ib = {in, sizeof(in), 0};
+        ZSTD_outBuffer ob = {out, sizeof(out), 0};
+        size_t bytes;
+        if (cctx == NULL)
+            return 64 * 1024 * 1024;
+        ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel,
+                               level == COMPRESS_LEVEL_DEFAULT ? 3 : level);
+        ZSTD_compressStream2(cctx, &ob, &ib, ZSTD_e_flush);
+        bytes = ZSTD_sizeof_CCtx(cctx) + ZSTD_CStreamOutSize();
+        ZSTD_freeCCtx(cctx);
+        return bytes;
+    }
+    case COMPRESS_NONE:
+        break;
+    }
+    return 0;
 }

@@ -25,6 +25,9 @@ bool compress_parse(const char *name, compress_kind *out);
 compress_kind compress_from_suffix(const char *object_name);
 bool compress_level_valid(compress_kind kind, int level, pgd_error *err);
 
+/* Memory one compressing stream of this kind and level uses, for the memory cap. */
+size_t compress_memory_estimate(compress_kind kind, int level);
+
 /* `name` names the object in error messages. Both take ownership of next/src. */
 out_stream *compress_out_new(compress_kind kind, int level, out_stream *next, const char *name,
                              pgd_error *err);

@@ -19,7 +19,9 @@ const char *read_mode_name(read_mode mode)
     case READ_MODE_BUFFERED:
         return "buffered";
     case READ_MODE_FALLBACK:
-        return "buffered (O_DIRECT refused)";
+        return "cache-neutral (O_DIRECT refused)";
+    case READ_MODE_CACHE_NEUTRAL:
+        return "cache-neutral";
     }
     return "unknown";
 }
@@ -40,16 +42,16 @@ void *dio_buffer_alloc(size_t size, pgd_error *err)
     return buf;
 }
 
-bool dio_file_open(dio_file *f, const char *path, bool want_direct, bool *missing,
-                   pgd_error *err)
+bool dio_file_open(dio_file *f, const char *path, read_mode want, bool *missing, pgd_error *err)
 {
     int flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW;
+    bool want_direct = want == READ_MODE_DIRECT;
 
     memset(f, 0, sizeof(*f));
     f->fd = -1;
     f->path = path;
     *missing = false;
-    f->mode = want_direct ? READ_MODE_DIRECT : READ_MODE_BUFFERED;
+    f->mode = want;
     f->fd = open(path, flags | (want_direct ? O_DIRECT : 0));
     if (f->fd < 0 && want_direct && errno == EINVAL) {
         f->mode = READ_MODE_FALLBACK;

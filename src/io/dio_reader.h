@@ -25,10 +25,17 @@
 #define BLOCK_SIZE 4096 /* unit of --block-count */
 
 typedef enum {
-    READ_MODE_DIRECT,   /* O_DIRECT */
-    READ_MODE_BUFFERED, /* asked for (--direct-io=off) */
-    READ_MODE_FALLBACK, /* O_DIRECT refused by the file system */
+    READ_MODE_DIRECT,        /* O_DIRECT */
+    READ_MODE_BUFFERED,      /* plain buffered reads, asked for (--direct-io=off) */
+    READ_MODE_FALLBACK,      /* O_DIRECT refused by the file system: cache-neutral reads */
+    READ_MODE_CACHE_NEUTRAL, /* buffered reads that leave the cache as found, asked for */
 } read_mode;
+
+/* Buffered reads that drop afterwards only the pages that were not cached before. */
+static inline bool read_mode_cache_neutral(read_mode m)
+{
+    return m == READ_MODE_FALLBACK || m == READ_MODE_CACHE_NEUTRAL;
+}
 
 const char *read_mode_name(read_mode mode);
 
@@ -44,12 +51,12 @@ typedef struct dio_file {
 void *dio_buffer_alloc(size_t size, pgd_error *err);
 
 /*
- * Open `path` for reading. With want_direct the file is opened O_DIRECT when
- * the file system allows it. Returns false with *missing = true (and no
- * error) when the file does not exist.
+ * Open `path` for reading in mode `want` (DIRECT, BUFFERED or
+ * CACHE_NEUTRAL). DIRECT becomes FALLBACK when the file system refuses
+ * O_DIRECT. Returns false with *missing = true (and no error) when the file
+ * does not exist.
  */
-bool dio_file_open(dio_file *f, const char *path, bool want_direct, bool *missing,
-                   pgd_error *err);
+bool dio_file_open(dio_file *f, const char *path, read_mode want, bool *missing, pgd_error *err);
 
 /*
  * Read up to `len` bytes (a multiple of DIO_ALIGN, into an aligned buffer)

@@ -14,12 +14,20 @@ void tune_decide(const device_facts *dev, unsigned cpus, unsigned block_count_ma
     out->block_count = drives * TUNE_BLOCKS_PER_DRIVE;
     if (out->block_count > block_count_max)
         out->block_count = block_count_max;
+    /* virtio disks report rotational = 1 by default whatever backs them */
+    bool spinning = dev->rotational && !dev->virtio;
+    unsigned streams, ahead = spinning ? TUNE_READAHEAD_ROTATIONAL : TUNE_READAHEAD_SSD;
+
     if (conc < TUNE_CONCURRENCY_MIN)
         conc = TUNE_CONCURRENCY_MIN;
-    out->concurrency = conc;
+    streams = conc < cpus ? conc : (cpus ? cpus : 1);
+    out->concurrency = conc > streams * ahead ? conc : streams * ahead;
     snprintf(out->why, sizeof(out->why),
-             "%u drive%s x 1 MiB per read; %s: %s %u vCPUs, at least %d", drives,
-             drives == 1 ? "" : "s", dev->nvme ? "all NVMe" : "not all NVMe",
-             dev->nvme ? "one read in flight per each of" : "one read in flight per two of",
-             cpus, TUNE_CONCURRENCY_MIN);
+             "%u drive%s x 1 MiB per read; %s: %u stream%s (%s %u vCPUs, at least %d), each "
+             "%u reads ahead (%s)",
+             drives, drives == 1 ? "" : "s", dev->nvme ? "all NVMe" : "not all NVMe", conc,
+             conc == 1 ? "" : "s", dev->nvme ? "one per each of" : "one per two of", cpus,
+             TUNE_CONCURRENCY_MIN, ahead,
+             spinning ? "rotational" : dev->virtio ? "virtio: its rotational flag says nothing"
+                                                   : "solid state");
 }

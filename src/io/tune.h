@@ -13,6 +13,14 @@
 
 #define TUNE_BLOCKS_PER_DRIVE 256 /* 1 MiB */
 #define TUNE_CONCURRENCY_MIN  2
+/*
+ * Reads each reading stream keeps in flight ahead of itself: a stream that
+ * waits for one read before asking for the next leaves a solid-state or
+ * virtual disk idle for its latency. Not in the production rule; measured
+ * on virtio here (bench/results/): 2 in flight reached half of what 16 did.
+ */
+#define TUNE_READAHEAD_SSD        8
+#define TUNE_READAHEAD_ROTATIONAL 2
 
 typedef struct tune_decision {
     unsigned block_count;
@@ -20,6 +28,10 @@ typedef struct tune_decision {
     char why[256];
 } tune_decision;
 
+/*
+ * block_count: drives x 256 (capped); concurrency: the rule above, raised to
+ * streams x read-ahead, where streams = min(rule, cpus).
+ */
 void tune_decide(const device_facts *dev, unsigned cpus, unsigned block_count_max,
                  tune_decision *out);
 

@@ -26,7 +26,7 @@ typedef struct backup_info {
     int pg_version_num;
     char tool_version[16];
     char compression[8];
-    char read_mode[48];
+    char read_mode[64];
     uint64_t size;            /* bytes read from PGDATA and tablespaces */
     uint64_t compressed_size; /* bytes stored */
     uint64_t files;

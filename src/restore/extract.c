@@ -329,7 +329,7 @@ bool extract_partitions(const extract_plan *p, uint64_t *bytes, pgd_error *err)
         started++;
     }
     while (atomic_load(&sh.running) > 0) {
-        struct timespec ts = {0, 200 * 1000 * 1000};
+        struct timespec ts = {0, 10 * 1000 * 1000}; /* progress and prompt exit */
         nanosleep(&ts, NULL);
         progress_update(&meter, atomic_load(&sh.bytes));
     }

@@ -16,6 +16,8 @@ storage *storage_open(const char *uri, pgd_error *err)
         err_set(err, "no repository given (--repo)");
         return NULL;
     }
+    if (strcmp(uri, "null:") == 0)
+        return storage_null_new(err);
     if (strncmp(uri, "file://", 7) == 0) {
         if (uri[7] != '/') {
             err_set(err, "invalid repository \"%s\": expected file:///absolute/path", uri);

@@ -43,7 +43,7 @@ struct storage {
     char *uri; /* for messages; never holds credentials */
 };
 
-/* "file:///path", or a plain absolute or relative path. */
+/* "file:///path", a plain absolute or relative path, or "null:" (keeps nothing). */
 storage *storage_open(const char *uri, pgd_error *err);
 void storage_free(storage *s);
 
@@ -86,5 +86,6 @@ static inline bool storage_remove(storage *s, const char *path, pgd_error *err)
 
 /* Back ends. */
 storage *storage_fs_new(const char *root, pgd_error *err);
+storage *storage_null_new(pgd_error *err); /* keeps nothing: read-speed benchmarks */
 
 #endif

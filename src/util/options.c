@@ -30,23 +30,37 @@ static const opt_def opt_defs[OPT_COUNT] = {
                     "INI file with option = value lines"},
     [OPT_LOG_LEVEL] = {"log-level", "debug|info|warning|error", "info", CMD_ALL, false,
                        "least important message shown"},
-    [OPT_PGDATA] = {"pgdata", "DIR", NULL, CMD_BACKUP | CMD_CACHE, false,
+    [OPT_PGDATA] = {"pgdata", "DIR", NULL, CMD_BACKUP | CMD_CACHE | CMD_TUNE, false,
                     "data directory of the running cluster (default: $PGDATA; cache: the "
                     "server's data_directory)"},
     [OPT_DBNAME] = {"dbname", "CONNINFO", "", CMD_BACKUP | CMD_CACHE, false,
                     "libpq connection string; PGHOST, PGPORT, PGUSER... apply"},
-    [OPT_BLOCK_COUNT] = {"block-count", "N", "256", CMD_BACKUP, false,
-                         "read size in 4 KiB blocks (1..16384; 256 = 1 MiB)"},
-    [OPT_CONCURRENCY] = {"concurrency", "N", "2", CMD_BACKUP | CMD_RESTORE, false,
-                         "reads (backup) or partitions (restore) in flight (1..256)"},
+    [OPT_BLOCK_COUNT] = {"block-count", "N|auto", "auto", CMD_BACKUP, false,
+                         "read size in 4 KiB blocks (1..16384; auto: 256 per drive of each "
+                         "tablespace's device, see pgdirect tune)"},
+    [OPT_CONCURRENCY] = {"concurrency", "N|auto", "auto", CMD_BACKUP | CMD_RESTORE, false,
+                         "reads (backup) or partitions (restore) in flight (1..256; auto: vCPUs on "
+                         "NVMe, else half, at least 2)"},
     [OPT_COMPRESSION] = {"compression", "lz4|zstd|none", "lz4", CMD_BACKUP | CMD_WAL_PUSH, false,
                          "compression of partitions and WAL"},
     [OPT_COMPRESSION_LEVEL] = {"compression-level", "N", NULL, CMD_BACKUP | CMD_WAL_PUSH, false,
                                "lz4 0..12 (default 0), zstd 1..19 (default 3)"},
     [OPT_PARTITION_SIZE] = {"partition-size", "BYTES", "1GiB", CMD_BACKUP, false,
                             "uncompressed size after which a tar partition is closed"},
-    [OPT_DIRECT_IO] = {"direct-io", "on|off", "on", CMD_BACKUP, false,
-                       "read data files with O_DIRECT (off: buffered, fills the page cache)"},
+    [OPT_DIRECT_IO] = {"direct-io", "on|off|cache-neutral", "on", CMD_BACKUP, false,
+                       "on: O_DIRECT (cache-neutral where refused); off: buffered, fills the "
+                       "page cache; cache-neutral: buffered, dropping only pages it brought in"},
+    [OPT_IO_ENGINE] = {"io-engine", "auto|io_uring|threads", "auto", CMD_BACKUP, false,
+                       "how reads are kept in flight (auto: io_uring when the kernel allows it)"},
+    [OPT_MAX_RATE] = {"max-rate", "BYTES", "0", CMD_BACKUP, false,
+                      "read at most this many bytes per second (0: unlimited; MiB suffixes)"},
+    [OPT_MAX_MEMORY] = {"max-memory", "BYTES|auto", "auto", CMD_BACKUP, false,
+                        "cap on read and compression buffers (auto: 5 % of RAM, at most 1GiB)"},
+    [OPT_CPU_WEIGHT] = {"cpu-weight", "N", "0", CMD_BACKUP, false,
+                        "run in a cgroup with this CPU weight, 1..10000 (100 = normal; 0: leave "
+                        "as is)"},
+    [OPT_IO_CLASS] = {"io-class", "best-effort|idle", "best-effort", CMD_BACKUP, false,
+                      "I/O scheduling class of the backup's reads (ioprio)"},
     [OPT_CHECKPOINT] = {"checkpoint", "spread|fast", "spread", CMD_BACKUP, false,
                         "checkpoint mode of pg_backup_start"},
     [OPT_LABEL] = {"label", "TEXT", "pgdirect", CMD_BACKUP, false, "backup label"},
@@ -70,7 +84,8 @@ static const opt_def opt_defs[OPT_COUNT] = {
                            "what the server does at the target (PostgreSQL default: pause)"},
     [OPT_TABLESPACE_MAP] = {"tablespace-map", "OLD=NEW", NULL, CMD_RESTORE, true,
                             "restore the tablespace at OLD into NEW (repeatable)"},
-    [OPT_JSON] = {"json", NULL, "off", CMD_LIST | CMD_CACHE, false, "machine-readable output"},
+    [OPT_JSON] = {"json", NULL, "off", CMD_LIST | CMD_CACHE | CMD_TUNE, false,
+                  "machine-readable output"},
     [OPT_DATABASE] = {"database", "NAME", NULL, CMD_CACHE, true,
                       "only this database (repeatable; default: every database)"},
     [OPT_RELATION] = {"relation", "PATTERN", NULL, CMD_CACHE, false,
@@ -95,6 +110,8 @@ static int opt_lookup(const char *name, size_t len)
             return i;
     return -1;
 }
+
+static const char *source_name(opt_source src);
 
 static bool opt_store(pgd_options *opts, int id, const char *value, opt_source src)
 {
@@ -336,6 +353,11 @@ const char *opt_str(const pgd_options *opts, opt_id id)
 bool opt_is_set(const pgd_options *opts, opt_id id)
 {
     return opts->v[id].nvalues > 0 && opts->v[id].source != SRC_DEFAULT;
+}
+
+const char *opt_source_note(const pgd_options *opts, opt_id id)
+{
+    return source_name(opts->v[id].source);
 }
 
 static const char *source_name(opt_source src)

@@ -23,9 +23,11 @@ typedef enum {
     CMD_WAL_PUSH = 1 << 3,
     CMD_WAL_FETCH = 1 << 4,
     CMD_CACHE = 1 << 5,
+    CMD_TUNE = 1 << 6,
 } command_bit;
 
-#define CMD_ALL (CMD_BACKUP | CMD_RESTORE | CMD_LIST | CMD_WAL_PUSH | CMD_WAL_FETCH | CMD_CACHE)
+#define CMD_ALL                                                                                   \
+    (CMD_BACKUP | CMD_RESTORE | CMD_LIST | CMD_WAL_PUSH | CMD_WAL_FETCH | CMD_CACHE | CMD_TUNE)
 
 typedef enum {
     OPT_REPO,
@@ -39,6 +41,11 @@ typedef enum {
     OPT_COMPRESSION_LEVEL,
     OPT_PARTITION_SIZE,
     OPT_DIRECT_IO,
+    OPT_IO_ENGINE,
+    OPT_MAX_RATE,
+    OPT_MAX_MEMORY,
+    OPT_CPU_WEIGHT,
+    OPT_IO_CLASS,
     OPT_CHECKPOINT,
     OPT_LABEL,
     OPT_ARCHIVE_CHECK,
@@ -90,6 +97,8 @@ void options_print_help(unsigned command, const char *usage, const char *summary
 const char *opt_str(const pgd_options *opts, opt_id id); /* NULL when unset, no default */
 bool opt_is_set(const pgd_options *opts, opt_id id);     /* given by the user, not a default */
 const char *opt_name(opt_id id);
+/* "" (command line), " (from the environment)", " (from the config file)" or " (default)" */
+const char *opt_source_note(const pgd_options *opts, opt_id id);
 
 bool opt_int(const pgd_options *opts, opt_id id, long min, long max, long *out, pgd_error *err);
 bool opt_bool(const pgd_options *opts, opt_id id, bool *out, pgd_error *err);

@@ -35,7 +35,10 @@ pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --compression non
 ok $? "direct-I/O backup succeeds"
 cold_after=$("$PC" percent "$cold")
 cmp_ok "$cold_after" "<=" 1 "direct I/O: the cold relation stays out of the cache ($cold_after %)"
-is "$("$PC" percent "$hot")" "100.00" "direct I/O: the hot relation is still fully cached"
+# (>= 99: the kernel here drops a few pages of idle files on its own now and then, see
+# the no-backup trial in bench/results)
+pct=$("$PC" percent "$hot")
+cmp_ok "$pct" ">=" 99 "direct I/O: the hot relation is still cached ($pct %)"
 # the backup's own output does not fill the cache either
 id=$(ls "$REPO/backups" | grep -E 'F$' | tail -1)
 part=$(ls -S "$REPO/backups/$id"/part_* | head -1)

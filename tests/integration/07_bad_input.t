@@ -65,7 +65,7 @@ expect_error "archiving off" "archive_mode is off" pgd backup --repo "$REPO" --p
 # --help documents every option with its default
 help=$(pgd backup --help)
 ok $? "backup --help exits 0"
-like "$help" "--block-count N .*\[default: 256\]" "backup --help shows --block-count and its default"
+like "$help" "--block-count N\|auto .*\[default: auto\]" "backup --help shows --block-count and its default"
 like "$help" "--compression lz4\|zstd\|none .*\[default: lz4\]" "backup --help shows --compression and its default"
 like "$(pgd restore --help)" "--target-action" "restore --help shows --target-action"
 done_testing

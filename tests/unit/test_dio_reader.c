@@ -24,7 +24,7 @@ static void read_back(const char *dir, size_t size, size_t chunk, bool direct)
     buf = dio_buffer_alloc(chunk, &err);
     assert_non_null(buf);
     assert_int_equal((uintptr_t)buf % DIO_ALIGN, 0);
-    assert_true(dio_file_open(&f, path, direct, &missing, &err));
+    assert_true(dio_file_open(&f, path, direct ? READ_MODE_DIRECT : READ_MODE_BUFFERED, &missing, &err));
     assert_int_equal(f.mode, direct ? READ_MODE_DIRECT : READ_MODE_BUFFERED);
     do {
         assert_true(dio_file_read(&f, buf, chunk, &n, &err));
@@ -75,7 +75,7 @@ static void test_missing_file_is_reported_without_error(void **state)
     bool missing;
 
     (void)state;
-    assert_false(dio_file_open(&f, "/tmp/pgd-unit-does-not-exist/x", true, &missing, &err));
+    assert_false(dio_file_open(&f, "/tmp/pgd-unit-does-not-exist/x", READ_MODE_DIRECT, &missing, &err));
     assert_true(missing);
     assert_false(err.set);
 }
@@ -92,7 +92,7 @@ static void test_unreadable_is_an_error_naming_the_file(void **state)
     snprintf(path, sizeof(path), "%s/sub", dir);
     assert_int_equal(mkdir(path, 0700), 0);
     /* a directory opens, but reading it fails */
-    assert_true(dio_file_open(&f, path, false, &missing, &err));
+    assert_true(dio_file_open(&f, path, READ_MODE_BUFFERED, &missing, &err));
     {
         void *buf = dio_buffer_alloc(4096, &err);
         size_t n;
@@ -124,7 +124,7 @@ static void test_tmpfs_falls_back_to_buffered(void **state)
     expect = fd < 0 && errno == EINVAL ? READ_MODE_FALLBACK : READ_MODE_DIRECT;
     if (fd >= 0)
         close(fd);
-    assert_true(dio_file_open(&f, path, true, &missing, &err));
+    assert_true(dio_file_open(&f, path, READ_MODE_DIRECT, &missing, &err));
     assert_int_equal(f.mode, expect);
     {
         void *buf = dio_buffer_alloc(4096, &err);

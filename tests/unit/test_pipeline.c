@@ -85,8 +85,9 @@ static void test_vanished_grown_shrunk(void **state)
     };
     pipeline_config cfg = {.repo = repo, .backup_id = ID, .compression = COMPRESS_LZ4,
                            .compression_level = COMPRESS_LEVEL_DEFAULT, .read_size = 8192,
-                           .concurrency = 2, .partition_size = 1, /* one file per partition */
-                           .direct_io = true};
+                           .workers = 2, .depth = 3, .engine = IO_ENGINE_THREADS,
+                           .partition_size = 1, /* one file per partition */
+                           .mode = READ_MODE_DIRECT};
 
     assert_true(pipeline_run(&cfg, files, 5, &res, &err));
     assert_int_equal(res.npartitions, 4); /* the vanished file opens none */
@@ -141,8 +142,9 @@ static void test_read_error_fails_and_removes_partitions(void **state)
     /* a directory queued as a file: opening works, reading fails */
     pipeline_file files[] = {{.path = "x", .source = sub, .size = 4096, .mode = 0600}};
     pipeline_config cfg = {.repo = repo, .backup_id = ID, .compression = COMPRESS_NONE,
-                           .read_size = 4096, .concurrency = 1, .partition_size = 1 << 20,
-                           .direct_io = false};
+                           .read_size = 4096, .workers = 1, .depth = 2,
+                           .engine = IO_ENGINE_THREADS, .partition_size = 1 << 20,
+                           .mode = READ_MODE_BUFFERED};
     assert_false(pipeline_run(&cfg, files, 1, &res, &err));
     assert_non_null(strstr(err.msg, sub));
     snprintf(obj, sizeof(obj), BACKUPS_DIR "/" ID "/part_0001.tar");
@@ -152,11 +154,73 @@ static void test_read_error_fails_and_removes_partitions(void **state)
     rm_rf(dir);
 }
 
+/*
+ * One large file read with many reads in flight (depth 8, small reads so
+ * completions interleave) by each engine: the bytes come out in order.
+ */
+static void big_file_with(io_engine_kind engine, read_mode mode)
+{
+    char *dir = test_tmpdir();
+    char path[4200];
+    size_t len = 3 * 1024 * 1024 + 12345;
+    unsigned char *content = malloc(len), *got;
+    pgd_error err = {0};
+    storage *repo = repo_in(dir);
+    pipeline_result res;
+    uint64_t size;
+
+    fill_pattern(content, len, 11);
+    snprintf(path, sizeof(path), "%s/big", dir);
+    write_test_file(path, content, len);
+    pipeline_file files[] = {{.path = "base/1/big", .source = path, .size = len, .mode = 0600,
+                              .read_size = 64 * 1024}};
+    pipeline_config cfg = {.repo = repo, .backup_id = ID, .compression = COMPRESS_NONE,
+                           .read_size = 8192, .workers = 1, .depth = 8, .engine = engine,
+                           .partition_size = 1 << 30, .mode = mode};
+    assert_true(pipeline_run(&cfg, files, 1, &res, &err));
+    assert_int_equal(files[0].stored_size, len);
+    assert_int_equal(files[0].crc, crc32c(content, len));
+    got = entry_data(repo, res.partitions[0].name, "base/1/big", &size);
+    assert_non_null(got);
+    assert_int_equal(size, len);
+    assert_memory_equal(got, content, len);
+    free(got);
+    free(content);
+    pipeline_result_free(&res);
+    storage_free(repo);
+    rm_rf(dir);
+}
+
+static void test_big_file_threads(void **state)
+{
+    (void)state;
+    big_file_with(IO_ENGINE_THREADS, READ_MODE_DIRECT);
+}
+
+static void test_big_file_io_uring(void **state)
+{
+    char why[128];
+
+    (void)state;
+    if (!io_uring_available(why, sizeof(why)))
+        skip();
+    big_file_with(IO_ENGINE_URING, READ_MODE_DIRECT);
+}
+
+static void test_big_file_cache_neutral(void **state)
+{
+    (void)state;
+    big_file_with(IO_ENGINE_THREADS, READ_MODE_CACHE_NEUTRAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vanished_grown_shrunk),
         cmocka_unit_test(test_read_error_fails_and_removes_partitions),
+        cmocka_unit_test(test_big_file_threads),
+        cmocka_unit_test(test_big_file_io_uring),
+        cmocka_unit_test(test_big_file_cache_neutral),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -37,7 +37,7 @@ static void test_single_nvme(void **state)
     assert_int_equal(f.drives, 1);
     tune_decide(&f, CPUS, 16384, &t);
     assert_int_equal(t.block_count, 256);
-    assert_int_equal(t.concurrency, CPUS);
+    assert_int_equal(t.concurrency, CPUS * TUNE_READAHEAD_SSD); /* 16 streams, 8 ahead each */
 }
 
 static void test_md_raid0_of_four_nvme(void **state)
@@ -55,7 +55,7 @@ static void test_md_raid0_of_four_nvme(void **state)
     assert_true(f.nvme);
     tune_decide(&f, CPUS, 16384, &t);
     assert_int_equal(t.block_count, 1024); /* 4 MiB: 1 MiB per drive */
-    assert_int_equal(t.concurrency, CPUS);
+    assert_int_equal(t.concurrency, CPUS * TUNE_READAHEAD_SSD);
     assert_non_null(strstr(f.stack, "md0 (raid0, 4 drives, 512 KiB chunks)"));
 }
 
@@ -71,7 +71,7 @@ static void test_sata_ssd(void **state)
     assert_false(f.rotational);
     tune_decide(&f, CPUS, 16384, &t);
     assert_int_equal(t.block_count, 256);
-    assert_int_equal(t.concurrency, CPUS / 2);
+    assert_int_equal(t.concurrency, CPUS / 2 * TUNE_READAHEAD_SSD); /* 8 streams */
 }
 
 static void test_rotational_disk(void **state)
@@ -85,7 +85,8 @@ static void test_rotational_disk(void **state)
     assert_false(f.nvme);
     tune_decide(&f, 2, 16384, &t);
     assert_int_equal(t.block_count, 256);
-    assert_int_equal(t.concurrency, 2); /* half of 2 vCPUs is 1: never below 2 */
+    /* half of 2 vCPUs is 1, never below 2 streams; 2 reads ahead each on a rotating disk */
+    assert_int_equal(t.concurrency, 2 * TUNE_READAHEAD_ROTATIONAL);
 }
 
 static void test_device_mapper_over_md(void **state)
@@ -102,7 +103,7 @@ static void test_device_mapper_over_md(void **state)
     assert_non_null(strstr(f.stack, "dm-0 -> md127"));
     tune_decide(&f, 8, 16384, &t);
     assert_int_equal(t.block_count, 1024);
-    assert_int_equal(t.concurrency, 4);
+    assert_int_equal(t.concurrency, 4 * TUNE_READAHEAD_SSD); /* 4 streams (half of 8 vCPUs) */
     /* the cap on --block-count holds */
     tune_decide(&f, 8, 512, &t);
     assert_int_equal(t.block_count, 512);
@@ -118,9 +119,10 @@ static void test_virtio(void **state)
     assert_true(f.virtio);
     assert_string_equal(f.disk, "vda");
     assert_int_equal(f.drives, 1);
+    assert_true(f.rotational); /* virtio reports rotational = 1 whatever backs it */
     tune_decide(&f, 2, 16384, &t);
     assert_int_equal(t.block_count, 256);
-    assert_int_equal(t.concurrency, 2);
+    assert_int_equal(t.concurrency, 2 * TUNE_READAHEAD_SSD); /* so it is not taken as a disk */
 }
 
 static void test_missing_device_is_named(void **state)

@@ -1,0 +1,162 @@
+/*
+ * io_plan.c - read sizes, reads in flight and engine, under a memory cap.
+ */
+#define _GNU_SOURCE
+#include "backup/io_plan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io/dio_reader.h"
+#include "util/text.h"
+
+#define MEMORY_CAP_MAX   (1024ULL * 1024 * 1024)
+#define MEMORY_RAM_PCT   5
+#define READ_SIZE_MIN    (64 * 1024)
+#define BLOCK_COUNT_MAX  16384
+
+uint64_t io_plan_default_memory(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t ram = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+    uint64_t cap = ram / 100 * MEMORY_RAM_PCT;
+
+    return cap == 0 || cap > MEMORY_CAP_MAX ? MEMORY_CAP_MAX : cap;
+}
+
+static uint64_t plan_memory(const io_plan *p, const io_plan_request *req)
+{
+    size_t max_read = 0;
+
+    for (size_t i = 0; i < p->nplaces; i++)
+        if (p->places[i].read_size > max_read)
+            max_read = p->places[i].read_size;
+    /* per worker: depth aligned buffers (+ one page of headroom) and a compressor */
+    return (uint64_t)p->workers *
+           ((uint64_t)p->depth * (max_read + DIO_ALIGN) +
+            compress_memory_estimate(req->compression, req->compression_level));
+}
+
+/*
+ * Streams (workers) and reads ahead per stream for `concurrency` reads in
+ * flight: as many streams as allowed that divide the total exactly, so an
+ * explicit --concurrency N means N.
+ */
+static void split(io_plan *p, unsigned streams)
+{
+    unsigned w = p->concurrency < streams ? p->concurrency : streams;
+
+    while (w > 1 && p->concurrency % w != 0)
+        w--;
+    p->workers = (int)(w ? w : 1);
+    p->depth = (int)(p->concurrency / (unsigned)p->workers);
+}
+
+/* Shrink depth, then workers, then read sizes until the buffers fit the cap. */
+static bool apply_cap(io_plan *p, const io_plan_request *req, pgd_error *err)
+{
+    uint64_t before = plan_memory(p, req);
+
+    while (plan_memory(p, req) > req->max_memory) {
+        if (p->depth > 1) {
+            p->depth--;
+        } else if (p->workers > 1) {
+            p->workers--;
+        } else {
+            bool shrunk = false;
+            for (size_t i = 0; i < p->nplaces; i++) {
+                if (p->places[i].read_size > READ_SIZE_MIN) {
+                    p->places[i].read_size /= 2;
+                    shrunk = true;
+                }
+            }
+            if (!shrunk)
+                return err_set(err, "--max-memory %llu bytes is too small: one reader and one "
+                               "compressor need %llu",
+                               (unsigned long long)req->max_memory,
+                               (unsigned long long)plan_memory(p, req));
+        }
+    }
+    p->concurrency = (unsigned)(p->workers * p->depth);
+    if (plan_memory(p, req) < before)
+        str_format(p->memory_note, sizeof(p->memory_note),
+                 "buffers fitted into %llu MiB: %u reads in flight of up to %zu KiB (the plan "
+                 "wanted %llu MiB)",
+                 (unsigned long long)(req->max_memory >> 20), p->concurrency,
+                 p->places[0].read_size / 1024, (unsigned long long)(before >> 20));
+    return true;
+}
+
+bool io_plan_make(const io_plan_request *req, io_plan *out, pgd_error *err)
+{
+    unsigned conc = 0;
+    char why[128];
+
+    memset(out, 0, sizeof(*out));
+    out->places = calloc(req->nspcs + 1, sizeof(*out->places));
+    if (out->places == NULL)
+        return err_set(err, "out of memory");
+    out->nplaces = req->nspcs + 1;
+    for (size_t i = 0; i < out->nplaces; i++) {
+        io_plan_place *pl = &out->places[i];
+        pgd_error derr = {0};
+        const char *where = i == 0 ? req->pgdata : req->spc_locations[i - 1];
+
+        pl->oid = i == 0 ? 0 : req->spc_oids[i - 1];
+        str_format(pl->location, sizeof(pl->location), "%s", where);
+        pl->facts_known = device_facts_for_path(req->sysfs_root, where, &pl->dev, &derr);
+        if (!pl->facts_known) {
+            /* no block device (tmpfs, overlay, NFS): a single drive that is not NVMe */
+            memset(&pl->dev, 0, sizeof(pl->dev));
+            pl->dev.drives = 1;
+            str_format(pl->dev.stack, sizeof(pl->dev.stack), "no block device found (%s)",
+                       derr.msg);
+        }
+        tune_decide(&pl->dev, req->cpus, BLOCK_COUNT_MAX, &pl->decision);
+        pl->read_size = (size_t)(req->block_count != IO_PLAN_AUTO ? req->block_count
+                                                                   : pl->decision.block_count) *
+                        BLOCK_SIZE;
+        if (pl->decision.concurrency > conc)
+            conc = pl->decision.concurrency;
+    }
+    out->concurrency = req->concurrency != IO_PLAN_AUTO ? req->concurrency : conc;
+    /* more streams than vCPUs: small files wait on the device, not on the CPU */
+    split(out, req->cpus * 2);
+    if (req->engine >= 0) {
+        out->engine = (io_engine_kind)req->engine;
+        snprintf(out->engine_why, sizeof(out->engine_why), "asked for");
+    } else if (io_uring_available(why, sizeof(why))) {
+        out->engine = IO_ENGINE_URING;
+        str_format(out->engine_why, sizeof(out->engine_why), "auto: %s", why);
+    } else {
+        out->engine = IO_ENGINE_THREADS;
+        str_format(out->engine_why, sizeof(out->engine_why), "auto: %s", why);
+    }
+    if (!apply_cap(out, req, err)) {
+        io_plan_free(out);
+        return false;
+    }
+    out->memory = plan_memory(out, req);
+    return true;
+}
+
+void io_plan_free(io_plan *p)
+{
+    free(p->places);
+    memset(p, 0, sizeof(*p));
+}
+
+size_t io_plan_read_size(const io_plan *p, const char *backup_path)
+{
+    static const char prefix[] = "pg_tblspc/";
+
+    if (strncmp(backup_path, prefix, sizeof(prefix) - 1) == 0) {
+        unsigned long oid = strtoul(backup_path + sizeof(prefix) - 1, NULL, 10);
+        for (size_t i = 1; i < p->nplaces; i++)
+            if (p->places[i].oid == oid)
+                return p->places[i].read_size;
+    }
+    return p->places[0].read_size;
+}

@@ -1,0 +1,181 @@
+/*
+ * tune.c - `pgdirect tune`: the read size and reads in flight a backup
+ * would use here, and every fact behind the decision.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backup/io_plan.h"
+#include "cmd/cmd.h"
+#include "cmd/common.h"
+#include "util/log.h"
+
+static const command_help tune_help = {
+    CMD_TUNE, "usage: pgdirect tune [--pgdata DIR] [--json]",
+    "Show what --block-count auto and --concurrency auto would choose for the data directory\n"
+    "and each tablespace (found through pg_tblspc), and the facts behind it: the block device,\n"
+    "its RAID layout, drive type, block sizes, and the CPU count."};
+
+/* Tablespaces from the pg_tblspc links (no server needed). */
+static bool find_tablespaces(const char *pgdata, uint32_t **oids, char ***locations, size_t *n,
+                             pgd_error *err)
+{
+    char dir[PATH_MAX];
+    DIR *d;
+    struct dirent *de;
+
+    *oids = NULL;
+    *locations = NULL;
+    *n = 0;
+    snprintf(dir, sizeof(dir), "%s/pg_tblspc", pgdata);
+    d = opendir(dir);
+    if (d == NULL)
+        return errno == ENOENT || err_errno(err, errno, "could not open directory \"%s\"", dir);
+    while ((de = readdir(d)) != NULL) {
+        char link[PATH_MAX + 300], target[PATH_MAX];
+        ssize_t len;
+        char *end;
+        unsigned long oid = strtoul(de->d_name, &end, 10);
+        if (*end != '\0' || oid == 0)
+            continue;
+        snprintf(link, sizeof(link), "%s/%s", dir, de->d_name);
+        len = readlink(link, target, sizeof(target) - 1);
+        if (len < 0)
+            continue;
+        target[len] = '\0';
+        *oids = realloc(*oids, (*n + 1) * sizeof(**oids));
+        *locations = realloc(*locations, (*n + 1) * sizeof(**locations));
+        (*oids)[*n] = (uint32_t)oid;
+        (*locations)[*n] = strdup(target);
+        (*n)++;
+    }
+    closedir(d);
+    return true;
+}
+
+static json_t *place_json(const io_plan_place *p)
+{
+    const device_facts *d = &p->dev;
+
+    return json_pack("{s:I, s:s, s:{s:s, s:s, s:s, s:i, s:I, s:b, s:b, s:b, s:s, s:i, s:I, s:b, "
+                     "s:i}, s:{s:i, s:I, s:i, s:s}}",
+                     "tablespace_oid", (json_int_t)p->oid, "location", p->location, "device",
+                     "name", d->name, "disk", d->disk, "stack", d->stack, "logical_block_size",
+                     (int)d->logical_block_size, "optimal_io_size", (json_int_t)d->optimal_io_size,
+                     "rotational", d->rotational, "nvme", d->nvme, "virtio", d->virtio,
+                     "md_level", d->md_level, "md_raid_disks", (int)d->md_raid_disks,
+                     "md_chunk_size", (json_int_t)d->md_chunk_size, "device_mapper",
+                     d->device_mapper, "drives", (int)d->drives, "decision", "block_count",
+                     (int)p->decision.block_count, "read_size", (json_int_t)p->read_size,
+                     "concurrency", (int)p->decision.concurrency, "why", p->decision.why);
+}
+
+static void print_plan(const io_plan *plan, unsigned cpus, uint64_t cap, bool json)
+{
+    if (json) {
+        json_t *root = json_pack("{s:i, s:I, s:i, s:i, s:i, s:s, s:s, s:I}", "cpus", (int)cpus,
+                                 "max_memory", (json_int_t)cap, "concurrency",
+                                 (int)plan->concurrency, "workers", plan->workers, "depth",
+                                 plan->depth, "io_engine", io_engine_name(plan->engine),
+                                 "io_engine_why", plan->engine_why, "buffer_memory",
+                                 (json_int_t)plan->memory);
+        json_t *places = json_array();
+        char *text;
+        for (size_t i = 0; i < plan->nplaces; i++)
+            json_array_append_new(places, place_json(&plan->places[i]));
+        json_object_set_new(root, "places", places);
+        text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+        printf("%s\n", text);
+        free(text);
+        json_decref(root);
+        return;
+    }
+    printf("CPUs: %u; memory cap: %llu MiB (--max-memory auto)\n", cpus,
+           (unsigned long long)(cap >> 20));
+    for (size_t i = 0; i < plan->nplaces; i++) {
+        const io_plan_place *p = &plan->places[i];
+        const device_facts *d = &p->dev;
+        printf("\n%s %s\n", p->oid ? "tablespace" : "data directory", p->location);
+        if (p->oid)
+            printf("  oid:                %u\n", p->oid);
+        printf("  device:             %s\n", d->stack);
+        printf("  logical block size: %u bytes; optimal I/O size: %llu bytes\n",
+               d->logical_block_size, (unsigned long long)d->optimal_io_size);
+        printf("  drives:             %u (%s%s%s%s)\n", d->drives,
+               d->nvme ? "NVMe" : d->virtio ? "virtio" : d->rotational ? "rotational" : "SSD",
+               d->md_level[0] ? ", md " : "", d->md_level, d->device_mapper ? ", device-mapper" : "");
+        if (d->md_level[0])
+            printf("  md:                 %s, %u disks, %llu KiB chunks\n", d->md_level,
+                   d->md_raid_disks, (unsigned long long)(d->md_chunk_size / 1024));
+        printf("  decision:           --block-count %u (%zu KiB reads), concurrency %u\n",
+               p->decision.block_count, p->read_size / 1024, p->decision.concurrency);
+        printf("  because:            %s\n", p->decision.why);
+    }
+    printf("\nplan: %u reads in flight (%d workers x %d), %s engine (%s), %llu MiB of buffers\n",
+           plan->concurrency, plan->workers, plan->depth, io_engine_name(plan->engine),
+           plan->engine_why, (unsigned long long)(plan->memory >> 20));
+    if (plan->memory_note[0])
+        printf("note: %s\n", plan->memory_note);
+}
+
+int cmd_tune(int argc, char **argv)
+{
+    pgd_options opts;
+    pgd_error err = {0};
+    io_plan plan = {0};
+    uint32_t *oids = NULL;
+    char **locations = NULL;
+    size_t n = 0;
+    const char *pgdata;
+    bool json;
+    int rc;
+
+    if (!command_start(&opts, &tune_help, argc, argv, &rc)) {
+        options_free(&opts);
+        return rc;
+    }
+    pgdata = opt_str(&opts, OPT_PGDATA) ? opt_str(&opts, OPT_PGDATA) : getenv("PGDATA");
+    if (!opt_bool(&opts, OPT_JSON, &json, &err)) {
+        rc = command_fail(&err);
+    } else if (pgdata == NULL || access(pgdata, F_OK) != 0) {
+        err_set(&err, pgdata ? "data directory \"%s\" is not accessible"
+                             : "no data directory given: use --pgdata or set PGDATA%s",
+                pgdata ? pgdata : "");
+        rc = command_fail(&err);
+    } else if (!find_tablespaces(pgdata, &oids, &locations, &n, &err)) {
+        rc = command_fail(&err);
+    } else {
+        unsigned cpus = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+        uint64_t cap = io_plan_default_memory();
+        io_plan_request req = {.sysfs_root = "/sys",
+                               .pgdata = pgdata,
+                               .spc_oids = oids,
+                               .spc_locations = (const char *const *)locations,
+                               .nspcs = n,
+                               .engine = -1,
+                               .max_memory = cap,
+                               .compression = COMPRESS_LZ4,
+                               .compression_level = COMPRESS_LEVEL_DEFAULT,
+                               .cpus = cpus};
+        if (io_plan_make(&req, &plan, &err)) {
+            print_plan(&plan, cpus, cap, json);
+            rc = EXIT_OK;
+        } else {
+            rc = command_fail(&err);
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        free(locations[i]);
+    free(locations);
+    free(oids);
+    io_plan_free(&plan);
+    options_free(&opts);
+    return rc;
+}
