@@ -85,7 +85,7 @@ BEST=0
 for bs in 128k 1M 4M; do
     for qd in 1 2 4 16; do
         FIO[$bs.$qd]=$(fio_mbs $bs $qd)
-        [ "${FIO[$bs.$qd]}" -gt "$BEST" ] && BEST=${FIO[$bs.$qd]}
+        BEST=$(awk -v a="${FIO[$bs.$qd]}" -v b="$BEST" 'BEGIN {print (a > b) ? a : b}')
     done
 done
 rm -rf "$D/fio"

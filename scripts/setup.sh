@@ -11,7 +11,7 @@ fi
 packages=(
     # build
     build-essential meson ninja-build pkg-config clang-format
-    liblz4-dev libzstd-dev libjansson-dev libpq-dev libcmocka-dev libssl-dev liburing-dev
+    liblz4-dev libzstd-dev libjansson-dev libpq-dev libcmocka-dev libssl-dev liburing-dev libcurl4-openssl-dev
     # tests and demo: a real PostgreSQL 15, its tools, and the checkers
     postgresql-15 postgresql-contrib postgresql-client-15
     valgrind perl python3 lz4 zstd procps util-linux

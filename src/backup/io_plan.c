@@ -36,7 +36,8 @@ static uint64_t plan_memory(const io_plan *p, const io_plan_request *req)
     /* per worker: depth aligned buffers (+ one page of headroom) and a compressor */
     return (uint64_t)p->workers *
            ((uint64_t)p->depth * (max_read + DIO_ALIGN) +
-            compress_memory_estimate(req->compression, req->compression_level));
+            compress_memory_estimate(req->compression, req->compression_level) +
+            req->stream_memory);
 }
 
 /*

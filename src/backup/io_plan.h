@@ -31,6 +31,7 @@ typedef struct io_plan_request {
     uint64_t max_memory;      /* bytes for buffers */
     compress_kind compression;
     int compression_level;
+    uint64_t stream_memory; /* what the repository holds per open partition (S3 parts) */
     unsigned cpus;
 } io_plan_request;
 

@@ -502,11 +502,19 @@ bool pipeline_run(const pipeline_config *cfg, pipeline_file *files, size_t nfile
             err_set(&sh.err, "could not start the reader threads");
         *err = sh.err;
         /* remove the partitions already written: the backup will not exist */
-        for (size_t i = 0; i < sh.npartitions; i++) {
-            char path[LAYOUT_PATH_MAX];
+        {
+            char (*paths)[LAYOUT_PATH_MAX] = calloc(sh.npartitions + 1, LAYOUT_PATH_MAX);
+            const char **list = calloc(sh.npartitions + 1, sizeof(char *));
             pgd_error ignore = {0};
-            layout_backup_object(cfg->backup_id, sh.partitions[i].name, path, sizeof(path));
-            storage_remove(cfg->repo, path, &ignore);
+            for (size_t i = 0; paths && list && i < sh.npartitions; i++) {
+                layout_backup_object(cfg->backup_id, sh.partitions[i].name, paths[i],
+                                     LAYOUT_PATH_MAX);
+                list[i] = paths[i];
+            }
+            if (paths && list)
+                storage_remove_many(cfg->repo, list, sh.npartitions, &ignore);
+            free(paths);
+            free(list);
         }
         free(sh.partitions);
         return false;

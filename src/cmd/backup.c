@@ -291,7 +291,8 @@ static uint64_t rss_bytes(void)
 }
 
 /* The read plan for this data directory and its tablespaces, within --max-memory. */
-static bool make_plan(const backup_settings *s, const datadir *dd, io_plan *plan, pgd_error *err)
+static bool make_plan(const backup_settings *s, const datadir *dd, uint64_t stream_memory,
+                      io_plan *plan, pgd_error *err)
 {
     uint32_t *oids = calloc(dd->ntablespaces + 1, sizeof(*oids));
     const char **locations = calloc(dd->ntablespaces + 1, sizeof(*locations));
@@ -306,6 +307,7 @@ static bool make_plan(const backup_settings *s, const datadir *dd, io_plan *plan
                            .engine = s->engine,
                            .compression = s->compression,
                            .compression_level = s->compression_level,
+                           .stream_memory = stream_memory,
                            .cpus = (unsigned)sysconf(_SC_NPROCESSORS_ONLN)};
     bool ok;
 
@@ -385,7 +387,7 @@ static bool run_backup(const backup_settings *s, storage *repo, pgd_error *err)
         goto done;
     if (!pg_session_tablespaces(&pg, &spcs, &nspcs, err) ||
         !datadir_walk(&dd, s->pgdata_real, pg.version_num, err) ||
-        !make_plan(s, &dd, &plan, err) || (files = make_queue(&dd, &plan, err)) == NULL)
+        !make_plan(s, &dd, repo->stream_memory, &plan, err) || (files = make_queue(&dd, &plan, err)) == NULL)
         goto done;
     log_info("backup started at WAL location %s; reading %s: %s I/O, %zu KiB reads, %u in "
              "flight (%d x %d), %s engine (%s), %llu MiB of buffers",

@@ -45,7 +45,27 @@ int command_fail(const pgd_error *err)
 
 storage *command_open_repo(const pgd_options *opts, pgd_error *err)
 {
-    return storage_open(opt_str(opts, OPT_REPO), err);
+    s3_settings s3 = {0};
+    long up, down, retries, timeout;
+    int style;
+
+    if (!opt_enum(opts, OPT_S3_URI_STYLE, "path|host", &style, err) ||
+        !opt_size(opts, OPT_S3_PART_SIZE, 5ULL << 20, 5ULL << 30, &s3.part_size, err) ||
+        !opt_int(opts, OPT_S3_UPLOAD_CONCURRENCY, 1, 64, &up, err) ||
+        !opt_int(opts, OPT_DOWNLOAD_CONCURRENCY, 1, 64, &down, err) ||
+        !opt_int(opts, OPT_S3_RETRIES, 0, 100, &retries, err) ||
+        !opt_int(opts, OPT_S3_TIMEOUT, 1, 3600, &timeout, err))
+        return NULL;
+    s3.endpoint = opt_str(opts, OPT_S3_ENDPOINT);
+    s3.host_style = style == 1;
+    s3.region = opt_str(opts, OPT_S3_REGION);
+    s3.storage_class = opt_str(opts, OPT_S3_STORAGE_CLASS);
+    s3.sse = opt_str(opts, OPT_S3_SSE);
+    s3.upload_concurrency = (unsigned)up;
+    s3.download_concurrency = (unsigned)down;
+    s3.retries = retries == 0 ? (unsigned)-1 : (unsigned)retries;
+    s3.timeout_s = timeout;
+    return storage_open(opt_str(opts, OPT_REPO), &s3, err);
 }
 
 bool command_compression(const pgd_options *opts, compress_kind *kind, int *level,

@@ -348,7 +348,7 @@ static void fs_free(storage *s)
 }
 
 static const storage_ops fs_ops = {fs_write_open, fs_read_open, fs_exists,
-                                   fs_list,       fs_remove,    fs_free};
+                                   fs_list,       fs_remove,    fs_free, NULL};
 
 storage *storage_fs_new(const char *root, pgd_error *err)
 {

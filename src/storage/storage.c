@@ -10,7 +10,34 @@
 
 #define SMALL_OBJECT_MAX (256u * 1024 * 1024)
 
-storage *storage_open(const char *uri, pgd_error *err)
+static storage *open_s3(const char *uri, const s3_settings *s3, pgd_error *err)
+{
+    const char *rest = uri + 5, *slash = strchr(rest, '/');
+    char bucket[64];
+    size_t blen = slash ? (size_t)(slash - rest) : strlen(rest);
+    s3_settings defaults = {0};
+
+    if (blen < 3 || blen > 63) {
+        err_set(err, "invalid repository \"%s\": expected s3://bucket/prefix with a bucket name "
+                     "of 3 to 63 characters",
+                uri);
+        return NULL;
+    }
+    for (size_t i = 0; i < blen; i++) {
+        char c = rest[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) {
+            err_set(err, "invalid repository \"%s\": bucket names hold lower-case letters, "
+                         "digits, '-' and '.'",
+                    uri);
+            return NULL;
+        }
+    }
+    memcpy(bucket, rest, blen);
+    bucket[blen] = '\0';
+    return storage_s3_new(bucket, slash ? slash + 1 : "", s3 ? s3 : &defaults, err);
+}
+
+storage *storage_open(const char *uri, const s3_settings *s3, pgd_error *err)
 {
     if (uri == NULL || uri[0] == '\0') {
         err_set(err, "no repository given (--repo)");
@@ -18,6 +45,8 @@ storage *storage_open(const char *uri, pgd_error *err)
     }
     if (strcmp(uri, "null:") == 0)
         return storage_null_new(err);
+    if (strncmp(uri, "s3://", 5) == 0)
+        return open_s3(uri, s3, err);
     if (strncmp(uri, "file://", 7) == 0) {
         if (uri[7] != '/') {
             err_set(err, "invalid repository \"%s\": expected file:///absolute/path", uri);
@@ -26,7 +55,9 @@ storage *storage_open(const char *uri, pgd_error *err)
         return storage_fs_new(uri + 7, err);
     }
     if (strstr(uri, "://") != NULL) {
-        err_set(err, "unsupported repository \"%s\": expected file:///path or a path", uri);
+        err_set(err, "unsupported repository \"%s\": expected file:///path, a path or "
+                     "s3://bucket/prefix",
+                uri);
         return NULL;
     }
     return storage_fs_new(uri, err);
@@ -113,4 +144,14 @@ bool storage_put(storage *s, const char *path, const void *data, size_t len, uns
         return false;
     }
     return out_close(out, err);
+}
+
+bool storage_remove_many(storage *s, const char *const *paths, size_t n, pgd_error *err)
+{
+    if (s->ops->remove_many != NULL)
+        return s->ops->remove_many(s, paths, n, err);
+    for (size_t i = 0; i < n; i++)
+        if (!storage_remove(s, paths[i], err))
+            return false;
+    return true;
 }

@@ -36,16 +36,40 @@ typedef struct storage_ops {
     bool (*list)(storage *s, const char *dir, storage_list_cb cb, void *arg, pgd_error *err);
     bool (*remove)(storage *s, const char *path, pgd_error *err);
     void (*free)(storage *s);
+    /* optional: many objects in few requests (S3 DeleteObjects) */
+    bool (*remove_many)(storage *s, const char *const *paths, size_t n, pgd_error *err);
 } storage_ops;
 
 struct storage {
     const storage_ops *ops;
     char *uri; /* for messages; never holds credentials */
+    uint64_t stream_memory; /* buffers one open writer holds (upload parts) */
 };
 
-/* "file:///path", a plain absolute or relative path, or "null:" (keeps nothing). */
-storage *storage_open(const char *uri, pgd_error *err);
+/* Settings of the S3 back end (options and AWS_* variables); zero means default. */
+typedef struct s3_settings {
+    const char *endpoint;      /* http(s)://host[:port]; default AWS_ENDPOINT_URL or AWS */
+    bool host_style;           /* virtual-hosted bucket.host instead of host/bucket */
+    const char *region;
+    const char *access_key, *secret_key, *session_token;
+    const char *storage_class; /* x-amz-storage-class */
+    const char *sse;           /* x-amz-server-side-encryption */
+    uint64_t part_size;
+    unsigned upload_concurrency;
+    unsigned download_concurrency;
+    unsigned retries;
+    long timeout_s;
+} s3_settings;
+
+/*
+ * "file:///path", a plain absolute or relative path, "null:" (keeps
+ * nothing), or "s3://bucket/prefix" (s3 may be NULL for a local repository).
+ */
+storage *storage_open(const char *uri, const s3_settings *s3, pgd_error *err);
 void storage_free(storage *s);
+
+/* Remove many objects (batched where the back end can). */
+bool storage_remove_many(storage *s, const char *const *paths, size_t n, pgd_error *err);
 
 /* Write and remove a probe object: fails early when the repository is not writable. */
 bool storage_check_writable(storage *s, pgd_error *err);
@@ -87,5 +111,7 @@ static inline bool storage_remove(storage *s, const char *path, pgd_error *err)
 /* Back ends. */
 storage *storage_fs_new(const char *root, pgd_error *err);
 storage *storage_null_new(pgd_error *err); /* keeps nothing: read-speed benchmarks */
+storage *storage_s3_new(const char *bucket, const char *prefix, const s3_settings *s3,
+                        pgd_error *err);
 
 #endif

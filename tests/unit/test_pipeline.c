@@ -18,7 +18,7 @@ static storage *repo_in(const char *dir)
     storage *s;
 
     snprintf(path, sizeof(path), "%s/repo", dir);
-    s = storage_open(path, &err);
+    s = storage_open(path, NULL, &err);
     assert_non_null(s);
     return s;
 }

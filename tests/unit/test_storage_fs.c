@@ -31,7 +31,7 @@ static void test_put_get_list_remove(void **state)
 
     (void)state;
     snprintf(uri, sizeof(uri), "file://%s/repo", dir);
-    s = storage_open(uri, &err);
+    s = storage_open(uri, NULL, &err);
     assert_non_null(s);
     assert_true(storage_check_writable(s, &err));
     assert_true(storage_put(s, "a/b/obj", "hello", 5, 0, &err));
@@ -76,7 +76,7 @@ static void test_put_get_list_remove(void **state)
 static void test_unwritable_repository_is_named(void **state)
 {
     pgd_error err = {0};
-    storage *s = storage_open("/proc/pgdirect-repo", &err);
+    storage *s = storage_open("/proc/pgdirect-repo", NULL, &err);
 
     (void)state;
     assert_non_null(s);
@@ -90,10 +90,10 @@ static void test_uris(void **state)
     pgd_error err = {0};
 
     (void)state;
-    assert_null(storage_open("file://relative", &err));
+    assert_null(storage_open("file://relative", NULL, &err));
     assert_non_null(strstr(err.msg, "file:///absolute/path"));
     err_clear(&err);
-    assert_null(storage_open("ftp://x/y", &err));
+    assert_null(storage_open("ftp://x/y", NULL, &err));
     assert_non_null(strstr(err.msg, "unsupported repository"));
 }
 
