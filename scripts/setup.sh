@@ -15,6 +15,8 @@ packages=(
     # tests and demo: a real PostgreSQL 15, its tools, and the checkers
     postgresql-15 postgresql-contrib postgresql-client-15
     valgrind perl python3 lz4 zstd procps util-linux
+    # S3 tests: botocore as an independent SigV4 implementation (s3rver needs npm: below)
+    python3-botocore
     # benchmark: the peers, the device limit, the plot
     pgbackrest fio gnuplot-nox bc time
 )
@@ -30,3 +32,15 @@ if [ ${#missing[@]} -gt 0 ]; then
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 echo "setup.sh: all packages present"
+
+# the S3 test server, pinned by tests/s3/package-lock.json; Node.js from Debian
+# only where the machine has none of its own
+if ! command -v npm >/dev/null; then
+    apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+fi
+cd "$(dirname "$0")/../tests/s3"
+if [ ! -x node_modules/.bin/s3rver ]; then
+    echo "setup.sh: installing s3rver (npm)"
+    npm ci --no-audit --no-fund --loglevel=error >/dev/null
+fi
+echo "setup.sh: s3rver present"

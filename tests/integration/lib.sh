@@ -101,6 +101,8 @@ setup_tmp() {
 
 as_pg() {
     runuser -u postgres -- env ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" \
+        AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-}" AWS_SECRET_ACCESS_KEY="${AWS_SECRET_ACCESS_KEY:-}" \
+        AWS_REGION="${AWS_REGION:-}" AWS_ENDPOINT_URL="${AWS_ENDPOINT_URL:-}" \
         PGHOST="$T" PGPORT="${PGPORT:-}" PGUSER=postgres PGDATABASE=postgres "$@"
 }
 
@@ -173,7 +175,10 @@ archive_all() { # archive_all PORT
     local port=$1 seg
     seg=$(psql_at "$port" "SELECT pg_walfile_name(pg_switch_wal())")
     for _ in $(seq 1 300); do
-        [ -n "$(ls "$REPO/wal/${seg:0:8}/$seg"* 2>/dev/null)" ] && return 0
+        case $REPO in
+        s3://*) as_pg "$PGD" wal-fetch --repo "$REPO" "$seg" "$T/probe_wal" 2>/dev/null && return 0 ;;
+        *) [ -n "$(ls "$REPO/wal/${seg:0:8}/$seg"* 2>/dev/null)" ] && return 0 ;;
+        esac
         sleep 0.2
     done
     bail "segment $seg was not archived"

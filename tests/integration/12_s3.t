@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The core scenario against an S3-compatible server (s3rver on 127.0.0.1,
+# which checks our Signature V4 signatures): WAL archived to S3, a backup
+# under pgbench load with small parts (multipart uploads), restore to a
+# named restore point through ranged GETs, data equal; a multipart object
+# round-trips byte-identical; listing pages past 1,000 keys; bad input.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib_s3.sh"
+setup_tmp
+trap 's3_stop; cleanup_all' EXIT
+s3_start
+REPO="s3://$S3_BUCKET/cluster1"
+pg_init "$T/data"
+pg_start "$T/data"
+as_pg "$PG_BIN/pgbench" -i -s 3 -q >/dev/null 2>&1 || bail "pgbench -i failed"
+archive_all "$PGPORT"
+ok 0 "WAL is archived to $REPO by archive_command"
+
+as_pg "$PG_BIN/pgbench" -n -c 2 -j 2 -T 15 >/dev/null 2>&1 &
+load=$!
+sleep 1
+out=$(pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --s3-part-size 5MiB \
+      --partition-size 16MiB --compression none 2>&1)
+ok $? "backup to S3 under pgbench load succeeds"
+like "$out" "backup [0-9T]+F complete" "with its summary"
+wait $load
+parts=$(grep -c "uploadId=" "$T/s3rver.log")
+cmp_ok "$parts" ">" 2 "multipart uploads were used ($parts part requests)"
+id=$(pgd list --repo "$REPO" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["id"])')
+like "$id" "^[0-9]{8}T[0-9]{6}F$" "list shows the backup in S3"
+
+hash_a=$(pgbench_hash "$PGPORT")
+q "SELECT pg_create_restore_point('s3_point')" >/dev/null
+as_pg "$PG_BIN/pgbench" -n -c 1 -t 200 >/dev/null 2>&1
+isnt "$(pgbench_hash "$PGPORT")" "$hash_a" "the data moved on after the restore point"
+archive_all "$PGPORT"
+port=$(restore_and_start "$id" "$T/restored" --target-name s3_point --target-action promote \
+       --download-concurrency 3)
+ok $? "restore from S3 to the restore point starts"
+is "$(pgbench_hash "$port")" "$hash_a" "restored from S3: every pgbench table equals the source at the restore point"
+pg_stop "$T/restored"
+
+# a multipart object round-trips byte-identical (16 MiB in 5 MiB parts, stored uncompressed)
+seg=00000009000000000000000A
+head -c 16777216 /dev/urandom >"$T/$seg" && chown postgres "$T/$seg"
+pgd wal-push --repo "$REPO" --compression none --s3-part-size 5MiB "$T/$seg"
+ok $? "a 16 MiB object is uploaded in 5 MiB parts"
+pgd wal-fetch --repo "$REPO" --download-concurrency 4 "$seg" "$T/fetched"
+cmp -s "$T/$seg" "$T/fetched"
+ok $? "and downloads byte-identical through ranged GETs"
+
+# listing beyond one page: 1,200 more sentinels written by botocore
+/usr/bin/python3 - "$AWS_ENDPOINT_URL" "$S3_BUCKET" <<'PY'
+import json, sys
+import botocore.session
+endpoint, bucket = sys.argv[1], sys.argv[2]
+s3 = botocore.session.get_session().create_client(
+    "s3", endpoint_url=endpoint, region_name="us-east-1",
+    aws_access_key_id="S3RVER", aws_secret_access_key="S3RVER")
+src = s3.list_objects_v2(Bucket=bucket, Prefix="cluster1/backups/", Delimiter="/")
+key = [c["Key"] for c in src["Contents"] if c["Key"].endswith(".done.json")][0]
+info = json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+for i in range(1200):
+    bid = "20010101T%06dF" % i
+    info["id"] = bid
+    s3.put_object(Bucket=bucket, Key="cluster1/backups/%s.done.json" % bid, Body=json.dumps(info))
+PY
+ok $? "botocore wrote 1,200 more sentinels"
+n=$(pgd list --repo "$REPO" --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
+is "$n" "1201" "list pages through ListObjectsV2 continuation tokens (1,201 backups)"
+
+# bad input, one line each
+expect_error() {
+    local desc=$1 re=$2 out rc
+    shift 2
+    out=$("$@" 2>&1)
+    rc=$?
+    isnt "$rc" "0" "$desc: non-zero exit"
+    is "$(printf '%s\n' "$out" | wc -l)" "1" "$desc: one line"
+    like "$out" "^pgdirect: error: .*$re" "$desc: says why"
+    if printf '%s' "$out" | grep -q "S3RVER"; then ok 1 "$desc: no credential in the message"; else ok 0 "$desc: no credential in the message"; fi
+}
+expect_error "malformed s3 URI" 'invalid repository "s3://A_B/x"' pgd list --repo "s3://A_B/x"
+expect_error "missing credentials" "no credentials for s3://$S3_BUCKET: set AWS_ACCESS_KEY_ID" \
+    env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY "$PGD" list --repo "$REPO"
+expect_error "nonexistent bucket" 'NoSuchBucket' pgd list --repo "s3://no-such-bucket/x"
+expect_error "wrong endpoint" 'failed after 2 tries' \
+    pgd list --repo "$REPO" --s3-endpoint "http://127.0.0.1:$(free_port)" --s3-retries 1
+expect_error "bad endpoint URL" 'invalid S3 endpoint "ftp://x"' pgd list --repo "$REPO" --s3-endpoint ftp://x
+done_testing
