@@ -35,7 +35,7 @@ unit-valgrind: all
 
 integration: all asan
 	PGDIRECT_BIN=$(CURDIR)/$(ASAN_BUILD)/pgdirect PGD_PAGECACHE=$(CURDIR)/$(BUILD)/pgd-pagecache \
-	  PGDIRECT_RELEASE_BIN=$(CURDIR)/$(BUILD)/pgdirect \
+	  PGDIRECT_RELEASE_BIN=$(CURDIR)/$(BUILD)/pgdirect PGD_SIGV4=$(CURDIR)/$(BUILD)/pgd-sigv4 \
 	  prove --exec bash --verbose --timer tests/integration/*.t
 
 check: unit unit-valgrind unit-asan integration
