@@ -9,7 +9,7 @@
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 
-.PHONY: all asan unit unit-asan unit-valgrind integration check demo format clean bench bench-quick bench-io
+.PHONY: all asan unit unit-asan unit-valgrind integration check demo format clean bench bench-quick bench-io bench-s3
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -57,3 +57,6 @@ bench-quick: all
 
 bench-io: all
 	bash bench/io_matrix.sh
+
+bench-s3: all
+	bash bench/s3.sh
