@@ -28,8 +28,9 @@ static const struct {
 
 static void usage(FILE *out)
 {
-    fprintf(out, "pgdirect %s - PostgreSQL backups that leave the page cache alone\n\n"
-                 "usage: pgdirect COMMAND [OPTIONS] [ARGS]\n\ncommands:\n",
+    fprintf(out,
+            "pgdirect %s - PostgreSQL backups that leave the page cache alone\n\n"
+            "usage: pgdirect COMMAND [OPTIONS] [ARGS]\n\ncommands:\n",
             PGDIRECT_VERSION);
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);

@@ -35,7 +35,8 @@ int main(int argc, char **argv)
         while (fgets(line, sizeof(line), f) != NULL) {
             long client, tx, script, sec, usec;
             double us;
-            if (sscanf(line, "%ld %ld %lf %ld %ld %ld", &client, &tx, &us, &script, &sec, &usec) != 6)
+            if (sscanf(line, "%ld %ld %lf %ld %ld %ld", &client, &tx, &us, &script, &sec, &usec) !=
+                6)
                 continue;
             double end = (double)sec + (double)usec / 1e6;
             if (end < from || end >= to)

@@ -12,10 +12,10 @@
 #include "io/dio_reader.h"
 #include "util/text.h"
 
-#define MEMORY_CAP_MAX   (1024ULL * 1024 * 1024)
-#define MEMORY_RAM_PCT   5
-#define READ_SIZE_MIN    (64 * 1024)
-#define BLOCK_COUNT_MAX  16384
+#define MEMORY_CAP_MAX  (1024ULL * 1024 * 1024)
+#define MEMORY_RAM_PCT  5
+#define READ_SIZE_MIN   (64 * 1024)
+#define BLOCK_COUNT_MAX 16384
 
 uint64_t io_plan_default_memory(void)
 {
@@ -74,7 +74,8 @@ static bool apply_cap(io_plan *p, const io_plan_request *req, pgd_error *err)
                 }
             }
             if (!shrunk)
-                return err_set(err, "--max-memory %llu bytes is too small: one reader and one "
+                return err_set(err,
+                               "--max-memory %llu bytes is too small: one reader and one "
                                "compressor need %llu",
                                (unsigned long long)req->max_memory,
                                (unsigned long long)plan_memory(p, req));
@@ -83,10 +84,10 @@ static bool apply_cap(io_plan *p, const io_plan_request *req, pgd_error *err)
     p->concurrency = (unsigned)(p->workers * p->depth);
     if (plan_memory(p, req) < before)
         str_format(p->memory_note, sizeof(p->memory_note),
-                 "buffers fitted into %llu MiB: %u reads in flight of up to %zu KiB (the plan "
-                 "wanted %llu MiB)",
-                 (unsigned long long)(req->max_memory >> 20), p->concurrency,
-                 p->places[0].read_size / 1024, (unsigned long long)(before >> 20));
+                   "buffers fitted into %llu MiB: %u reads in flight of up to %zu KiB (the plan "
+                   "wanted %llu MiB)",
+                   (unsigned long long)(req->max_memory >> 20), p->concurrency,
+                   p->places[0].read_size / 1024, (unsigned long long)(before >> 20));
     return true;
 }
 
@@ -117,7 +118,7 @@ bool io_plan_make(const io_plan_request *req, io_plan *out, pgd_error *err)
         }
         tune_decide(&pl->dev, req->cpus, BLOCK_COUNT_MAX, &pl->decision);
         pl->read_size = (size_t)(req->block_count != IO_PLAN_AUTO ? req->block_count
-                                                                   : pl->decision.block_count) *
+                                                                  : pl->decision.block_count) *
                         BLOCK_SIZE;
         if (pl->decision.concurrency > conc)
             conc = pl->decision.concurrency;

@@ -20,15 +20,15 @@
 #define IO_PLAN_AUTO 0
 
 typedef struct io_plan_request {
-    const char *sysfs_root;   /* "/sys" */
+    const char *sysfs_root; /* "/sys" */
     const char *pgdata;
     const uint32_t *spc_oids; /* tablespaces: oid and location */
     const char *const *spc_locations;
     size_t nspcs;
-    unsigned block_count;     /* IO_PLAN_AUTO or fixed */
-    unsigned concurrency;     /* IO_PLAN_AUTO or fixed */
-    int engine;               /* -1: auto, else io_engine_kind */
-    uint64_t max_memory;      /* bytes for buffers */
+    unsigned block_count; /* IO_PLAN_AUTO or fixed */
+    unsigned concurrency; /* IO_PLAN_AUTO or fixed */
+    int engine;           /* -1: auto, else io_engine_kind */
+    uint64_t max_memory;  /* bytes for buffers */
     compress_kind compression;
     int compression_level;
     uint64_t stream_memory; /* what the repository holds per open partition (S3 parts) */
@@ -51,7 +51,7 @@ typedef struct io_plan {
     int workers, depth;
     io_engine_kind engine;
     char engine_why[160];
-    uint64_t memory; /* buffers the plan uses */
+    uint64_t memory;       /* buffers the plan uses */
     char memory_note[200]; /* set when the cap changed the plan */
 } io_plan;
 

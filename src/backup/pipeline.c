@@ -74,15 +74,14 @@ static bool partition_open(worker *w)
     out_stream *out;
 
     w->part_number = atomic_fetch_add(&sh->next_partition, 1) + 1;
-    layout_partition_name(w->part_number, sh->cfg->compression, w->part_name,
-                          sizeof(w->part_name));
+    layout_partition_name(w->part_number, sh->cfg->compression, w->part_name, sizeof(w->part_name));
     layout_backup_object(sh->cfg->backup_id, w->part_name, path, sizeof(path));
     out = storage_write_open(sh->cfg->repo, path, 0, &w->err);
     if (out != NULL)
         out = crc_out_new(out, &w->part_stored, &w->part_crc, &w->err);
     if (out != NULL)
-        out = compress_out_new(sh->cfg->compression, sh->cfg->compression_level, out, path,
-                               &w->err);
+        out =
+            compress_out_new(sh->cfg->compression, sh->cfg->compression_level, out, path, &w->err);
     w->out = out;
     w->part_bytes = 0;
     return out != NULL;
@@ -133,7 +132,7 @@ static bool write_entry(worker *w, const pipeline_file *f, uint64_t size)
 typedef struct reading {
     dio_file df;
     pipeline_file *f;
-    uint64_t declared; /* bytes promised in the tar header */
+    uint64_t declared;    /* bytes promised in the tar header */
     uint64_t next_offset; /* next read to submit */
     uint64_t consumed;    /* bytes written to the partition */
     size_t read_size;
@@ -200,8 +199,8 @@ static void drop_new_pages(reading *rd, const slot *s, size_t n)
 static bool complete_short(worker *w, reading *rd, slot *s, size_t *n)
 {
     while (*n < s->req.len && s->req.offset + *n < rd->declared) {
-        ssize_t got = pread(rd->df.fd, (char *)s->req.buf + *n, s->req.len - *n,
-                            (off_t)(s->req.offset + *n));
+        ssize_t got =
+            pread(rd->df.fd, (char *)s->req.buf + *n, s->req.len - *n, (off_t)(s->req.offset + *n));
         if (got < 0 && errno == EINTR)
             continue;
         if (got < 0)
@@ -418,8 +417,7 @@ static bool worker_setup(worker *w, shared *sh, pgd_error *err)
         w->slots[d].req.buf = dio_buffer_alloc(sh->max_read + DIO_ALIGN, err);
         if (w->slots[d].req.buf == NULL)
             return false;
-        if (cfg->mode != READ_MODE_BUFFERED &&
-            (w->slots[d].was_cached = malloc(pages)) == NULL)
+        if (cfg->mode != READ_MODE_BUFFERED && (w->slots[d].was_cached = malloc(pages)) == NULL)
             return err_set(err, "out of memory");
     }
     w->engine = io_engine_new(cfg->engine, (unsigned)w->depth, err);
@@ -468,8 +466,8 @@ bool pipeline_run(const pipeline_config *cfg, pipeline_file *files, size_t nfile
     for (size_t i = 0; i < nfiles; i++)
         if (files[i].read_size > sh.max_read)
             sh.max_read = files[i].read_size;
-    rate_limit_init(&sh.rate, cfg->max_rate, sh.max_read > cfg->max_rate / 10 ? sh.max_read
-                                                                             : cfg->max_rate / 10);
+    rate_limit_init(&sh.rate, cfg->max_rate,
+                    sh.max_read > cfg->max_rate / 10 ? sh.max_read : cfg->max_rate / 10);
     progress_start(&meter, cfg->progress, total_bytes(files, nfiles));
     for (int i = 0; i < cfg->workers; i++) {
         if (!worker_setup(&workers[i], &sh, &sh.err))
@@ -503,7 +501,7 @@ bool pipeline_run(const pipeline_config *cfg, pipeline_file *files, size_t nfile
         *err = sh.err;
         /* remove the partitions already written: the backup will not exist */
         {
-            char (*paths)[LAYOUT_PATH_MAX] = calloc(sh.npartitions + 1, LAYOUT_PATH_MAX);
+            char(*paths)[LAYOUT_PATH_MAX] = calloc(sh.npartitions + 1, LAYOUT_PATH_MAX);
             const char **list = calloc(sh.npartitions + 1, sizeof(char *));
             pgd_error ignore = {0};
             for (size_t i = 0; paths && list && i < sh.npartitions; i++) {

@@ -42,11 +42,11 @@ typedef struct pipeline_file {
     const char *source; /* where to read it */
     bool is_dir;
     size_t read_size; /* bytes per read for this file (its device's); 0: the default */
-    uint64_t size; /* at walk time */
+    uint64_t size;    /* at walk time */
     uint32_t mode;
     int64_t mtime;
     /* out */
-    bool done;     /* stored (false: vanished) */
+    bool done; /* stored (false: vanished) */
     uint64_t stored_size;
     uint32_t crc;
     uint32_t partition;
@@ -62,7 +62,7 @@ typedef struct pipeline_config {
     int depth;        /* reads in flight per worker */
     io_engine_kind engine;
     uint64_t partition_size;
-    read_mode mode; /* READ_MODE_DIRECT, _BUFFERED or _CACHE_NEUTRAL */
+    read_mode mode;    /* READ_MODE_DIRECT, _BUFFERED or _CACHE_NEUTRAL */
     uint64_t max_rate; /* bytes/s, 0: unlimited */
     bool progress;
 } pipeline_config;

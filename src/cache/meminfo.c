@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CGROUP_ROOT  "/sys/fs/cgroup"
-#define TEXT_MAX     (64 * 1024)
+#define CGROUP_ROOT "/sys/fs/cgroup"
+#define TEXT_MAX    (64 * 1024)
 
 static bool read_text(const char *path, char *buf, size_t len)
 {

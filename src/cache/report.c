@@ -77,8 +77,8 @@ static cache_row *new_row(cache_report *r)
 }
 
 /* shared_buffers blocks of one fork as a per-block byte map (NULL when none). */
-static unsigned char *sb_map(const pg_buffer *bufs, size_t nbufs, const pg_relation *rel,
-                             int fork, uint64_t blocks)
+static unsigned char *sb_map(const pg_buffer *bufs, size_t nbufs, const pg_relation *rel, int fork,
+                             uint64_t blocks)
 {
     unsigned char *map = NULL;
 
@@ -111,8 +111,8 @@ static bool collect_fork(cache_report *r, const char *pgdata, const char *db,
                  fork_suffix[fork], seg);
         if (stat(path, &st) != 0)
             break;
-        total_blocks = (uint64_t)seg * PG_SEGMENT_BLOCKS + pages_for((uint64_t)st.st_size,
-                                                                     PG_BLOCK_SIZE);
+        total_blocks =
+            (uint64_t)seg * PG_SEGMENT_BLOCKS + pages_for((uint64_t)st.st_size, PG_BLOCK_SIZE);
     }
     if (total_blocks == 0 && fork != 0) {
         snprintf(path, sizeof(path), "%s/%s%s", pgdata, rel->filepath, fork_suffix[fork]);
@@ -177,12 +177,14 @@ static bool collect_database(cache_report *r, const cache_request *req, const ch
     if (bstatus == BUFFERCACHE_OK)
         r->shared_buffers_known = true;
     else if (bstatus == BUFFERCACHE_NOT_INSTALLED)
-        add_note(r, "pg_buffercache is not installed in database \"%s\": its shared_buffers "
-                    "column is empty (CREATE EXTENSION pg_buffercache)",
+        add_note(r,
+                 "pg_buffercache is not installed in database \"%s\": its shared_buffers "
+                 "column is empty (CREATE EXTENSION pg_buffercache)",
                  db);
     else
-        add_note(r, "no permission to read pg_buffercache in database \"%s\": its "
-                    "shared_buffers column is empty (GRANT pg_monitor)",
+        add_note(r,
+                 "no permission to read pg_buffercache in database \"%s\": its "
+                 "shared_buffers column is empty (GRANT pg_monitor)",
                  db);
     for (size_t i = 0; i < nrels; i++) {
         if (rels[i].shared && !include_shared)
@@ -192,8 +194,9 @@ static bool collect_database(cache_report *r, const cache_request *req, const ch
                 goto done;
     }
     if (unreadable)
-        add_note(r, "some relation files of database \"%s\" under \"%s\" could not be read: "
-                    "their OS page cache column is empty (run as the postgres OS user or root)",
+        add_note(r,
+                 "some relation files of database \"%s\" under \"%s\" could not be read: "
+                 "their OS page cache column is empty (run as the postgres OS user or root)",
                  db, pgdata);
     else if (nrels > 0)
         r->os_known = true;

@@ -20,8 +20,8 @@
 
 #include "util/error.h"
 
-#define PG_BLOCK_SIZE      8192
-#define PG_SEGMENT_BLOCKS  131072 /* 1 GiB segment files */
+#define PG_BLOCK_SIZE     8192
+#define PG_SEGMENT_BLOCKS 131072 /* 1 GiB segment files */
 
 typedef struct cache_figures {
     uint64_t size;
@@ -41,10 +41,10 @@ typedef struct cache_row {
 
 typedef struct cache_request {
     const char *conninfo;
-    const char *pgdata;      /* NULL: the server's data_directory */
+    const char *pgdata;           /* NULL: the server's data_directory */
     const char *const *databases; /* NULL: every database that allows connections */
     size_t ndatabases;
-    const char *like;        /* relation name pattern, SQL LIKE; NULL: all */
+    const char *like; /* relation name pattern, SQL LIKE; NULL: all */
 } cache_request;
 
 typedef struct cache_report {

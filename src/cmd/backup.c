@@ -66,8 +66,7 @@ typedef struct backup_settings {
 } backup_settings;
 
 /* "auto" -> IO_PLAN_AUTO, else an integer in [1, max]. */
-static bool auto_or_int(const pgd_options *opts, opt_id id, long max, unsigned *out,
-                        pgd_error *err)
+static bool auto_or_int(const pgd_options *opts, opt_id id, long max, unsigned *out, pgd_error *err)
 {
     long v;
 
@@ -77,7 +76,8 @@ static bool auto_or_int(const pgd_options *opts, opt_id id, long max, unsigned *
     }
     if (!opt_int(opts, id, 1, max, &v, err)) {
         err_clear(err);
-        return err_set(err, "invalid value \"%s\" for option \"--%s\"%s: expected auto or an "
+        return err_set(err,
+                       "invalid value \"%s\" for option \"--%s\"%s: expected auto or an "
                        "integer from 1 to %ld",
                        opt_str(opts, id), opt_name(id), opt_source_note(opts, id), max);
     }
@@ -111,9 +111,9 @@ static bool read_settings(const pgd_options *opts, backup_settings *s, pgd_error
         s->max_memory = io_plan_default_memory();
     else if (!opt_size(opts, OPT_MAX_MEMORY, MAX_MEMORY_MIN, UINT64_MAX, &s->max_memory, err))
         return false;
-    s->mode = mode == 2 ? READ_MODE_CACHE_NEUTRAL
+    s->mode = mode == 2                               ? READ_MODE_CACHE_NEUTRAL
               : (mode == 0 || mode == 3 || mode == 5) ? READ_MODE_DIRECT
-                                                       : READ_MODE_BUFFERED;
+                                                      : READ_MODE_BUFFERED;
     s->engine = engine == 0 ? -1 : engine == 1 ? IO_ENGINE_URING : IO_ENGINE_THREADS;
     s->cpu_weight = (unsigned)weight;
     s->io_idle = io_class == 1;
@@ -142,16 +142,17 @@ static bool check_server(const pg_session *pg, const backup_settings *s, pgd_err
     if (realpath(pg->data_directory, server_real) == NULL)
         snprintf(server_real, sizeof(server_real), "%s", pg->data_directory);
     if (strcmp(server_real, s->pgdata_real) != 0)
-        return err_set(err, "data directory \"%s\" is not the one of the server (its "
+        return err_set(err,
+                       "data directory \"%s\" is not the one of the server (its "
                        "data_directory is \"%s\")",
                        s->pgdata, pg->data_directory);
     if (s->archive_check && strcmp(pg->archive_mode, "off") == 0)
         return err_set(err, "archive_mode is off on the server: the WAL this backup needs would "
-                       "not be archived (set archive_command = 'pgdirect wal-push %%p', or "
-                       "--archive-check=off)");
+                            "not be archived (set archive_command = 'pgdirect wal-push %%p', or "
+                            "--archive-check=off)");
     if (s->archive_check && pg->in_recovery && strcmp(pg->archive_mode, "always") != 0)
         return err_set(err, "backing up a standby needs archive_mode = always there (or "
-                       "--archive-check=off)");
+                            "--archive-check=off)");
     return true;
 }
 
@@ -208,10 +209,9 @@ static pipeline_file *make_queue(const datadir *dd, const io_plan *plan, pgd_err
     return files;
 }
 
-static bool build_manifest(manifest *m, const char *id, const backup_settings *s,
-                           const datadir *dd, const pg_tablespace *spcs, size_t nspcs,
-                           const pipeline_file *files, size_t nfiles, const pipeline_result *res,
-                           pgd_error *err)
+static bool build_manifest(manifest *m, const char *id, const backup_settings *s, const datadir *dd,
+                           const pg_tablespace *spcs, size_t nspcs, const pipeline_file *files,
+                           size_t nfiles, const pipeline_result *res, pgd_error *err)
 {
     m->id = strdup(id);
     m->compression = s->compression;
@@ -226,8 +226,8 @@ static bool build_manifest(manifest *m, const char *id, const backup_settings *s
         for (size_t k = 0; k < nspcs; k++)
             if (spcs[k].oid == dd->tablespaces[i].oid)
                 name = spcs[k].name;
-        if (!manifest_add_tablespace(m, dd->tablespaces[i].oid, name,
-                                     dd->tablespaces[i].location, err))
+        if (!manifest_add_tablespace(m, dd->tablespaces[i].oid, name, dd->tablespaces[i].location,
+                                     err))
             return false;
     }
     for (size_t i = 0; i < nfiles; i++) {
@@ -324,7 +324,8 @@ static bool make_plan(const backup_settings *s, const datadir *dd, uint64_t stre
     if (used >= s->max_memory) {
         free(oids);
         free(locations);
-        return err_set(err, "--max-memory %llu MiB is too small: the process already uses %llu "
+        return err_set(err,
+                       "--max-memory %llu MiB is too small: the process already uses %llu "
                        "MiB before allocating any buffer",
                        (unsigned long long)(s->max_memory >> 20), (unsigned long long)(used >> 20));
     }
@@ -387,7 +388,8 @@ static bool run_backup(const backup_settings *s, storage *repo, pgd_error *err)
         goto done;
     if (!pg_session_tablespaces(&pg, &spcs, &nspcs, err) ||
         !datadir_walk(&dd, s->pgdata_real, pg.version_num, err) ||
-        !make_plan(s, &dd, repo->stream_memory, &plan, err) || (files = make_queue(&dd, &plan, err)) == NULL)
+        !make_plan(s, &dd, repo->stream_memory, &plan, err) ||
+        (files = make_queue(&dd, &plan, err)) == NULL)
         goto done;
     log_info("backup started at WAL location %s; reading %s: %s I/O, %zu KiB reads, %u in "
              "flight (%d x %d), %s engine (%s), %llu MiB of buffers",
@@ -453,8 +455,8 @@ static bool run_backup(const backup_settings *s, storage *repo, pgd_error *err)
         goto done;
     bi.files = m.nfiles;
     if (!put_text(repo, id, "backup_label", m.backup_label, err) ||
-        (m.tablespace_map[0] != '\0' && !put_text(repo, id, "tablespace_map", m.tablespace_map,
-                                                  err)) ||
+        (m.tablespace_map[0] != '\0' &&
+         !put_text(repo, id, "tablespace_map", m.tablespace_map, err)) ||
         !manifest_to_json(&m, &json, err) || !put_text(repo, id, MANIFEST_NAME, json, err))
         goto done;
     free(json);
@@ -516,15 +518,8 @@ int cmd_backup(int argc, char **argv)
     storage *repo = NULL;
     int rc;
 
-    if (!command_start(&opts, &backup_help, argc, argv, &rc)) {
-        options_free(&opts);
+    if (!command_start(&opts, &backup_help, 0, argc, argv, &rc))
         return rc;
-    }
-    if (opts.nargs > 0) {
-        log_error("unexpected argument \"%s\" (see --help)", opts.args[0]);
-        options_free(&opts);
-        return EXIT_USAGE;
-    }
     if (!read_settings(&opts, &s, &err) || (repo = command_open_repo(&opts, &err)) == NULL)
         rc = command_fail(&err);
     else

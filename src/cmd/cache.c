@@ -120,9 +120,8 @@ static bool print_json(const cache_report *r, size_t top, pgd_error *err)
     char *text;
 
     for (size_t i = 0; i < n; i++) {
-        json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "database", r->rows[i].database,
-                              "relation", r->rows[i].name, "kind", r->rows[i].kind, "fork",
-                              r->rows[i].fork);
+        json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "database", r->rows[i].database, "relation",
+                              r->rows[i].name, "kind", r->rows[i].kind, "fork", r->rows[i].fork);
         json_t *f = figures_json(&r->rows[i].f, r);
         json_object_update(o, f);
         json_decref(f);
@@ -166,11 +165,12 @@ static bool watch(const cache_request *req, double interval, long count, pgd_err
             return false;
         t = cache_totals(&r);
         clock_gettime(CLOCK_REALTIME, &now);
-        printf("%.3f,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,", (double)now.tv_sec + now.tv_nsec / 1e9,
-               (unsigned long long)t.size, (unsigned long long)t.shared_buffers,
-               (unsigned long long)t.os_cache, (unsigned long long)t.disk_only,
-               (unsigned long long)t.evicted_pages, (unsigned long long)mi.mem_free,
-               (unsigned long long)mi.cached, (unsigned long long)mi.dirty);
+        printf("%.3f,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,",
+               (double)now.tv_sec + now.tv_nsec / 1e9, (unsigned long long)t.size,
+               (unsigned long long)t.shared_buffers, (unsigned long long)t.os_cache,
+               (unsigned long long)t.disk_only, (unsigned long long)t.evicted_pages,
+               (unsigned long long)mi.mem_free, (unsigned long long)mi.cached,
+               (unsigned long long)mi.dirty);
         if (cg_found)
             printf("%llu", (unsigned long long)cg);
         printf("\n");
@@ -210,15 +210,8 @@ int cmd_cache(int argc, char **argv)
     bool json;
     int rc;
 
-    if (!command_start(&opts, &cache_help, argc, argv, &rc)) {
-        options_free(&opts);
+    if (!command_start(&opts, &cache_help, 0, argc, argv, &rc))
         return rc;
-    }
-    if (opts.nargs > 0) {
-        log_error("unexpected argument \"%s\" (see --help)", opts.args[0]);
-        options_free(&opts);
-        return EXIT_USAGE;
-    }
     if (!opt_int(&opts, OPT_TOP, 0, 1000000, &top, &err) ||
         !opt_int(&opts, OPT_WATCH_COUNT, 0, 100000000, &count, &err) ||
         !opt_bool(&opts, OPT_JSON, &json, &err)) {
@@ -240,8 +233,9 @@ int cmd_cache(int argc, char **argv)
     if (opt_str(&opts, OPT_WATCH) != NULL) {
         double interval;
         if (!parse_interval(opt_str(&opts, OPT_WATCH), &interval)) {
-            err_set(&err, "invalid value \"%s\" for option \"--watch\": expected seconds from "
-                          "0.1 to 86400",
+            err_set(&err,
+                    "invalid value \"%s\" for option \"--watch\": expected seconds from "
+                    "0.1 to 86400",
                     opt_str(&opts, OPT_WATCH));
             rc = command_fail(&err);
         } else {

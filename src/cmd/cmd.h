@@ -7,9 +7,9 @@
 
 #define PGDIRECT_VERSION "0.1.0"
 
-#define EXIT_OK      0
-#define EXIT_ERROR   1
-#define EXIT_USAGE   2
+#define EXIT_OK    0
+#define EXIT_ERROR 1
+#define EXIT_USAGE 2
 
 int cmd_backup(int argc, char **argv);
 int cmd_restore(int argc, char **argv);

@@ -10,31 +10,30 @@
 #include "cmd/cmd.h"
 #include "util/log.h"
 
-bool command_start(pgd_options *opts, const command_help *help, int argc, char **argv,
-                   int *exit_code)
+bool command_start(pgd_options *opts, const command_help *help, size_t max_args, int argc,
+                   char **argv, int *exit_code)
 {
     pgd_error err = {0};
     log_level level;
 
+    *exit_code = EXIT_USAGE;
     if (!options_parse(opts, help->command, argc, argv, &err)) {
         log_error("%s", err.msg);
-        *exit_code = EXIT_USAGE;
-        return false;
-    }
-    if (opt_is_set(opts, OPT_HELP)) {
+    } else if (opt_is_set(opts, OPT_HELP)) {
         options_print_help(help->command, help->usage, help->summary);
         *exit_code = EXIT_OK;
-        return false;
-    }
-    if (!log_parse_level(opt_str(opts, OPT_LOG_LEVEL), &level)) {
+    } else if (!log_parse_level(opt_str(opts, OPT_LOG_LEVEL), &level)) {
         log_error("invalid value \"%s\" for option \"--log-level\": expected one of "
                   "debug|info|warning|error",
                   opt_str(opts, OPT_LOG_LEVEL));
-        *exit_code = EXIT_USAGE;
-        return false;
+    } else if (opts->nargs > max_args) {
+        log_error("unexpected argument \"%s\" (see --help)", opts->args[max_args]);
+    } else {
+        log_set_level(level);
+        return true;
     }
-    log_set_level(level);
-    return true;
+    options_free(opts);
+    return false;
 }
 
 int command_fail(const pgd_error *err)
@@ -68,8 +67,7 @@ storage *command_open_repo(const pgd_options *opts, pgd_error *err)
     return storage_open(opt_str(opts, OPT_REPO), &s3, err);
 }
 
-bool command_compression(const pgd_options *opts, compress_kind *kind, int *level,
-                         pgd_error *err)
+bool command_compression(const pgd_options *opts, compress_kind *kind, int *level, pgd_error *err)
 {
     int idx;
     long lvl;

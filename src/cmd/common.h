@@ -18,11 +18,12 @@ typedef struct command_help {
 } command_help;
 
 /*
- * Parse; on --help print it and set *exit_code = 0; on error print it and
- * set *exit_code = 2. Returns true when the command should run.
+ * Parse; on --help print it and set *exit_code = 0; on an error (or more
+ * than max_args positional arguments) print it and set *exit_code = 2.
+ * Returns true when the command should run; otherwise opts is freed.
  */
-bool command_start(pgd_options *opts, const command_help *help, int argc, char **argv,
-                   int *exit_code);
+bool command_start(pgd_options *opts, const command_help *help, size_t max_args, int argc,
+                   char **argv, int *exit_code);
 
 /* Print err once ("pgdirect: error: ...") and return 1. */
 int command_fail(const pgd_error *err);
@@ -30,8 +31,7 @@ int command_fail(const pgd_error *err);
 storage *command_open_repo(const pgd_options *opts, pgd_error *err);
 
 /* --compression and --compression-level, validated together. */
-bool command_compression(const pgd_options *opts, compress_kind *kind, int *level,
-                         pgd_error *err);
+bool command_compression(const pgd_options *opts, compress_kind *kind, int *level, pgd_error *err);
 
 /* --progress auto|on|off against whether stderr is a terminal. */
 bool command_progress(const pgd_options *opts, bool *enabled, pgd_error *err);

@@ -77,15 +77,8 @@ int cmd_list(int argc, char **argv)
     bool json;
     int rc;
 
-    if (!command_start(&opts, &list_help, argc, argv, &rc)) {
-        options_free(&opts);
+    if (!command_start(&opts, &list_help, 0, argc, argv, &rc))
         return rc;
-    }
-    if (opts.nargs > 0) {
-        log_error("unexpected argument \"%s\" (see --help)", opts.args[0]);
-        options_free(&opts);
-        return EXIT_USAGE;
-    }
     if (!opt_bool(&opts, OPT_JSON, &json, &err) ||
         (repo = command_open_repo(&opts, &err)) == NULL ||
         !backup_info_list(repo, &backups, &n, &err)) {

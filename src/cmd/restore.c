@@ -103,8 +103,7 @@ static bool read_settings(const pgd_options *opts, restore_settings *s, pgd_erro
 }
 
 /* Create `path` (mode 0700) or accept it when it is an empty directory. */
-static bool prepare_empty_dir(const char *path, const char *what, created_dir *out,
-                              pgd_error *err)
+static bool prepare_empty_dir(const char *path, const char *what, created_dir *out, pgd_error *err)
 {
     struct stat st;
     DIR *d;
@@ -177,8 +176,7 @@ static void cleanup_dir(const created_dir *d)
 }
 
 /* --tablespace-map OLD=NEW: the destination of each tablespace in the manifest. */
-static bool map_tablespaces(const pgd_options *opts, const manifest *m, char **dest,
-                            pgd_error *err)
+static bool map_tablespaces(const pgd_options *opts, const manifest *m, char **dest, pgd_error *err)
 {
     const opt_value *v = &opts->v[OPT_TABLESPACE_MAP];
 
@@ -188,7 +186,8 @@ static bool map_tablespaces(const pgd_options *opts, const manifest *m, char **d
         const char *eq = strchr(v->values[k], '=');
         bool matched = false;
         if (eq == NULL || eq == v->values[k] || eq[1] != '/')
-            return err_set(err, "invalid value \"%s\" for option \"--tablespace-map\": expected "
+            return err_set(err,
+                           "invalid value \"%s\" for option \"--tablespace-map\": expected "
                            "OLD=NEW with an absolute NEW",
                            v->values[k]);
         for (size_t i = 0; i < m->ntablespaces; i++) {
@@ -200,7 +199,8 @@ static bool map_tablespaces(const pgd_options *opts, const manifest *m, char **d
             }
         }
         if (!matched)
-            return err_set(err, "--tablespace-map \"%s\": no tablespace of the backup is at "
+            return err_set(err,
+                           "--tablespace-map \"%s\": no tablespace of the backup is at "
                            "\"%.*s\"",
                            v->values[k], (int)(eq - v->values[k]), v->values[k]);
     }
@@ -310,8 +310,7 @@ static bool copy_pg_manifest(storage *repo, const char *id, const char *target, 
 
     layout_backup_object(id, PG_MANIFEST_NAME, path, sizeof(path));
     if (!storage_get(repo, path, &text, &len, &missing, err))
-        return missing ? err_set(err, "\"%s\" is missing from repository \"%s\"", path,
-                                 repo->uri)
+        return missing ? err_set(err, "\"%s\" is missing from repository \"%s\"", path, repo->uri)
                        : false;
     ok = write_file(target, PG_MANIFEST_NAME, text, O_EXCL, err);
     free(text);
@@ -327,7 +326,8 @@ static bool load_manifest(storage *repo, const char *id, manifest *m, pgd_error 
 
     layout_manifest_path(id, path, sizeof(path));
     if (!storage_get(repo, path, &json, &len, &missing, err))
-        return missing ? err_set(err, "manifest of backup \"%s\" is missing from repository "
+        return missing ? err_set(err,
+                                 "manifest of backup \"%s\" is missing from repository "
                                  "\"%s\"",
                                  id, repo->uri)
                        : false;
@@ -338,7 +338,8 @@ static bool load_manifest(storage *repo, const char *id, manifest *m, pgd_error 
         return false;
     for (size_t i = 0; i < m->nfiles; i++)
         if (!restore_path_is_safe(m->files[i].path))
-            return err_set(err, "refusing path \"%s\" in the manifest of backup \"%s\": it would "
+            return err_set(err,
+                           "refusing path \"%s\" in the manifest of backup \"%s\": it would "
                            "land outside the target directory",
                            m->files[i].path, id);
     manifest_build_index(m);
@@ -452,10 +453,8 @@ int cmd_restore(int argc, char **argv)
     storage *repo = NULL;
     int rc;
 
-    if (!command_start(&opts, &restore_help, argc, argv, &rc)) {
-        options_free(&opts);
+    if (!command_start(&opts, &restore_help, 1, argc, argv, &rc))
         return rc;
-    }
     if (!read_settings(&opts, &s, &err) || (repo = command_open_repo(&opts, &err)) == NULL)
         rc = command_fail(&err);
     else

@@ -69,23 +69,22 @@ static json_t *place_json(const io_plan_place *p)
                      "tablespace_oid", (json_int_t)p->oid, "location", p->location, "device",
                      "name", d->name, "disk", d->disk, "stack", d->stack, "logical_block_size",
                      (int)d->logical_block_size, "optimal_io_size", (json_int_t)d->optimal_io_size,
-                     "rotational", d->rotational, "nvme", d->nvme, "virtio", d->virtio,
-                     "md_level", d->md_level, "md_raid_disks", (int)d->md_raid_disks,
-                     "md_chunk_size", (json_int_t)d->md_chunk_size, "device_mapper",
-                     d->device_mapper, "drives", (int)d->drives, "decision", "block_count",
-                     (int)p->decision.block_count, "read_size", (json_int_t)p->read_size,
-                     "concurrency", (int)p->decision.concurrency, "why", p->decision.why);
+                     "rotational", d->rotational, "nvme", d->nvme, "virtio", d->virtio, "md_level",
+                     d->md_level, "md_raid_disks", (int)d->md_raid_disks, "md_chunk_size",
+                     (json_int_t)d->md_chunk_size, "device_mapper", d->device_mapper, "drives",
+                     (int)d->drives, "decision", "block_count", (int)p->decision.block_count,
+                     "read_size", (json_int_t)p->read_size, "concurrency",
+                     (int)p->decision.concurrency, "why", p->decision.why);
 }
 
 static void print_plan(const io_plan *plan, unsigned cpus, uint64_t cap, bool json)
 {
     if (json) {
-        json_t *root = json_pack("{s:i, s:I, s:i, s:i, s:i, s:s, s:s, s:I}", "cpus", (int)cpus,
-                                 "max_memory", (json_int_t)cap, "concurrency",
-                                 (int)plan->concurrency, "workers", plan->workers, "depth",
-                                 plan->depth, "io_engine", io_engine_name(plan->engine),
-                                 "io_engine_why", plan->engine_why, "buffer_memory",
-                                 (json_int_t)plan->memory);
+        json_t *root = json_pack(
+            "{s:i, s:I, s:i, s:i, s:i, s:s, s:s, s:I}", "cpus", (int)cpus, "max_memory",
+            (json_int_t)cap, "concurrency", (int)plan->concurrency, "workers", plan->workers,
+            "depth", plan->depth, "io_engine", io_engine_name(plan->engine), "io_engine_why",
+            plan->engine_why, "buffer_memory", (json_int_t)plan->memory);
         json_t *places = json_array();
         char *text;
         for (size_t i = 0; i < plan->nplaces; i++)
@@ -109,8 +108,12 @@ static void print_plan(const io_plan *plan, unsigned cpus, uint64_t cap, bool js
         printf("  logical block size: %u bytes; optimal I/O size: %llu bytes\n",
                d->logical_block_size, (unsigned long long)d->optimal_io_size);
         printf("  drives:             %u (%s%s%s%s)\n", d->drives,
-               d->nvme ? "NVMe" : d->virtio ? "virtio" : d->rotational ? "rotational" : "SSD",
-               d->md_level[0] ? ", md " : "", d->md_level, d->device_mapper ? ", device-mapper" : "");
+               d->nvme         ? "NVMe"
+               : d->virtio     ? "virtio"
+               : d->rotational ? "rotational"
+                               : "SSD",
+               d->md_level[0] ? ", md " : "", d->md_level,
+               d->device_mapper ? ", device-mapper" : "");
         if (d->md_level[0])
             printf("  md:                 %s, %u disks, %llu KiB chunks\n", d->md_level,
                    d->md_raid_disks, (unsigned long long)(d->md_chunk_size / 1024));
@@ -137,16 +140,15 @@ int cmd_tune(int argc, char **argv)
     bool json;
     int rc;
 
-    if (!command_start(&opts, &tune_help, argc, argv, &rc)) {
-        options_free(&opts);
+    if (!command_start(&opts, &tune_help, 0, argc, argv, &rc))
         return rc;
-    }
     pgdata = opt_str(&opts, OPT_PGDATA) ? opt_str(&opts, OPT_PGDATA) : getenv("PGDATA");
     if (!opt_bool(&opts, OPT_JSON, &json, &err)) {
         rc = command_fail(&err);
     } else if (pgdata == NULL || access(pgdata, F_OK) != 0) {
-        err_set(&err, pgdata ? "data directory \"%s\" is not accessible"
-                             : "no data directory given: use --pgdata or set PGDATA%s",
+        err_set(&err,
+                pgdata ? "data directory \"%s\" is not accessible"
+                       : "no data directory given: use --pgdata or set PGDATA%s",
                 pgdata ? pgdata : "");
         rc = command_fail(&err);
     } else if (!find_tablespaces(pgdata, &oids, &locations, &n, &err)) {

@@ -32,10 +32,8 @@ int cmd_wal_push(int argc, char **argv)
     wal_push_result result;
     int level, rc;
 
-    if (!command_start(&opts, &push_help, argc, argv, &rc)) {
-        options_free(&opts);
+    if (!command_start(&opts, &push_help, 1, argc, argv, &rc))
         return rc;
-    }
     if (opts.nargs != 1) {
         log_error("wal-push takes one WAL file path (see --help)");
         options_free(&opts);
@@ -47,8 +45,7 @@ int cmd_wal_push(int argc, char **argv)
         rc = command_fail(&err);
     } else {
         if (result == WAL_PUSH_IDENTICAL)
-            log_info("WAL file \"%s\" was already archived with the same content",
-                     opts.args[0]);
+            log_info("WAL file \"%s\" was already archived with the same content", opts.args[0]);
         rc = EXIT_OK;
     }
     storage_free(repo);
@@ -64,10 +61,8 @@ int cmd_wal_fetch(int argc, char **argv)
     bool found = false;
     int rc;
 
-    if (!command_start(&opts, &fetch_help, argc, argv, &rc)) {
-        options_free(&opts);
+    if (!command_start(&opts, &fetch_help, 2, argc, argv, &rc))
         return rc;
-    }
     if (opts.nargs != 2) {
         log_error("wal-fetch takes a WAL file name and a destination path (see --help)");
         options_free(&opts);

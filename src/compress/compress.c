@@ -58,7 +58,8 @@ bool compress_level_valid(compress_kind kind, int level, pgd_error *err)
     if (level == COMPRESS_LEVEL_DEFAULT)
         return true;
     if (level < codecs[kind].min_level || level > codecs[kind].max_level)
-        return err_set(err, "invalid value \"%d\" for option \"--compression-level\": %s accepts "
+        return err_set(err,
+                       "invalid value \"%d\" for option \"--compression-level\": %s accepts "
                        "%d to %d",
                        level, codecs[kind].name, codecs[kind].min_level, codecs[kind].max_level);
     return true;

@@ -89,9 +89,9 @@ out_stream *zstd_out_new(int level, out_stream *next, const char *name, pgd_erro
     z->dst = malloc(z->dst_cap);
     z->cctx = ZSTD_createCCtx();
     if (z->dst == NULL || z->cctx == NULL ||
-        ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_compressionLevel,
-                                            level == COMPRESS_LEVEL_DEFAULT ? ZSTD_DEFAULT_LEVEL
-                                                                            : level)) ||
+        ZSTD_isError(
+            ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_compressionLevel,
+                                   level == COMPRESS_LEVEL_DEFAULT ? ZSTD_DEFAULT_LEVEL : level)) ||
         ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_checksumFlag, 1))) {
         err_set(err, "could not set up zstd compression for \"%s\"", name);
         zstd_out_abort(&z->base);

@@ -113,8 +113,8 @@ static void walk(const char *dir, device_facts *f, int depth, bool outermost)
         {
             char desc[96];
             str_format(desc, sizeof(desc), " (%s, %u drives, %llu KiB chunks)", level,
-                     (unsigned)read_u64(disk_dir, "md/raid_disks", 0),
-                     (unsigned long long)read_u64(disk_dir, "md/chunk_size", 0) / 1024);
+                       (unsigned)read_u64(disk_dir, "md/raid_disks", 0),
+                       (unsigned long long)read_u64(disk_dir, "md/chunk_size", 0) / 1024);
             append(f->stack, sizeof(f->stack), "%s", desc);
         }
     }
@@ -144,8 +144,8 @@ static void walk(const char *dir, device_facts *f, int depth, bool outermost)
         f->virtio = true;
 }
 
-bool device_facts_for_dev(const char *sysfs_root, unsigned major, unsigned minor,
-                          device_facts *out, pgd_error *err)
+bool device_facts_for_dev(const char *sysfs_root, unsigned major, unsigned minor, device_facts *out,
+                          pgd_error *err)
 {
     char dir[PATH_MAX];
     struct stat st;

@@ -89,8 +89,9 @@ bool politeness_cpu_weight(unsigned weight, cpu_cgroup *cg, pgd_error *err)
         str_format(cg->parent, sizeof(cg->parent), CGROUP_ROOT "%s", own);
         snprintf(value, sizeof(value), "%u", weight);
     }
-    if (!str_format(cg->dir, sizeof(cg->dir), "%s/pgdirect-%s", strcmp(own, "/") == 0 ?
-                    (v1 ? CGROUP_ROOT "/cpu" : CGROUP_ROOT) : cg->parent, pid) ||
+    if (!str_format(cg->dir, sizeof(cg->dir), "%s/pgdirect-%s",
+                    strcmp(own, "/") == 0 ? (v1 ? CGROUP_ROOT "/cpu" : CGROUP_ROOT) : cg->parent,
+                    pid) ||
         mkdir(cg->dir, 0755) != 0) {
         int e = errno;
         cg->dir[0] = '\0';

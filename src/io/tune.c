@@ -28,6 +28,7 @@ void tune_decide(const device_facts *dev, unsigned cpus, unsigned block_count_ma
              drives, drives == 1 ? "" : "s", dev->nvme ? "all NVMe" : "not all NVMe", conc,
              conc == 1 ? "" : "s", dev->nvme ? "one per each of" : "one per two of", cpus,
              TUNE_CONCURRENCY_MIN, ahead,
-             spinning ? "rotational" : dev->virtio ? "virtio: its rotational flag says nothing"
-                                                   : "solid state");
+             spinning      ? "rotational"
+             : dev->virtio ? "virtio: its rotational flag says nothing"
+                           : "solid state");
 }

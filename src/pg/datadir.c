@@ -21,13 +21,13 @@
 #define INIT_FORK      "_init"
 
 static const char *const excluded_top_files[] = {
-    "postmaster.pid",   "postmaster.opts",          "backup_label",         "backup_label.old",
-    "tablespace_map",   "tablespace_map.old",       "backup_manifest",      "standby.signal",
-    "recovery.signal",  "postgresql.auto.conf.tmp", "current_logfiles.tmp", NULL};
+    "postmaster.pid",  "postmaster.opts",          "backup_label",         "backup_label.old",
+    "tablespace_map",  "tablespace_map.old",       "backup_manifest",      "standby.signal",
+    "recovery.signal", "postgresql.auto.conf.tmp", "current_logfiles.tmp", NULL};
 
-static const char *const content_excluded_dirs[] = {
-    "pg_wal",    "pg_stat_tmp", "pg_replslot",  "pg_dynshmem", "pg_notify",
-    "pg_serial", "pg_snapshots", "pg_subtrans", NULL};
+static const char *const content_excluded_dirs[] = {"pg_wal",       "pg_stat_tmp", "pg_replslot",
+                                                    "pg_dynshmem",  "pg_notify",   "pg_serial",
+                                                    "pg_snapshots", "pg_subtrans", NULL};
 
 static bool in_list(const char *const *list, const char *name)
 {
@@ -189,8 +189,7 @@ static bool join(char *out, size_t outlen, const char *a, const char *b, pgd_err
     return true;
 }
 
-static bool walk_tablespace(walk_ctx *c, const char *link_abs, const char *rel,
-                            const char *name)
+static bool walk_tablespace(walk_ctx *c, const char *link_abs, const char *rel, const char *name)
 {
     char target[PATH_MAX];
     ssize_t len = readlink(link_abs, target, sizeof(target) - 1);

@@ -3,20 +3,11 @@
  */
 #include "pg/relations.h"
 
+#include "pg/session.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void one_line_copy(char *dst, size_t len, const char *src)
-{
-    size_t n = 0;
-
-    for (; *src && n + 1 < len; src++)
-        dst[n++] = (*src == '\n' || *src == '\t') ? ' ' : *src;
-    while (n > 0 && dst[n - 1] == ' ')
-        n--;
-    dst[n] = '\0';
-}
 
 PGconn *pg_connect_db(const char *conninfo, const char *dbname, pgd_error *err)
 {
@@ -33,7 +24,7 @@ PGconn *pg_connect_db(const char *conninfo, const char *dbname, pgd_error *err)
     }
     conn = PQconnectdbParams(keys, vals, 1);
     if (conn == NULL || PQstatus(conn) != CONNECTION_OK) {
-        one_line_copy(msg, sizeof(msg), conn ? PQerrorMessage(conn) : "out of memory");
+        pg_error_line(conn, "out of memory", msg, sizeof(msg));
         PQfinish(conn);
         err_set(err, "could not connect to %s%s%s: %s", dbname ? "database \"" : "the server",
                 dbname ? dbname : "", dbname ? "\"" : "", msg);
@@ -52,7 +43,7 @@ static PGresult *query(PGconn *conn, const char *sql, int nparams, const char *p
 
     if (PQresultStatus(res) == PGRES_TUPLES_OK)
         return res;
-    one_line_copy(msg, sizeof(msg), PQerrorMessage(conn));
+    pg_error_line(conn, "", msg, sizeof(msg));
     PQclear(res);
     err_set(err, "query on database \"%s\" failed: %s", PQdb(conn), msg);
     return NULL;
@@ -103,8 +94,9 @@ bool pg_buffercache_read(PGconn *conn, pg_buffer **out, size_t *count, buffercac
 
     *out = NULL;
     *count = 0;
-    res = query(conn, "SELECT count(*) FROM pg_catalog.pg_extension WHERE extname = "
-                      "'pg_buffercache'",
+    res = query(conn,
+                "SELECT count(*) FROM pg_catalog.pg_extension WHERE extname = "
+                "'pg_buffercache'",
                 0, NULL, err);
     if (res == NULL)
         return false;

@@ -14,8 +14,8 @@
 #include "util/error.h"
 
 typedef struct pg_relation {
-    char name[200]; /* schema.relation */
-    char kind[12];  /* table, index, toast, matview, sequence */
+    char name[200];     /* schema.relation */
+    char kind[12];      /* table, index, toast, matview, sequence */
     char filepath[256]; /* pg_relation_filepath: relative to PGDATA */
     uint32_t filenode;
     bool shared; /* a shared catalog (same in every database) */

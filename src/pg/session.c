@@ -28,12 +28,17 @@ static void one_line(char *s)
     *w = '\0';
 }
 
+void pg_error_line(PGconn *conn, const char *fallback, char *out, size_t outlen)
+{
+    snprintf(out, outlen, "%s", conn ? PQerrorMessage(conn) : fallback);
+    one_line(out);
+}
+
 static bool query_error(pg_session *s, const char *what, PGresult *res, pgd_error *err)
 {
     char msg[PGD_ERROR_MAX];
 
-    snprintf(msg, sizeof(msg), "%s", PQerrorMessage(s->conn));
-    one_line(msg);
+    pg_error_line(s->conn, "", msg, sizeof(msg));
     PQclear(res);
     return err_set(err, "%s failed: %s", what, msg);
 }
@@ -84,8 +89,7 @@ bool pg_session_open(pg_session *s, const char *conninfo, pgd_error *err)
         return err_set(err, "could not connect to the server: out of memory");
     if (PQstatus(s->conn) != CONNECTION_OK) {
         char msg[PGD_ERROR_MAX];
-        snprintf(msg, sizeof(msg), "%s", PQerrorMessage(s->conn));
-        one_line(msg);
+        pg_error_line(s->conn, "", msg, sizeof(msg));
         pg_session_close(s);
         return err_set(err, "could not connect to the server: %s", msg);
     }

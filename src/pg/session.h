@@ -44,6 +44,9 @@ bool pg_session_backup_stop(pg_session *s, char *stop_lsn, size_t lsn_len, char 
 /* User tablespaces (oid, name). *out malloc'd. */
 bool pg_session_tablespaces(pg_session *s, pg_tablespace **out, size_t *count, pgd_error *err);
 
+/* libpq's last error on conn (or `fallback`), folded onto one line. */
+void pg_error_line(PGconn *conn, const char *fallback, char *out, size_t outlen);
+
 /* "0/2000028" -> 0x2000028 */
 bool pg_parse_lsn(const char *text, uint64_t *lsn);
 /* WAL file name of the segment holding `lsn` (prev: the segment ending at lsn). */

@@ -17,12 +17,11 @@ bool backup_info_to_json(const backup_info *bi, char **json, pgd_error *err)
         "s:I}",
         "id", bi->id, "type", bi->type, "label", bi->label, "start_time",
         (json_int_t)bi->start_time, "stop_time", (json_int_t)bi->stop_time, "start_lsn",
-        bi->start_lsn, "stop_lsn", bi->stop_lsn, "timeline", (json_int_t)bi->timeline,
-        "start_wal", bi->start_wal, "stop_wal", bi->stop_wal, "system_identifier",
-        bi->system_identifier, "pg_version_num", bi->pg_version_num, "tool_version",
-        bi->tool_version, "compression", bi->compression, "read_mode", bi->read_mode, "size",
-        (json_int_t)bi->size, "compressed_size", (json_int_t)bi->compressed_size, "files",
-        (json_int_t)bi->files);
+        bi->start_lsn, "stop_lsn", bi->stop_lsn, "timeline", (json_int_t)bi->timeline, "start_wal",
+        bi->start_wal, "stop_wal", bi->stop_wal, "system_identifier", bi->system_identifier,
+        "pg_version_num", bi->pg_version_num, "tool_version", bi->tool_version, "compression",
+        bi->compression, "read_mode", bi->read_mode, "size", (json_int_t)bi->size,
+        "compressed_size", (json_int_t)bi->compressed_size, "files", (json_int_t)bi->files);
 
     if (o == NULL)
         return err_set(err, "could not build sentinel of backup \"%s\"", bi->id);
@@ -54,8 +53,8 @@ bool backup_info_from_json(backup_info *bi, const char *json, const char *what, 
                        "stop_time", &stop_time, "start_lsn", &start_lsn, "stop_lsn", &stop_lsn,
                        "timeline", &timeline, "start_wal", &start_wal, "stop_wal", &stop_wal,
                        "system_identifier", &sysid, "pg_version_num", &pgver, "tool_version",
-                       &tool_version, "compression", &compression, "read_mode", &read_mode,
-                       "size", &size, "compressed_size", &csize, "files", &files) != 0) {
+                       &tool_version, "compression", &compression, "read_mode", &read_mode, "size",
+                       &size, "compressed_size", &csize, "files", &files) != 0) {
         json_decref(o);
         return err_set(err, "invalid %s: %s", what, jerr.text);
     }
@@ -81,8 +80,7 @@ bool backup_info_from_json(backup_info *bi, const char *json, const char *what, 
     return true;
 }
 
-bool backup_info_load(storage *repo, const char *id, backup_info *bi, bool *missing,
-                      pgd_error *err)
+bool backup_info_load(storage *repo, const char *id, backup_info *bi, bool *missing, pgd_error *err)
 {
     char path[LAYOUT_PATH_MAX];
     char *json;
@@ -168,8 +166,7 @@ bool backup_info_list(storage *repo, backup_info **out, size_t *count, pgd_error
     return true;
 }
 
-bool backup_info_resolve(storage *repo, const char *id_or_latest, backup_info *bi,
-                         pgd_error *err)
+bool backup_info_resolve(storage *repo, const char *id_or_latest, backup_info *bi, pgd_error *err)
 {
     bool missing = false;
 
@@ -185,7 +182,8 @@ bool backup_info_resolve(storage *repo, const char *id_or_latest, backup_info *b
         return true;
     }
     if (!layout_is_backup_id(id_or_latest))
-        return err_set(err, "invalid backup id \"%s\": expected LATEST or an id like "
+        return err_set(err,
+                       "invalid backup id \"%s\": expected LATEST or an id like "
                        "20261129T215959F",
                        id_or_latest);
     if (!backup_info_load(repo, id_or_latest, bi, &missing, err)) {

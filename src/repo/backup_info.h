@@ -45,7 +45,6 @@ bool backup_info_load(storage *repo, const char *id, backup_info *bi, bool *miss
 bool backup_info_list(storage *repo, backup_info **out, size_t *count, pgd_error *err);
 
 /* "LATEST" or an id -> the backup's info; errors name the repository. */
-bool backup_info_resolve(storage *repo, const char *id_or_latest, backup_info *bi,
-                         pgd_error *err);
+bool backup_info_resolve(storage *repo, const char *id_or_latest, backup_info *bi, pgd_error *err);
 
 #endif

@@ -21,14 +21,14 @@
 
 #include "compress/compress.h"
 
-#define BACKUP_ID_LEN     16 /* 20261129T215959F */
-#define BACKUPS_DIR       "backups"
-#define WAL_DIR           "wal"
-#define SENTINEL_SUFFIX   ".done.json"
-#define MANIFEST_NAME     "manifest.json"
-#define PG_MANIFEST_NAME  "backup_manifest" /* PostgreSQL's format, for pg_verifybackup */
-#define LAYOUT_PATH_MAX   1024
-#define WAL_TIMELINE_LEN  8
+#define BACKUP_ID_LEN    16 /* 20261129T215959F */
+#define BACKUPS_DIR      "backups"
+#define WAL_DIR          "wal"
+#define SENTINEL_SUFFIX  ".done.json"
+#define MANIFEST_NAME    "manifest.json"
+#define PG_MANIFEST_NAME "backup_manifest" /* PostgreSQL's format, for pg_verifybackup */
+#define LAYOUT_PATH_MAX  1024
+#define WAL_TIMELINE_LEN 8
 
 void layout_backup_id(time_t start, char out[BACKUP_ID_LEN + 1]);
 bool layout_is_backup_id(const char *s);

@@ -101,18 +101,17 @@ bool manifest_to_json(const manifest *m, char **json, pgd_error *err)
     json_object_set_new(root, "compression", json_string(compress_name(m->compression)));
     for (size_t i = 0; i < m->npartitions; i++)
         json_array_append_new(parts, json_pack("{s:s, s:I, s:o}", "name", m->partitions[i].name,
-                                               "size", (json_int_t)m->partitions[i].size,
-                                               "crc32c", crc_json(m->partitions[i].crc)));
+                                               "size", (json_int_t)m->partitions[i].size, "crc32c",
+                                               crc_json(m->partitions[i].crc)));
     for (size_t i = 0; i < m->ntablespaces; i++)
-        json_array_append_new(spcs, json_pack("{s:I, s:s, s:s}", "oid",
-                                              (json_int_t)m->tablespaces[i].oid, "name",
-                                              m->tablespaces[i].name, "location",
-                                              m->tablespaces[i].location));
+        json_array_append_new(
+            spcs, json_pack("{s:I, s:s, s:s}", "oid", (json_int_t)m->tablespaces[i].oid, "name",
+                            m->tablespaces[i].name, "location", m->tablespaces[i].location));
     for (size_t i = 0; i < m->nfiles; i++) {
         const manifest_file *f = &m->files[i];
-        json_t *o = json_pack("{s:s, s:s, s:I, s:I}", "path", f->path, "type",
-                              f->is_dir ? "dir" : "file", "mode", (json_int_t)f->mode, "mtime",
-                              (json_int_t)f->mtime);
+        json_t *o =
+            json_pack("{s:s, s:s, s:I, s:I}", "path", f->path, "type", f->is_dir ? "dir" : "file",
+                      "mode", (json_int_t)f->mode, "mtime", (json_int_t)f->mtime);
         if (!f->is_dir) {
             json_object_set_new(o, "size", json_integer((json_int_t)f->size));
             json_object_set_new(o, "crc32c", crc_json(f->crc));
@@ -227,8 +226,8 @@ bool manifest_from_json(manifest *m, const char *json, const char *what, pgd_err
         f.mode = (uint32_t)mode & 07777;
         f.mtime = mtime;
         if (!f.is_dir) {
-            if (strcmp(type, "file") != 0 || size < 0 || !parse_crc(crc, &f.crc) ||
-                partition < 1 || (size_t)partition > m->npartitions) {
+            if (strcmp(type, "file") != 0 || size < 0 || !parse_crc(crc, &f.crc) || partition < 1 ||
+                (size_t)partition > m->npartitions) {
                 err_set(err, "invalid file entry \"%s\" in %s", path, what);
                 goto done;
             }

@@ -94,15 +94,15 @@ bool pg_manifest_build(const manifest *m, int64_t label_mtime, uint32_t timeline
         if (!m->files[i].is_dir)
             add_file(&b, false, m->files[i].path, m->files[i].size, m->files[i].mtime,
                      m->files[i].crc);
-    buf_printf(&b, "\n],\n\"WAL-Ranges\": [\n{ \"Timeline\": %u, \"Start-LSN\": \"%s\", "
-                   "\"End-LSN\": \"%s\" }\n],\n",
+    buf_printf(&b,
+               "\n],\n\"WAL-Ranges\": [\n{ \"Timeline\": %u, \"Start-LSN\": \"%s\", "
+               "\"End-LSN\": \"%s\" }\n],\n",
                timeline, start_lsn, stop_lsn);
     if (b.oom) {
         free(b.data);
         return err_set(err, "out of memory");
     }
-    if (EVP_Digest(b.data, b.len, digest, &dlen, EVP_sha256(), NULL) != 1 ||
-        dlen != SHA256_LEN) {
+    if (EVP_Digest(b.data, b.len, digest, &dlen, EVP_sha256(), NULL) != 1 || dlen != SHA256_LEN) {
         free(b.data);
         return err_set(err, "could not compute the SHA-256 of backup_manifest");
     }

@@ -68,9 +68,8 @@ static unsigned header_checksum(const ustar_header *h)
     unsigned sum = 0;
 
     for (size_t i = 0; i < TAR_BLOCK; i++)
-        sum += (i >= offsetof(ustar_header, chksum) && i < offsetof(ustar_header, typeflag))
-                   ? ' '
-                   : p[i];
+        sum += (i >= offsetof(ustar_header, chksum) && i < offsetof(ustar_header, typeflag)) ? ' '
+                                                                                             : p[i];
     return sum;
 }
 
@@ -146,8 +145,7 @@ bool tar_write_header(out_stream *out, const tar_entry *e, pgd_error *err)
         if (!ok)
             return false;
     }
-    return write_block_header(out, e->type, e->path, e->linkpath, e->size, e->mode, e->mtime,
-                              err);
+    return write_block_header(out, e->type, e->path, e->linkpath, e->size, e->mode, e->mtime, err);
 }
 
 bool tar_write_zeros(out_stream *out, uint64_t count, pgd_error *err)

@@ -129,7 +129,8 @@ bool wal_archive_push(storage *repo, const char *local_path, compress_kind kind,
     snprintf(pathcopy, sizeof(pathcopy), "%s", local_path);
     snprintf(name, sizeof(name), "%s", basename(pathcopy));
     if (!layout_is_wal_name(name))
-        return err_set(err, "\"%s\" is not a WAL file name (expected a segment, .partial, "
+        return err_set(err,
+                       "\"%s\" is not a WAL file name (expected a segment, .partial, "
                        ".history or .backup file)",
                        name);
     if (!read_local(local_path, &data, &len, err))
@@ -157,8 +158,7 @@ bool wal_archive_push(storage *repo, const char *local_path, compress_kind kind,
         if (!wal_archive_find(repo, name, &found, &existing_kind, err))
             goto fail;
         if (!found) {
-            err_set(err, "could not archive WAL file \"%s\" to repository \"%s\"", name,
-                     repo->uri);
+            err_set(err, "could not archive WAL file \"%s\" to repository \"%s\"", name, repo->uri);
             goto fail;
         }
     }
@@ -166,7 +166,8 @@ bool wal_archive_push(storage *repo, const char *local_path, compress_kind kind,
         goto fail;
     free(data);
     if (!equal)
-        return err_set(err, "WAL file \"%s\" is already archived in repository \"%s\" with "
+        return err_set(err,
+                       "WAL file \"%s\" is already archived in repository \"%s\" with "
                        "different content",
                        name, repo->uri);
     *result = WAL_PUSH_IDENTICAL;
@@ -262,7 +263,8 @@ bool wal_archive_wait(storage *repo, const char *name, int timeout_s, pgd_error 
         if (found)
             return true;
         if (time(NULL) >= deadline)
-            return err_set(err, "WAL file \"%s\" needed by the backup was not archived to "
+            return err_set(err,
+                           "WAL file \"%s\" needed by the backup was not archived to "
                            "repository \"%s\" within %d s (check archive_command and "
                            "pg_stat_archiver)",
                            name, repo->uri, timeout_s);

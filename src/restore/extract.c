@@ -52,7 +52,8 @@ bool extract_dest_path(const extract_plan *p, const char *path, char *out, size_
     const char *base = p->target, *rest = path;
 
     if (!restore_path_is_safe(path))
-        return err_set(err, "refusing path \"%s\" in backup \"%s\": it would land outside the "
+        return err_set(err,
+                       "refusing path \"%s\" in backup \"%s\": it would land outside the "
                        "target directory",
                        path, p->backup_id);
     if (strncmp(path, TABLESPACE_DIR, strlen(TABLESPACE_DIR)) == 0) {
@@ -63,7 +64,8 @@ bool extract_dest_path(const extract_plan *p, const char *path, char *out, size_
             if (p->m->tablespaces[i].oid != oid)
                 continue;
             if (*end != '/')
-                return err_set(err, "refusing entry \"%s\" in backup \"%s\": it would replace "
+                return err_set(err,
+                               "refusing entry \"%s\" in backup \"%s\": it would replace "
                                "the tablespace link",
                                path, p->backup_id);
             base = p->spc_dest[i];
@@ -154,12 +156,14 @@ static bool extract_file(extract_worker *w, tar_reader *tr, const tar_entry *e, 
     if (!extract_dest_path(p, e->path, dest, sizeof(dest), &w->err))
         return false;
     if (idx < 0 || p->m->files[idx].is_dir || p->m->files[idx].partition != part_idx + 1)
-        return err_set(&w->err, "file \"%s\" in partition \"%s\" of backup \"%s\" is not in "
+        return err_set(&w->err,
+                       "file \"%s\" in partition \"%s\" of backup \"%s\" is not in "
                        "the manifest",
                        e->path, part_name, p->backup_id);
     f = &p->m->files[idx];
     if (e->size < f->size)
-        return err_set(&w->err, "file \"%s\" in backup \"%s\" is truncated: %llu bytes, the "
+        return err_set(&w->err,
+                       "file \"%s\" in backup \"%s\" is truncated: %llu bytes, the "
                        "manifest says %llu",
                        e->path, p->backup_id, (unsigned long long)e->size,
                        (unsigned long long)f->size);
@@ -184,7 +188,8 @@ static bool extract_file(extract_worker *w, tar_reader *tr, const tar_entry *e, 
         atomic_fetch_add(&w->sh->bytes, n);
     }
     if (crc32c_final(crc) != f->crc) {
-        err_set(&w->err, "checksum mismatch for file \"%s\" in backup \"%s\" (partition \"%s\"): "
+        err_set(&w->err,
+                "checksum mismatch for file \"%s\" in backup \"%s\" (partition \"%s\"): "
                 "%08x, the manifest says %08x",
                 e->path, p->backup_id, part_name, crc32c_final(crc), f->crc);
         goto fail;
@@ -216,7 +221,8 @@ static bool extract_partition(extract_worker *w, size_t part_idx)
     layout_backup_object(p->backup_id, part->name, path, sizeof(path));
     in = storage_read_open(p->repo, path, &missing, &w->err);
     if (in == NULL)
-        return missing ? err_set(&w->err, "partition \"%s\" of backup \"%s\" is missing from "
+        return missing ? err_set(&w->err,
+                                 "partition \"%s\" of backup \"%s\" is missing from "
                                  "repository \"%s\"",
                                  part->name, p->backup_id, p->repo->uri)
                        : false;
@@ -241,15 +247,18 @@ static bool extract_partition(extract_worker *w, size_t part_idx)
         } else if (e.type == TAR_DIR) {
             ok = extract_dest_path(p, e.path, dest, sizeof(dest), &w->err) &&
                  (manifest_find(p->m, e.path) >= 0 ||
-                  err_set(&w->err, "directory \"%s\" in partition \"%s\" of backup \"%s\" is not "
+                  err_set(&w->err,
+                          "directory \"%s\" in partition \"%s\" of backup \"%s\" is not "
                           "in the manifest",
                           e.path, part->name, p->backup_id));
         } else if (e.type == TAR_SYMLINK || e.type == TAR_HARDLINK) {
-            ok = err_set(&w->err, "refusing link \"%s\" -> \"%s\" in partition \"%s\" of backup "
+            ok = err_set(&w->err,
+                         "refusing link \"%s\" -> \"%s\" in partition \"%s\" of backup "
                          "\"%s\": links could point outside the target directory",
                          e.path, e.linkpath ? e.linkpath : "", part->name, p->backup_id);
         } else {
-            ok = err_set(&w->err, "refusing entry \"%s\" of type '%c' in partition \"%s\" of "
+            ok = err_set(&w->err,
+                         "refusing entry \"%s\" of type '%c' in partition \"%s\" of "
                          "backup \"%s\"",
                          e.path, e.type, part->name, p->backup_id);
         }
@@ -343,7 +352,8 @@ bool extract_partitions(const extract_plan *p, uint64_t *bytes, pgd_error *err)
     if (!sh.err.set) {
         for (size_t i = 0; i < p->m->nfiles; i++) {
             if (!p->m->files[i].is_dir && !sh.restored[i]) {
-                err_set(&sh.err, "file \"%s\" of backup \"%s\" was not found in partition "
+                err_set(&sh.err,
+                        "file \"%s\" of backup \"%s\" was not found in partition "
                         "\"%s\"",
                         p->m->files[i].path, p->backup_id,
                         p->m->partitions[p->m->files[i].partition - 1].name);

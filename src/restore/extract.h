@@ -21,8 +21,8 @@
 typedef struct extract_plan {
     storage *repo;
     const char *backup_id;
-    manifest *m;             /* index built (manifest_build_index) */
-    const char *target;      /* data directory, absolute, exists */
+    manifest *m;                 /* index built (manifest_build_index) */
+    const char *target;          /* data directory, absolute, exists */
     const char *const *spc_dest; /* per m->tablespaces[i]: absolute destination, exists */
     int concurrency;
     bool progress;

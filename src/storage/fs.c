@@ -33,8 +33,7 @@ typedef struct fs_storage {
 
 static atomic_uint tmp_counter;
 
-static bool fs_full_path(fs_storage *fs, const char *path, char *out, size_t outlen,
-                         pgd_error *err)
+static bool fs_full_path(fs_storage *fs, const char *path, char *out, size_t outlen, pgd_error *err)
 {
     if ((size_t)snprintf(out, outlen, "%s/%s", fs->root, path) >= outlen)
         return err_set(err, "path too long: \"%s/%s\"", fs->root, path);
@@ -154,8 +153,7 @@ static bool fs_writer_close(out_stream *s, pgd_error *err)
     posix_fadvise(w->fd, 0, 0, POSIX_FADV_DONTNEED);
     if (w->flags & STORAGE_WRITE_NO_REPLACE) {
         if (renameat2(AT_FDCWD, w->tmp_path, AT_FDCWD, w->final_path, RENAME_NOREPLACE) != 0) {
-            err_errno(err, errno, "could not rename \"%s\" to \"%s\"", w->tmp_path,
-                      w->final_path);
+            err_errno(err, errno, "could not rename \"%s\" to \"%s\"", w->tmp_path, w->final_path);
             fs_writer_free(w, true);
             return false;
         }
@@ -347,8 +345,8 @@ static void fs_free(storage *s)
     free(fs);
 }
 
-static const storage_ops fs_ops = {fs_write_open, fs_read_open, fs_exists,
-                                   fs_list,       fs_remove,    fs_free, NULL};
+static const storage_ops fs_ops = {fs_write_open, fs_read_open, fs_exists, fs_list,
+                                   fs_remove,     fs_free,      NULL};
 
 storage *storage_fs_new(const char *root, pgd_error *err)
 {

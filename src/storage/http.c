@@ -114,8 +114,8 @@ static size_t on_read(char *buf, size_t size, size_t nmemb, void *arg)
 }
 
 bool http_perform(http_client *c, const char *method, const char *url,
-                  const http_header_list *headers, const void *body, size_t body_len,
-                  void *into, size_t into_cap, http_response *resp, pgd_error *err)
+                  const http_header_list *headers, const void *body, size_t body_len, void *into,
+                  size_t into_cap, http_response *resp, pgd_error *err)
 {
     CURL *h = c->curl;
     struct curl_slist *list = NULL;

@@ -38,8 +38,8 @@ void http_client_free(http_client *c);
  * instead of being allocated.
  */
 bool http_perform(http_client *c, const char *method, const char *url,
-                  const http_header_list *headers, const void *body, size_t body_len,
-                  void *into, size_t into_cap, http_response *resp, pgd_error *err);
+                  const http_header_list *headers, const void *body, size_t body_len, void *into,
+                  size_t into_cap, http_response *resp, pgd_error *err);
 
 void http_response_free(http_response *r);
 

@@ -92,8 +92,8 @@ static void null_free(storage *s)
     free(s);
 }
 
-static const storage_ops null_ops = {null_write_open, null_read_open, null_exists,
-                                     null_list,       null_remove,    null_free, NULL};
+static const storage_ops null_ops = {null_write_open, null_read_open, null_exists, null_list,
+                                     null_remove,     null_free,      NULL};
 
 storage *storage_null_new(pgd_error *err)
 {

@@ -32,19 +32,19 @@
 #include "storage/storage.h"
 #include "util/log.h"
 
-#define S3_PART_MIN        (5ULL * 1024 * 1024)
-#define S3_PART_DEFAULT    (64ULL * 1024 * 1024)
-#define S3_PARTS_MAX       10000
-#define S3_PARTS_PER_SIZE  1000 /* part size doubles after every this many parts */
-#define S3_RETRIES_DEFAULT 5
-#define S3_TIMEOUT_DEFAULT 30
-#define S3_UPLOADS_DEFAULT 2
+#define S3_PART_MIN          (5ULL * 1024 * 1024)
+#define S3_PART_DEFAULT      (64ULL * 1024 * 1024)
+#define S3_PARTS_MAX         10000
+#define S3_PARTS_PER_SIZE    1000 /* part size doubles after every this many parts */
+#define S3_RETRIES_DEFAULT   5
+#define S3_TIMEOUT_DEFAULT   30
+#define S3_UPLOADS_DEFAULT   2
 #define S3_DOWNLOADS_DEFAULT 4
-#define S3_RANGE_SIZE      (8 * 1024 * 1024)
-#define S3_BACKOFF_BASE_MS 100
-#define S3_BACKOFF_MAX_MS  5000
-#define S3_DELETE_BATCH    1000
-#define UNSIGNED_PAYLOAD   "UNSIGNED-PAYLOAD"
+#define S3_RANGE_SIZE        (8 * 1024 * 1024)
+#define S3_BACKOFF_BASE_MS   100
+#define S3_BACKOFF_MAX_MS    5000
+#define S3_DELETE_BATCH      1000
+#define UNSIGNED_PAYLOAD     "UNSIGNED-PAYLOAD"
 
 typedef struct s3_storage {
     storage base;
@@ -233,8 +233,8 @@ static bool s3_request(s3_storage *s, const s3_call *call, http_response *resp, 
         http_headers_free(&hl);
         if (c != NULL)
             client_put(s, c);
-        if (!resp->transport_error && (resp->status < 300 ||
-                                       (call->expect_missing && resp->status == 404))) {
+        if (!resp->transport_error &&
+            (resp->status < 300 || (call->expect_missing && resp->status == 404))) {
             ok = true;
             break;
         }
@@ -312,8 +312,8 @@ static bool upload_part(s3_writer *w, part *p, pgd_error *err)
     http_response resp;
 
     snprintf(query, sizeof(query), "partNumber=%u&uploadId=%s", p->number, w->upload_id);
-    s3_call call = {.method = "PUT", .path = w->path, .query = query, .body = p->buf,
-                    .body_len = p->len};
+    s3_call call = {
+        .method = "PUT", .path = w->path, .query = query, .body = p->buf, .body_len = p->len};
     if (!s3_request(w->s, &call, &resp, err))
         return false;
     pthread_mutex_lock(&w->lock);
@@ -364,12 +364,10 @@ static void *uploader_main(void *arg)
     return NULL;
 }
 
-static bool start_multipart(s3_writer *w, pgd_error *err)
+/* Headers of an object's creation: storage class, encryption, no-replace. Pairs, NULL-ended. */
+static void creation_headers(const s3_storage *s, bool no_replace, const char *extra[8])
 {
-    s3_storage *s = w->s;
-    const char *extra[6] = {NULL};
     int n = 0;
-    http_response resp;
 
     if (s->storage_class) {
         extra[n++] = "x-amz-storage-class";
@@ -379,8 +377,26 @@ static bool start_multipart(s3_writer *w, pgd_error *err)
         extra[n++] = "x-amz-server-side-encryption";
         extra[n++] = s->sse;
     }
-    s3_call call = {.method = "POST", .path = w->path, .query = "uploads", .body = "",
-                    .body_len = 0, .extra = extra};
+    if (no_replace) {
+        extra[n++] = "if-none-match";
+        extra[n++] = "*";
+    }
+    extra[n] = NULL;
+}
+
+static bool start_multipart(s3_writer *w, pgd_error *err)
+{
+    s3_storage *s = w->s;
+    const char *extra[8];
+    http_response resp;
+
+    creation_headers(s, false, extra);
+    s3_call call = {.method = "POST",
+                    .path = w->path,
+                    .query = "uploads",
+                    .body = "",
+                    .body_len = 0,
+                    .extra = extra};
     if (!s3_request(s, &call, &resp, err))
         return false;
     if (!xml_text(resp.body, "UploadId", w->upload_id, sizeof(w->upload_id))) {
@@ -512,24 +528,15 @@ static void s3_writer_free(s3_writer *w)
 static bool put_single(s3_writer *w, pgd_error *err)
 {
     s3_storage *s = w->s;
-    const char *extra[8] = {NULL};
-    int n = 0;
+    const char *extra[8];
     http_response resp;
 
-    if (s->storage_class) {
-        extra[n++] = "x-amz-storage-class";
-        extra[n++] = s->storage_class;
-    }
-    if (s->sse) {
-        extra[n++] = "x-amz-server-side-encryption";
-        extra[n++] = s->sse;
-    }
-    if (w->flags & STORAGE_WRITE_NO_REPLACE) {
-        extra[n++] = "if-none-match";
-        extra[n++] = "*";
-    }
-    s3_call call = {.method = "PUT", .path = w->path, .body = w->current->buf,
-                    .body_len = w->current->len, .extra = extra};
+    creation_headers(s, (w->flags & STORAGE_WRITE_NO_REPLACE) != 0, extra);
+    s3_call call = {.method = "PUT",
+                    .path = w->path,
+                    .body = w->current->buf,
+                    .body_len = w->current->len,
+                    .extra = extra};
     if (!s3_request(s, &call, &resp, err))
         return false;
     http_response_free(&resp);
@@ -557,8 +564,8 @@ static bool complete_multipart(s3_writer *w, pgd_error *err)
     }
     len += (size_t)snprintf(xml + len, cap - len, "</CompleteMultipartUpload>");
     snprintf(query, sizeof(query), "uploadId=%s", w->upload_id);
-    s3_call call = {.method = "POST", .path = w->path, .query = query, .body = xml,
-                    .body_len = len};
+    s3_call call = {
+        .method = "POST", .path = w->path, .query = query, .body = xml, .body_len = len};
     ok = s3_request(w->s, &call, &resp, err);
     free(xml);
     if (!ok)
@@ -708,7 +715,10 @@ static void *fetcher_main(void *arg)
         snprintf(range, sizeof(range), "bytes=%llu-%llu", (unsigned long long)off,
                  (unsigned long long)(off + sl->len - 1));
         const char *extra[] = {"range", range, NULL};
-        s3_call call = {.method = "GET", .path = r->path, .extra = extra, .into = sl->buf,
+        s3_call call = {.method = "GET",
+                        .path = r->path,
+                        .extra = extra,
+                        .into = sl->buf,
                         .into_cap = S3_RANGE_SIZE};
         ok = s3_request(r->s, &call, &resp, &err);
         if (ok && resp.body_len != sl->len) {
@@ -983,8 +993,8 @@ static bool s3_remove_many(storage *st, const char *const *paths, size_t n, pgd_
             len += (size_t)snprintf(xml + len, cap - len, "<Object><Key>%s%s%s</Key></Object>",
                                     s->prefix, s->prefix[0] ? "/" : "", paths[i]);
         len += (size_t)snprintf(xml + len, cap - len, "</Delete>");
-        s3_call call = {.method = "POST", .path = NULL, .query = "delete", .body = xml,
-                        .body_len = len};
+        s3_call call = {
+            .method = "POST", .path = NULL, .query = "delete", .body = xml, .body_len = len};
         ok = s3_request(s, &call, &resp, err);
         free(xml);
         if (!ok)
@@ -1025,7 +1035,7 @@ static void s3_free(storage *st)
     free(s);
 }
 
-static const storage_ops s3_ops = {s3_write_open, s3_read_open, s3_exists,      s3_list,
+static const storage_ops s3_ops = {s3_write_open, s3_read_open, s3_exists,     s3_list,
                                    s3_remove,     s3_free,      s3_remove_many};
 
 static char *dup_or_env(const char *v, const char *env)
@@ -1079,8 +1089,9 @@ storage *storage_s3_new(const char *bucket, const char *prefix, const s3_setting
     s->timeout_s = cfg->timeout_s ? cfg->timeout_s : S3_TIMEOUT_DEFAULT;
     s->base.stream_memory = (uint64_t)(s->upload_concurrency + 1) * s->part_size;
     if (s->access_key == NULL || s->secret_key == NULL) {
-        err_set(err, "no credentials for s3://%s: set AWS_ACCESS_KEY_ID and "
-                     "AWS_SECRET_ACCESS_KEY",
+        err_set(err,
+                "no credentials for s3://%s: set AWS_ACCESS_KEY_ID and "
+                "AWS_SECRET_ACCESS_KEY",
                 bucket);
         s3_free(&s->base);
         return NULL;
@@ -1097,10 +1108,11 @@ storage *storage_s3_new(const char *bucket, const char *prefix, const s3_setting
             ep = NULL;
         endpoint = ep;
     }
-    if (endpoint == NULL || (strncmp(endpoint, "http://", 7) != 0 &&
-                             strncmp(endpoint, "https://", 8) != 0)) {
-        err_set(err, "invalid S3 endpoint \"%s\": expected http://host[:port] or "
-                     "https://host[:port]",
+    if (endpoint == NULL ||
+        (strncmp(endpoint, "http://", 7) != 0 && strncmp(endpoint, "https://", 8) != 0)) {
+        err_set(err,
+                "invalid S3 endpoint \"%s\": expected http://host[:port] or "
+                "https://host[:port]",
                 endpoint ? endpoint : "");
         free(ep);
         s3_free(&s->base);

@@ -39,7 +39,8 @@ char *sigv4_uri_encode(const char *s, bool keep_slash)
         return NULL;
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/')) {
+        if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' ||
+            (keep_slash && c == '/')) {
             *p++ = (char)c;
         } else {
             *p++ = '%';
@@ -310,8 +311,7 @@ void sigv4_signature(const sigv4_credentials *c, const char *amz_date, const cha
     to_hex(sig, 32, out);
 }
 
-char *sigv4_authorization(const sigv4_request *r, const sigv4_credentials *c,
-                          const char *amz_date)
+char *sigv4_authorization(const sigv4_request *r, const sigv4_credentials *c, const char *amz_date)
 {
     char *signed_headers = NULL, *creq = sigv4_canonical_request(r, &signed_headers), *sts, *out;
     char sig[SIGV4_HEX_LEN + 1], sc[256];

@@ -28,8 +28,8 @@ typedef struct sigv4_header {
 
 typedef struct sigv4_request {
     const char *method;
-    const char *path;  /* as sent, before encoding: "/bucket/key name" */
-    const char *query; /* raw, without '?'; NULL or "" when none */
+    const char *path;            /* as sent, before encoding: "/bucket/key name" */
+    const char *query;           /* raw, without '?'; NULL or "" when none */
     const sigv4_header *headers; /* every header to sign (host and x-amz-date included) */
     size_t nheaders;
     const char *payload_hash; /* hex SHA-256 of the body */
@@ -49,8 +49,7 @@ char *sigv4_string_to_sign(const char *amz_date, const sigv4_credentials *c, con
 void sigv4_signature(const sigv4_credentials *c, const char *amz_date, const char *sts,
                      char out[SIGV4_HEX_LEN + 1]);
 /* The whole Authorization header value. */
-char *sigv4_authorization(const sigv4_request *r, const sigv4_credentials *c,
-                          const char *amz_date);
+char *sigv4_authorization(const sigv4_request *r, const sigv4_credentials *c, const char *amz_date);
 
 /* hex(SHA-256(data)) */
 void sigv4_sha256_hex(const void *data, size_t len, char out[SIGV4_HEX_LEN + 1]);

@@ -18,16 +18,18 @@ static storage *open_s3(const char *uri, const s3_settings *s3, pgd_error *err)
     s3_settings defaults = {0};
 
     if (blen < 3 || blen > 63) {
-        err_set(err, "invalid repository \"%s\": expected s3://bucket/prefix with a bucket name "
-                     "of 3 to 63 characters",
+        err_set(err,
+                "invalid repository \"%s\": expected s3://bucket/prefix with a bucket name "
+                "of 3 to 63 characters",
                 uri);
         return NULL;
     }
     for (size_t i = 0; i < blen; i++) {
         char c = rest[i];
         if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) {
-            err_set(err, "invalid repository \"%s\": bucket names hold lower-case letters, "
-                         "digits, '-' and '.'",
+            err_set(err,
+                    "invalid repository \"%s\": bucket names hold lower-case letters, "
+                    "digits, '-' and '.'",
                     uri);
             return NULL;
         }
@@ -55,8 +57,9 @@ storage *storage_open(const char *uri, const s3_settings *s3, pgd_error *err)
         return storage_fs_new(uri + 7, err);
     }
     if (strstr(uri, "://") != NULL) {
-        err_set(err, "unsupported repository \"%s\": expected file:///path, a path or "
-                     "s3://bucket/prefix",
+        err_set(err,
+                "unsupported repository \"%s\": expected file:///path, a path or "
+                "s3://bucket/prefix",
                 uri);
         return NULL;
     }

@@ -42,14 +42,14 @@ typedef struct storage_ops {
 
 struct storage {
     const storage_ops *ops;
-    char *uri; /* for messages; never holds credentials */
+    char *uri;              /* for messages; never holds credentials */
     uint64_t stream_memory; /* buffers one open writer holds (upload parts) */
 };
 
 /* Settings of the S3 back end (options and AWS_* variables); zero means default. */
 typedef struct s3_settings {
-    const char *endpoint;      /* http(s)://host[:port]; default AWS_ENDPOINT_URL or AWS */
-    bool host_style;           /* virtual-hosted bucket.host instead of host/bucket */
+    const char *endpoint; /* http(s)://host[:port]; default AWS_ENDPOINT_URL or AWS */
+    bool host_style;      /* virtual-hosted bucket.host instead of host/bucket */
     const char *region;
     const char *access_key, *secret_key, *session_token;
     const char *storage_class; /* x-amz-storage-class */

@@ -40,8 +40,8 @@ static uint32_t crc32c_sw(uint32_t crc, const unsigned char *p, size_t len)
 #if defined(__x86_64__)
 #include <nmmintrin.h>
 
-__attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc,
-                                                               const unsigned char *p, size_t len)
+__attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, const unsigned char *p,
+                                                               size_t len)
 {
     uint64_t crc64 = crc;
 

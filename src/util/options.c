@@ -115,7 +115,7 @@ static const opt_def opt_defs[OPT_COUNT] = {
     [OPT_WATCH] = {"watch", "SECONDS", NULL, CMD_CACHE, false,
                    "print totals and memory figures as CSV every SECONDS"},
     [OPT_WATCH_COUNT] = {"count", "N", "0", CMD_CACHE, false,
-                   "with --watch: stop after N samples (0: until interrupted)"},
+                         "with --watch: stop after N samples (0: until interrupted)"},
     [OPT_HELP] = {"help", NULL, "off", CMD_ALL, false, "show this help"},
 };
 
@@ -406,7 +406,8 @@ bool opt_int(const pgd_options *opts, opt_id id, long min, long max, long *out, 
     errno = 0;
     v = strtol(s, &end, 10);
     if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
-        return err_set(err, "invalid value \"%s\" for option \"--%s\"%s: expected an integer from "
+        return err_set(err,
+                       "invalid value \"%s\" for option \"--%s\"%s: expected an integer from "
                        "%ld to %ld",
                        s, opt_defs[id].name, source_name(opts->v[id].source), min, max);
     *out = v;
@@ -472,7 +473,8 @@ bool opt_size(const pgd_options *opts, opt_id id, uint64_t min, uint64_t max, ui
     if (s == NULL)
         return err_set(err, "option \"--%s\" is required", opt_defs[id].name);
     if (!parse_size(s, &v) || v < min || v > max)
-        return err_set(err, "invalid value \"%s\" for option \"--%s\"%s: expected a size from "
+        return err_set(err,
+                       "invalid value \"%s\" for option \"--%s\"%s: expected a size from "
                        "%llu to %llu bytes (suffixes KiB, MiB, GiB)",
                        s, opt_defs[id].name, source_name(opts->v[id].source),
                        (unsigned long long)min, (unsigned long long)max);

@@ -26,7 +26,7 @@ typedef enum {
     CMD_TUNE = 1 << 6,
 } command_bit;
 
-#define CMD_ALL                                                                                   \
+#define CMD_ALL                                                                                    \
     (CMD_BACKUP | CMD_RESTORE | CMD_LIST | CMD_WAL_PUSH | CMD_WAL_FETCH | CMD_CACHE | CMD_TUNE)
 
 typedef enum {

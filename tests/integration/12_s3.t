@@ -40,6 +40,17 @@ ok $? "restore from S3 to the restore point starts"
 is "$(pgbench_hash "$port")" "$hash_a" "restored from S3: every pgbench table equals the source at the restore point"
 pg_stop "$T/restored"
 
+# upload buffers count in the memory cap: peak RSS stays under --max-memory
+if [ -n "${PGDIRECT_RELEASE_BIN:-}" ]; then
+    cp "$PGDIRECT_RELEASE_BIN" "$T/bin/pgdirect-release" && chmod 755 "$T/bin/pgdirect-release"
+    out=$(as_pg "$T/bin/pgdirect-release" backup --repo "s3://$S3_BUCKET/capped" --pgdata "$T/data" \
+          --checkpoint fast --archive-check=off --compression none --s3-part-size 8MiB \
+          --s3-upload-concurrency 3 --max-memory 64MiB 2>&1)
+    ok $? "backup to S3 with 8 MiB parts under --max-memory 64MiB succeeds"
+    rss=$(echo "$out" | sed -n 's/.*peak RSS \([0-9]*\) MiB.*/\1/p')
+    cmp_ok "$rss" "<" 64 "peak RSS stays under the cap with the upload buffers counted ($rss MiB)"
+fi
+
 # a multipart object round-trips byte-identical (16 MiB in 5 MiB parts, stored uncompressed)
 seg=00000009000000000000000A
 head -c 16777216 /dev/urandom >"$T/$seg" && chown postgres "$T/$seg"

@@ -82,11 +82,11 @@ static void test_walk_applies_exclusions_and_follows_tablespaces(void **state)
     touch(pgdata, "pg_stat_tmp/global.stat", 10);
     touch(pgdata, "base/pgsql_tmp/pgsql_tmp123.0", 10);
     touch(pgdata, "base/5/1259", 8192);
-    touch(pgdata, "base/5/16400", 8192);      /* unlogged: has an init fork */
+    touch(pgdata, "base/5/16400", 8192); /* unlogged: has an init fork */
     touch(pgdata, "base/5/16400_fsm", 8192);
     touch(pgdata, "base/5/16400.1", 8192);
     touch(pgdata, "base/5/16400_init", 0);
-    touch(pgdata, "base/5/t3_16500", 8192);   /* temporary */
+    touch(pgdata, "base/5/t3_16500", 8192); /* temporary */
     touch(pgdata, "base/5/pg_internal.init", 10);
     touch(spc, "PG_15_202209061/5/16384", 16384);
     touch(spc, "PG_14_202107181/5/16384", 16384);

@@ -24,7 +24,8 @@ static void read_back(const char *dir, size_t size, size_t chunk, bool direct)
     buf = dio_buffer_alloc(chunk, &err);
     assert_non_null(buf);
     assert_int_equal((uintptr_t)buf % DIO_ALIGN, 0);
-    assert_true(dio_file_open(&f, path, direct ? READ_MODE_DIRECT : READ_MODE_BUFFERED, &missing, &err));
+    assert_true(
+        dio_file_open(&f, path, direct ? READ_MODE_DIRECT : READ_MODE_BUFFERED, &missing, &err));
     assert_int_equal(f.mode, direct ? READ_MODE_DIRECT : READ_MODE_BUFFERED);
     do {
         assert_true(dio_file_read(&f, buf, chunk, &n, &err));
@@ -75,7 +76,8 @@ static void test_missing_file_is_reported_without_error(void **state)
     bool missing;
 
     (void)state;
-    assert_false(dio_file_open(&f, "/tmp/pgd-unit-does-not-exist/x", READ_MODE_DIRECT, &missing, &err));
+    assert_false(
+        dio_file_open(&f, "/tmp/pgd-unit-does-not-exist/x", READ_MODE_DIRECT, &missing, &err));
     assert_true(missing);
     assert_false(err.set);
 }

@@ -1,4 +1,5 @@
-/* test_extract.c - covers src/restore/extract.c: which backup paths are safe and where they land. */
+/* test_extract.c - covers src/restore/extract.c: which backup paths are safe and where they land.
+ */
 #include "helpers.h"
 
 #include "restore/extract.h"

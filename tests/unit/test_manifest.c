@@ -8,11 +8,19 @@ static void test_round_trip(void **state)
     manifest m, back;
     pgd_error err = {0};
     char *json;
-    manifest_file f1 = {.path = "base/1/1259", .size = 81920, .mode = 0600, .mtime = 123,
-                        .crc = 0xdeadbeef, .partition = 1};
+    manifest_file f1 = {.path = "base/1/1259",
+                        .size = 81920,
+                        .mode = 0600,
+                        .mtime = 123,
+                        .crc = 0xdeadbeef,
+                        .partition = 1};
     manifest_file d1 = {.path = "base", .is_dir = true, .mode = 0700, .mtime = 5};
-    manifest_file f2 = {.path = "pg_tblspc/16384/PG_15_202209061/5/16385", .size = 0,
-                        .mode = 0600, .mtime = 7, .crc = 0, .partition = 2};
+    manifest_file f2 = {.path = "pg_tblspc/16384/PG_15_202209061/5/16385",
+                        .size = 0,
+                        .mode = 0600,
+                        .mtime = 7,
+                        .crc = 0,
+                        .partition = 2};
 
     (void)state;
     manifest_init(&m);

@@ -21,8 +21,8 @@ static void test_cli_forms_and_positionals(void **state)
 {
     pgd_options o;
     pgd_error err = {0};
-    char *argv[] = {"LATEST", "--target-dir", "/srv/x", "--concurrency=4", "--progress=off",
-                    "--tablespace-map", "/a=/b", "--tablespace-map=/c=/d"};
+    char *argv[] = {"LATEST",         "--target-dir",     "/srv/x", "--concurrency=4",
+                    "--progress=off", "--tablespace-map", "/a=/b",  "--tablespace-map=/c=/d"};
     long c;
 
     (void)state;
@@ -79,7 +79,7 @@ static void test_precedence_cli_env_config_default(void **state)
     assert_true(opt_int(&o, OPT_BLOCK_COUNT, 1, 16384, &v, &err));
     assert_int_equal(v, 64); /* command line wins */
     assert_true(opt_int(&o, OPT_CONCURRENCY, 1, 256, &v, &err));
-    assert_int_equal(v, 3); /* config file */
+    assert_int_equal(v, 3);                                   /* config file */
     assert_string_equal(opt_str(&o, OPT_COMPRESSION), "lz4"); /* default */
     options_free(&o);
 

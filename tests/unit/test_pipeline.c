@@ -24,8 +24,7 @@ static storage *repo_in(const char *dir)
 }
 
 /* Read partition `name` back and return the size and data of entry `path` (malloc'd). */
-static unsigned char *entry_data(storage *repo, const char *part, const char *path,
-                                 uint64_t *size)
+static unsigned char *entry_data(storage *repo, const char *part, const char *path, uint64_t *size)
 {
     char obj[LAYOUT_PATH_MAX];
     pgd_error err = {0};
@@ -72,8 +71,8 @@ static void test_vanished_grown_shrunk(void **state)
     snprintf(shrunk, sizeof(shrunk), "%s/shrunk", dir);
     snprintf(steady, sizeof(steady), "%s/steady", dir);
     snprintf(gone, sizeof(gone), "%s/gone", dir);
-    write_test_file(grown, content, 20000);  /* walk saw 10000 bytes */
-    write_test_file(shrunk, content, 3000);  /* walk saw 9000 bytes */
+    write_test_file(grown, content, 20000); /* walk saw 10000 bytes */
+    write_test_file(shrunk, content, 3000); /* walk saw 9000 bytes */
     write_test_file(steady, content, 12345);
 
     pipeline_file files[] = {
@@ -83,9 +82,14 @@ static void test_vanished_grown_shrunk(void **state)
         {.path = "base/1/gone", .source = gone, .size = 8192, .mode = 0600},
         {.path = "base/1", .source = dir, .is_dir = true, .mode = 0700},
     };
-    pipeline_config cfg = {.repo = repo, .backup_id = ID, .compression = COMPRESS_LZ4,
-                           .compression_level = COMPRESS_LEVEL_DEFAULT, .read_size = 8192,
-                           .workers = 2, .depth = 3, .engine = IO_ENGINE_THREADS,
+    pipeline_config cfg = {.repo = repo,
+                           .backup_id = ID,
+                           .compression = COMPRESS_LZ4,
+                           .compression_level = COMPRESS_LEVEL_DEFAULT,
+                           .read_size = 8192,
+                           .workers = 2,
+                           .depth = 3,
+                           .engine = IO_ENGINE_THREADS,
                            .partition_size = 1, /* one file per partition */
                            .mode = READ_MODE_DIRECT};
 
@@ -141,9 +145,14 @@ static void test_read_error_fails_and_removes_partitions(void **state)
     assert_int_equal(mkdir(sub, 0700), 0);
     /* a directory queued as a file: opening works, reading fails */
     pipeline_file files[] = {{.path = "x", .source = sub, .size = 4096, .mode = 0600}};
-    pipeline_config cfg = {.repo = repo, .backup_id = ID, .compression = COMPRESS_NONE,
-                           .read_size = 4096, .workers = 1, .depth = 2,
-                           .engine = IO_ENGINE_THREADS, .partition_size = 1 << 20,
+    pipeline_config cfg = {.repo = repo,
+                           .backup_id = ID,
+                           .compression = COMPRESS_NONE,
+                           .read_size = 4096,
+                           .workers = 1,
+                           .depth = 2,
+                           .engine = IO_ENGINE_THREADS,
+                           .partition_size = 1 << 20,
                            .mode = READ_MODE_BUFFERED};
     assert_false(pipeline_run(&cfg, files, 1, &res, &err));
     assert_non_null(strstr(err.msg, sub));
@@ -172,11 +181,17 @@ static void big_file_with(io_engine_kind engine, read_mode mode)
     fill_pattern(content, len, 11);
     snprintf(path, sizeof(path), "%s/big", dir);
     write_test_file(path, content, len);
-    pipeline_file files[] = {{.path = "base/1/big", .source = path, .size = len, .mode = 0600,
-                              .read_size = 64 * 1024}};
-    pipeline_config cfg = {.repo = repo, .backup_id = ID, .compression = COMPRESS_NONE,
-                           .read_size = 8192, .workers = 1, .depth = 8, .engine = engine,
-                           .partition_size = 1 << 30, .mode = mode};
+    pipeline_file files[] = {
+        {.path = "base/1/big", .source = path, .size = len, .mode = 0600, .read_size = 64 * 1024}};
+    pipeline_config cfg = {.repo = repo,
+                           .backup_id = ID,
+                           .compression = COMPRESS_NONE,
+                           .read_size = 8192,
+                           .workers = 1,
+                           .depth = 8,
+                           .engine = engine,
+                           .partition_size = 1 << 30,
+                           .mode = mode};
     assert_true(pipeline_run(&cfg, files, 1, &res, &err));
     assert_int_equal(files[0].stored_size, len);
     assert_int_equal(files[0].crc, crc32c(content, len));

@@ -13,9 +13,8 @@
 
 #define MAX_HEADERS 32
 
-static const sigv4_credentials suite_creds = {"AKIDEXAMPLE",
-                                              "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
-                                              "us-east-1", "service"};
+static const sigv4_credentials suite_creds = {
+    "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "us-east-1", "service"};
 
 static char *slurp(const char *path)
 {
@@ -91,8 +90,13 @@ static int run_case(const char *dir, const char *name)
     }
     (void)in_body;
     sigv4_sha256_hex(body, strlen(body), hash);
-    sigv4_request r = {.method = method, .path = target, .query = query, .headers = headers,
-                       .nheaders = nh, .payload_hash = hash, .s3 = false};
+    sigv4_request r = {.method = method,
+                       .path = target,
+                       .query = query,
+                       .headers = headers,
+                       .nheaders = nh,
+                       .payload_hash = hash,
+                       .s3 = false};
     creq = sigv4_canonical_request(&r, NULL);
     if (strcmp(creq, creq_want) != 0)
         fail_msg("%s: canonical request\n--- got\n%s\n--- want\n%s", name, creq, creq_want);
@@ -165,9 +169,8 @@ static void test_aws_suite(void **state)
     assert_true(cases >= 25);
 }
 
-static const sigv4_credentials s3_creds = {"AKIAIOSFODNN7EXAMPLE",
-                                           "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-                                           "us-east-1", "s3"};
+static const sigv4_credentials s3_creds = {
+    "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "us-east-1", "s3"};
 #define EMPTY_HASH "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 #define S3_DATE    "20130524T000000Z"
 #define S3_HOST    "examplebucket.s3.amazonaws.com"
@@ -175,11 +178,17 @@ static const sigv4_credentials s3_creds = {"AKIAIOSFODNN7EXAMPLE",
 static void expect_s3(const char *method, const char *path, const char *query,
                       const sigv4_header *h, size_t nh, const char *hash, const char *signature)
 {
-    sigv4_request r = {.method = method, .path = path, .query = query, .headers = h,
-                       .nheaders = nh, .payload_hash = hash, .s3 = true};
+    sigv4_request r = {.method = method,
+                       .path = path,
+                       .query = query,
+                       .headers = h,
+                       .nheaders = nh,
+                       .payload_hash = hash,
+                       .s3 = true};
     char *authz = sigv4_authorization(&r, &s3_creds, S3_DATE);
 
-    assert_non_null(strstr(authz, "Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request"));
+    assert_non_null(
+        strstr(authz, "Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request"));
     if (strstr(authz, signature) == NULL)
         fail_msg("%s %s: got %s, want signature %s", method, path, authz, signature);
     free(authz);
@@ -191,23 +200,28 @@ static void test_s3_examples(void **state)
 
     (void)state;
     {
-        sigv4_header h[] = {{"Host", S3_HOST}, {"Range", "bytes=0-9"},
-                            {"x-amz-content-sha256", EMPTY_HASH}, {"x-amz-date", S3_DATE}};
+        sigv4_header h[] = {{"Host", S3_HOST},
+                            {"Range", "bytes=0-9"},
+                            {"x-amz-content-sha256", EMPTY_HASH},
+                            {"x-amz-date", S3_DATE}};
         expect_s3("GET", "/test.txt", NULL, h, 4, EMPTY_HASH,
                   "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
     }
     sigv4_sha256_hex("Welcome to Amazon S3.", 21, body_hash);
-    assert_string_equal(body_hash, "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072");
+    assert_string_equal(body_hash,
+                        "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072");
     {
-        sigv4_header h[] = {{"Date", "Fri, 24 May 2013 00:00:00 GMT"}, {"Host", S3_HOST},
-                            {"x-amz-content-sha256", body_hash}, {"x-amz-date", S3_DATE},
+        sigv4_header h[] = {{"Date", "Fri, 24 May 2013 00:00:00 GMT"},
+                            {"Host", S3_HOST},
+                            {"x-amz-content-sha256", body_hash},
+                            {"x-amz-date", S3_DATE},
                             {"x-amz-storage-class", "REDUCED_REDUNDANCY"}};
         expect_s3("PUT", "/test$file.text", NULL, h, 5, body_hash,
                   "98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd");
     }
     {
-        sigv4_header h[] = {{"Host", S3_HOST}, {"x-amz-content-sha256", EMPTY_HASH},
-                            {"x-amz-date", S3_DATE}};
+        sigv4_header h[] = {
+            {"Host", S3_HOST}, {"x-amz-content-sha256", EMPTY_HASH}, {"x-amz-date", S3_DATE}};
         expect_s3("GET", "/", "lifecycle", h, 3, EMPTY_HASH,
                   "fea454ca298b7da1c68078a5d1bdbfbbe0d65c699e0f91ac7a200a0136783543");
         expect_s3("GET", "/", "max-keys=2&prefix=J", h, 3, EMPTY_HASH,

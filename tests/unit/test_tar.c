@@ -6,8 +6,8 @@
 static void add_file(mem_out *m, const char *path, const void *data, uint64_t size)
 {
     pgd_error err = {0};
-    tar_entry e = {.path = (char *)path, .size = size, .mode = 0600, .mtime = 1700000000,
-                   .type = TAR_FILE};
+    tar_entry e = {
+        .path = (char *)path, .size = size, .mode = 0600, .mtime = 1700000000, .type = TAR_FILE};
 
     assert_true(tar_write_header(&m->base, &e, &err));
     assert_true(out_write(&m->base, data, size, &err));
