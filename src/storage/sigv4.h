@@ -1,6 +1,6 @@
 /*
  * sigv4.h - AWS Signature Version 4, written against AWS's published test
- * suite (tests/unit/test_sigv4.c runs every case in ../shared/testdata/sigv4)
+ * suite (tests/unit/test_sigv4.c runs every case in tests/data/sigv4)
  * with OpenSSL's HMAC and SHA-256.
  *
  *   canonical request = METHOD \n URI \n QUERY \n HEADERS \n SIGNED \n HASH

@@ -1,6 +1,6 @@
 /*
  * test_sigv4.c - covers src/storage/sigv4.c: every case of AWS's Signature
- * Version 4 test suite (../shared/testdata/sigv4: canonical request, string
+ * Version 4 test suite (tests/data/sigv4, copied from ../shared/testdata: canonical request, string
  * to sign, Authorization header), and the S3 reference signatures of
  * S3-EXAMPLES.md there (Range, x-amz-content-sha256, storage class, query
  * forms).
