@@ -85,4 +85,32 @@ like "$(grep error "$T/backup.log")" "^pgdirect: error: backup [0-9T]+F failed: 
 control "pass"
 n=$(as_pg "$PGD" list --repo "$REPO" --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
 is "$n" "0" "no sentinel was written: list shows no backup"
+
+# a backup whose object uploads start failing (PUTs reset) removes the partitions it had
+# completed, in one batched DeleteObjects request
+REPO2="s3://$S3_BUCKET/faults2"
+via_proxy as_pg "$PGD" backup --repo "$REPO2" --pgdata "$T/data" --checkpoint fast \
+    --max-rate 4MiB --s3-retries 1 --partition-size 2MiB --compression none \
+    --archive-check=off >"$T/backup2.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 200); do
+    [ "$(grep -c 'faults2/backups/.*part_' "$T/s3rver.log")" -ge 2 ] && break
+    sleep 0.1
+done
+control "reset-put always"
+wait $pid
+isnt "$?" "0" "a backup whose uploads are reset midway fails"
+control "pass"
+like "$(grep -c 'POST.*delete\|?delete' "$T/s3rver.log")" "^[1-9]" "it removed its completed partitions with DeleteObjects"
+left=$(/usr/bin/python3 - "$AWS_ENDPOINT_URL" "$S3_BUCKET" <<'PY'
+import sys
+import botocore.session
+s3 = botocore.session.get_session().create_client(
+    "s3", endpoint_url=sys.argv[1], region_name="us-east-1",
+    aws_access_key_id="S3RVER", aws_secret_access_key="S3RVER")
+r = s3.list_objects_v2(Bucket=sys.argv[2], Prefix="faults2/backups/")
+print(len([o for o in r.get("Contents", []) if "part_" in o["Key"]]))
+PY
+)
+is "$left" "0" "no partition of the failed backup is left in the bucket"
 done_testing
