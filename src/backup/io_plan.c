@@ -16,6 +16,7 @@
 #define MEMORY_RAM_PCT  5
 #define READ_SIZE_MIN   (64 * 1024)
 #define BLOCK_COUNT_MAX 16384
+#define WORKER_OVERHEAD (512 * 1024) /* thread stack in use, engine ring or reader threads */
 
 uint64_t io_plan_default_memory(void)
 {
@@ -33,9 +34,9 @@ static uint64_t plan_memory(const io_plan *p, const io_plan_request *req)
     for (size_t i = 0; i < p->nplaces; i++)
         if (p->places[i].read_size > max_read)
             max_read = p->places[i].read_size;
-    /* per worker: depth aligned buffers (+ one page of headroom) and a compressor */
+    /* per worker: depth aligned buffers (+ one page of headroom), a compressor, its thread */
     return (uint64_t)p->workers *
-           ((uint64_t)p->depth * (max_read + DIO_ALIGN) +
+           (WORKER_OVERHEAD + (uint64_t)p->depth * (max_read + DIO_ALIGN) +
             compress_memory_estimate(req->compression, req->compression_level) +
             req->stream_memory);
 }

@@ -39,7 +39,7 @@
 #define PARTITION_SIZE_MIN (1024 * 1024ULL)
 #define PARTITION_SIZE_MAX (1024ULL * 1024 * 1024 * 1024)
 #define MAX_MEMORY_MIN     (8 * 1024 * 1024ULL)
-#define RSS_MARGIN         (4 * 1024 * 1024ULL) /* allocator slack, libpq buffers */
+#define RSS_MARGIN         (8 * 1024 * 1024ULL) /* allocator slack, libpq buffers, the manifest */
 
 static const command_help backup_help = {
     CMD_BACKUP, "usage: pgdirect backup [OPTIONS]",

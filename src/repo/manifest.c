@@ -91,44 +91,99 @@ static json_t *crc_json(uint32_t crc)
     return json_string(hex);
 }
 
+/* A growing text buffer; each manifest element is serialised on its own and appended. */
+typedef struct json_text {
+    char *data;
+    size_t len, cap;
+    bool failed;
+} json_text;
+
+static void text_add(json_text *t, const char *s)
+{
+    size_t n = strlen(s);
+
+    if (t->failed)
+        return;
+    if (t->len + n + 1 > t->cap) {
+        size_t cap = (t->len + n + 1) * 2;
+        char *grown = realloc(t->data, cap);
+        if (grown == NULL) {
+            t->failed = true;
+            return;
+        }
+        t->data = grown;
+        t->cap = cap;
+    }
+    memcpy(t->data + t->len, s, n + 1);
+    t->len += n;
+}
+
+/* Append one small JSON value and free it. */
+static void text_add_json(json_t *v, json_text *t)
+{
+    char *s = v ? json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY) : NULL;
+
+    if (s == NULL)
+        t->failed = true;
+    else
+        text_add(t, s);
+    free(s);
+    json_decref(v);
+}
+
+/*
+ * Serialised element by element, not as one jansson tree: a tree of every
+ * file costs about a kilobyte per file, and backups can hold millions.
+ */
 bool manifest_to_json(const manifest *m, char **json, pgd_error *err)
 {
-    json_t *root = json_object(), *files = json_array(), *parts = json_array(),
-           *spcs = json_array();
+    json_text t = {0};
 
-    json_object_set_new(root, "format", json_integer(MANIFEST_FORMAT));
-    json_object_set_new(root, "id", json_string(m->id));
-    json_object_set_new(root, "compression", json_string(compress_name(m->compression)));
-    for (size_t i = 0; i < m->npartitions; i++)
-        json_array_append_new(parts, json_pack("{s:s, s:I, s:o}", "name", m->partitions[i].name,
-                                               "size", (json_int_t)m->partitions[i].size, "crc32c",
-                                               crc_json(m->partitions[i].crc)));
-    for (size_t i = 0; i < m->ntablespaces; i++)
-        json_array_append_new(
-            spcs, json_pack("{s:I, s:s, s:s}", "oid", (json_int_t)m->tablespaces[i].oid, "name",
-                            m->tablespaces[i].name, "location", m->tablespaces[i].location));
+    text_add(&t, "{\n \"format\": ");
+    text_add_json(json_integer(MANIFEST_FORMAT), &t);
+    text_add(&t, ",\n \"id\": ");
+    text_add_json(json_string(m->id), &t);
+    text_add(&t, ",\n \"compression\": ");
+    text_add_json(json_string(compress_name(m->compression)), &t);
+    text_add(&t, ",\n \"partitions\": [");
+    for (size_t i = 0; i < m->npartitions; i++) {
+        text_add(&t, i ? ",\n  " : "\n  ");
+        text_add_json(json_pack("{s:s, s:I, s:o}", "name", m->partitions[i].name, "size",
+                                (json_int_t)m->partitions[i].size, "crc32c",
+                                crc_json(m->partitions[i].crc)),
+                      &t);
+    }
+    text_add(&t, "\n ],\n \"tablespaces\": [");
+    for (size_t i = 0; i < m->ntablespaces; i++) {
+        text_add(&t, i ? ",\n  " : "\n  ");
+        text_add_json(json_pack("{s:I, s:s, s:s}", "oid", (json_int_t)m->tablespaces[i].oid, "name",
+                                m->tablespaces[i].name, "location", m->tablespaces[i].location),
+                      &t);
+    }
+    text_add(&t, "\n ],\n \"files\": [");
     for (size_t i = 0; i < m->nfiles; i++) {
         const manifest_file *f = &m->files[i];
         json_t *o =
             json_pack("{s:s, s:s, s:I, s:I}", "path", f->path, "type", f->is_dir ? "dir" : "file",
                       "mode", (json_int_t)f->mode, "mtime", (json_int_t)f->mtime);
-        if (!f->is_dir) {
+        if (o != NULL && !f->is_dir) {
             json_object_set_new(o, "size", json_integer((json_int_t)f->size));
             json_object_set_new(o, "crc32c", crc_json(f->crc));
             json_object_set_new(o, "partition", json_integer(f->partition));
         }
-        json_array_append_new(files, o);
+        text_add(&t, i ? ",\n  " : "\n  ");
+        text_add_json(o, &t);
     }
-    json_object_set_new(root, "partitions", parts);
-    json_object_set_new(root, "tablespaces", spcs);
-    json_object_set_new(root, "files", files);
-    json_object_set_new(root, "backup_label", json_string(m->backup_label ? m->backup_label : ""));
-    json_object_set_new(root, "tablespace_map",
-                        json_string(m->tablespace_map ? m->tablespace_map : ""));
-    *json = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-    json_decref(root);
-    if (*json == NULL)
+    text_add(&t, "\n ],\n \"backup_label\": ");
+    text_add_json(json_string(m->backup_label ? m->backup_label : ""), &t);
+    text_add(&t, ",\n \"tablespace_map\": ");
+    text_add_json(json_string(m->tablespace_map ? m->tablespace_map : ""), &t);
+    text_add(&t, "\n}\n");
+    if (t.failed) {
+        free(t.data);
         return err_set(err, "could not serialise manifest of backup \"%s\"", m->id);
+    }
+    *json = t.data;
     return true;
 }
 
