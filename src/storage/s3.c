@@ -1059,6 +1059,7 @@ storage *storage_s3_new(const char *bucket, const char *prefix, const s3_setting
     }
     s->base.ops = &s3_ops;
     pthread_mutex_init(&s->clients_lock, NULL);
+    srand((unsigned)time(NULL) ^ (unsigned)getpid()); /* backoff jitter differs between processes */
     s->bucket = strdup(bucket);
     while (*prefix == '/')
         prefix++;
