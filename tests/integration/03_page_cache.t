@@ -5,8 +5,7 @@
 # proves this test can fail.
 . "$(dirname "$0")/lib.sh"
 setup_tmp
-[ -n "$PGD_PAGECACHE" ] || bail "PGD_PAGECACHE must point at the pgd-pagecache helper"
-PC="$T/bin/pgd-pagecache"
+require_pagecache
 pg_init "$T/data"
 pg_start "$T/data"
 

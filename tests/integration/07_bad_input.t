@@ -5,17 +5,6 @@ setup_tmp
 pg_init "$T/data"
 pg_start "$T/data"
 
-# expect_error DESCRIPTION REGEX COMMAND...
-expect_error() {
-    local desc=$1 re=$2 out rc
-    shift 2
-    out=$("$@" 2>&1)
-    rc=$?
-    isnt "$rc" "0" "$desc: non-zero exit"
-    is "$(printf '%s\n' "$out" | wc -l)" "1" "$desc: one line"
-    like "$out" "^pgdirect: error: .*$re" "$desc: says why"
-}
-
 expect_error "unknown option" 'unknown option "--frobnicate"' \
     pgd backup --repo "$REPO" --frobnicate
 expect_error "unknown command" 'unknown command "bakup"' pgd bakup

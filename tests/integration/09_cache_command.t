@@ -5,8 +5,7 @@
 # Also: --watch CSV, filters, and what a non-superuser is told.
 . "$(dirname "$0")/lib.sh"
 setup_tmp
-[ -n "$PGD_PAGECACHE" ] || bail "PGD_PAGECACHE must point at the pgd-pagecache helper"
-PC="$T/bin/pgd-pagecache"
+require_pagecache
 pg_init "$T/data"
 pg_start "$T/data"
 q "CREATE EXTENSION pg_prewarm"

@@ -6,10 +6,9 @@
 # 20,000 small files and a 2 GiB file.
 . "$(dirname "$0")/lib.sh"
 setup_tmp
-[ -n "$PGD_PAGECACHE" ] || bail "PGD_PAGECACHE must point at the pgd-pagecache helper"
+require_pagecache
 [ -n "${PGDIRECT_RELEASE_BIN:-}" ] || bail "PGDIRECT_RELEASE_BIN must point at a non-sanitizer build"
 cp "$PGDIRECT_RELEASE_BIN" "$T/bin/pgdirect-release" && chmod 755 "$T/bin/pgdirect-release"
-PC="$T/bin/pgd-pagecache"
 pg_init "$T/data"
 pg_start "$T/data"
 q "CREATE TABLE t (id int, pad text) WITH (autovacuum_enabled = off)"

@@ -69,6 +69,19 @@ bail() {
     exit 255
 }
 
+# expect_error DESCRIPTION REGEX COMMAND...: a non-zero exit and one line
+# "pgdirect: error: ...REGEX"; the output is left in EXPECT_OUT.
+EXPECT_OUT=""
+expect_error() {
+    local desc=$1 re=$2 rc
+    shift 2
+    EXPECT_OUT=$("$@" 2>&1)
+    rc=$?
+    isnt "$rc" "0" "$desc: non-zero exit"
+    is "$(printf '%s\n' "$EXPECT_OUT" | wc -l)" "1" "$desc: one line"
+    like "$EXPECT_OUT" "^pgdirect: error: .*$re" "$desc: says why"
+}
+
 # ---- environment ----
 
 T=""
@@ -78,6 +91,12 @@ cleanup_all() {
         [ -f "$d/postmaster.pid" ] && as_pg "$PG_BIN/pg_ctl" -D "$d" -m immediate stop >/dev/null 2>&1
     done
     [ -n "${KEEP_TMP:-}" ] || rm -rf "$T"
+}
+
+# The page-cache helper, copied into the test's directory as $PC.
+require_pagecache() {
+    [ -n "$PGD_PAGECACHE" ] || bail "PGD_PAGECACHE must point at the pgd-pagecache helper"
+    PC="$T/bin/pgd-pagecache"
 }
 
 # A private directory that the postgres user owns, with pgdirect copied in.
