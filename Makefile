@@ -4,9 +4,11 @@
 #   make check      everything CI runs: unit tests (plain, ASan+UBSan, valgrind),
 #                   integration tests against a real PostgreSQL 15 (needs root:
 #                   it runs the servers as the postgres user)
+#   make integration TESTS='tests/integration/08_wal.t'   one or a few integration tests
 #   make demo       the README demo
 
 BUILD      ?= build
+TESTS      ?= tests/integration/*.t
 ASAN_BUILD ?= build-asan
 
 .PHONY: all asan unit unit-asan unit-valgrind integration check demo format clean bench bench-quick bench-io bench-s3
@@ -36,7 +38,7 @@ unit-valgrind: all
 integration: all asan
 	PGDIRECT_BIN=$(CURDIR)/$(ASAN_BUILD)/pgdirect PGD_PAGECACHE=$(CURDIR)/$(BUILD)/pgd-pagecache \
 	  PGDIRECT_RELEASE_BIN=$(CURDIR)/$(BUILD)/pgdirect PGD_SIGV4=$(CURDIR)/$(BUILD)/pgd-sigv4 \
-	  prove --exec bash --verbose --timer tests/integration/*.t
+	  prove --exec bash --verbose --timer $(TESTS)
 
 check: unit unit-valgrind unit-asan integration
 
