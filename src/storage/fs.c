@@ -345,8 +345,14 @@ static void fs_free(storage *s)
     free(fs);
 }
 
-static const storage_ops fs_ops = {fs_write_open, fs_read_open, fs_exists, fs_list,
-                                   fs_remove,     fs_free,      NULL};
+static const storage_ops fs_ops = {
+    .write_open = fs_write_open,
+    .read_open = fs_read_open,
+    .exists = fs_exists,
+    .list = fs_list,
+    .remove = fs_remove,
+    .free = fs_free,
+};
 
 storage *storage_fs_new(const char *root, pgd_error *err)
 {

@@ -92,8 +92,14 @@ static void null_free(storage *s)
     free(s);
 }
 
-static const storage_ops null_ops = {null_write_open, null_read_open, null_exists, null_list,
-                                     null_remove,     null_free,      NULL};
+static const storage_ops null_ops = {
+    .write_open = null_write_open,
+    .read_open = null_read_open,
+    .exists = null_exists,
+    .list = null_list,
+    .remove = null_remove,
+    .free = null_free,
+};
 
 storage *storage_null_new(pgd_error *err)
 {

@@ -1035,8 +1035,15 @@ static void s3_free(storage *st)
     free(s);
 }
 
-static const storage_ops s3_ops = {s3_write_open, s3_read_open, s3_exists,     s3_list,
-                                   s3_remove,     s3_free,      s3_remove_many};
+static const storage_ops s3_ops = {
+    .write_open = s3_write_open,
+    .read_open = s3_read_open,
+    .exists = s3_exists,
+    .list = s3_list,
+    .remove = s3_remove,
+    .free = s3_free,
+    .remove_many = s3_remove_many,
+};
 
 static char *dup_or_env(const char *v, const char *env)
 {

@@ -158,3 +158,10 @@ bool storage_remove_many(storage *s, const char *const *paths, size_t n, pgd_err
             return false;
     return true;
 }
+
+bool storage_remove_stale_temp(storage *s, const char *dir, int64_t older_than_s, pgd_error *err)
+{
+    if (s->ops->remove_stale_temp == NULL)
+        return true;
+    return s->ops->remove_stale_temp(s, dir, older_than_s, err);
+}

@@ -38,6 +38,12 @@ typedef struct storage_ops {
     void (*free)(storage *s);
     /* optional: many objects in few requests (S3 DeleteObjects) */
     bool (*remove_many)(storage *s, const char *const *paths, size_t n, pgd_error *err);
+    /*
+     * optional: remove the temporary objects a killed writer left under
+     * `dir` (recursively) that nobody has written to for older_than_s
+     * seconds; back ends without temporary objects leave it NULL.
+     */
+    bool (*remove_stale_temp)(storage *s, const char *dir, int64_t older_than_s, pgd_error *err);
 } storage_ops;
 
 struct storage {
@@ -70,6 +76,9 @@ void storage_free(storage *s);
 
 /* Remove many objects (batched where the back end can). */
 bool storage_remove_many(storage *s, const char *const *paths, size_t n, pgd_error *err);
+
+/* Temporary objects of killed writers under `dir`, idle for older_than_s (no-op where none). */
+bool storage_remove_stale_temp(storage *s, const char *dir, int64_t older_than_s, pgd_error *err);
 
 /* Write and remove a probe object: fails early when the repository is not writable. */
 bool storage_check_writable(storage *s, pgd_error *err);

@@ -52,8 +52,15 @@ void err_prefix(pgd_error *err, const char *fmt, ...)
         memcpy(err->msg + sizeof(err->msg) - 4, "...", 4); /* say it was cut */
 }
 
+void err_mark_transient(pgd_error *err)
+{
+    if (err != NULL && err->set)
+        err->transient = true;
+}
+
 void err_clear(pgd_error *err)
 {
     err->set = false;
+    err->transient = false;
     err->msg[0] = '\0';
 }

@@ -13,6 +13,14 @@
 
 typedef struct pgd_error {
     bool set;
+    /*
+     * The cause may go away by itself (a repository that did not answer
+     * after its retries: 5xx, 429, timeouts, refused connections). Callers
+     * that can wait, such as wal-fetch on a standby, tell it apart from a
+     * definite failure (corrupt data, permission, a bucket that does not
+     * exist).
+     */
+    bool transient;
     char msg[PGD_ERROR_MAX];
 } pgd_error;
 
@@ -25,6 +33,9 @@ bool err_errno(pgd_error *err, int errnum, const char *fmt, ...)
 
 /* Prefix an existing message with more context ("while restoring backup X: ..."). */
 void err_prefix(pgd_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Mark an error that is already set as transient (see pgd_error). */
+void err_mark_transient(pgd_error *err);
 
 void err_clear(pgd_error *err);
 
