@@ -87,7 +87,9 @@ proxy_explain
 seg=000000010000000000000013
 new_segment $seg
 proxy_rules '[{"method": "PUT", "path": "'$seg'", "fault": "stall", "times": 1}]'
-out=$(via_proxy as_pg "$PGD" wal-push --repo "$REPO" --s3-timeout 2 "$T/$seg" 2>&1)
+# (a stall never ends, so any timeout abandons it; a short one could also abandon the retry,
+# whose 16 MiB the server may take seconds to store on a loaded machine)
+out=$(via_proxy as_pg "$PGD" wal-push --repo "$REPO" --s3-timeout 10 "$T/$seg" 2>&1)
 ok $? "a stalled response: abandoned after --s3-timeout, then retried successfully"
 is "$(proxy_count method=PUT path~$seg fault=stall)" "1" "the first PUT of the segment got no answer"
 is "$(proxy_count method=PUT path~$seg fault=pass status=200)" "1" "the second one was stored"
