@@ -10,10 +10,11 @@ pg_start "$T/data"
 as_pg "$PG_BIN/pgbench" -i -s 5 -q >/dev/null 2>&1 || bail "pgbench -i failed"
 archive_all "$PGPORT"
 
-# load during the backup
-as_pg "$PG_BIN/pgbench" -n -c 2 -j 2 -T 20 >"$T/pgbench.log" 2>&1 &
+# load during the backup: from pgbench's first commit until it is stopped after the backup
+# (-T only bounds it), however long the backup takes on a loaded machine
+as_pg "$PG_BIN/pgbench" -n -c 2 -j 2 -T 900 >"$T/pgbench.log" 2>&1 &
 load=$!
-sleep 2
+pgbench_wait_writing "$PGPORT"
 out=$(pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --concurrency 3 \
       --partition-size 16MiB 2>&1)
 rc=$?
@@ -21,6 +22,7 @@ ok $rc "backup under pgbench load succeeds"
 like "$out" "backup [0-9]{8}T[0-9]{6}F complete: .* read mode direct" "summary line names the read mode"
 busy=$(kill -0 $load 2>/dev/null && echo yes || echo no)
 is "$busy" "yes" "pgbench was still writing when the backup finished"
+q "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pgbench'" >/dev/null
 wait $load
 id=$(pgd list --repo "$REPO" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["id"])')
 like "$id" "^[0-9]{8}T[0-9]{6}F$" "list --json shows the backup"

@@ -76,8 +76,8 @@ env PGHOST="$T" PGPORT="$PGPORT" PGUSER=postgres "$PGD" backup --repo "$T/repo_r
     --pgdata "$T/data" --checkpoint fast --max-rate 4MiB --archive-check=off \
     --io-class idle --cpu-weight 50 >"$T/polite.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 100); do grep -q "backup started" "$T/polite.log" && break; sleep 0.1; done
-sleep 1
+# both take effect just after "backup started" is logged; the cgroup's line comes last
+wait_for_line "$T/polite.log" "running in cgroup|running at the normal CPU weight" "$pid"
 like "$(ionice -p $pid)" "^idle" "--io-class idle: the backup reads in the idle class"
 like "$(cat /proc/$pid/cgroup)" "pgdirect-$pid" "--cpu-weight: the backup runs in its own cgroup"
 shares=$(cat /sys/fs/cgroup/cpu/pgdirect-$pid/cpu.shares 2>/dev/null || cat /sys/fs/cgroup/*/pgdirect-$pid/cpu.weight 2>/dev/null)

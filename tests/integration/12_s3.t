@@ -18,7 +18,7 @@ ok 0 "WAL is archived to $REPO by archive_command"
 
 as_pg "$PG_BIN/pgbench" -n -c 2 -j 2 -T 15 >/dev/null 2>&1 &
 load=$!
-sleep 1
+pgbench_wait_writing "$PGPORT"
 out=$(pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --s3-part-size 5MiB \
       --partition-size 16MiB --compression none 2>&1)
 ok $? "backup to S3 under pgbench load succeeds"

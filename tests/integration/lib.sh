@@ -223,3 +223,27 @@ CONF
     sed 's/^/# /' "$dir.log" >&2
     return 1
 }
+
+# pgbench_wait_writing PORT: after starting pgbench in the background, wait (with a deadline)
+# until it has committed a transaction, so that what follows really runs under its load
+# (pgbench_history is empty after pgbench -i)
+pgbench_wait_writing() {
+    local port=$1
+    for _ in $(seq 1 600); do
+        [ "$(psql_at "$port" "SELECT count(*) > 0 FROM pgbench_history" 2>/dev/null)" = "t" ] && return 0
+        sleep 0.2
+    done
+    bail "pgbench did not start writing"
+}
+
+# wait_for_line FILE REGEX PID: wait (with a deadline) until FILE has a line matching REGEX;
+# false when PID exits first or the deadline passes
+wait_for_line() {
+    local file=$1 re=$2 pid=$3
+    for _ in $(seq 1 1200); do
+        grep -Eq -- "$re" "$file" 2>/dev/null && return 0
+        kill -0 "$pid" 2>/dev/null || { grep -Eq -- "$re" "$file" 2>/dev/null; return; }
+        sleep 0.1
+    done
+    return 1
+}

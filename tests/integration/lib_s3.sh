@@ -28,19 +28,48 @@ s3_stop() {
     S3_PID=""
 }
 
-# proxy_start: the fault-injecting proxy in front of s3rver; PROXY_URL, PROXY_CONTROL
+# ---- the fault proxy (tests/s3/fault_proxy.py): faults per request, and a log of every request ----
+
+FAULT_PROXY=$(cd "$(dirname "${BASH_SOURCE[0]}")/../s3" && pwd)/fault_proxy.py
+PROXY_PID=""
+PROXY_MARK=0
+
+# proxy_start: the proxy in front of the S3 server on $S3_PORT (whichever server that is), on a
+# port the kernel picked. Sets PROXY_URL, PROXY_PORT and PROXY_LOG (one JSON line per request).
 proxy_start() {
-    PROXY_PORT=$(free_port)
-    PROXY_CONTROL="$T/proxy.control"
-    echo pass >"$PROXY_CONTROL"
-    chmod 666 "$PROXY_CONTROL"
-    python3 "$(dirname "${BASH_SOURCE[0]}")/../s3/fault_proxy.py" "$PROXY_PORT" "$S3_PORT" \
-        "$PROXY_CONTROL" >"$T/proxy.log" 2>&1 &
+    PROXY_LOG="$T/proxy.jsonl"
+    rm -f "$T/proxy.port"
+    python3 "$FAULT_PROXY" serve --upstream "$S3_PORT" --log "$PROXY_LOG" \
+        --port-file "$T/proxy.port" >"$T/proxy.err" 2>&1 &
     PROXY_PID=$!
-    for _ in $(seq 1 100); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$PROXY_PORT") 2>/dev/null && break
+    for _ in $(seq 1 600); do
+        [ -s "$T/proxy.port" ] && break
+        kill -0 "$PROXY_PID" 2>/dev/null || bail "the fault proxy did not start: $(tail -1 "$T/proxy.err")"
         sleep 0.1
     done
+    [ -s "$T/proxy.port" ] || bail "the fault proxy did not start within 60 s"
+    PROXY_PORT=$(cat "$T/proxy.port")
     PROXY_URL="http://127.0.0.1:$PROXY_PORT"
 }
 
+# proxy_rules JSON: replace the proxy's rules (a JSON list; see fault_proxy.py), their counts
+# starting from zero, and mark the log: proxy_count and proxy_show look at later requests only.
+proxy_rules() {
+    python3 "$FAULT_PROXY" rules "$PROXY_PORT" "$1" || bail "the fault proxy refused rules $1"
+    PROXY_MARK=$(python3 "$FAULT_PROXY" last-seq "$PROXY_LOG")
+    PROXY_FAILED=$TAP_FAILED
+}
+
+# proxy_count [FIELD=VALUE | FIELD~REGEX]...: how many requests since the last proxy_rules match
+# (fields: method path query fault status rule conn on_conn body)
+proxy_count() { python3 "$FAULT_PROXY" count "$PROXY_LOG" "$PROXY_MARK" "$@"; }
+
+# proxy_show: the requests since the last proxy_rules, one per line, as TAP comments
+proxy_show() { python3 "$FAULT_PROXY" show "$PROXY_LOG" "$PROXY_MARK" | sed 's/^/#   /'; }
+
+# proxy_explain: after a scenario, if one of its assertions failed, show what the proxy saw
+proxy_explain() {
+    [ "$TAP_FAILED" -gt "${PROXY_FAILED:-0}" ] || return 0
+    diag "requests since the rules were set:"
+    proxy_show
+}
