@@ -69,7 +69,8 @@ static const struct {
     uint16_t magic;
     int major;
 } wal_versions[] = {
-    {0xD101, 12}, {0xD106, 13}, {0xD10D, 14}, {0xD110, 15}, {0xD113, 16}, {0xD116, 17}, {0xD118, 18},
+    {0xD101, 12}, {0xD106, 13}, {0xD10D, 14}, {0xD110, 15},
+    {0xD113, 16}, {0xD116, 17}, {0xD118, 18},
 };
 #define WAL_VERSIONS_KNOWN "PostgreSQL 12 to 18"
 
@@ -271,13 +272,15 @@ static bool wsc_first_page(wal_segment_check *c, pgd_error *err)
                         c->page_size);
     per_log = (UINT64_C(1) << 32) / c->seg_size;
     if (c->name_seg >= per_log)
-        return wsc_fail(c, err, "is not the segment its name says: a name's last 8 digits "
-                                "count segments of %u bytes, there are only %" PRIu64 " per log",
+        return wsc_fail(c, err,
+                        "is not the segment its name says: a name's last 8 digits "
+                        "count segments of %u bytes, there are only %" PRIu64 " per log",
                         c->seg_size, per_log);
     c->seg_lsn = ((uint64_t)c->name_log << 32) + (uint64_t)c->name_seg * c->seg_size;
     if (addr != c->seg_lsn)
-        return wsc_fail(c, err, "is not the segment its name says: its first page is at %X/%X, "
-                                "the name says %X/%X",
+        return wsc_fail(c, err,
+                        "is not the segment its name says: its first page is at %X/%X, "
+                        "the name says %X/%X",
                         LSN_ARGS(addr), LSN_ARGS(c->seg_lsn));
     /*
      * The first segment of a new timeline starts with a copy of its
@@ -322,8 +325,9 @@ static bool wsc_next_page(wal_segment_check *c, pgd_error *err)
     bool open = c->state == WSC_CONT || (c->state == WSC_RECORD && c->rec_have > 0);
 
     if (magic != c->magic || (info & ~XLP_ALL_FLAGS) != 0 || (info & XLP_LONG_HEADER))
-        return wsc_fail(c, err, "is corrupt: invalid page header at %X/%X (magic 0x%04X, flags "
-                                "0x%04X)",
+        return wsc_fail(c, err,
+                        "is corrupt: invalid page header at %X/%X (magic 0x%04X, flags "
+                        "0x%04X)",
                         LSN_ARGS(page_lsn), magic, info);
     if (addr != page_lsn)
         return wsc_fail(c, err, "is corrupt: the page at %X/%X says it is at %X/%X",
@@ -342,8 +346,9 @@ static bool wsc_next_page(wal_segment_check *c, pgd_error *err)
         return true;
     }
     if (!open && cont)
-        return wsc_fail(c, err, "is corrupt: the page at %X/%X continues a record, but none is "
-                                "open before it",
+        return wsc_fail(c, err,
+                        "is corrupt: the page at %X/%X continues a record, but none is "
+                        "open before it",
                         LSN_ARGS(page_lsn));
     if (!open)
         return true;
@@ -391,8 +396,8 @@ static bool wsc_record_end(wal_segment_check *c, pgd_error *err)
     c->prev_known = true;
     c->rec_have = 0;
     /* after XLOG_SWITCH the segment is zeroes, page headers included */
-    c->state = rmid == RM_XLOG_ID && (info & ~XLR_INFO_MASK) == XLOG_SWITCH ? WSC_UNCHECKED
-                                                                             : WSC_PAD;
+    c->state =
+        rmid == RM_XLOG_ID && (info & ~XLR_INFO_MASK) == XLOG_SWITCH ? WSC_UNCHECKED : WSC_PAD;
     return true;
 }
 

@@ -12,17 +12,17 @@
 #include "pg/wal_segment.h"
 #include "util/crc32c.h"
 
-#define SEG_SIZE      (1u << 20)
-#define PAGE_SIZE     8192u
-#define PG15_MAGIC    0xD110
-#define LONG_HEADER   40
-#define SHORT_HEADER  24
-#define REC_HEADER    24
-#define INFO_CONT     0x0001
-#define INFO_LONG     0x0002
+#define SEG_SIZE       (1u << 20)
+#define PAGE_SIZE      8192u
+#define PG15_MAGIC     0xD110
+#define LONG_HEADER    40
+#define SHORT_HEADER   24
+#define REC_HEADER     24
+#define INFO_CONT      0x0001
+#define INFO_LONG      0x0002
 #define INFO_OVERWRITE 0x0008
-#define RM_HEAP       10
-#define XLOG_SWITCH   0x40
+#define RM_HEAP        10
+#define XLOG_SWITCH    0x40
 
 /* Segment 0/3 of timeline 1 (16 MiB segments would be 000000010000000000000003 too). */
 #define SEG_NAME "000000010000000000000003"
@@ -37,9 +37,18 @@ typedef struct builder {
     uint64_t prev; /* LSN of the last record written */
 } builder;
 
-static void put16(unsigned char *p, uint16_t v) { memcpy(p, &v, sizeof(v)); }
-static void put32(unsigned char *p, uint32_t v) { memcpy(p, &v, sizeof(v)); }
-static void put64(unsigned char *p, uint64_t v) { memcpy(p, &v, sizeof(v)); }
+static void put16(unsigned char *p, uint16_t v)
+{
+    memcpy(p, &v, sizeof(v));
+}
+static void put32(unsigned char *p, uint32_t v)
+{
+    memcpy(p, &v, sizeof(v));
+}
+static void put64(unsigned char *p, uint64_t v)
+{
+    memcpy(p, &v, sizeof(v));
+}
 
 static void page_header(builder *b, size_t at, uint16_t info, uint32_t rem_len)
 {
@@ -206,9 +215,8 @@ static void test_fed_byte_by_byte_and_in_odd_pieces(void **state)
         size_t step = pieces[i];
         assert_non_null(c);
         for (size_t off = 0; off < SEG_SIZE; off += step)
-            assert_true(wal_segment_check_update(c, seg + off,
-                                                 SEG_SIZE - off < step ? SEG_SIZE - off : step,
-                                                 &err));
+            assert_true(wal_segment_check_update(
+                c, seg + off, SEG_SIZE - off < step ? SEG_SIZE - off : step, &err));
         assert_true(wal_segment_check_finish(c, &err));
         wal_segment_check_free(c);
     }
