@@ -207,11 +207,11 @@ static void test_push_then_identical_push(void **state)
     wal_push_result result;
     pgd_error err = {0};
 
-    assert_true(wal_archive_push(f->fs, f->seg_path, COMPRESS_LZ4, COMPRESS_LEVEL_DEFAULT,
-                                 &result, &err));
+    assert_true(
+        wal_archive_push(f->fs, f->seg_path, COMPRESS_LZ4, COMPRESS_LEVEL_DEFAULT, &result, &err));
     assert_int_equal(result, WAL_PUSH_STORED);
-    assert_true(wal_archive_push(f->fs, f->seg_path, COMPRESS_ZSTD, COMPRESS_LEVEL_DEFAULT,
-                                 &result, &err));
+    assert_true(
+        wal_archive_push(f->fs, f->seg_path, COMPRESS_ZSTD, COMPRESS_LEVEL_DEFAULT, &result, &err));
     assert_int_equal(result, WAL_PUSH_IDENTICAL);
     assert_false(stored(f, COMPRESS_ZSTD));
     assert_false(wal_archive_push(f->fs, f->other_path, COMPRESS_NONE, COMPRESS_LEVEL_DEFAULT,
@@ -277,8 +277,8 @@ static void test_fetch_not_archived_only_from_a_repository(void **state)
     storage_free(none);
     err_clear(&err);
 
-    assert_true(wal_archive_push(f->fs, f->seg_path, COMPRESS_LZ4, COMPRESS_LEVEL_DEFAULT,
-                                 &result, &err));
+    assert_true(
+        wal_archive_push(f->fs, f->seg_path, COMPRESS_LZ4, COMPRESS_LEVEL_DEFAULT, &result, &err));
     assert_true(wal_archive_fetch(f->fs, "000000010000000000000022", dest, &found, &err));
     assert_false(found);
     assert_false(err.set);

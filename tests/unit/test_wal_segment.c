@@ -203,6 +203,26 @@ static void test_valid_segment_starting_with_a_continued_record(void **state)
     free(seg);
 }
 
+static void test_record_header_split_across_pages(void **state)
+{
+    pgd_error err = {0};
+
+    (void)state;
+    /* 8 and 16 bytes left on the page: xl_tot_len fits, the rest of the header does not */
+    for (uint32_t left = 8; left <= 16; left += 8) {
+        builder b = build_start(SEG_SIZE, SEG_LSN, 1, 0);
+        assert_true(add_record(&b, RM_HEAP, 0, PAGE_SIZE - left - LONG_HEADER - REC_HEADER, 1));
+        assert_int_equal(b.pos, PAGE_SIZE - left);
+        while (add_record(&b, RM_HEAP, 0, 200, 2))
+            ;
+        if (!check(SEG_NAME, b.buf, SEG_SIZE, &err))
+            fail_msg("%s", err.msg);
+        b.buf[PAGE_SIZE + SHORT_HEADER + 2] ^= 0x01; /* the split header's second part */
+        assert_fails_with(SEG_NAME, b.buf, SEG_SIZE, "is corrupt");
+        free(b.buf);
+    }
+}
+
 static void test_fed_byte_by_byte_and_in_odd_pieces(void **state)
 {
     unsigned char *seg = build_switched(1, SEG_SIZE - 3 * PAGE_SIZE);
@@ -480,6 +500,7 @@ int main(void)
         cmocka_unit_test(test_valid_segment_with_switch),
         cmocka_unit_test(test_valid_segment_full_to_the_end),
         cmocka_unit_test(test_valid_segment_starting_with_a_continued_record),
+        cmocka_unit_test(test_record_header_split_across_pages),
         cmocka_unit_test(test_fed_byte_by_byte_and_in_odd_pieces),
         cmocka_unit_test(test_wrong_magic),
         cmocka_unit_test(test_every_known_magic_passes),
