@@ -11,6 +11,17 @@
 #define EXIT_ERROR 1
 #define EXIT_USAGE 2
 
+/*
+ * wal-fetch runs as restore_command, and PostgreSQL reads its exit status
+ * (RestoreArchivedFile): 0 is "restored"; 1 to 125 is "not archived", which
+ * ends recovery there and promotes the server; above 125, or a signal,
+ * stops the startup process with FATAL. So only "this file is not in the
+ * repository" may say 1; every other failure says EXIT_WAL_FATAL (not 126
+ * or 127, which the shell uses for a command it cannot run).
+ */
+#define EXIT_WAL_NOT_ARCHIVED 1
+#define EXIT_WAL_FATAL        254
+
 int cmd_backup(int argc, char **argv);
 int cmd_restore(int argc, char **argv);
 int cmd_list(int argc, char **argv);

@@ -1,5 +1,11 @@
 /*
  * wal_archive.c - push, fetch and wait for WAL files in the repository.
+ *
+ * A WAL file is stored as wal/<timeline>/<name><suffix>, the suffix naming
+ * its compression (.lz4, .zst, none). The promise to PostgreSQL: a push
+ * that succeeds has stored the file, and never two different files stand
+ * under one name, whatever their compression; a fetch hands back exactly
+ * what was pushed, or fails loudly.
  */
 #define _GNU_SOURCE
 #include "repo/wal_archive.h"
@@ -15,17 +21,30 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pg/wal_segment.h"
 #include "repo/layout.h"
 
 #define WAL_IO_CHUNK (1024 * 1024)
 
+/*
+ * Two pushes of different files under one name that each see the other
+ * both stand down (see wal_archive_push); they try again after a random
+ * pause, so that one of them goes first. Pauses grow from
+ * WAL_PUSH_PAUSE_MS up to WAL_PUSH_PAUSE_MS << WAL_PUSH_ATTEMPTS.
+ */
+#define WAL_PUSH_ATTEMPTS 6
+#define WAL_PUSH_PAUSE_MS 20
+
+#define WAL_WAIT_POLL_US (200 * 1000)
+
 static const compress_kind search_order[] = {COMPRESS_LZ4, COMPRESS_ZSTD, COMPRESS_NONE};
+#define NKINDS (sizeof(search_order) / sizeof(search_order[0]))
 
 bool wal_archive_find(storage *repo, const char *name, bool *found, compress_kind *kind,
                       pgd_error *err)
 {
     *found = false;
-    for (size_t i = 0; i < sizeof(search_order) / sizeof(search_order[0]); i++) {
+    for (size_t i = 0; i < NKINDS; i++) {
         char path[LAYOUT_PATH_MAX];
         layout_wal_path(name, search_order[i], path, sizeof(path));
         if (!storage_exists(repo, path, found, err))
@@ -38,7 +57,7 @@ bool wal_archive_find(storage *repo, const char *name, bool *found, compress_kin
     return true;
 }
 
-static bool read_local(const char *path, char **data, size_t *len, pgd_error *err)
+static bool wal_archive_read_local(const char *path, char **data, size_t *len, pgd_error *err)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
@@ -72,27 +91,30 @@ static bool read_local(const char *path, char **data, size_t *len, pgd_error *er
     return true;
 }
 
-/* Does the archived object hold exactly `data`? */
-static bool archived_equals(storage *repo, const char *name, compress_kind kind, const char *data,
-                            size_t len, bool *equal, pgd_error *err)
+/*
+ * Does the object of `name` with compression `kind` hold exactly `data`?
+ * *missing when there is no such object (any more).
+ */
+static bool wal_archive_equals(storage *repo, const char *name, compress_kind kind,
+                               const char *data, size_t len, bool *equal, bool *missing,
+                               pgd_error *err)
 {
     char path[LAYOUT_PATH_MAX];
     char *buf = malloc(WAL_IO_CHUNK);
     in_stream *in;
     size_t pos = 0;
-    bool missing, ok = true;
+    bool ok = true;
 
     *equal = false;
     if (buf == NULL)
         return err_set(err, "out of memory");
     layout_wal_path(name, kind, path, sizeof(path));
-    in = storage_read_open(repo, path, &missing, err);
+    in = storage_read_open(repo, path, missing, err);
     if (in != NULL)
         in = decompress_in_new(kind, in, path, err);
     if (in == NULL) {
         free(buf);
-        return missing ? err_set(err, "\"%s\" vanished from repository \"%s\"", path, repo->uri)
-                       : false;
+        return *missing;
     }
     *equal = true;
     for (;;) {
@@ -116,101 +138,271 @@ static bool archived_equals(storage *repo, const char *name, compress_kind kind,
     return ok;
 }
 
+typedef enum {
+    WAL_HELD_NOTHING, /* no object of this name */
+    WAL_HELD_SAME,    /* objects of this name, all with this content */
+    WAL_HELD_OTHER,   /* an object of this name with other content */
+} wal_held;
+
+/*
+ * Compare `data` with every stored object of `name` except the one with
+ * compression `skip` (pass NULL to compare all). *other_kind names an
+ * object that differs.
+ */
+static bool wal_archive_held(storage *repo, const char *name, const compress_kind *skip,
+                             const char *data, size_t len, wal_held *held,
+                             compress_kind *other_kind, pgd_error *err)
+{
+    *held = WAL_HELD_NOTHING;
+    for (size_t i = 0; i < NKINDS; i++) {
+        char path[LAYOUT_PATH_MAX];
+        bool exists, equal, missing;
+
+        if (skip != NULL && *skip == search_order[i])
+            continue;
+        layout_wal_path(name, search_order[i], path, sizeof(path));
+        if (!storage_exists(repo, path, &exists, err))
+            return false;
+        if (!exists)
+            continue;
+        if (!wal_archive_equals(repo, name, search_order[i], data, len, &equal, &missing, err))
+            return false;
+        if (missing) /* removed since we looked: by a push that stood down */
+            continue;
+        if (!equal) {
+            *held = WAL_HELD_OTHER;
+            *other_kind = search_order[i];
+            return true;
+        }
+        *held = WAL_HELD_SAME;
+    }
+    return true;
+}
+
+/*
+ * Store `data` as the object of `name` with compression `kind`, unless such
+ * an object exists: then *taken is set and there is no error. Other
+ * failures keep their cause (no space, permission, the bucket).
+ */
+static bool wal_archive_store(storage *repo, const char *name, compress_kind kind, int level,
+                              const char *data, size_t len, bool *taken, pgd_error *err)
+{
+    char path[LAYOUT_PATH_MAX];
+    out_stream *out;
+    bool exists;
+
+    *taken = false;
+    layout_wal_path(name, kind, path, sizeof(path));
+    out = storage_write_open(repo, path, STORAGE_WRITE_NO_REPLACE, err);
+    if (out != NULL)
+        out = compress_out_new(kind, level, out, path, err);
+    if (out == NULL)
+        return false;
+    if (!out_write(out, data, len, err)) {
+        out_abort(out);
+        return false;
+    }
+    if (out_close(out, err))
+        return true;
+    /* NO_REPLACE: closing fails when the object exists; anything else is the cause */
+    {
+        pgd_error check = {0};
+        if (storage_exists(repo, path, &exists, &check) && exists) {
+            err_clear(err);
+            *taken = true;
+        }
+    }
+    return false;
+}
+
+/* A pause of random length that grows with the attempt (see WAL_PUSH_ATTEMPTS). */
+static void wal_archive_pause(unsigned attempt)
+{
+    struct timespec now;
+    unsigned seed;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    seed = (unsigned)now.tv_nsec ^ ((unsigned)getpid() << 16);
+    usleep((useconds_t)(rand_r(&seed) % (WAL_PUSH_PAUSE_MS << attempt) + 1) * 1000);
+}
+
+/*
+ * The check after storing failed (err): remove what we stored, so that a
+ * failed push leaves nothing behind, and say so if that fails too.
+ */
+static bool wal_archive_take_back(storage *repo, const char *name, const char *path, pgd_error *err)
+{
+    char cause[PGD_ERROR_MAX];
+    pgd_error undo = {0};
+    bool transient = err->transient, removed = storage_remove(repo, path, &undo);
+
+    snprintf(cause, sizeof(cause), "%s", err->msg);
+    err_clear(err);
+    err_set(err, "could not check the other compressions of WAL file \"%s\": %s%s%s", name, cause,
+            removed ? "" : "; could not remove what was stored either: ", removed ? "" : undo.msg);
+    if (transient)
+        err_mark_transient(err);
+    return false;
+}
+
+/*
+ * Store `data` under `name`, or find it stored already.
+ *
+ * NO_REPLACE makes one object per suffix exclusive, but a file can stand
+ * under three suffixes. So after storing its object, a push looks at the
+ * other suffixes, and on finding a different file there it removes its own
+ * and does not succeed. Why two different files are never both
+ * acknowledged: say pushes A and B both succeed. A succeeded, so its look
+ * R_A, which came after its store S_A, did not see B's object: S_B came
+ * after R_A (B removes its object only when it fails). Likewise S_A came
+ * after R_B. Then S_A < R_A < S_B < R_B < S_A, which cannot be.
+ *
+ * Both may see each other and both stand down; the loop then starts again
+ * after a random pause, and the first look (before storing) lets the
+ * slower one find the winner's file and fail with "different content".
+ * A push that finds an identical file under any suffix has nothing to do.
+ *
+ * A push that fails takes its object back, so that only acknowledged files
+ * stand. A third push of A's file (a standby archiving too) may have found
+ * A's object and succeeded before A takes it back; A's cluster then pushes
+ * the file again, which stores it again or, if B's file stands, keeps
+ * failing loudly: never silently.
+ */
+static bool wal_archive_store_once(storage *repo, const char *name, compress_kind kind, int level,
+                                   const char *data, size_t len, wal_push_result *result,
+                                   pgd_error *err)
+{
+    char path[LAYOUT_PATH_MAX];
+
+    layout_wal_path(name, kind, path, sizeof(path));
+    for (unsigned attempt = 1;; attempt++) {
+        wal_held held;
+        compress_kind other;
+        bool taken;
+
+        if (!wal_archive_held(repo, name, NULL, data, len, &held, &other, err))
+            return false;
+        if (held == WAL_HELD_SAME) {
+            *result = WAL_PUSH_IDENTICAL;
+            return true;
+        }
+        if (held == WAL_HELD_OTHER)
+            return err_set(err,
+                           "WAL file \"%s\" is already archived in repository \"%s\" with "
+                           "different content (as \"%s%s\")",
+                           name, repo->uri, name, compress_suffix(other));
+        if (!wal_archive_store(repo, name, kind, level, data, len, &taken, err)) {
+            if (!taken)
+                return false;
+            if (attempt == WAL_PUSH_ATTEMPTS)
+                return err_set(err, "could not archive WAL file \"%s\": \"%s\" keeps changing",
+                               name, path);
+            continue; /* someone stored this suffix meanwhile: compare with it */
+        }
+        if (!wal_archive_held(repo, name, &kind, data, len, &held, &other, err))
+            return wal_archive_take_back(repo, name, path, err);
+        if (held != WAL_HELD_OTHER) {
+            *result = WAL_PUSH_STORED;
+            return true;
+        }
+        if (!storage_remove(repo, path, err)) {
+            err_prefix(err,
+                       "WAL file \"%s\" was archived concurrently with different content (as "
+                       "\"%s%s\"), and ours could not be taken back",
+                       name, name, compress_suffix(other));
+            return false;
+        }
+        if (attempt == WAL_PUSH_ATTEMPTS)
+            return err_set(err,
+                           "WAL file \"%s\" is being archived concurrently with different "
+                           "content (as \"%s%s\") in repository \"%s\"",
+                           name, name, compress_suffix(other), repo->uri);
+        wal_archive_pause(attempt);
+    }
+}
+
 bool wal_archive_push(storage *repo, const char *local_path, compress_kind kind, int level,
                       wal_push_result *result, pgd_error *err)
 {
-    char pathcopy[PATH_MAX], name[NAME_MAX + 1], path[LAYOUT_PATH_MAX];
-    compress_kind existing_kind;
-    bool found, equal;
+    char pathcopy[PATH_MAX], name[NAME_MAX + 1];
     char *data = NULL;
     size_t len = 0;
-    out_stream *out;
+    bool ok;
 
     snprintf(pathcopy, sizeof(pathcopy), "%s", local_path);
     snprintf(name, sizeof(name), "%s", basename(pathcopy));
-    if (!layout_is_wal_name(name))
+    if (wal_segment_file_kind(name) == WAL_FILE_UNKNOWN)
         return err_set(err,
                        "\"%s\" is not a WAL file name (expected a segment, .partial, "
                        ".history or .backup file)",
                        name);
-    if (!read_local(local_path, &data, &len, err))
+    if (!wal_archive_read_local(local_path, &data, &len, err))
         return false;
-    if (!wal_archive_find(repo, name, &found, &existing_kind, err))
-        goto fail;
-    if (!found) {
-        layout_wal_path(name, kind, path, sizeof(path));
-        out = storage_write_open(repo, path, STORAGE_WRITE_NO_REPLACE, err);
-        if (out != NULL)
-            out = compress_out_new(kind, level, out, path, err);
-        if (out == NULL)
-            goto fail;
-        if (!out_write(out, data, len, err)) {
-            out_abort(out);
-            goto fail;
-        }
-        if (out_close(out, err)) {
-            free(data);
-            *result = WAL_PUSH_STORED;
-            return true;
-        }
-        /* lost a race with another pusher: compare with what won */
-        err_clear(err);
-        if (!wal_archive_find(repo, name, &found, &existing_kind, err))
-            goto fail;
-        if (!found) {
-            err_set(err, "could not archive WAL file \"%s\" to repository \"%s\"", name, repo->uri);
-            goto fail;
-        }
-    }
-    if (!archived_equals(repo, name, existing_kind, data, len, &equal, err))
-        goto fail;
+    ok = wal_segment_check_buffer(name, data, len, err);
+    if (!ok)
+        err_prefix(err, "refusing to archive \"%s\"", local_path);
+    else
+        ok = wal_archive_store_once(repo, name, kind, level, data, len, result, err);
     free(data);
-    if (!equal)
-        return err_set(err,
-                       "WAL file \"%s\" is already archived in repository \"%s\" with "
-                       "different content",
-                       name, repo->uri);
-    *result = WAL_PUSH_IDENTICAL;
-    return true;
-fail:
-    free(data);
-    return false;
+    return ok;
 }
 
-bool wal_archive_fetch(storage *repo, const char *name, const char *dest, bool *found,
-                       pgd_error *err)
+bool wal_archive_remove_stale_temp(storage *repo, const char *name, pgd_error *err)
 {
-    char path[LAYOUT_PATH_MAX], tmp[PATH_MAX];
-    char *buf = NULL;
-    compress_kind kind;
-    in_stream *in;
-    bool missing;
+    char dir[LAYOUT_PATH_MAX];
+
+    if (wal_segment_file_kind(name) == WAL_FILE_UNKNOWN)
+        return true; /* no directory of ours to look at */
+    layout_wal_dir(name, dir, sizeof(dir));
+    return storage_remove_stale_temp(repo, dir, WAL_STALE_TEMP_AGE_S, err);
+}
+
+static bool wal_archive_count(void *arg, const char *name, uint64_t size, bool is_dir,
+                              pgd_error *err)
+{
+    (void)name;
+    (void)size;
+    (void)is_dir;
+    (void)err;
+    (*(unsigned *)arg)++;
+    return true;
+}
+
+/*
+ * Is the repository there? A file missing from a repository that holds
+ * nothing says nothing about the archive: the directory is not mounted, or
+ * --repo names the wrong place.
+ */
+static bool wal_archive_check_present(storage *repo, pgd_error *err)
+{
+    unsigned entries = 0;
+
+    if (!storage_list(repo, WAL_DIR, wal_archive_count, &entries, err) ||
+        (entries == 0 && !storage_list(repo, BACKUPS_DIR, wal_archive_count, &entries, err)))
+        return false;
+    if (entries == 0)
+        return err_set(err,
+                       "repository \"%s\" holds no WAL and no backups (not mounted, or the "
+                       "wrong --repo?)",
+                       repo->uri);
+    return true;
+}
+
+/* Write everything `in` yields to `dest` through a temporary file, then rename. */
+static bool wal_archive_write_local(in_stream *in, const char *dest, pgd_error *err)
+{
+    char tmp[PATH_MAX];
+    char *buf = malloc(WAL_IO_CHUNK);
     int fd = -1;
 
-    if (!layout_is_wal_name(name))
-        return err_set(err, "\"%s\" is not a WAL file name", name);
-    if (!wal_archive_find(repo, name, found, &kind, err))
-        return false;
-    if (!*found)
-        return true;
-    layout_wal_path(name, kind, path, sizeof(path));
-    in = storage_read_open(repo, path, &missing, err);
-    if (in == NULL) {
-        *found = false;
-        return missing; /* removed since we looked: treat as absent */
-    }
-    in = decompress_in_new(kind, in, path, err);
-    if (in == NULL)
-        return false;
     snprintf(tmp, sizeof(tmp), "%s.pgdirect.tmp", dest);
-    buf = malloc(WAL_IO_CHUNK);
+    if (buf == NULL)
+        return err_set(err, "out of memory");
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (buf == NULL || fd < 0) {
-        if (fd < 0)
-            err_errno(err, errno, "could not create file \"%s\"", tmp);
-        else
-            err_set(err, "out of memory");
-        goto fail;
+    if (fd < 0) {
+        err_errno(err, errno, "could not create file \"%s\"", tmp);
+        free(buf);
+        return false;
     }
     for (;;) {
         size_t n, off = 0;
@@ -239,16 +431,46 @@ bool wal_archive_fetch(storage *repo, const char *name, const char *dest, bool *
         err_errno(err, errno, "could not rename \"%s\" to \"%s\"", tmp, dest);
         goto fail;
     }
-    in_close(in);
     free(buf);
     return true;
 fail:
     if (fd >= 0)
         close(fd);
     unlink(tmp);
-    in_close(in);
     free(buf);
     return false;
+}
+
+bool wal_archive_fetch(storage *repo, const char *name, const char *dest, bool *found,
+                       pgd_error *err)
+{
+    char path[LAYOUT_PATH_MAX];
+    compress_kind kind;
+    in_stream *in;
+    bool missing, ok;
+
+    if (wal_segment_file_kind(name) == WAL_FILE_UNKNOWN)
+        return err_set(err, "\"%s\" is not a WAL file name", name);
+    if (!wal_archive_find(repo, name, found, &kind, err))
+        return false;
+    if (!*found)
+        return wal_archive_check_present(repo, err);
+    layout_wal_path(name, kind, path, sizeof(path));
+    in = storage_read_open(repo, path, &missing, err);
+    if (in == NULL) {
+        if (!missing)
+            return false;
+        *found = false; /* removed since we looked */
+        return wal_archive_check_present(repo, err);
+    }
+    in = decompress_in_new(kind, in, path, err);
+    if (in != NULL)
+        in = wal_segment_check_in_new(in, name, err);
+    if (in == NULL)
+        return false;
+    ok = wal_archive_write_local(in, dest, err);
+    in_close(in);
+    return ok;
 }
 
 bool wal_archive_wait(storage *repo, const char *name, int timeout_s, pgd_error *err)
@@ -268,6 +490,6 @@ bool wal_archive_wait(storage *repo, const char *name, int timeout_s, pgd_error 
                            "repository \"%s\" within %d s (check archive_command and "
                            "pg_stat_archiver)",
                            name, repo->uri, timeout_s);
-        usleep(200 * 1000);
+        usleep(WAL_WAIT_POLL_US);
     }
 }

@@ -16,18 +16,39 @@ typedef enum {
     WAL_PUSH_IDENTICAL, /* already archived with the same content */
 } wal_push_result;
 
+/*
+ * A temporary file a writer has not touched for this long belongs to a
+ * killed one: a live push writes its file in one go, in seconds even for a
+ * 1 GiB segment on a slow disk, so an hour leaves a wide margin. Removing
+ * the file of a push that is somehow still alive only makes that push fail
+ * (its rename finds nothing), and PostgreSQL runs archive_command again.
+ */
+#define WAL_STALE_TEMP_AGE_S 3600
+
 /* Find the stored object of WAL file `name` whatever its compression. */
 bool wal_archive_find(storage *repo, const char *name, bool *found, compress_kind *kind,
                       pgd_error *err);
 
 /*
- * Archive `local_path` under its file name. Idempotent: a re-push of an
- * identical file succeeds; a different file under an archived name fails.
+ * Archive `local_path` under its file name, once it is checked to be the
+ * WAL file that name says (pg/wal_segment.h). Idempotent: a re-push of an
+ * identical file succeeds; a different file under an archived name fails,
+ * whatever the compression of either (see wal_archive.c for how two
+ * concurrent pushes are kept from both succeeding).
  */
 bool wal_archive_push(storage *repo, const char *local_path, compress_kind kind, int level,
                       wal_push_result *result, pgd_error *err);
 
-/* Restore WAL file `name` to `dest` (atomically); *found = false when not archived. */
+/* Remove what killed pushes left in the directory of WAL file `name`. */
+bool wal_archive_remove_stale_temp(storage *repo, const char *name, pgd_error *err);
+
+/*
+ * Restore WAL file `name` to `dest` (atomically), checked on the way
+ * (pg/wal_segment.h). *found = false, with no error, only when the
+ * repository is there (it holds WAL or backups) and this file is not in it:
+ * an empty or missing repository is an error, so that a wrong --repo or an
+ * unmounted directory never reads as "the archive ends here".
+ */
 bool wal_archive_fetch(storage *repo, const char *name, const char *dest, bool *found,
                        pgd_error *err);
 

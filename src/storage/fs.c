@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include "storage/storage.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Write-behind window: start writeback of each window, wait for and drop the previous one. */
@@ -336,6 +338,74 @@ static bool fs_remove(storage *s, const char *path, pgd_error *err)
     return true;
 }
 
+/* "<name>.tmp.<pid>.<n>", as fs_write_open names its temporary files. */
+static bool fs_is_temp_name(const char *name)
+{
+    const char *t = strstr(name, ".tmp."), *p;
+
+    if (t == NULL || t == name)
+        return false;
+    for (const char *next; (next = strstr(t + 1, ".tmp.")) != NULL;)
+        t = next;
+    p = t + strlen(".tmp.");
+    if (!isdigit((unsigned char)*p))
+        return false;
+    while (isdigit((unsigned char)*p))
+        p++;
+    if (*p++ != '.' || !isdigit((unsigned char)*p))
+        return false;
+    while (isdigit((unsigned char)*p))
+        p++;
+    return *p == '\0';
+}
+
+/* Remove temporary files under `full` (recursively) last written before `cutoff`. */
+static bool fs_remove_stale_under(const char *full, time_t cutoff, pgd_error *err)
+{
+    struct dirent *de;
+    DIR *d = opendir(full);
+    bool ok = true;
+
+    if (d == NULL) {
+        if (errno == ENOENT)
+            return true;
+        return err_errno(err, errno, "could not open directory \"%s\"", full);
+    }
+    while (ok && (errno = 0, de = readdir(d)) != NULL) {
+        char child[PATH_MAX];
+        struct stat st;
+
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if ((size_t)snprintf(child, sizeof(child), "%s/%s", full, de->d_name) >= sizeof(child))
+            continue;
+        if (lstat(child, &st) != 0) {
+            if (errno != ENOENT)
+                ok = err_errno(err, errno, "could not stat \"%s\"", child);
+            continue;
+        }
+        if (S_ISDIR(st.st_mode))
+            ok = fs_remove_stale_under(child, cutoff, err);
+        else if (S_ISREG(st.st_mode) && fs_is_temp_name(de->d_name) && st.st_mtime < cutoff &&
+                 unlink(child) != 0 && errno != ENOENT)
+            ok = err_errno(err, errno, "could not remove stale temporary file \"%s\"", child);
+    }
+    if (ok && errno != 0)
+        ok = err_errno(err, errno, "could not read directory \"%s\"", full);
+    closedir(d);
+    return ok;
+}
+
+static bool fs_remove_stale_temp(storage *s, const char *dir, int64_t older_than_s, pgd_error *err)
+{
+    fs_storage *fs = (fs_storage *)s;
+    char full[PATH_MAX];
+
+    if (!fs_full_path(fs, dir, full, sizeof(full), err))
+        return false;
+    return fs_remove_stale_under(full, time(NULL) - (time_t)older_than_s, err);
+}
+
 static void fs_free(storage *s)
 {
     fs_storage *fs = (fs_storage *)s;
@@ -352,6 +422,7 @@ static const storage_ops fs_ops = {
     .list = fs_list,
     .remove = fs_remove,
     .free = fs_free,
+    .remove_stale_temp = fs_remove_stale_temp,
 };
 
 storage *storage_fs_new(const char *root, pgd_error *err)

@@ -1,45 +1,183 @@
 #!/usr/bin/env bash
 # wal-push: atomic, idempotent on an identical re-push, an error for different
-# content under the same name. wal-fetch: quiet non-zero exit when absent,
-# fetches segments and .history files byte-identical.
+# content under the same name (whatever the compression), and only for a file
+# that is the WAL file its name says (.partial and other segment sizes push).
+# wal-fetch: exit 1 quietly only when the repository is there and the file is
+# not; every other failure (a corrupt, truncated, empty or unreadable object,
+# compressed or not; a missing or empty repository; a usage error) prints one
+# line naming the file and exits 254, which makes PostgreSQL stop recovery
+# instead of promoting.
 . "$(dirname "$0")/lib.sh"
 setup_tmp
-mkdir -p "$T/wal" "$T/out" && chown postgres "$T/wal" "$T/out"
-seg=000000010000000000000003
-head -c 16777216 /dev/urandom >"$T/wal/$seg"
-printf '1\t0/3000000\tno recovery target specified\n' >"$T/wal/00000002.history"
-chown postgres "$T/wal"/*
+pg_init "$T/data"
+pg_start "$T/data"
+q "CREATE TABLE t AS SELECT g, repeat('x', g % 100) AS pad FROM generate_series(1, 50000) g"
+archive_all "$PGPORT"
+mkdir -p "$T/wal" "$T/out" "$T/other" "$T/misnamed" "$T/sb" && touch "$T/sb/standby.signal"
+chown -R postgres "$T/wal" "$T/out" "$T/other" "$T/misnamed" "$T/sb"
 
-pgd wal-push --repo "$REPO" "$T/wal/$seg"
+# a complete segment PostgreSQL wrote, and a second valid one under the same name
+seg=$(ls "$REPO/wal/00000001" | sed -n 's/\.lz4$//p' | head -1)
+next=$(printf '%08X%016X' 1 $((16#${seg:8} + 1)))
+pgd wal-fetch --repo "$REPO" "$seg" "$T/wal/$seg"
+ok $? "wal-fetch of a segment archived by PostgreSQL succeeds"
+cp "$T/wal/$seg" "$T/other/$seg"
+printf '\xAA' | dd of="$T/other/$seg" bs=1 seek=24 conv=notrunc 2>/dev/null # xlp_sysid
+printf '1\t0/3000000\tno recovery target specified\n' >"$T/wal/00000002.history"
+chown postgres "$T/wal"/* "$T/other"/*
+R="$T/r2"
+
+pgd wal-push --repo "$R" "$T/wal/$seg"
 ok $? "wal-push of a segment succeeds"
-ok $([ -f "$REPO/wal/00000001/$seg.lz4" ] && echo 0 || echo 1) "stored as wal/00000001/$seg.lz4"
-is "$(ls -A "$REPO/wal/00000001" | grep -c tmp)" "0" "no temporary file left behind"
-out=$(pgd wal-push --repo "$REPO" "$T/wal/$seg" 2>&1)
+ok $([ -f "$R/wal/00000001/$seg.lz4" ] && echo 0 || echo 1) "stored as wal/00000001/$seg.lz4"
+is "$(ls -A "$R/wal/00000001" | grep -c tmp)" "0" "no temporary file left behind"
+out=$(pgd wal-push --repo "$R" "$T/wal/$seg" 2>&1)
 ok $? "re-push of the identical segment succeeds"
 like "$out" "already archived with the same content" "and says so"
-cp "$T/wal/$seg" "$T/wal/orig" && printf 'X' | dd of="$T/wal/$seg" bs=1 seek=100 conv=notrunc 2>/dev/null
-out=$(pgd wal-push --repo "$REPO" "$T/wal/$seg" 2>&1)
-isnt "$?" "0" "push of a different segment under the same name fails"
-like "$out" "\"$seg\" is already archived .* with different content" "the error names the segment"
-out=$(pgd wal-push --repo "$REPO" "$T/wal/orig" 2>&1)
-isnt "$?" "0" "push of a file that is not a WAL file name fails"
+out=$(pgd wal-push --repo "$R" --compression zstd "$T/wal/$seg" 2>&1)
+ok $? "re-push of the identical segment with another compression succeeds"
+like "$out" "already archived with the same content" "and says so"
+expect_error "push of a different segment under the same name" \
+    "\"$seg\" is already archived .* with different content" pgd wal-push --repo "$R" "$T/other/$seg"
+expect_error "push of a different segment under the same name with another compression" \
+    "with different content \\(as \"$seg.lz4\"\\)" \
+    pgd wal-push --repo "$R" --compression zstd "$T/other/$seg"
+is "$(ls "$R/wal/00000001" | tr '\n' ' ')" "$seg.lz4 " "only the first segment stands"
+cp "$T/wal/$seg" "$T/wal/orig" && chown postgres "$T/wal/orig"
+expect_error "push of a file that is not a WAL file name" "not a WAL file name" \
+    pgd wal-push --repo "$R" "$T/wal/orig"
 
-pgd wal-push --repo "$REPO" --compression zstd "$T/wal/00000002.history"
+# the content must be the file the name says
+cp "$T/wal/$seg" "$T/misnamed/$next" && chown postgres "$T/misnamed/$next"
+expect_error "push of a segment under the name of the next one" \
+    "refusing to archive .*$next.*not the segment its name says" \
+    pgd wal-push --repo "$R" "$T/misnamed/$next"
+head -c 8000000 "$T/wal/$seg" >"$T/misnamed/$seg" && chown postgres "$T/misnamed/$seg"
+expect_error "push of a truncated segment" "\"$seg\" is truncated" \
+    pgd wal-push --repo "$R" --compression none "$T/misnamed/$seg"
+ok $([ ! -e "$R/wal/00000001/$seg" ] && echo 0 || echo 1) "and nothing is stored for it"
+
+# .partial: the end of a timeline, garbage after its last record
+cp "$T/wal/$seg" "$T/wal/$seg.partial"
+head -c 1000000 /dev/urandom | dd of="$T/wal/$seg.partial" bs=1M seek=15 conv=notrunc 2>/dev/null
+chown postgres "$T/wal/$seg.partial"
+pgd wal-push --repo "$R" "$T/wal/$seg.partial"
+ok $? "wal-push of a .partial segment (garbage after its last record) succeeds"
+pgd wal-fetch --repo "$R" "$seg.partial" "$T/out/partial"
+cmp -s "$T/out/partial" "$T/wal/$seg.partial"
+ok $? "and it is fetched byte-identical"
+
+pgd wal-push --repo "$R" --compression zstd "$T/wal/00000002.history"
 ok $? "wal-push of a history file (zstd) succeeds"
+printf 'garbage\n' >"$T/misnamed/00000003.history" && chown postgres "$T/misnamed/00000003.history"
+expect_error "push of a history file that is not one" "syntax error in line 1" \
+    pgd wal-push --repo "$R" "$T/misnamed/00000003.history"
 
-pgd wal-fetch --repo "$REPO" "$seg" "$T/out/RECOVERYXLOG"
+# a cluster with 1 MiB segments archives into the same repository
+as_pg "$PG_BIN/initdb" -D "$T/small" -U postgres --wal-segsize=1 -A trust >/dev/null 2>&1
+port2=$(free_port)
+cat >>"$T/small/postgresql.conf" <<CONF
+port = $port2
+listen_addresses = ''
+unix_socket_directories = '$T'
+archive_mode = on
+archive_command = '$PGD wal-push --repo $T/small_repo %p'
+CONF
+pg_start "$T/small" "$port2"
+small=$(psql_at "$port2" "SELECT pg_walfile_name(pg_switch_wal())")
+for _ in $(seq 1 300); do [ -e "$T/small_repo/wal/00000001/$small.lz4" ] && break; sleep 0.2; done
+ok $([ -e "$T/small_repo/wal/00000001/$small.lz4" ] && echo 0 || echo 1) \
+    "a 1 MiB segment of another cluster is archived"
+pgd wal-fetch --repo "$T/small_repo" "$small" "$T/out/small"
+is "$(stat -c %s "$T/out/small")" "1048576" "and fetched whole"
+pg_stop "$T/small"
+
+pgd wal-fetch --repo "$R" "$seg" "$T/out/RECOVERYXLOG"
 ok $? "wal-fetch of the segment succeeds"
 cmp -s "$T/out/RECOVERYXLOG" "$T/wal/orig"
 ok $? "fetched segment is byte-identical"
-pgd wal-fetch --repo "$REPO" 00000002.history "$T/out/RECOVERYHISTORY"
+pgd wal-fetch --repo "$R" 00000002.history "$T/out/RECOVERYHISTORY"
 ok $? "wal-fetch of a .history file succeeds"
 cmp -s "$T/out/RECOVERYHISTORY" "$T/wal/00000002.history"
 ok $? "fetched history file is byte-identical"
-out=$(pgd wal-fetch --repo "$REPO" 000000010000000000000009 "$T/out/X" 2>&1)
+out=$(pgd wal-fetch --repo "$R" 000000010000000000000099 "$T/out/X" 2>&1)
 rc=$?
 is "$rc" "1" "wal-fetch of an absent segment exits 1"
 is "$out" "" "and prints nothing"
 ok $([ ! -e "$T/out/X" ] && echo 0 || echo 1) "and creates nothing"
-out=$(pgd wal-fetch --repo "$REPO" 00000003.history "$T/out/Y" 2>&1)
+out=$(pgd wal-fetch --repo "$R" 00000003.history "$T/out/Y" 2>&1)
 is "$?" "1" "wal-fetch of an absent history file exits 1 quietly"
+
+# every other failure: exit 254 (PostgreSQL stops recovery) and one line naming the file
+fetch_fails() { # fetch_fails DESCRIPTION REGEX FETCH-ARGS...
+    local desc=$1 re=$2 rc
+    shift 2
+    rm -f "$T/out/F"
+    EXPECT_OUT=$(pgd wal-fetch "$@" 2>&1)
+    rc=$?
+    is "$rc" "254" "$desc: exit 254"
+    is "$(printf '%s\n' "$EXPECT_OUT" | wc -l)" "1" "$desc: one line"
+    like "$EXPECT_OUT" "^pgdirect: error: .*$re" "$desc: says why"
+    ok $([ ! -e "$T/out/F" ] && echo 0 || echo 1) "$desc: leaves nothing at the destination"
+}
+obj="$R/wal/00000001/$seg.lz4"
+cp "$obj" "$T/obj.keep"
+truncate -s $(($(stat -c %s "$obj") / 2)) "$obj"
+fetch_fails "truncated .lz4 object" "$seg.*truncated" --repo "$R" "$seg" "$T/out/F"
+cp "$T/obj.keep" "$obj"
+printf 'X' | dd of="$obj" bs=1 seek=$(($(stat -c %s "$obj") / 2)) conv=notrunc 2>/dev/null
+fetch_fails "a byte changed in a .lz4 object" "$seg.*(corrupt|checksum)" --repo "$R" "$seg" "$T/out/F"
+: >"$obj"
+fetch_fails "empty .lz4 object" "$seg.*truncated" --repo "$R" "$seg" "$T/out/F"
+cp "$T/obj.keep" "$obj" && chmod 000 "$obj"
+fetch_fails "unreadable object" "$seg.*Permission denied" --repo "$R" "$seg" "$T/out/F"
+chmod 640 "$obj"
+printf 'X' | dd of="$obj" bs=1 seek=$(($(stat -c %s "$obj") / 2)) conv=notrunc 2>/dev/null
+EXPECT_OUT=$(cd "$T/sb" && pgd wal-fetch --repo "$R" "$seg" "$T/out/F" 2>&1)
+is "$?" "254" "in standby mode (standby.signal) corruption is still fatal"
+cp "$T/obj.keep" "$obj"
+
+# uncompressed objects get the same protection
+N="$T/r_none"
+pgd wal-push --repo "$N" --compression none "$T/wal/$seg"
+ok $? "wal-push --compression none succeeds"
+raw="$N/wal/00000001/$seg"
+cmp -s "$raw" "$T/wal/$seg"
+ok $? "and stores the segment as it is"
+truncate -s 16000000 "$raw"
+fetch_fails "truncated uncompressed segment" "$seg.*truncated" --repo "$N" "$seg" "$T/out/F"
+cp "$T/wal/$seg" "$raw"
+# a byte inside the 5th record (its xl_xid, under the record's CRC)
+lsn=$("$PG_BIN/pg_waldump" "$raw" 2>/dev/null | sed -n '5s/.*lsn: \([0-9A-F]*\/[0-9A-F]*\),.*/\1/p')
+off=$(( (16#${lsn#*/}) % 16777216 + 4 ))
+lsn=$(printf '%X/%X' $((16#${lsn%/*})) $((16#${lsn#*/})))
+printf '\x5A' | dd of="$raw" bs=1 seek=$off conv=notrunc 2>/dev/null
+fetch_fails "a byte changed in a record of an uncompressed segment" \
+    "$seg.*corrupt: incorrect checksum of the record at $lsn" --repo "$N" "$seg" "$T/out/F"
+cp "$T/wal/$seg" "$raw"
+pgd wal-fetch --repo "$N" "$seg" "$T/out/raw" && cmp -s "$T/out/raw" "$T/wal/$seg"
+ok $? "the intact uncompressed segment is fetched byte-identical"
+
+# a repository that is not there is not an archive that ends here
+fetch_fails "missing repository" "$seg.*\"$T/nowhere\" holds no WAL and no backups" \
+    --repo "$T/nowhere" "$seg" "$T/out/F"
+mkdir -p "$T/empty" && chown postgres "$T/empty"
+fetch_fails "empty repository (not mounted)" "holds no WAL and no backups" \
+    --repo "$T/empty" "$seg" "$T/out/F"
+chmod 000 "$R"
+fetch_fails "unreadable repository" "Permission denied" --repo "$R" "$seg" "$T/out/F"
+chmod 750 "$R"
+
+# usage and configuration errors are not "not archived" either
+EXPECT_OUT=$(pgd wal-fetch --repo "$R" --no-such-option "$seg" "$T/out/F" 2>&1)
+is "$?" "254" "unknown option: exit 254"
+like "$EXPECT_OUT" "no-such-option" "and names it"
+EXPECT_OUT=$(pgd wal-fetch --repo "$R" "$seg" 2>&1)
+is "$?" "254" "a missing argument: exit 254"
+EXPECT_OUT=$(pgd wal-fetch --repo "$R" --log-level loud "$seg" "$T/out/F" 2>&1)
+is "$?" "254" "an invalid option value: exit 254"
+out=$(pgd wal-fetch --help)
+ok $? "wal-fetch --help exits 0"
+like "$out" "254 +anything else" "and explains the exit statuses"
+like "$out" "standby.signal" "and the standby rule"
 done_testing

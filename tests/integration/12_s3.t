@@ -53,7 +53,7 @@ fi
 
 # a multipart object round-trips byte-identical (16 MiB in 5 MiB parts, stored uncompressed)
 seg=00000009000000000000000A
-head -c 16777216 /dev/urandom >"$T/$seg" && chown postgres "$T/$seg"
+wal_segment_file "$seg" "$T/$seg"
 pgd wal-push --repo "$REPO" --compression none --s3-part-size 5MiB "$T/$seg"
 ok $? "a 16 MiB object is uploaded in 5 MiB parts"
 pgd wal-fetch --repo "$REPO" --download-concurrency 4 "$seg" "$T/fetched"

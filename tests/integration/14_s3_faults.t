@@ -53,10 +53,10 @@ fetched_equal() {
     as_pg "$PGD" wal-fetch --repo "$REPO" "$1" "$T/fetched" && cmp -s "$T/fetched" "$T/$1"
 }
 
-# a segment of random bytes: lz4 cannot shrink it, and 16 MiB is more than three 5 MiB parts
+# a segment wal-push accepts (valid page headers) filled with random bytes: lz4 cannot
+# shrink it, and 16 MiB is more than three 5 MiB parts
 new_segment() {
-    head -c 16777216 /dev/urandom >"$T/$1"
-    chown postgres "$T/$1"
+    wal_segment_file "$1" "$T/$1"
 }
 
 seg=000000010000000000000011

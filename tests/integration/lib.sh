@@ -113,9 +113,10 @@ setup_tmp() {
     trap cleanup_all EXIT
     PGD="$T/bin/pgdirect"
     REPO="$T/repo"
-    # ASan: leaks make the process fail; keep reports on stderr
-    export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
-    export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+    # ASan: leaks make the process fail; keep reports on stderr. Exit 254, not the default 1,
+    # which wal-fetch's PostgreSQL would read as "not archived" and promote
+    export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:exitcode=254}
+    export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1:exitcode=254}
 }
 
 as_pg() {
@@ -246,4 +247,29 @@ wait_for_line() {
         sleep 0.1
     done
     return 1
+}
+
+# wal_segment_file NAME PATH: a 16 MiB WAL segment (PostgreSQL 15 page headers) that
+# pgdirect accepts under NAME, for tests that need one without a server. One record,
+# longer than the segment, runs through it: random bytes between page headers, as
+# poorly compressible as WAL gets. Each NAME gives a segment of its own.
+wal_segment_file() {
+    python3 - "$1" "$2" <<'PY' || bail "could not write WAL segment $2"
+import os, struct, sys
+name, path = sys.argv[1], sys.argv[2]
+SEG, PAGE, MAGIC, CONT, LONG = 16 << 20, 8192, 0xD110, 0x0001, 0x0002
+tli, log, seg = int(name[0:8], 16), int(name[8:16], 16), int(name[16:24], 16)
+start = (log << 32) + seg * SEG
+rem = 2 * SEG  # bytes of the record still to come where the segment begins
+out = bytearray()
+for off in range(0, SEG, PAGE):
+    if off == 0:
+        hdr = struct.pack("<HHIQI4xQII", MAGIC, CONT | LONG, tli, start, rem, 7 << 60, SEG, PAGE)
+    else:
+        hdr = struct.pack("<HHIQI4x", MAGIC, CONT, tli, start + off, rem)
+    out += hdr + os.urandom(PAGE - len(hdr))
+    rem -= PAGE - len(hdr)
+open(path, "wb").write(out)
+PY
+    chown postgres "$2"
 }

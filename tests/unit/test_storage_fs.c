@@ -1,6 +1,8 @@
 /* test_storage_fs.c - covers src/storage/fs.c and storage.c: atomic objects, listing. */
 #include "helpers.h"
 
+#include <sys/time.h>
+
 #include "storage/storage.h"
 
 typedef struct seen {
@@ -97,12 +99,70 @@ static void test_uris(void **state)
     assert_non_null(strstr(err.msg, "unsupported repository"));
 }
 
+static void touch_aged(const char *path, time_t age_s)
+{
+    struct timeval times[2];
+
+    write_test_file(path, "x", 1);
+    gettimeofday(&times[0], NULL);
+    times[0].tv_sec -= age_s;
+    times[1] = times[0];
+    assert_int_equal(utimes(path, times), 0);
+}
+
+static void test_remove_stale_temp(void **state)
+{
+    char *dir = test_tmpdir();
+    char path[4300];
+    pgd_error err = {0};
+    storage *s;
+
+    (void)state;
+    s = storage_open(dir, NULL, &err);
+    assert_non_null(s);
+    snprintf(path, sizeof(path), "%s/wal", dir);
+    assert_int_equal(mkdir(path, 0750), 0);
+    snprintf(path, sizeof(path), "%s/wal/00000001", dir);
+    assert_int_equal(mkdir(path, 0750), 0);
+    snprintf(path, sizeof(path), "%s/wal/00000001/a.lz4.tmp.123.0", dir);
+    touch_aged(path, 7200); /* a killed writer's, two hours idle */
+    snprintf(path, sizeof(path), "%s/wal/00000001/b.lz4.tmp.124.7", dir);
+    touch_aged(path, 10); /* a writer at work */
+    snprintf(path, sizeof(path), "%s/wal/00000001/c.lz4", dir);
+    touch_aged(path, 7200); /* an object */
+    snprintf(path, sizeof(path), "%s/wal/00000001/notes.tmp.txt", dir);
+    touch_aged(path, 7200); /* not one of ours */
+    snprintf(path, sizeof(path), "%s/wal/old.tmp.1.2", dir);
+    touch_aged(path, 7200); /* above the directory swept */
+
+    assert_true(storage_remove_stale_temp(s, "wal/00000001", 3600, &err));
+    snprintf(path, sizeof(path), "%s/wal/00000001/a.lz4.tmp.123.0", dir);
+    assert_int_equal(access(path, F_OK), -1);
+    snprintf(path, sizeof(path), "%s/wal/00000001/b.lz4.tmp.124.7", dir);
+    assert_int_equal(access(path, F_OK), 0);
+    snprintf(path, sizeof(path), "%s/wal/00000001/c.lz4", dir);
+    assert_int_equal(access(path, F_OK), 0);
+    snprintf(path, sizeof(path), "%s/wal/00000001/notes.tmp.txt", dir);
+    assert_int_equal(access(path, F_OK), 0);
+    snprintf(path, sizeof(path), "%s/wal/old.tmp.1.2", dir);
+    assert_int_equal(access(path, F_OK), 0);
+
+    /* recursive from the top; a directory that does not exist is nothing to do */
+    assert_true(storage_remove_stale_temp(s, "", 3600, &err));
+    assert_int_equal(access(path, F_OK), -1);
+    assert_true(storage_remove_stale_temp(s, "no/such/dir", 3600, &err));
+    assert_false(err.set);
+    storage_free(s);
+    rm_rf(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_put_get_list_remove),
         cmocka_unit_test(test_unwritable_repository_is_named),
         cmocka_unit_test(test_uris),
+        cmocka_unit_test(test_remove_stale_temp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

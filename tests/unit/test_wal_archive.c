@@ -1,0 +1,300 @@
+/*
+ * test_wal_archive.c - covers src/repo/wal_archive.c: one file per WAL name
+ * whatever the compression, even when another push stores a file between
+ * this push's store and its look at the other compressions; a fetch that
+ * says "not archived" only from a repository that is there.
+ *
+ * The other push is played by a storage wrapper: right after this push's
+ * object is closed, it stores the other file under another suffix.
+ */
+#include "helpers.h"
+
+#include "repo/layout.h"
+#include "repo/wal_archive.h"
+
+#define SEG_SIZE  (16u << 20)
+#define PAGE_SIZE 8192u
+#define SEG_NAME  "000000010000000000000021"
+
+/* A segment one record runs through (page headers, then its bytes); sysid tells files apart. */
+static unsigned char *make_segment(uint64_t sysid)
+{
+    unsigned char *seg = malloc(SEG_SIZE);
+    uint16_t magic = 0xD110, info;
+    uint32_t tli = 1, rem = 2 * SEG_SIZE, seg_size = SEG_SIZE, page = PAGE_SIZE;
+    uint64_t start = 0x21ull * SEG_SIZE;
+
+    assert_non_null(seg);
+    fill_pattern(seg, SEG_SIZE, 7);
+    for (uint32_t off = 0; off < SEG_SIZE; off += PAGE_SIZE) {
+        uint64_t addr = start + off;
+        unsigned char *p = seg + off;
+        info = off == 0 ? 0x0003 : 0x0001;
+        memcpy(p, &magic, 2);
+        memcpy(p + 2, &info, 2);
+        memcpy(p + 4, &tli, 4);
+        memcpy(p + 8, &addr, 8);
+        memcpy(p + 16, &rem, 4);
+        if (off == 0) {
+            memcpy(p + 24, &sysid, 8);
+            memcpy(p + 32, &seg_size, 4);
+            memcpy(p + 36, &page, 4);
+        }
+        rem -= PAGE_SIZE - (off == 0 ? 40 : 24);
+    }
+    return seg;
+}
+
+/* ---- a storage that lets "another push" in after each close ---- */
+
+typedef struct racy {
+    storage base;
+    storage *inner;
+    const char *other_path; /* stored after our next close, once */
+    const unsigned char *other_data;
+    size_t other_len;
+    compress_kind other_kind;
+} racy;
+
+typedef struct racy_out {
+    out_stream base;
+    out_stream *inner;
+    racy *r;
+} racy_out;
+
+static bool racy_out_write(out_stream *s, const void *buf, size_t len, pgd_error *err)
+{
+    return out_write(((racy_out *)s)->inner, buf, len, err);
+}
+
+static bool racy_out_close(out_stream *s, pgd_error *err)
+{
+    racy_out *o = (racy_out *)s;
+    racy *r = o->r;
+    bool ok = out_close(o->inner, err);
+
+    free(o);
+    if (ok && r->other_path != NULL) {
+        out_stream *other = storage_write_open(r->inner, r->other_path, 0, err);
+        const char *path = r->other_path;
+        r->other_path = NULL;
+        assert_non_null(other);
+        other = compress_out_new(r->other_kind, COMPRESS_LEVEL_DEFAULT, other, path, err);
+        assert_true(out_write(other, r->other_data, r->other_len, err));
+        assert_true(out_close(other, err));
+    }
+    return ok;
+}
+
+static void racy_out_abort(out_stream *s)
+{
+    out_abort(((racy_out *)s)->inner);
+    free(s);
+}
+
+static const out_stream_ops racy_out_ops = {racy_out_write, racy_out_close, racy_out_abort};
+
+static out_stream *racy_write_open(storage *s, const char *path, unsigned flags, pgd_error *err)
+{
+    racy *r = (racy *)s;
+    racy_out *o = calloc(1, sizeof(*o));
+
+    o->base.ops = &racy_out_ops;
+    o->r = r;
+    o->inner = storage_write_open(r->inner, path, flags, err);
+    if (o->inner == NULL) {
+        free(o);
+        return NULL;
+    }
+    return &o->base;
+}
+
+static in_stream *racy_read_open(storage *s, const char *path, bool *missing, pgd_error *err)
+{
+    return storage_read_open(((racy *)s)->inner, path, missing, err);
+}
+
+static bool racy_exists(storage *s, const char *path, bool *exists, pgd_error *err)
+{
+    return storage_exists(((racy *)s)->inner, path, exists, err);
+}
+
+static bool racy_list(storage *s, const char *dir, storage_list_cb cb, void *arg, pgd_error *err)
+{
+    return storage_list(((racy *)s)->inner, dir, cb, arg, err);
+}
+
+static bool racy_remove(storage *s, const char *path, pgd_error *err)
+{
+    return storage_remove(((racy *)s)->inner, path, err);
+}
+
+static void racy_free(storage *s)
+{
+    (void)s;
+}
+
+static const storage_ops racy_ops = {
+    .write_open = racy_write_open,
+    .read_open = racy_read_open,
+    .exists = racy_exists,
+    .list = racy_list,
+    .remove = racy_remove,
+    .free = racy_free,
+};
+
+typedef struct fixture {
+    char *dir;
+    char seg_path[4200], other_path[4200];
+    unsigned char *seg, *other;
+    storage *fs;
+    racy r;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof(*f));
+    pgd_error err = {0};
+    char sub[4200];
+
+    f->dir = test_tmpdir();
+    f->seg = make_segment(1);
+    f->other = make_segment(2);
+    snprintf(sub, sizeof(sub), "%s/ours", f->dir);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    snprintf(f->seg_path, sizeof(f->seg_path), "%s/ours/" SEG_NAME, f->dir);
+    write_test_file(f->seg_path, f->seg, SEG_SIZE);
+    snprintf(sub, sizeof(sub), "%s/theirs", f->dir);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    snprintf(f->other_path, sizeof(f->other_path), "%s/theirs/" SEG_NAME, f->dir);
+    write_test_file(f->other_path, f->other, SEG_SIZE);
+    snprintf(sub, sizeof(sub), "%s/repo", f->dir);
+    f->fs = storage_open(sub, NULL, &err);
+    assert_non_null(f->fs);
+    f->r.base.ops = &racy_ops;
+    f->r.base.uri = f->fs->uri;
+    f->r.inner = f->fs;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+
+    storage_free(f->fs);
+    free(f->seg);
+    free(f->other);
+    rm_rf(f->dir);
+    free(f);
+    return 0;
+}
+
+static bool stored(fixture *f, compress_kind kind)
+{
+    char path[LAYOUT_PATH_MAX];
+    pgd_error err = {0};
+    bool exists;
+
+    layout_wal_path(SEG_NAME, kind, path, sizeof(path));
+    assert_true(storage_exists(f->fs, path, &exists, &err));
+    return exists;
+}
+
+static void test_push_then_identical_push(void **state)
+{
+    fixture *f = *state;
+    wal_push_result result;
+    pgd_error err = {0};
+
+    assert_true(
+        wal_archive_push(f->fs, f->seg_path, COMPRESS_LZ4, COMPRESS_LEVEL_DEFAULT, &result, &err));
+    assert_int_equal(result, WAL_PUSH_STORED);
+    assert_true(
+        wal_archive_push(f->fs, f->seg_path, COMPRESS_ZSTD, COMPRESS_LEVEL_DEFAULT, &result, &err));
+    assert_int_equal(result, WAL_PUSH_IDENTICAL);
+    assert_false(stored(f, COMPRESS_ZSTD));
+    assert_false(wal_archive_push(f->fs, f->other_path, COMPRESS_NONE, COMPRESS_LEVEL_DEFAULT,
+                                  &result, &err));
+    assert_non_null(strstr(err.msg, "with different content (as \"" SEG_NAME ".lz4\")"));
+    assert_false(stored(f, COMPRESS_NONE));
+}
+
+static void test_other_file_stored_meanwhile_wins(void **state)
+{
+    fixture *f = *state;
+    char other[LAYOUT_PATH_MAX];
+    wal_push_result result;
+    pgd_error err = {0};
+
+    /* after our .lz4 is stored, "another push" stores its different file as .zst */
+    layout_wal_path(SEG_NAME, COMPRESS_ZSTD, other, sizeof(other));
+    f->r.other_path = other;
+    f->r.other_data = f->other;
+    f->r.other_len = SEG_SIZE;
+    f->r.other_kind = COMPRESS_ZSTD;
+    assert_false(wal_archive_push(&f->r.base, f->seg_path, COMPRESS_LZ4, COMPRESS_LEVEL_DEFAULT,
+                                  &result, &err));
+    assert_non_null(strstr(err.msg, "different content"));
+    assert_false(stored(f, COMPRESS_LZ4)); /* ours was taken back */
+    assert_true(stored(f, COMPRESS_ZSTD)); /* theirs stands, alone */
+    assert_false(stored(f, COMPRESS_NONE));
+}
+
+static void test_identical_file_stored_meanwhile_is_fine(void **state)
+{
+    fixture *f = *state;
+    char other[LAYOUT_PATH_MAX];
+    wal_push_result result;
+    pgd_error err = {0};
+
+    layout_wal_path(SEG_NAME, COMPRESS_NONE, other, sizeof(other));
+    f->r.other_path = other;
+    f->r.other_data = f->seg;
+    f->r.other_len = SEG_SIZE;
+    f->r.other_kind = COMPRESS_NONE;
+    assert_true(wal_archive_push(&f->r.base, f->seg_path, COMPRESS_LZ4, COMPRESS_LEVEL_DEFAULT,
+                                 &result, &err));
+    assert_int_equal(result, WAL_PUSH_STORED);
+    assert_true(stored(f, COMPRESS_LZ4));
+    assert_true(stored(f, COMPRESS_NONE));
+}
+
+static void test_fetch_not_archived_only_from_a_repository(void **state)
+{
+    fixture *f = *state;
+    char dest[4300], empty[4300];
+    wal_push_result result;
+    pgd_error err = {0};
+    storage *none;
+    bool found = true;
+
+    snprintf(dest, sizeof(dest), "%s/fetched", f->dir);
+    snprintf(empty, sizeof(empty), "%s/empty", f->dir);
+    none = storage_open(empty, NULL, &err);
+    assert_false(wal_archive_fetch(none, SEG_NAME, dest, &found, &err));
+    assert_non_null(strstr(err.msg, "holds no WAL and no backups"));
+    storage_free(none);
+    err_clear(&err);
+
+    assert_true(
+        wal_archive_push(f->fs, f->seg_path, COMPRESS_LZ4, COMPRESS_LEVEL_DEFAULT, &result, &err));
+    assert_true(wal_archive_fetch(f->fs, "000000010000000000000022", dest, &found, &err));
+    assert_false(found);
+    assert_false(err.set);
+    assert_true(wal_archive_fetch(f->fs, SEG_NAME, dest, &found, &err));
+    assert_true(found);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_push_then_identical_push, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_other_file_stored_meanwhile_wins, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_identical_file_stored_meanwhile_is_fine, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_fetch_not_archived_only_from_a_repository, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
