@@ -1,6 +1,7 @@
 /*
  * session.c - libpq session: server facts, backup start/stop (PG 15+ and
- * the PG 10-14 names), tablespaces.
+ * the PG 10-14 names), tablespaces, and the server's notices routed
+ * through our logger.
  */
 #include "pg/session.h"
 
@@ -8,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "util/log.h"
 
 #define PG_VERSION_MIN       100000
 #define PG_VERSION_NEW_NAMES 150000
@@ -32,6 +35,32 @@ void pg_error_line(PGconn *conn, const char *fallback, char *out, size_t outlen)
 {
     snprintf(out, outlen, "%s", conn ? PQerrorMessage(conn) : fallback);
     one_line(out);
+}
+
+/*
+ * libpq prints NOTICE and WARNING messages raw on stderr ("NOTICE:  all
+ * required WAL segments have been archived"); ours go through the logger in
+ * its grammar and obey --log-level: warnings as warnings, the rest as info.
+ */
+static void pg_session_notice(void *arg, const PGresult *res)
+{
+    const char *severity = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+    const char *primary = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+    const char *hint = PQresultErrorField(res, PG_DIAG_MESSAGE_HINT);
+    char msg[PGD_ERROR_MAX];
+
+    (void)arg;
+    if (severity == NULL)
+        severity = PQresultErrorField(res, PG_DIAG_SEVERITY);
+    snprintf(msg, sizeof(msg), "%s%s%s", primary ? primary : PQresultErrorMessage(res),
+             hint ? " (hint: " : "", hint ? hint : "");
+    if (hint != NULL && strlen(msg) + 1 < sizeof(msg))
+        strcat(msg, ")");
+    one_line(msg);
+    if (severity != NULL && strcmp(severity, "WARNING") == 0)
+        log_warn("server: %s", msg);
+    else
+        log_info("server: %s", msg);
 }
 
 static bool query_error(pg_session *s, const char *what, PGresult *res, pgd_error *err)
@@ -93,6 +122,7 @@ bool pg_session_open(pg_session *s, const char *conninfo, pgd_error *err)
         pg_session_close(s);
         return err_set(err, "could not connect to the server: %s", msg);
     }
+    PQsetNoticeReceiver(s->conn, pg_session_notice, NULL);
     s->version_num = PQserverVersion(s->conn);
     if (s->version_num < PG_VERSION_MIN) {
         int v = s->version_num;
