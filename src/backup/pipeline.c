@@ -517,25 +517,11 @@ bool pipeline_run(const pipeline_config *cfg, pipeline_file *files, size_t nfile
     progress_finish(&meter);
     pthread_mutex_destroy(&sh.lock);
 
+    /* the partitions already written stay: the caller owns the backup id and removes them */
     if (atomic_load(&sh.failed) || sh.err.set) {
         if (!sh.err.set)
             err_set(&sh.err, "the reader threads stopped without saying why");
         *err = sh.err;
-        /* remove the partitions already written: the backup will not exist */
-        {
-            char(*paths)[LAYOUT_PATH_MAX] = calloc(sh.npartitions + 1, LAYOUT_PATH_MAX);
-            const char **list = calloc(sh.npartitions + 1, sizeof(char *));
-            pgd_error ignore = {0};
-            for (size_t i = 0; paths && list && i < sh.npartitions; i++) {
-                layout_backup_object(cfg->backup_id, sh.partitions[i].name, paths[i],
-                                     LAYOUT_PATH_MAX);
-                list[i] = paths[i];
-            }
-            if (paths && list)
-                storage_remove_many(cfg->repo, list, sh.npartitions, &ignore);
-            free(paths);
-            free(list);
-        }
         free(sh.partitions);
         return false;
     }

@@ -82,7 +82,11 @@ typedef struct pipeline_result {
     unsigned read_modes; /* bit (1 << read_mode) for each mode used */
 } pipeline_result;
 
-/* Files are processed in the order given; callers sort largest first. */
+/*
+ * Files are processed in the order given; callers sort largest first. On
+ * failure the partitions already written stay in the repository: the caller
+ * owns the backup id and removes everything under it (backup_id_discard).
+ */
 bool pipeline_run(const pipeline_config *cfg, pipeline_file *files, size_t nfiles,
                   pipeline_result *result, pgd_error *err);
 void pipeline_result_free(pipeline_result *result);

@@ -2,11 +2,13 @@
  * backup.c - `pgdirect backup`: a full, non-exclusive backup of a running
  * cluster, read with direct I/O, into the repository.
  *
- * Order matters for what a crash leaves behind: partitions first, then
+ * Order matters for what a crash leaves behind: the id's claim first (no
+ * other run writes under it from then on), partitions, then
  * backup_label/tablespace_map, manifest.json and PostgreSQL's
- * backup_manifest, then (after the WAL the
- * backup needs has reached the archive) the sentinel. Without the sentinel
- * the backup does not exist for list or restore.
+ * backup_manifest, then (after the WAL the backup needs has reached the
+ * archive) the sentinel. Without the sentinel the backup does not exist for
+ * list or restore. A run that fails removes everything it wrote under its
+ * id; one that is killed leaves garbage that list never shows.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -19,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backup/backup_id.h"
 #include "backup/io_plan.h"
 #include "backup/pipeline.h"
 #include "io/politeness.h"
@@ -40,6 +43,14 @@
 #define PARTITION_SIZE_MAX (1024ULL * 1024 * 1024 * 1024)
 #define MAX_MEMORY_MIN     (8 * 1024 * 1024ULL)
 #define RSS_MARGIN         (8 * 1024 * 1024ULL) /* allocator slack, libpq buffers, the manifest */
+/*
+ * Temporary objects under backups/ that nobody has written to for a day are
+ * left by killed runs. A live writer touches its temporary object at least
+ * every compressed block (seconds, or minutes at the slowest --max-rate); a
+ * day is far beyond any stall of a run still alive, and a daily schedule
+ * still clears a killed run's garbage by the run after next.
+ */
+#define STALE_TEMP_AGE_S (24 * 60 * 60)
 
 static const command_help backup_help = {
     CMD_BACKUP, "usage: pgdirect backup [OPTIONS]",
@@ -156,27 +167,6 @@ static bool check_server(const pg_session *pg, const backup_settings *s, pgd_err
     return true;
 }
 
-/* A new id; waits for the next second if a backup (even a killed one) already used this one. */
-static bool new_backup_id(storage *repo, char id[BACKUP_ID_LEN + 1], pgd_error *err)
-{
-    for (int tries = 0; tries < 5; tries++) {
-        char path[LAYOUT_PATH_MAX];
-        bool taken_sentinel, taken_dir;
-
-        layout_backup_id(time(NULL), id);
-        layout_sentinel_path(id, path, sizeof(path));
-        if (!storage_exists(repo, path, &taken_sentinel, err))
-            return false;
-        snprintf(path, sizeof(path), BACKUPS_DIR "/%s", id);
-        if (!storage_exists(repo, path, &taken_dir, err))
-            return false;
-        if (!taken_sentinel && !taken_dir)
-            return true;
-        sleep(1);
-    }
-    return err_set(err, "could not find a free backup id in repository \"%s\"", repo->uri);
-}
-
 static int file_size_desc(const void *a, const void *b)
 {
     const pipeline_file *fa = a, *fb = b;
@@ -251,13 +241,34 @@ static bool build_manifest(manifest *m, const char *id, const backup_settings *s
     return true;
 }
 
+/* Under our claimed id nothing exists yet: replacing an object would mean someone else wrote it. */
 static bool put_text(storage *repo, const char *id, const char *name, const char *text,
                      pgd_error *err)
 {
     char path[LAYOUT_PATH_MAX];
 
     layout_backup_object(id, name, path, sizeof(path));
-    return storage_put(repo, path, text, strlen(text), 0, err);
+    return storage_put(repo, path, text, strlen(text), STORAGE_WRITE_NO_REPLACE, err);
+}
+
+/* Garbage of killed runs: a failure to remove it is worth a warning, not a failed backup. */
+static void remove_stale_temp(storage *repo)
+{
+    pgd_error err = {0};
+
+    if (!storage_remove_stale_temp(repo, BACKUPS_DIR, STALE_TEMP_AGE_S, &err))
+        log_warn("could not remove temporary objects left by killed backups: %s", err.msg);
+}
+
+/* A failed backup leaves nothing: everything under its id goes, or a warning says what stays. */
+static void discard_backup(storage *repo, const char *id)
+{
+    pgd_error err = {0};
+
+    if (backup_id_discard(repo, id, &err))
+        log_info("removed what backup %s had written to the repository", id);
+    else
+        log_warn("%s", err.msg);
 }
 
 static const char *read_mode_summary(unsigned modes, read_mode asked)
@@ -368,19 +379,21 @@ static bool run_backup(const backup_settings *s, storage *repo, pgd_error *err)
     double t0, t_read = 0;
     io_plan plan = {0};
     cpu_cgroup cpu_cg = {0};
-    bool ok = false;
+    bool ok = false, claimed = false;
 
     manifest_init(&m);
     memset(&bi, 0, sizeof(bi));
     if (!storage_check_writable(repo, err))
         return false;
+    remove_stale_temp(repo);
     if (!pg_session_open(&pg, s->conninfo, err))
         return false;
-    if (!check_server(&pg, s, err) || !new_backup_id(repo, id, err))
-        goto done;
-
     t0 = clock_seconds();
     bi.start_time = time(NULL);
+    if (!check_server(&pg, s, err) ||
+        !(claimed = backup_id_claim(repo, (time_t)bi.start_time, id, err)))
+        goto done;
+
     log_info("backup %s of \"%s\" (PostgreSQL %s) to \"%s\": %s checkpoint", id, s->pgdata,
              pg.version, repo->uri, s->fast_checkpoint ? "fast" : "spread");
     if (!pg_session_backup_start(&pg, s->label, s->fast_checkpoint, start_lsn, sizeof(start_lsn),
@@ -436,9 +449,15 @@ static bool run_backup(const backup_settings *s, storage *repo, pgd_error *err)
         err_set(err, "backup_label returned by the server has no START TIMELINE line");
         goto done;
     }
-    pg_parse_lsn(start_lsn, &lsn);
+    if (!pg_parse_lsn(start_lsn, &lsn) || pg.wal_segment_size == 0) {
+        err_set(err, "the server returned an invalid start WAL location \"%s\"", start_lsn);
+        goto done;
+    }
     pg_wal_file_name(bi.timeline, lsn, pg.wal_segment_size, false, bi.start_wal);
-    pg_parse_lsn(stop_lsn, &lsn);
+    if (!pg_parse_lsn(stop_lsn, &lsn)) {
+        err_set(err, "the server returned an invalid stop WAL location \"%s\"", stop_lsn);
+        goto done;
+    }
     pg_wal_file_name(bi.timeline, lsn, pg.wal_segment_size, true, bi.stop_wal);
     snprintf(bi.system_identifier, sizeof(bi.system_identifier), "%s", pg.system_identifier);
     bi.pg_version_num = pg.version_num;
@@ -507,6 +526,8 @@ done:
     datadir_free(&dd);
     manifest_free(&m);
     pg_session_close(&pg);
+    if (!ok && claimed)
+        discard_backup(repo, id);
     return ok;
 }
 
