@@ -435,7 +435,9 @@ static bool run_backup(const backup_settings *s, storage *repo, pgd_error *err)
         goto done;
     t_read = clock_seconds() - t_read;
 
-    if (!pg_session_backup_stop(&pg, stop_lsn, sizeof(stop_lsn), &labelfile, &spcmap, err))
+    /* with --archive-check we wait for the WAL in the repository ourselves, with a deadline */
+    if (!pg_session_backup_stop(&pg, !s->archive_check, stop_lsn, sizeof(stop_lsn), &labelfile,
+                                &spcmap, err))
         goto done;
     bi.stop_time = time(NULL);
 

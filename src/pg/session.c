@@ -181,15 +181,16 @@ bool pg_session_backup_start(pg_session *s, const char *label, bool fast, char *
     return true;
 }
 
-bool pg_session_backup_stop(pg_session *s, char *stop_lsn, size_t lsn_len, char **labelfile,
-                            char **spcmapfile, pgd_error *err)
+bool pg_session_backup_stop(pg_session *s, bool wait_for_archive, char *stop_lsn, size_t lsn_len,
+                            char **labelfile, char **spcmapfile, pgd_error *err)
 {
+    const char *params[] = {wait_for_archive ? "true" : "false"};
     const char *sql = s->version_num >= PG_VERSION_NEW_NAMES
                           ? "SELECT lsn::text, labelfile, spcmapfile FROM "
-                            "pg_catalog.pg_backup_stop(true)"
+                            "pg_catalog.pg_backup_stop($1)"
                           : "SELECT lsn::text, labelfile, spcmapfile FROM "
-                            "pg_catalog.pg_stop_backup(false, true)";
-    PGresult *res = run(s, sql, 0, NULL, 3, err);
+                            "pg_catalog.pg_stop_backup(false, $1)";
+    PGresult *res = run(s, sql, 1, params, 3, err);
 
     if (res == NULL)
         return false;

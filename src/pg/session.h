@@ -37,9 +37,14 @@ void pg_session_close(pg_session *s);
 bool pg_session_backup_start(pg_session *s, const char *label, bool fast, char *start_lsn,
                              size_t lsn_len, pgd_error *err);
 
-/* pg_backup_stop / pg_stop_backup(false, true): waits for WAL archiving. Strings malloc'd. */
-bool pg_session_backup_stop(pg_session *s, char *stop_lsn, size_t lsn_len, char **labelfile,
-                            char **spcmapfile, pgd_error *err);
+/*
+ * pg_backup_stop(wait) / pg_stop_backup(false, wait). With wait_for_archive
+ * the server blocks until its archiver has archived the backup's WAL, with
+ * no time limit; a caller that checks the repository itself, under its own
+ * deadline, passes false. Strings malloc'd.
+ */
+bool pg_session_backup_stop(pg_session *s, bool wait_for_archive, char *stop_lsn, size_t lsn_len,
+                            char **labelfile, char **spcmapfile, pgd_error *err);
 
 /* User tablespaces (oid, name). *out malloc'd. */
 bool pg_session_tablespaces(pg_session *s, pg_tablespace **out, size_t *count, pgd_error *err);
