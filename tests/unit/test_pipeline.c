@@ -249,10 +249,10 @@ static void test_worker_that_cannot_start_stops_the_backup(void **state)
     engine_fail_at = 2;
     assert_false(pipeline_run(&cfg, files, NFILES, &res, &err));
     engine_fail_at = 0;
+    for (int i = 0; i < NFILES; i++) /* nobody read anything */
+        assert_false(files[i].done);
     assert_non_null(strstr(err.msg, "injected engine failure"));
     assert_non_null(strstr(err.msg, "reader thread 2"));
-    for (int i = 0; i < NFILES; i++)
-        assert_false(files[i].done);
     assert_int_equal(count_entries(dir, "repo/" BACKUPS_DIR "/" ID), 0);
     free(content);
     storage_free(repo);
