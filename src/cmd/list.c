@@ -22,18 +22,20 @@ static const command_help list_help = {
     "running or was interrupted is not shown: it has no sentinel yet. A backup whose\n"
     "sentinel cannot be read is shown with status \"damaged\" and the reason."};
 
+/* STATUS comes last, so scripts that read the columns before it by position keep working. */
 static void print_table(const backup_info *b, size_t n)
 {
-    printf("%-17s  %-7s  %-4s  %-20s  %9s  %10s  %10s  %5s  %-12s  %-12s  %-24s\n", "ID", "STATUS",
-           "TYPE", "STARTED (UTC)", "DURATION", "SIZE", "STORED", "RATIO", "START LSN", "STOP LSN",
-           "WAL START");
+    printf("%-17s  %-4s  %-20s  %9s  %10s  %10s  %5s  %-12s  %-12s  %-24s  %s\n", "ID", "TYPE",
+           "STARTED (UTC)", "DURATION", "SIZE", "STORED", "RATIO", "START LSN", "STOP LSN",
+           "WAL START", "STATUS");
     for (size_t i = 0; i < n; i++) {
         char started[32], dur[32], size[32], stored[32];
         struct tm tm;
         time_t t = (time_t)b[i].start_time;
 
         if (b[i].damaged) {
-            printf("%-17s  %-7s  %s\n", b[i].id, "damaged", b[i].damage);
+            printf("%-17s  %-4s  %-20s  %9s  %10s  %10s  %5s  %-12s  %-12s  %-24s  damaged: %s\n",
+                   b[i].id, "-", "-", "-", "-", "-", "-", "-", "-", "-", b[i].damage);
             continue;
         }
         gmtime_r(&t, &tm);
@@ -41,10 +43,10 @@ static void print_table(const backup_info *b, size_t n)
         format_duration((double)(b[i].stop_time - b[i].start_time), dur, sizeof(dur));
         format_bytes(b[i].size, size, sizeof(size));
         format_bytes(b[i].compressed_size, stored, sizeof(stored));
-        printf("%-17s  %-7s  %-4s  %-20s  %9s  %10s  %10s  %5.2f  %-12s  %-12s  %-24s\n", b[i].id,
-               "ok", b[i].type, started, dur, size, stored,
+        printf("%-17s  %-4s  %-20s  %9s  %10s  %10s  %5.2f  %-12s  %-12s  %-24s  %s\n", b[i].id,
+               b[i].type, started, dur, size, stored,
                b[i].compressed_size ? (double)b[i].size / (double)b[i].compressed_size : 0.0,
-               b[i].start_lsn, b[i].stop_lsn, b[i].start_wal);
+               b[i].start_lsn, b[i].stop_lsn, b[i].start_wal, "ok");
     }
     if (n == 0)
         printf("(no backups)\n");

@@ -25,9 +25,9 @@ diag "A=$A B=$B"
 : >"$REPO/backups/$B.done.json"
 out=$(pgd list --repo "$REPO" 2>"$T/list.err")
 is "$?" "0" "list succeeds with one empty sentinel"
-like "$(head -1 <<<"$out")" "^ID +STATUS " "the table has a status column"
-like "$(grep "^$A" <<<"$out")" "^$A +ok +full " "the good backup is listed as ok"
-like "$(grep "^$B" <<<"$out")" "^$B +damaged +sentinel \"backups/$B.done.json\" is empty" \
+like "$(head -1 <<<"$out")" "^ID +TYPE .* WAL START +STATUS$" "the table has a status column, last"
+like "$(grep "^$A" <<<"$out")" "^$A +full .* ok$" "the good backup is listed as ok"
+like "$(grep "^$B" <<<"$out")" "^$B +- .* damaged: sentinel \"backups/$B.done.json\" is empty$" \
     "the damaged backup is marked, with the reason"
 like "$(cat "$T/list.err")" "^pgdirect: warning: backup $B is damaged: sentinel \"backups/$B.done.json\" is empty$" \
     "list warns, naming the backup and the cause"
@@ -56,11 +56,11 @@ like "$(cat "$T/r_latest.restore.log")" "restoring backup $A " "and restores the
 printf '{"id": "%s", "type": "fu' "$B" >"$REPO/backups/$B.done.json"
 out=$(pgd list --repo "$REPO" 2>"$T/list.err")
 is "$?" "0" "list succeeds with one corrupt sentinel"
-like "$(grep "^$B" <<<"$out")" "^$B +damaged +could not parse sentinel" "the corrupt one is marked damaged"
+like "$(grep "^$B" <<<"$out")" "^$B .* damaged: could not parse sentinel" "the corrupt one is marked damaged"
 like "$(cat "$T/list.err")" "warning: backup $B is damaged: could not parse sentinel" "and named in a warning"
 cp "$REPO/backups/$A.done.json" "$REPO/backups/$B.done.json"
 out=$(pgd list --repo "$REPO" 2>/dev/null)
-like "$(grep "^$B" <<<"$out")" "^$B +damaged +sentinel .* names backup \"$A\"" \
+like "$(grep "^$B" <<<"$out")" "^$B .* damaged: sentinel .* names backup \"$A\"" \
     "a sentinel copied from another backup is damaged too"
 
 # ---- every backup damaged ----
