@@ -127,8 +127,11 @@ static bool backup_id_try(storage *repo, const char *id, time_t start, bool *tak
         *taken = true;
         return true;
     }
-    if (!backup_id_foreign(repo, id, &foreign, err))
+    if (!backup_id_foreign(repo, id, &foreign, err)) {
+        pgd_error ignore = {0};
+        storage_remove(repo, path, &ignore); /* best effort: the caller reports err */
         return false;
+    }
     if (foreign) {
         *taken = true;
         return storage_remove(repo, path, err);
@@ -175,8 +178,8 @@ static void backup_id_leftovers(storage *repo, const char *id, pgd_error *err)
     if (!backup_id_list(repo, id, &names, &ignore)) {
         snprintf(left + len, sizeof(left) - len, "%s/ (could not list it)", path);
     } else {
-        len += (size_t)snprintf(left + len, sizeof(left) - len, "%s/ with %zu objects", path,
-                                names.n);
+        len +=
+            (size_t)snprintf(left + len, sizeof(left) - len, "%s/ with %zu objects", path, names.n);
         for (size_t i = 0; i < names.n && len < sizeof(left); i++)
             len += (size_t)snprintf(left + len, sizeof(left) - len, "%s%s", i == 0 ? ": " : ", ",
                                     names.names[i]);
