@@ -507,6 +507,11 @@ bool pipeline_run(const pipeline_config *cfg, pipeline_file *files, size_t nfile
         struct timespec ts = {0, 10 * 1000 * 1000}; /* progress and prompt exit */
         nanosleep(&ts, NULL);
         progress_update(&meter, atomic_load(&sh.bytes_read));
+        if (cfg->interrupted != NULL && *cfg->interrupted != 0 && !atomic_load(&sh.failed)) {
+            pgd_error stop = {0};
+            err_set(&stop, "interrupted");
+            pipeline_fail(&sh, &stop);
+        }
     }
     for (int i = 0; i < started; i++)
         pthread_join(workers[i].thread, NULL);

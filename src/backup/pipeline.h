@@ -26,6 +26,7 @@
 #ifndef PGD_PIPELINE_H
 #define PGD_PIPELINE_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -65,6 +66,7 @@ typedef struct pipeline_config {
     read_mode mode;    /* READ_MODE_DIRECT, _BUFFERED or _CACHE_NEUTRAL */
     uint64_t max_rate; /* bytes/s, 0: unlimited */
     bool progress;
+    const volatile sig_atomic_t *interrupted; /* non-zero: stop (a signal arrived); may be NULL */
 } pipeline_config;
 
 typedef struct pipeline_partition {

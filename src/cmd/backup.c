@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,13 @@
  * still clears a killed run's garbage by the run after next.
  */
 #define STALE_TEMP_AGE_S (24 * 60 * 60)
+
+/*
+ * The signal (SIGINT, SIGTERM, SIGHUP) that interrupted the backup, 0 while
+ * none did. The run then stops at the next stage, removes what it wrote and
+ * dies of that signal; a second one ends it at once (SA_RESETHAND).
+ */
+static volatile sig_atomic_t backup_signal;
 
 static const command_help backup_help = {
     CMD_BACKUP, "usage: pgdirect backup [OPTIONS]",
@@ -251,6 +259,36 @@ static bool put_text(storage *repo, const char *id, const char *name, const char
     return storage_put(repo, path, text, strlen(text), STORAGE_WRITE_NO_REPLACE, err);
 }
 
+static void on_signal(int sig)
+{
+    backup_signal = sig;
+    pg_session_cancel_request(); /* a checkpoint or stop call in progress ends now */
+}
+
+static void catch_signals(void)
+{
+    static const int signals[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa = {.sa_handler = on_signal, .sa_flags = SA_RESETHAND};
+
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++)
+        sigaction(signals[i], &sa, NULL);
+}
+
+static const char *signal_name(int sig)
+{
+    return sig == SIGINT    ? "SIGINT"
+           : sig == SIGTERM ? "SIGTERM"
+           : sig == SIGHUP  ? "SIGHUP"
+                            : "a signal";
+}
+
+/* True once a signal asked us to stop; the failure it caused is reported as the signal. */
+static bool interrupted(void)
+{
+    return backup_signal != 0;
+}
+
 /* Garbage of killed runs: a failure to remove it is worth a warning, not a failed backup. */
 static void remove_stale_temp(storage *repo)
 {
@@ -388,6 +426,10 @@ static bool run_backup(const backup_settings *s, storage *repo, pgd_error *err)
     remove_stale_temp(repo);
     if (!pg_session_open(&pg, s->conninfo, err))
         return false;
+    if (!pg_session_cancel_arm(&pg, err)) {
+        pg_session_close(&pg);
+        return false;
+    }
     t0 = clock_seconds();
     bi.start_time = time(NULL);
     if (!check_server(&pg, s, err) ||
@@ -397,7 +439,8 @@ static bool run_backup(const backup_settings *s, storage *repo, pgd_error *err)
     log_info("backup %s of \"%s\" (PostgreSQL %s) to \"%s\": %s checkpoint", id, s->pgdata,
              pg.version, repo->uri, s->fast_checkpoint ? "fast" : "spread");
     if (!pg_session_backup_start(&pg, s->label, s->fast_checkpoint, start_lsn, sizeof(start_lsn),
-                                 err))
+                                 err) ||
+        interrupted())
         goto done;
     if (!pg_session_tablespaces(&pg, &spcs, &nspcs, err) ||
         !datadir_walk(&dd, s->pgdata_real, pg.version_num, err) ||
@@ -429,7 +472,8 @@ static bool run_backup(const backup_settings *s, storage *repo, pgd_error *err)
                            .partition_size = s->partition_size,
                            .mode = s->mode,
                            .max_rate = s->max_rate,
-                           .progress = s->progress};
+                           .progress = s->progress,
+                           .interrupted = &backup_signal};
     t_read = clock_seconds();
     if (!pipeline_run(&cfg, files, dd.n, &res, err))
         goto done;
@@ -437,7 +481,8 @@ static bool run_backup(const backup_settings *s, storage *repo, pgd_error *err)
 
     /* with --archive-check we wait for the WAL in the repository ourselves, with a deadline */
     if (!pg_session_backup_stop(&pg, !s->archive_check, stop_lsn, sizeof(stop_lsn), &labelfile,
-                                &spcmap, err))
+                                &spcmap, err) ||
+        interrupted())
         goto done;
     bi.stop_time = time(NULL);
 
@@ -494,7 +539,8 @@ static bool run_backup(const backup_settings *s, storage *repo, pgd_error *err)
             !wal_archive_wait(repo, bi.stop_wal, s->archive_timeout, err))
             goto done;
     }
-    if (!backup_info_to_json(&bi, &json, err))
+    /* the last moment a signal can still stop the backup from existing */
+    if (interrupted() || !backup_info_to_json(&bi, &json, err))
         goto done;
     layout_sentinel_path(id, path, sizeof(path));
     if (!storage_put(repo, path, json, strlen(json), STORAGE_WRITE_NO_REPLACE, err))
@@ -515,6 +561,10 @@ static bool run_backup(const backup_settings *s, storage *repo, pgd_error *err)
     }
     ok = true;
 done:
+    if (!ok && interrupted()) {
+        err_clear(err);
+        err_set(err, "interrupted by %s", signal_name(backup_signal));
+    }
     if (!ok && id[0] != '\0')
         err_prefix(err, "backup %s failed", id);
     free(json);
@@ -527,6 +577,7 @@ done:
     io_plan_free(&plan);
     datadir_free(&dd);
     manifest_free(&m);
+    pg_session_cancel_disarm();
     pg_session_close(&pg);
     if (!ok && claimed)
         discard_backup(repo, id);
@@ -543,11 +594,15 @@ int cmd_backup(int argc, char **argv)
 
     if (!command_start(&opts, &backup_help, 0, argc, argv, &rc))
         return rc;
-    if (!read_settings(&opts, &s, &err) || (repo = command_open_repo(&opts, &err)) == NULL)
+    if (!read_settings(&opts, &s, &err) || (repo = command_open_repo(&opts, &err)) == NULL) {
         rc = command_fail(&err);
-    else
+    } else {
+        catch_signals();
         rc = run_backup(&s, repo, &err) ? EXIT_OK : command_fail(&err);
+    }
     storage_free(repo);
     options_free(&opts);
+    if (rc != EXIT_OK && interrupted()) /* the caller learns how we ended */
+        raise(backup_signal);
     return rc;
 }

@@ -6,6 +6,7 @@
 #include "pg/session.h"
 
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,6 +164,47 @@ void pg_session_close(pg_session *s)
     if (s->conn != NULL)
         PQfinish(s->conn);
     s->conn = NULL;
+}
+
+/* What a signal handler may use: set and cleared only while signals that use it are blocked. */
+static PGcancel *volatile session_cancel;
+
+bool pg_session_cancel_arm(pg_session *s, pgd_error *err)
+{
+    PGcancel *c = PQgetCancel(s->conn);
+    sigset_t all, old;
+
+    if (c == NULL)
+        return err_set(err, "could not prepare the cancellation of the backup's queries");
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    if (session_cancel != NULL)
+        PQfreeCancel(session_cancel);
+    session_cancel = c;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return true;
+}
+
+void pg_session_cancel_request(void)
+{
+    char errbuf[256];
+
+    if (session_cancel != NULL)
+        PQcancel(session_cancel, errbuf, sizeof(errbuf));
+}
+
+void pg_session_cancel_disarm(void)
+{
+    sigset_t all, old;
+    PGcancel *c;
+
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    c = session_cancel;
+    session_cancel = NULL;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (c != NULL)
+        PQfreeCancel(c);
 }
 
 bool pg_session_backup_start(pg_session *s, const char *label, bool fast, char *start_lsn,

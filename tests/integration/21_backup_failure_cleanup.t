@@ -123,6 +123,31 @@ is "$(pgd list --repo "$REPO" --json | python3 -c 'import json,sys; print(len(js
     "list shows no backup"
 rm -rf "${REPO:?}/backups/$HELD_ID"
 
+# ---- SIGTERM in the middle of the pipeline: the run stops, removes what it wrote, dies of it ----
+# zstd at its slowest level keeps the backup reading long enough to be interrupted
+pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --compression zstd \
+    --compression-level 19 --concurrency 1 >"$T/term.log" 2>&1 &
+pid=$!
+writing=no
+for _ in $(seq 1 600); do
+    if ls "$REPO"/backups/*/part_*.tmp.* >/dev/null 2>&1; then writing=yes; break; fi
+    sleep 0.1
+done
+is "$writing" "yes" "the backup to be interrupted is writing its first partition"
+victim=$(pgrep -f "^$PGD backup")
+is "$(echo $victim | wc -w)" "1" "found the backup's process"
+kill -TERM $victim
+wait "$pid"
+rc=$?
+OUT=$(cat "$T/term.log")
+isnt "$rc" "0" "SIGTERM: non-zero exit"
+is "$(error_lines "$OUT")" "1" "SIGTERM: one error line"
+like "$(printf '%s\n' "$OUT" | grep '^pgdirect: error: ')" "backup [0-9T]+F failed: interrupted by SIGTERM$" \
+    "SIGTERM: the error says so"
+is "$(leftovers)" "" "SIGTERM: nothing of the backup is left in the repository"
+is "$(q "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgdirect'")" "0" \
+    "SIGTERM: the backup's session is gone"
+
 # positive control: the same repository and server take a complete backup
 archive_all "$PGPORT"
 pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast >/dev/null 2>"$T/good.err"
