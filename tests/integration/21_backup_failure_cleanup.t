@@ -148,6 +148,18 @@ is "$(leftovers)" "" "SIGTERM: nothing of the backup is left in the repository"
 is "$(q "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgdirect'")" "0" \
     "SIGTERM: the backup's session is gone"
 
+# ---- a full disk: the pipeline fails, what it wrote goes ----
+mkdir "$T/small" && mount -t tmpfs -o size=4m tmpfs "$T/small" && chown postgres "$T/small" ||
+    bail "could not mount a small tmpfs"
+trap 'umount "$T/small" 2>/dev/null; cleanup_all' EXIT
+out=$(pgd backup --repo "$T/small" --pgdata "$T/data" --checkpoint fast --archive-check=off \
+    --compression none 2>&1)
+isnt "$?" "0" "full disk: non-zero exit"
+is "$(error_lines "$out")" "1" "full disk: one error line"
+like "$(printf '%s\n' "$out" | grep '^pgdirect: error: ')" "No space left on device" "full disk: the error says why"
+is "$(ls -A "$T/small/backups" 2>/dev/null | tr '\n' ' ')" "" "full disk: nothing of the backup is left"
+umount "$T/small"
+
 # positive control: the same repository and server take a complete backup
 archive_all "$PGPORT"
 pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast >/dev/null 2>"$T/good.err"
