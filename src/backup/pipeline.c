@@ -357,15 +357,23 @@ fail:
     return false;
 }
 
-static void worker_fail(worker *w)
+/* Record the first error (under the lock: workers and the starting thread race) and stop all. */
+static void pipeline_fail(shared *sh, const pgd_error *err)
 {
-    shared *sh = w->sh;
-
     pthread_mutex_lock(&sh->lock);
     if (!sh->err.set)
-        sh->err = w->err;
+        sh->err = *err;
     pthread_mutex_unlock(&sh->lock);
     atomic_store(&sh->failed, true);
+}
+
+static void worker_fail(worker *w)
+{
+    /* a worker that stopped because another failed has nothing to add */
+    if (!w->err.set && !atomic_load(&w->sh->failed))
+        err_set(&w->err, "reader thread stopped without saying why");
+    if (w->err.set)
+        pipeline_fail(w->sh, &w->err);
 }
 
 static void *worker_main(void *arg)
@@ -393,7 +401,7 @@ static void *worker_main(void *arg)
     }
     if (ok && w->out != NULL && !atomic_load(&sh->failed))
         ok = partition_close(w);
-    if (!ok && w->err.set)
+    if (!ok)
         worker_fail(w);
     out_abort(w->out); /* only when something failed */
     w->out = NULL;
@@ -468,15 +476,29 @@ bool pipeline_run(const pipeline_config *cfg, pipeline_file *files, size_t nfile
             sh.max_read = files[i].read_size;
     rate_limit_init(&sh.rate, cfg->max_rate,
                     sh.max_read > cfg->max_rate / 10 ? sh.max_read : cfg->max_rate / 10);
-    progress_start(&meter, cfg->progress, total_bytes(files, nfiles));
+    /*
+     * Every worker's engine and buffers before any thread starts: a worker
+     * that cannot start must not leave the others to read the whole
+     * cluster before the failure is noticed.
+     */
     for (int i = 0; i < cfg->workers; i++) {
-        if (!worker_setup(&workers[i], &sh, &sh.err))
+        pgd_error setup_err = {0};
+        if (!worker_setup(&workers[i], &sh, &setup_err)) {
+            err_prefix(&setup_err, "could not set up reader thread %d", i + 1);
+            pipeline_fail(&sh, &setup_err);
             break;
+        }
+    }
+    progress_start(&meter, cfg->progress, total_bytes(files, nfiles));
+    for (int i = 0; i < cfg->workers && !atomic_load(&sh.failed); i++) {
+        int rc;
         atomic_fetch_add(&sh.workers_running, 1);
-        if (pthread_create(&workers[i].thread, NULL, worker_main, &workers[i]) != 0) {
+        rc = pthread_create(&workers[i].thread, NULL, worker_main, &workers[i]);
+        if (rc != 0) {
+            pgd_error start_err = {0};
             atomic_fetch_sub(&sh.workers_running, 1);
-            err_set(&sh.err, "could not start reader thread %d", i);
-            atomic_store(&sh.failed, true);
+            err_errno(&start_err, rc, "could not start reader thread %d", i + 1);
+            pipeline_fail(&sh, &start_err);
             break;
         }
         started++;
@@ -485,6 +507,11 @@ bool pipeline_run(const pipeline_config *cfg, pipeline_file *files, size_t nfile
         struct timespec ts = {0, 10 * 1000 * 1000}; /* progress and prompt exit */
         nanosleep(&ts, NULL);
         progress_update(&meter, atomic_load(&sh.bytes_read));
+        if (cfg->interrupted != NULL && *cfg->interrupted != 0 && !atomic_load(&sh.failed)) {
+            pgd_error stop = {0};
+            err_set(&stop, "interrupted");
+            pipeline_fail(&sh, &stop);
+        }
     }
     for (int i = 0; i < started; i++)
         pthread_join(workers[i].thread, NULL);
@@ -495,25 +522,11 @@ bool pipeline_run(const pipeline_config *cfg, pipeline_file *files, size_t nfile
     progress_finish(&meter);
     pthread_mutex_destroy(&sh.lock);
 
-    if (sh.err.set || started < cfg->workers) {
+    /* the partitions already written stay: the caller owns the backup id and removes them */
+    if (atomic_load(&sh.failed) || sh.err.set) {
         if (!sh.err.set)
-            err_set(&sh.err, "could not start the reader threads");
+            err_set(&sh.err, "the reader threads stopped without saying why");
         *err = sh.err;
-        /* remove the partitions already written: the backup will not exist */
-        {
-            char(*paths)[LAYOUT_PATH_MAX] = calloc(sh.npartitions + 1, LAYOUT_PATH_MAX);
-            const char **list = calloc(sh.npartitions + 1, sizeof(char *));
-            pgd_error ignore = {0};
-            for (size_t i = 0; paths && list && i < sh.npartitions; i++) {
-                layout_backup_object(cfg->backup_id, sh.partitions[i].name, paths[i],
-                                     LAYOUT_PATH_MAX);
-                list[i] = paths[i];
-            }
-            if (paths && list)
-                storage_remove_many(cfg->repo, list, sh.npartitions, &ignore);
-            free(paths);
-            free(list);
-        }
         free(sh.partitions);
         return false;
     }

@@ -26,6 +26,7 @@
 #ifndef PGD_PIPELINE_H
 #define PGD_PIPELINE_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -65,6 +66,7 @@ typedef struct pipeline_config {
     read_mode mode;    /* READ_MODE_DIRECT, _BUFFERED or _CACHE_NEUTRAL */
     uint64_t max_rate; /* bytes/s, 0: unlimited */
     bool progress;
+    const volatile sig_atomic_t *interrupted; /* non-zero: stop (a signal arrived); may be NULL */
 } pipeline_config;
 
 typedef struct pipeline_partition {
@@ -82,7 +84,11 @@ typedef struct pipeline_result {
     unsigned read_modes; /* bit (1 << read_mode) for each mode used */
 } pipeline_result;
 
-/* Files are processed in the order given; callers sort largest first. */
+/*
+ * Files are processed in the order given; callers sort largest first. On
+ * failure the partitions already written stay in the repository: the caller
+ * owns the backup id and removes everything under it (backup_id_discard).
+ */
 bool pipeline_run(const pipeline_config *cfg, pipeline_file *files, size_t nfiles,
                   pipeline_result *result, pgd_error *err);
 void pipeline_result_free(pipeline_result *result);

@@ -2,15 +2,18 @@
  * backup.c - `pgdirect backup`: a full, non-exclusive backup of a running
  * cluster, read with direct I/O, into the repository.
  *
- * Order matters for what a crash leaves behind: partitions first, then
+ * Order matters for what a crash leaves behind: the id's claim first (no
+ * other run writes under it from then on), partitions, then
  * backup_label/tablespace_map, manifest.json and PostgreSQL's
- * backup_manifest, then (after the WAL the
- * backup needs has reached the archive) the sentinel. Without the sentinel
- * the backup does not exist for list or restore.
+ * backup_manifest, then (after the WAL the backup needs has reached the
+ * archive) the sentinel. Without the sentinel the backup does not exist for
+ * list or restore. A run that fails removes everything it wrote under its
+ * id; one that is killed leaves garbage that list never shows.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backup/backup_id.h"
 #include "backup/io_plan.h"
 #include "backup/pipeline.h"
 #include "io/politeness.h"
@@ -40,6 +44,21 @@
 #define PARTITION_SIZE_MAX (1024ULL * 1024 * 1024 * 1024)
 #define MAX_MEMORY_MIN     (8 * 1024 * 1024ULL)
 #define RSS_MARGIN         (8 * 1024 * 1024ULL) /* allocator slack, libpq buffers, the manifest */
+/*
+ * Temporary objects under backups/ that nobody has written to for a day are
+ * left by killed runs. A live writer touches its temporary object at least
+ * every compressed block (seconds, or minutes at the slowest --max-rate); a
+ * day is far beyond any stall of a run still alive, and a daily schedule
+ * still clears a killed run's garbage by the run after next.
+ */
+#define STALE_TEMP_AGE_S (24 * 60 * 60)
+
+/*
+ * The signal (SIGINT, SIGTERM, SIGHUP) that interrupted the backup, 0 while
+ * none did. The run then stops at the next stage, removes what it wrote and
+ * dies of that signal; a second one ends it at once (SA_RESETHAND).
+ */
+static volatile sig_atomic_t backup_signal;
 
 static const command_help backup_help = {
     CMD_BACKUP, "usage: pgdirect backup [OPTIONS]",
@@ -156,27 +175,6 @@ static bool check_server(const pg_session *pg, const backup_settings *s, pgd_err
     return true;
 }
 
-/* A new id; waits for the next second if a backup (even a killed one) already used this one. */
-static bool new_backup_id(storage *repo, char id[BACKUP_ID_LEN + 1], pgd_error *err)
-{
-    for (int tries = 0; tries < 5; tries++) {
-        char path[LAYOUT_PATH_MAX];
-        bool taken_sentinel, taken_dir;
-
-        layout_backup_id(time(NULL), id);
-        layout_sentinel_path(id, path, sizeof(path));
-        if (!storage_exists(repo, path, &taken_sentinel, err))
-            return false;
-        snprintf(path, sizeof(path), BACKUPS_DIR "/%s", id);
-        if (!storage_exists(repo, path, &taken_dir, err))
-            return false;
-        if (!taken_sentinel && !taken_dir)
-            return true;
-        sleep(1);
-    }
-    return err_set(err, "could not find a free backup id in repository \"%s\"", repo->uri);
-}
-
 static int file_size_desc(const void *a, const void *b)
 {
     const pipeline_file *fa = a, *fb = b;
@@ -251,13 +249,64 @@ static bool build_manifest(manifest *m, const char *id, const backup_settings *s
     return true;
 }
 
+/* Under our claimed id nothing exists yet: replacing an object would mean someone else wrote it. */
 static bool put_text(storage *repo, const char *id, const char *name, const char *text,
                      pgd_error *err)
 {
     char path[LAYOUT_PATH_MAX];
 
     layout_backup_object(id, name, path, sizeof(path));
-    return storage_put(repo, path, text, strlen(text), 0, err);
+    return storage_put(repo, path, text, strlen(text), STORAGE_WRITE_NO_REPLACE, err);
+}
+
+static void on_signal(int sig)
+{
+    backup_signal = sig;
+    pg_session_cancel_request(); /* a checkpoint or stop call in progress ends now */
+}
+
+static void catch_signals(void)
+{
+    static const int signals[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa = {.sa_handler = on_signal, .sa_flags = SA_RESETHAND};
+
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++)
+        sigaction(signals[i], &sa, NULL);
+}
+
+static const char *signal_name(int sig)
+{
+    return sig == SIGINT    ? "SIGINT"
+           : sig == SIGTERM ? "SIGTERM"
+           : sig == SIGHUP  ? "SIGHUP"
+                            : "a signal";
+}
+
+/* True once a signal asked us to stop; the failure it caused is reported as the signal. */
+static bool interrupted(void)
+{
+    return backup_signal != 0;
+}
+
+/* Garbage of killed runs: a failure to remove it is worth a warning, not a failed backup. */
+static void remove_stale_temp(storage *repo)
+{
+    pgd_error err = {0};
+
+    if (!storage_remove_stale_temp(repo, BACKUPS_DIR, STALE_TEMP_AGE_S, &err))
+        log_warn("could not remove temporary objects left by killed backups: %s", err.msg);
+}
+
+/* A failed backup leaves nothing: everything under its id goes, or a warning says what stays. */
+static void discard_backup(storage *repo, const char *id)
+{
+    pgd_error err = {0};
+
+    if (backup_id_discard(repo, id, &err))
+        log_info("removed what backup %s had written to the repository", id);
+    else
+        log_warn("%s", err.msg);
 }
 
 static const char *read_mode_summary(unsigned modes, read_mode asked)
@@ -368,23 +417,30 @@ static bool run_backup(const backup_settings *s, storage *repo, pgd_error *err)
     double t0, t_read = 0;
     io_plan plan = {0};
     cpu_cgroup cpu_cg = {0};
-    bool ok = false;
+    bool ok = false, claimed = false;
 
     manifest_init(&m);
     memset(&bi, 0, sizeof(bi));
     if (!storage_check_writable(repo, err))
         return false;
+    remove_stale_temp(repo);
     if (!pg_session_open(&pg, s->conninfo, err))
         return false;
-    if (!check_server(&pg, s, err) || !new_backup_id(repo, id, err))
-        goto done;
-
+    if (!pg_session_cancel_arm(&pg, err)) {
+        pg_session_close(&pg);
+        return false;
+    }
     t0 = clock_seconds();
     bi.start_time = time(NULL);
+    if (!check_server(&pg, s, err) ||
+        !(claimed = backup_id_claim(repo, (time_t)bi.start_time, id, err)))
+        goto done;
+
     log_info("backup %s of \"%s\" (PostgreSQL %s) to \"%s\": %s checkpoint", id, s->pgdata,
              pg.version, repo->uri, s->fast_checkpoint ? "fast" : "spread");
     if (!pg_session_backup_start(&pg, s->label, s->fast_checkpoint, start_lsn, sizeof(start_lsn),
-                                 err))
+                                 err) ||
+        interrupted())
         goto done;
     if (!pg_session_tablespaces(&pg, &spcs, &nspcs, err) ||
         !datadir_walk(&dd, s->pgdata_real, pg.version_num, err) ||
@@ -416,13 +472,17 @@ static bool run_backup(const backup_settings *s, storage *repo, pgd_error *err)
                            .partition_size = s->partition_size,
                            .mode = s->mode,
                            .max_rate = s->max_rate,
-                           .progress = s->progress};
+                           .progress = s->progress,
+                           .interrupted = &backup_signal};
     t_read = clock_seconds();
     if (!pipeline_run(&cfg, files, dd.n, &res, err))
         goto done;
     t_read = clock_seconds() - t_read;
 
-    if (!pg_session_backup_stop(&pg, stop_lsn, sizeof(stop_lsn), &labelfile, &spcmap, err))
+    /* with --archive-check we wait for the WAL in the repository ourselves, with a deadline */
+    if (!pg_session_backup_stop(&pg, !s->archive_check, stop_lsn, sizeof(stop_lsn), &labelfile,
+                                &spcmap, err) ||
+        interrupted())
         goto done;
     bi.stop_time = time(NULL);
 
@@ -436,9 +496,15 @@ static bool run_backup(const backup_settings *s, storage *repo, pgd_error *err)
         err_set(err, "backup_label returned by the server has no START TIMELINE line");
         goto done;
     }
-    pg_parse_lsn(start_lsn, &lsn);
+    if (!pg_parse_lsn(start_lsn, &lsn) || pg.wal_segment_size == 0) {
+        err_set(err, "the server returned an invalid start WAL location \"%s\"", start_lsn);
+        goto done;
+    }
     pg_wal_file_name(bi.timeline, lsn, pg.wal_segment_size, false, bi.start_wal);
-    pg_parse_lsn(stop_lsn, &lsn);
+    if (!pg_parse_lsn(stop_lsn, &lsn)) {
+        err_set(err, "the server returned an invalid stop WAL location \"%s\"", stop_lsn);
+        goto done;
+    }
     pg_wal_file_name(bi.timeline, lsn, pg.wal_segment_size, true, bi.stop_wal);
     snprintf(bi.system_identifier, sizeof(bi.system_identifier), "%s", pg.system_identifier);
     bi.pg_version_num = pg.version_num;
@@ -473,7 +539,8 @@ static bool run_backup(const backup_settings *s, storage *repo, pgd_error *err)
             !wal_archive_wait(repo, bi.stop_wal, s->archive_timeout, err))
             goto done;
     }
-    if (!backup_info_to_json(&bi, &json, err))
+    /* the last moment a signal can still stop the backup from existing */
+    if (interrupted() || !backup_info_to_json(&bi, &json, err))
         goto done;
     layout_sentinel_path(id, path, sizeof(path));
     if (!storage_put(repo, path, json, strlen(json), STORAGE_WRITE_NO_REPLACE, err))
@@ -494,6 +561,10 @@ static bool run_backup(const backup_settings *s, storage *repo, pgd_error *err)
     }
     ok = true;
 done:
+    if (!ok && interrupted()) {
+        err_clear(err);
+        err_set(err, "interrupted by %s", signal_name(backup_signal));
+    }
     if (!ok && id[0] != '\0')
         err_prefix(err, "backup %s failed", id);
     free(json);
@@ -506,7 +577,10 @@ done:
     io_plan_free(&plan);
     datadir_free(&dd);
     manifest_free(&m);
+    pg_session_cancel_disarm();
     pg_session_close(&pg);
+    if (!ok && claimed)
+        discard_backup(repo, id);
     return ok;
 }
 
@@ -520,11 +594,15 @@ int cmd_backup(int argc, char **argv)
 
     if (!command_start(&opts, &backup_help, 0, argc, argv, &rc))
         return rc;
-    if (!read_settings(&opts, &s, &err) || (repo = command_open_repo(&opts, &err)) == NULL)
+    if (!read_settings(&opts, &s, &err) || (repo = command_open_repo(&opts, &err)) == NULL) {
         rc = command_fail(&err);
-    else
+    } else {
+        catch_signals();
         rc = run_backup(&s, repo, &err) ? EXIT_OK : command_fail(&err);
+    }
     storage_free(repo);
     options_free(&opts);
+    if (rc != EXIT_OK && interrupted()) /* the caller learns how we ended */
+        raise(backup_signal);
     return rc;
 }

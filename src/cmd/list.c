@@ -1,6 +1,9 @@
 /*
- * list.c - `pgdirect list [--json]`: the complete backups of a repository.
+ * list.c - `pgdirect list [--json]`: the complete backups of a repository,
+ * and the damaged ones (a sentinel that cannot be read), marked as such so
+ * one bad object neither hides the others nor goes unnoticed.
  */
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,30 +19,56 @@
 static const command_help list_help = {
     CMD_LIST, "usage: pgdirect list [--json] [OPTIONS]",
     "List the complete backups in the repository, oldest first. A backup that is still\n"
-    "running or was interrupted is not shown: it has no sentinel yet."};
+    "running or was interrupted is not shown: it has no sentinel yet. A backup whose\n"
+    "sentinel cannot be read is shown with status \"damaged\" and the reason."};
 
+/* STATUS comes last, so scripts that read the columns before it by position keep working. */
 static void print_table(const backup_info *b, size_t n)
 {
-    printf("%-17s  %-4s  %-20s  %9s  %10s  %10s  %5s  %-12s  %-12s  %-24s\n", "ID", "TYPE",
+    printf("%-17s  %-4s  %-20s  %9s  %10s  %10s  %5s  %-12s  %-12s  %-24s  %s\n", "ID", "TYPE",
            "STARTED (UTC)", "DURATION", "SIZE", "STORED", "RATIO", "START LSN", "STOP LSN",
-           "WAL START");
+           "WAL START", "STATUS");
     for (size_t i = 0; i < n; i++) {
         char started[32], dur[32], size[32], stored[32];
         struct tm tm;
         time_t t = (time_t)b[i].start_time;
 
+        if (b[i].damaged) {
+            printf("%-17s  %-4s  %-20s  %9s  %10s  %10s  %5s  %-12s  %-12s  %-24s  damaged: %s\n",
+                   b[i].id, "-", "-", "-", "-", "-", "-", "-", "-", "-", b[i].damage);
+            continue;
+        }
         gmtime_r(&t, &tm);
         strftime(started, sizeof(started), "%Y-%m-%d %H:%M:%S", &tm);
         format_duration((double)(b[i].stop_time - b[i].start_time), dur, sizeof(dur));
         format_bytes(b[i].size, size, sizeof(size));
         format_bytes(b[i].compressed_size, stored, sizeof(stored));
-        printf("%-17s  %-4s  %-20s  %9s  %10s  %10s  %5.2f  %-12s  %-12s  %-24s\n", b[i].id,
+        printf("%-17s  %-4s  %-20s  %9s  %10s  %10s  %5.2f  %-12s  %-12s  %-24s  %s\n", b[i].id,
                b[i].type, started, dur, size, stored,
                b[i].compressed_size ? (double)b[i].size / (double)b[i].compressed_size : 0.0,
-               b[i].start_lsn, b[i].stop_lsn, b[i].start_wal);
+               b[i].start_lsn, b[i].stop_lsn, b[i].start_wal, "ok");
     }
     if (n == 0)
         printf("(no backups)\n");
+}
+
+/* One backup as a JSON object: the sentinel's fields and "status", or id, status and reason. */
+static json_t *backup_json(const backup_info *b, pgd_error *err)
+{
+    json_t *o;
+    char *one;
+
+    if (b->damaged)
+        return json_pack("{s:s, s:s, s:s}", "id", b->id, "status", "damaged", "reason", b->damage);
+    if (!backup_info_to_json(b, &one, err))
+        return NULL;
+    o = json_loads(one, 0, NULL);
+    free(one);
+    if (o != NULL && json_object_set_new(o, "status", json_string("ok")) != 0) {
+        json_decref(o);
+        o = NULL;
+    }
+    return o;
 }
 
 static bool print_json(const backup_info *b, size_t n, pgd_error *err)
@@ -47,23 +76,27 @@ static bool print_json(const backup_info *b, size_t n, pgd_error *err)
     json_t *arr = json_array();
     char *text;
 
-    for (size_t i = 0; i < n; i++) {
-        char *one;
-        json_t *o;
-        if (!backup_info_to_json(&b[i], &one, err)) {
+    for (size_t i = 0; arr != NULL && i < n; i++) {
+        json_t *o = backup_json(&b[i], err);
+        if (o == NULL || json_array_append_new(arr, o) != 0) {
             json_decref(arr);
-            return false;
+            return err_set(err, "could not serialise the backup list");
         }
-        o = json_loads(one, 0, NULL);
-        free(one);
-        json_array_append_new(arr, o);
     }
-    text = json_dumps(arr, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    text = arr != NULL ? json_dumps(arr, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(arr);
     if (text == NULL)
         return err_set(err, "could not serialise the backup list");
     printf("%s\n", text);
     free(text);
+    return true;
+}
+
+/* A list cut short by a full disk or a closed pipe must not exit 0. */
+static bool flush_stdout(pgd_error *err)
+{
+    if (fflush(stdout) != 0 || ferror(stdout))
+        return err_errno(err, errno, "could not write the backup list to standard output");
     return true;
 }
 
@@ -81,13 +114,19 @@ int cmd_list(int argc, char **argv)
         return rc;
     if (!opt_bool(&opts, OPT_JSON, &json, &err) ||
         (repo = command_open_repo(&opts, &err)) == NULL ||
-        !backup_info_list(repo, &backups, &n, &err)) {
+        !backup_info_scan(repo, &backups, &n, &err)) {
         rc = command_fail(&err);
-    } else if (json) {
-        rc = print_json(backups, n, &err) ? EXIT_OK : command_fail(&err);
     } else {
-        print_table(backups, n);
-        rc = EXIT_OK;
+        for (size_t i = 0; i < n; i++)
+            if (backups[i].damaged)
+                log_warn("backup %s is damaged: %s", backups[i].id, backups[i].damage);
+        if (json && !print_json(backups, n, &err))
+            rc = command_fail(&err);
+        else {
+            if (!json)
+                print_table(backups, n);
+            rc = flush_stdout(&err) ? EXIT_OK : command_fail(&err);
+        }
     }
     free(backups);
     storage_free(repo);

@@ -1,13 +1,17 @@
 /*
  * session.c - libpq session: server facts, backup start/stop (PG 15+ and
- * the PG 10-14 names), tablespaces.
+ * the PG 10-14 names), tablespaces, and the server's notices routed
+ * through our logger.
  */
 #include "pg/session.h"
 
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "util/log.h"
 
 #define PG_VERSION_MIN       100000
 #define PG_VERSION_NEW_NAMES 150000
@@ -32,6 +36,32 @@ void pg_error_line(PGconn *conn, const char *fallback, char *out, size_t outlen)
 {
     snprintf(out, outlen, "%s", conn ? PQerrorMessage(conn) : fallback);
     one_line(out);
+}
+
+/*
+ * libpq prints NOTICE and WARNING messages raw on stderr ("NOTICE:  all
+ * required WAL segments have been archived"); ours go through the logger in
+ * its grammar and obey --log-level: warnings as warnings, the rest as info.
+ */
+static void pg_session_notice(void *arg, const PGresult *res)
+{
+    const char *severity = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+    const char *primary = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+    const char *hint = PQresultErrorField(res, PG_DIAG_MESSAGE_HINT);
+    char msg[PGD_ERROR_MAX];
+
+    (void)arg;
+    if (severity == NULL)
+        severity = PQresultErrorField(res, PG_DIAG_SEVERITY);
+    snprintf(msg, sizeof(msg), "%s%s%s", primary ? primary : PQresultErrorMessage(res),
+             hint ? " (hint: " : "", hint ? hint : "");
+    if (hint != NULL && strlen(msg) + 1 < sizeof(msg))
+        strcat(msg, ")");
+    one_line(msg);
+    if (severity != NULL && strcmp(severity, "WARNING") == 0)
+        log_warn("server: %s", msg);
+    else
+        log_info("server: %s", msg);
 }
 
 static bool query_error(pg_session *s, const char *what, PGresult *res, pgd_error *err)
@@ -93,6 +123,7 @@ bool pg_session_open(pg_session *s, const char *conninfo, pgd_error *err)
         pg_session_close(s);
         return err_set(err, "could not connect to the server: %s", msg);
     }
+    PQsetNoticeReceiver(s->conn, pg_session_notice, NULL);
     s->version_num = PQserverVersion(s->conn);
     if (s->version_num < PG_VERSION_MIN) {
         int v = s->version_num;
@@ -135,6 +166,47 @@ void pg_session_close(pg_session *s)
     s->conn = NULL;
 }
 
+/* What a signal handler may use: set and cleared only while signals that use it are blocked. */
+static PGcancel *volatile session_cancel;
+
+bool pg_session_cancel_arm(pg_session *s, pgd_error *err)
+{
+    PGcancel *c = PQgetCancel(s->conn);
+    sigset_t all, old;
+
+    if (c == NULL)
+        return err_set(err, "could not prepare the cancellation of the backup's queries");
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    if (session_cancel != NULL)
+        PQfreeCancel(session_cancel);
+    session_cancel = c;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return true;
+}
+
+void pg_session_cancel_request(void)
+{
+    char errbuf[256];
+
+    if (session_cancel != NULL)
+        PQcancel(session_cancel, errbuf, sizeof(errbuf));
+}
+
+void pg_session_cancel_disarm(void)
+{
+    sigset_t all, old;
+    PGcancel *c;
+
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    c = session_cancel;
+    session_cancel = NULL;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (c != NULL)
+        PQfreeCancel(c);
+}
+
 bool pg_session_backup_start(pg_session *s, const char *label, bool fast, char *start_lsn,
                              size_t lsn_len, pgd_error *err)
 {
@@ -151,15 +223,16 @@ bool pg_session_backup_start(pg_session *s, const char *label, bool fast, char *
     return true;
 }
 
-bool pg_session_backup_stop(pg_session *s, char *stop_lsn, size_t lsn_len, char **labelfile,
-                            char **spcmapfile, pgd_error *err)
+bool pg_session_backup_stop(pg_session *s, bool wait_for_archive, char *stop_lsn, size_t lsn_len,
+                            char **labelfile, char **spcmapfile, pgd_error *err)
 {
+    const char *params[] = {wait_for_archive ? "true" : "false"};
     const char *sql = s->version_num >= PG_VERSION_NEW_NAMES
                           ? "SELECT lsn::text, labelfile, spcmapfile FROM "
-                            "pg_catalog.pg_backup_stop(true)"
+                            "pg_catalog.pg_backup_stop($1)"
                           : "SELECT lsn::text, labelfile, spcmapfile FROM "
-                            "pg_catalog.pg_stop_backup(false, true)";
-    PGresult *res = run(s, sql, 0, NULL, 3, err);
+                            "pg_catalog.pg_stop_backup(false, $1)";
+    PGresult *res = run(s, sql, 1, params, 3, err);
 
     if (res == NULL)
         return false;

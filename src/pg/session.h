@@ -37,9 +37,24 @@ void pg_session_close(pg_session *s);
 bool pg_session_backup_start(pg_session *s, const char *label, bool fast, char *start_lsn,
                              size_t lsn_len, pgd_error *err);
 
-/* pg_backup_stop / pg_stop_backup(false, true): waits for WAL archiving. Strings malloc'd. */
-bool pg_session_backup_stop(pg_session *s, char *stop_lsn, size_t lsn_len, char **labelfile,
-                            char **spcmapfile, pgd_error *err);
+/*
+ * pg_backup_stop(wait) / pg_stop_backup(false, wait). With wait_for_archive
+ * the server blocks until its archiver has archived the backup's WAL, with
+ * no time limit; a caller that checks the repository itself, under its own
+ * deadline, passes false. Strings malloc'd.
+ */
+bool pg_session_backup_stop(pg_session *s, bool wait_for_archive, char *stop_lsn, size_t lsn_len,
+                            char **labelfile, char **spcmapfile, pgd_error *err);
+
+/*
+ * Cancelling from a signal handler: arm once the session is open (one
+ * session per process), then pg_session_cancel_request() is
+ * async-signal-safe and cancels the query in progress, such as a spread
+ * checkpoint in pg_backup_start. Disarm before closing the session.
+ */
+bool pg_session_cancel_arm(pg_session *s, pgd_error *err);
+void pg_session_cancel_request(void);
+void pg_session_cancel_disarm(void);
 
 /* User tablespaces (oid, name). *out malloc'd. */
 bool pg_session_tablespaces(pg_session *s, pg_tablespace **out, size_t *count, pgd_error *err);

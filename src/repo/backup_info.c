@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "repo/layout.h"
+#include "util/log.h"
 
 bool backup_info_to_json(const backup_info *bi, char **json, pgd_error *err)
 {
@@ -39,13 +40,14 @@ bool backup_info_from_json(backup_info *bi, const char *json, const char *what, 
     json_error_t jerr;
     json_t *o = json_loads(json, 0, &jerr);
     const char *id, *type, *label, *start_lsn, *stop_lsn, *start_wal, *stop_wal, *sysid,
-        *tool_version, *compression, *read_mode;
+        *tool_version, *compression, *read_mode, *bad;
     json_int_t start_time, stop_time, timeline, size, csize, files;
     int pgver;
 
     memset(bi, 0, sizeof(*bi));
     if (o == NULL)
         return err_set(err, "could not parse %s: %s", what, jerr.text);
+    /* each check below keeps a damaged sentinel from reaching restore as numbers that look valid */
     if (json_unpack_ex(o, &jerr, 0,
                        "{s:s, s:s, s:s, s:I, s:I, s:s, s:s, s:I, s:s, s:s, s:s, s:i, s:s, s:s, "
                        "s:s, s:I, s:I, s:I}",
@@ -57,6 +59,15 @@ bool backup_info_from_json(backup_info *bi, const char *json, const char *what, 
                        &size, "compressed_size", &csize, "files", &files) != 0) {
         json_decref(o);
         return err_set(err, "invalid %s: %s", what, jerr.text);
+    }
+    bad = !layout_is_backup_id(id)                 ? "id"
+          : timeline <= 0 || timeline > UINT32_MAX ? "timeline"
+          : !layout_is_wal_name(start_wal)         ? "start_wal"
+          : !layout_is_wal_name(stop_wal)          ? "stop_wal"
+                                                   : NULL;
+    if (bad != NULL) {
+        json_decref(o);
+        return err_set(err, "invalid %s: bad \"%s\"", what, bad);
     }
     COPY_FIELD(bi->id, id);
     COPY_FIELD(bi->type, type);
@@ -82,18 +93,24 @@ bool backup_info_from_json(backup_info *bi, const char *json, const char *what, 
 
 bool backup_info_load(storage *repo, const char *id, backup_info *bi, bool *missing, pgd_error *err)
 {
-    char path[LAYOUT_PATH_MAX];
+    char path[LAYOUT_PATH_MAX], what[LAYOUT_PATH_MAX + 16];
     char *json;
     size_t len;
     bool ok;
 
     layout_sentinel_path(id, path, sizeof(path));
+    snprintf(what, sizeof(what), "sentinel \"%s\"", path);
     if (!storage_get(repo, path, &json, &len, missing, err))
         return false;
-    ok = backup_info_from_json(bi, json, path, err);
+    if (len == 0 || strspn(json, " \t\r\n") == len)
+        ok = err_set(err, "%s is empty", what);
+    else if (strlen(json) != len)
+        ok = err_set(err, "%s holds a NUL byte", what);
+    else
+        ok = backup_info_from_json(bi, json, what, err);
     free(json);
     if (ok && strcmp(bi->id, id) != 0)
-        ok = err_set(err, "sentinel \"%s\" names backup \"%s\"", path, bi->id);
+        ok = err_set(err, "%s names backup \"%s\"", what, bi->id);
     return ok;
 }
 
@@ -109,7 +126,8 @@ static bool collect_sentinel(void *arg, const char *name, uint64_t size, bool is
     size_t len = strlen(name), slen = strlen(SENTINEL_SUFFIX);
 
     (void)size;
-    if (is_dir || len != BACKUP_ID_LEN + slen || strcmp(name + BACKUP_ID_LEN, SENTINEL_SUFFIX))
+    (void)is_dir; /* a sentinel that is a directory is damaged, not absent */
+    if (len != BACKUP_ID_LEN + slen || strcmp(name + BACKUP_ID_LEN, SENTINEL_SUFFIX))
         return true;
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 16;
@@ -131,7 +149,7 @@ static int id_cmp(const void *a, const void *b)
     return strcmp(a, b);
 }
 
-bool backup_info_list(storage *repo, backup_info **out, size_t *count, pgd_error *err)
+bool backup_info_scan(storage *repo, backup_info **out, size_t *count, pgd_error *err)
 {
     id_list ids = {0};
     backup_info *infos = NULL;
@@ -150,13 +168,21 @@ bool backup_info_list(storage *repo, backup_info **out, size_t *count, pgd_error
         return err_set(err, "out of memory");
     }
     for (size_t i = 0; i < ids.n; i++) {
-        bool missing;
-        if (!backup_info_load(repo, ids.ids[i], &infos[n], &missing, err)) {
+        pgd_error load_err = {0};
+        bool missing = false;
+        if (!backup_info_load(repo, ids.ids[i], &infos[n], &missing, &load_err)) {
             if (missing) /* removed while we listed */
                 continue;
-            free(infos);
-            free(ids.ids);
-            return false;
+            if (load_err.transient) { /* the repository, not this backup */
+                *err = load_err;
+                free(infos);
+                free(ids.ids);
+                return false;
+            }
+            memset(&infos[n], 0, sizeof(infos[n]));
+            snprintf(infos[n].id, sizeof(infos[n].id), "%s", ids.ids[i]);
+            infos[n].damaged = true;
+            snprintf(infos[n].damage, sizeof(infos[n].damage), "%s", load_err.msg);
         }
         n++;
     }
@@ -166,21 +192,54 @@ bool backup_info_list(storage *repo, backup_info **out, size_t *count, pgd_error
     return true;
 }
 
+bool backup_info_list(storage *repo, backup_info **out, size_t *count, pgd_error *err)
+{
+    size_t n, kept = 0;
+
+    if (!backup_info_scan(repo, out, &n, err))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        if ((*out)[i].damaged) {
+            log_warn("backup %s is damaged: %s", (*out)[i].id, (*out)[i].damage);
+            continue;
+        }
+        (*out)[kept++] = (*out)[i];
+    }
+    *count = kept;
+    return true;
+}
+
+static bool resolve_latest(storage *repo, backup_info *bi, pgd_error *err)
+{
+    backup_info *all;
+    size_t n, usable;
+
+    if (!backup_info_scan(repo, &all, &n, err))
+        return false;
+    for (usable = n; usable > 0 && all[usable - 1].damaged; usable--)
+        ;
+    if (usable == 0 && n > 0)
+        err_set(err,
+                "no usable backup in repository \"%s\": the %zu there %s damaged (the newest, %s: "
+                "%s)",
+                repo->uri, n, n == 1 ? "is" : "are all", all[n - 1].id, all[n - 1].damage);
+    else if (n == 0)
+        err_set(err, "no backup in repository \"%s\"", repo->uri);
+    for (size_t i = usable; usable > 0 && i < n; i++)
+        log_warn("skipping backup %s, newer than %s, because it is damaged: %s", all[i].id,
+                 all[usable - 1].id, all[i].damage);
+    if (usable > 0)
+        *bi = all[usable - 1];
+    free(all);
+    return usable > 0;
+}
+
 bool backup_info_resolve(storage *repo, const char *id_or_latest, backup_info *bi, pgd_error *err)
 {
     bool missing = false;
 
-    if (strcmp(id_or_latest, "LATEST") == 0) {
-        backup_info *all;
-        size_t n;
-        if (!backup_info_list(repo, &all, &n, err))
-            return false;
-        if (n == 0)
-            return err_set(err, "no backup in repository \"%s\"", repo->uri);
-        *bi = all[n - 1];
-        free(all);
-        return true;
-    }
+    if (strcmp(id_or_latest, "LATEST") == 0)
+        return resolve_latest(repo, bi, err);
     if (!layout_is_backup_id(id_or_latest))
         return err_set(err,
                        "invalid backup id \"%s\": expected LATEST or an id like "
@@ -190,6 +249,8 @@ bool backup_info_resolve(storage *repo, const char *id_or_latest, backup_info *b
         if (missing)
             return err_set(err, "backup \"%s\" not found in repository \"%s\"", id_or_latest,
                            repo->uri);
+        if (!err->transient)
+            err_prefix(err, "backup %s is damaged", id_or_latest);
         return false;
     }
     return true;

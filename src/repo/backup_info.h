@@ -30,6 +30,9 @@ typedef struct backup_info {
     uint64_t size;            /* bytes read from PGDATA and tablespaces */
     uint64_t compressed_size; /* bytes stored */
     uint64_t files;
+    /* set by backup_info_scan when the sentinel is unreadable: only id and damage are valid */
+    bool damaged;
+    char damage[PGD_ERROR_MAX];
 } backup_info;
 
 bool backup_info_to_json(const backup_info *bi, char **json, pgd_error *err);
@@ -40,11 +43,22 @@ bool backup_info_load(storage *repo, const char *id, backup_info *bi, bool *miss
                       pgd_error *err);
 
 /*
- * Every complete backup, oldest first (ids sort by time). *out is malloc'd.
+ * Every backup with a sentinel, oldest first (ids sort by time), the
+ * damaged ones included (empty, corrupt or unreadable sentinel: damaged is
+ * set and damage says why). One bad sentinel must not hide the others; only
+ * a repository that cannot be listed, or a read that may succeed later
+ * (err->transient), fails the whole scan. *out is malloc'd.
  */
+bool backup_info_scan(storage *repo, backup_info **out, size_t *count, pgd_error *err);
+
+/* Every complete backup, oldest first; damaged ones are left out with a warning. */
 bool backup_info_list(storage *repo, backup_info **out, size_t *count, pgd_error *err);
 
-/* "LATEST" or an id -> the backup's info; errors name the repository. */
+/*
+ * "LATEST" (the newest backup that is not damaged; a warning names each
+ * newer damaged one it skipped) or an id -> the backup's info; errors name
+ * the repository, or the damage.
+ */
 bool backup_info_resolve(storage *repo, const char *id_or_latest, backup_info *bi, pgd_error *err);
 
 #endif

@@ -31,6 +31,11 @@ void layout_sentinel_path(const char *id, char *out, size_t outlen)
     snprintf(out, outlen, BACKUPS_DIR "/%s" SENTINEL_SUFFIX, id);
 }
 
+void layout_backup_dir(const char *id, char *out, size_t outlen)
+{
+    snprintf(out, outlen, BACKUPS_DIR "/%s", id);
+}
+
 void layout_manifest_path(const char *id, char *out, size_t outlen)
 {
     layout_backup_object(id, MANIFEST_NAME, out, outlen);

@@ -1,6 +1,7 @@
 /*
  * layout.h - where things live in a repository (local and S3 identical):
  *
+ *   backups/<id>/claim.json            written first, create-exclusive: the id is taken
  *   backups/<id>/manifest.json         what the backup holds (repo/manifest.h)
  *   backups/<id>/part_0001.tar.lz4     pax tar partitions
  *   backups/<id>/backup_label          from pg_backup_stop, uncompressed
@@ -10,7 +11,10 @@
  *   wal/<timeline>/<segment><suffix>   archived WAL, .history and .backup files
  *
  * <id> is the UTC start time plus F (full): 20261129T215959F. It sorts by
- * time and never depends on WAL names.
+ * time and never depends on WAL names. A run owns an id once it has created
+ * backups/<id>/claim.json (create-exclusive, src/backup/backup_id.c); when
+ * that second is taken it uses the next one, so an id may be a few seconds
+ * later than the start it names.
  */
 #ifndef PGD_LAYOUT_H
 #define PGD_LAYOUT_H
@@ -26,6 +30,7 @@
 #define WAL_DIR          "wal"
 #define SENTINEL_SUFFIX  ".done.json"
 #define MANIFEST_NAME    "manifest.json"
+#define CLAIM_NAME       "claim.json"      /* the run that owns the id; first object written */
 #define PG_MANIFEST_NAME "backup_manifest" /* PostgreSQL's format, for pg_verifybackup */
 #define LAYOUT_PATH_MAX  1024
 #define WAL_TIMELINE_LEN 8
@@ -34,6 +39,8 @@ void layout_backup_id(time_t start, char out[BACKUP_ID_LEN + 1]);
 bool layout_is_backup_id(const char *s);
 
 void layout_sentinel_path(const char *id, char *out, size_t outlen);
+/* backups/<id>: the directory that holds every object of the backup but its sentinel. */
+void layout_backup_dir(const char *id, char *out, size_t outlen);
 void layout_manifest_path(const char *id, char *out, size_t outlen);
 void layout_backup_object(const char *id, const char *name, char *out, size_t outlen);
 void layout_partition_name(unsigned number, compress_kind kind, char *out, size_t outlen);

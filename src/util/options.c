@@ -317,6 +317,32 @@ static bool parse_config(pgd_options *opts, pgd_error *err)
     return true;
 }
 
+/*
+ * A value that starts or ends with white space is malformed wherever it
+ * comes from: " 4" would pass strtol() while "4 " would not, and " lz4"
+ * would fail only later as an unknown word. One rule for every option and
+ * every source; the config file's "name = value" spacing is gone by now.
+ */
+static bool check_spacing(const pgd_options *opts, pgd_error *err)
+{
+    for (int id = 0; id < OPT_COUNT; id++) {
+        const opt_value *v = &opts->v[id];
+
+        if (!(opt_defs[id].commands & opts->command))
+            continue;
+        for (size_t i = 0; i < v->nvalues; i++) {
+            const char *s = v->values[i];
+            size_t len = strlen(s);
+            if (len > 0 && (isspace((unsigned char)s[0]) || isspace((unsigned char)s[len - 1])))
+                return err_set(err,
+                               "invalid value \"%s\" for option \"--%s\"%s: leading or trailing "
+                               "white space",
+                               s, opt_defs[id].name, source_name(v->source));
+        }
+    }
+    return true;
+}
+
 bool options_parse(pgd_options *opts, unsigned command, int argc, char **argv, pgd_error *err)
 {
     memset(opts, 0, sizeof(*opts));
@@ -325,7 +351,9 @@ bool options_parse(pgd_options *opts, unsigned command, int argc, char **argv, p
         return false;
     if (opt_is_set(opts, OPT_HELP))
         return true;
-    if (!parse_env(opts, err) || !parse_config(opts, err))
+    /* before the config file is opened: its path may be the malformed value */
+    if (!parse_env(opts, err) || !check_spacing(opts, err) || !parse_config(opts, err) ||
+        !check_spacing(opts, err))
         return false;
     for (int id = 0; id < OPT_COUNT; id++)
         if (opts->v[id].nvalues == 0 && opt_defs[id].def != NULL &&

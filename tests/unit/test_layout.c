@@ -17,6 +17,19 @@ static void test_backup_ids(void **state)
     assert_false(layout_is_backup_id("../../etc/passwdF"));
 }
 
+static void test_backup_paths(void **state)
+{
+    char path[LAYOUT_PATH_MAX];
+
+    (void)state;
+    layout_backup_dir("20261129T215959F", path, sizeof(path));
+    assert_string_equal(path, "backups/20261129T215959F");
+    layout_backup_object("20261129T215959F", CLAIM_NAME, path, sizeof(path));
+    assert_string_equal(path, "backups/20261129T215959F/claim.json");
+    layout_sentinel_path("20261129T215959F", path, sizeof(path));
+    assert_string_equal(path, "backups/20261129T215959F.done.json");
+}
+
 static void test_wal_names(void **state)
 {
     char path[256];
@@ -43,6 +56,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_backup_ids),
+        cmocka_unit_test(test_backup_paths),
         cmocka_unit_test(test_wal_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

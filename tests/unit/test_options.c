@@ -134,6 +134,62 @@ static void test_invalid_values_name_the_option(void **state)
     options_free(&o);
 }
 
+/* " lz4", "4 ": refused from every source, naming the option and the source. */
+static void test_values_with_edge_white_space_are_refused(void **state)
+{
+    char *dir = test_tmpdir();
+    char cfg[4200];
+    pgd_options o;
+    pgd_error err = {0};
+    char *lead[] = {"--compression", " lz4"};
+    char *trail[] = {"--concurrency=4 "};
+    char *inner[] = {"--label=nightly run"};
+
+    (void)state;
+    assert_false(parse(&o, CMD_BACKUP, "/dev/null", 2, lead, &err));
+    assert_string_equal(err.msg, "invalid value \" lz4\" for option \"--compression\": leading "
+                                 "or trailing white space");
+    options_free(&o);
+    err_clear(&err);
+    assert_false(parse(&o, CMD_BACKUP, "/dev/null", 1, trail, &err));
+    assert_non_null(strstr(err.msg, "\"--concurrency\""));
+    options_free(&o);
+    err_clear(&err);
+
+    setenv("PGDIRECT_COMPRESSION", "lz4 ", 1);
+    assert_false(parse(&o, CMD_BACKUP, "/dev/null", 0, NULL, &err));
+    assert_string_equal(err.msg, "invalid value \"lz4 \" for option \"--compression\" (from the "
+                                 "environment): leading or trailing white space");
+    options_free(&o);
+    err_clear(&err);
+    setenv("PGDIRECT_CONCURRENCY", "\t4", 1);
+    unsetenv("PGDIRECT_COMPRESSION");
+    assert_false(parse(&o, CMD_BACKUP, "/dev/null", 0, NULL, &err));
+    assert_non_null(strstr(err.msg, "--concurrency"));
+    options_free(&o);
+    err_clear(&err);
+    unsetenv("PGDIRECT_CONCURRENCY");
+
+    /* white space inside a value is the value's own; the config file's spacing is allowed */
+    snprintf(cfg, sizeof(cfg), "%s/pgdirect.conf", dir);
+    {
+        const char *text = "compression   =   zstd  \nconcurrency=4\n";
+        write_test_file(cfg, text, strlen(text));
+    }
+    assert_true(parse(&o, CMD_BACKUP, cfg, 1, inner, &err));
+    assert_string_equal(opt_str(&o, OPT_COMPRESSION), "zstd");
+    assert_string_equal(opt_str(&o, OPT_CONCURRENCY), "4");
+    assert_string_equal(opt_str(&o, OPT_LABEL), "nightly run");
+    options_free(&o);
+
+    /* a malformed variable of an option the command does not have is not its business */
+    setenv("PGDIRECT_TARGET_DIR", " /x", 1);
+    assert_true(parse(&o, CMD_BACKUP, "/dev/null", 0, NULL, &err));
+    options_free(&o);
+    unsetenv("PGDIRECT_TARGET_DIR");
+    rm_rf(dir);
+}
+
 static void test_parse_size(void **state)
 {
     uint64_t v;
@@ -161,6 +217,7 @@ int main(void)
         cmocka_unit_test(test_precedence_cli_env_config_default),
         cmocka_unit_test(test_config_errors_name_file_and_line),
         cmocka_unit_test(test_invalid_values_name_the_option),
+        cmocka_unit_test(test_values_with_edge_white_space_are_refused),
         cmocka_unit_test(test_parse_size),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

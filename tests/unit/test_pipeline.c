@@ -1,8 +1,14 @@
 /*
  * test_pipeline.c - covers src/backup/pipeline.c: files that vanish, grow or
- * shrink between the walk and the read; partitions; CRCs.
+ * shrink between the walk and the read; partitions; CRCs; a reader thread
+ * that cannot start.
+ *
+ * Linked with -Wl,--wrap=io_engine_new: engine_fail_at = N makes the Nth
+ * engine the pipeline creates fail, as io_uring_queue_init can.
  */
 #include "helpers.h"
+
+#include <dirent.h>
 
 #include "backup/pipeline.h"
 #include "repo/layout.h"
@@ -10,6 +16,20 @@
 #include "util/crc32c.h"
 
 #define ID "20261129T000000F"
+
+static int engine_calls, engine_fail_at;
+
+io_engine *__real_io_engine_new(io_engine_kind kind, unsigned depth, pgd_error *err);
+io_engine *__wrap_io_engine_new(io_engine_kind kind, unsigned depth, pgd_error *err);
+
+io_engine *__wrap_io_engine_new(io_engine_kind kind, unsigned depth, pgd_error *err)
+{
+    if (++engine_calls == engine_fail_at) {
+        err_set(err, "injected engine failure");
+        return NULL;
+    }
+    return __real_io_engine_new(kind, depth, err);
+}
 
 static storage *repo_in(const char *dir)
 {
@@ -21,6 +41,25 @@ static storage *repo_in(const char *dir)
     s = storage_open(path, NULL, &err);
     assert_non_null(s);
     return s;
+}
+
+/* Entries in directory dir/sub (0 when it does not exist). */
+static int count_entries(const char *dir, const char *sub)
+{
+    char path[4300];
+    struct dirent *de;
+    int n = 0;
+    DIR *d;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, sub);
+    d = opendir(path);
+    if (d == NULL)
+        return 0;
+    while ((de = readdir(d)) != NULL)
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+            n++;
+    closedir(d);
+    return n;
 }
 
 /* Read partition `name` back and return the size and data of entry `path` (malloc'd). */
@@ -109,29 +148,35 @@ static void test_vanished_grown_shrunk(void **state)
     assert_true(files[4].done);
     assert_int_equal(res.bytes_read, 10000 + 3000 + 12345);
 
-    /* the partitions hold the bytes */
-    for (size_t i = 0; i < res.npartitions; i++) {
-        got = entry_data(repo, res.partitions[i].name, "base/1/steady", &size);
-        if (got != NULL) {
-            assert_int_equal(size, 12345);
-            assert_memory_equal(got, content, 12345);
-            free(got);
+    /* the partitions hold the bytes: each file in exactly one of them */
+    {
+        int steady_found = 0, shrunk_found = 0;
+        for (size_t i = 0; i < res.npartitions; i++) {
+            got = entry_data(repo, res.partitions[i].name, "base/1/steady", &size);
+            if (got != NULL) {
+                steady_found++;
+                assert_int_equal(size, 12345);
+                assert_memory_equal(got, content, 12345);
+                free(got);
+            }
+            got = entry_data(repo, res.partitions[i].name, "base/1/shrunk", &size);
+            if (got != NULL) {
+                shrunk_found++;
+                assert_int_equal(size, 3000); /* the file was already short when opened */
+                assert_memory_equal(got, content, 3000);
+                free(got);
+            }
         }
-        got = entry_data(repo, res.partitions[i].name, "base/1/shrunk", &size);
-        if (got != NULL) {
-            unsigned char zeros[6000] = {0};
-            assert_int_equal(size, 3000); /* the file was already short when opened */
-            assert_memory_equal(got, content, 3000);
-            (void)zeros;
-            free(got);
-        }
+        assert_int_equal(steady_found, 1);
+        assert_int_equal(shrunk_found, 1);
     }
     pipeline_result_free(&res);
     storage_free(repo);
     rm_rf(dir);
 }
 
-static void test_read_error_fails_and_removes_partitions(void **state)
+/* The partition being written when a read fails is aborted: no object, no temporary file. */
+static void test_read_error_fails_and_aborts_the_open_partition(void **state)
 {
     char *dir = test_tmpdir();
     char sub[4200], obj[4300];
@@ -156,9 +201,60 @@ static void test_read_error_fails_and_removes_partitions(void **state)
                            .mode = READ_MODE_BUFFERED};
     assert_false(pipeline_run(&cfg, files, 1, &res, &err));
     assert_non_null(strstr(err.msg, sub));
+    err_clear(&err);
     snprintf(obj, sizeof(obj), BACKUPS_DIR "/" ID "/part_0001.tar");
     assert_true(storage_exists(repo, obj, &exists, &err));
     assert_false(exists);
+    assert_int_equal(count_entries(dir, "repo/" BACKUPS_DIR "/" ID), 0);
+    storage_free(repo);
+    rm_rf(dir);
+}
+
+/*
+ * A reader thread whose engine cannot be created fails the backup before
+ * any thread reads: the others must not back up the whole cluster first.
+ */
+static void test_worker_that_cannot_start_stops_the_backup(void **state)
+{
+    enum { NFILES = 24, FILE_SIZE = 64 * 1024 };
+    char *dir = test_tmpdir();
+    char paths[NFILES][4200];
+    unsigned char *content = malloc(FILE_SIZE);
+    pipeline_file files[NFILES];
+    pgd_error err = {0};
+    storage *repo = repo_in(dir);
+    pipeline_result res;
+
+    (void)state;
+    fill_pattern(content, FILE_SIZE, 3);
+    memset(files, 0, sizeof(files));
+    for (int i = 0; i < NFILES; i++) {
+        snprintf(paths[i], sizeof(paths[i]), "%s/f%d", dir, i);
+        write_test_file(paths[i], content, FILE_SIZE);
+        files[i] = (pipeline_file){.path = paths[i] + strlen(dir) + 1,
+                                   .source = paths[i],
+                                   .size = FILE_SIZE,
+                                   .mode = 0600};
+    }
+    pipeline_config cfg = {.repo = repo,
+                           .backup_id = ID,
+                           .compression = COMPRESS_NONE,
+                           .read_size = 8192,
+                           .workers = 3,
+                           .depth = 2,
+                           .engine = IO_ENGINE_THREADS,
+                           .partition_size = 1 << 30,
+                           .mode = READ_MODE_BUFFERED};
+    engine_calls = 0;
+    engine_fail_at = 2;
+    assert_false(pipeline_run(&cfg, files, NFILES, &res, &err));
+    engine_fail_at = 0;
+    for (int i = 0; i < NFILES; i++) /* nobody read anything */
+        assert_false(files[i].done);
+    assert_non_null(strstr(err.msg, "injected engine failure"));
+    assert_non_null(strstr(err.msg, "reader thread 2"));
+    assert_int_equal(count_entries(dir, "repo/" BACKUPS_DIR "/" ID), 0);
+    free(content);
     storage_free(repo);
     rm_rf(dir);
 }
@@ -232,7 +328,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vanished_grown_shrunk),
-        cmocka_unit_test(test_read_error_fails_and_removes_partitions),
+        cmocka_unit_test(test_read_error_fails_and_aborts_the_open_partition),
+        cmocka_unit_test(test_worker_that_cannot_start_stops_the_backup),
         cmocka_unit_test(test_big_file_threads),
         cmocka_unit_test(test_big_file_io_uring),
         cmocka_unit_test(test_big_file_cache_neutral),

@@ -1,0 +1,231 @@
+/*
+ * backup_id.c - claiming a backup id exclusively, and removing what a
+ * failed backup wrote under it. See backup_id.h.
+ */
+#include "backup/backup_id.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/*
+ * Seconds after the start tried before giving up. Each run started at the
+ * same moment takes one; a hundred is more than any schedule starts at once
+ * and bounds the requests a repository full of leftovers costs.
+ */
+#define BACKUP_ID_CLAIM_TRIES 100
+#define HOST_NAME_LEN         256
+
+typedef struct backup_id_names {
+    char **names;
+    size_t n, cap;
+} backup_id_names;
+
+static bool backup_id_collect(void *arg, const char *name, uint64_t size, bool is_dir,
+                              pgd_error *err)
+{
+    backup_id_names *l = arg;
+
+    (void)size;
+    (void)is_dir;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        char **grown = realloc(l->names, cap * sizeof(*grown));
+        if (grown == NULL)
+            return err_set(err, "out of memory");
+        l->names = grown;
+        l->cap = cap;
+    }
+    if ((l->names[l->n] = strdup(name)) == NULL)
+        return err_set(err, "out of memory");
+    l->n++;
+    return true;
+}
+
+static void backup_id_names_free(backup_id_names *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->names[i]);
+    free(l->names);
+    memset(l, 0, sizeof(*l));
+}
+
+/* The names directly under backups/<id>/. */
+static bool backup_id_list(storage *repo, const char *id, backup_id_names *out, pgd_error *err)
+{
+    char dir[LAYOUT_PATH_MAX];
+
+    layout_backup_dir(id, dir, sizeof(dir));
+    if (storage_list(repo, dir, backup_id_collect, out, err))
+        return true;
+    backup_id_names_free(out);
+    return false;
+}
+
+static char *backup_id_claim_text(const char *id, time_t start, pgd_error *err)
+{
+    char host[HOST_NAME_LEN] = "";
+    json_t *o;
+    char *text;
+
+    if (gethostname(host, sizeof(host) - 1) != 0)
+        snprintf(host, sizeof(host), "unknown");
+    o = json_pack("{s:s, s:s, s:I, s:I}", "id", id, "host", host, "pid", (json_int_t)getpid(),
+                  "start_time", (json_int_t)start);
+    text = o != NULL ? json_dumps(o, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    if (text == NULL)
+        err_set(err, "out of memory");
+    return text;
+}
+
+/*
+ * Objects that a run without a claim left under `id`: a complete backup of
+ * an older version, or a killed run of one. The id is not free then.
+ */
+static bool backup_id_foreign(storage *repo, const char *id, bool *foreign, pgd_error *err)
+{
+    char path[LAYOUT_PATH_MAX];
+    backup_id_names names = {0};
+    bool sentinel;
+
+    layout_sentinel_path(id, path, sizeof(path));
+    if (!storage_exists(repo, path, &sentinel, err) || !backup_id_list(repo, id, &names, err))
+        return false;
+    *foreign = sentinel;
+    for (size_t i = 0; i < names.n; i++)
+        if (strcmp(names.names[i], CLAIM_NAME) != 0)
+            *foreign = true;
+    backup_id_names_free(&names);
+    return true;
+}
+
+/* Try to claim `id`: *taken when another run (or its leftovers) holds it. */
+static bool backup_id_try(storage *repo, const char *id, time_t start, bool *taken, pgd_error *err)
+{
+    char path[LAYOUT_PATH_MAX];
+    pgd_error put_err = {0};
+    char *text = backup_id_claim_text(id, start, err);
+    bool ok, exists, foreign;
+
+    *taken = false;
+    if (text == NULL)
+        return false;
+    layout_backup_object(id, CLAIM_NAME, path, sizeof(path));
+    ok = storage_put(repo, path, text, strlen(text), STORAGE_WRITE_NO_REPLACE, &put_err);
+    free(text);
+    if (!ok) {
+        /* a conflict leaves the other run's claim in place; anything else is an error */
+        if (!storage_exists(repo, path, &exists, err))
+            return false;
+        if (!exists) {
+            *err = put_err;
+            return false;
+        }
+        *taken = true;
+        return true;
+    }
+    if (!backup_id_foreign(repo, id, &foreign, err)) {
+        pgd_error ignore = {0};
+        storage_remove(repo, path, &ignore); /* best effort: the caller reports err */
+        return false;
+    }
+    if (foreign) {
+        *taken = true;
+        return storage_remove(repo, path, err);
+    }
+    return true;
+}
+
+bool backup_id_claim(storage *repo, time_t start, char id[BACKUP_ID_LEN + 1], pgd_error *err)
+{
+    char first[BACKUP_ID_LEN + 1];
+
+    layout_backup_id(start, first);
+    for (int i = 0; i < BACKUP_ID_CLAIM_TRIES; i++) {
+        bool taken;
+
+        layout_backup_id(start + i, id);
+        if (!backup_id_try(repo, id, start, &taken, err)) {
+            err_prefix(err, "could not claim backup id %s", id);
+            return false;
+        }
+        if (!taken)
+            return true;
+    }
+    return err_set(err,
+                   "could not claim a backup id in repository \"%s\": %s and the %d ids after "
+                   "it are taken",
+                   repo->uri, first, BACKUP_ID_CLAIM_TRIES - 1);
+}
+
+/* Append what is left of backup `id` to the cause already in err. */
+static void backup_id_leftovers(storage *repo, const char *id, pgd_error *err)
+{
+    char cause[PGD_ERROR_MAX], left[PGD_ERROR_MAX / 2] = "", path[LAYOUT_PATH_MAX];
+    backup_id_names names = {0};
+    pgd_error ignore = {0};
+    bool sentinel = true;
+    size_t len = 0;
+
+    snprintf(cause, sizeof(cause), "%s", err->msg);
+    layout_sentinel_path(id, path, sizeof(path));
+    if (!storage_exists(repo, path, &sentinel, &ignore) || sentinel)
+        len += (size_t)snprintf(left, sizeof(left), "%s, ", path);
+    layout_backup_dir(id, path, sizeof(path));
+    if (!backup_id_list(repo, id, &names, &ignore)) {
+        snprintf(left + len, sizeof(left) - len, "%s/ (could not list it)", path);
+    } else {
+        len +=
+            (size_t)snprintf(left + len, sizeof(left) - len, "%s/ with %zu objects", path, names.n);
+        for (size_t i = 0; i < names.n && len < sizeof(left); i++)
+            len += (size_t)snprintf(left + len, sizeof(left) - len, "%s%s", i == 0 ? ": " : ", ",
+                                    names.names[i]);
+        if (len >= sizeof(left))
+            memcpy(left + sizeof(left) - 4, "...", 4); /* say it was cut */
+    }
+    backup_id_names_free(&names);
+    err_clear(err);
+    err_set(err, "could not remove backup %s from repository \"%s\": %s; left behind: %s", id,
+            repo->uri, cause, left);
+}
+
+bool backup_id_discard(storage *repo, const char *id, pgd_error *err)
+{
+    char sentinel[LAYOUT_PATH_MAX], claim[LAYOUT_PATH_MAX], dir[LAYOUT_PATH_MAX];
+    char(*paths)[LAYOUT_PATH_MAX] = NULL;
+    const char **list = NULL;
+    backup_id_names names = {0};
+    size_t n = 0;
+    bool ok;
+
+    layout_sentinel_path(id, sentinel, sizeof(sentinel));
+    layout_backup_object(id, CLAIM_NAME, claim, sizeof(claim));
+    layout_backup_dir(id, dir, sizeof(dir));
+    /* the sentinel first: from then on the backup does not exist for list or restore */
+    ok = storage_remove(repo, sentinel, err) && backup_id_list(repo, id, &names, err);
+    if (ok && names.n > 0) {
+        paths = calloc(names.n, sizeof(*paths));
+        list = calloc(names.n, sizeof(*list));
+        if (paths == NULL || list == NULL)
+            ok = err_set(err, "out of memory");
+    }
+    for (size_t i = 0; ok && i < names.n; i++) {
+        if (strcmp(names.names[i], CLAIM_NAME) == 0)
+            continue;
+        layout_backup_object(id, names.names[i], paths[n], sizeof(paths[n]));
+        list[n] = paths[n];
+        n++;
+    }
+    /* the claim last, so a run that dies here leaves an id nobody else takes */
+    ok = ok && storage_remove_many(repo, list, n, err) && storage_remove(repo, claim, err) &&
+         storage_remove(repo, dir, err);
+    free(paths);
+    free(list);
+    backup_id_names_free(&names);
+    if (!ok)
+        backup_id_leftovers(repo, id, err);
+    return ok;
+}

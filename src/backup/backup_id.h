@@ -1,0 +1,37 @@
+/*
+ * backup_id.h - a backup's id, claimed exclusively in the repository before
+ * anything else is written under it, and given back (everything under it
+ * removed) when the backup fails.
+ *
+ * Two runs started in the same second must never share an id: each would
+ * write over the other's partitions. The claim is an object created with
+ * STORAGE_WRITE_NO_REPLACE (local: renameat2 RENAME_NOREPLACE; S3: PUT with
+ * If-None-Match: *), so exactly one run creates backups/<id>/claim.json.
+ * The others take the next second at once, without waiting: an id is a
+ * name that sorts by start time, not a clock reading.
+ */
+#ifndef PGD_BACKUP_ID_H
+#define PGD_BACKUP_ID_H
+
+#include <stdbool.h>
+#include <time.h>
+
+#include "repo/layout.h"
+#include "storage/storage.h"
+#include "util/error.h"
+
+/*
+ * Claim the id of `start`, or of the first later second nobody holds. A
+ * second whose directory holds objects of a run that made no claim (an
+ * older version, or a sentinel without a directory) counts as taken.
+ */
+bool backup_id_claim(storage *repo, time_t start, char id[BACKUP_ID_LEN + 1], pgd_error *err);
+
+/*
+ * Remove everything backup `id` wrote: its sentinel, every object under
+ * backups/<id>/ and, last, its claim and the directory. On failure err
+ * names the cause and what is left in the repository.
+ */
+bool backup_id_discard(storage *repo, const char *id, pgd_error *err);
+
+#endif
