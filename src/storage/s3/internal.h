@@ -192,6 +192,13 @@ bool s3_listing_list(storage *st, const char *dir, storage_list_cb cb, void *arg
 bool s3_listing_remove(storage *st, const char *path, pgd_error *err);
 bool s3_listing_remove_many(storage *st, const char *const *paths, size_t n, pgd_error *err);
 
+/*
+ * One ListObjectsV2 page handed to the callback, names relative to
+ * list_prefix ("prefix/dir/"); an entry not directly under it is an error.
+ */
+bool s3_listing_deliver(const s3_storage *s, const char *dir, const char *list_prefix,
+                        const s3_xml_listing *page, storage_list_cb cb, void *arg, pgd_error *err);
+
 /* The DeleteObjects body for keys[0..n), keys escaped; malloc'd. */
 char *s3_listing_delete_body(const s3_storage *s, const char *const *paths, size_t n, size_t *len);
 

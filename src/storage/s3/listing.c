@@ -51,10 +51,8 @@ static char *s3_listing_query(const char *list_prefix, const char *token)
     return query;
 }
 
-/* Hand one page's entries to the callback, each checked to lie directly under the prefix. */
-static bool s3_listing_deliver(const s3_storage *s, const char *dir, const char *list_prefix,
-                               const s3_xml_listing *page, storage_list_cb cb, void *arg,
-                               pgd_error *err)
+bool s3_listing_deliver(const s3_storage *s, const char *dir, const char *list_prefix,
+                        const s3_xml_listing *page, storage_list_cb cb, void *arg, pgd_error *err)
 {
     size_t plen = strlen(list_prefix);
 
