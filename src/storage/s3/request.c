@@ -42,6 +42,7 @@
 #define S3_HTTP_PRECONDITION  412
 #define S3_HTTP_CONFLICT      409
 #define S3_HTTP_TOO_MANY      429
+#define S3_HTTP_CLIENT_ERRORS 400
 #define S3_HTTP_SERVER_ERRORS 500
 #define S3_BUCKET_PROBE_QUERY "list-type=2&max-keys=1"
 
@@ -293,7 +294,8 @@ static bool s3_request_fail(s3_storage *s, const s3_call *call, const char *targ
     }
     if (r->body != NULL)
         s3_xml_error(r->body, r->body_len, &f);
-    else if (strcmp(call->method, "HEAD") == 0 && r->status >= 400)
+    else if (strcmp(call->method, "HEAD") == 0 && r->status >= S3_HTTP_CLIENT_ERRORS &&
+             r->status < S3_HTTP_SERVER_ERRORS)
         s3_request_diagnose_head(s, call, target, url, r->status, &f);
     s3_request_describe(r->status, &f, desc, sizeof(desc));
     if (call->no_replace && (r->status == S3_HTTP_PRECONDITION || r->status == S3_HTTP_CONFLICT))
