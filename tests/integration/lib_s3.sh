@@ -27,6 +27,12 @@ s3_require_python() {
         bail "$S3_PYTHON cannot import moto and boto3: run scripts/setup.sh"
 }
 
+# PGD_STORAGE: the pgd-storage helper (tests/tools/pgd_storage.c), built next to pgd-pagecache
+s3_require_storage_tool() {
+    PGD_STORAGE=${PGD_STORAGE:-$(dirname "${PGD_PAGECACHE:-/nonexistent/x}")/pgd-storage}
+    [ -x "$PGD_STORAGE" ] || bail "no pgd-storage helper at $PGD_STORAGE (set PGD_STORAGE or PGD_PAGECACHE)"
+}
+
 # s3_wait_port PORT: until something listens there (20 s at most)
 s3_wait_port() {
     local deadline=$((SECONDS + 20))
