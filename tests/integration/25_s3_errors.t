@@ -6,7 +6,9 @@
 # with an IP address and credentials in the URL refused (never echoed); two
 # writers of one WAL name at once, by single PUT and by multipart upload:
 # exactly one wins; a backup that fails midway under a prefix with '&'
-# removes what it had written (DeleteObjects with its keys escaped).
+# removes what it had written (DeleteObjects with its keys escaped); the
+# multipart upload of a killed writer aborted once stale; an unknown storage
+# class named (InvalidStorageClass).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_s3.sh"
 setup_tmp
@@ -136,6 +138,35 @@ RACE_WHAT="multipart upload" RACE_SIZE=12582912
 for r in 4 5 6; do race $r --compression none --s3-part-size 5MiB; done
 diag "$(grep -c "^POST /$S3_BUCKET/errors/wal/00000002/.*?uploadId=.* 412$" "$S3_LOG") of the multipart rounds were decided by If-None-Match on CompleteMultipartUpload"
 
+# ---- what a killed writer leaves: a multipart upload, aborted once it is stale ----
+uploads_left() {
+    "$S3_PYTHON" - "$S3_BUCKET" <<'PY'
+import sys
+import boto3
+r = boto3.client("s3").list_multipart_uploads(Bucket=sys.argv[1], Prefix="errors/killed/")
+print(len(r.get("Uploads", [])))
+PY
+}
+head -c 6291456 /dev/urandom >"$T/killed.data"
+mkfifo "$T/killed.fifo"
+"$PGD_STORAGE" --part-size 5242880 "$REPO" put killed/part_0001.tar <"$T/killed.fifo" >/dev/null 2>&1 &
+writer=$!
+exec 7>"$T/killed.fifo"
+cat "$T/killed.data" >&7
+deadline=$((SECONDS + 60))
+until grep -q "^PUT /$S3_BUCKET/errors/killed/part_0001.tar?partNumber=1&.* 200$" "$S3_LOG" ||
+    [ $SECONDS -ge $deadline ]; do sleep 0.1; done
+kill -9 $writer
+wait $writer 2>/dev/null
+exec 7>&-
+is "$(uploads_left)" "1" "a writer killed midway leaves its multipart upload"
+"$PGD_STORAGE" "$REPO" rm-stale killed 3600
+ok $? "removing stale temporary objects older than an hour succeeds"
+is "$(uploads_left)" "1" "and keeps the upload: its last part was written just now"
+"$PGD_STORAGE" "$REPO" rm-stale killed 0
+ok $? "removing those idle for 0 seconds succeeds"
+is "$(uploads_left)" "0" "and aborts it"
+
 # ---- a backup that fails midway removes its partitions, under a prefix with '&' ----
 REPO="s3://$S3_BUCKET/half&done"
 pg_init "$T/data"
@@ -165,4 +196,9 @@ print(len([o for o in r.get("Contents", []) if "part_" in o["Key"]]))
 PY
 )
 is "$left" "0" "no partition of the failed backup is left in the bucket"
+
+# what the server refuses is named by its code and message
+expect_error "a storage class the server does not know" \
+    'is not writable: PUT of "\.probe\.[0-9]+" in s3://pgdirect-test failed: HTTP 400 InvalidStorageClass: ' \
+    pgd backup --repo "$REPO" --pgdata "$T/data" --s3-storage-class NOPE
 done_testing

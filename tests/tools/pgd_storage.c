@@ -9,6 +9,7 @@
  *   pgd-storage URI list DIR               "NAME SIZE" or "NAME/" per line
  *   pgd-storage URI rm PATH
  *   pgd-storage URI rm-many PATH...
+ *   pgd-storage URI rm-stale DIR SECONDS  temporary objects of killed writers
  *
  * S3 settings other than these come from the AWS_* variables. Errors are
  * printed as pgdirect prints them: "pgdirect: error: ...", exit 1.
@@ -102,6 +103,8 @@ static bool pgd_storage_run(storage *s, int argc, char **argv, int *rc, pgd_erro
         return storage_list(s, argv[1], pgd_storage_print, NULL, err);
     if (strcmp(op, "rm") == 0 && argc == 2)
         return storage_remove(s, argv[1], err);
+    if (strcmp(op, "rm-stale") == 0 && argc == 3)
+        return storage_remove_stale_temp(s, argv[1], strtoll(argv[2], NULL, 10), err);
     if (strcmp(op, "rm-many") == 0)
         return storage_remove_many(s, (const char *const *)argv + 1, (size_t)argc - 1, err);
     *rc = 2;

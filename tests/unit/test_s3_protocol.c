@@ -667,6 +667,48 @@ static void test_complete_internal_error_retried(void **state)
     server_stop();
 }
 
+/* ---- stale multipart uploads ---- */
+
+/* Started long ago, both; one was written to recently (its latest part): only the other goes. */
+static void test_stale_uploads_aborted(void **state)
+{
+    char b1[1024], b2[512], b3[512];
+    const char *script[] = {
+        xml("200 OK",
+            "<ListMultipartUploadsResult><IsTruncated>false</IsTruncated>"
+            "<Upload><Key>p/backups/a</Key><UploadId>id+a</UploadId>"
+            "<Initiated>2010-11-10T20:48:33.000Z</Initiated></Upload>"
+            "<Upload><Key>p/backups/b</Key><UploadId>id-b</UploadId>"
+            "<Initiated>2010-11-10T20:48:33.000Z</Initiated></Upload>"
+            "</ListMultipartUploadsResult>",
+            b1, sizeof(b1)),
+        xml("200 OK",
+            "<ListPartsResult><IsTruncated>false</IsTruncated><Part><PartNumber>1</PartNumber>"
+            "<LastModified>2010-11-10T21:00:00.000Z</LastModified></Part></ListPartsResult>",
+            b2, sizeof(b2)),
+        "HTTP/1.1 204 No Content\r\n\r\n",
+        xml("200 OK",
+            "<ListPartsResult><IsTruncated>false</IsTruncated><Part><PartNumber>1</PartNumber>"
+            "<LastModified>2099-01-01T00:00:00.000Z</LastModified></Part></ListPartsResult>",
+            b3, sizeof(b3)),
+        NULL};
+    storage *s;
+    pgd_error err = {0};
+
+    (void)state;
+    server_start(script);
+    s = open_s3(0, 0);
+    if (!storage_remove_stale_temp(s, "backups", 3600, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(server.nrequests, 4);
+    expect_request(0, "GET /bucket?uploads&prefix=p%2Fbackups%2F$");
+    expect_request(1, "GET /bucket/p/backups/a?uploadId=id%2Ba$");
+    expect_request(2, "DELETE /bucket/p/backups/a?uploadId=id%2Ba$");
+    expect_request(3, "GET /bucket/p/backups/b?uploadId=id-b$");
+    storage_free(s);
+    server_stop();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -688,6 +730,7 @@ int main(void)
         cmocka_unit_test(test_multipart_no_replace),
         cmocka_unit_test(test_complete_error_in_200),
         cmocka_unit_test(test_complete_internal_error_retried),
+        cmocka_unit_test(test_stale_uploads_aborted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -331,6 +331,73 @@ static void test_delete_result_error_root(void **state)
     free(body);
 }
 
+/* ---- multipart uploads in progress ---- */
+
+static void test_time(void **state)
+{
+    int64_t t;
+
+    (void)state;
+    assert_true(s3_xml_time("2026-11-30T18:23:01.000Z", &t));
+    assert_int_equal(t, 1796062981);
+    assert_true(s3_xml_time("1970-01-01T00:00:00Z", &t));
+    assert_int_equal(t, 0);
+    assert_false(s3_xml_time("2026-11-30T18:23:01+02:00", &t)); /* S3 speaks UTC */
+    assert_false(s3_xml_time("yesterday", &t));
+    assert_false(s3_xml_time(NULL, &t));
+}
+
+static void test_uploads(void **state)
+{
+    size_t len;
+    char *body = fixture("moto_uploads.xml", &len);
+    s3_xml_uploads u;
+    pgd_error err = {0};
+
+    (void)state;
+    assert_true(s3_xml_uploads_parse(body, len, &u, &err));
+    assert_int_equal(u.n, 2);
+    assert_string_equal(u.items[0].key, "p/backups/x/part_0001.tar");
+    assert_string_equal(u.items[1].key, "p/wal/y a&b");
+    assert_int_equal(u.items[1].initiated, 1289422113); /* moto's fixed 2010-11-10T20:48:33 */
+    assert_false(u.truncated);
+    s3_xml_uploads_free(&u);
+    free(body);
+    body = fixture("aws_uploads_truncated.xml", &len);
+    assert_true(s3_xml_uploads_parse(body, len, &u, &err));
+    assert_true(u.truncated);
+    assert_string_equal(u.next_key_marker, "my-movie.m2ts");
+    assert_string_equal(u.next_upload_id_marker, "YW55IGlkZWEgd2h5IGVsdmluZydzIHVwbG9hZCBmYWlsZWQ");
+    s3_xml_uploads_free(&u);
+    free(body);
+    body = fixture("moto_list_page.xml", &len);
+    assert_false(s3_xml_uploads_parse(body, len, &u, &err));
+    assert_non_null(strstr(err.msg, "not a ListMultipartUploadsResult"));
+    free(body);
+}
+
+static void test_parts(void **state)
+{
+    size_t len;
+    char *body = fixture("moto_parts.xml", &len), *marker;
+    int64_t latest;
+    bool truncated;
+    pgd_error err = {0};
+
+    (void)state;
+    assert_true(s3_xml_parts_parse(body, len, &latest, &truncated, &marker, &err));
+    assert_int_equal(latest, 1796063930); /* 2026-11-30T18:38:50Z */
+    assert_false(truncated);
+    assert_null(marker);
+    free(body);
+    body = fixture("moto_parts_truncated.xml", &len);
+    assert_true(s3_xml_parts_parse(body, len, &latest, &truncated, &marker, &err));
+    assert_true(truncated);
+    assert_string_equal(marker, "1");
+    free(marker);
+    free(body);
+}
+
 /* ---- escaping ---- */
 
 static void test_escape(void **state)
@@ -385,6 +452,9 @@ int main(void)
         cmocka_unit_test(test_delete_result_names_every_failure),
         cmocka_unit_test(test_delete_result_success),
         cmocka_unit_test(test_delete_result_error_root),
+        cmocka_unit_test(test_time),
+        cmocka_unit_test(test_uploads),
+        cmocka_unit_test(test_parts),
         cmocka_unit_test(test_escape),
         cmocka_unit_test(test_escape_round_trip),
     };

@@ -259,6 +259,7 @@ static const storage_ops s3_config_ops = {
     .remove = s3_listing_remove,
     .free = s3_config_free,
     .remove_many = s3_listing_remove_many,
+    .remove_stale_temp = s3_uploads_remove_stale,
 };
 
 static char *s3_config_dup_or_env(const char *v, const char *env)

@@ -8,6 +8,7 @@
  *   writer.c   objects written as one PUT or a multipart upload
  *   reader.c   HEAD and ranged GETs, several in flight
  *   listing.c  ListObjectsV2, DELETE and DeleteObjects
+ *   uploads.c  the multipart uploads killed writers left, aborted
  */
 #ifndef PGD_S3_INTERNAL_H
 #define PGD_S3_INTERNAL_H
@@ -171,6 +172,30 @@ bool s3_xml_delete_result(const char *body, size_t len, s3_xml_delete_failure **
                           pgd_error *err);
 void s3_xml_delete_failures_free(s3_xml_delete_failure *f, size_t n);
 
+typedef struct s3_xml_upload {
+    char *key;
+    char *upload_id;
+    int64_t initiated; /* seconds since the epoch */
+} s3_xml_upload;
+
+typedef struct s3_xml_uploads {
+    s3_xml_upload *items;
+    size_t n;
+    bool truncated;
+    char *next_key_marker, *next_upload_id_marker; /* NULL when none */
+} s3_xml_uploads;
+
+/* ListMultipartUploads: each upload's key, id and start; where the next page starts. */
+bool s3_xml_uploads_parse(const char *body, size_t len, s3_xml_uploads *out, pgd_error *err);
+void s3_xml_uploads_free(s3_xml_uploads *u);
+
+/* ListParts: the latest LastModified of the page (0 without parts), and where the next starts. */
+bool s3_xml_parts_parse(const char *body, size_t len, int64_t *latest, bool *truncated,
+                        char **next_marker, pgd_error *err);
+
+/* "2026-11-30T18:23:01.000Z" -> seconds since the epoch. */
+bool s3_xml_time(const char *text, int64_t *out);
+
 /* Text escaped for an XML element (& < > " '), malloc'd. */
 char *s3_xml_escape(const char *text);
 
@@ -198,6 +223,15 @@ bool s3_listing_remove_many(storage *st, const char *const *paths, size_t n, pgd
  */
 bool s3_listing_deliver(const s3_storage *s, const char *dir, const char *list_prefix,
                         const s3_xml_listing *page, storage_list_cb cb, void *arg, pgd_error *err);
+
+/* "prefix/dir/" (or "" for the whole bucket): what a listing of dir asks for; malloc'd. */
+char *s3_listing_prefix(const s3_storage *s, const char *dir);
+
+/*
+ * uploads.c: abort the multipart uploads under dir (recursively) that nothing
+ * has written to for older_than_s seconds: what killed writers leave.
+ */
+bool s3_uploads_remove_stale(storage *st, const char *dir, int64_t older_than_s, pgd_error *err);
 
 /* The DeleteObjects body for keys[0..n), keys escaped; malloc'd. */
 char *s3_listing_delete_body(const s3_storage *s, const char *const *paths, size_t n, size_t *len);

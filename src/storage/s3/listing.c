@@ -19,8 +19,7 @@
 
 #define S3_FAILURES_ROOM (PGD_ERROR_MAX - 96) /* what the failed keys may take of a message */
 
-/* "prefix/dir/" (or "" for the whole bucket): what ListObjectsV2 is asked for. */
-static char *s3_listing_prefix(const s3_storage *s, const char *dir)
+char *s3_listing_prefix(const s3_storage *s, const char *dir)
 {
     char *key = s3_request_key(s, dir), *out;
     size_t len;

@@ -1,7 +1,8 @@
 /*
  * xml.c - S3's XML answers, read with libxml2: errors, the upload id of a
- * new multipart upload, the outcome of completing one, a ListObjectsV2 page
- * and a DeleteObjects result; and keys escaped for the DeleteObjects body.
+ * new multipart upload, the outcome of completing one, a ListObjectsV2 page,
+ * a DeleteObjects result, the multipart uploads in progress and their parts;
+ * and keys escaped for the DeleteObjects body.
  *
  * Answers are untrusted input: parsed without network access, without
  * entity substitution, and a document with a DTD is refused (S3 never sends
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define S3_XML_PARSE_OPTIONS (XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING)
 #define S3_XML_SIZE_DIGITS   20 /* UINT64_MAX */
@@ -249,11 +251,27 @@ static bool s3_xml_listing_entry(xmlNodePtr c, s3_xml_listing *out, pgd_error *e
     return true;
 }
 
+/* IsTruncated, which must be there and be "true" or "false". */
+static bool s3_xml_truncated(xmlNodePtr root, bool *truncated, pgd_error *err)
+{
+    bool oom = false;
+    char *t = s3_xml_child_text(root, "IsTruncated", &oom);
+    bool ok = t != NULL && (strcmp(t, "true") == 0 || strcmp(t, "false") == 0);
+
+    if (oom)
+        ok = err_set(err, "out of memory");
+    else if (!ok)
+        err_set(err, "IsTruncated is %s%s%s", t ? "\"" : "missing", t ? t : "", t ? "\"" : "");
+    else
+        *truncated = strcmp(t, "true") == 0;
+    free(t);
+    return ok;
+}
+
 bool s3_xml_listing_parse(const char *body, size_t len, s3_xml_listing *out, pgd_error *err)
 {
     xmlDocPtr doc = s3_xml_read(body, len, err);
     xmlNodePtr root;
-    char *truncated = NULL;
     bool ok = true, oom = false;
 
     memset(out, 0, sizeof(*out));
@@ -268,23 +286,14 @@ bool s3_xml_listing_parse(const char *body, size_t len, s3_xml_listing *out, pgd
     for (xmlNodePtr c = root->children; c && ok; c = c->next)
         if (s3_xml_named(c, "Contents") || s3_xml_named(c, "CommonPrefixes"))
             ok = s3_xml_listing_entry(c, out, err);
-    if (ok) {
-        truncated = s3_xml_child_text(root, "IsTruncated", &oom);
+    if (ok && (ok = s3_xml_truncated(root, &out->truncated, err))) {
         out->next_token = s3_xml_child_text(root, "NextContinuationToken", &oom);
-        if (oom) {
+        if (oom)
             ok = err_set(err, "out of memory");
-        } else if (truncated == NULL ||
-                   (strcmp(truncated, "true") != 0 && strcmp(truncated, "false") != 0)) {
-            ok = err_set(err, "IsTruncated is %s%s%s", truncated ? "\"" : "missing",
-                         truncated ? truncated : "", truncated ? "\"" : "");
-        } else {
-            out->truncated = strcmp(truncated, "true") == 0;
-            /* a page that says there is more must say where it continues */
-            if (out->truncated && (out->next_token == NULL || out->next_token[0] == '\0'))
-                ok = err_set(err, "IsTruncated is true but there is no NextContinuationToken");
-        }
+        /* a page that says there is more must say where it continues */
+        else if (out->truncated && (out->next_token == NULL || out->next_token[0] == '\0'))
+            ok = err_set(err, "IsTruncated is true but there is no NextContinuationToken");
     }
-    free(truncated);
     xmlFreeDoc(doc);
     if (!ok)
         s3_xml_listing_free(out);
@@ -346,6 +355,142 @@ bool s3_xml_delete_result(const char *body, size_t len, s3_xml_delete_failure **
         s3_xml_delete_failures_free(*failures, *n);
         *failures = NULL;
         *n = 0;
+    }
+    return ok;
+}
+
+bool s3_xml_time(const char *text, int64_t *out)
+{
+    struct tm tm;
+    const char *rest;
+
+    memset(&tm, 0, sizeof(tm));
+    if (text == NULL || (rest = strptime(text, "%Y-%m-%dT%H:%M:%S", &tm)) == NULL)
+        return false;
+    if (*rest == '.')
+        for (rest++; *rest >= '0' && *rest <= '9'; rest++)
+            ;
+    if (strcmp(rest, "Z") != 0)
+        return false;
+    *out = (int64_t)timegm(&tm);
+    return true;
+}
+
+void s3_xml_uploads_free(s3_xml_uploads *u)
+{
+    for (size_t i = 0; i < u->n; i++) {
+        free(u->items[i].key);
+        free(u->items[i].upload_id);
+    }
+    free(u->items);
+    free(u->next_key_marker);
+    free(u->next_upload_id_marker);
+    memset(u, 0, sizeof(*u));
+}
+
+static bool s3_xml_upload_add(xmlNodePtr c, s3_xml_uploads *out, pgd_error *err)
+{
+    bool oom = false;
+    char *key = s3_xml_child_text(c, "Key", &oom), *id = s3_xml_child_text(c, "UploadId", &oom);
+    char *initiated = s3_xml_child_text(c, "Initiated", &oom);
+    s3_xml_upload *grown;
+    int64_t when;
+    bool ok = true;
+
+    if (oom)
+        ok = err_set(err, "out of memory");
+    else if (key == NULL || key[0] == '\0' || id == NULL || id[0] == '\0')
+        ok = err_set(err, "an <Upload> has no Key or UploadId");
+    else if (!s3_xml_time(initiated, &when))
+        ok = err_set(err, "upload of \"%s\" has an invalid Initiated \"%s\"", key,
+                     initiated ? initiated : "");
+    else if ((grown = realloc(out->items, (out->n + 1) * sizeof(*grown))) == NULL)
+        ok = err_set(err, "out of memory");
+    free(initiated);
+    if (!ok) {
+        free(key);
+        free(id);
+        return false;
+    }
+    out->items = grown;
+    out->items[out->n++] = (s3_xml_upload){key, id, when};
+    return true;
+}
+
+bool s3_xml_uploads_parse(const char *body, size_t len, s3_xml_uploads *out, pgd_error *err)
+{
+    xmlDocPtr doc = s3_xml_read(body, len, err);
+    xmlNodePtr root;
+    bool ok = true, oom = false;
+
+    memset(out, 0, sizeof(*out));
+    if (doc == NULL)
+        return false;
+    root = xmlDocGetRootElement(doc);
+    if (!s3_xml_named(root, "ListMultipartUploadsResult"))
+        ok = err_set(err, "the answer is a <%s>, not a ListMultipartUploadsResult",
+                     (const char *)root->name);
+    for (xmlNodePtr c = ok ? root->children : NULL; c && ok; c = c->next)
+        if (s3_xml_named(c, "Upload"))
+            ok = s3_xml_upload_add(c, out, err);
+    if (ok)
+        ok = s3_xml_truncated(root, &out->truncated, err);
+    if (ok && out->truncated) {
+        out->next_key_marker = s3_xml_child_text(root, "NextKeyMarker", &oom);
+        out->next_upload_id_marker = s3_xml_child_text(root, "NextUploadIdMarker", &oom);
+        if (oom)
+            ok = err_set(err, "out of memory");
+        else if (out->next_key_marker == NULL || out->next_key_marker[0] == '\0')
+            ok = err_set(err, "IsTruncated is true but there is no NextKeyMarker");
+    }
+    xmlFreeDoc(doc);
+    if (!ok)
+        s3_xml_uploads_free(out);
+    return ok;
+}
+
+bool s3_xml_parts_parse(const char *body, size_t len, int64_t *latest, bool *truncated,
+                        char **next_marker, pgd_error *err)
+{
+    xmlDocPtr doc = s3_xml_read(body, len, err);
+    xmlNodePtr root;
+    bool ok = true, oom = false;
+
+    *latest = 0;
+    *next_marker = NULL;
+    if (doc == NULL)
+        return false;
+    root = xmlDocGetRootElement(doc);
+    /* AWS's root is ListPartsResult; moto names it ListPartsResponse */
+    if (!s3_xml_named(root, "ListPartsResult") && !s3_xml_named(root, "ListPartsResponse"))
+        ok = err_set(err, "the answer is a <%s>, not a ListPartsResult", (const char *)root->name);
+    for (xmlNodePtr c = ok ? root->children : NULL; c && ok; c = c->next) {
+        char *t;
+        int64_t when;
+        if (!s3_xml_named(c, "Part"))
+            continue;
+        t = s3_xml_child_text(c, "LastModified", &oom);
+        if (oom)
+            ok = err_set(err, "out of memory");
+        else if (!s3_xml_time(t, &when))
+            ok = err_set(err, "a part has an invalid LastModified \"%s\"", t ? t : "");
+        else if (when > *latest)
+            *latest = when;
+        free(t);
+    }
+    if (ok)
+        ok = s3_xml_truncated(root, truncated, err);
+    if (ok && *truncated) {
+        *next_marker = s3_xml_child_text(root, "NextPartNumberMarker", &oom);
+        if (oom)
+            ok = err_set(err, "out of memory");
+        else if (*next_marker == NULL || (*next_marker)[0] == '\0')
+            ok = err_set(err, "IsTruncated is true but there is no NextPartNumberMarker");
+    }
+    xmlFreeDoc(doc);
+    if (!ok) {
+        free(*next_marker);
+        *next_marker = NULL;
     }
     return ok;
 }
