@@ -37,6 +37,8 @@
 #define S3_BACKOFF_MAX_SHIFT  6
 #define S3_HEADERS_MAX        16
 #define S3_MD5_B64_LEN        32 /* base64 of 16 bytes, NUL included */
+#define S3_HTTP_SUCCESS       200
+#define S3_HTTP_REDIRECTS     300
 #define S3_HTTP_NOT_FOUND     404
 #define S3_HTTP_FORBIDDEN     403
 #define S3_HTTP_PRECONDITION  412
@@ -206,7 +208,7 @@ static bool s3_request_retryable(const s3_answer *a)
 
 static bool s3_request_success(const s3_answer *a)
 {
-    return a->http.status >= 200 && a->http.status < 300;
+    return a->http.status >= S3_HTTP_SUCCESS && a->http.status < S3_HTTP_REDIRECTS;
 }
 
 void s3_answer_free(s3_answer *a)

@@ -23,6 +23,8 @@
 #include "storage/s3/sigv4.h"
 #include "util/log.h"
 
+#define S3_CREATION_HEADERS 7 /* storage class, encryption, condition: pairs, then NULL */
+
 typedef struct s3_part {
     char *buf;
     size_t len;
@@ -136,7 +138,8 @@ static void *s3_writer_uploader_main(void *arg)
 }
 
 /* Headers of an object's creation: storage class, encryption. Pairs, NULL-ended. */
-static void s3_writer_creation_headers(const s3_storage *s, bool no_replace, const char *extra[8])
+static void s3_writer_creation_headers(const s3_storage *s, bool no_replace,
+                                       const char *extra[S3_CREATION_HEADERS])
 {
     int n = 0;
 
@@ -163,7 +166,7 @@ static bool s3_writer_no_replace(const s3_writer *w)
 static bool s3_writer_start_multipart(s3_writer *w, pgd_error *err)
 {
     s3_storage *s = w->s;
-    const char *extra[8];
+    const char *extra[S3_CREATION_HEADERS];
     s3_answer a;
     pgd_error perr = {0};
     bool ok;
@@ -321,7 +324,7 @@ static void s3_writer_free(s3_writer *w)
 static bool s3_writer_put_single(s3_writer *w, pgd_error *err)
 {
     s3_storage *s = w->s;
-    const char *extra[8];
+    const char *extra[S3_CREATION_HEADERS];
     s3_answer a;
     bool ok;
 

@@ -117,6 +117,33 @@ static void s3_xml_fault_from(xmlNodePtr error, s3_xml_fault *f)
     free(message);
 }
 
+/*
+ * The document of an answer whose root must be `want` (or `alias`, another
+ * server's name for it), with that root in *root; NULL with err set
+ * otherwise, an <Error> reported with its code and message.
+ */
+static xmlDocPtr s3_xml_open(const char *body, size_t len, const char *want, const char *alias,
+                             xmlNodePtr *root, pgd_error *err)
+{
+    xmlDocPtr doc = s3_xml_read(body, len, err);
+
+    if (doc == NULL)
+        return NULL;
+    *root = xmlDocGetRootElement(doc);
+    if (s3_xml_named(*root, want) || (alias != NULL && s3_xml_named(*root, alias)))
+        return doc;
+    if (s3_xml_named(*root, "Error")) {
+        s3_xml_fault f;
+        s3_xml_fault_from(*root, &f);
+        err_set(err, "the answer is an error: %s%s%s", f.code[0] ? f.code : "(no code)",
+                f.message[0] ? ": " : "", f.message);
+    } else {
+        err_set(err, "the answer is a <%s>, not a %s", (const char *)(*root)->name, want);
+    }
+    xmlFreeDoc(doc);
+    return NULL;
+}
+
 bool s3_xml_error(const char *body, size_t len, s3_xml_fault *fault)
 {
     xmlDocPtr doc = s3_xml_read(body, len, NULL);
@@ -135,16 +162,14 @@ bool s3_xml_error(const char *body, size_t len, s3_xml_fault *fault)
 
 bool s3_xml_upload_id(const char *body, size_t len, char **upload_id, pgd_error *err)
 {
-    xmlDocPtr doc = s3_xml_read(body, len, err);
     xmlNodePtr root;
+    xmlDocPtr doc = s3_xml_open(body, len, "InitiateMultipartUploadResult", NULL, &root, err);
     bool oom = false;
 
     *upload_id = NULL;
     if (doc == NULL)
         return false;
-    root = xmlDocGetRootElement(doc);
-    if (s3_xml_named(root, "InitiateMultipartUploadResult"))
-        *upload_id = s3_xml_child_text(root, "UploadId", &oom);
+    *upload_id = s3_xml_child_text(root, "UploadId", &oom);
     xmlFreeDoc(doc);
     if (oom)
         return err_set(err, "out of memory");
@@ -270,19 +295,13 @@ static bool s3_xml_truncated(xmlNodePtr root, bool *truncated, pgd_error *err)
 
 bool s3_xml_listing_parse(const char *body, size_t len, s3_xml_listing *out, pgd_error *err)
 {
-    xmlDocPtr doc = s3_xml_read(body, len, err);
     xmlNodePtr root;
+    xmlDocPtr doc = s3_xml_open(body, len, "ListBucketResult", NULL, &root, err);
     bool ok = true, oom = false;
 
     memset(out, 0, sizeof(*out));
     if (doc == NULL)
         return false;
-    root = xmlDocGetRootElement(doc);
-    if (!s3_xml_named(root, "ListBucketResult")) {
-        err_set(err, "the answer is a <%s>, not a ListBucketResult", (const char *)root->name);
-        xmlFreeDoc(doc);
-        return false;
-    }
     for (xmlNodePtr c = root->children; c && ok; c = c->next)
         if (s3_xml_named(c, "Contents") || s3_xml_named(c, "CommonPrefixes"))
             ok = s3_xml_listing_entry(c, out, err);
@@ -310,27 +329,14 @@ void s3_xml_delete_failures_free(s3_xml_delete_failure *f, size_t n)
 bool s3_xml_delete_result(const char *body, size_t len, s3_xml_delete_failure **failures, size_t *n,
                           pgd_error *err)
 {
-    xmlDocPtr doc = s3_xml_read(body, len, err);
     xmlNodePtr root;
+    xmlDocPtr doc = s3_xml_open(body, len, "DeleteResult", NULL, &root, err);
     bool ok = true;
 
     *failures = NULL;
     *n = 0;
     if (doc == NULL)
         return false;
-    root = xmlDocGetRootElement(doc);
-    if (s3_xml_named(root, "Error")) {
-        s3_xml_fault f;
-        s3_xml_fault_from(root, &f);
-        err_set(err, "the answer is an error: %s%s%s", f.code, f.message[0] ? ": " : "", f.message);
-        xmlFreeDoc(doc);
-        return false;
-    }
-    if (!s3_xml_named(root, "DeleteResult")) {
-        err_set(err, "the answer is a <%s>, not a DeleteResult", (const char *)root->name);
-        xmlFreeDoc(doc);
-        return false;
-    }
     for (xmlNodePtr c = root->children; c && ok; c = c->next) {
         s3_xml_delete_failure *grown;
         bool oom = false;
@@ -419,18 +425,14 @@ static bool s3_xml_upload_add(xmlNodePtr c, s3_xml_uploads *out, pgd_error *err)
 
 bool s3_xml_uploads_parse(const char *body, size_t len, s3_xml_uploads *out, pgd_error *err)
 {
-    xmlDocPtr doc = s3_xml_read(body, len, err);
     xmlNodePtr root;
+    xmlDocPtr doc = s3_xml_open(body, len, "ListMultipartUploadsResult", NULL, &root, err);
     bool ok = true, oom = false;
 
     memset(out, 0, sizeof(*out));
     if (doc == NULL)
         return false;
-    root = xmlDocGetRootElement(doc);
-    if (!s3_xml_named(root, "ListMultipartUploadsResult"))
-        ok = err_set(err, "the answer is a <%s>, not a ListMultipartUploadsResult",
-                     (const char *)root->name);
-    for (xmlNodePtr c = ok ? root->children : NULL; c && ok; c = c->next)
+    for (xmlNodePtr c = root->children; c && ok; c = c->next)
         if (s3_xml_named(c, "Upload"))
             ok = s3_xml_upload_add(c, out, err);
     if (ok)
@@ -452,19 +454,16 @@ bool s3_xml_uploads_parse(const char *body, size_t len, s3_xml_uploads *out, pgd
 bool s3_xml_parts_parse(const char *body, size_t len, int64_t *latest, bool *truncated,
                         char **next_marker, pgd_error *err)
 {
-    xmlDocPtr doc = s3_xml_read(body, len, err);
     xmlNodePtr root;
+    /* AWS's root is ListPartsResult; moto names it ListPartsResponse */
+    xmlDocPtr doc = s3_xml_open(body, len, "ListPartsResult", "ListPartsResponse", &root, err);
     bool ok = true, oom = false;
 
     *latest = 0;
     *next_marker = NULL;
     if (doc == NULL)
         return false;
-    root = xmlDocGetRootElement(doc);
-    /* AWS's root is ListPartsResult; moto names it ListPartsResponse */
-    if (!s3_xml_named(root, "ListPartsResult") && !s3_xml_named(root, "ListPartsResponse"))
-        ok = err_set(err, "the answer is a <%s>, not a ListPartsResult", (const char *)root->name);
-    for (xmlNodePtr c = ok ? root->children : NULL; c && ok; c = c->next) {
+    for (xmlNodePtr c = root->children; c && ok; c = c->next) {
         char *t;
         int64_t when;
         if (!s3_xml_named(c, "Part"))
