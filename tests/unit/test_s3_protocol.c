@@ -417,6 +417,25 @@ static void test_wrong_content_range(void **state)
     server_stop();
 }
 
+/* An error during a ranged GET is read, not written over the data, and named. */
+static void test_ranged_get_error_named(void **state)
+{
+    char b[512];
+    const char *script[] = {HEAD_10, xml("403 Forbidden", ACCESS_DENIED, b, sizeof(b)), NULL};
+    storage *s;
+    char buf[32];
+    size_t got;
+    pgd_error err = {0};
+
+    (void)state;
+    server_start(script);
+    s = open_s3(0, 0);
+    assert_false(read_all(s, buf, sizeof(buf), &got, &err));
+    expect_msg(&err, "GET of \"obj\" in s3://bucket failed: HTTP 403 AccessDenied: Access Denied");
+    storage_free(s);
+    server_stop();
+}
+
 static void test_head_without_length(void **state)
 {
     static const char *const script[] = {"HTTP/1.1 200 OK\r\nETag: \"e\"\r\n\r\n", NULL};
@@ -721,6 +740,7 @@ int main(void)
         cmocka_unit_test(test_whole_object_in_one_range),
         cmocka_unit_test(test_body_larger_than_asked),
         cmocka_unit_test(test_wrong_content_range),
+        cmocka_unit_test(test_ranged_get_error_named),
         cmocka_unit_test(test_head_without_length),
         cmocka_unit_test(test_listing_truncated_without_token),
         cmocka_unit_test(test_listing_pages_and_repeated_token),

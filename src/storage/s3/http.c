@@ -15,6 +15,8 @@
 
 #define HTTP_CONNECT_TIMEOUT_S 10
 #define HTTP_LOW_SPEED_BYTES   1L /* a stall, not a slow transfer, is what times out */
+/* an answer received into memory (XML: a listing page is ~1 MiB) never grows past this */
+#define HTTP_BODY_MAX (64u * 1024 * 1024)
 
 struct http_client {
     CURL *curl;
@@ -50,7 +52,16 @@ void http_client_free(http_client *c)
     free(c);
 }
 
+/*
+ * Where a body goes: a 2xx answer into the caller's buffer when there is
+ * one (a ranged GET), anything else into memory of its own, so an error's
+ * XML can be read whatever was asked for.
+ */
 typedef struct http_sink {
+    CURL *h;
+    char *into;
+    size_t into_cap;
+    bool decided; /* fixed or not, at the first byte, from the status */
     char *buf;
     size_t len, cap;
     bool fixed; /* caller's buffer */
@@ -58,13 +69,29 @@ typedef struct http_sink {
     bool oom;
 } http_sink;
 
+static void http_sink_decide(http_sink *s)
+{
+    long status = 0;
+
+    curl_easy_getinfo(s->h, CURLINFO_RESPONSE_CODE, &status);
+    s->fixed = s->into != NULL && status >= 200 && status < 300;
+    if (s->fixed) {
+        s->buf = s->into;
+        s->cap = s->into_cap;
+    }
+    s->decided = true;
+}
+
 static size_t http_on_body(char *data, size_t size, size_t nmemb, void *arg)
 {
     http_sink *s = arg;
     size_t n = size * nmemb;
 
+    if (!s->decided)
+        http_sink_decide(s);
+
     if (s->len + n + (s->fixed ? 0 : 1) > s->cap) {
-        if (s->fixed) {
+        if (s->fixed || s->len + n + 1 > HTTP_BODY_MAX) {
             s->overflow = true;
             return 0;
         }
@@ -166,7 +193,7 @@ bool http_perform(http_client *c, const char *method, const char *url,
 {
     CURL *h = c->curl;
     struct curl_slist *list = NULL;
-    http_sink s = {.buf = into, .cap = into_cap, .fixed = into != NULL};
+    http_sink s = {.h = h, .into = into, .into_cap = into_cap};
     http_source src = {body, body_len, 0};
     CURLcode rc;
 
@@ -198,10 +225,12 @@ bool http_perform(http_client *c, const char *method, const char *url,
         resp->body = s.buf;
     }
     resp->body_len = s.len;
+    resp->into_used = s.fixed;
     if (rc == CURLE_WRITE_ERROR && s.overflow) {
         resp->overflow = true;
-        return err_set(err, "%s %s: the response (HTTP %ld) is larger than the %zu bytes asked for",
-                       method, url, resp->status, into_cap);
+        return err_set(err, "%s %s: the response (HTTP %ld) is larger than the %zu bytes %s",
+                       method, url, resp->status, s.fixed ? into_cap : (size_t)HTTP_BODY_MAX,
+                       s.fixed ? "asked for" : "an answer may take");
     }
     if (rc == CURLE_WRITE_ERROR && s.oom)
         return err_set(err, "%s %s: out of memory for the response", method, url);

@@ -28,7 +28,8 @@ typedef struct http_response {
     uint64_t content_length;
     bool has_content_length;
     bool transport_error; /* no HTTP answer: reset, timeout, refused */
-    bool overflow;        /* the body was larger than the caller's buffer */
+    bool overflow;  /* the body was larger than the caller's buffer (or than any answer may be) */
+    bool into_used; /* the body went to the caller's buffer (2xx only) */
 } http_response;
 
 /* timeout_s: a response that makes no progress for this long is abandoned. */
@@ -40,9 +41,9 @@ void http_client_free(http_client *c);
  * its status; false with *err set on a transport failure (resp->transport_error)
  * or when the body did not fit the caller's buffer (resp->overflow, with
  * resp->status set): the caller must never take either for success.
- * When into != NULL the body is written there (at most into_cap bytes)
- * instead of being allocated. resp must be freed with http_response_free
- * whatever the outcome.
+ * When into != NULL a 2xx body is written there (at most into_cap bytes)
+ * instead of being allocated; other answers' bodies are always allocated. resp must be freed with
+ * http_response_free whatever the outcome.
  */
 bool http_perform(http_client *c, const char *method, const char *url,
                   const http_header_list *headers, const void *body, size_t body_len, void *into,

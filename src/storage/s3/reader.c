@@ -98,7 +98,7 @@ static bool s3_reader_check_range(const s3_reader *r, const s3_answer *a, uint64
                        "the range",
                        r->path, r->s->bucket, a->http.status, range);
     }
-    if (a->http.body_len != len)
+    if (!a->http.into_used || a->http.body_len != len)
         return err_set(err, "GET of \"%s\" in s3://%s returned %zu bytes for %s", r->path,
                        r->s->bucket, a->http.body_len, range);
     return true;
