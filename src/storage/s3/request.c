@@ -417,8 +417,11 @@ bool s3_request(s3_storage *s, const s3_call *call, s3_answer *answer, pgd_error
             s3_request_fail(s, call, target, url, answer, attempt + 1, &terr, err);
             break;
         }
-        log_debug("%s of \"%s\": %s%ld, retrying", call->method, s3_request_what(call),
-                  answer->http.transport_error ? "no answer, HTTP " : "HTTP ", answer->http.status);
+        if (answer->http.transport_error)
+            log_debug("%s of \"%s\": %s, retrying", call->method, s3_request_what(call), terr.msg);
+        else
+            log_debug("%s of \"%s\": HTTP %ld, retrying", call->method, s3_request_what(call),
+                      answer->http.status);
         s3_answer_free(answer);
         usleep(s3_request_backoff_ms(attempt) * 1000u);
     }
