@@ -67,7 +67,7 @@ uint64_t s3_writer_part_size(uint64_t part_size, unsigned number)
 
 static bool s3_writer_keep_etag(s3_writer *w, unsigned number, const char *etag)
 {
-    bool ok = true;
+    bool ok;
 
     pthread_mutex_lock(&w->lock);
     if (number > w->netags) {
@@ -78,10 +78,7 @@ static bool s3_writer_keep_etag(s3_writer *w, unsigned number, const char *etag)
             w->netags = number;
         }
     }
-    if (number <= w->netags && (w->etags[number - 1] = strdup(etag)) != NULL)
-        ok = true;
-    else
-        ok = false;
+    ok = number <= w->netags && (w->etags[number - 1] = strdup(etag)) != NULL;
     pthread_mutex_unlock(&w->lock);
     return ok;
 }
