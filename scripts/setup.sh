@@ -12,10 +12,12 @@ packages=(
     # build
     build-essential meson ninja-build pkg-config clang-format
     liblz4-dev libzstd-dev libjansson-dev libpq-dev libcmocka-dev libssl-dev liburing-dev libcurl4-openssl-dev
+    libxml2-dev
     # tests and demo: a real PostgreSQL 15, its tools, and the checkers
     postgresql-15 postgresql-contrib postgresql-client-15
     valgrind perl python3 lz4 zstd procps util-linux
-    # S3 tests: botocore as an independent SigV4 implementation (s3rver needs npm: below)
+    # S3 tests: moto and boto3 come with the pyenv Python (checked below); s3rver needs npm;
+    # Debian's botocore for the tests that still call /usr/bin/python3
     python3-botocore
     # benchmark: the peers, the device limit, the plot
     pgbackrest fio gnuplot-nox bc time
@@ -44,3 +46,18 @@ if [ ! -x node_modules/.bin/s3rver ]; then
     npm ci --no-audit --no-fund --loglevel=error >/dev/null
 fi
 echo "setup.sh: s3rver present"
+
+# the S3 test server that checks signatures (moto with IAM authentication) and
+# botocore, the independent SigV4 implementation: in the python3 on PATH (the
+# pyenv one on this machine and on CI; PyPI is not reachable from here)
+missing_py=()
+for m in moto boto3 botocore flask werkzeug; do
+    python3 -c "import $m" 2>/dev/null || missing_py+=("$m")
+done
+if [ ${#missing_py[@]} -gt 0 ]; then
+    echo "setup.sh: $(command -v python3 || echo python3) cannot import: ${missing_py[*]}" >&2
+    echo "setup.sh: the S3 tests need moto (>= 5, with its server extras) and boto3 in that Python" >&2
+    exit 1
+fi
+python3 -c 'import moto, boto3' || exit 1
+echo "setup.sh: moto $(python3 -c 'import moto; print(moto.__version__)') and boto3 present"
