@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "repo/manifest.h"
+#include "restore/durable.h"
 #include "storage/storage.h"
 #include "util/error.h"
 
@@ -31,12 +32,25 @@ typedef struct extract_plan {
 /* A relative path with no empty, "." or ".." component. */
 bool restore_path_is_safe(const char *path);
 
+/* A partition name as the backup writes it (part_NNNN.tar + the codec's suffix). */
+bool extract_partition_name_is_valid(const char *name, compress_kind kind);
+
+/*
+ * The mode a restored file or directory gets for `mode` from the manifest:
+ * at most 0750 / 0640 (PostgreSQL's modes with group access), no set-id or
+ * sticky bits, always readable and writable by the owner.
+ */
+uint32_t extract_mode(uint32_t mode, bool is_dir);
+
 /* Where `path` (a backup path) lands: under the target or a tablespace destination. */
 bool extract_dest_path(const extract_plan *p, const char *path, char *out, size_t outlen,
                        pgd_error *err);
 
 /* Create every directory of the manifest (parents first). */
 bool extract_make_dirs(const extract_plan *p, pgd_error *err);
+
+/* Every file and directory of the manifest, where it was restored, for the final fsync pass. */
+bool extract_list_durable(const extract_plan *p, durable_list *l, pgd_error *err);
 
 /* Unpack all partitions and check that every manifest file was restored intact. */
 bool extract_partitions(const extract_plan *p, uint64_t *bytes, pgd_error *err);
