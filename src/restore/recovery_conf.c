@@ -16,9 +16,9 @@ static const char *const recovery_settings[] = {
     /* Write-Ahead Log / Archive Recovery */
     "restore_command", "archive_cleanup_command", "recovery_end_command",
     /* Write-Ahead Log / Recovery Target */
-    "recovery_target", "recovery_target_action", "recovery_target_inclusive",
-    "recovery_target_lsn", "recovery_target_name", "recovery_target_time",
-    "recovery_target_timeline", "recovery_target_xid",
+    "recovery_target", "recovery_target_action", "recovery_target_inclusive", "recovery_target_lsn",
+    "recovery_target_name", "recovery_target_time", "recovery_target_timeline",
+    "recovery_target_xid",
     /* Replication / Standby Servers: where WAL comes from, when it is applied */
     "primary_conninfo", "primary_slot_name", "wal_receiver_create_temp_slot",
     "recovery_min_apply_delay", "promote_trigger_file",
@@ -28,7 +28,8 @@ static const char *const recovery_settings[] = {
 bool recovery_conf_is_recovery_setting(const char *name, size_t len)
 {
     for (size_t i = 0; i < sizeof(recovery_settings) / sizeof(recovery_settings[0]); i++)
-        if (strlen(recovery_settings[i]) == len && strncasecmp(recovery_settings[i], name, len) == 0)
+        if (strlen(recovery_settings[i]) == len &&
+            strncasecmp(recovery_settings[i], name, len) == 0)
             return true;
     return false;
 }

@@ -15,15 +15,16 @@
 
 #include "util/text.h"
 
-#define TZ_DIR_DEFAULT        "/usr/share/zoneinfo"
-#define TZ_NAME_MAX           255
-#define TZ_OFFSET_HOUR_MAX    15 /* PostgreSQL's MAX_TZDISP_HOUR */
-#define FRACTION_DIGITS_MAX   9
-#define LSN_PART_DIGITS_MAX   8  /* pg_lsn: two 32-bit halves */
-#define FIRST_NORMAL_XID      3  /* 0 invalid, 1 bootstrap, 2 frozen */
+#define TZ_DIR_DEFAULT         "/usr/share/zoneinfo"
+#define TZ_NAME_MAX            255
+#define TZ_OFFSET_HOUR_MAX     15 /* PostgreSQL's MAX_TZDISP_HOUR */
+#define FRACTION_DIGITS_MAX    9
+#define LSN_PART_DIGITS_MAX    8  /* pg_lsn: two 32-bit halves */
+#define FIRST_NORMAL_XID       3  /* 0 invalid, 1 bootstrap, 2 frozen */
 #define RESTORE_POINT_NAME_MAX 64 /* MAXFNAMELEN, terminator included */
 
-#define TIME_EXAMPLE "expected an ISO 8601 date and time with a zone, e.g. \"2026-11-29 21:00:00+00\""
+#define TIME_EXAMPLE                                                                               \
+    "expected an ISO 8601 date and time with a zone, e.g. \"2026-11-29 21:00:00+00\""
 
 /* Exactly n decimal digits. */
 static bool target_digits(const char **p, int n, int *out)
@@ -124,8 +125,8 @@ bool recovery_target_check_time(const char *value, char *why, size_t whylen)
             p += n;
         }
     }
-    if (year < 1 || month < 1 || month > 12 || day < 1 ||
-        day > target_days_in_month(year, month) || hour > 23 || minute > 59 || second > 60) {
+    if (year < 1 || month < 1 || month > 12 || day < 1 || day > target_days_in_month(year, month) ||
+        hour > 23 || minute > 59 || second > 60) {
         snprintf(why, whylen, "no such date or time");
         return false;
     }

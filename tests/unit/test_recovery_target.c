@@ -40,8 +40,8 @@ static void test_time_without_a_zone_or_malformed_is_refused(void **state)
     assert_false(time_ok("2026-11-29 21:00:00+16"));
     assert_false(time_ok("2026-11-29 21:00:00+00 trailing"));
     assert_false(time_ok("2026-11-29 21:00:00' ; x"));
-    assert_false(recovery_target_check_time("2026-11-29 21:00:00 Nowhere/Atlantis", why,
-                                            sizeof(why)));
+    assert_false(
+        recovery_target_check_time("2026-11-29 21:00:00 Nowhere/Atlantis", why, sizeof(why)));
     assert_non_null(strstr(why, "unknown time zone"));
     assert_false(time_ok("2026-11-29 21:00:00 ../../etc/passwd"));
 }
