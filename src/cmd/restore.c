@@ -519,15 +519,16 @@ static bool restore_list_durable(const extract_plan *plan, const target_dir *dir
 }
 
 static void restore_log_complete(const restore_settings *s, const backup_info *bi, uint64_t bytes,
-                                 double secs)
+                                 double secs, double sync_secs)
 {
-    char size_s[32], time_s[32];
+    char size_s[32], time_s[32], sync_s[32];
 
     format_bytes(bytes, size_s, sizeof(size_s));
     format_duration(secs, time_s, sizeof(time_s));
-    log_info("restore of backup %s complete: %s in %s (%.1f MB/s); start the server to "
-             "recover%s%s%s",
-             bi->id, size_s, time_s, secs > 0 ? (double)bytes / secs / 1e6 : 0.0,
+    format_duration(sync_secs, sync_s, sizeof(sync_s));
+    log_info("restore of backup %s complete: %s in %s (%.1f MB/s, %s of it waiting for the disk "
+             "in the final fsync pass); start the server to recover%s%s%s",
+             bi->id, size_s, time_s, secs > 0 ? (double)bytes / secs / 1e6 : 0.0, sync_s,
              s->target_key ? " to " : "", s->target_key ? s->target_key : "",
              s->target_key ? "" : " to the end of the archive");
 }
@@ -599,23 +600,28 @@ static bool restore_run(const restore_settings *s, const pgd_options *opts, stor
                          .spc_dest = spc_dest,
                          .concurrency = s->concurrency,
                          .progress = s->progress};
+    int fsync_threads = s->concurrency > FSYNC_THREADS_MIN ? s->concurrency : FSYNC_THREADS_MIN;
     ok = extract_make_dirs(&plan, err) && restore_link_tablespaces(dirs[0].real, &m, dirs, err) &&
          extract_partitions(&plan, &bytes, err) &&
          restore_write_file(dirs[0].real, "backup_label", m.backup_label, O_EXCL, sync, err) &&
          restore_copy_pg_manifest(repo, bi.id, dirs[0].real, sync, err) &&
          restore_write_recovery(s, &bi, restore_command, dirs[0].real, sync, err) &&
-         restore_list_durable(&plan, dirs, m.ntablespaces + 1, sync, err) &&
-         durable_list_sync(
-             sync, s->concurrency > FSYNC_THREADS_MIN ? s->concurrency : FSYNC_THREADS_MIN, err);
+         restore_list_durable(&plan, dirs, m.ntablespaces + 1, sync, err);
+    if (ok) {
+        double t_sync = clock_seconds();
+        ok = durable_list_sync(sync, fsync_threads, err) && extract_publish_control(&plan, err);
+        if (ok)
+            restore_log_complete(s, &bi, bytes, clock_seconds() - t0, clock_seconds() - t_sync);
+    }
     free(spc_dest);
-    if (ok)
-        restore_log_complete(s, &bi, bytes, clock_seconds() - t0);
 done:
     if (!ok) {
         for (size_t i = 0; dirs != NULL && i <= m.ntablespaces; i++)
             target_dir_cleanup(&dirs[i]);
         err_prefix(err, "restore of backup %s failed", bi.id[0] ? bi.id : s->id);
     }
+    for (size_t i = 0; dirs != NULL && i <= m.ntablespaces; i++)
+        target_dir_release(&dirs[i]);
     restore_fetch_args_free(&fetch);
     free(restore_command);
     durable_list_free(sync);

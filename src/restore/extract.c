@@ -23,9 +23,20 @@
 #include "util/crc32c.h"
 #include "util/log.h"
 #include "util/progress.h"
+#include "util/text.h"
 
 #define EXTRACT_CHUNK  (1024 * 1024)
 #define TABLESPACE_DIR "pg_tblspc/"
+/*
+ * pg_control is written under a temporary name and renamed only once
+ * everything else is on disk (extract_publish_control): a restore killed
+ * midway, or cut by a power loss, leaves a directory PostgreSQL refuses to
+ * start, not one it would start from a checkpoint that matches none of its
+ * files.
+ */
+#define EXTRACT_PG_CONTROL     "global/pg_control"
+#define EXTRACT_PG_CONTROL_TMP ".pgdirect-restoring"
+
 /* a large file's writeback starts every this many bytes, not only at its end */
 #define EXTRACT_WRITEBACK_EVERY (32 * 1024 * 1024)
 
@@ -144,11 +155,54 @@ bool extract_make_dirs(const extract_plan *p, pgd_error *err)
     return true;
 }
 
+/* Where a file of the backup is written: pg_control under its temporary name. */
+static bool extract_file_dest(const extract_plan *p, const char *path, char *out, size_t outlen,
+                              pgd_error *err)
+{
+    size_t n;
+
+    if (!extract_dest_path(p, path, out, outlen, err))
+        return false;
+    if (strcmp(path, EXTRACT_PG_CONTROL) != 0)
+        return true;
+    n = strlen(out);
+    if (!str_format(out + n, outlen - n, "%s", EXTRACT_PG_CONTROL_TMP))
+        return err_set(err, "path too long: \"%s%s\"", out, EXTRACT_PG_CONTROL_TMP);
+    return true;
+}
+
+bool extract_publish_control(const extract_plan *p, pgd_error *err)
+{
+    char tmp[PATH_MAX], dest[PATH_MAX], dir[PATH_MAX];
+    char *slash;
+    durable_list *l;
+    bool ok;
+
+    if (manifest_find(p->m, EXTRACT_PG_CONTROL) < 0)
+        return true; /* nothing to publish; PostgreSQL will not start without it anyway */
+    if (!extract_file_dest(p, EXTRACT_PG_CONTROL, tmp, sizeof(tmp), err) ||
+        !extract_dest_path(p, EXTRACT_PG_CONTROL, dest, sizeof(dest), err))
+        return false;
+    snprintf(dir, sizeof(dir), "%s", dest);
+    slash = strrchr(dir, '/');
+    *slash = '\0';
+    if (rename(tmp, dest) != 0)
+        return err_errno(err, errno, "could not rename file \"%s\" to \"%s\"", tmp, dest);
+    /* the rename is durable once the directory is; the file was fsynced already */
+    l = durable_list_new();
+    if (l == NULL)
+        return err_set(err, "out of memory");
+    ok = durable_list_add(l, dest, false, err) && durable_list_add(l, dir, true, err) &&
+         durable_list_sync(l, 1, err);
+    durable_list_free(l);
+    return ok;
+}
+
 bool extract_list_durable(const extract_plan *p, durable_list *l, pgd_error *err)
 {
     for (size_t i = 0; i < p->m->nfiles; i++) {
         char dest[PATH_MAX];
-        if (!extract_dest_path(p, p->m->files[i].path, dest, sizeof(dest), err) ||
+        if (!extract_file_dest(p, p->m->files[i].path, dest, sizeof(dest), err) ||
             !durable_list_add(l, dest, p->m->files[i].is_dir, err))
             return false;
     }
@@ -200,7 +254,7 @@ static bool extract_file(extract_worker *w, tar_reader *tr, const tar_entry *e, 
     int fd;
 
     /* the path first: a hostile name is refused as such, whatever the manifest says */
-    if (!extract_dest_path(p, e->path, dest, sizeof(dest), &w->err))
+    if (!extract_file_dest(p, e->path, dest, sizeof(dest), &w->err))
         return false;
     if (idx < 0 || p->m->files[idx].is_dir || p->m->files[idx].partition != part_idx + 1)
         return err_set(&w->err,

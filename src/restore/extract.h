@@ -52,6 +52,13 @@ bool extract_make_dirs(const extract_plan *p, pgd_error *err);
 /* Every file and directory of the manifest, where it was restored, for the final fsync pass. */
 bool extract_list_durable(const extract_plan *p, durable_list *l, pgd_error *err);
 
+/*
+ * Rename pg_control, written under a temporary name so that an unfinished
+ * restore cannot be started, to its own and make that durable: the last
+ * step of a restore, after extract_list_durable's files are synced.
+ */
+bool extract_publish_control(const extract_plan *p, pgd_error *err);
+
 /* Unpack all partitions and check that every manifest file was restored intact. */
 bool extract_partitions(const extract_plan *p, uint64_t *bytes, pgd_error *err);
 

@@ -7,10 +7,12 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -106,6 +108,30 @@ static bool target_dir_make(target_dir *d, const char *what, pgd_error *err)
     return true;
 }
 
+/* flock the directory: held until target_dir_release, or the process ends. */
+static bool target_dir_lock(target_dir *d, const char *what, pgd_error *err)
+{
+    d->lock_fd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (d->lock_fd < 0)
+        return err_errno(err, errno, "could not open %s \"%s\"", what, d->path);
+    if (flock(d->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        close(d->lock_fd);
+        if (e == EWOULDBLOCK)
+            return err_set(err, "%s \"%s\" is in use by another restore", what, d->path);
+        return err_errno(err, e, "could not lock %s \"%s\"", what, d->path);
+    }
+    d->locked = true;
+    return true;
+}
+
+void target_dir_release(target_dir *d)
+{
+    if (d->locked)
+        close(d->lock_fd);
+    d->locked = false;
+}
+
 bool target_dir_prepare(target_dir *d, const char *path, const char *what, pgd_error *err)
 {
     struct stat st;
@@ -121,17 +147,25 @@ bool target_dir_prepare(target_dir *d, const char *path, const char *what, pgd_e
     if (stat(d->path, &st) == 0) {
         if (!S_ISDIR(st.st_mode))
             return err_set(err, "%s \"%s\" exists and is not a directory", what, d->path);
-        if (!target_dir_is_empty(d->path, what, &empty, err))
+        /* locked first: another restore may be filling it right now */
+        if (!target_dir_lock(d, what, err))
             return false;
-        if (!empty)
-            return err_set(err, "%s \"%s\" is not empty", what, d->path);
-        if (realpath(d->path, d->real) == NULL)
-            return err_errno(err, errno, "could not resolve %s \"%s\"", what, d->path);
+        if (!target_dir_is_empty(d->path, what, &empty, err) ||
+            (!empty && !err_set(err, "%s \"%s\" is not empty", what, d->path))) {
+            target_dir_release(d);
+            return false;
+        }
+        if (realpath(d->path, d->real) == NULL) {
+            err_errno(err, errno, "could not resolve %s \"%s\"", what, d->path);
+            target_dir_release(d);
+            return false;
+        }
         d->mode = st.st_mode & 07777;
         if (d->mode != TARGET_DIR_MODE && d->mode != TARGET_DIR_MODE_GROUP) {
             if (chmod(d->real, TARGET_DIR_MODE) != 0) {
                 int e = errno;
                 d->real[0] = '\0';
+                target_dir_release(d);
                 return err_errno(err, e, "could not set mode of %s \"%s\"", what, d->path);
             }
             d->mode_changed = true;
@@ -144,8 +178,11 @@ bool target_dir_prepare(target_dir *d, const char *path, const char *what, pgd_e
         return err_set(err, "%s \"%s\" is a symbolic link to nothing", what, d->path);
     if (!target_dir_make(d, what, err))
         return false;
+    if (!target_dir_lock(d, what, err))
+        return false; /* another restore took the directory we just made: it is theirs now */
     if (realpath(d->path, d->real) == NULL) {
         err_errno(err, errno, "could not resolve %s \"%s\"", what, d->path);
+        target_dir_release(d);
         target_dir_remove_created(d);
         d->real[0] = '\0';
         return false;

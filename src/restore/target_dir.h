@@ -8,6 +8,10 @@
  * are removed and its mode put back; its owner never changes. When the
  * given path is a symbolic link, everything happens in the directory it
  * points to and the link stays a link.
+ *
+ * A prepared directory is locked (flock) until target_dir_release: a
+ * second restore into it at the same time is refused instead of mixing
+ * its files with ours, or removing them when it fails.
  */
 #ifndef PGD_TARGET_DIR_H
 #define PGD_TARGET_DIR_H
@@ -27,6 +31,8 @@ typedef struct target_dir {
     size_t created_from; /* length of the topmost directory we created */
     mode_t mode;         /* of a directory that existed, to put back */
     bool mode_changed;
+    bool locked;
+    int lock_fd;
 } target_dir;
 
 /*
@@ -38,6 +44,9 @@ bool target_dir_prepare(target_dir *d, const char *path, const char *what, pgd_e
 
 /* After a failure: remove what the restore wrote (see above). */
 void target_dir_cleanup(const target_dir *d);
+
+/* Drop the lock (after success or cleanup). */
+void target_dir_release(target_dir *d);
 
 /* The directory and, when we created it, the parent entries naming it. */
 bool target_dir_add_durable(const target_dir *d, durable_list *l, pgd_error *err);

@@ -77,6 +77,29 @@ ok $([ ! -e "$T/failed" ] && [ ! -e "$T/ts_failed" ] && echo 0 || echo 1) \
     "the failed restore removed the target, the parent it created and the tablespace directory"
 if echo "$out" | grep -q "complete"; then ok 1 "no \"complete\" line"; else ok 0 "no \"complete\" line"; fi
 
+# ---- a restore killed before it completes cannot be started ----
+# SIGKILL at the first fsync: everything is extracted, nothing is durable yet
+ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" strace -f -qq -o /dev/null -e trace=fsync \
+    -e inject=fsync:signal=KILL:when=1 \
+    "$PGD" restore "$id" --repo "$REPO" --target-dir "$T/killed" \
+    --tablespace-map "$T/ts1=$T/ts_killed" >/dev/null 2>&1
+isnt "$?" "0" "a restore killed at its first fsync dies"
+ok $([ -d "$T/killed/base" ] && echo 0 || echo 1) "it had extracted the data files"
+ok $([ ! -e "$T/killed/global/pg_control" ] && echo 0 || echo 1) \
+    "but pg_control is not there yet: it is renamed into place last"
+chown -R postgres:postgres "$T/killed" "$T/ts_killed"
+echo "port = $(free_port)" >>"$T/killed/postgresql.auto.conf"
+as_pg "$PG_BIN/pg_ctl" -D "$T/killed" -l "$T/killed.log" -w -t 60 start >/dev/null 2>&1
+isnt "$?" "0" "PostgreSQL refuses to start the unfinished restore"
+as_pg "$PG_BIN/pg_ctl" -D "$T/killed" -m immediate stop >/dev/null 2>&1
+
+# ---- another restore into the same directory at the same time is refused ----
+mkdir "$T/busy" && chown postgres:postgres "$T/busy"
+out=$(flock "$T/busy" "$PGD" restore "$id" --repo "$REPO" --target-dir "$T/busy" \
+      --tablespace-map "$T/ts1=$T/ts_busy" 2>&1)
+isnt "$?" "0" "a target directory locked by another restore is refused"
+like "$out" "target directory \"$T/busy\" is in use by another restore" "the error says so"
+
 # ---- a restore failing midway leaves given directories as they were ----
 part=$(ls -S "$REPO/backups/$id"/part_* | head -1)
 cp "$part" "$T/part.orig"

@@ -27,6 +27,7 @@ static void test_created_directories_and_parents_are_removed(void **state)
     snprintf(file, sizeof(file), "%s/x", path);
     write_test_file(file, "x", 1);
     target_dir_cleanup(&d);
+    target_dir_release(&d);
     snprintf(path, sizeof(path), "%s/a", tmp);
     assert_int_equal(access(path, F_OK), -1);
     assert_int_equal(access(tmp, F_OK), 0);
@@ -54,6 +55,7 @@ static void test_existing_directory_and_symlink_are_kept(void **state)
     snprintf(file, sizeof(file), "%s/sub", real);
     assert_int_equal(mkdir(file, 0700), 0);
     target_dir_cleanup(&d);
+    target_dir_release(&d);
     assert_int_equal(lstat(link, &st), 0);
     assert_true(S_ISLNK(st.st_mode));
     assert_int_equal(stat(real, &st), 0);
@@ -88,12 +90,30 @@ static void test_resolve_and_within(void **state)
     rm_rf(tmp);
 }
 
+static void test_a_directory_in_use_is_refused(void **state)
+{
+    char *tmp = test_tmpdir();
+    target_dir a, b;
+    pgd_error err = {0};
+
+    (void)state;
+    assert_true(target_dir_prepare(&a, tmp, "target directory", &err));
+    assert_false(target_dir_prepare(&b, tmp, "target directory", &err));
+    assert_non_null(strstr(err.msg, "in use by another restore"));
+    target_dir_release(&a);
+    err_clear(&err);
+    assert_true(target_dir_prepare(&b, tmp, "target directory", &err));
+    target_dir_release(&b);
+    rm_rf(tmp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_created_directories_and_parents_are_removed),
         cmocka_unit_test(test_existing_directory_and_symlink_are_kept),
         cmocka_unit_test(test_resolve_and_within),
+        cmocka_unit_test(test_a_directory_in_use_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
