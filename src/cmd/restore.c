@@ -153,6 +153,11 @@ static bool restore_read_settings(const pgd_options *opts, restore_settings *s, 
     return true;
 }
 
+static bool restore_repo_is_s3(const storage *repo)
+{
+    return strncmp(repo->uri, "s3://", strlen("s3://")) == 0;
+}
+
 static void restore_fetch_args_free(fetch_args *a)
 {
     for (size_t i = 0; i < a->n; i++)
@@ -196,7 +201,7 @@ static bool restore_fetch_args(const pgd_options *opts, const storage *repo, fet
     const char *region;
 
     a->n = 0;
-    if (strncmp(repo->uri, "s3://", 5) != 0) {
+    if (!restore_repo_is_s3(repo)) {
         /* the server runs restore_command in the data directory: a relative path would move */
         if (realpath(repo->uri, path) == NULL)
             return err_errno(err, errno, "could not resolve repository \"%s\"", repo->uri);
@@ -533,101 +538,120 @@ static void restore_log_complete(const restore_settings *s, const backup_info *b
              s->target_key ? "" : " to the end of the archive");
 }
 
+/* One restore: what is decided before writing, then what is written. */
+typedef struct restore_job {
+    const restore_settings *s;
+    storage *repo;
+    backup_info bi;
+    manifest m;
+    char **dest;           /* per tablespace: where it goes (--tablespace-map applied) */
+    target_dir *dirs;      /* [0] the target directory, [1 + i] tablespace i */
+    durable_list *sync;    /* everything written, for the final fsync pass */
+    char *restore_command; /* as PostgreSQL will run it */
+    uint64_t bytes;
+    double t0;
+} restore_job;
+
+/* Everything that can be decided or refused before the first write. */
+static bool restore_plan(restore_job *j, const pgd_options *opts, pgd_error *err)
+{
+    fetch_args fetch = {.n = 0};
+    char exe[PATH_MAX];
+    ssize_t exe_len;
+    bool ok;
+
+    if (!backup_info_resolve(j->repo, j->s->id, &j->bi, err) ||
+        !restore_load_manifest(j->repo, j->bi.id, &j->m, err))
+        return false;
+    exe_len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (exe_len < 0)
+        return err_errno(err, errno, "could not find the pgdirect executable");
+    exe[exe_len] = '\0';
+    ok = restore_fetch_args(opts, j->repo, &fetch, err) &&
+         recovery_conf_restore_command(exe, (const char *const *)fetch.v, fetch.n,
+                                       &j->restore_command, err);
+    restore_fetch_args_free(&fetch);
+    if (!ok)
+        return false;
+    j->dest = calloc(j->m.ntablespaces + 1, sizeof(*j->dest));
+    j->dirs = calloc(j->m.ntablespaces + 1, sizeof(*j->dirs));
+    if (j->dest == NULL || j->dirs == NULL)
+        return err_set(err, "out of memory");
+    return restore_map_tablespaces(opts, &j->m, j->dest, err) &&
+           restore_check_destinations(j->s->target, &j->m, j->dest, err);
+}
+
+/* Unpack into the prepared directories, write the recovery setup, make it all durable. */
+static bool restore_write(restore_job *j, pgd_error *err)
+{
+    const char **spc_dest = calloc(j->m.ntablespaces + 1, sizeof(*spc_dest));
+    const char *target = j->dirs[0].real;
+    int fsync_threads =
+        j->s->concurrency > FSYNC_THREADS_MIN ? j->s->concurrency : FSYNC_THREADS_MIN;
+    double t_sync;
+    bool ok;
+
+    if (spc_dest == NULL)
+        return err_set(err, "out of memory");
+    for (size_t i = 0; i < j->m.ntablespaces; i++)
+        spc_dest[i] = j->dirs[i + 1].real;
+    extract_plan plan = {.repo = j->repo,
+                         .backup_id = j->bi.id,
+                         .m = &j->m,
+                         .target = target,
+                         .spc_dest = spc_dest,
+                         .concurrency = j->s->concurrency,
+                         .progress = j->s->progress};
+    ok = extract_make_dirs(&plan, err) && restore_link_tablespaces(target, &j->m, j->dirs, err) &&
+         extract_partitions(&plan, &j->bytes, err) &&
+         restore_write_file(target, "backup_label", j->m.backup_label, O_EXCL, j->sync, err) &&
+         restore_copy_pg_manifest(j->repo, j->bi.id, target, j->sync, err) &&
+         restore_write_recovery(j->s, &j->bi, j->restore_command, target, j->sync, err) &&
+         restore_list_durable(&plan, j->dirs, j->m.ntablespaces + 1, j->sync, err);
+    t_sync = clock_seconds();
+    ok =
+        ok && durable_list_sync(j->sync, fsync_threads, err) && extract_publish_control(&plan, err);
+    if (ok)
+        restore_log_complete(j->s, &j->bi, j->bytes, clock_seconds() - j->t0,
+                             clock_seconds() - t_sync);
+    free(spc_dest);
+    return ok;
+}
+
 static bool restore_run(const restore_settings *s, const pgd_options *opts, storage *repo,
                         pgd_error *err)
 {
-    backup_info bi;
-    manifest m;
-    fetch_args fetch = {.n = 0};
-    char **dest = NULL, *restore_command = NULL;
-    target_dir *dirs = NULL;
-    durable_list *sync = durable_list_new();
-    char exe[PATH_MAX];
-    ssize_t exe_len;
-    uint64_t bytes = 0;
-    double t0 = clock_seconds();
-    bool ok = false;
+    restore_job j = {.s = s, .repo = repo, .sync = durable_list_new(), .t0 = clock_seconds()};
+    size_t ndirs;
+    bool ok = j.sync != NULL || err_set(err, "out of memory");
 
-    manifest_init(&m);
-    memset(&bi, 0, sizeof(bi));
-    if (sync == NULL) {
-        err_set(err, "out of memory");
-        goto done;
-    }
-    if (!backup_info_resolve(repo, s->id, &bi, err) || !restore_load_manifest(repo, bi.id, &m, err))
-        goto done;
-    exe_len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (exe_len < 0) {
-        err_errno(err, errno, "could not find the pgdirect executable");
-        goto done;
-    }
-    exe[exe_len] = '\0';
-    if (!restore_fetch_args(opts, repo, &fetch, err) ||
-        !recovery_conf_restore_command(exe, (const char *const *)fetch.v, fetch.n, &restore_command,
-                                       err))
-        goto done;
-    dest = calloc(m.ntablespaces + 1, sizeof(*dest));
-    dirs = calloc(m.ntablespaces + 1, sizeof(*dirs));
-    if (dest == NULL || dirs == NULL) {
-        err_set(err, "out of memory");
-        goto done;
-    }
-    if (!restore_map_tablespaces(opts, &m, dest, err) ||
-        !restore_check_destinations(s->target, &m, dest, err))
-        goto done;
-    if (!target_dir_prepare(&dirs[0], s->target, "target directory", err))
-        goto done;
-    for (size_t i = 0; i < m.ntablespaces; i++)
-        if (!target_dir_prepare(&dirs[i + 1], dest[i], "tablespace directory", err))
-            goto done;
-    log_info("restoring backup %s (%llu files, %zu partitions) to \"%s\"", bi.id,
-             (unsigned long long)bi.files, m.npartitions, dirs[0].real);
-    if (strncmp(repo->uri, "s3://", 5) == 0)
-        log_info("restore_command carries no S3 credentials: the server needs "
-                 "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in its own environment");
-
-    const char **spc_dest = calloc(m.ntablespaces + 1, sizeof(*spc_dest));
-    if (spc_dest == NULL) {
-        err_set(err, "out of memory");
-        goto done;
-    }
-    for (size_t i = 0; i < m.ntablespaces; i++)
-        spc_dest[i] = dirs[i + 1].real;
-    extract_plan plan = {.repo = repo,
-                         .backup_id = bi.id,
-                         .m = &m,
-                         .target = dirs[0].real,
-                         .spc_dest = spc_dest,
-                         .concurrency = s->concurrency,
-                         .progress = s->progress};
-    int fsync_threads = s->concurrency > FSYNC_THREADS_MIN ? s->concurrency : FSYNC_THREADS_MIN;
-    ok = extract_make_dirs(&plan, err) && restore_link_tablespaces(dirs[0].real, &m, dirs, err) &&
-         extract_partitions(&plan, &bytes, err) &&
-         restore_write_file(dirs[0].real, "backup_label", m.backup_label, O_EXCL, sync, err) &&
-         restore_copy_pg_manifest(repo, bi.id, dirs[0].real, sync, err) &&
-         restore_write_recovery(s, &bi, restore_command, dirs[0].real, sync, err) &&
-         restore_list_durable(&plan, dirs, m.ntablespaces + 1, sync, err);
+    manifest_init(&j.m);
+    ok = ok && restore_plan(&j, opts, err);
+    ndirs = j.dirs != NULL ? j.m.ntablespaces + 1 : 0;
+    /* the first writes: the directories, each destination logged before (restore_plan) */
+    ok = ok && target_dir_prepare(&j.dirs[0], s->target, "target directory", err);
+    for (size_t i = 1; ok && i < ndirs; i++)
+        ok = target_dir_prepare(&j.dirs[i], j.dest[i - 1], "tablespace directory", err);
     if (ok) {
-        double t_sync = clock_seconds();
-        ok = durable_list_sync(sync, fsync_threads, err) && extract_publish_control(&plan, err);
-        if (ok)
-            restore_log_complete(s, &bi, bytes, clock_seconds() - t0, clock_seconds() - t_sync);
+        log_info("restoring backup %s (%llu files, %zu partitions) to \"%s\"", j.bi.id,
+                 (unsigned long long)j.bi.files, j.m.npartitions, j.dirs[0].real);
+        if (restore_repo_is_s3(repo))
+            log_info("restore_command carries no S3 credentials: the server needs "
+                     "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in its own environment");
+        ok = restore_write(&j, err);
     }
-    free(spc_dest);
-done:
     if (!ok) {
-        for (size_t i = 0; dirs != NULL && i <= m.ntablespaces; i++)
-            target_dir_cleanup(&dirs[i]);
-        err_prefix(err, "restore of backup %s failed", bi.id[0] ? bi.id : s->id);
+        for (size_t i = 0; i < ndirs; i++)
+            target_dir_cleanup(&j.dirs[i]);
+        err_prefix(err, "restore of backup %s failed", j.bi.id[0] ? j.bi.id : s->id);
     }
-    for (size_t i = 0; dirs != NULL && i <= m.ntablespaces; i++)
-        target_dir_release(&dirs[i]);
-    restore_fetch_args_free(&fetch);
-    free(restore_command);
-    durable_list_free(sync);
-    free(dest);
-    free(dirs);
-    manifest_free(&m);
+    for (size_t i = 0; i < ndirs; i++)
+        target_dir_release(&j.dirs[i]);
+    free(j.restore_command);
+    durable_list_free(j.sync);
+    free(j.dest);
+    free(j.dirs);
+    manifest_free(&j.m);
     return ok;
 }
 
