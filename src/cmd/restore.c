@@ -498,7 +498,8 @@ static bool restore_link_tablespaces(const char *target, const manifest *m, cons
         if (!str_format(link_path, sizeof(link_path), "%s/pg_tblspc/%u", target,
                         m->tablespaces[i].oid))
             return err_set(err, "path too long: \"%s/pg_tblspc\"", target);
-        if (symlink(dirs[i + 1].real, link_path) != 0)
+        /* the destination as given: a symlink in it stays the user's choice */
+        if (symlink(dirs[i + 1].path, link_path) != 0)
             return err_errno(err, errno, "could not create tablespace link \"%s\"", link_path);
     }
     return true;

@@ -75,9 +75,16 @@ static bool durable_fsync(const durable_entry *e, pgd_error *err)
     const char *what = e->is_dir ? "directory" : "file";
     int fd = open(e->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (e->is_dir ? O_DIRECTORY : 0));
 
+    /*
+     * As PostgreSQL's fsync_fname: a directory we may not read (a parent of
+     * the target owned by someone else, mode 0711) cannot be opened to be
+     * synced; nothing better can be done, so it is skipped.
+     */
+    if (fd < 0 && e->is_dir && errno == EACCES)
+        return true;
     if (fd < 0)
         return err_errno(err, errno, "could not open %s \"%s\" to fsync it", what, e->path);
-    /* as PostgreSQL's fsync_fname: some file systems cannot fsync a directory at all */
+    /* and some file systems cannot fsync a directory at all */
     if (fsync(fd) != 0 && !(e->is_dir && (errno == EBADF || errno == EINVAL))) {
         int e_fsync = errno;
         close(fd);
