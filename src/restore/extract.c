@@ -78,15 +78,17 @@ uint32_t extract_mode(uint32_t mode, bool is_dir)
 
 bool extract_partition_name_is_valid(const char *name, compress_kind kind)
 {
-    char expected[64];
+    static const char prefix[] = "part_";
+    const char *digits = name + strlen(prefix);
+    char expected[LAYOUT_PATH_MAX];
     unsigned long number;
     char *end;
 
     /* exactly what layout_partition_name writes: never a path */
-    if (strncmp(name, "part_", 5) != 0 || name[5] < '0' || name[5] > '9')
+    if (strncmp(name, prefix, strlen(prefix)) != 0 || *digits < '0' || *digits > '9')
         return false;
     errno = 0;
-    number = strtoul(name + 5, &end, 10);
+    number = strtoul(digits, &end, 10);
     if (errno != 0 || number == 0 || number > UINT32_MAX)
         return false;
     layout_partition_name((unsigned)number, kind, expected, sizeof(expected));
