@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -539,6 +540,29 @@ static void restore_log_complete(const restore_settings *s, const backup_info *b
              s->target_key ? "" : " to the end of the archive");
 }
 
+/*
+ * SIGINT or SIGTERM during a restore: it stops, removes what it wrote and
+ * fails, like any other failure. A second signal acts as usual (kills).
+ */
+static volatile sig_atomic_t restore_signal;
+
+static void restore_on_signal(int sig)
+{
+    restore_signal = sig;
+}
+
+static void restore_catch_signals(struct sigaction *old_int, struct sigaction *old_term)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = restore_on_signal;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, old_int);
+    sigaction(SIGTERM, &sa, old_term);
+}
+
 /* One restore: what is decided before writing, then what is written. */
 typedef struct restore_job {
     const restore_settings *s;
@@ -602,7 +626,8 @@ static bool restore_write(restore_job *j, pgd_error *err)
                          .target = target,
                          .spc_dest = spc_dest,
                          .concurrency = j->s->concurrency,
-                         .progress = j->s->progress};
+                         .progress = j->s->progress,
+                         .cancel = &restore_signal};
     ok = extract_make_dirs(&plan, err) && restore_link_tablespaces(target, &j->m, j->dirs, err) &&
          extract_partitions(&plan, &j->bytes, err) &&
          restore_write_file(target, "backup_label", j->m.backup_label, O_EXCL, j->sync, err) &&
@@ -623,11 +648,16 @@ static bool restore_run(const restore_settings *s, const pgd_options *opts, stor
                         pgd_error *err)
 {
     restore_job j = {.s = s, .repo = repo, .sync = durable_list_new(), .t0 = clock_seconds()};
+    struct sigaction old_int, old_term;
     size_t ndirs;
-    bool ok = j.sync != NULL || err_set(err, "out of memory");
+    bool ok = j.sync != NULL || err_set(err, "out of memory"), caught;
 
     manifest_init(&j.m);
     ok = ok && restore_plan(&j, opts, err);
+    /* from the first write on, a signal must not leave a half-written directory behind */
+    caught = ok;
+    if (caught)
+        restore_catch_signals(&old_int, &old_term);
     ndirs = j.dirs != NULL ? j.m.ntablespaces + 1 : 0;
     /* the first writes: the directories, each destination logged before (restore_plan) */
     ok = ok && target_dir_prepare(&j.dirs[0], s->target, "target directory", err);
@@ -648,6 +678,10 @@ static bool restore_run(const restore_settings *s, const pgd_options *opts, stor
     }
     for (size_t i = 0; i < ndirs; i++)
         target_dir_release(&j.dirs[i]);
+    if (caught) {
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+    }
     free(j.restore_command);
     durable_list_free(j.sync);
     free(j.dest);

@@ -229,6 +229,15 @@ typedef struct extract_worker {
     pgd_error err;
 } extract_worker;
 
+/* A signal asked us to stop: fail, so the caller removes what was written. */
+static bool extract_cancelled(const extract_plan *p, pgd_error *err)
+{
+    if (p->cancel == NULL || *p->cancel == 0)
+        return false;
+    err_set(err, "interrupted by signal %d", (int)*p->cancel);
+    return true;
+}
+
 static bool write_all(int fd, const char *buf, size_t len, const char *dest, pgd_error *err)
 {
     while (len > 0) {
@@ -277,6 +286,8 @@ static bool extract_file(extract_worker *w, tar_reader *tr, const tar_entry *e, 
     left = f->size;
     while (left > 0) {
         size_t n;
+        if (extract_cancelled(p, &w->err))
+            goto fail;
         if (!tar_reader_data(tr, w->buf, left < EXTRACT_CHUNK ? (size_t)left : EXTRACT_CHUNK, &n,
                              &w->err))
             goto fail;
@@ -350,7 +361,7 @@ static bool extract_partition(extract_worker *w, size_t part_idx)
         tar_entry e;
         char dest[PATH_MAX];
 
-        if (!tar_reader_next(&tr, &e, &end, &w->err)) {
+        if (extract_cancelled(p, &w->err) || !tar_reader_next(&tr, &e, &end, &w->err)) {
             ok = false;
             break;
         }

@@ -11,6 +11,7 @@
 #ifndef PGD_EXTRACT_H
 #define PGD_EXTRACT_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -27,6 +28,7 @@ typedef struct extract_plan {
     const char *const *spc_dest; /* per m->tablespaces[i]: absolute destination, exists */
     int concurrency;
     bool progress;
+    const volatile sig_atomic_t *cancel; /* optional: non-zero (a signal came) stops and fails */
 } extract_plan;
 
 /* A relative path with no empty, "." or ".." component. */

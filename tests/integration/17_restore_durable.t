@@ -10,6 +10,10 @@
 # tests/tools/pgd_failsync.c) fails the restore naming the file and removes
 # what was written.
 #
+# A restore interrupted by SIGTERM cleans up like any failure; one killed
+# outright leaves no pg_control, so PostgreSQL refuses to start it; a second
+# restore into a directory in use is refused.
+#
 # A restore that fails midway (a corrupted partition) into a --target-dir that
 # is a symlink keeps the symlink and empties the directory it points to; an
 # existing empty target or tablespace directory keeps its owner and mode. The
@@ -92,6 +96,16 @@ echo "port = $(free_port)" >>"$T/killed/postgresql.auto.conf"
 as_pg "$PG_BIN/pg_ctl" -D "$T/killed" -l "$T/killed.log" -w -t 60 start >/dev/null 2>&1
 isnt "$?" "0" "PostgreSQL refuses to start the unfinished restore"
 as_pg "$PG_BIN/pg_ctl" -D "$T/killed" -m immediate stop >/dev/null 2>&1
+
+# ---- SIGTERM midway (at the 200th write): the restore stops, cleans up and fails ----
+out=$(ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" strace -f -qq -o /dev/null -e trace=write \
+      -e inject=write:signal=TERM:when=200 \
+      "$PGD" restore "$id" --repo "$REPO" --target-dir "$T/termed" \
+      --tablespace-map "$T/ts1=$T/ts_termed" 2>&1)
+isnt "$?" "0" "a restore sent SIGTERM midway fails"
+like "$out" "restore of backup $id failed: interrupted by signal 15" "it says it was interrupted"
+ok $([ ! -e "$T/termed" ] && [ ! -e "$T/ts_termed" ] && echo 0 || echo 1) \
+    "and removed what it had written"
 
 # ---- another restore into the same directory at the same time is refused ----
 mkdir "$T/busy" && chown postgres:postgres "$T/busy"
