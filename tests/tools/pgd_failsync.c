@@ -38,9 +38,10 @@ static bool failsync_matches(int fd)
            ((size_t)n == wlen || path[n - wlen - 1] == '/');
 }
 
-int fsync(int fd)
+/* The real `name` (fsync or fdatasync), unless fd is the file to fail. */
+static int failsync_call(const char *name, int fd)
 {
-    int (*real)(int) = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
+    int (*real)(int) = (int (*)(int))dlsym(RTLD_NEXT, name);
 
     if (failsync_matches(fd)) {
         errno = EIO;
@@ -49,13 +50,12 @@ int fsync(int fd)
     return real(fd);
 }
 
+int fsync(int fd)
+{
+    return failsync_call("fsync", fd);
+}
+
 int fdatasync(int fd)
 {
-    int (*real)(int) = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
-
-    if (failsync_matches(fd)) {
-        errno = EIO;
-        return -1;
-    }
-    return real(fd);
+    return failsync_call("fdatasync", fd);
 }
