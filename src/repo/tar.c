@@ -12,6 +12,8 @@
 #define USTAR_SIZE_MAX  077777777777ULL /* 11 octal digits */
 #define PAX_RECORDS_MAX (64 * 1024)
 #define SKIP_CHUNK      (64 * 1024)
+/* an entry's data plus padding must fit in the 64-bit counters (and off_t) */
+#define TAR_SIZE_MAX ((uint64_t)INT64_MAX - TAR_BLOCK)
 
 typedef struct ustar_header {
     char name[100];
@@ -194,6 +196,36 @@ static bool parse_octal(const char *field, size_t width, uint64_t *out)
     return true;
 }
 
+/* Device numbers: writers leave them empty (NUL or spaces) or write octal. */
+static bool parse_octal_or_blank(const char *field, size_t width, uint64_t *out)
+{
+    size_t i = 0;
+
+    while (i < width && (field[i] == ' ' || field[i] == '\0'))
+        i++;
+    if (i == width) {
+        *out = 0;
+        return true;
+    }
+    return parse_octal(field, width, out);
+}
+
+/* Decimal digits only (no sign, space or base prefix), no overflow. */
+static bool parse_decimal(const char *s, size_t len, uint64_t *out)
+{
+    uint64_t v = 0;
+
+    if (len == 0)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9' || v > (UINT64_MAX - (uint64_t)(s[i] - '0')) / 10)
+            return false;
+        v = v * 10 + (uint64_t)(s[i] - '0');
+    }
+    *out = v;
+    return true;
+}
+
 static bool read_exact(tar_reader *r, void *buf, size_t len, pgd_error *err)
 {
     size_t n;
@@ -230,15 +262,15 @@ static bool parse_pax(tar_reader *r, char *rec, size_t len, char **path, char **
     size_t pos = 0;
 
     while (pos < len) {
-        char *end;
-        unsigned long reclen = strtoul(rec + pos, &end, 10);
+        size_t digits = strspn(rec + pos, "0123456789");
+        uint64_t reclen;
         char *key, *eq, *value;
 
-        if (end == rec + pos || *end != ' ' || reclen == 0 || reclen > len - pos ||
-            rec[pos + reclen - 1] != '\n')
+        if (!parse_decimal(rec + pos, digits, &reclen) || rec[pos + digits] != ' ' ||
+            reclen <= digits + 1 || reclen > len - pos || rec[pos + reclen - 1] != '\n')
             return err_set(err, "tar archive \"%s\" has a malformed pax header", r->name);
         rec[pos + reclen - 1] = '\0';
-        key = end + 1;
+        key = rec + pos + digits + 1;
         eq = strchr(key, '=');
         if (eq == NULL)
             return err_set(err, "tar archive \"%s\" has a malformed pax record", r->name);
@@ -251,9 +283,7 @@ static bool parse_pax(tar_reader *r, char *rec, size_t len, char **path, char **
             free(*link);
             *link = strdup(value);
         } else if (strcmp(key, "size") == 0) {
-            char *vend;
-            *size = strtoull(value, &vend, 10);
-            if (vend == value || *vend != '\0')
+            if (!parse_decimal(value, strlen(value), size) || *size > TAR_SIZE_MAX)
                 return err_set(err, "tar archive \"%s\" has an invalid pax size \"%s\"", r->name,
                                value);
             *has_size = true;
@@ -278,7 +308,7 @@ bool tar_reader_next(tar_reader *r, tar_entry *e, bool *end, pgd_error *err)
 
     for (;;) {
         ustar_header h;
-        uint64_t size, mode, mtime, sum;
+        uint64_t size, mode, mtime, sum, id, dev;
 
         if (!read_exact(r, &h, sizeof(h), err))
             goto done;
@@ -291,9 +321,13 @@ bool tar_reader_next(tar_reader *r, tar_entry *e, bool *end, pgd_error *err)
             err_set(err, "tar archive \"%s\" has a corrupt header (bad checksum)", r->name);
             goto done;
         }
+        /* every numeric field must parse, those we do not use too: a sign of a forged header */
         if (!parse_octal(h.size, sizeof(h.size), &size) ||
             !parse_octal(h.mode, sizeof(h.mode), &mode) ||
-            !parse_octal(h.mtime, sizeof(h.mtime), &mtime)) {
+            !parse_octal(h.mtime, sizeof(h.mtime), &mtime) ||
+            !parse_octal(h.uid, sizeof(h.uid), &id) || !parse_octal(h.gid, sizeof(h.gid), &id) ||
+            !parse_octal_or_blank(h.devmajor, sizeof(h.devmajor), &dev) ||
+            !parse_octal_or_blank(h.devminor, sizeof(h.devminor), &dev) || size > TAR_SIZE_MAX) {
             err_set(err, "tar archive \"%s\" has a corrupt header (bad number)", r->name);
             goto done;
         }

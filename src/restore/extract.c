@@ -19,12 +19,36 @@
 #include "compress/compress.h"
 #include "repo/layout.h"
 #include "repo/tar.h"
+#include "restore/durable.h"
 #include "util/crc32c.h"
 #include "util/log.h"
 #include "util/progress.h"
+#include "util/text.h"
 
 #define EXTRACT_CHUNK  (1024 * 1024)
 #define TABLESPACE_DIR "pg_tblspc/"
+/*
+ * pg_control is written under a temporary name and renamed only once
+ * everything else is on disk (extract_publish_control): a restore killed
+ * midway, or cut by a power loss, leaves a directory PostgreSQL refuses to
+ * start, not one it would start from a checkpoint that matches none of its
+ * files.
+ */
+#define EXTRACT_PG_CONTROL     "global/pg_control"
+#define EXTRACT_PG_CONTROL_TMP ".pgdirect-restoring"
+
+/* a large file's writeback starts every this many bytes, not only at its end */
+#define EXTRACT_WRITEBACK_EVERY (32 * 1024 * 1024)
+
+/*
+ * The most a restored file or directory may allow: what PostgreSQL itself
+ * creates with group access (initdb -g), never set-id or sticky bits. The
+ * owner always keeps read and write (and search on directories).
+ */
+#define EXTRACT_DIR_MODE_MAX  0750
+#define EXTRACT_DIR_MODE_MIN  0700
+#define EXTRACT_FILE_MODE_MAX 0640
+#define EXTRACT_FILE_MODE_MIN 0600
 
 bool restore_path_is_safe(const char *path)
 {
@@ -44,6 +68,31 @@ bool restore_path_is_safe(const char *path)
         }
     }
     return true;
+}
+
+uint32_t extract_mode(uint32_t mode, bool is_dir)
+{
+    return is_dir ? (mode & EXTRACT_DIR_MODE_MAX) | EXTRACT_DIR_MODE_MIN
+                  : (mode & EXTRACT_FILE_MODE_MAX) | EXTRACT_FILE_MODE_MIN;
+}
+
+bool extract_partition_name_is_valid(const char *name, compress_kind kind)
+{
+    static const char prefix[] = "part_";
+    const char *digits = name + strlen(prefix);
+    char expected[LAYOUT_PATH_MAX];
+    unsigned long number;
+    char *end;
+
+    /* exactly what layout_partition_name writes: never a path */
+    if (strncmp(name, prefix, strlen(prefix)) != 0 || *digits < '0' || *digits > '9')
+        return false;
+    errno = 0;
+    number = strtoul(digits, &end, 10);
+    if (errno != 0 || number == 0 || number > UINT32_MAX)
+        return false;
+    layout_partition_name((unsigned)number, kind, expected, sizeof(expected));
+    return strcmp(name, expected) == 0;
 }
 
 bool extract_dest_path(const extract_plan *p, const char *path, char *out, size_t outlen,
@@ -88,7 +137,7 @@ static bool make_dir(const char *dest, uint32_t mode, pgd_error *err)
         if (lstat(dest, &st) != 0 || !S_ISDIR(st.st_mode))
             return err_set(err, "\"%s\" exists and is not a directory", dest);
     }
-    if (chmod(dest, mode & 07777 ? mode & 07777 : 0700) != 0)
+    if (chmod(dest, extract_mode(mode, true)) != 0)
         return err_errno(err, errno, "could not set mode of directory \"%s\"", dest);
     return true;
 }
@@ -103,6 +152,60 @@ bool extract_make_dirs(const extract_plan *p, pgd_error *err)
             continue;
         if (!extract_dest_path(p, f->path, dest, sizeof(dest), err) ||
             !make_dir(dest, f->mode, err))
+            return false;
+    }
+    return true;
+}
+
+/* Where a file of the backup is written: pg_control under its temporary name. */
+static bool extract_file_dest(const extract_plan *p, const char *path, char *out, size_t outlen,
+                              pgd_error *err)
+{
+    size_t n;
+
+    if (!extract_dest_path(p, path, out, outlen, err))
+        return false;
+    if (strcmp(path, EXTRACT_PG_CONTROL) != 0)
+        return true;
+    n = strlen(out);
+    if (!str_format(out + n, outlen - n, "%s", EXTRACT_PG_CONTROL_TMP))
+        return err_set(err, "path too long: \"%s%s\"", out, EXTRACT_PG_CONTROL_TMP);
+    return true;
+}
+
+bool extract_publish_control(const extract_plan *p, pgd_error *err)
+{
+    char tmp[PATH_MAX], dest[PATH_MAX], dir[PATH_MAX];
+    char *slash;
+    durable_list *l;
+    bool ok;
+
+    if (manifest_find(p->m, EXTRACT_PG_CONTROL) < 0)
+        return true; /* nothing to publish; PostgreSQL will not start without it anyway */
+    if (!extract_file_dest(p, EXTRACT_PG_CONTROL, tmp, sizeof(tmp), err) ||
+        !extract_dest_path(p, EXTRACT_PG_CONTROL, dest, sizeof(dest), err))
+        return false;
+    snprintf(dir, sizeof(dir), "%s", dest);
+    slash = strrchr(dir, '/');
+    *slash = '\0';
+    if (rename(tmp, dest) != 0)
+        return err_errno(err, errno, "could not rename file \"%s\" to \"%s\"", tmp, dest);
+    /* the rename is durable once the directory is; the file was fsynced already */
+    l = durable_list_new();
+    if (l == NULL)
+        return err_set(err, "out of memory");
+    ok = durable_list_add(l, dest, false, err) && durable_list_add(l, dir, true, err) &&
+         durable_list_sync(l, 1, err);
+    durable_list_free(l);
+    return ok;
+}
+
+bool extract_list_durable(const extract_plan *p, durable_list *l, pgd_error *err)
+{
+    for (size_t i = 0; i < p->m->nfiles; i++) {
+        char dest[PATH_MAX];
+        if (!extract_file_dest(p, p->m->files[i].path, dest, sizeof(dest), err) ||
+            !durable_list_add(l, dest, p->m->files[i].is_dir, err))
             return false;
     }
     return true;
@@ -126,6 +229,15 @@ typedef struct extract_worker {
     pgd_error err;
 } extract_worker;
 
+/* A signal asked us to stop: fail, so the caller removes what was written. */
+static bool extract_cancelled(const extract_plan *p, pgd_error *err)
+{
+    if (p->cancel == NULL || *p->cancel == 0)
+        return false;
+    err_set(err, "interrupted by signal %d", (int)*p->cancel);
+    return true;
+}
+
 static bool write_all(int fd, const char *buf, size_t len, const char *dest, pgd_error *err)
 {
     while (len > 0) {
@@ -148,12 +260,12 @@ static bool extract_file(extract_worker *w, tar_reader *tr, const tar_entry *e, 
     const manifest_file *f;
     char dest[PATH_MAX];
     uint32_t crc = CRC32C_INIT;
-    uint64_t left;
+    uint64_t left, written = 0, flushed = 0;
     struct timespec times[2];
     int fd;
 
     /* the path first: a hostile name is refused as such, whatever the manifest says */
-    if (!extract_dest_path(p, e->path, dest, sizeof(dest), &w->err))
+    if (!extract_file_dest(p, e->path, dest, sizeof(dest), &w->err))
         return false;
     if (idx < 0 || p->m->files[idx].is_dir || p->m->files[idx].partition != part_idx + 1)
         return err_set(&w->err,
@@ -174,6 +286,8 @@ static bool extract_file(extract_worker *w, tar_reader *tr, const tar_entry *e, 
     left = f->size;
     while (left > 0) {
         size_t n;
+        if (extract_cancelled(p, &w->err))
+            goto fail;
         if (!tar_reader_data(tr, w->buf, left < EXTRACT_CHUNK ? (size_t)left : EXTRACT_CHUNK, &n,
                              &w->err))
             goto fail;
@@ -185,6 +299,11 @@ static bool extract_file(extract_worker *w, tar_reader *tr, const tar_entry *e, 
         if (!write_all(fd, w->buf, n, dest, &w->err))
             goto fail;
         left -= n;
+        written += n;
+        if (written - flushed >= EXTRACT_WRITEBACK_EVERY) {
+            durable_start_writeback(fd, (off_t)flushed, (off_t)(written - flushed));
+            flushed = written;
+        }
         atomic_fetch_add(&w->sh->bytes, n);
     }
     if (crc32c_final(crc) != f->crc) {
@@ -196,11 +315,17 @@ static bool extract_file(extract_worker *w, tar_reader *tr, const tar_entry *e, 
     }
     times[0].tv_sec = times[1].tv_sec = (time_t)f->mtime;
     times[0].tv_nsec = times[1].tv_nsec = 0;
-    if (fchmod(fd, f->mode) != 0 || futimens(fd, times) != 0) {
+    if (fchmod(fd, extract_mode(f->mode, false)) != 0 || futimens(fd, times) != 0) {
         err_errno(&w->err, errno, "could not set mode or time of \"%s\"", dest);
         goto fail;
     }
-    close(fd);
+    /* the final fsync pass (restore/durable.h) finds it written already */
+    durable_start_writeback(fd, (off_t)flushed, 0);
+    if (close(fd) != 0) {
+        err_errno(&w->err, errno, "could not close file \"%s\"", dest);
+        unlink(dest);
+        return false;
+    }
     w->sh->restored[idx] = 1;
     return true;
 fail:
@@ -236,7 +361,7 @@ static bool extract_partition(extract_worker *w, size_t part_idx)
         tar_entry e;
         char dest[PATH_MAX];
 
-        if (!tar_reader_next(&tr, &e, &end, &w->err)) {
+        if (extract_cancelled(p, &w->err) || !tar_reader_next(&tr, &e, &end, &w->err)) {
             ok = false;
             break;
         }
@@ -296,6 +421,22 @@ static void *extract_main(void *arg)
     return NULL;
 }
 
+/*
+ * A failure of the thread that starts the workers, while workers may be
+ * reporting theirs: the first error wins under the lock, and the flag
+ * stops the workers already running.
+ */
+static void extract_fail(extract_shared *sh, const char *what, int errnum)
+{
+    pthread_mutex_lock(&sh->lock);
+    if (errnum != 0)
+        err_errno(&sh->err, errnum, "%s", what);
+    else
+        err_set(&sh->err, "%s", what);
+    pthread_mutex_unlock(&sh->lock);
+    atomic_store(&sh->failed, true);
+}
+
 static uint64_t manifest_bytes(const manifest *m)
 {
     uint64_t total = 0;
@@ -310,7 +451,7 @@ bool extract_partitions(const extract_plan *p, uint64_t *bytes, pgd_error *err)
     extract_shared sh = {.p = p};
     extract_worker *workers = calloc((size_t)p->concurrency, sizeof(*workers));
     progress_meter meter;
-    int started = 0;
+    int started = 0, rc;
 
     sh.restored = calloc(p->m->nfiles ? p->m->nfiles : 1, 1);
     if (workers == NULL || sh.restored == NULL) {
@@ -324,15 +465,14 @@ bool extract_partitions(const extract_plan *p, uint64_t *bytes, pgd_error *err)
         workers[i].sh = &sh;
         workers[i].buf = malloc(EXTRACT_CHUNK);
         if (workers[i].buf == NULL) {
-            err_set(&sh.err, "out of memory");
-            atomic_store(&sh.failed, true);
+            extract_fail(&sh, "out of memory", 0);
             break;
         }
         atomic_fetch_add(&sh.running, 1);
-        if (pthread_create(&workers[i].thread, NULL, extract_main, &workers[i]) != 0) {
+        rc = pthread_create(&workers[i].thread, NULL, extract_main, &workers[i]);
+        if (rc != 0) {
             atomic_fetch_sub(&sh.running, 1);
-            err_set(&sh.err, "could not start restore thread %d", i);
-            atomic_store(&sh.failed, true);
+            extract_fail(&sh, "could not start restore thread", rc);
             break;
         }
         started++;
