@@ -15,7 +15,7 @@ is "$(q 'SHOW wal_segment_size')" "64MB" "the cluster has 64 MiB WAL segments"
 is "$(q 'SHOW data_checksums')" "off" "and no data checksums"
 
 as_pg "$PG_BIN/pgbench" -i -s 2 -q >/dev/null 2>&1 || bail "pgbench -i failed"
-archive_all "$PGPORT"
+archive_all_stored "$PGPORT"
 as_pg "$PG_BIN/pgbench" -n -c 2 -j 2 -T 900 >"$T/pgbench.log" 2>&1 &
 load=$!
 pgbench_wait_writing "$PGPORT"
@@ -37,9 +37,11 @@ is "$stop_wal" "$(q "SELECT pg_walfile_name('$stop_lsn'::pg_lsn - 1)")" "and so 
 as_pg "$PG_BIN/pgbench" -n -c 1 -t 200 >/dev/null 2>&1
 hash=$(pgbench_hash "$PGPORT")
 seg=$(q "SELECT pg_walfile_name(pg_current_wal_lsn())")
-archive_all "$PGPORT"
-pgd wal-fetch --repo "$REPO" "$seg" "$T/seg" >/dev/null 2>&1
-ok $? "wal-fetch serves a 64 MiB segment"
+archive_all_stored "$PGPORT"
+out=$(pgd wal-fetch --repo "$REPO" "$seg" "$T/seg" 2>&1)
+rc=$?
+ok $rc "wal-fetch serves a 64 MiB segment"
+[ $rc -eq 0 ] || diag "wal-fetch $seg: exit $rc: $out"
 is "$(stat -c %s "$T/seg")" "67108864" "whole: 64 MiB"
 
 port=$(restore_and_start "$id" "$T/data_end")

@@ -374,3 +374,17 @@ tap_skip() {
     TAP_N=$((TAP_N + 1))
     echo "ok $TAP_N - $1 # skip $2"
 }
+
+# archive_all_stored PORT: archive_all for a local repository, done only once
+# the segment's object is in place. (archive_all's "$seg"* also matches
+# wal-push's temporary "<segment>.lz4.tmp.<pid>.<n>", which exists before
+# the object does: a 64 MiB segment is caught there often enough.)
+archive_all_stored() {
+    local port=$1 seg
+    seg=$(psql_at "$port" "SELECT pg_walfile_name(pg_switch_wal())")
+    for _ in $(seq 1 600); do
+        ls "$REPO/wal/${seg:0:8}" 2>/dev/null | grep -Eq "^$seg(\.lz4|\.zst)?\$" && return 0
+        sleep 0.2
+    done
+    bail "segment $seg was not archived"
+}
