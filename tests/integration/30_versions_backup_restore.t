@@ -107,9 +107,10 @@ v1 += b'"Manifest-Checksum": "%s"}\n' % hashlib.sha256(v1).hexdigest().encode()
 open(v1_out, "wb").write(v1)
 PY
     out=$(python3 "$T/check_v2.py" "$T/data_verify/backup_manifest" "$T/data_verify" "$sysid" \
-        "$T/manifest_v1" 2>&1 | tail -1)
-    ok $? "the version-2 header follows PostgreSQL $major's parser and matches global/pg_control"
-    [ -n "$out" ] && diag "$out"
+        "$T/manifest_v1" 2>&1)
+    rc=$?
+    ok $rc "the version-2 header follows PostgreSQL $major's parser and matches global/pg_control"
+    [ $rc -eq 0 ] || diag "$(printf '%s\n' "$out" | tail -1)"
     chown postgres "$T/manifest_v1" 2>/dev/null
     out=$(as_pg "$PG_DEBIAN_BIN/pg_verifybackup" -n -m "$T/manifest_v1" "$T/data_verify" 2>&1)
     ok $? "pg_verifybackup 15 accepts every restored file of it (header rewritten to version 1)"

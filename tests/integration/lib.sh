@@ -204,7 +204,8 @@ pg_bin_install() {
     chmod -R go-w "$tmp" && chmod -R a+rX "$tmp" && chmod 755 "$tmp"
     # a concurrent test may have put the same copy in place first: keep its
     mv -T "$tmp" "$dest" 2>/dev/null || rm -rf "$tmp"
-    [ -x "$dest/native/bin/postgres" ] || bail "could not install PostgreSQL $PG_MAJOR in $dest"
+    [ -x "$dest/native/bin/postgres" ] && [ -L "$dest/bin/psql" ] ||
+        bail "could not install PostgreSQL $PG_MAJOR in $dest (an incomplete copy? remove it)"
 }
 
 # pg_tool NAME: the path of client tool NAME fit for this server version, or
