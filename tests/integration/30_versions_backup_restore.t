@@ -16,7 +16,7 @@ major=$(q "SELECT current_setting('server_version_num')::int / 10000")
 is "$major" "$PG_MAJOR" "the server is PostgreSQL $PG_MAJOR ($(q 'SHOW server_version'))"
 is "$(q 'SHOW data_checksums')" "on" "the cluster has data checksums"
 
-as_pg "$PG_BIN/pgbench" -i -s 3 -q >/dev/null 2>&1 || bail "pgbench -i failed"
+as_pg "$PG_BIN/pgbench" -i -s 2 -q >/dev/null 2>&1 || bail "pgbench -i failed"
 archive_all_stored "$PGPORT"
 as_pg "$PG_BIN/pgbench" -n -c 2 -j 2 -T 900 >"$T/pgbench.log" 2>&1 &
 load=$!
