@@ -23,8 +23,12 @@ static int fixture_setup(void **state)
 {
     fixture *f = calloc(1, sizeof(*f));
     pgd_error err = {0};
-    manifest_file data = {.path = "base/5/16384", .size = 8192, .mode = 0600, .mtime = 1700000000,
-                          .crc = 0x04030201, .partition = 1};
+    manifest_file data = {.path = "base/5/16384",
+                          .size = 8192,
+                          .mode = 0600,
+                          .mtime = 1700000000,
+                          .crc = 0x04030201,
+                          .partition = 1};
     manifest_file dir = {.path = "base/5", .is_dir = true, .mode = 0700, .mtime = 1700000000};
 
     manifest_init(&f->m);
@@ -113,8 +117,8 @@ static void test_is_json_with_the_fields_postgresql_reads(void **state)
     json_t *root = json_loads(out, 0, &jerr), *files, *file, *ranges, *range;
 
     assert_non_null(root);
-    assert_int_equal(json_integer_value(json_object_get(root, "PostgreSQL-Backup-Manifest-Version")),
-                     2);
+    assert_int_equal(
+        json_integer_value(json_object_get(root, "PostgreSQL-Backup-Manifest-Version")), 2);
     assert_true(json_is_integer(json_object_get(root, "System-Identifier")));
     assert_int_equal(json_integer_value(json_object_get(root, "System-Identifier")),
                      7412345678901234567LL);
