@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "pg/session.h"
 #include "util/log.h"
 
 static const struct {
@@ -34,6 +35,7 @@ static void usage(FILE *out)
             PGDIRECT_VERSION);
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\nServers: PostgreSQL %d to %d.\n", PG_SESSION_MAJOR_MIN, PG_SESSION_MAJOR_MAX);
     fprintf(out, "\n\"pgdirect COMMAND --help\" lists the options of a command and their "
                  "defaults.\n");
 }

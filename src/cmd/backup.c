@@ -527,8 +527,7 @@ static bool run_backup(const backup_settings *s, storage *repo, pgd_error *err)
         goto done;
     free(json);
     json = NULL;
-    if (!pg_manifest_build(&m, bi.stop_time, bi.timeline, start_lsn, stop_lsn, &json, err) ||
-        !put_text(repo, id, PG_MANIFEST_NAME, json, err))
+    if (!pg_manifest_build(&m, &bi, &json, err) || !put_text(repo, id, PG_MANIFEST_NAME, json, err))
         goto done;
     free(json);
     json = NULL;
