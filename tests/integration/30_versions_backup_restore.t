@@ -17,7 +17,7 @@ is "$major" "$PG_MAJOR" "the server is PostgreSQL $PG_MAJOR ($(q 'SHOW server_ve
 is "$(q 'SHOW data_checksums')" "on" "the cluster has data checksums"
 
 as_pg "$PG_BIN/pgbench" -i -s 2 -q >/dev/null 2>&1 || bail "pgbench -i failed"
-archive_all_stored "$PGPORT"
+archive_all "$PGPORT"
 as_pg "$PG_BIN/pgbench" -n -c 2 -j 2 -T 900 >"$T/pgbench.log" 2>&1 &
 load=$!
 pgbench_wait_writing "$PGPORT"
@@ -135,7 +135,7 @@ q "SELECT pg_create_restore_point('after_load')" >/dev/null
 as_pg "$PG_BIN/pgbench" -n -c 1 -t 200 >/dev/null 2>&1
 hash_b=$(pgbench_hash "$PGPORT")
 isnt "$hash_a" "$hash_b" "the two points differ"
-archive_all_stored "$PGPORT"
+archive_all "$PGPORT"
 
 port=$(restore_and_start "$id" "$T/data_name" --target-name after_load --target-action promote)
 ok $? "restore to the restore point starts"

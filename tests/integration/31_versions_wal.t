@@ -16,7 +16,7 @@ is "$major" "$PG_MAJOR" "the server is PostgreSQL $PG_MAJOR"
 
 q "CREATE TABLE w AS SELECT g, md5(g::text) AS h FROM generate_series(1, 50000) g"
 seg=$(q "SELECT pg_walfile_name(pg_current_wal_lsn())")
-archive_all_stored "$PGPORT"
+archive_all "$PGPORT"
 cp "$T/data/pg_wal/$seg" "$T/written"
 
 # XLOG_PAGE_MAGIC (src/include/access/xlog_internal.h) of each release
@@ -35,7 +35,7 @@ is "$failed" "0" "the server's archive_command never failed"
 # several segments in a row: each archived, each fetched equal
 q "INSERT INTO w SELECT g, md5(g::text) FROM generate_series(50001, 150000) g"
 segs=$(q "SELECT pg_walfile_name(pg_current_wal_lsn())")
-archive_all_stored "$PGPORT"
+archive_all "$PGPORT"
 first=$((16#${seg:16:8})) last=$((16#${segs:16:8}))
 bad=0
 for n in $(seq "$first" "$last"); do

@@ -16,7 +16,7 @@ is "$(q 'SHOW data_checksums')" "off" "and no data checksums"
 
 # (the load during a backup is test 30's: this one is about the segment size)
 as_pg "$PG_BIN/pgbench" -i -s 1 -q >/dev/null 2>&1 || bail "pgbench -i failed"
-archive_all_stored "$PGPORT"
+archive_all "$PGPORT"
 out=$(pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast 2>&1)
 ok $? "backup succeeds"
 id=$(ls "$REPO/backups" | grep -E '^[0-9]{8}T[0-9]{6}F$' | tail -1)
@@ -33,7 +33,7 @@ is "$stop_wal" "$(q "SELECT pg_walfile_name('$stop_lsn'::pg_lsn - 1)")" "and so 
 as_pg "$PG_BIN/pgbench" -n -c 1 -t 200 >/dev/null 2>&1
 hash=$(pgbench_hash "$PGPORT")
 seg=$(q "SELECT pg_walfile_name(pg_current_wal_lsn())")
-archive_all_stored "$PGPORT"
+archive_all "$PGPORT"
 out=$(pgd wal-fetch --repo "$REPO" "$seg" "$T/seg" 2>&1)
 rc=$?
 ok $rc "wal-fetch serves a 64 MiB segment"

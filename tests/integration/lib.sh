@@ -290,10 +290,11 @@ pgbench_hash() { # pgbench_hash PORT
 archive_all() { # archive_all PORT
     local port=$1 seg
     seg=$(psql_at "$port" "SELECT pg_walfile_name(pg_switch_wal())")
-    for _ in $(seq 1 300); do
+    for _ in $(seq 1 600); do
         case $REPO in
         s3://*) as_pg "$PGD" wal-fetch --repo "$REPO" "$seg" "$T/probe_wal" 2>/dev/null && return 0 ;;
-        *) [ -n "$(ls "$REPO/wal/${seg:0:8}/$seg"* 2>/dev/null)" ] && return 0 ;;
+        # the object itself, not wal-push's "<segment>.lz4.tmp.<pid>.<n>", which exists before it
+        *) ls "$REPO/wal/${seg:0:8}" 2>/dev/null | grep -Eq "^$seg(\.lz4|\.zst)?\$" && return 0 ;;
         esac
         sleep 0.2
     done
@@ -376,16 +377,3 @@ tap_skip() {
     echo "ok $TAP_N - $1 # skip $2"
 }
 
-# archive_all_stored PORT: archive_all for a local repository, done only once
-# the segment's object is in place. (archive_all's "$seg"* also matches
-# wal-push's temporary "<segment>.lz4.tmp.<pid>.<n>", which exists before
-# the object does: a 64 MiB segment is caught there often enough.)
-archive_all_stored() {
-    local port=$1 seg
-    seg=$(psql_at "$port" "SELECT pg_walfile_name(pg_switch_wal())")
-    for _ in $(seq 1 600); do
-        ls "$REPO/wal/${seg:0:8}" 2>/dev/null | grep -Eq "^$seg(\.lz4|\.zst)?\$" && return 0
-        sleep 0.2
-    done
-    bail "segment $seg was not archived"
-}
