@@ -119,10 +119,13 @@ static bool partition_close(worker *w)
 static bool write_entry(worker *w, const pipeline_file *f, uint64_t size)
 {
     tar_entry e = {.path = (char *)f->path,
+                   .linkpath = (char *)f->link,
                    .size = size,
                    .mode = f->mode,
                    .mtime = f->mtime,
-                   .type = f->is_dir ? TAR_DIR : TAR_FILE};
+                   .type = f->is_dir         ? TAR_DIR
+                           : f->link != NULL ? TAR_SYMLINK
+                                             : TAR_FILE};
 
     w->part_bytes += TAR_BLOCK;
     return tar_write_header(w->out, &e, &w->err);
@@ -389,7 +392,7 @@ static void *worker_main(void *arg)
         if (idx >= sh->nfiles)
             break;
         f = &sh->files[idx];
-        if (f->is_dir) {
+        if (f->is_dir || f->link != NULL) {
             ok = (w->out != NULL || partition_open(w)) && write_entry(w, f, 0);
             f->done = ok;
             f->partition = w->part_number;

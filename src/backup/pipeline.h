@@ -42,6 +42,7 @@ typedef struct pipeline_file {
     const char *path;   /* name in the backup */
     const char *source; /* where to read it */
     bool is_dir;
+    const char *link; /* a symbolic link: its target (stored as a tar link entry) */
     size_t read_size; /* bytes per read for this file (its device's); 0: the default */
     uint64_t size;    /* at walk time */
     uint32_t mode;

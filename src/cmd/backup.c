@@ -198,6 +198,7 @@ static pipeline_file *make_queue(const datadir *dd, const io_plan *plan, pgd_err
         files[i].path = dd->entries[i].path;
         files[i].source = dd->entries[i].source;
         files[i].is_dir = dd->entries[i].is_dir;
+        files[i].link = dd->entries[i].link;
         files[i].size = dd->entries[i].size;
         files[i].mode = dd->entries[i].mode;
         files[i].mtime = dd->entries[i].mtime;
@@ -243,8 +244,17 @@ static bool build_manifest(manifest *m, const char *id, const backup_settings *s
         for (size_t k = 0; k < res->npartitions; k++)
             if (res->partitions[k].number == f->partition)
                 mf.partition = (uint32_t)k + 1;
-        if (!manifest_add_file(m, &mf, err))
+        if (f->link != NULL) {
+            manifest_link ml = {.path = (char *)f->path,
+                                .target = (char *)f->link,
+                                .mode = f->mode,
+                                .mtime = f->mtime,
+                                .partition = mf.partition};
+            if (!manifest_add_link(m, &ml, err))
+                return false;
+        } else if (!manifest_add_file(m, &mf, err)) {
             return false;
+        }
     }
     return true;
 }

@@ -34,6 +34,7 @@
 #include "repo/manifest.h"
 #include "restore/durable.h"
 #include "restore/extract.h"
+#include "restore/links.h"
 #include "restore/recovery_conf.h"
 #include "restore/recovery_target.h"
 #include "restore/target_dir.h"
@@ -70,6 +71,7 @@ typedef struct restore_settings {
     const char *target_action;
     int concurrency;
     bool progress;
+    bool allow_external_links;
 } restore_settings;
 
 /* Arguments of wal-fetch in restore_command (malloc'd). */
@@ -148,7 +150,8 @@ static bool restore_read_settings(const pgd_options *opts, restore_settings *s, 
     } else if (!opt_int(opts, OPT_CONCURRENCY, 1, 256, &concurrency, err)) {
         return false;
     }
-    if (!command_progress(opts, &s->progress, err))
+    if (!command_progress(opts, &s->progress, err) ||
+        !opt_bool(opts, OPT_ALLOW_EXTERNAL_LINKS, &s->allow_external_links, err))
         return false;
     s->concurrency = (int)concurrency;
     return true;
@@ -456,7 +459,8 @@ static bool restore_copy_pg_manifest(storage *repo, const char *id, const char *
     return ok;
 }
 
-static bool restore_load_manifest(storage *repo, const char *id, manifest *m, pgd_error *err)
+static bool restore_load_manifest(storage *repo, const char *id, bool allow_external_links,
+                                  manifest *m, pgd_error *err)
 {
     char path[LAYOUT_PATH_MAX], what[LAYOUT_PATH_MAX + 64];
     char *json;
@@ -476,7 +480,7 @@ static bool restore_load_manifest(storage *repo, const char *id, manifest *m, pg
     if (!ok)
         return false;
     for (size_t i = 0; i < m->nfiles; i++)
-        if (!restore_path_is_safe(m->files[i].path))
+        if (!extract_path_is_safe(m->files[i].path))
             return err_set(err,
                            "refusing path \"%s\" in the manifest of backup \"%s\": it would "
                            "land outside the target directory",
@@ -488,7 +492,7 @@ static bool restore_load_manifest(storage *repo, const char *id, manifest *m, pg
                            "expected a name like \"part_0001.tar%s\"",
                            m->partitions[i].name, id, compress_suffix(m->compression));
     manifest_build_index(m);
-    return true;
+    return links_check(m, id, allow_external_links, err);
 }
 
 static bool restore_link_tablespaces(const char *target, const manifest *m, const target_dir *dirs,
@@ -586,7 +590,7 @@ static bool restore_plan(restore_job *j, const pgd_options *opts, pgd_error *err
     bool ok;
 
     if (!backup_info_resolve(j->repo, j->s->id, &j->bi, err) ||
-        !restore_load_manifest(j->repo, j->bi.id, &j->m, err))
+        !restore_load_manifest(j->repo, j->bi.id, j->s->allow_external_links, &j->m, err))
         return false;
     exe_len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
     if (exe_len < 0)
@@ -629,7 +633,7 @@ static bool restore_write(restore_job *j, pgd_error *err)
                          .progress = j->s->progress,
                          .cancel = &restore_signal};
     ok = extract_make_dirs(&plan, err) && restore_link_tablespaces(target, &j->m, j->dirs, err) &&
-         extract_partitions(&plan, &j->bytes, err) &&
+         extract_partitions(&plan, &j->bytes, err) && links_create(&plan, err) &&
          restore_write_file(target, "backup_label", j->m.backup_label, O_EXCL, j->sync, err) &&
          restore_copy_pg_manifest(j->repo, j->bi.id, target, j->sync, err) &&
          restore_write_recovery(j->s, &j->bi, j->restore_command, target, j->sync, err) &&

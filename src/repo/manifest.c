@@ -17,6 +17,11 @@ void manifest_free(manifest *m)
 {
     for (size_t i = 0; i < m->nfiles; i++)
         free(m->files[i].path);
+    for (size_t i = 0; i < m->nlinks; i++) {
+        free(m->links[i].path);
+        free(m->links[i].target);
+    }
+    free(m->links);
     for (size_t i = 0; i < m->npartitions; i++)
         free(m->partitions[i].name);
     for (size_t i = 0; i < m->ntablespaces; i++) {
@@ -47,6 +52,31 @@ bool manifest_add_file(manifest *m, const manifest_file *f, pgd_error *err)
     if (m->files[m->nfiles].path == NULL)
         return err_set(err, "out of memory");
     m->nfiles++;
+    return true;
+}
+
+bool manifest_add_link(manifest *m, const manifest_link *l, pgd_error *err)
+{
+    manifest_link *added;
+
+    if (m->nlinks == m->cap_links) {
+        size_t cap = m->cap_links ? m->cap_links * 2 : 16;
+        manifest_link *grown = realloc(m->links, cap * sizeof(*grown));
+        if (grown == NULL)
+            return err_set(err, "out of memory");
+        m->links = grown;
+        m->cap_links = cap;
+    }
+    added = &m->links[m->nlinks];
+    *added = *l;
+    added->path = strdup(l->path);
+    added->target = strdup(l->target);
+    if (added->path == NULL || added->target == NULL) {
+        free(added->path);
+        free(added->target);
+        return err_set(err, "out of memory");
+    }
+    m->nlinks++;
     return true;
 }
 
@@ -174,6 +204,14 @@ bool manifest_to_json(const manifest *m, char **json, pgd_error *err)
         text_add(&t, i ? ",\n  " : "\n  ");
         text_add_json(o, &t);
     }
+    for (size_t i = 0; i < m->nlinks; i++) {
+        const manifest_link *l = &m->links[i];
+        text_add(&t, i || m->nfiles ? ",\n  " : "\n  ");
+        text_add_json(json_pack("{s:s, s:s, s:s, s:I, s:I, s:I}", "path", l->path, "type", "link",
+                                "target", l->target, "mode", (json_int_t)l->mode, "mtime",
+                                (json_int_t)l->mtime, "partition", (json_int_t)l->partition),
+                      &t);
+    }
     text_add(&t, "\n ],\n \"backup_label\": ");
     text_add_json(json_string(m->backup_label ? m->backup_label : ""), &t);
     text_add(&t, ",\n \"tablespace_map\": ");
@@ -267,14 +305,29 @@ bool manifest_from_json(manifest *m, const char *json, const char *what, pgd_err
     json_array_foreach(files, i, v)
     {
         manifest_file f = {0};
-        const char *path, *type, *crc = NULL;
+        const char *path, *type, *crc = NULL, *target = NULL;
         json_int_t mode, mtime, size = 0, partition = 0;
 
-        if (json_unpack_ex(v, &jerr, 0, "{s:s, s:s, s:I, s:I, s?I, s?s, s?I}", "path", &path,
+        if (json_unpack_ex(v, &jerr, 0, "{s:s, s:s, s:I, s:I, s?I, s?s, s?I, s?s}", "path", &path,
                            "type", &type, "mode", &mode, "mtime", &mtime, "size", &size, "crc32c",
-                           &crc, "partition", &partition) != 0) {
+                           &crc, "partition", &partition, "target", &target) != 0) {
             err_set(err, "invalid file entry %zu in %s: %s", i, what, jerr.text);
             goto done;
+        }
+        if (strcmp(type, "link") == 0) {
+            manifest_link l = {.path = (char *)path,
+                               .target = (char *)target,
+                               .mode = (uint32_t)mode & 07777,
+                               .mtime = mtime,
+                               .partition = (uint32_t)partition};
+            if (target == NULL || target[0] == '\0' || partition < 1 ||
+                (size_t)partition > m->npartitions) {
+                err_set(err, "invalid link entry \"%s\" in %s", path, what);
+                goto done;
+            }
+            if (!manifest_add_link(m, &l, err))
+                goto done;
+            continue;
         }
         f.path = (char *)path;
         f.is_dir = strcmp(type, "dir") == 0;
@@ -307,19 +360,27 @@ static int file_cmp(const void *a, const void *b)
     return strcmp(((const manifest_file *)a)->path, ((const manifest_file *)b)->path);
 }
 
+static int manifest_link_cmp(const void *a, const void *b)
+{
+    return strcmp(((const manifest_link *)a)->path, ((const manifest_link *)b)->path);
+}
+
 void manifest_build_index(manifest *m)
 {
     if (m->nfiles > 1)
         qsort(m->files, m->nfiles, sizeof(*m->files), file_cmp);
+    if (m->nlinks > 1)
+        qsort(m->links, m->nlinks, sizeof(*m->links), manifest_link_cmp);
 }
 
-long manifest_find(const manifest *m, const char *path)
+/* Binary search of `path` in n elements of `size` bytes whose first member is their path. */
+static long manifest_search(const void *base, size_t n, size_t size, const char *path)
 {
-    size_t lo = 0, hi = m->nfiles;
+    size_t lo = 0, hi = n;
 
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(path, m->files[mid].path);
+        int c = strcmp(path, *(char *const *)((const char *)base + mid * size));
         if (c == 0)
             return (long)mid;
         if (c < 0)
@@ -328,4 +389,14 @@ long manifest_find(const manifest *m, const char *path)
             lo = mid + 1;
     }
     return -1;
+}
+
+long manifest_find(const manifest *m, const char *path)
+{
+    return manifest_search(m->files, m->nfiles, sizeof(*m->files), path);
+}
+
+long manifest_find_link(const manifest *m, const char *path)
+{
+    return manifest_search(m->links, m->nlinks, sizeof(*m->links), path);
 }

@@ -50,7 +50,7 @@
 #define EXTRACT_FILE_MODE_MAX 0640
 #define EXTRACT_FILE_MODE_MIN 0600
 
-bool restore_path_is_safe(const char *path)
+bool extract_path_is_safe(const char *path)
 {
     const char *p = path;
 
@@ -100,7 +100,7 @@ bool extract_dest_path(const extract_plan *p, const char *path, char *out, size_
 {
     const char *base = p->target, *rest = path;
 
-    if (!restore_path_is_safe(path))
+    if (!extract_path_is_safe(path))
         return err_set(err,
                        "refusing path \"%s\" in backup \"%s\": it would land outside the "
                        "target directory",
@@ -217,7 +217,8 @@ typedef struct extract_shared {
     atomic_bool failed;
     atomic_uint_fast64_t bytes;
     atomic_int running;
-    unsigned char *restored; /* per manifest file */
+    unsigned char *restored;   /* per manifest file */
+    unsigned char *links_seen; /* per manifest link: its tar entry was found */
     pthread_mutex_t lock;
     pgd_error err;
 } extract_shared;
@@ -334,6 +335,27 @@ fail:
     return false;
 }
 
+/* A link's tar entry must be the manifest's; links_create makes it, after every file. */
+static bool extract_link_entry(extract_worker *w, const tar_entry *e, size_t part_idx,
+                               const char *part_name)
+{
+    const extract_plan *p = w->sh->p;
+    char dest[PATH_MAX];
+    long idx;
+
+    if (!extract_dest_path(p, e->path, dest, sizeof(dest), &w->err))
+        return false;
+    idx = manifest_find_link(p->m, e->path);
+    if (idx < 0 || p->m->links[idx].partition != part_idx + 1 || e->linkpath == NULL ||
+        strcmp(e->linkpath, p->m->links[idx].target) != 0)
+        return err_set(&w->err,
+                       "refusing link \"%s\" -> \"%s\" in partition \"%s\" of backup \"%s\": "
+                       "the manifest does not list it",
+                       e->path, e->linkpath ? e->linkpath : "", part_name, p->backup_id);
+    w->sh->links_seen[idx] = 1;
+    return true;
+}
+
 static bool extract_partition(extract_worker *w, size_t part_idx)
 {
     const extract_plan *p = w->sh->p;
@@ -376,10 +398,12 @@ static bool extract_partition(extract_worker *w, size_t part_idx)
                           "directory \"%s\" in partition \"%s\" of backup \"%s\" is not "
                           "in the manifest",
                           e.path, part->name, p->backup_id));
-        } else if (e.type == TAR_SYMLINK || e.type == TAR_HARDLINK) {
+        } else if (e.type == TAR_SYMLINK) {
+            ok = extract_link_entry(w, &e, part_idx, part->name);
+        } else if (e.type == TAR_HARDLINK) {
             ok = err_set(&w->err,
-                         "refusing link \"%s\" -> \"%s\" in partition \"%s\" of backup "
-                         "\"%s\": links could point outside the target directory",
+                         "refusing hard link \"%s\" -> \"%s\" in partition \"%s\" of backup "
+                         "\"%s\": pgdirect never writes one",
                          e.path, e.linkpath ? e.linkpath : "", part->name, p->backup_id);
         } else {
             ok = err_set(&w->err,
@@ -454,9 +478,11 @@ bool extract_partitions(const extract_plan *p, uint64_t *bytes, pgd_error *err)
     int started = 0, rc;
 
     sh.restored = calloc(p->m->nfiles ? p->m->nfiles : 1, 1);
-    if (workers == NULL || sh.restored == NULL) {
+    sh.links_seen = calloc(p->m->nlinks ? p->m->nlinks : 1, 1);
+    if (workers == NULL || sh.restored == NULL || sh.links_seen == NULL) {
         free(workers);
         free(sh.restored);
+        free(sh.links_seen);
         return err_set(err, "out of memory");
     }
     pthread_mutex_init(&sh.lock, NULL);
@@ -500,8 +526,14 @@ bool extract_partitions(const extract_plan *p, uint64_t *bytes, pgd_error *err)
                 break;
             }
         }
+        for (size_t i = 0; !sh.err.set && i < p->m->nlinks; i++)
+            if (!sh.links_seen[i])
+                err_set(&sh.err, "link \"%s\" of backup \"%s\" was not found in partition \"%s\"",
+                        p->m->links[i].path, p->backup_id,
+                        p->m->partitions[p->m->links[i].partition - 1].name);
     }
     free(sh.restored);
+    free(sh.links_seen);
     *bytes = atomic_load(&sh.bytes);
     if (sh.err.set) {
         *err = sh.err;

@@ -105,6 +105,10 @@ static const opt_def opt_defs[OPT_COUNT] = {
                            "what the server does at the target (PostgreSQL default: pause)"},
     [OPT_TABLESPACE_MAP] = {"tablespace-map", "OLD=NEW", NULL, CMD_RESTORE, true,
                             "restore the tablespace at OLD into NEW (repeatable)"},
+    [OPT_ALLOW_EXTERNAL_LINKS] = {"allow-external-links", NULL, "off", CMD_RESTORE, false,
+                                  "restore symbolic links that point outside the target "
+                                  "directory (e.g. a postgresql.conf linked into /etc) as they "
+                                  "are"},
     [OPT_JSON] = {"json", NULL, "off", CMD_LIST | CMD_CACHE | CMD_TUNE, false,
                   "machine-readable output"},
     [OPT_DATABASE] = {"database", "NAME", NULL, CMD_CACHE, true,
