@@ -14,7 +14,7 @@
 #include "cmd/common.h"
 #include "repo/backup_info.h"
 #include "util/log.h"
-#include "util/progress.h"
+#include "util/units.h"
 
 static const command_help list_help = {
     CMD_LIST, "usage: pgdirect list [--json] [OPTIONS]",
@@ -40,9 +40,9 @@ static void print_table(const backup_info *b, size_t n)
         }
         gmtime_r(&t, &tm);
         strftime(started, sizeof(started), "%Y-%m-%d %H:%M:%S", &tm);
-        format_duration((double)(b[i].stop_time - b[i].start_time), dur, sizeof(dur));
-        format_bytes(b[i].size, size, sizeof(size));
-        format_bytes(b[i].compressed_size, stored, sizeof(stored));
+        units_format_duration((double)(b[i].stop_time - b[i].start_time), dur, sizeof(dur));
+        units_format_bytes(b[i].size, size, sizeof(size));
+        units_format_bytes(b[i].compressed_size, stored, sizeof(stored));
         printf("%-17s  %-4s  %-20s  %9s  %10s  %10s  %5.2f  %-12s  %-12s  %-24s  %s\n", b[i].id,
                b[i].type, started, dur, size, stored,
                b[i].compressed_size ? (double)b[i].size / (double)b[i].compressed_size : 0.0,

@@ -98,7 +98,7 @@ io_engine *io_engine_uring_new(unsigned depth, pgd_error *err)
     return &e->base;
 }
 
-bool io_uring_available(char *why, size_t whylen)
+bool io_engine_uring_available(char *why, size_t whylen)
 {
     struct io_uring ring;
     FILE *f = fopen("/proc/sys/kernel/io_uring_disabled", "r");

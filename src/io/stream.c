@@ -8,8 +8,6 @@
 
 #include "util/crc32c.h"
 
-#define COPY_CHUNK (1024 * 1024)
-
 bool in_read_full(in_stream *s, void *buf, size_t len, size_t *n, pgd_error *err)
 {
     size_t done = 0;
@@ -24,34 +22,6 @@ bool in_read_full(in_stream *s, void *buf, size_t len, size_t *n, pgd_error *err
     }
     *n = done;
     return true;
-}
-
-bool stream_copy(in_stream *in, out_stream *out, uint64_t *copied, pgd_error *err)
-{
-    char *buf = malloc(COPY_CHUNK);
-    uint64_t total = 0;
-    bool ok = true;
-
-    if (buf == NULL)
-        return err_set(err, "out of memory");
-    for (;;) {
-        size_t n;
-        if (!in_read(in, buf, COPY_CHUNK, &n, err)) {
-            ok = false;
-            break;
-        }
-        if (n == 0)
-            break;
-        if (!out_write(out, buf, n, err)) {
-            ok = false;
-            break;
-        }
-        total += n;
-    }
-    free(buf);
-    if (copied != NULL)
-        *copied = total;
-    return ok;
 }
 
 /* ---- CRC out filter ---- */

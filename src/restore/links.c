@@ -175,8 +175,8 @@ static bool links_check_ancestors(const manifest *m, const char *path, const cha
     return true;
 }
 
-static bool links_check_one(const manifest *m, size_t i, const char *backup_id,
-                            bool allow_external, pgd_error *err)
+static bool links_check_one(const manifest *m, size_t i, const char *backup_id, bool allow_external,
+                            pgd_error *err)
 {
     const manifest_link *l = &m->links[i];
     links_where where;
@@ -208,8 +208,7 @@ static bool links_check_one(const manifest *m, size_t i, const char *backup_id,
                                               : "cannot be resolved (too many levels of links)");
     log_info("link \"%s\" -> \"%s\" %s; restored as it is (--allow-external-links)", l->path,
              l->target,
-             where == LINKS_OUTSIDE ? "points outside the target directory"
-                                    : "cannot be resolved");
+             where == LINKS_OUTSIDE ? "points outside the target directory" : "cannot be resolved");
     return true;
 }
 

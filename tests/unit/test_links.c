@@ -23,7 +23,8 @@ static void manifest_with_links(manifest *m, const char *const *links, size_t n)
     assert_true(manifest_add_tablespace(m, TS_OID, "ts", "/srv/ts", &err));
     assert_true(manifest_add_file(m, &dir, &err));
     for (size_t i = 0; i < n; i += 2) {
-        manifest_link l = {.path = (char *)links[i], .target = (char *)links[i + 1], .partition = 1};
+        manifest_link l = {
+            .path = (char *)links[i], .target = (char *)links[i + 1], .partition = 1};
         assert_true(manifest_add_link(m, &l, &err));
     }
     manifest_build_index(m);
@@ -40,12 +41,18 @@ static links_where where_of(const manifest *m, const char *path)
 static void test_targets_inside_the_directory_they_are_restored_into(void **state)
 {
     static const char *const links[] = {
-        "loop",      ".",                 /* */
-        "alias",     "base/1/../1/2",     /* */
-        "base/1/up", "../../PG_VERSION",  /* */
-        "base/1/m",  "..",                /* m is base */
-        "via",       "base/1/m/1",        /* base/1 */
-        "pg_tblspc/16384/PG_15_1/5/l", "../../PG_15_1/5/16385", /* within the tablespace */
+        "loop",
+        ".", /* */
+        "alias",
+        "base/1/../1/2", /* */
+        "base/1/up",
+        "../../PG_VERSION", /* */
+        "base/1/m",
+        "..", /* m is base */
+        "via",
+        "base/1/m/1", /* base/1 */
+        "pg_tblspc/16384/PG_15_1/5/l",
+        "../../PG_15_1/5/16385", /* within the tablespace */
     };
     manifest m;
 
@@ -63,14 +70,22 @@ static void test_targets_inside_the_directory_they_are_restored_into(void **stat
 static void test_targets_outside(void **state)
 {
     static const char *const links[] = {
-        "conf",      "/etc/postgresql.conf",         /* absolute */
-        "up",        "../outside",                   /* climbs out */
-        "deep",      "base/../../outside",           /* climbs out further down */
-        "base/1/m",  "..",                           /* base */
-        "esc",       "base/1/m/../..",               /* lexically base; really the parent */
-        "chain",     "conf",                         /* through an absolute link */
-        "spc",       "pg_tblspc/16384/PG_15_1",      /* into a tablespace: restored anywhere */
-        "pg_tblspc/16384/PG_15_1/l", "../..",        /* out of its tablespace */
+        "conf",
+        "/etc/postgresql.conf", /* absolute */
+        "up",
+        "../outside", /* climbs out */
+        "deep",
+        "base/../../outside", /* climbs out further down */
+        "base/1/m",
+        "..", /* base */
+        "esc",
+        "base/1/m/../..", /* lexically base; really the parent */
+        "chain",
+        "conf", /* through an absolute link */
+        "spc",
+        "pg_tblspc/16384/PG_15_1", /* into a tablespace: restored anywhere */
+        "pg_tblspc/16384/PG_15_1/l",
+        "../..", /* out of its tablespace */
     };
     manifest m;
 
