@@ -56,11 +56,9 @@ static bool record_build_info(backup_info *bi, const record_facts *f, const char
                        f->start_lsn);
     pg_wal_file_name(bi->timeline, lsn, f->pg->wal_segment_size, false, bi->start_wal);
     if (!pg_parse_lsn(f->stop_lsn, &lsn))
-        return err_set(err, "the server returned an invalid stop WAL location \"%s\"",
-                       f->stop_lsn);
+        return err_set(err, "the server returned an invalid stop WAL location \"%s\"", f->stop_lsn);
     pg_wal_file_name(bi->timeline, lsn, f->pg->wal_segment_size, true, bi->stop_wal);
-    snprintf(bi->system_identifier, sizeof(bi->system_identifier), "%s",
-             f->pg->system_identifier);
+    snprintf(bi->system_identifier, sizeof(bi->system_identifier), "%s", f->pg->system_identifier);
     bi->pg_version_num = f->pg->version_num;
     snprintf(bi->tool_version, sizeof(bi->tool_version), "%s", f->tool_version);
     snprintf(bi->compression, sizeof(bi->compression), "%s", compress_name(f->compression));

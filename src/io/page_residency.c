@@ -27,8 +27,7 @@ size_t page_residency_vector_len(size_t len)
     return (len + page - 1) / page;
 }
 
-bool page_residency_open(page_residency *r, int fd, uint64_t len, const char *path,
-                         pgd_error *err)
+bool page_residency_open(page_residency *r, int fd, uint64_t len, const char *path, pgd_error *err)
 {
     r->fd = fd;
     r->map = NULL;

@@ -39,8 +39,7 @@ size_t page_residency_vector_len(size_t len);
  * errors) and stop the kernel's readahead on it: pages read ahead of a
  * range would look cached-before to the next one.
  */
-bool page_residency_open(page_residency *r, int fd, uint64_t len, const char *path,
-                         pgd_error *err);
+bool page_residency_open(page_residency *r, int fd, uint64_t len, const char *path, pgd_error *err);
 
 /*
  * Residency of the pages of [offset, offset + len): vec[i] & 1 for page i.
@@ -49,7 +48,8 @@ bool page_residency_open(page_residency *r, int fd, uint64_t len, const char *pa
  */
 void page_residency_note(const page_residency *r, uint64_t offset, size_t len, unsigned char *vec);
 
-/* Drop the pages of [offset, offset + len) that `before` (from page_residency_note) says were not cached. */
+/* Drop the pages of [offset, offset + len) that `before` (from page_residency_note) says were not
+ * cached. */
 void page_residency_drop_new(const page_residency *r, uint64_t offset, size_t len,
                              const unsigned char *before);
 

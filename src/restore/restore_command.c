@@ -85,8 +85,8 @@ static bool restore_command_s3_args(const pgd_options *opts, const storage *repo
            restore_command_arg(a, "--s3-uri-style", opt_str(opts, OPT_S3_URI_STYLE), err) &&
            restore_command_arg(a, "--s3-retries", opt_str(opts, OPT_S3_RETRIES), err) &&
            restore_command_arg(a, "--s3-timeout", opt_str(opts, OPT_S3_TIMEOUT), err) &&
-           restore_command_arg(a, "--download-concurrency",
-                               opt_str(opts, OPT_DOWNLOAD_CONCURRENCY), err);
+           restore_command_arg(a, "--download-concurrency", opt_str(opts, OPT_DOWNLOAD_CONCURRENCY),
+                               err);
 }
 
 static bool restore_command_args_of(const pgd_options *opts, const storage *repo,
@@ -113,8 +113,7 @@ static bool restore_command_args_of(const pgd_options *opts, const storage *repo
     return restore_command_arg(a, "--config", path, err);
 }
 
-bool restore_command_build(const pgd_options *opts, const storage *repo, char **out,
-                           pgd_error *err)
+bool restore_command_build(const pgd_options *opts, const storage *repo, char **out, pgd_error *err)
 {
     restore_command_args a = {.n = 0};
     char exe[PATH_MAX];

@@ -92,8 +92,7 @@ bool tablespaces_check(const char *target, const manifest *m, const char *const 
     return ok;
 }
 
-bool tablespaces_link(const char *target, const manifest *m, const target_dir *dirs,
-                      pgd_error *err)
+bool tablespaces_link(const char *target, const manifest *m, const target_dir *dirs, pgd_error *err)
 {
     for (size_t i = 0; i < m->ntablespaces; i++) {
         char link_path[PATH_MAX];
@@ -107,8 +106,7 @@ bool tablespaces_link(const char *target, const manifest *m, const target_dir *d
     return true;
 }
 
-bool tablespaces_add_durable(const char *target, const manifest *m, durable_list *l,
-                             pgd_error *err)
+bool tablespaces_add_durable(const char *target, const manifest *m, durable_list *l, pgd_error *err)
 {
     char path[PATH_MAX];
 

@@ -50,10 +50,11 @@ bool units_parse_size(const char *text, uint64_t *out)
     static const struct {
         const char *suffix;
         uint64_t mult;
-    } units[] = {{"", 1},          {"B", 1},          {"k", UNITS_KIB},   {"K", UNITS_KIB},
-                 {"KB", UNITS_KIB}, {"KiB", UNITS_KIB}, {"M", UNITS_MIB},   {"MB", UNITS_MIB},
-                 {"MiB", UNITS_MIB}, {"G", UNITS_GIB},  {"GB", UNITS_GIB},  {"GiB", UNITS_GIB},
-                 {"T", UNITS_TIB},  {"TB", UNITS_TIB},  {"TiB", UNITS_TIB}};
+    } units[] = {{"", 1},          {"B", 1},          {"k", UNITS_KIB},
+                 {"K", UNITS_KIB}, {"KB", UNITS_KIB}, {"KiB", UNITS_KIB},
+                 {"M", UNITS_MIB}, {"MB", UNITS_MIB}, {"MiB", UNITS_MIB},
+                 {"G", UNITS_GIB}, {"GB", UNITS_GIB}, {"GiB", UNITS_GIB},
+                 {"T", UNITS_TIB}, {"TB", UNITS_TIB}, {"TiB", UNITS_TIB}};
     char *end;
     unsigned long long v;
 
@@ -73,4 +74,3 @@ bool units_parse_size(const char *text, uint64_t *out)
     }
     return false;
 }
-

@@ -12,10 +12,10 @@
 #define NTASKS 200
 
 typedef struct counter {
-    atomic_int *runs;      /* per task */
-    atomic_int *finished;  /* threads whose finish ran */
-    atomic_int *finish_ok; /* ... with ok */
-    int fail_at;           /* task that fails, -1: none */
+    atomic_int *runs;                     /* per task */
+    atomic_int *finished;                 /* threads whose finish ran */
+    atomic_int *finish_ok;                /* ... with ok */
+    int fail_at;                          /* task that fails, -1: none */
     volatile sig_atomic_t *raise_at_task; /* set *cancel at task 10 */
 } counter;
 
