@@ -74,8 +74,7 @@ static void filter_page_checksum_bad(filter_page_checksum *c, uint32_t blkno)
     c->r.pages_bad++;
 }
 
-static bool filter_page_checksum_begin(file_filter *f, const file_filter_file *file,
-                                       pgd_error *err)
+static bool filter_page_checksum_begin(file_filter *f, const file_filter_file *file, pgd_error *err)
 {
     filter_page_checksum *c = (filter_page_checksum *)f;
 

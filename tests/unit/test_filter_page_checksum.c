@@ -176,7 +176,7 @@ static void test_pages_newer_than_the_start_are_not_judged(void **state)
         if (page_checksum_lsn(fx->pages + b * PG_PAGE_SIZE) < lsn)
             lsn = page_checksum_lsn(fx->pages + b * PG_PAGE_SIZE);
     assert_true(lsn > 0);
-    fx->pages[100] ^= 0xff; /* in the page body of block 131072: would fail */
+    fx->pages[100] ^= 0xff;                   /* in the page body of block 131072: would fail */
     r = run_filter(fx, fx->pages, true, lsn); /* start == the oldest page's LSN */
     assert_int_equal(r.pages_checked, 0);
     assert_int_equal(r.pages_bad, 0);
