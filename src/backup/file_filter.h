@@ -72,6 +72,7 @@ typedef struct file_filter_result {
     /* filter_page_checksum: pages whose checksum was verified, and those that failed */
     uint32_t pages_checked;
     uint32_t pages_bad;
+    uint32_t pages_reread; /* failed as first read, so read again from the device */
     uint32_t bad_blocks[FILE_FILTER_BAD_BLOCKS_MAX]; /* absolute block numbers, the first ones */
 } file_filter_result;
 

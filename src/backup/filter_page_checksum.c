@@ -99,8 +99,10 @@ static bool filter_page_checksum_data(file_filter *f, file_chunk *chunk, pgd_err
         if (page_checksum_is_zero(page) || page_checksum_lsn(page) >= c->cfg.start_lsn)
             continue;
         c->r.pages_checked++;
-        if (page_checksum_compute(page, blkno) != page_checksum_stored(page) &&
-            !filter_page_checksum_reread(c, offset, blkno))
+        if (page_checksum_compute(page, blkno) == page_checksum_stored(page))
+            continue;
+        c->r.pages_reread++;
+        if (!filter_page_checksum_reread(c, offset, blkno))
             filter_page_checksum_bad(c, blkno);
     }
     return file_filter_data(f->next, chunk, err);
@@ -113,6 +115,7 @@ static bool filter_page_checksum_end(file_filter *f, file_filter_result *result,
     filter_page_checksum_close(c);
     result->pages_checked = c->r.pages_checked;
     result->pages_bad = c->r.pages_bad;
+    result->pages_reread = c->r.pages_reread;
     memcpy(result->bad_blocks, c->r.bad_blocks, sizeof(result->bad_blocks));
     return file_filter_end(f->next, result, err);
 }

@@ -164,6 +164,7 @@ typedef struct backup_run {
     file_filter_maker filters[1];
     size_t nfilters;
     const char *page_checksums; /* what the sentinel says: "verified", "off", "not verified" */
+    uint64_t pages_reread;      /* pages that failed as first read and were read again */
     cpu_cgroup cpu_cg;
     double t0, read_secs;
 } backup_run;
@@ -228,9 +229,10 @@ static void backup_log_complete(const backup_run *r)
     char pages_s[128];
 
     if (strcmp(bi->page_checksums, "verified") == 0)
-        snprintf(pages_s, sizeof(pages_s), "%llu pages verified, %llu bad in %llu files",
+        snprintf(pages_s, sizeof(pages_s),
+                 "%llu pages verified, %llu bad in %llu files (%llu read again)",
                  (unsigned long long)bi->pages_checked, (unsigned long long)bi->checksum_errors,
-                 (unsigned long long)bi->checksum_error_files);
+                 (unsigned long long)bi->checksum_error_files, (unsigned long long)r->pages_reread);
     else
         snprintf(pages_s, sizeof(pages_s), "%s", bi->page_checksums);
     log_info("backup %s complete: %s read, %s stored (%s), %llu files, %s, %.1f MB/s "
@@ -270,13 +272,15 @@ static bool backup_plan_page_checks(backup_run *r, pgd_error *err)
 }
 
 /* A warning per file with pages that failed their checksum: its path and block numbers. */
-static void backup_log_bad_pages(const backup_run *r)
+static void backup_log_bad_pages(backup_run *r)
 {
     for (size_t i = 0; i < r->dd.n; i++) {
         const pipeline_file *f = &r->files[i];
         char blocks[FILE_FILTER_BAD_BLOCKS_MAX * 12 + 32];
         size_t len = 0;
 
+        if (f->done)
+            r->pages_reread += f->result.pages_reread;
         if (!f->done || f->result.pages_bad == 0)
             continue;
         for (uint32_t b = 0; b < f->result.pages_bad && b < FILE_FILTER_BAD_BLOCKS_MAX; b++)

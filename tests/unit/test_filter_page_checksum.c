@@ -124,6 +124,7 @@ static void test_good_pages_pass(void **state)
 
     assert_int_equal(r.pages_checked, FIXTURE_PAGES);
     assert_int_equal(r.pages_bad, 0);
+    assert_int_equal(r.pages_reread, 0);
 }
 
 static void test_bad_page_that_is_bad_on_disk_is_reported_with_its_block(void **state)
@@ -150,6 +151,7 @@ static void test_bad_page_that_reads_back_good_is_not_reported(void **state)
     torn[1 * PG_PAGE_SIZE + 6000] ^= 0xff;
     r = run_filter(fx, torn, true, LSN_FAR);
     assert_int_equal(r.pages_bad, 0);
+    assert_int_equal(r.pages_reread, 1);
     assert_int_equal(r.pages_checked, FIXTURE_PAGES);
     free(torn);
 }
