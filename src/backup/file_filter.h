@@ -4,7 +4,7 @@
  * interface.
  *
  *   read buffer -> [page checksums] -> [delta pages] -> size, CRC-32C -> tar entry -> partition
- *                    (to come)          (to come)        filter_crc.h     filter_tar.h   stream
+ *                  filter_page_checksum.h  (to come)   filter_crc.h     filter_tar.h   stream
  *
  * The chain ends at the tar writer; from there the partition's own stream
  * filters (io/stream.h: compressor, CRC-32C of the stored bytes, storage)
@@ -46,8 +46,9 @@
 #include "util/error.h"
 
 typedef struct file_filter_file {
-    const char *path; /* name in the backup */
-    uint64_t size;    /* bytes that will follow */
+    const char *path;   /* name in the backup */
+    const char *source; /* where it is read from (a filter may read a page again) */
+    uint64_t size;      /* bytes that will follow */
     uint32_t mode;
     int64_t mtime;
     bool is_relation; /* a relation data file: whole pages, segment below */
@@ -61,10 +62,18 @@ typedef struct file_chunk {
     uint64_t offset; /* of data[0] in the file */
 } file_chunk;
 
+/* Bad pages of a file whose block numbers are kept (the count is exact). */
+#define FILE_FILTER_BAD_BLOCKS_MAX 8
+
 /* What the filters found out about a file; each fills in its own fields. */
 typedef struct file_filter_result {
     uint64_t size; /* bytes stored (filter_crc) */
     uint32_t crc;  /* CRC-32C of them (filter_crc) */
+    /* filter_page_checksum: pages whose checksum was verified, and those that failed */
+    uint32_t pages_checked;
+    uint32_t pages_bad;
+    uint32_t pages_reread; /* failed as first read, so read again from the device */
+    uint32_t bad_blocks[FILE_FILTER_BAD_BLOCKS_MAX]; /* absolute block numbers, the first ones */
 } file_filter_result;
 
 typedef struct file_filter file_filter;

@@ -273,7 +273,8 @@ static bool pipeline_reading_open(pipeline_worker *w, pipeline_reading *rd, pipe
 /* What the file filters learn about a file before its first byte. */
 static file_filter_file pipeline_filter_file(const pipeline_file *f, uint64_t declared)
 {
-    file_filter_file ff = {.path = f->path, .size = declared, .mode = f->mode, .mtime = f->mtime};
+    file_filter_file ff = {
+        .path = f->path, .source = f->source, .size = declared, .mode = f->mode, .mtime = f->mtime};
     relfile rel;
 
     if (relfile_parse(f->path, &rel)) {

@@ -35,6 +35,21 @@ void record_free(backup_record *r)
     manifest_free(&r->m);
 }
 
+/* Pages verified and failed, over every file; whether that marks the backup. */
+static void record_checksum_totals(backup_info *bi, const record_facts *f)
+{
+    snprintf(bi->page_checksums, sizeof(bi->page_checksums), "%s",
+             f->page_checksums != NULL ? f->page_checksums : "");
+    for (size_t i = 0; i < f->nfiles; i++) {
+        if (!f->files[i].done)
+            continue;
+        bi->pages_checked += f->files[i].result.pages_checked;
+        bi->checksum_errors += f->files[i].result.pages_bad;
+        bi->checksum_error_files += f->files[i].result.pages_bad > 0;
+    }
+    bi->checksum_failed = f->checksum_errors_fail && bi->checksum_errors > 0;
+}
+
 /* The sentinel's fields: where the backup's WAL starts and ends, and what the run was. */
 static bool record_build_info(backup_info *bi, const record_facts *f, const char *backup_label,
                               pgd_error *err)
@@ -66,6 +81,7 @@ static bool record_build_info(backup_info *bi, const record_facts *f, const char
              record_read_mode(f->res->read_modes, f->mode));
     bi->size = f->res->bytes_read;
     bi->compressed_size = f->res->bytes_stored;
+    record_checksum_totals(bi, f);
     return true;
 }
 
@@ -97,7 +113,12 @@ static bool record_add_file(manifest *m, const pipeline_file *f, const pipeline_
                         .mode = f->mode,
                         .mtime = f->mtime,
                         .crc = f->result.crc,
-                        .partition = partition};
+                        .partition = partition,
+                        .pages_bad = f->result.pages_bad};
+
+    _Static_assert(MANIFEST_BAD_BLOCKS_MAX == FILE_FILTER_BAD_BLOCKS_MAX,
+                   "the manifest lists the bad blocks the filter keeps");
+    memcpy(mf.bad_blocks, f->result.bad_blocks, sizeof(mf.bad_blocks));
     return manifest_add_file(m, &mf, err);
 }
 

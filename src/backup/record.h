@@ -46,6 +46,8 @@ typedef struct record_facts {
     const pipeline_file *files; /* what the pipeline stored */
     size_t nfiles;
     const pipeline_result *res;
+    const char *page_checksums; /* "verified", "off", "not verified" (backup_info.h) */
+    bool checksum_errors_fail;  /* --checksum-errors fail: bad pages mark the backup */
 } record_facts;
 
 void record_init(backup_record *r);

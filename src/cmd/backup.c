@@ -33,6 +33,7 @@
 
 #include "backup/backup_id.h"
 #include "backup/file_queue.h"
+#include "backup/filter_page_checksum.h"
 #include "backup/io_plan.h"
 #include "backup/pipeline.h"
 #include "backup/record.h"
@@ -75,6 +76,7 @@ typedef struct backup_settings {
     read_mode mode;
     bool fast_checkpoint, archive_check, progress;
     int archive_timeout;
+    bool verify_checksums, checksum_errors_fail;
 } backup_settings;
 
 /* "auto" -> IO_PLAN_AUTO, else an integer in [1, max]. */
@@ -101,7 +103,8 @@ static bool backup_auto_or_int(const pgd_options *opts, opt_id id, long max, uns
 static bool backup_read_settings(const pgd_options *opts, backup_settings *s, pgd_error *err)
 {
     long timeout, weight;
-    int checkpoint, engine, mode, io_class;
+    int checkpoint, engine, mode, io_class, checksum_errors;
+    bool no_verify;
 
     memset(s, 0, sizeof(*s));
     if (!backup_auto_or_int(opts, OPT_BLOCK_COUNT, IO_PLAN_BLOCK_COUNT_MAX, &s->block_count, err) ||
@@ -117,6 +120,8 @@ static bool backup_read_settings(const pgd_options *opts, backup_settings *s, pg
         !opt_enum(opts, OPT_CHECKPOINT, "spread|fast", &checkpoint, err) ||
         !opt_bool(opts, OPT_ARCHIVE_CHECK, &s->archive_check, err) ||
         !opt_int(opts, OPT_ARCHIVE_TIMEOUT, 1, ARCHIVE_TIMEOUT_MAX, &timeout, err) ||
+        !opt_enum(opts, OPT_CHECKSUM_ERRORS, "warn|fail", &checksum_errors, err) ||
+        !opt_bool(opts, OPT_NO_VERIFY_CHECKSUMS, &no_verify, err) ||
         !command_progress(opts, &s->progress, err))
         return false;
     if (strcmp(opt_str(opts, OPT_MAX_MEMORY), "auto") == 0)
@@ -131,6 +136,8 @@ static bool backup_read_settings(const pgd_options *opts, backup_settings *s, pg
     s->io_idle = io_class == 1;
     s->fast_checkpoint = checkpoint == 1;
     s->archive_timeout = (int)timeout;
+    s->verify_checksums = !no_verify;
+    s->checksum_errors_fail = checksum_errors == 1;
     s->conninfo = opt_str(opts, OPT_DBNAME);
     s->label = opt_str(opts, OPT_LABEL);
     s->pgdata = opt_str(opts, OPT_PGDATA) != NULL ? opt_str(opts, OPT_PGDATA) : getenv("PGDATA");
@@ -153,6 +160,11 @@ typedef struct backup_run {
     pipeline_file *files;
     pipeline_result res;
     backup_record rec;
+    filter_page_checksum_config page_check;
+    file_filter_maker filters[1];
+    size_t nfilters;
+    const char *page_checksums; /* what the sentinel says: "verified", "off", "not verified" */
+    uint64_t pages_reread;      /* pages that failed as first read and were read again */
     cpu_cgroup cpu_cg;
     double t0, read_secs;
 } backup_run;
@@ -214,12 +226,73 @@ static void backup_log_complete(const backup_run *r)
     units_format_bytes(bi->size, size_s, sizeof(size_s));
     units_format_bytes(bi->compressed_size, stored_s, sizeof(stored_s));
     units_format_duration(secs, time_s, sizeof(time_s));
+    char pages_s[128];
+
+    if (strcmp(bi->page_checksums, "verified") == 0)
+        snprintf(pages_s, sizeof(pages_s),
+                 "%llu pages verified, %llu bad in %llu files (%llu read again)",
+                 (unsigned long long)bi->pages_checked, (unsigned long long)bi->checksum_errors,
+                 (unsigned long long)bi->checksum_error_files, (unsigned long long)r->pages_reread);
+    else
+        snprintf(pages_s, sizeof(pages_s), "%s", bi->page_checksums);
     log_info("backup %s complete: %s read, %s stored (%s), %llu files, %s, %.1f MB/s "
-             "(files read at %.1f MB/s), read mode %s, peak RSS %ld MiB",
+             "(files read at %.1f MB/s), read mode %s, peak RSS %ld MiB, page checksums: %s",
              bi->id, size_s, stored_s, bi->compression, (unsigned long long)bi->files, time_s,
              secs > 0 ? (double)bi->size / secs / 1e6 : 0.0,
              r->read_secs > 0 ? (double)bi->size / r->read_secs / 1e6 : 0.0, bi->read_mode,
-             peak_kib / 1024);
+             peak_kib / 1024, pages_s);
+}
+
+/*
+ * Whether pages are verified, and the filter that does it: only when the
+ * cluster writes checksums (a cluster without them has nothing to check:
+ * one INFO line) and --no-verify-checksums is not given.
+ */
+static bool backup_plan_page_checks(backup_run *r, pgd_error *err)
+{
+    if (!r->s->verify_checksums) {
+        r->page_checksums = "not verified";
+        log_info("page checksums not verified (--no-verify-checksums)");
+        return true;
+    }
+    if (!r->pg.data_checksums) {
+        r->page_checksums = "off";
+        log_info("the cluster has no data checksums (data_checksums = off): pages not verified");
+        return true;
+    }
+    if (!pg_parse_lsn(r->start_lsn, &r->page_check.start_lsn))
+        return err_set(err, "the server returned an invalid start WAL location \"%s\"",
+                       r->start_lsn);
+    /* a failed page is read again from the device whatever --direct-io says: a fresh copy */
+    r->page_check.reread = READ_MODE_DIRECT;
+    r->filters[0] = (file_filter_maker){filter_page_checksum_make, &r->page_check};
+    r->nfilters = 1;
+    r->page_checksums = "verified";
+    return true;
+}
+
+/* A warning per file with pages that failed their checksum: its path and block numbers. */
+static void backup_log_bad_pages(backup_run *r)
+{
+    for (size_t i = 0; i < r->dd.n; i++) {
+        const pipeline_file *f = &r->files[i];
+        char blocks[FILE_FILTER_BAD_BLOCKS_MAX * 12 + 32];
+        size_t len = 0;
+
+        if (f->done)
+            r->pages_reread += f->result.pages_reread;
+        if (!f->done || f->result.pages_bad == 0)
+            continue;
+        for (uint32_t b = 0; b < f->result.pages_bad && b < FILE_FILTER_BAD_BLOCKS_MAX; b++)
+            len += (size_t)snprintf(blocks + len, sizeof(blocks) - len, "%s%u", b ? ", " : "",
+                                    f->result.bad_blocks[b]);
+        if (f->result.pages_bad > FILE_FILTER_BAD_BLOCKS_MAX)
+            snprintf(blocks + len, sizeof(blocks) - len, " and %u more",
+                     f->result.pages_bad - FILE_FILTER_BAD_BLOCKS_MAX);
+        log_warn("page checksum verification failed for %u %s of file \"%s\": block%s %s",
+                 f->result.pages_bad, f->result.pages_bad == 1 ? "page" : "pages", f->path,
+                 f->result.pages_bad == 1 ? "" : "s", blocks);
+    }
 }
 
 /* The repository, the server, the id (claimed before anything is written), pg_backup_start. */
@@ -273,8 +346,12 @@ static bool backup_copy(backup_run *r, pgd_error *err)
         !io_plan_for_datadir(&req, &r->dd, s->max_memory, &r->plan, err) ||
         (r->files = file_queue_build(&r->dd, &r->plan, err)) == NULL)
         return false;
+    if (!backup_plan_page_checks(r, err))
+        return false;
     backup_log_plan(r);
     backup_be_polite(s, &r->cpu_cg);
+    cfg.filters = r->filters;
+    cfg.nfilters = r->nfilters;
     cfg.read_size = r->plan.places[0].read_size;
     cfg.workers = r->plan.workers;
     cfg.depth = r->plan.depth;
@@ -283,6 +360,7 @@ static bool backup_copy(backup_run *r, pgd_error *err)
     if (!pipeline_run(&cfg, r->files, r->dd.n, &r->res, err))
         return false;
     r->read_secs = clock_seconds() - t_read;
+    backup_log_bad_pages(r);
     return true;
 }
 
@@ -305,7 +383,9 @@ static bool backup_finish(backup_run *r, pgd_error *err)
                           .nspcs = r->nspcs,
                           .files = r->files,
                           .nfiles = r->dd.n,
-                          .res = &r->res};
+                          .res = &r->res,
+                          .page_checksums = r->page_checksums,
+                          .checksum_errors_fail = s->checksum_errors_fail};
 
     /* with --archive-check we wait for the WAL in the repository ourselves, with a deadline */
     if (!pg_session_backup_stop(&r->pg, !s->archive_check, r->stop_lsn, sizeof(r->stop_lsn),
@@ -338,7 +418,11 @@ static void backup_run_free(backup_run *r)
     pg_session_close(&r->pg);
 }
 
-static bool run_backup(const backup_settings *s, storage *repo, pgd_error *err)
+/*
+ * The backup; *marked when it completed but pages failed their checksum
+ * under --checksum-errors fail (err then says so).
+ */
+static bool run_backup(const backup_settings *s, storage *repo, bool *marked, pgd_error *err)
 {
     backup_run r = {.s = s, .repo = repo};
     bool ok;
@@ -347,6 +431,13 @@ static bool run_backup(const backup_settings *s, storage *repo, pgd_error *err)
     ok = backup_begin(&r, err) && backup_copy(&r, err) && backup_finish(&r, err);
     if (ok)
         backup_log_complete(&r);
+    *marked = ok && r.rec.info.checksum_failed;
+    if (*marked)
+        err_set(err,
+                "backup %s completed, but %llu pages in %llu files failed their data checksum "
+                "(--checksum-errors fail): it is marked, and restore LATEST passes it over",
+                r.id, (unsigned long long)r.rec.info.checksum_errors,
+                (unsigned long long)r.rec.info.checksum_error_files);
     backup_run_free(&r);
     if (ok)
         return true;
@@ -372,6 +463,7 @@ int cmd_backup(int argc, char **argv)
     pgd_error err = {0};
     backup_settings s;
     storage *repo = NULL;
+    bool marked = false;
     int rc;
 
     if (!command_start(&opts, &backup_help, 0, argc, argv, &rc))
@@ -380,7 +472,9 @@ int cmd_backup(int argc, char **argv)
         rc = command_fail(&err);
     } else {
         interrupt_catch(backup_on_signal);
-        rc = run_backup(&s, repo, &err) ? EXIT_OK : command_fail(&err);
+        rc = !run_backup(&s, repo, &marked, &err) ? command_fail(&err)
+             : marked                             ? (command_fail(&err), EXIT_CHECKSUM_ERRORS)
+                                                  : EXIT_OK;
     }
     storage_free(repo);
     options_free(&opts);

@@ -10,6 +10,13 @@
 #define EXIT_OK    0
 #define EXIT_ERROR 1
 #define EXIT_USAGE 2
+/*
+ * backup --checksum-errors fail: the backup completed and exists (list shows
+ * it, restore by id uses it, restore LATEST passes it over) but pages failed
+ * their data checksum. Distinct from 1 so a schedule can tell "no backup"
+ * from "a backup of a cluster with corrupt pages".
+ */
+#define EXIT_CHECKSUM_ERRORS 3
 
 /*
  * wal-fetch runs as restore_command, and PostgreSQL reads its exit status

@@ -22,31 +22,44 @@ static const command_help list_help = {
     "running or was interrupted is not shown: it has no sentinel yet. A backup whose\n"
     "sentinel cannot be read is shown with status \"damaged\" and the reason."};
 
+/* BAD PAGES: pages that failed their data checksum; "off": the cluster has none; "-": not verified.
+ */
+static void list_bad_pages(const backup_info *b, char *out, size_t len)
+{
+    if (strcmp(b->page_checksums, "verified") == 0)
+        snprintf(out, len, "%llu", (unsigned long long)b->checksum_errors);
+    else
+        snprintf(out, len, "%s", strcmp(b->page_checksums, "off") == 0 ? "off" : "-");
+}
+
 /* STATUS comes last, so scripts that read the columns before it by position keep working. */
 static void list_print_table(const backup_info *b, size_t n)
 {
-    printf("%-17s  %-4s  %-20s  %9s  %10s  %10s  %5s  %-12s  %-12s  %-24s  %s\n", "ID", "TYPE",
+    printf("%-17s  %-4s  %-20s  %9s  %10s  %10s  %5s  %-12s  %-12s  %-24s  %9s  %s\n", "ID", "TYPE",
            "STARTED (UTC)", "DURATION", "SIZE", "STORED", "RATIO", "START LSN", "STOP LSN",
-           "WAL START", "STATUS");
+           "WAL START", "BAD PAGES", "STATUS");
     for (size_t i = 0; i < n; i++) {
-        char started[32], dur[32], size[32], stored[32];
+        char started[32], dur[32], size[32], stored[32], bad[24];
         struct tm tm;
         time_t t = (time_t)b[i].start_time;
 
         if (b[i].damaged) {
-            printf("%-17s  %-4s  %-20s  %9s  %10s  %10s  %5s  %-12s  %-12s  %-24s  damaged: %s\n",
-                   b[i].id, "-", "-", "-", "-", "-", "-", "-", "-", "-", b[i].damage);
+            printf("%-17s  %-4s  %-20s  %9s  %10s  %10s  %5s  %-12s  %-12s  %-24s  %9s  damaged: "
+                   "%s\n",
+                   b[i].id, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", b[i].damage);
             continue;
         }
+        list_bad_pages(&b[i], bad, sizeof(bad));
         gmtime_r(&t, &tm);
         strftime(started, sizeof(started), "%Y-%m-%d %H:%M:%S", &tm);
         units_format_duration((double)(b[i].stop_time - b[i].start_time), dur, sizeof(dur));
         units_format_bytes(b[i].size, size, sizeof(size));
         units_format_bytes(b[i].compressed_size, stored, sizeof(stored));
-        printf("%-17s  %-4s  %-20s  %9s  %10s  %10s  %5.2f  %-12s  %-12s  %-24s  %s\n", b[i].id,
-               b[i].type, started, dur, size, stored,
+        printf("%-17s  %-4s  %-20s  %9s  %10s  %10s  %5.2f  %-12s  %-12s  %-24s  %9s  %s\n",
+               b[i].id, b[i].type, started, dur, size, stored,
                b[i].compressed_size ? (double)b[i].size / (double)b[i].compressed_size : 0.0,
-               b[i].start_lsn, b[i].stop_lsn, b[i].start_wal, "ok");
+               b[i].start_lsn, b[i].stop_lsn, b[i].start_wal, bad,
+               b[i].checksum_failed ? "checksum errors (--checksum-errors fail)" : "ok");
     }
     if (n == 0)
         printf("(no backups)\n");
@@ -64,7 +77,9 @@ static json_t *list_backup_json(const backup_info *b, pgd_error *err)
         return NULL;
     o = json_loads(one, 0, NULL);
     free(one);
-    if (o != NULL && json_object_set_new(o, "status", json_string("ok")) != 0) {
+    if (o != NULL &&
+        json_object_set_new(o, "status",
+                            json_string(b->checksum_failed ? "checksum errors" : "ok")) != 0) {
         json_decref(o);
         o = NULL;
     }

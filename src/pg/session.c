@@ -137,6 +137,9 @@ bool pg_session_open(pg_session *s, const char *conninfo, pgd_error *err)
         !fetch_one(s, "SELECT pg_catalog.pg_is_in_recovery()::text", buf, sizeof(buf), err))
         goto fail;
     s->in_recovery = strcmp(buf, "true") == 0;
+    if (!fetch_one(s, "SHOW data_checksums", buf, sizeof(buf), err))
+        goto fail;
+    s->data_checksums = strcmp(buf, "on") == 0;
     if (!fetch_one(s,
                    "SELECT (setting::bigint * CASE unit WHEN '8kB' THEN 8192 WHEN 'MB' THEN "
                    "1048576 ELSE 1 END)::text FROM pg_catalog.pg_settings WHERE name = "

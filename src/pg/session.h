@@ -30,6 +30,7 @@ typedef struct pg_session {
     char archive_mode[16];
     uint64_t wal_segment_size;
     bool in_recovery;
+    bool data_checksums; /* SHOW data_checksums: pages carry checksums to verify */
     char system_identifier[24];
 } pg_session;
 

@@ -24,8 +24,17 @@ bool backup_info_to_json(const backup_info *bi, char **json, pgd_error *err)
         bi->compression, "read_mode", bi->read_mode, "size", (json_int_t)bi->size,
         "compressed_size", (json_int_t)bi->compressed_size, "files", (json_int_t)bi->files);
 
-    if (o == NULL)
+    if (o == NULL ||
+        json_object_set_new(o, "page_checksums", json_string(bi->page_checksums)) != 0 ||
+        json_object_set_new(o, "pages_checked", json_integer((json_int_t)bi->pages_checked)) != 0 ||
+        json_object_set_new(o, "checksum_errors", json_integer((json_int_t)bi->checksum_errors)) !=
+            0 ||
+        json_object_set_new(o, "checksum_error_files",
+                            json_integer((json_int_t)bi->checksum_error_files)) != 0 ||
+        json_object_set_new(o, "checksum_failed", json_boolean(bi->checksum_failed)) != 0) {
+        json_decref(o);
         return err_set(err, "could not build sentinel of backup \"%s\"", bi->id);
+    }
     *json = json_dumps(o, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
     json_decref(o);
     if (*json == NULL)
@@ -34,6 +43,32 @@ bool backup_info_to_json(const backup_info *bi, char **json, pgd_error *err)
 }
 
 #define COPY_FIELD(dst, src) snprintf((dst), sizeof(dst), "%s", (src))
+
+/* The page checksum fields: absent from sentinels written before pages were verified. */
+static bool backup_info_checksums_from_json(backup_info *bi, json_t *o, const char *what,
+                                            pgd_error *err)
+{
+    json_error_t jerr;
+    const char *state = "";
+    json_int_t checked = 0, errors = 0, files = 0;
+    int failed = 0;
+
+    if (json_unpack_ex(o, &jerr, 0, "{s?s, s?I, s?I, s?I, s?b}", "page_checksums", &state,
+                       "pages_checked", &checked, "checksum_errors", &errors,
+                       "checksum_error_files", &files, "checksum_failed", &failed) != 0)
+        return err_set(err, "invalid %s: %s", what, jerr.text);
+    if (checked < 0 || errors < 0 || files < 0 || errors > checked)
+        return err_set(err, "invalid %s: bad \"%s\"", what,
+                       checked < 0 || errors > checked ? "pages_checked"
+                       : errors < 0                    ? "checksum_errors"
+                                                       : "checksum_error_files");
+    COPY_FIELD(bi->page_checksums, state);
+    bi->pages_checked = (uint64_t)checked;
+    bi->checksum_errors = (uint64_t)errors;
+    bi->checksum_error_files = (uint64_t)files;
+    bi->checksum_failed = failed != 0;
+    return true;
+}
 
 bool backup_info_from_json(backup_info *bi, const char *json, const char *what, pgd_error *err)
 {
@@ -68,6 +103,10 @@ bool backup_info_from_json(backup_info *bi, const char *json, const char *what, 
     if (bad != NULL) {
         json_decref(o);
         return err_set(err, "invalid %s: bad \"%s\"", what, bad);
+    }
+    if (!backup_info_checksums_from_json(bi, o, what, err)) {
+        json_decref(o);
+        return false;
     }
     COPY_FIELD(bi->id, id);
     COPY_FIELD(bi->type, type);
@@ -209,25 +248,50 @@ bool backup_info_list(storage *repo, backup_info **out, size_t *count, pgd_error
     return true;
 }
 
+/*
+ * Why LATEST passes a backup over, or NULL. A backup taken with
+ * --checksum-errors fail that found bad pages is passed over: an older
+ * backup and WAL replay rebuild those pages as they were written, which
+ * beats restoring the copies that failed; restore it by id to use it.
+ */
+static const char *backup_info_unusable(const backup_info *bi, char *buf, size_t len)
+{
+    if (bi->damaged)
+        return bi->damage;
+    if (!bi->checksum_failed)
+        return NULL;
+    snprintf(buf, len,
+             "%llu pages failed their data checksum and it was taken with --checksum-errors fail "
+             "(restore it by id to use it anyway)",
+             (unsigned long long)bi->checksum_errors);
+    return buf;
+}
+
 static bool resolve_latest(storage *repo, backup_info *bi, pgd_error *err)
 {
     backup_info *all;
     size_t n, usable;
+    char why[PGD_ERROR_MAX];
 
     if (!backup_info_scan(repo, &all, &n, err))
         return false;
-    for (usable = n; usable > 0 && all[usable - 1].damaged; usable--)
+    for (usable = n; usable > 0 && backup_info_unusable(&all[usable - 1], why, sizeof(why));
+         usable--)
         ;
-    if (usable == 0 && n > 0)
+    if (usable == 0 && n > 0) {
+        bool damaged = true;
+        for (size_t i = 0; i < n; i++)
+            damaged = damaged && all[i].damaged;
         err_set(err,
-                "no usable backup in repository \"%s\": the %zu there %s damaged (the newest, %s: "
-                "%s)",
-                repo->uri, n, n == 1 ? "is" : "are all", all[n - 1].id, all[n - 1].damage);
-    else if (n == 0)
+                "no usable backup in repository \"%s\": the %zu there %s %s (the newest, %s: %s)",
+                repo->uri, n, n == 1 ? "is" : "are all", damaged ? "damaged" : "unusable",
+                all[n - 1].id, backup_info_unusable(&all[n - 1], why, sizeof(why)));
+    } else if (n == 0)
         err_set(err, "no backup in repository \"%s\"", repo->uri);
     for (size_t i = usable; usable > 0 && i < n; i++)
-        log_warn("skipping backup %s, newer than %s, because it is damaged: %s", all[i].id,
-                 all[usable - 1].id, all[i].damage);
+        log_warn("skipping backup %s, newer than %s, because %s%s", all[i].id, all[usable - 1].id,
+                 all[i].damaged ? "it is damaged: " : "",
+                 backup_info_unusable(&all[i], why, sizeof(why)));
     if (usable > 0)
         *bi = all[usable - 1];
     free(all);

@@ -30,6 +30,15 @@ typedef struct backup_info {
     uint64_t size;            /* bytes read from PGDATA and tablespaces */
     uint64_t compressed_size; /* bytes stored */
     uint64_t files;
+    /*
+     * Data page checksums (backup/filter_page_checksum.h): "verified", "off"
+     * (the cluster has none), "not verified" (--no-verify-checksums), or ""
+     * in sentinels written before they were verified. checksum_failed: taken
+     * with --checksum-errors fail and pages failed; LATEST passes it over.
+     */
+    char page_checksums[16];
+    uint64_t pages_checked, checksum_errors, checksum_error_files;
+    bool checksum_failed;
     /* set by backup_info_scan when the sentinel is unreadable: only id and damage are valid */
     bool damaged;
     char damage[PGD_ERROR_MAX];
@@ -55,8 +64,8 @@ bool backup_info_scan(storage *repo, backup_info **out, size_t *count, pgd_error
 bool backup_info_list(storage *repo, backup_info **out, size_t *count, pgd_error *err);
 
 /*
- * "LATEST" (the newest backup that is not damaged; a warning names each
- * newer damaged one it skipped) or an id -> the backup's info; errors name
+ * "LATEST" (the newest backup that is neither damaged nor checksum_failed;
+ * a warning names each newer one it skipped, and why) or an id -> the backup's info; errors name
  * the repository, or the damage.
  */
 bool backup_info_resolve(storage *repo, const char *id_or_latest, backup_info *bi, pgd_error *err);

@@ -175,6 +175,13 @@ bool manifest_to_json(const manifest *m, char **json, pgd_error *err)
             json_object_set_new(o, "crc32c", manifest_crc_json(f->crc));
             json_object_set_new(o, "partition", json_integer(f->partition));
         }
+        if (o != NULL && f->pages_bad > 0) {
+            json_t *blocks = json_array();
+            for (uint32_t b = 0; b < f->pages_bad && b < MANIFEST_BAD_BLOCKS_MAX; b++)
+                json_array_append_new(blocks, json_integer(f->bad_blocks[b]));
+            json_object_set_new(o, "checksum_errors", json_integer(f->pages_bad));
+            json_object_set_new(o, "bad_blocks", blocks);
+        }
         text_buf_append(&t, i ? ",\n  " : "\n  ");
         manifest_append_json(&t, o);
     }
@@ -214,6 +221,20 @@ static bool manifest_parse_crc(const char *hex, uint32_t *out)
 static char *manifest_dup_or_empty(const char *s)
 {
     return strdup(s != NULL ? s : "");
+}
+
+/* The block numbers a file's entry lists (a report: what is not a block number is left out). */
+static void manifest_parse_bad_blocks(json_t *blocks, manifest_file *f)
+{
+    size_t i, n = 0;
+    json_t *b;
+
+    json_array_foreach(blocks, i, b)
+    {
+        if (n < MANIFEST_BAD_BLOCKS_MAX && json_is_integer(b) && json_integer_value(b) >= 0 &&
+            json_integer_value(b) <= UINT32_MAX)
+            f->bad_blocks[n++] = (uint32_t)json_integer_value(b);
+    }
 }
 
 bool manifest_from_json(manifest *m, const char *json, const char *what, pgd_error *err)
@@ -278,11 +299,12 @@ bool manifest_from_json(manifest *m, const char *json, const char *what, pgd_err
     {
         manifest_file f = {0};
         const char *path, *type, *crc = NULL, *target = NULL;
-        json_int_t mode, mtime, size = 0, partition = 0;
+        json_int_t mode, mtime, size = 0, partition = 0, bad = 0;
 
-        if (json_unpack_ex(v, &jerr, 0, "{s:s, s:s, s:I, s:I, s?I, s?s, s?I, s?s}", "path", &path,
-                           "type", &type, "mode", &mode, "mtime", &mtime, "size", &size, "crc32c",
-                           &crc, "partition", &partition, "target", &target) != 0) {
+        if (json_unpack_ex(v, &jerr, 0, "{s:s, s:s, s:I, s:I, s?I, s?s, s?I, s?s, s?I}", "path",
+                           &path, "type", &type, "mode", &mode, "mtime", &mtime, "size", &size,
+                           "crc32c", &crc, "partition", &partition, "target", &target,
+                           "checksum_errors", &bad) != 0) {
             err_set(err, "invalid file entry %zu in %s: %s", i, what, jerr.text);
             goto done;
         }
@@ -307,12 +329,15 @@ bool manifest_from_json(manifest *m, const char *json, const char *what, pgd_err
         f.mtime = mtime;
         if (!f.is_dir) {
             if (strcmp(type, "file") != 0 || size < 0 || !manifest_parse_crc(crc, &f.crc) ||
-                partition < 1 || (size_t)partition > m->npartitions) {
+                bad < 0 || bad > UINT32_MAX || partition < 1 ||
+                (size_t)partition > m->npartitions) {
                 err_set(err, "invalid file entry \"%s\" in %s", path, what);
                 goto done;
             }
             f.size = (uint64_t)size;
             f.partition = (uint32_t)partition;
+            f.pages_bad = (uint32_t)bad;
+            manifest_parse_bad_blocks(json_object_get(v, "bad_blocks"), &f);
         }
         if (!manifest_add_file(m, &f, err))
             goto done;

@@ -8,7 +8,10 @@
  *   files[]               path (relative to PGDATA, tablespace files under
  *                         pg_tblspc/<oid>/), type "file"|"dir"|"link", mode,
  *                         mtime; for files: size, crc32c (hex), partition
- *                         (1-based); for links: target (as readlink gives
+ *                         (1-based); checksum_errors and bad_blocks[] (the
+ *                         first MANIFEST_BAD_BLOCKS_MAX absolute block
+ *                         numbers) for a relation file with pages that
+ *                         failed their data checksum; for links: target (as readlink gives
  *                         it) and partition (where its tar entry is)
  *   backup_label, tablespace_map   text returned by pg_backup_stop
  *
@@ -29,7 +32,8 @@
 #include "compress/compress.h"
 #include "util/error.h"
 
-#define MANIFEST_FORMAT 1
+#define MANIFEST_FORMAT         1
+#define MANIFEST_BAD_BLOCKS_MAX 8
 
 typedef struct manifest_file {
     char *path;
@@ -39,6 +43,8 @@ typedef struct manifest_file {
     int64_t mtime;
     uint32_t crc;
     uint32_t partition;
+    uint32_t pages_bad;                           /* pages that failed their data checksum */
+    uint32_t bad_blocks[MANIFEST_BAD_BLOCKS_MAX]; /* the first min(pages_bad, MAX) of them */
 } manifest_file;
 
 typedef struct manifest_link {

@@ -91,6 +91,11 @@ static const opt_def opt_defs[OPT_COUNT] = {
                            "require archive_mode and wait until the backup's WAL is in the repo"},
     [OPT_ARCHIVE_TIMEOUT] = {"archive-timeout", "SECONDS", "60", CMD_BACKUP, false,
                              "how long to wait for the backup's WAL to reach the repository"},
+    [OPT_CHECKSUM_ERRORS] = {"checksum-errors", "warn|fail", "warn", CMD_BACKUP, false,
+                             "pages failing their data checksum: warn (the backup succeeds), or "
+                             "fail (the backup completes, is marked, and pgdirect exits 3)"},
+    [OPT_NO_VERIFY_CHECKSUMS] = {"no-verify-checksums", NULL, "off", CMD_BACKUP, false,
+                                 "do not verify data page checksums while reading"},
     [OPT_PROGRESS] = {"progress", "auto|on|off", "auto", CMD_BACKUP | CMD_RESTORE, false,
                       "progress line (auto: when stderr is a terminal)"},
     [OPT_TARGET_DIR] = {"target-dir", "DIR", NULL, CMD_RESTORE, false,

@@ -5,6 +5,8 @@
  */
 #include "helpers.h"
 
+#include <jansson.h>
+
 #include "repo/backup_info.h"
 #include "repo/layout.h"
 
@@ -33,7 +35,8 @@ static void put_sentinel_text(storage *repo, const char *id, const char *text)
     assert_true(storage_put(repo, path, text, strlen(text), 0, &err));
 }
 
-static void put_sentinel(storage *repo, const char *id)
+/* A sentinel; with checksum errors (pages that failed) when bad > 0, marked when `failed`. */
+static void put_sentinel_checked(storage *repo, const char *id, uint64_t bad, bool failed)
 {
     backup_info bi;
     pgd_error err = {0};
@@ -47,9 +50,19 @@ static void put_sentinel(storage *repo, const char *id)
     snprintf(bi.start_wal, sizeof(bi.start_wal), "000000010000000000000002");
     snprintf(bi.stop_wal, sizeof(bi.stop_wal), "000000010000000000000002");
     bi.timeline = 1;
+    snprintf(bi.page_checksums, sizeof(bi.page_checksums), "verified");
+    bi.pages_checked = 1000;
+    bi.checksum_errors = bad;
+    bi.checksum_error_files = bad > 0;
+    bi.checksum_failed = failed;
     assert_true(backup_info_to_json(&bi, &json, &err));
     put_sentinel_text(repo, id, json);
     free(json);
+}
+
+static void put_sentinel(storage *repo, const char *id)
+{
+    put_sentinel_checked(repo, id, 0, false);
 }
 
 static void test_round_trip(void **state)
@@ -167,6 +180,112 @@ static void test_latest_fails_when_every_backup_is_damaged(void **state)
     rm_rf(dir);
 }
 
+static void test_checksum_counts_round_trip(void **state)
+{
+    char *dir = test_tmpdir();
+    storage *repo = repo_in(dir);
+    backup_info bi;
+    pgd_error err = {0};
+    bool missing = false;
+
+    (void)state;
+    put_sentinel_checked(repo, OLD_ID, 2, true);
+    assert_true(backup_info_load(repo, OLD_ID, &bi, &missing, &err));
+    assert_string_equal(bi.page_checksums, "verified");
+    assert_int_equal(bi.pages_checked, 1000);
+    assert_int_equal(bi.checksum_errors, 2);
+    assert_int_equal(bi.checksum_error_files, 1);
+    assert_true(bi.checksum_failed);
+    storage_free(repo);
+    rm_rf(dir);
+}
+
+/* Sentinels written before pages were verified have none of the fields. */
+static void test_sentinel_without_checksum_fields_loads(void **state)
+{
+    char *dir = test_tmpdir();
+    storage *repo = repo_in(dir);
+    const char *keys[] = {"page_checksums", "pages_checked", "checksum_errors",
+                          "checksum_error_files", "checksum_failed"};
+    backup_info bi = {0};
+    pgd_error err = {0};
+    bool missing = false;
+    char *json, *old;
+    json_t *o;
+
+    (void)state;
+    snprintf(bi.id, sizeof(bi.id), OLD_ID);
+    snprintf(bi.start_wal, sizeof(bi.start_wal), "000000010000000000000002");
+    snprintf(bi.stop_wal, sizeof(bi.stop_wal), "000000010000000000000002");
+    bi.timeline = 1;
+    assert_true(backup_info_to_json(&bi, &json, &err));
+    o = json_loads(json, 0, NULL);
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        assert_int_equal(json_object_del(o, keys[i]), 0);
+    old = json_dumps(o, 0);
+    put_sentinel_text(repo, OLD_ID, old);
+    assert_true(backup_info_load(repo, OLD_ID, &bi, &missing, &err));
+    assert_string_equal(bi.page_checksums, "");
+    assert_int_equal(bi.checksum_errors, 0);
+    assert_false(bi.checksum_failed);
+    free(old);
+    free(json);
+    json_decref(o);
+    storage_free(repo);
+    rm_rf(dir);
+}
+
+static void test_more_errors_than_pages_checked_is_damage(void **state)
+{
+    char *dir = test_tmpdir();
+    storage *repo = repo_in(dir);
+    backup_info bi;
+    pgd_error err = {0};
+    bool missing = false;
+
+    (void)state;
+    put_sentinel_checked(repo, OLD_ID, 1001, false);
+    assert_false(backup_info_load(repo, OLD_ID, &bi, &missing, &err));
+    assert_non_null(strstr(err.msg, "bad \"pages_checked\""));
+    storage_free(repo);
+    rm_rf(dir);
+}
+
+static void test_latest_passes_over_a_backup_marked_for_checksum_errors(void **state)
+{
+    char *dir = test_tmpdir();
+    storage *repo = repo_in(dir);
+    backup_info bi;
+    pgd_error err = {0};
+
+    (void)state;
+    put_sentinel_checked(repo, OLD_ID, 3, false); /* warn: bad pages, not marked */
+    put_sentinel_checked(repo, NEW_ID, 2, true);
+    assert_true(backup_info_resolve(repo, "LATEST", &bi, &err));
+    assert_string_equal(bi.id, OLD_ID);
+    assert_true(backup_info_resolve(repo, NEW_ID, &bi, &err)); /* by id: as it is */
+    assert_true(bi.checksum_failed);
+    storage_free(repo);
+    rm_rf(dir);
+}
+
+static void test_latest_fails_when_the_only_backup_is_marked(void **state)
+{
+    char *dir = test_tmpdir();
+    storage *repo = repo_in(dir);
+    backup_info bi;
+    pgd_error err = {0};
+
+    (void)state;
+    put_sentinel_checked(repo, NEW_ID, 2, true);
+    assert_false(backup_info_resolve(repo, "LATEST", &bi, &err));
+    assert_non_null(strstr(err.msg, "the 1 there is unusable (the newest, " NEW_ID
+                                    ": 2 pages failed their data checksum"));
+    assert_non_null(strstr(err.msg, "restore it by id"));
+    storage_free(repo);
+    rm_rf(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -175,6 +294,11 @@ int main(void)
         cmocka_unit_test(test_sentinel_naming_another_backup_is_damaged),
         cmocka_unit_test(test_latest_skips_newer_damaged_backups),
         cmocka_unit_test(test_latest_fails_when_every_backup_is_damaged),
+        cmocka_unit_test(test_checksum_counts_round_trip),
+        cmocka_unit_test(test_sentinel_without_checksum_fields_loads),
+        cmocka_unit_test(test_more_errors_than_pages_checked_is_damage),
+        cmocka_unit_test(test_latest_passes_over_a_backup_marked_for_checksum_errors),
+        cmocka_unit_test(test_latest_fails_when_the_only_backup_is_marked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -104,6 +104,40 @@ static void test_links_round_trip(void **state)
     manifest_free(&back);
 }
 
+/* A file with pages that failed their data checksum: the count and the first block numbers. */
+static void test_bad_pages_round_trip(void **state)
+{
+    manifest m, back;
+    pgd_error err = {0};
+    char *json;
+    manifest_file bad = {.path = "base/5/16384.1",
+                         .size = 8192 * 20,
+                         .mode = 0600,
+                         .partition = 1,
+                         .pages_bad = MANIFEST_BAD_BLOCKS_MAX + 2};
+    manifest_file good = {.path = "base/5/16385", .size = 8192, .mode = 0600, .partition = 1};
+
+    (void)state;
+    for (uint32_t b = 0; b < MANIFEST_BAD_BLOCKS_MAX; b++)
+        bad.bad_blocks[b] = 131072 + 2 * b;
+    manifest_init(&m);
+    m.id = strdup("20261129T215959F");
+    assert_true(manifest_add_partition(&m, "part_0001.tar.lz4", 1000, 1, &err));
+    assert_true(manifest_add_file(&m, &bad, &err));
+    assert_true(manifest_add_file(&m, &good, &err));
+    assert_true(manifest_to_json(&m, &json, &err));
+    assert_non_null(strstr(json, "\"checksum_errors\":10"));
+    assert_non_null(strstr(json, "\"bad_blocks\":[131072,131074,"));
+    assert_int_equal(strstr(strstr(json, "16385"), "checksum_errors"), NULL); /* only when bad */
+    assert_true(manifest_from_json(&back, json, "test manifest", &err));
+    assert_int_equal(back.files[0].pages_bad, MANIFEST_BAD_BLOCKS_MAX + 2);
+    assert_memory_equal(back.files[0].bad_blocks, bad.bad_blocks, sizeof(bad.bad_blocks));
+    assert_int_equal(back.files[1].pages_bad, 0);
+    free(json);
+    manifest_free(&m);
+    manifest_free(&back);
+}
+
 /* A manifest written before links were recorded (no "link" entry) reads as one without links. */
 static void test_manifest_without_links_reads(void **state)
 {
@@ -173,6 +207,7 @@ int main(void)
         cmocka_unit_test(test_invalid_manifests_are_refused),
         cmocka_unit_test(test_links_round_trip),
         cmocka_unit_test(test_manifest_without_links_reads),
+        cmocka_unit_test(test_bad_pages_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
