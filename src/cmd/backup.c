@@ -141,7 +141,7 @@ static bool backup_read_settings(const pgd_options *opts, backup_settings *s, pg
     s->conninfo = opt_str(opts, OPT_DBNAME);
     s->label = opt_str(opts, OPT_LABEL);
     s->pgdata = opt_str(opts, OPT_PGDATA) != NULL ? opt_str(opts, OPT_PGDATA) : getenv("PGDATA");
-    return source_resolve_pgdata(s->pgdata, s->pgdata_real, sizeof(s->pgdata_real), err);
+    return true;
 }
 
 /* One run: everything it holds from its first step to its last. */
@@ -468,7 +468,12 @@ int cmd_backup(int argc, char **argv)
 
     if (!command_start(&opts, &backup_help, 0, argc, argv, &rc))
         return rc;
-    if (!backup_read_settings(&opts, &s, &err) || (repo = command_open_repo(&opts, &err)) == NULL) {
+    if (!backup_read_settings(&opts, &s, &err)) {
+        /* a usage error, like a bad option: nothing was touched */
+        command_fail(&err);
+        rc = EXIT_USAGE;
+    } else if (!source_resolve_pgdata(s.pgdata, s.pgdata_real, sizeof(s.pgdata_real), &err) ||
+               (repo = command_open_repo(&opts, &err)) == NULL) {
         rc = command_fail(&err);
     } else {
         interrupt_catch(backup_on_signal);

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Bad input: each case is one error line naming what is wrong, and a non-zero exit.
+# Bad input: each case is one error line naming what is wrong, and a non-zero exit;
+# a malformed option value is a usage error (exit 2), before anything is touched.
 . "$(dirname "$0")/lib.sh"
 setup_tmp
 pg_init "$T/data"
@@ -18,13 +19,21 @@ expect_error "server unreachable" "could not connect to the server" \
 mkdir -p "$T/ro" && chmod 555 "$T/ro"
 expect_error "repository not writable" "repository \"$T/ro/repo\" is not writable" \
     pgd backup --repo "$T/ro/repo" --pgdata "$T/data"
-expect_error "invalid --block-count" 'invalid value "0" for option "--block-count"' \
+usage_error() { # usage_error DESCRIPTION REGEX COMMAND...: expect_error, and exit 2
+    local desc=$1 re=$2 rc
+    shift 2
+    expect_error "$desc" "$re" "$@"
+    "$@" >/dev/null 2>&1
+    rc=$?
+    is "$rc" "2" "$desc: exit 2 (usage)"
+}
+usage_error "invalid --block-count" 'invalid value "0" for option "--block-count"' \
     pgd backup --repo "$REPO" --pgdata "$T/data" --block-count 0
-expect_error "invalid --concurrency" 'invalid value "many" for option "--concurrency"' \
+usage_error "invalid --concurrency" 'invalid value "many" for option "--concurrency"' \
     pgd backup --repo "$REPO" --pgdata "$T/data" --concurrency many
-expect_error "invalid --compression" 'invalid value "gzip" for option "--compression"' \
+usage_error "invalid --compression" 'invalid value "gzip" for option "--compression"' \
     pgd backup --repo "$REPO" --pgdata "$T/data" --compression gzip
-expect_error "invalid PGDIRECT_ variable" 'invalid value "x" for option "--block-count" \(from the environment\)' \
+usage_error "invalid PGDIRECT_ variable" 'invalid value "x" for option "--block-count" \(from the environment\)' \
     env PGDIRECT_BLOCK_COUNT=x "$PGD" backup --repo "$REPO" --pgdata "$T/data"
 
 archive_all "$PGPORT"
