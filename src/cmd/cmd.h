@@ -29,5 +29,7 @@ int cmd_wal_push(int argc, char **argv);
 int cmd_wal_fetch(int argc, char **argv);
 int cmd_cache(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_delete(int argc, char **argv);
 
 #endif
