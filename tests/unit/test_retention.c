@@ -49,7 +49,7 @@ static retention_backup *add(fixture *f, const char *label, int64_t hours, unsig
     if (parent_label != NULL) {
         for (size_t i = 0; i < f->n; i++)
             if (strcmp(f->label[i], parent_label) == 0)
-                snprintf(b->parent, sizeof(b->parent), "%s", f->b[i].id);
+                memcpy(b->parent, f->b[i].id, sizeof(b->parent));
         assert_true(b->parent[0] != '\0');
     }
     f->label[f->n++] = label;
@@ -360,7 +360,7 @@ static void test_delta_of_a_damaged_parent_is_broken_and_kept_when_new(void **st
     full(&f, "F0", 0, 0x10);
     damaged(&f, "X1", 24);
     d = delta(&f, "D1", 30, 0x24, "F0");
-    snprintf(d->parent, sizeof(d->parent), "%s", f.b[1].id); /* its parent is X1 */
+    memcpy(d->parent, f.b[1].id, sizeof(d->parent)); /* its parent is X1 */
     assert_true(plan(&f, keep_full(&p, 1), &err));
     assert_string_equal(removed(&f), "");
     assert_non_null(strstr(reason(&f, "D1"), "parent " ));
@@ -382,8 +382,8 @@ static void test_broken_chains_missing_parent_and_loops(void **state)
     snprintf(m->parent, sizeof(m->parent), "20000101T000000F"); /* not in the repository */
     a = delta(&f, "LA", 4, 0x0A, "F0");
     b = delta(&f, "LB", 6, 0x0B, "F0");
-    snprintf(a->parent, sizeof(a->parent), "%s", b->id);
-    snprintf(b->parent, sizeof(b->parent), "%s", a->id);
+    memcpy(a->parent, b->id, sizeof(a->parent));
+    memcpy(b->parent, a->id, sizeof(b->parent));
     full(&f, "F1", 24, 0x10);
     full(&f, "F2", 48, 0x20);
     assert_true(plan(&f, keep_full(&p, 1), &err));
