@@ -38,7 +38,7 @@ static void usage(FILE *out)
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\n\"pgdirect COMMAND --help\" lists the options of a command and their "
-                 "defaults.\n");
+                 "defaults;\n\"pgdirect --help-man\" prints the manual page (roff).\n");
 }
 
 /*

@@ -235,6 +235,10 @@ static void check_repository(check_run *r, const pgd_options *opts)
         check_add(r, "repository", CHECK_OK, "\"%s\" is writable and readable; %zu backups",
                   r->repo->uri, n);
     /* backups of another cluster mean WAL of two clusters under the same names */
+    if (!r->connected)
+        check_add(r, "cluster", CHECK_SKIPPED, "no connection to the server");
+    else if (n == damaged)
+        check_add(r, "cluster", CHECK_SKIPPED, "no readable backup yet");
     for (size_t i = n; r->connected && i-- > 0;) {
         if (backups[i].damaged)
             continue;
@@ -320,8 +324,7 @@ static void check_free_space(check_run *r, const char *uri)
     cluster = strtoull(value, NULL, 10);
     format_bytes(free_bytes, free_text, sizeof(free_text));
     format_bytes(cluster, cluster_text, sizeof(cluster_text));
-    check_add(r, "free space",
-              free_bytes < cluster * CHECK_FREE_FACTOR ? CHECK_WARNING : CHECK_OK,
+    check_add(r, "free space", free_bytes < cluster * CHECK_FREE_FACTOR ? CHECK_WARNING : CHECK_OK,
               "%s free on \"%s\", the cluster is %s (the rule: a warning below %dx the cluster "
               "size)",
               free_text, where, cluster_text, CHECK_FREE_FACTOR);
@@ -332,8 +335,8 @@ static void check_archiver_state(check_run *r, char *last_archived, size_t lalen
                                  size_t outlen)
 {
     char why[PGD_ERROR_MAX];
-    PGresult *res = PQexec(r->pg.conn,
-                           "SELECT coalesce(last_archived_wal, ''), coalesce(last_failed_wal, ''), "
+    PGresult *res =
+        PQexec(r->pg.conn, "SELECT coalesce(last_archived_wal, ''), coalesce(last_failed_wal, ''), "
                            "coalesce(last_failed_time::text, ''), failed_count::text FROM "
                            "pg_catalog.pg_stat_archiver");
 
@@ -438,8 +441,7 @@ static void check_archive(check_run *r)
     }
     check_archiver_setting(r, setting, sizeof(setting));
     if (strcmp(r->pg.archive_mode, "off") == 0) {
-        check_add(r, "archive_command", CHECK_FAILED, "not run: archive_mode is off (%s)",
-                  setting);
+        check_add(r, "archive_command", CHECK_FAILED, "not run: archive_mode is off (%s)", setting);
         return;
     }
     if (r->pg.in_recovery) {
@@ -481,10 +483,10 @@ static int check_report(check_run *r)
         json_t *arr = json_array(), *o;
         char *text;
         for (size_t i = 0; arr != NULL && i < r->n; i++)
-            json_array_append_new(arr, json_pack("{s:s, s:s, s:s}", "check", r->items[i].name,
-                                                 "status",
-                                                 check_status_word(r->items[i].status, true),
-                                                 "detail", r->items[i].detail));
+            json_array_append_new(arr,
+                                  json_pack("{s:s, s:s, s:s}", "check", r->items[i].name, "status",
+                                            check_status_word(r->items[i].status, true), "detail",
+                                            r->items[i].detail));
         o = json_pack("{s:b, s:o}", "ok", failed == 0, "checks", arr);
         text = o != NULL ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
         json_decref(o);

@@ -37,11 +37,11 @@
 #include "util/log.h"
 #include "util/text.h"
 
-#define DELETE_LOCK_NAME   "delete"
-#define DELETE_BATCH       1000 /* objects per removal request: S3 DeleteObjects' limit */
-#define DELETE_HOST_MAX    256
-#define RETAIN_FULL_MAX    100000
-#define GARBAGE_AGE_MAX    (3650LL * 24 * 3600)
+#define DELETE_LOCK_NAME    "delete"
+#define DELETE_BATCH        1000 /* objects per removal request: S3 DeleteObjects' limit */
+#define DELETE_HOST_MAX     256
+#define RETAIN_FULL_MAX     100000
+#define GARBAGE_AGE_MAX     (3650LL * 24 * 3600)
 #define DELETE_TIMELINE_HEX 8
 
 static const command_help delete_help = {
@@ -94,15 +94,16 @@ static bool delete_read_settings(const pgd_options *opts, delete_settings *s, pg
         !opt_int(opts, OPT_RETAIN_FULL, 1, RETAIN_FULL_MAX, &s->policy.retain_full, err))
         return false;
     if (opt_str(opts, OPT_RETAIN_SINCE) != NULL) {
-        if (!opt_point_in_time(opts, OPT_RETAIN_SINCE, (int64_t)time(NULL),
-                               &s->policy.retain_since, err))
+        if (!opt_point_in_time(opts, OPT_RETAIN_SINCE, (int64_t)time(NULL), &s->policy.retain_since,
+                               err))
             return false;
         s->policy.retain_since_set = true;
     }
     s->policy.backup_id = opt_str(opts, OPT_BACKUP_ID);
     if (s->policy.backup_id != NULL && !layout_is_backup_id(s->policy.backup_id))
-        return err_set(err, "invalid value \"%s\" for option \"--backup\": expected an id like "
-                            "20261129T215959F",
+        return err_set(err,
+                       "invalid value \"%s\" for option \"--backup\": expected an id like "
+                       "20261129T215959F",
                        s->policy.backup_id);
     if (s->policy.backup_id != NULL && (s->policy.retain_full > 0 || s->policy.retain_since_set))
         return err_set(err, "--backup cannot be combined with --retain-full or --retain-since");
@@ -225,8 +226,8 @@ static bool delete_read_claim(delete_run *r, const char *id, retention_claim *c,
     c->present = true;
     o = json_loads(text, 0, NULL);
     free(text);
-    if (o != NULL && json_unpack(o, "{s:I, s:s, s:I}", "start_time", &start, "host", &host, "pid",
-                                 &pid) == 0) {
+    if (o != NULL &&
+        json_unpack(o, "{s:I, s:s, s:I}", "start_time", &start, "host", &host, "pid", &pid) == 0) {
         c->readable = true;
         c->start_time = start;
         c->process_alive = delete_process_alive(host, pid);
@@ -279,8 +280,7 @@ static bool delete_read_parent(delete_run *r, retention_backup *b, pgd_error *er
         return false;
     o = json_loads(text, 0, NULL);
     free(text);
-    if (o != NULL && json_unpack(o, "{s:s}", "parent", &parent) == 0 &&
-        layout_is_backup_id(parent))
+    if (o != NULL && json_unpack(o, "{s:s}", "parent", &parent) == 0 && layout_is_backup_id(parent))
         snprintf(b->parent, sizeof(b->parent), "%s", parent);
     else
         b->damaged = true; /* a delta without its parent cannot be restored */
@@ -316,8 +316,38 @@ static bool delete_scan_backups(delete_run *r, pgd_error *err)
 
 /* ---- removal ---- */
 
+/*
+ * The signal (SIGINT, SIGTERM, SIGHUP) that asked the run to stop, 0 while
+ * none did. The run stops before its next removal, gives its lease back
+ * (so the next run need not wait for it to expire) and dies of that
+ * signal; a second one ends it at once (SA_RESETHAND).
+ */
+static volatile sig_atomic_t delete_signal;
+
+static void delete_on_signal(int sig)
+{
+    delete_signal = sig;
+}
+
+static void delete_catch_signals(void)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = delete_on_signal;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+        sigaction(sigs[i], &sa, NULL);
+}
+
+/* Before each removal: not interrupted, and the lease still ours (renewed when due). */
 static bool delete_keep_lease(delete_run *r, pgd_error *err)
 {
+    if (delete_signal != 0)
+        return err_set(err, "delete interrupted by signal %d (%s): stopped before the next removal",
+                       (int)delete_signal, strsignal(delete_signal));
     return r->lock == NULL || repo_lock_keep(r->lock, err);
 }
 
@@ -329,8 +359,8 @@ static bool delete_keep_lease(delete_run *r, pgd_error *err)
 static void delete_say(const delete_run *r, const char *verb, const char *done, const char *what,
                        const char *id, const char *why)
 {
-    printf("%s%s %s %s: %s\n", r->s->dry_run ? "would " : "", r->s->dry_run ? verb : done, what,
-           id, why);
+    printf("%s%s %s %s: %s\n", r->s->dry_run ? "would " : "", r->s->dry_run ? verb : done, what, id,
+           why);
     fflush(stdout);
 }
 
@@ -470,8 +500,7 @@ static bool delete_wal(delete_run *r, const retention_plan *plan, pgd_error *err
     return ok;
 }
 
-static bool delete_running(const delete_run *r, retention_running **out, size_t *n,
-                           pgd_error *err)
+static bool delete_running(const delete_run *r, retention_running **out, size_t *n, pgd_error *err)
 {
     *n = 0;
     *out = calloc(r->ndirs + 1, sizeof(**out));
@@ -519,8 +548,7 @@ static bool delete_dir_remove(delete_run *r, const delete_dir *d, pgd_error *err
         return true;
     }
     /* unfinished uploads and temporary files first: no live writer is left under it */
-    if (!storage_remove_stale_temp(r->repo, dir, 0, err) ||
-        !backup_id_discard(r->repo, d->id, err))
+    if (!storage_remove_stale_temp(r->repo, dir, 0, err) || !backup_id_discard(r->repo, d->id, err))
         return false;
     r->removed_garbage++;
     return true;
@@ -550,8 +578,9 @@ static bool delete_garbage(delete_run *r, pgd_error *err)
         layout_backup_dir(d->id, dir, sizeof(dir));
         if (d->sentinel) {
             /* a complete backup: only temporary objects nobody wrote to for --garbage-age */
-            if (!r->s->dry_run && (!delete_keep_lease(r, err) ||
-                                   !storage_remove_stale_temp(r->repo, dir, r->s->garbage_age, err)))
+            if (!r->s->dry_run &&
+                (!delete_keep_lease(r, err) ||
+                 !storage_remove_stale_temp(r->repo, dir, r->s->garbage_age, err)))
                 return false;
             continue;
         }
@@ -577,8 +606,7 @@ static bool delete_garbage(delete_run *r, pgd_error *err)
                (long long)wal_age, WAL_DIR);
         return true;
     }
-    return delete_keep_lease(r, err) &&
-           storage_remove_stale_temp(r->repo, WAL_DIR, wal_age, err);
+    return delete_keep_lease(r, err) && storage_remove_stale_temp(r->repo, WAL_DIR, wal_age, err);
 }
 
 static bool delete_execute(delete_run *r, pgd_error *err)
@@ -618,6 +646,7 @@ int cmd_delete(int argc, char **argv)
     }
     memset(&r, 0, sizeof(r));
     r.s = &s;
+    delete_catch_signals();
     if ((r.repo = command_open_repo(&opts, &err)) == NULL || !delete_execute(&r, &err)) {
         pgd_error release_err = {0};
         if (r.lock != NULL && !repo_lock_release(r.lock, &release_err))
@@ -641,5 +670,7 @@ int cmd_delete(int argc, char **argv)
     free(r.dirs);
     storage_free(r.repo);
     options_free(&opts);
+    if (delete_signal != 0)
+        raise(delete_signal); /* the handler was reset: die of it, as the caller expects */
     return rc;
 }

@@ -21,7 +21,7 @@
 #define REPO_LOCK_TOKEN_LEN 16 /* random bytes, hex in the object */
 #define REPO_LOCK_HOST_MAX  256
 /* Rounds of list-then-create before giving up: each lost round means another run took it. */
-#define REPO_LOCK_TRIES 3
+#define REPO_LOCK_TRIES      3
 #define REPO_LOCK_GEN_DIGITS 10
 
 struct repo_lock {
@@ -133,9 +133,9 @@ static bool repo_lock_read(storage *repo, const char *name, uint64_t gen, repo_l
         return false;
     o = json_loads(text, 0, &jerr);
     free(text);
-    if (o == NULL || json_unpack_ex(o, &jerr, 0, "{s:s, s:I, s:s, s:I, s:b}", "host", &host, "pid",
-                                    &pid, "token", &token, "expires", &expires, "released",
-                                    &released) != 0) {
+    if (o == NULL ||
+        json_unpack_ex(o, &jerr, 0, "{s:s, s:I, s:s, s:I, s:b}", "host", &host, "pid", &pid,
+                       "token", &token, "expires", &expires, "released", &released) != 0) {
         json_decref(o);
         return err_set(err,
                        "lock \"%s\" in repository \"%s\" is unreadable (%s): if no run holds it, "
@@ -303,8 +303,8 @@ static bool repo_lock_still_ours(repo_lock *l, pgd_error *err)
                                  l->name, l->repo->uri)
                        : false;
     if (strcmp(lease.token, l->token) != 0 || lease.released)
-        return err_set(err, "lost lock \"%s\" in repository \"%s\": another run holds it",
-                       l->name, l->repo->uri);
+        return err_set(err, "lost lock \"%s\" in repository \"%s\": another run holds it", l->name,
+                       l->repo->uri);
     return true;
 }
 

@@ -20,12 +20,12 @@
 typedef struct retention_work {
     const retention_backup *b;
     size_t n;
-    size_t *order;     /* input indexes by start time, start LSN, id */
-    size_t *parent;    /* input index of the parent, RETENTION_NONE */
+    size_t *order;                        /* input indexes by start time, start LSN, id */
+    size_t *parent;                       /* input index of the parent, RETENTION_NONE */
     char (*broken)[RETENTION_REASON_MAX]; /* "" when the chain is whole */
     bool *keep;
-    int64_t *start;    /* start time; a damaged backup's from its id */
-    size_t named;      /* --backup ID's index, RETENTION_NONE */
+    int64_t *start; /* start time; a damaged backup's from its id */
+    size_t named;   /* --backup ID's index, RETENTION_NONE */
     retention_decision *d;
 } retention_work;
 
@@ -84,13 +84,13 @@ static void retention_check_chain(retention_work *w, size_t i)
     while (w->b[at].parent[0] != '\0') {
         size_t p = w->parent[at];
         if (p == RETENTION_NONE) {
-            snprintf(w->broken[i], RETENTION_REASON_MAX, "its chain is broken: parent %s is missing",
-                     w->b[at].parent);
+            snprintf(w->broken[i], RETENTION_REASON_MAX,
+                     "its chain is broken: parent %s is missing", w->b[at].parent);
             return;
         }
         if (w->b[p].damaged) {
-            snprintf(w->broken[i], RETENTION_REASON_MAX, "its chain is broken: parent %s is damaged",
-                     w->b[p].id);
+            snprintf(w->broken[i], RETENTION_REASON_MAX,
+                     "its chain is broken: parent %s is damaged", w->b[p].id);
             return;
         }
         if (++steps > w->n) {
@@ -234,8 +234,8 @@ static bool retention_keep_all_but(retention_work *w, const retention_policy *p,
                            "usable backup",
                            p->backup_id, w->b[i].id);
         if (ndeps++ < 4)
-            snprintf(deps + strlen(deps), sizeof(deps) - strlen(deps), "%s%s", ndeps > 1 ? ", " : "",
-                     w->b[i].id);
+            snprintf(deps + strlen(deps), sizeof(deps) - strlen(deps), "%s%s",
+                     ndeps > 1 ? ", " : "", w->b[i].id);
     }
     if (ndeps > 0 && !p->with_dependents)
         return err_set(err,
@@ -255,8 +255,7 @@ static bool retention_keep_all_but(retention_work *w, const retention_policy *p,
 }
 
 /* A running delta's parent is the newest usable backup that started before it. */
-static void retention_keep_running_parents(retention_work *w, const retention_running *r,
-                                           size_t nr)
+static void retention_keep_running_parents(retention_work *w, const retention_running *r, size_t nr)
 {
     for (size_t j = 0; j < nr; j++) {
         int64_t t;
@@ -341,7 +340,8 @@ static void retention_wal_cutoff(const retention_work *w, size_t nrunning,
 
     if (nrunning > 0) {
         snprintf(plan->wal_note, sizeof(plan->wal_note),
-                 "backup %s is running (claimed, no sentinel yet): no WAL goes until it is done",
+                 "backup %s may still be running (no sentinel yet): no WAL goes until it "
+                 "finishes or is removed",
                  running[0].id);
         return;
     }
@@ -351,8 +351,7 @@ static void retention_wal_cutoff(const retention_work *w, size_t nrunning,
                                     low + RETENTION_SEGNO_OFFSET, RETENTION_SEGNO_LEN) < 0))
             low = w->b[i].start_wal;
     if (low == NULL)
-        snprintf(plan->wal_note, sizeof(plan->wal_note),
-                 "no readable backup is kept: no WAL goes");
+        snprintf(plan->wal_note, sizeof(plan->wal_note), "no readable backup is kept: no WAL goes");
     else
         snprintf(plan->wal_keep_from, sizeof(plan->wal_keep_from), "%s", low);
 }
@@ -392,7 +391,7 @@ static bool retention_work_init(retention_work *w, const retention_backup *b, si
     qsort_r(w->order, n, sizeof(*w->order), retention_order_cmp, w);
     for (size_t i = 0; i < n; i++)
         w->parent[i] = b[i].damaged || b[i].parent[0] == '\0' ? RETENTION_NONE
-                                                                : retention_find(w, b[i].parent);
+                                                              : retention_find(w, b[i].parent);
     for (size_t i = 0; i < n; i++)
         if (!b[i].damaged)
             retention_check_chain(w, i);
@@ -506,13 +505,13 @@ retention_claim_state retention_claim_classify(const retention_claim *c, int64_t
     }
     retention_format_age(now > c->start_time ? now - c->start_time : 0, age, sizeof(age));
     retention_format_age(garbage_age, limit, sizeof(limit));
-    if (c->process_alive) {
-        snprintf(why, whylen, "claimed %s ago by a process of this host that is still alive", age);
-        return RETENTION_CLAIM_RUNNING;
-    }
     if (now - c->start_time < garbage_age) {
         snprintf(why, whylen, "claimed %s ago, less than --garbage-age %s: taken as running", age,
                  limit);
+        return RETENTION_CLAIM_RUNNING;
+    }
+    if (c->process_alive) {
+        snprintf(why, whylen, "claimed %s ago by a process of this host that is still alive", age);
         return RETENTION_CLAIM_RUNNING;
     }
     snprintf(why, whylen, "claimed %s ago, no sentinel, older than --garbage-age %s", age, limit);

@@ -81,8 +81,9 @@ is "$(repo_files | diff "$T/repo_before" - && echo same)" "same" "dry run: nothi
 
 # ---- the real run ----
 pgd delete --repo "$REPO" --retain-full 2 >"$T/del.out" 2>"$T/del.err"
-is "$?" "0" "delete --retain-full 2 succeeds"
-[ -s "$T/del.err" ] && sed 's/^/#   /' "$T/del.err"
+rc=$?
+is "$rc" "0" "delete --retain-full 2 succeeds"
+[ "$rc" = 0 ] || sed 's/^/#   /' "$T/del.err"
 is "$(sed -n 's/^removed backup \([0-9T]*F\):.*/\1/p' "$T/del.out" | tr '\n' ' ')" \
     "${ID[3]} ${ID[2]} ${ID[1]} " "the three oldest backups were removed"
 is "$(pgd list --repo "$REPO" --json | python3 -c 'import json,sys; print(" ".join(b["id"] for b in json.load(sys.stdin)))')" \
@@ -185,7 +186,7 @@ is "$started" "yes" "a sixth backup is writing"
 wal_files >"$T/wal_b6"
 pgd delete --repo "$REPO" --retain-full 1 >"$T/run.out" 2>"$T/run.err"
 is "$?" "0" "delete --retain-full 1 while it runs succeeds"
-like "$(cat "$T/run.out")" "keep all WAL: backup [0-9T]+F is running \(claimed, no sentinel yet\)" \
+like "$(cat "$T/run.out")" "keep all WAL: backup [0-9T]+F may still be running \(no sentinel yet\)" \
     "and keeps all WAL, naming the running backup"
 is "$(sed -n 's/^removed backup \([0-9T]*F\):.*/\1/p' "$T/run.out" | tr '\n' ' ')" "${ID[4]} " \
     "it removes the older complete backup"
