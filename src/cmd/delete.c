@@ -276,8 +276,12 @@ static bool delete_read_parent(delete_run *r, retention_backup *b, pgd_error *er
     json_t *o;
 
     layout_sentinel_path(b->id, path, sizeof(path));
-    if (!storage_get(r->repo, path, &text, &len, &missing, err))
-        return false;
+    if (!storage_get(r->repo, path, &text, &len, &missing, err)) {
+        if (!missing)
+            return false;
+        b->damaged = true; /* removed since it was listed: nothing to keep it for */
+        return true;
+    }
     o = json_loads(text, 0, NULL);
     free(text);
     if (o != NULL && json_unpack(o, "{s:s}", "parent", &parent) == 0 && layout_is_backup_id(parent))

@@ -60,6 +60,12 @@ is "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["ok"]
     "True server=ok wal_level=ok full_page_writes=ok archive_mode=ok repository=ok cluster=skipped archive_command=ok" \
     "--json: ok and every check's status"
 
+# with a backup in the repository, check says whose it is
+pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast >/dev/null 2>&1 || bail "backup failed"
+check_run "$T/out" "$T/err"
+like "$(line cluster)" "^ok +cluster +the newest backup, [0-9T]+F, is of this cluster \($(q "SELECT system_identifier FROM pg_control_system()")\)$" \
+    "cluster: the repository's newest backup is of this cluster"
+
 # ---- full_page_writes off ----
 reload_and_wait full_page_writes off
 check_run "$T/out" "$T/err"
