@@ -2,6 +2,7 @@
 # setup.sh - install everything pgdirect needs to build, test and demo on
 # Debian 12, as root. Idempotent: safe to run again.
 set -euo pipefail
+PGDIRECT_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "setup.sh: run as root (it installs Debian packages)" >&2
@@ -63,3 +64,28 @@ if [ ${#missing_py[@]} -gt 0 ]; then
 fi
 python3 -c 'import moto, boto3' || exit 1
 echo "setup.sh: moto $(python3 -c 'import moto; print(moto.__version__)') and boto3 present"
+
+# PostgreSQL 14, 16, 17 and 18 for the tests' version matrix (15 is Debian's,
+# above): the server builds pinned by tests/pg/package-lock.json. Their
+# postinstall step restores the links between their libraries; it ignores
+# its own failures, so a library that does not resolve is checked here.
+cd "$PGDIRECT_ROOT/tests/pg"
+pg_packages_ok() {
+    local v
+    for v in 14 16 17 18; do
+        [ "$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["version"])' \
+            "node_modules/pg$v/package.json" 2>/dev/null)" = \
+            "$(python3 -c 'import json, sys
+print(json.load(open("package-lock.json"))["packages"]["node_modules/pg" + sys.argv[1]]["version"])' "$v")" ] ||
+            return 1
+        ldd "node_modules/pg$v/native/bin/postgres" "node_modules/pg$v/native/bin/initdb" 2>&1 |
+            grep -q 'not found' && return 1
+    done
+    return 0
+}
+if ! pg_packages_ok; then
+    echo "setup.sh: installing PostgreSQL 14, 16, 17, 18 server builds (npm)"
+    npm ci --no-audit --no-fund --loglevel=error >/dev/null
+    pg_packages_ok || { echo "setup.sh: the PostgreSQL builds in tests/pg are incomplete after npm ci" >&2; exit 1; }
+fi
+echo "setup.sh: PostgreSQL 14, 16, 17, 18 present"

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "pg/session.h"
 #include "util/log.h"
 #include "util/options.h"
 
@@ -15,7 +16,7 @@ static const struct {
     const char *name;
     int (*run)(int argc, char **argv);
     const char *summary;
-} commands[] = {
+} main_commands[] = {
     {"backup", cmd_backup, "full backup of the running cluster (direct I/O)"},
     {"restore", cmd_restore, "restore a backup and configure point-in-time recovery"},
     {"list", cmd_list, "list the backups in the repository"},
@@ -24,19 +25,22 @@ static const struct {
     {"tune", cmd_tune, "what block size and concurrency a backup would use here, and why"},
     {"cache", cmd_cache, "where each relation's pages are: shared_buffers, page cache, disk"},
     {"check", cmd_check, "prove the set-up: settings, archive_command reaches the repository"},
+    {"verify", cmd_verify,
+     "re-read backups and their WAL without restoring: restorable, and how far"},
     {"delete", cmd_delete, "retention (--retain-full, --retain-since, --backup) and --garbage"},
 };
 
-#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+#define NCOMMANDS (sizeof(main_commands) / sizeof(main_commands[0]))
 
-static void usage(FILE *out)
+static void main_usage(FILE *out)
 {
     fprintf(out,
             "pgdirect %s - PostgreSQL backups that leave the page cache alone\n\n"
             "usage: pgdirect COMMAND [OPTIONS] [ARGS]\n\ncommands:\n",
             PGDIRECT_VERSION);
     for (size_t i = 0; i < NCOMMANDS; i++)
-        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+        fprintf(out, "  %-10s %s\n", main_commands[i].name, main_commands[i].summary);
+    fprintf(out, "\nServers: PostgreSQL %d to %d.\n", PG_SESSION_MAJOR_MIN, PG_SESSION_MAJOR_MAX);
     fprintf(out, "\n\"pgdirect COMMAND --help\" lists the options of a command and their "
                  "defaults;\n\"pgdirect --help-man\" prints the manual page (roff).\n");
 }
@@ -66,8 +70,8 @@ static void main_print_man(void)
            PGDIRECT_VERSION);
     options_help_man_on();
     for (size_t i = 0; i < NCOMMANDS; i++) {
-        printf(".SS %s\n", commands[i].name);
-        commands[i].run(1, argv);
+        printf(".SS %s\n", main_commands[i].name);
+        main_commands[i].run(1, argv);
     }
     fputs(".SH REPOSITORY OPTIONS\n", stdout);
     options_print_man_shared(true);
@@ -87,6 +91,8 @@ static void main_print_man(void)
            ".TP\n%d\nSuccess; for \\fBcheck\\fR, every check passed (warnings allowed).\n"
            ".TP\n%d\nFailure: one line on standard error names the cause.\n"
            ".TP\n%d\nUsage error: unknown command or option, invalid option value.\n"
+           ".TP\n%d\n\\fBverify\\fR: at least one backup verified is damaged (each problem is "
+           "named); %d from verify means it could not run (repository unreachable, interrupted).\n"
            ".PP\n\\fBwal\\-fetch\\fR runs as restore_command and answers PostgreSQL: "
            "%d when the file was restored, %d when it is not in the repository (recovery ends "
            "there), %d on any other failure, which stops recovery instead of ending it early.\n"
@@ -96,22 +102,24 @@ static void main_print_man(void)
            "pgdirect backup \\-\\-repo s3://bucket/prefix\n"
            "pgdirect restore LATEST \\-\\-target\\-dir /srv/pg \\-\\-target\\-time "
            "\\(aq2026\\-11\\-29 21:00:00+00\\(aq\n"
+           "pgdirect verify \\-\\-all\n"
            "pgdirect delete \\-\\-retain\\-full 2 \\-\\-garbage \\-\\-dry\\-run\n"
            ".fi\n"
            ".SH SEE ALSO\n\\fBpostgres\\fR(1), \\fBpg_verifybackup\\fR(1), "
            "\\fBsystemd.timer\\fR(5)\n",
-           EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_OK, EXIT_WAL_NOT_ARCHIVED, EXIT_WAL_FATAL);
+           EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_DAMAGED, EXIT_ERROR, EXIT_OK,
+           EXIT_WAL_NOT_ARCHIVED, EXIT_WAL_FATAL);
 }
 
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        usage(stderr);
+        main_usage(stderr);
         return EXIT_USAGE;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
-        usage(stdout);
+        main_usage(stdout);
         return EXIT_OK;
     }
     if (strcmp(argv[1], "--help-man") == 0) {
@@ -123,8 +131,8 @@ int main(int argc, char **argv)
         return EXIT_OK;
     }
     for (size_t i = 0; i < NCOMMANDS; i++)
-        if (strcmp(argv[1], commands[i].name) == 0)
-            return commands[i].run(argc - 2, argv + 2);
+        if (strcmp(argv[1], main_commands[i].name) == 0)
+            return main_commands[i].run(argc - 2, argv + 2);
     log_error("unknown command \"%s\" (see pgdirect --help)", argv[1]);
     return EXIT_USAGE;
 }

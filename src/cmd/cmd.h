@@ -10,6 +10,8 @@
 #define EXIT_OK    0
 #define EXIT_ERROR 1
 #define EXIT_USAGE 2
+/* verify: a backup is damaged (1 stays "verify could not run": try again later) */
+#define EXIT_DAMAGED 3
 
 /*
  * wal-fetch runs as restore_command, and PostgreSQL reads its exit status
@@ -31,5 +33,6 @@ int cmd_cache(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_delete(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
 
 #endif

@@ -7,11 +7,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <stdatomic.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "util/text.h"
+#include "util/work_pool.h"
 
 #define DURABLE_GROW 1024
 
@@ -24,14 +26,6 @@ struct durable_list {
     durable_entry *entries;
     size_t n, cap;
 };
-
-typedef struct durable_pass {
-    const durable_list *l;
-    atomic_size_t next;
-    atomic_bool failed;
-    pthread_mutex_t lock;
-    pgd_error err; /* first failure, under lock */
-} durable_pass;
 
 durable_list *durable_list_new(void)
 {
@@ -95,62 +89,63 @@ static bool durable_fsync(const durable_entry *e, pgd_error *err)
     return true;
 }
 
-static void *durable_worker(void *arg)
+/* A task of the work pool: entry number `i`; the threads need no state of their own. */
+static bool durable_task(work_pool *pool, void *worker, size_t i, pgd_error *err)
 {
-    durable_pass *pass = arg;
-    pgd_error err = {0};
+    const durable_list *l = *(const durable_list **)worker;
 
-    while (!atomic_load(&pass->failed)) {
-        size_t i = atomic_fetch_add(&pass->next, 1);
-        if (i >= pass->l->n)
-            break;
-        if (!durable_fsync(&pass->l->entries[i], &err)) {
-            pthread_mutex_lock(&pass->lock);
-            if (!pass->err.set)
-                pass->err = err;
-            pthread_mutex_unlock(&pass->lock);
-            atomic_store(&pass->failed, true);
-        }
-    }
-    return NULL;
+    (void)pool;
+    return durable_fsync(&l->entries[i], err);
 }
 
 bool durable_list_sync(durable_list *l, int threads, pgd_error *err)
 {
-    durable_pass pass = {.l = l};
-    pthread_t *tids;
-    int started = 0;
+    const durable_list **workers;
+    work_pool_job job = {.ntasks = l->n,
+                         .worker_size = sizeof(*workers),
+                         .run = durable_task,
+                         .thread_name = "fsync thread"};
+    bool ok;
 
     if (l->n == 0)
         return true;
-    if ((size_t)threads > l->n)
-        threads = (int)l->n;
-    if (threads < 1)
-        threads = 1;
-    tids = calloc((size_t)threads, sizeof(*tids));
-    if (tids == NULL)
+    job.threads = threads < 1 ? 1 : (size_t)threads > l->n ? (unsigned)l->n : (unsigned)threads;
+    workers = calloc(job.threads, sizeof(*workers));
+    if (workers == NULL)
         return err_set(err, "out of memory");
-    pthread_mutex_init(&pass.lock, NULL);
-    for (int i = 0; i < threads; i++) {
-        int rc = pthread_create(&tids[i], NULL, durable_worker, &pass);
-        if (rc != 0) {
-            pthread_mutex_lock(&pass.lock);
-            err_errno(&pass.err, rc, "could not start fsync thread %d", i);
-            pthread_mutex_unlock(&pass.lock);
-            atomic_store(&pass.failed, true);
-            break;
-        }
-        started++;
+    for (unsigned i = 0; i < job.threads; i++)
+        workers[i] = l;
+    job.workers = workers;
+    ok = work_pool_run(&job, NULL, err);
+    free(workers);
+    return ok;
+}
+
+bool durable_write_file(const char *dir, const char *name, const char *text, int flags,
+                        durable_list *l, pgd_error *err)
+{
+    char path[PATH_MAX];
+    size_t len = strlen(text);
+    ssize_t n = 0;
+    int fd;
+
+    if (!str_format(path, sizeof(path), "%s/%s", dir, name))
+        return err_set(err, "path too long: \"%s/%s\"", dir, name);
+    fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | flags, 0600);
+    if (fd < 0)
+        return err_errno(err, errno, "could not create file \"%s\"", path);
+    while (len > 0 && (n = write(fd, text, len)) > 0) {
+        text += n;
+        len -= (size_t)n;
     }
-    for (int i = 0; i < started; i++)
-        pthread_join(tids[i], NULL);
-    free(tids);
-    pthread_mutex_destroy(&pass.lock);
-    if (pass.err.set) {
-        *err = pass.err;
-        return false;
+    if (len > 0) {
+        int e = n < 0 ? errno : ENOSPC;
+        close(fd);
+        return err_errno(err, e, "could not write file \"%s\"", path);
     }
-    return true;
+    if (close(fd) != 0)
+        return err_errno(err, errno, "could not close file \"%s\"", path);
+    return durable_list_add(l, path, false, err);
 }
 
 void durable_start_writeback(int fd, off_t offset, off_t len)

@@ -32,6 +32,14 @@ size_t durable_list_count(const durable_list *l);
 /* fsync every entry, `threads` at a time; the first failure names its path. */
 bool durable_list_sync(durable_list *l, int threads, pgd_error *err);
 
+/*
+ * Write `text` to dir/name (created 0600, never through a link; flags add
+ * O_EXCL or O_TRUNC) and add it to the list: the small files a restore
+ * writes itself (backup_label, the recovery settings).
+ */
+bool durable_write_file(const char *dir, const char *name, const char *text, int flags,
+                        durable_list *l, pgd_error *err);
+
 /* Start writing a range of a file's dirty pages to disk without waiting (len 0: to the end). */
 void durable_start_writeback(int fd, off_t offset, off_t len);
 

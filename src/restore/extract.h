@@ -3,10 +3,12 @@
  * parallel, verifying every file against the manifest.
  *
  * A backup is untrusted input. Every path, from the manifest or a tar
- * header, must be relative and free of "." / ".." / empty components;
- * links in a partition are refused (pgdirect never writes one; tablespace
- * links are made by restore itself from the manifest); files are created
- * with O_EXCL | O_NOFOLLOW, so nothing is ever written through a link.
+ * header, must be relative and free of "." / ".." / empty components; a
+ * link entry in a partition must be the manifest's, and is not created
+ * here (restore/links.h makes the links once every file is written; the
+ * tablespace links are made by restore itself); hard links are refused;
+ * files are created with O_EXCL | O_NOFOLLOW, so nothing is ever written
+ * through a link.
  */
 #ifndef PGD_EXTRACT_H
 #define PGD_EXTRACT_H
@@ -32,7 +34,7 @@ typedef struct extract_plan {
 } extract_plan;
 
 /* A relative path with no empty, "." or ".." component. */
-bool restore_path_is_safe(const char *path);
+bool extract_path_is_safe(const char *path);
 
 /* A partition name as the backup writes it (part_NNNN.tar + the codec's suffix). */
 bool extract_partition_name_is_valid(const char *name, compress_kind kind);

@@ -1,41 +1,77 @@
 /*
  * recovery_conf.c - recovery settings: inherited ones stripped, ours quoted
- * for PostgreSQL's configuration parser and for /bin/sh.
+ * for PostgreSQL's configuration parser and for /bin/sh, and written.
  */
 #define _GNU_SOURCE
 #include "restore/recovery_conf.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
-#define SETTING_NAME_MAX 128
+#include "util/log.h"
+#include "util/text.h"
 
-static const char *const recovery_settings[] = {
+#define SETTING_NAME_MAX     128
+#define PG_VERSION_AUTO_CONF 120000 /* recovery settings in postgresql.conf from PG 12 */
+#define AUTO_CONF_NAME       "postgresql.auto.conf"
+#define CONF_FILE_NAME       "postgresql.conf"
+#define CONF_FILE_MAX        (16 * 1024 * 1024) /* configuration files are a few KiB */
+
+/*
+ * Each recovery setting with the value PostgreSQL uses when nothing sets it:
+ * what a restore writes over one that the restored postgresql.conf sets.
+ * NULL for the names recovery.conf used before PostgreSQL 12, which no
+ * server we restore accepts in postgresql.conf.
+ */
+typedef struct recovery_setting {
+    const char *name;
+    const char *reset; /* PostgreSQL's default */
+} recovery_setting;
+
+static const recovery_setting recovery_settings[] = {
     /* Write-Ahead Log / Archive Recovery */
-    "restore_command", "archive_cleanup_command", "recovery_end_command",
+    {"restore_command", ""},
+    {"archive_cleanup_command", ""},
+    {"recovery_end_command", ""},
     /* Write-Ahead Log / Recovery Target */
-    "recovery_target", "recovery_target_action", "recovery_target_inclusive", "recovery_target_lsn",
-    "recovery_target_name", "recovery_target_time", "recovery_target_timeline",
-    "recovery_target_xid",
+    {"recovery_target", ""},
+    {"recovery_target_action", "pause"},
+    {"recovery_target_inclusive", "on"},
+    {"recovery_target_lsn", ""},
+    {"recovery_target_name", ""},
+    {"recovery_target_time", ""},
+    {"recovery_target_timeline", "latest"},
+    {"recovery_target_xid", ""},
     /* Replication / Standby Servers: where WAL comes from, when it is applied */
-    "primary_conninfo", "primary_slot_name", "wal_receiver_create_temp_slot",
-    "recovery_min_apply_delay", "promote_trigger_file",
+    {"primary_conninfo", ""},
+    {"primary_slot_name", ""},
+    {"wal_receiver_create_temp_slot", "off"},
+    {"recovery_min_apply_delay", "0"},
+    {"promote_trigger_file", ""},
     /* recovery.conf names before PostgreSQL 12 */
-    "standby_mode", "trigger_file"};
+    {"standby_mode", NULL},
+    {"trigger_file", NULL}};
+
+#define RECOVERY_SETTINGS_N (sizeof(recovery_settings) / sizeof(recovery_settings[0]))
 
 bool recovery_conf_is_recovery_setting(const char *name, size_t len)
 {
-    for (size_t i = 0; i < sizeof(recovery_settings) / sizeof(recovery_settings[0]); i++)
-        if (strlen(recovery_settings[i]) == len &&
-            strncasecmp(recovery_settings[i], name, len) == 0)
+    for (size_t i = 0; i < RECOVERY_SETTINGS_N; i++)
+        if (strlen(recovery_settings[i].name) == len &&
+            strncasecmp(recovery_settings[i].name, name, len) == 0)
             return true;
     return false;
 }
 
 /* A GUC name as the configuration lexer reads it: letters, digits, '_', '.', bytes >= 0x80. */
-static size_t conf_name_length(const char *p)
+static size_t recovery_conf_name_length(const char *p)
 {
     size_t n = 0;
 
@@ -48,8 +84,8 @@ static size_t conf_name_length(const char *p)
 }
 
 /* Add name to the ", "-separated list once, however often the file sets it. */
-static void conf_note_removed(FILE *removed, char *seen, size_t seenlen, const char *name,
-                              size_t len)
+static void recovery_conf_note_removed(FILE *removed, char *seen, size_t seenlen, const char *name,
+                                       size_t len)
 {
     char key[SETTING_NAME_MAX + 3]; /* ",name," */
     size_t n = len < SETTING_NAME_MAX ? len : SETTING_NAME_MAX;
@@ -70,8 +106,7 @@ bool recovery_conf_strip(const char *text, char **kept, char **removed, pgd_erro
     size_t kept_len, removed_len;
     FILE *k = open_memstream(kept, &kept_len);
     FILE *r = open_memstream(removed, &removed_len);
-    char seen[sizeof(recovery_settings) / sizeof(recovery_settings[0]) * (SETTING_NAME_MAX + 1)] =
-        ",";
+    char seen[RECOVERY_SETTINGS_N * (SETTING_NAME_MAX + 1)] = ",";
     const char *line = text;
 
     if (k == NULL || r == NULL) {
@@ -89,11 +124,11 @@ bool recovery_conf_strip(const char *text, char **kept, char **removed, pgd_erro
         size_t linelen = strcspn(line, "\n");
         size_t full = linelen + (line[linelen] == '\n');
         const char *p = line + strspn(line, " \t");
-        size_t namelen = conf_name_length(p);
+        size_t namelen = recovery_conf_name_length(p);
 
         /* "name = value" or "name value"; comments and blank lines have no name */
         if (namelen > 0 && recovery_conf_is_recovery_setting(p, namelen))
-            conf_note_removed(r, seen, sizeof(seen), p, namelen);
+            recovery_conf_note_removed(r, seen, sizeof(seen), p, namelen);
         else
             fwrite(line, 1, full, k);
         line += full;
@@ -130,7 +165,7 @@ void recovery_conf_append(FILE *out, const char *key, const char *value)
 }
 
 /* One word for /bin/sh: as is when it holds only safe characters, else in single quotes. */
-static void conf_shell_word(FILE *out, const char *word)
+static void recovery_conf_shell_word(FILE *out, const char *word)
 {
     static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                "0123456789/._-:+=@,";
@@ -158,11 +193,11 @@ bool recovery_conf_restore_command(const char *exe, const char *const *args, siz
 
     if (w == NULL)
         return err_set(err, "out of memory");
-    conf_shell_word(w, exe);
+    recovery_conf_shell_word(w, exe);
     fputs(" wal-fetch", w);
     for (size_t i = 0; i < nargs; i++) {
         fputc(' ', w);
-        conf_shell_word(w, args[i]);
+        recovery_conf_shell_word(w, args[i]);
     }
     if (fclose(w) != 0 || (c = open_memstream(&cmd, &cmd_len)) == NULL) {
         free(words);
@@ -182,4 +217,161 @@ bool recovery_conf_restore_command(const char *exe, const char *const *args, siz
     }
     *out = cmd;
     return true;
+}
+
+/*
+ * A restored configuration file ("" when the backup has none), at most
+ * CONF_FILE_MAX. Never through a link: a crafted backup's link would make
+ * us read, as root, whatever it points to.
+ */
+static bool recovery_conf_read(const char *target, const char *name, char **text, pgd_error *err)
+{
+    char path[PATH_MAX];
+    FILE *f;
+    size_t n;
+    int fd;
+
+    *text = NULL;
+    if (!str_format(path, sizeof(path), "%s/%s", target, name))
+        return err_set(err, "path too long: \"%s/%s\"", target, name);
+    fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT)
+        return (*text = strdup("")) != NULL || err_set(err, "out of memory");
+    if (fd < 0 || (f = fdopen(fd, "r")) == NULL) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return err_errno(err, e, "could not open file \"%s\"", path);
+    }
+    *text = malloc(CONF_FILE_MAX + 1);
+    if (*text == NULL) {
+        fclose(f);
+        return err_set(err, "out of memory");
+    }
+    n = fread(*text, 1, CONF_FILE_MAX + 1, f);
+    if (ferror(f) || n > CONF_FILE_MAX) {
+        fclose(f);
+        free(*text);
+        *text = NULL;
+        return err_set(err, "could not read file \"%s\": %s", path,
+                       n > CONF_FILE_MAX ? "larger than 16 MiB" : "read error");
+    }
+    fclose(f);
+    (*text)[n] = '\0';
+    return true;
+}
+
+/* What postgresql.auto.conf keeps of the restored one; "" before PostgreSQL 12. */
+static bool recovery_conf_kept(const recovery_conf_request *req, char **kept, pgd_error *err)
+{
+    char *old, *removed;
+    bool ok;
+
+    *kept = NULL;
+    if (req->pg_version_num < PG_VERSION_AUTO_CONF)
+        return (*kept = strdup("")) != NULL || err_set(err, "out of memory");
+    if (!recovery_conf_read(req->target, AUTO_CONF_NAME, &old, err))
+        return false;
+    ok = recovery_conf_strip(old, kept, &removed, err);
+    free(old);
+    if (!ok)
+        return false;
+    if (removed[0] != '\0')
+        log_info("removed recovery settings inherited from the backup's %s: %s", AUTO_CONF_NAME,
+                 removed);
+    free(removed);
+    return true;
+}
+
+/* Whether `name` is one of the ", "-separated names of `list`. */
+static bool recovery_conf_listed(const char *list, const char *name)
+{
+    size_t len = strlen(name);
+
+    for (const char *p = list; *p != '\0'; p += strspn(p, ", ")) {
+        size_t n = strcspn(p, ",");
+        if (n == len && strncasecmp(p, name, len) == 0)
+            return true;
+        p += n;
+    }
+    return false;
+}
+
+/*
+ * postgresql.conf is the DBA's file and stays as restored, but recovery
+ * settings in it would still apply: an old recovery_target_time would stop
+ * "recover to the end" early, and with our own target PostgreSQL refuses
+ * to start ("multiple recovery targets"). postgresql.auto.conf is read
+ * after it and its value wins, so every recovery setting postgresql.conf
+ * sets and we do not is written back to PostgreSQL's default there. Files
+ * postgresql.conf includes are not followed.
+ */
+static bool recovery_conf_overrides(const recovery_conf_request *req, FILE *out, pgd_error *err)
+{
+    char *text, *kept, *found;
+    bool ok;
+
+    if (!recovery_conf_read(req->target, CONF_FILE_NAME, &text, err))
+        return false;
+    ok = recovery_conf_strip(text, &kept, &found, err);
+    free(text);
+    if (!ok)
+        return false;
+    free(kept);
+    for (size_t i = 0; i < RECOVERY_SETTINGS_N; i++) {
+        const recovery_setting *rs = &recovery_settings[i];
+
+        if (rs->reset == NULL || !recovery_conf_listed(found, rs->name) ||
+            strcmp(rs->name, "restore_command") == 0 ||
+            (req->target_key != NULL && strcmp(rs->name, req->target_key) == 0) ||
+            (req->target_action != NULL && strcmp(rs->name, "recovery_target_action") == 0))
+            continue;
+        recovery_conf_append(out, rs->name, rs->reset);
+    }
+    if (found[0] != '\0')
+        log_info("recovery settings of the backup's %s overridden in %s: %s", CONF_FILE_NAME,
+                 AUTO_CONF_NAME, found);
+    free(found);
+    return true;
+}
+
+bool recovery_conf_write(const recovery_conf_request *req, durable_list *l, pgd_error *err)
+{
+    char *kept, *conf = NULL;
+    size_t conf_len;
+    FILE *out;
+    bool ok;
+
+    if (!recovery_conf_kept(req, &kept, err))
+        return false;
+    out = open_memstream(&conf, &conf_len);
+    if (out == NULL) {
+        free(kept);
+        return err_set(err, "out of memory");
+    }
+    if (kept[0] != '\0')
+        fprintf(out, "%s%s", kept, kept[strlen(kept) - 1] == '\n' ? "" : "\n");
+    free(kept);
+    fprintf(out, "# added by pgdirect restore of backup %s\n", req->backup_id);
+    recovery_conf_append(out, "restore_command", req->restore_command);
+    if (req->target_key != NULL)
+        recovery_conf_append(out, req->target_key, req->target_value);
+    if (req->target_action != NULL)
+        recovery_conf_append(out, "recovery_target_action", req->target_action);
+    ok = req->pg_version_num < PG_VERSION_AUTO_CONF || recovery_conf_overrides(req, out, err);
+    if (fclose(out) != 0) {
+        free(conf);
+        return err_set(err, "out of memory");
+    }
+    if (!ok) {
+        free(conf);
+        return false;
+    }
+    if (req->pg_version_num < PG_VERSION_AUTO_CONF)
+        ok = durable_write_file(req->target, "recovery.conf", conf, O_EXCL, l, err);
+    else
+        ok = durable_write_file(req->target, AUTO_CONF_NAME, conf, O_TRUNC, l, err) &&
+             durable_write_file(req->target, "recovery.signal", "", O_EXCL, l, err);
+    free(conf);
+    return ok;
 }

@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "restore/durable.h"
 #include "util/error.h"
 
 /* One of the settings above (names compare case-insensitively, as GUC names do). */
@@ -50,5 +51,24 @@ void recovery_conf_append(FILE *out, const char *key, const char *value);
  */
 bool recovery_conf_restore_command(const char *exe, const char *const *args, size_t nargs,
                                    char **out, pgd_error *err);
+
+/* The recovery setup of a restore: where WAL comes from, and where recovery stops. */
+typedef struct recovery_conf_request {
+    const char *target;          /* the restored data directory */
+    int pg_version_num;          /* of the backup's server: recovery.conf before 12 */
+    const char *backup_id;       /* named in a comment */
+    const char *restore_command; /* as PostgreSQL will run it (restore/restore_command.h) */
+    const char *target_key;      /* recovery_target_time...; NULL: to the end of the archive */
+    const char *target_value;
+    const char *target_action; /* recovery_target_action, or NULL */
+} recovery_conf_request;
+
+/*
+ * PostgreSQL >= 12: postgresql.auto.conf (the restored one, never read
+ * through a link, without its inherited recovery settings, which are
+ * logged) with ours appended, and recovery.signal. Before 12:
+ * recovery.conf. Every file written is added to `l`.
+ */
+bool recovery_conf_write(const recovery_conf_request *req, durable_list *l, pgd_error *err);
 
 #endif

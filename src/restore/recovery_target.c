@@ -27,7 +27,7 @@
     "expected an ISO 8601 date and time with a zone, e.g. \"2026-11-29 21:00:00+00\""
 
 /* Exactly n decimal digits. */
-static bool target_digits(const char **p, int n, int *out)
+static bool recovery_target_digits(const char **p, int n, int *out)
 {
     int v = 0;
 
@@ -41,7 +41,7 @@ static bool target_digits(const char **p, int n, int *out)
     return true;
 }
 
-static int target_days_in_month(int year, int month)
+static int recovery_target_days_in_month(int year, int month)
 {
     static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
@@ -50,27 +50,27 @@ static int target_days_in_month(int year, int month)
 }
 
 /* +HH, +HHMM, +HH:MM, +HH:MM:SS (and -) at the end of the value. */
-static bool target_offset(const char *p)
+static bool recovery_target_offset(const char *p)
 {
     int h, m = 0, s = 0;
 
     p++; /* the sign */
-    if (!target_digits(&p, 2, &h))
+    if (!recovery_target_digits(&p, 2, &h))
         return false;
     if (*p == ':')
         p++;
-    if (*p != '\0' && !target_digits(&p, 2, &m))
+    if (*p != '\0' && !recovery_target_digits(&p, 2, &m))
         return false;
     if (*p == ':') {
         p++;
-        if (!target_digits(&p, 2, &s))
+        if (!recovery_target_digits(&p, 2, &s))
             return false;
     }
     return *p == '\0' && h <= TZ_OFFSET_HOUR_MAX && m < 60 && s < 60;
 }
 
 /* A zone name of the system's tz database: a regular file under $TZDIR. */
-static bool target_zone_name(const char *name, char *why, size_t whylen)
+static bool recovery_target_zone_name(const char *name, char *why, size_t whylen)
 {
     const char *dir = getenv("TZDIR");
     char path[TZ_NAME_MAX + 4096];
@@ -100,19 +100,21 @@ bool recovery_target_check_time(const char *value, char *why, size_t whylen)
     int year, month, day, hour, minute, second = 0;
     bool spaced = false;
 
-    if (!target_digits(&p, 4, &year) || *p++ != '-' || !target_digits(&p, 2, &month) ||
-        *p++ != '-' || !target_digits(&p, 2, &day) || (*p != ' ' && *p != 'T')) {
+    if (!recovery_target_digits(&p, 4, &year) || *p++ != '-' ||
+        !recovery_target_digits(&p, 2, &month) || *p++ != '-' ||
+        !recovery_target_digits(&p, 2, &day) || (*p != ' ' && *p != 'T')) {
         snprintf(why, whylen, TIME_EXAMPLE);
         return false;
     }
     p++;
-    if (!target_digits(&p, 2, &hour) || *p++ != ':' || !target_digits(&p, 2, &minute)) {
+    if (!recovery_target_digits(&p, 2, &hour) || *p++ != ':' ||
+        !recovery_target_digits(&p, 2, &minute)) {
         snprintf(why, whylen, TIME_EXAMPLE);
         return false;
     }
     if (*p == ':') {
         p++;
-        if (!target_digits(&p, 2, &second)) {
+        if (!recovery_target_digits(&p, 2, &second)) {
             snprintf(why, whylen, TIME_EXAMPLE);
             return false;
         }
@@ -125,8 +127,9 @@ bool recovery_target_check_time(const char *value, char *why, size_t whylen)
             p += n;
         }
     }
-    if (year < 1 || month < 1 || month > 12 || day < 1 || day > target_days_in_month(year, month) ||
-        hour > 23 || minute > 59 || second > 60) {
+    if (year < 1 || month < 1 || month > 12 || day < 1 ||
+        day > recovery_target_days_in_month(year, month) || hour > 23 || minute > 59 ||
+        second > 60) {
         snprintf(why, whylen, "no such date or time");
         return false;
     }
@@ -143,7 +146,7 @@ bool recovery_target_check_time(const char *value, char *why, size_t whylen)
     if ((p[0] == 'Z' || p[0] == 'z') && p[1] == '\0')
         return true;
     if (*p == '+' || *p == '-') {
-        if (target_offset(p))
+        if (recovery_target_offset(p))
             return true;
         snprintf(why, whylen, "invalid zone offset \"%s\": expected +HH, +HHMM or +HH:MM", p);
         return false;
@@ -152,7 +155,7 @@ bool recovery_target_check_time(const char *value, char *why, size_t whylen)
         snprintf(why, whylen, TIME_EXAMPLE);
         return false;
     }
-    return target_zone_name(p, why, whylen);
+    return recovery_target_zone_name(p, why, whylen);
 }
 
 bool recovery_target_check_lsn(const char *value, char *why, size_t whylen)

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "util/error.h"
+#include "util/units.h"
 
 typedef enum {
     CMD_BACKUP = 1 << 0,
@@ -26,11 +27,12 @@ typedef enum {
     CMD_TUNE = 1 << 6,
     CMD_CHECK = 1 << 7,
     CMD_DELETE = 1 << 8,
+    CMD_VERIFY = 1 << 9,
 } command_bit;
 
 #define CMD_ALL                                                                                    \
     (CMD_BACKUP | CMD_RESTORE | CMD_LIST | CMD_WAL_PUSH | CMD_WAL_FETCH | CMD_CACHE | CMD_TUNE |   \
-     CMD_CHECK | CMD_DELETE)
+     CMD_CHECK | CMD_DELETE | CMD_VERIFY)
 
 typedef enum {
     OPT_REPO,
@@ -61,6 +63,7 @@ typedef enum {
     OPT_TARGET_XID,
     OPT_TARGET_ACTION,
     OPT_TABLESPACE_MAP,
+    OPT_ALLOW_EXTERNAL_LINKS,
     OPT_JSON,
     OPT_DATABASE,
     OPT_RELATION,
@@ -84,6 +87,7 @@ typedef enum {
     OPT_GARBAGE,
     OPT_GARBAGE_AGE,
     OPT_DRY_RUN,
+    OPT_ALL,
     OPT_HELP,
     OPT_COUNT
 } opt_id;
@@ -127,8 +131,14 @@ bool opt_size(const pgd_options *opts, opt_id id, uint64_t min, uint64_t max, ui
 /* One of a '|'-separated list of words; returns its index. */
 bool opt_enum(const pgd_options *opts, opt_id id, const char *choices, int *out, pgd_error *err);
 
-/* "64MiB", "1GiB", "4096", "1G" -> bytes. */
-bool parse_size(const char *text, uint64_t *out);
+/*
+ * The name units_parse_size had before util/units.h: kept only for call
+ * sites in files other branches are changing now. Use units_parse_size.
+ */
+static inline bool parse_size(const char *text, uint64_t *out)
+{
+    return units_parse_size(text, out);
+}
 
 /* "90s", "30m", "36h", "7d", "2w" or plain seconds -> seconds. */
 bool parse_duration(const char *text, int64_t *seconds);

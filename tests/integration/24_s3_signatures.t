@@ -43,8 +43,7 @@ kill $stock_pid 2>/dev/null
 
 # ---- pgdirect against it ----
 seg=000000010000000000000001
-head -c 1048576 /dev/urandom >"$T/$seg"
-chown postgres "$T/$seg"
+wal_segment_file "$seg" "$T/$seg"
 for prefix in "a b" "a+b" "é" "a&b" "a%b" "a=b"; do
     repo="s3://$S3_BUCKET/wal $prefix"
     out=$(pgd wal-push --repo "$repo" "$T/$seg" 2>&1)
@@ -69,8 +68,7 @@ done
 
 # a multipart upload (16 MiB in 5 MiB parts) and ranged GETs under the worst prefix
 seg=00000001000000000000000B
-head -c 16777216 /dev/urandom >"$T/$seg"
-chown postgres "$T/$seg"
+wal_segment_file "$seg" "$T/$seg"
 repo="s3://$S3_BUCKET/clu ster+é&1 100%=x"
 pgd wal-push --repo "$repo" --compression none --s3-part-size 5MiB "$T/$seg"
 ok $? "a 16 MiB segment goes up in parts under \"clu ster+é&1 100%=x\""

@@ -30,8 +30,7 @@ no_credential() { # no_credential DESCRIPTION TEXT SECRET...
 }
 
 seg=000000010000000000000001
-head -c 1048576 /dev/urandom >"$T/$seg"
-chown postgres "$T/$seg"
+wal_segment_file "$seg" "$T/$seg"
 pgd wal-push --repo "$REPO" "$T/$seg"
 ok $? "a segment is archived"
 
@@ -112,8 +111,8 @@ race() { # race ROUND ARGS...
     local round=$1 name=00000002000000000000000$1 a b rc_a rc_b stored winners=0
     shift
     mkdir -p "$T/a$round" "$T/b$round"
-    head -c "$RACE_SIZE" /dev/urandom >"$T/a$round/$name"
-    head -c "$RACE_SIZE" /dev/urandom >"$T/b$round/$name"
+    wal_segment_file "$name" "$T/a$round/$name"
+    wal_segment_file "$name" "$T/b$round/$name"
     chown -R postgres "$T/a$round" "$T/b$round"
     pgd wal-push --repo "$REPO" "$@" "$T/a$round/$name" >"$T/a$round.log" 2>&1 &
     a=$!
@@ -132,9 +131,9 @@ race() { # race ROUND ARGS...
     cmp -s "$T/fetched" "$stored"
     ok $? "wal-push, $RACE_WHAT, round $round: the archive holds the winner's segment"
 }
-RACE_WHAT="single PUT" RACE_SIZE=1048576
+RACE_WHAT="single PUT" # a 16 MiB segment, lz4, under the 64 MiB part size
 for r in 1 2 3; do race $r; done
-RACE_WHAT="multipart upload" RACE_SIZE=12582912
+RACE_WHAT="multipart upload" # uncompressed, in 5 MiB parts
 for r in 4 5 6; do race $r --compression none --s3-part-size 5MiB; done
 diag "$(grep -c "^POST /$S3_BUCKET/errors/wal/00000002/.*?uploadId=.* 412$" "$S3_LOG") of the multipart rounds were decided by If-None-Match on CompleteMultipartUpload"
 

@@ -7,17 +7,17 @@
 static void test_safe_paths(void **state)
 {
     (void)state;
-    assert_true(restore_path_is_safe("base/1/1259"));
-    assert_true(restore_path_is_safe("PG_VERSION"));
-    assert_true(restore_path_is_safe("a..b/c"));
-    assert_false(restore_path_is_safe(""));
-    assert_false(restore_path_is_safe("/etc/passwd"));
-    assert_false(restore_path_is_safe("../escape"));
-    assert_false(restore_path_is_safe("base/../../escape"));
-    assert_false(restore_path_is_safe("base/.."));
-    assert_false(restore_path_is_safe("./base"));
-    assert_false(restore_path_is_safe("base//1"));
-    assert_false(restore_path_is_safe("base/"));
+    assert_true(extract_path_is_safe("base/1/1259"));
+    assert_true(extract_path_is_safe("PG_VERSION"));
+    assert_true(extract_path_is_safe("a..b/c"));
+    assert_false(extract_path_is_safe(""));
+    assert_false(extract_path_is_safe("/etc/passwd"));
+    assert_false(extract_path_is_safe("../escape"));
+    assert_false(extract_path_is_safe("base/../../escape"));
+    assert_false(extract_path_is_safe("base/.."));
+    assert_false(extract_path_is_safe("./base"));
+    assert_false(extract_path_is_safe("base//1"));
+    assert_false(extract_path_is_safe("base/"));
 }
 
 static void test_dest_paths(void **state)

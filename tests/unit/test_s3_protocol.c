@@ -18,12 +18,14 @@
 
 #include "storage/s3/internal.h"
 
-#define MAX_REQUESTS  64
-#define REQUEST_LINE  512
-#define HEADER_MAX    8192
-#define POLL_MS       50
-#define MIB           (1024 * 1024)
-#define ACCESS_DENIED "<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>"
+#define MAX_REQUESTS 64
+#define REQUEST_LINE 512
+#define HEADER_MAX   8192
+#define POLL_MS      50
+#define MIB          (1024 * 1024)
+/* In a script: read the request, then close the connection without answering. */
+#define DROP_CONNECTION "drop"
+#define ACCESS_DENIED   "<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>"
 
 typedef struct script_server {
     int fd;
@@ -96,6 +98,8 @@ static void serve_connection(int c)
                                              : "HTTP/1.1 500 Out Of Script\r\nContent-Length: "
                                                "0\r\n\r\n";
         pthread_mutex_unlock(&server.lock);
+        if (strcmp(resp, DROP_CONNECTION) == 0)
+            break; /* the request was read; close without an answer */
         if (send(c, resp, strlen(resp), MSG_NOSIGNAL) < 0)
             break;
         if (strstr(resp, "Connection: close") != NULL)
@@ -199,6 +203,31 @@ static const char *xml(const char *status, const char *body, char *buf, size_t c
 }
 
 /* ---- retries ---- */
+
+/*
+ * A kept-alive connection that the server closes after reading the next
+ * request: libcurl resends that request on a fresh connection, which needs
+ * the body rewound (without a seek callback it failed with "rewinding of
+ * the data stream failed", a reset reported as the wrong cause).
+ */
+static void test_upload_resent_on_a_dropped_connection(void **state)
+{
+    static const char *const script[] = {EMPTY_200, DROP_CONNECTION, EMPTY_200, NULL};
+    storage *s;
+    pgd_error err = {0};
+
+    (void)state;
+    server_start(script);
+    s = open_s3(0, 0);
+    assert_true(storage_put(s, "backups/a", "first", 5, 0, &err));
+    if (!storage_put(s, "backups/b", "second", 6, 0, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(server.nrequests, 3);
+    expect_request(1, "PUT /bucket/p/backups/b");
+    expect_request(2, "PUT /bucket/p/backups/b");
+    storage_free(s);
+    server_stop();
+}
 
 static void test_5xx_retried_then_transient(void **state)
 {
@@ -731,6 +760,7 @@ static void test_stale_uploads_aborted(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_upload_resent_on_a_dropped_connection),
         cmocka_unit_test(test_5xx_retried_then_transient),
         cmocka_unit_test(test_5xx_then_success),
         cmocka_unit_test(test_refused_connection_is_transient),

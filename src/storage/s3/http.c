@@ -171,6 +171,22 @@ static size_t http_on_read(char *buf, size_t size, size_t nmemb, void *arg)
     return n;
 }
 
+/*
+ * libcurl rewinds the body when it resends a request: on a kept-alive
+ * connection that the server had closed, or after a redirect. Without this
+ * it fails the request with "rewinding of the data stream failed" instead
+ * of resending it.
+ */
+static int http_on_seek(void *arg, curl_off_t offset, int origin)
+{
+    http_source *s = arg;
+
+    if (origin != SEEK_SET || offset < 0 || (uint64_t)offset > s->len)
+        return CURL_SEEKFUNC_CANTSEEK;
+    s->pos = (size_t)offset;
+    return CURL_SEEKFUNC_OK;
+}
+
 static void http_set_method(CURL *h, const char *method, http_source *src)
 {
     if (strcmp(method, "HEAD") == 0) {
@@ -179,6 +195,8 @@ static void http_set_method(CURL *h, const char *method, http_source *src)
         curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
         curl_easy_setopt(h, CURLOPT_READFUNCTION, http_on_read);
         curl_easy_setopt(h, CURLOPT_READDATA, src);
+        curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, http_on_seek);
+        curl_easy_setopt(h, CURLOPT_SEEKDATA, src);
         curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)src->len);
         if (strcmp(method, "POST") == 0)
             curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "POST");
