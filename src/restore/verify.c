@@ -81,8 +81,9 @@ static bool verify_file_data(verify_worker *w, work_pool *pool, tar_reader *tr, 
     uint64_t left = f->size;
 
     if (e->size < f->size)
-        return err_set(err, "file \"%s\" is truncated in partition \"%s\": %" PRIu64
-                            " bytes, the manifest says %" PRIu64,
+        return err_set(err,
+                       "file \"%s\" is truncated in partition \"%s\": %" PRIu64
+                       " bytes, the manifest says %" PRIu64,
                        e->path, part_name, e->size, f->size);
     while (left > 0) {
         size_t n;
@@ -138,8 +139,9 @@ static bool verify_entry(verify_worker *w, work_pool *pool, tar_reader *tr, cons
         w->sh->links_seen[idx] = 1;
         return true;
     default:
-        return err_set(err, "entry \"%s\" of type '%c' in partition \"%s\" is not one pgdirect "
-                            "writes",
+        return err_set(err,
+                       "entry \"%s\" of type '%c' in partition \"%s\" is not one pgdirect "
+                       "writes",
                        e->path, e->type, part_name);
     }
 }
@@ -472,8 +474,9 @@ static bool verify_wal(const verify_request *req, verify_result *r, pgd_error *e
     }
     l.seg_size = verify_seg_size(bi, l.tli, head, have_head);
     if (l.seg_size == 0) {
-        verify_problem(r, "the WAL segment size cannot be told from the start segment %s or the "
-                          "sentinel's LSNs",
+        verify_problem(r,
+                       "the WAL segment size cannot be told from the start segment %s or the "
+                       "sentinel's LSNs",
                        bi->start_wal);
         goto out;
     }

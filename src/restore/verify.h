@@ -32,15 +32,15 @@ typedef struct verify_result {
     char id[32];
     bool damaged;
     char *problems[VERIFY_PROBLEMS_MAX];
-    size_t nproblems;    /* kept */
+    size_t nproblems;     /* kept */
     size_t nproblems_all; /* found */
     uint64_t partitions, files, stored_bytes, file_bytes;
     /* WAL: timeline of the backup, segments named as PostgreSQL names them */
-    uint64_t wal_segment_size; /* 0 when it could not be told */
-    bool restorable;           /* every segment from start to stop is there and intact */
+    uint64_t wal_segment_size;            /* 0 when it could not be told */
+    bool restorable;                      /* every segment from start to stop is there and intact */
     char window_end_wal[VERIFY_WAL_NAME]; /* last segment of the unbroken run from start */
     char window_end_lsn[PG_LSN_TEXT];     /* where that segment ends */
-    char gap_wal[VERIFY_WAL_NAME];        /* first missing segment after it, when later ones exist */
+    char gap_wal[VERIFY_WAL_NAME]; /* first missing segment after it, when later ones exist */
     char gap_resume_wal[VERIFY_WAL_NAME]; /* the first segment present after the gap */
 } verify_result;
 
