@@ -25,9 +25,9 @@ static const struct {
     {"tune", cmd_tune, "what block size and concurrency a backup would use here, and why"},
     {"cache", cmd_cache, "where each relation's pages are: shared_buffers, page cache, disk"},
     {"check", cmd_check, "prove the set-up: settings, archive_command reaches the repository"},
+    {"delete", cmd_delete, "retention (--retain-full, --retain-since, --backup) and --garbage"},
     {"verify", cmd_verify,
      "re-read backups and their WAL without restoring: restorable, and how far"},
-    {"delete", cmd_delete, "retention (--retain-full, --retain-since, --backup) and --garbage"},
 };
 
 #define NCOMMANDS (sizeof(main_commands) / sizeof(main_commands[0]))

@@ -49,6 +49,7 @@ sed -n '/^EXIT STATUS/,/^EXAMPLES/p' "$T/man.txt" | tr -s ' \n' ' ' >"$T/exit.tx
 like "$(cat "$T/exit.txt")" "0 Success.* 1 Failure.* 2 Usage error" "exit codes 0, 1 and 2 are listed"
 like "$(cat "$T/exit.txt")" "wal-fetch .* 0 when the file was restored, 1 when it is not in the repository .* 254 on any other failure" \
     "and wal-fetch's 0, 1 and 254"
+like "$(cat "$T/exit.txt")" " 3 verify: at least one backup verified is damaged" "and verify's 3 for a damaged backup"
 "$PGD_I" --help-man | cmp -s - "$MAN"
 ok $? "the installed page is what the installed binary prints"
 
@@ -75,13 +76,16 @@ complete_line() { # complete_line WORD...: what completing the last word offers
         echo "${COMPREPLY[*]}"' complete "$D$P/share/bash-completion/completions/pgdirect" "$@"
 }
 is "$(complete_line pgdirect re)" "restore" "pgdirect re<TAB> completes to restore"
-like "$(complete_line pgdirect "")" "^backup restore list .*check delete" "pgdirect <TAB> lists the commands"
+like "$(complete_line pgdirect "")" "^backup restore list .*check delete verify" "pgdirect <TAB> lists the commands"
+is "$(complete_line pgdirect ver)" "verify" "pgdirect ver<TAB> completes to verify"
+is "$(complete_line pgdirect verify --a)" "--all" "and verify's options"
 is "$(complete_line pgdirect delete --ret)" "--retain-full --retain-since" "options of the command at hand"
 is "$(complete_line pgdirect restore --ret)" "" "and not those of another command"
 is "$(complete_line pgdirect backup --compression "")" "lz4 zstd none" "an option's words"
 is "$(complete_line pgdirect backup --compression = z)" "zstd" "also after --option="
 is "$(complete_line pgdirect backup --concurrency "")" "auto" "a placeholder (N) is no word"
 is "$(complete_line pgdirect restore --repo "$R" "")" "LATEST $ID" "restore: LATEST and the ids in the repository on the line"
+is "$(complete_line pgdirect verify --repo "$R" "")" "LATEST $ID" "verify: the same"
 is "$(complete_line pgdirect delete --repo="$R" --backup "")" "$ID" "delete --backup: the ids, with --repo=URI"
 out=$(complete_line pgdirect restore --repo "$T/nowhere" "" 2>&1)
 is "$out" "LATEST" "a repository that is not there completes no id, quietly"
