@@ -139,6 +139,28 @@ static json_t *verify_to_json(const backup_info *bi, const verify_result *r)
     return o;
 }
 
+/*
+ * A backup that looks damaged may only have been removed by a delete while
+ * it was read: that is not damage, and says so (exit 1, not 3).
+ */
+static bool verify_still_there(storage *repo, const backup_info *bi, pgd_error *err)
+{
+    backup_info now;
+    bool missing = false;
+    pgd_error e = {0};
+
+    if (bi->damaged || backup_info_load(repo, bi->id, &now, &missing, &e))
+        return true;
+    if (missing)
+        return err_set(err, "backup %s was removed from repository \"%s\" while it was verified",
+                       bi->id, repo->uri);
+    if (e.transient) {
+        *err = e;
+        return false;
+    }
+    return true; /* a sentinel that cannot be read now: the damage stands */
+}
+
 /* The backups to verify: one (an id or LATEST) or every one, the damaged ones included. */
 static bool verify_select(storage *repo, const verify_settings *s, backup_info **out, size_t *n,
                           pgd_error *err)
@@ -177,6 +199,11 @@ static int verify_run(const verify_settings *s, storage *repo, pgd_error *err)
         ok = verify_backup(&req, &r, err);
         if (!ok) {
             err_prefix(err, "verify of backup %s failed", infos[i].id);
+            break;
+        }
+        if (r.damaged && !verify_still_there(repo, &infos[i], err)) {
+            verify_result_free(&r);
+            ok = false;
             break;
         }
         damaged += r.damaged;

@@ -483,6 +483,11 @@ static bool verify_wal(const verify_request *req, verify_result *r, pgd_error *e
     r->wal_segment_size = l.seg_size;
     start_seg = verify_segno(bi->start_wal, l.seg_size);
     stop_seg = verify_segno(bi->stop_wal, l.seg_size);
+    if (stop_seg < start_seg || strncmp(bi->start_wal, bi->stop_wal, VERIFY_HEX_PART) != 0) {
+        verify_problem(r, "the sentinel's stop segment %s is not after its start segment %s",
+                       bi->stop_wal, bi->start_wal);
+        goto out;
+    }
     r->restorable = true;
     if (first == NULL) {
         verify_problem(r, "WAL segment %s (the backup's start) is missing from the repository",

@@ -7,9 +7,14 @@
 # Damage exits 3, an operational error 1. It writes nothing (listing and
 # mtimes equal before and after; it runs on a read-only copy) and leaves
 # the partitions it read out of the page cache.
+# On S3 the same backup verifies through ranged GETs with no write request,
+# and a missing partition object is found.
 # (Delta backups do not exist yet, so there is no broken delta chain to find.)
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib_s3.sh"
 setup_tmp
+trap 's3_stop; cleanup_all' EXIT
+s3_require_storage_tool
 require_pagecache
 pg_init "$T/data"
 pg_start "$T/data"
@@ -159,4 +164,23 @@ is "$?" "1" "a repository that is not there: exit 1, not 3"
 pgd verify --repo "$REPO" --all "$ID" >/dev/null 2>&1
 is "$?" "2" "an id and --all together: usage error"
 expect_error "an unknown backup id" "20000101T000000F" pgd verify --repo "$REPO" 20000101T000000F
+
+# ---- S3: the same repository, uploaded object by object ----
+s3_start
+S3REPO="s3://$S3_BUCKET/verify"
+(cd "$REPO" && find . -type f ! -name '*.tmp.*' ! -path './lock/*' | sed 's|^\./||') | while read -r f; do
+    "$PGD_STORAGE" "$S3REPO" put "$f" <"$REPO/$f" || bail "could not upload $f"
+done
+before=$(wc -l <"$S3_LOG")
+OUT=$("$PGD" verify --repo "$S3REPO" "$ID" 2>"$T/s3.err")
+is "$?" "0" "S3: verify of the good backup exits 0" || sed 's/^/# /' "$T/s3.err"
+like "$OUT" "WAL: restorable: $START to $STOP" "S3: the same WAL found"
+tail -n +"$((before + 1))" "$S3_LOG" >"$T/s3_requests"
+ok $(grep -q "^GET /$S3_BUCKET/verify/backups/$ID/$(basename "$part")" "$T/s3_requests" && echo 0 || echo 1) \
+    "S3: the partition was read with GET"
+is "$(grep -Ev '^(GET|HEAD) ' "$T/s3_requests" | head -3)" "" "S3: no request but GET and HEAD (nothing written)"
+"$PGD_STORAGE" "$S3REPO" rm "backups/$ID/$(basename "$part")" || bail "could not remove the partition"
+OUT=$("$PGD" verify --repo "$S3REPO" "$ID" 2>/dev/null)
+is "$?" "3" "S3: a missing partition object: exit 3"
+like "$OUT" "partition \"$(basename "$part")\" is missing" "S3: and it is named"
 done_testing
