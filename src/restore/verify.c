@@ -166,9 +166,14 @@ static bool verify_partition(work_pool *pool, void *worker, size_t part_idx, pgd
 
     layout_backup_object(req->bi->id, part->name, path, sizeof(path));
     in = storage_read_open(req->repo, path, &missing, perr);
+    if (in == NULL && !missing) {
+        /* a partition that cannot be opened (permission, an unreachable store) says nothing about
+         * it */
+        *err = *perr;
+        return false;
+    }
     if (in == NULL) {
-        if (missing)
-            err_set(perr, "partition \"%s\" is missing from the repository", part->name);
+        err_set(perr, "partition \"%s\" is missing from the repository", part->name);
         goto out;
     }
     in = crc_in_new(in, path, part->size, part->crc, perr);
@@ -360,7 +365,7 @@ static int verify_cmp_names(const void *a, const void *b)
 
 /* An archived WAL object, whole, through its codec and the segment check wal-fetch makes. */
 static bool verify_read_wal(storage *repo, const char *object, unsigned char *head, size_t headlen,
-                            char *buf, pgd_error *err)
+                            char *buf, bool *operational, pgd_error *err)
 {
     char path[LAYOUT_PATH_MAX], name[VERIFY_WAL_NAME];
     in_stream *in;
@@ -371,6 +376,7 @@ static bool verify_read_wal(storage *repo, const char *object, unsigned char *he
     layout_wal_dir(name, path, sizeof(path));
     snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", object);
     in = storage_read_open(repo, path, &missing, err);
+    *operational = in == NULL && !missing;
     if (in == NULL)
         return missing ? err_set(err, "WAL segment %s is missing from the repository", name)
                        : false;
@@ -438,7 +444,7 @@ static bool verify_wal(const verify_request *req, verify_result *r, pgd_error *e
     char *buf = NULL;
     const char *first;
     uint64_t start_seg, stop_seg, end_seg, seg;
-    bool ok = true, have_head = false;
+    bool ok = true, have_head = false, operational = false;
 
     if (strlen(bi->start_wal) != VERIFY_WAL_HEX || strlen(bi->stop_wal) != VERIFY_WAL_HEX ||
         !verify_is_hex(bi->start_wal, VERIFY_WAL_HEX) ||
@@ -463,8 +469,8 @@ static bool verify_wal(const verify_request *req, verify_result *r, pgd_error *e
             first = l.names[i];
     if (first != NULL) {
         pgd_error e = {0};
-        have_head = verify_read_wal(req->repo, first, head, sizeof(head), buf, &e);
-        if (!have_head && e.transient) {
+        have_head = verify_read_wal(req->repo, first, head, sizeof(head), buf, &operational, &e);
+        if (!have_head && (e.transient || operational)) {
             *err = e;
             ok = false;
             goto out;
@@ -509,8 +515,8 @@ static bool verify_wal(const verify_request *req, verify_result *r, pgd_error *e
             r->restorable = false;
             continue;
         }
-        if (!verify_read_wal(req->repo, object, head, 0, buf, &e)) {
-            if (e.transient) {
+        if (!verify_read_wal(req->repo, object, head, 0, buf, &operational, &e)) {
+            if (e.transient || operational) {
                 *err = e;
                 ok = false;
                 goto out;

@@ -9,8 +9,9 @@
  * repo/tar.h, the partition's CRC and decompression streams) and writes
  * nothing anywhere. A damaged backup is a result, not an error: each
  * problem is recorded and the rest is still checked. Only what says
- * nothing about the backup (a repository that cannot be listed, a read
- * that may succeed later, a signal) fails the call.
+ * nothing about the backup (a repository that cannot be listed, an object
+ * that is there but cannot be opened, a read that may succeed later, a
+ * signal) fails the call.
  */
 #ifndef PGD_VERIFY_H
 #define PGD_VERIFY_H

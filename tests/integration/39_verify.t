@@ -159,6 +159,12 @@ is "$?" "3" "--all with a damaged sentinel: exit 3"
 like "$OUT" "backup $ID: DAMAGED" "the damaged backup is listed"
 
 # ---- operational errors and usage ----
+copy_repo "$T/perm"
+chmod 000 "$T/perm/backups/$ID/$(basename "$part")"
+pgd verify --repo "$T/perm" "$ID" >/dev/null 2>"$T/perm.err"
+is "$?" "1" "a partition that cannot be opened (permission): exit 1, not 3"
+like "$(cat "$T/perm.err")" "^pgdirect: error: verify of backup $ID failed: could not open file .*Permission denied" \
+    "and it says why"
 pgd verify --repo "$T/nonexistent" >/dev/null 2>"$T/op.err"
 is "$?" "1" "a repository that is not there: exit 1, not 3"
 pgd verify --repo "$REPO" --all "$ID" >/dev/null 2>&1
