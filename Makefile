@@ -9,12 +9,24 @@
 #   make integration-matrix   the scenarios of tests/integration/matrix.list against
 #                   PostgreSQL 14, 16, 17 and 18 (make check runs it after the suite on 15)
 #   make demo       the README demo
+#   make install    binary, manual page, bash completion and systemd units under
+#                   $(DESTDIR)$(PREFIX) (PREFIX=/usr/local); make uninstall removes them
 
 BUILD      ?= build
 TESTS      ?= tests/integration/*.t
 ASAN_BUILD ?= build-asan
 
-.PHONY: all asan unit unit-asan unit-valgrind integration check demo format clean bench bench-quick bench-io bench-s3
+PREFIX      ?= /usr/local
+DESTDIR     ?=
+BINDIR      ?= $(PREFIX)/bin
+MANDIR      ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+# systemd reads units from /usr/local/lib/systemd/system as well as /usr/lib/systemd/system
+UNITDIR     ?= $(PREFIX)/lib/systemd/system
+UNITS       := $(wildcard examples/systemd/*.service examples/systemd/*.timer)
+
+.PHONY: all asan unit unit-asan unit-valgrind integration check demo format clean bench bench-quick bench-io bench-s3 \
+        install uninstall
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -64,6 +76,22 @@ integration-matrix: all asan
 
 demo: all
 	bash scripts/demo.sh $(CURDIR)/$(BUILD)/pgdirect $(CURDIR)/$(BUILD)/pgd-pagecache
+
+# The units name the binary where it is installed (@BINDIR@); they are installed, not enabled.
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(UNITDIR)
+	install -m 755 $(BUILD)/pgdirect $(DESTDIR)$(BINDIR)/pgdirect
+	install -m 644 $(BUILD)/pgdirect.1 $(DESTDIR)$(MANDIR)/man1/pgdirect.1
+	install -m 644 completion/pgdirect.bash $(DESTDIR)$(BASHCOMPDIR)/pgdirect
+	for unit in $(UNITS); do \
+	  sed 's|@BINDIR@|$(BINDIR)|g' $$unit >$(DESTDIR)$(UNITDIR)/$$(basename $$unit).tmp && \
+	  chmod 644 $(DESTDIR)$(UNITDIR)/$$(basename $$unit).tmp && \
+	  mv $(DESTDIR)$(UNITDIR)/$$(basename $$unit).tmp $(DESTDIR)$(UNITDIR)/$$(basename $$unit) || exit 1; \
+	done
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/pgdirect $(DESTDIR)$(MANDIR)/man1/pgdirect.1 \
+	  $(DESTDIR)$(BASHCOMPDIR)/pgdirect $(addprefix $(DESTDIR)$(UNITDIR)/,$(notdir $(UNITS)))
 
 format:
 	clang-format -i $$(git ls-files 'src/*.c' 'src/*.h' 'tests/*.c' 'tests/*.h')

@@ -18,6 +18,9 @@
  */
 #define EXIT_CHECKSUM_ERRORS 3
 
+/* verify: a backup is damaged (1 stays "verify could not run": try again later) */
+#define EXIT_DAMAGED 3
+
 /*
  * wal-fetch runs as restore_command, and PostgreSQL reads its exit status
  * (RestoreArchivedFile): 0 is "restored"; 1 to 125 is "not archived", which
@@ -36,5 +39,8 @@ int cmd_wal_push(int argc, char **argv);
 int cmd_wal_fetch(int argc, char **argv);
 int cmd_cache(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_delete(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
 
 #endif

@@ -206,9 +206,15 @@ static out_stream *fs_write_open(storage *s, const char *path, unsigned flags, p
 
 /* ---- reader ---- */
 
+/*
+ * Reading must not fill the page cache either (verify re-reads a whole
+ * repository, restore and wal-fetch read backups and WAL once): what was
+ * read is dropped every FS_FLUSH_WINDOW bytes and at close.
+ */
 typedef struct fs_reader {
     in_stream base;
     int fd;
+    uint64_t offset, dropped;
     char path[PATH_MAX];
 } fs_reader;
 
@@ -223,6 +229,12 @@ static bool fs_reader_read(in_stream *s, void *buf, size_t len, size_t *n, pgd_e
         if (got < 0)
             return err_errno(err, errno, "could not read file \"%s\"", r->path);
         *n = (size_t)got;
+        r->offset += (uint64_t)got;
+        if (r->offset - r->dropped >= FS_FLUSH_WINDOW) {
+            posix_fadvise(r->fd, (off_t)r->dropped, (off_t)(r->offset - r->dropped),
+                          POSIX_FADV_DONTNEED);
+            r->dropped = r->offset;
+        }
         return true;
     }
 }
@@ -231,6 +243,7 @@ static void fs_reader_close(in_stream *s)
 {
     fs_reader *r = (fs_reader *)s;
 
+    posix_fadvise(r->fd, 0, 0, POSIX_FADV_DONTNEED);
     close(r->fd);
     free(r);
 }

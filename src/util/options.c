@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "util/units.h"
 
@@ -23,7 +24,9 @@ typedef struct opt_def {
     const char *help;
 } opt_def;
 
-#define CMD_REPO_USERS (CMD_BACKUP | CMD_RESTORE | CMD_LIST | CMD_WAL_PUSH | CMD_WAL_FETCH)
+#define CMD_REPO_USERS                                                                             \
+    (CMD_BACKUP | CMD_RESTORE | CMD_LIST | CMD_WAL_PUSH | CMD_WAL_FETCH | CMD_CHECK | CMD_DELETE | \
+     CMD_VERIFY)
 
 static const opt_def opt_defs[OPT_COUNT] = {
     [OPT_REPO] = {"repo", "URI", "file:///var/lib/pgdirect", CMD_REPO_USERS, false,
@@ -56,14 +59,15 @@ static const opt_def opt_defs[OPT_COUNT] = {
     [OPT_PGDATA] = {"pgdata", "DIR", NULL, CMD_BACKUP | CMD_CACHE | CMD_TUNE, false,
                     "data directory of the running cluster (default: $PGDATA; cache: the "
                     "server's data_directory)"},
-    [OPT_DBNAME] = {"dbname", "CONNINFO", "", CMD_BACKUP | CMD_CACHE, false,
+    [OPT_DBNAME] = {"dbname", "CONNINFO", "", CMD_BACKUP | CMD_CACHE | CMD_CHECK, false,
                     "libpq connection string; PGHOST, PGPORT, PGUSER... apply"},
     [OPT_BLOCK_COUNT] = {"block-count", "N|auto", "auto", CMD_BACKUP, false,
                          "read size in 4 KiB blocks (1..16384; auto: 256 per drive of each "
                          "tablespace's device, see pgdirect tune)"},
-    [OPT_CONCURRENCY] = {"concurrency", "N|auto", "auto", CMD_BACKUP | CMD_RESTORE, false,
-                         "reads (backup) or partitions (restore) in flight (1..256; auto: vCPUs on "
-                         "NVMe, else half, at least 2)"},
+    [OPT_CONCURRENCY] =
+        {"concurrency", "N|auto", "auto", CMD_BACKUP | CMD_RESTORE | CMD_VERIFY, false,
+         "reads (backup) or partitions (restore, verify) in flight (1..256; auto: vCPUs on "
+         "NVMe, else half, at least 2)"},
     [OPT_COMPRESSION] = {"compression", "lz4|zstd|none", "lz4", CMD_BACKUP | CMD_WAL_PUSH, false,
                          "compression of partitions and WAL"},
     [OPT_COMPRESSION_LEVEL] = {"compression-level", "N", NULL, CMD_BACKUP | CMD_WAL_PUSH, false,
@@ -89,8 +93,9 @@ static const opt_def opt_defs[OPT_COUNT] = {
     [OPT_LABEL] = {"label", "TEXT", "pgdirect", CMD_BACKUP, false, "backup label"},
     [OPT_ARCHIVE_CHECK] = {"archive-check", "on|off", "on", CMD_BACKUP, false,
                            "require archive_mode and wait until the backup's WAL is in the repo"},
-    [OPT_ARCHIVE_TIMEOUT] = {"archive-timeout", "SECONDS", "60", CMD_BACKUP, false,
-                             "how long to wait for the backup's WAL to reach the repository"},
+    [OPT_ARCHIVE_TIMEOUT] = {"archive-timeout", "SECONDS", "60", CMD_BACKUP | CMD_CHECK, false,
+                             "how long to wait for the backup's (check: a switched) WAL to reach "
+                             "the repository"},
     [OPT_CHECKSUM_ERRORS] = {"checksum-errors", "warn|fail", "warn", CMD_BACKUP, false,
                              "pages failing their data checksum: warn (the backup succeeds), or "
                              "fail (the backup completes, is marked, and pgdirect exits 3)"},
@@ -116,8 +121,8 @@ static const opt_def opt_defs[OPT_COUNT] = {
                                   "restore symbolic links that point outside the target "
                                   "directory (e.g. a postgresql.conf linked into /etc) as they "
                                   "are"},
-    [OPT_JSON] = {"json", NULL, "off", CMD_LIST | CMD_CACHE | CMD_TUNE, false,
-                  "machine-readable output"},
+    [OPT_JSON] = {"json", NULL, "off", CMD_LIST | CMD_CACHE | CMD_TUNE | CMD_CHECK | CMD_VERIFY,
+                  false, "machine-readable output"},
     [OPT_DATABASE] = {"database", "NAME", NULL, CMD_CACHE, true,
                       "only this database (repeatable; default: every database)"},
     [OPT_RELATION] = {"relation", "PATTERN", NULL, CMD_CACHE, false,
@@ -127,6 +132,24 @@ static const opt_def opt_defs[OPT_COUNT] = {
                    "print totals and memory figures as CSV every SECONDS"},
     [OPT_WATCH_COUNT] = {"count", "N", "0", CMD_CACHE, false,
                          "with --watch: stop after N samples (0: until interrupted)"},
+    [OPT_RETAIN_FULL] = {"retain-full", "N", NULL, CMD_DELETE, false,
+                         "keep the N newest full backups and the backups that depend on them"},
+    [OPT_RETAIN_SINCE] = {"retain-since", "TIME|AGE", NULL, CMD_DELETE, false,
+                          "keep what restores to any point after TIME (\"2026-11-29 21:00+00\") "
+                          "or AGE ago (\"14d\")"},
+    [OPT_BACKUP_ID] = {"backup", "ID", NULL, CMD_DELETE, false,
+                       "remove this one backup (refused if others depend on it)"},
+    [OPT_WITH_DEPENDENTS] = {"with-dependents", NULL, "off", CMD_DELETE, false,
+                             "with --backup: remove the backups that depend on it too"},
+    [OPT_GARBAGE] = {"garbage", NULL, "off", CMD_DELETE, false,
+                     "remove what killed runs left: backups without a sentinel older than "
+                     "--garbage-age, unfinished uploads, temporary files"},
+    [OPT_GARBAGE_AGE] = {"garbage-age", "AGE", "1d", CMD_DELETE, false,
+                         "a backup claimed this long ago without a sentinel is dead (longer than "
+                         "any backup runs)"},
+    [OPT_DRY_RUN] = {"dry-run", NULL, "off", CMD_DELETE, false,
+                     "print what would be removed, remove nothing"},
+    [OPT_ALL] = {"all", NULL, "off", CMD_VERIFY, false, "every backup in the repository"},
     [OPT_HELP] = {"help", NULL, "off", CMD_ALL, false, "show this help"},
 };
 
@@ -384,8 +407,15 @@ void options_free(pgd_options *opts)
     memset(opts, 0, sizeof(*opts));
 }
 
+static bool options_help_man;
+static void options_print_man(unsigned command, const char *usage, const char *summary);
+
 void options_print_help(unsigned command, const char *usage, const char *summary)
 {
+    if (options_help_man) {
+        options_print_man(command, usage, summary);
+        return;
+    }
     printf("%s\n\n%s\n\nOptions (also PGDIRECT_<NAME> variables and \"name = value\" in the config "
            "file):\n",
            usage, summary);
@@ -503,4 +533,241 @@ bool opt_enum(const pgd_options *opts, opt_id id, const char *choices, int *out,
     return err_set(err, "invalid value \"%s\" for option \"--%s\"%s: expected one of %s", s,
                    opt_defs[id].name, source_name(opts->v[id].source),
                    opt_defs[id].metavar ? opt_defs[id].metavar : choices);
+}
+
+/* ---- durations and points in time ---- */
+
+#define SECONDS_PER_MINUTE 60
+#define SECONDS_PER_HOUR   (60 * SECONDS_PER_MINUTE)
+#define SECONDS_PER_DAY    (24 * SECONDS_PER_HOUR)
+#define SECONDS_PER_WEEK   (7 * SECONDS_PER_DAY)
+
+bool parse_duration(const char *text, int64_t *seconds)
+{
+    static const struct {
+        const char *suffix;
+        int64_t mult;
+    } units[] = {{"", 1},
+                 {"s", 1},
+                 {"m", SECONDS_PER_MINUTE},
+                 {"min", SECONDS_PER_MINUTE},
+                 {"h", SECONDS_PER_HOUR},
+                 {"d", SECONDS_PER_DAY},
+                 {"w", SECONDS_PER_WEEK}};
+    char *end;
+    long long v;
+
+    if (text == NULL || !isdigit((unsigned char)text[0]))
+        return false;
+    errno = 0;
+    v = strtoll(text, &end, 10);
+    if (errno != 0)
+        return false;
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if (strcmp(end, units[i].suffix) == 0) {
+            if (v > INT64_MAX / units[i].mult)
+                return false;
+            *seconds = (int64_t)v * units[i].mult;
+            return true;
+        }
+    }
+    return false;
+}
+
+bool opt_duration(const pgd_options *opts, opt_id id, int64_t min, int64_t max, int64_t *out,
+                  pgd_error *err)
+{
+    const char *s = opt_str(opts, id);
+    int64_t v;
+
+    if (s == NULL)
+        return err_set(err, "option \"--%s\" is required", opt_defs[id].name);
+    if (!parse_duration(s, &v) || v < min || v > max)
+        return err_set(err,
+                       "invalid value \"%s\" for option \"--%s\"%s: expected a duration from "
+                       "%lld to %lld seconds (suffixes s, m, h, d, w)",
+                       s, opt_defs[id].name, source_name(opts->v[id].source), (long long)min,
+                       (long long)max);
+    *out = v;
+    return true;
+}
+
+/* Exactly `n` digits at *p -> value; advances *p. */
+static bool options_digits(const char **p, int n, int *value)
+{
+    *value = 0;
+    for (int i = 0; i < n; i++) {
+        if (!isdigit((unsigned char)(*p)[i]))
+            return false;
+        *value = *value * 10 + ((*p)[i] - '0');
+    }
+    *p += n;
+    return true;
+}
+
+/* "Z", "UTC", "+HH", "+HH:MM" or "+HHMM" (after an optional space) -> seconds east of UTC. */
+static bool options_zone(const char *p, int64_t *east)
+{
+    int hours, minutes = 0, sign;
+
+    if (*p == ' ')
+        p++;
+    if (strcmp(p, "Z") == 0 || strcmp(p, "UTC") == 0) {
+        *east = 0;
+        return true;
+    }
+    if (*p != '+' && *p != '-')
+        return false;
+    sign = *p++ == '-' ? -1 : 1;
+    if (!options_digits(&p, 2, &hours))
+        return false;
+    if (*p == ':')
+        p++;
+    if (*p != '\0' && !options_digits(&p, 2, &minutes))
+        return false;
+    if (*p != '\0' || hours > 23 || minutes > 59)
+        return false;
+    *east = sign * ((int64_t)hours * SECONDS_PER_HOUR + (int64_t)minutes * SECONDS_PER_MINUTE);
+    return true;
+}
+
+/* "YYYY-MM-DD[ T]HH:MM[:SS[.fraction]]ZONE" -> Unix seconds (the fraction dropped). */
+static bool options_timestamp(const char *text, int64_t *out)
+{
+    const char *p = text;
+    int year, month, day, hour, minute, second = 0;
+    struct tm tm;
+    int64_t east;
+    time_t t;
+
+    if (!options_digits(&p, 4, &year) || *p++ != '-' || !options_digits(&p, 2, &month) ||
+        *p++ != '-' || !options_digits(&p, 2, &day) || (*p != ' ' && *p != 'T'))
+        return false;
+    p++;
+    if (!options_digits(&p, 2, &hour) || *p++ != ':' || !options_digits(&p, 2, &minute))
+        return false;
+    if (*p == ':') {
+        p++;
+        if (!options_digits(&p, 2, &second))
+            return false;
+        if (*p == '.')
+            for (p++; isdigit((unsigned char)*p); p++)
+                ;
+    }
+    if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60 ||
+        !options_zone(p, &east))
+        return false;
+    memset(&tm, 0, sizeof(tm));
+    tm.tm_year = year - 1900;
+    tm.tm_mon = month - 1;
+    tm.tm_mday = day;
+    tm.tm_hour = hour;
+    tm.tm_min = minute;
+    tm.tm_sec = second;
+    t = timegm(&tm);
+    if (tm.tm_mday != day) /* timegm normalised an impossible date such as 02-30 */
+        return false;
+    *out = (int64_t)t - east;
+    return true;
+}
+
+bool opt_point_in_time(const pgd_options *opts, opt_id id, int64_t now, int64_t *out,
+                       pgd_error *err)
+{
+    const char *s = opt_str(opts, id);
+    int64_t ago;
+
+    if (s == NULL)
+        return err_set(err, "option \"--%s\" is required", opt_defs[id].name);
+    if (parse_duration(s, &ago)) {
+        *out = now - ago;
+        return true;
+    }
+    if (options_timestamp(s, out))
+        return true;
+    return err_set(err,
+                   "invalid value \"%s\" for option \"--%s\"%s: expected an age such as 14d or "
+                   "a date and time with a zone such as \"2026-11-29 21:00:00+00\" (a time "
+                   "without a zone is refused: whose clock would it be?)",
+                   s, opt_defs[id].name, source_name(opts->v[id].source));
+}
+
+/* ---- the manual page ---- */
+
+void options_help_man_on(void)
+{
+    options_help_man = true;
+}
+
+void options_man_text(const char *text)
+{
+    bool line_start = true;
+
+    for (const char *p = text; *p != '\0'; p++) {
+        if (line_start && (*p == '.' || *p == '\''))
+            fputs("\\&", stdout);
+        line_start = *p == '\n';
+        if (*p == '\\')
+            fputs("\\e", stdout);
+        else if (*p == '-')
+            fputs("\\-", stdout);
+        else
+            putchar(*p);
+    }
+}
+
+/* Options every command with a repository shares, and those all commands share. */
+static bool options_shared(int id, bool *repo)
+{
+    *repo = opt_defs[id].commands == CMD_REPO_USERS;
+    return *repo || opt_defs[id].commands == CMD_ALL;
+}
+
+static void options_man_entry(int id)
+{
+    fputs(".TP\n\\fB", stdout);
+    options_man_text("--");
+    options_man_text(opt_defs[id].name);
+    fputs("\\fR", stdout);
+    if (opt_defs[id].metavar != NULL) {
+        fputs(" \\fI", stdout);
+        options_man_text(opt_defs[id].metavar);
+        fputs("\\fR", stdout);
+    }
+    putchar('\n');
+    options_man_text(opt_defs[id].help);
+    if (opt_defs[id].def != NULL && opt_defs[id].def[0] != '\0' && id != OPT_HELP) {
+        fputs(" [default: ", stdout);
+        options_man_text(opt_defs[id].def);
+        putchar(']');
+    }
+    putchar('\n');
+}
+
+static void options_print_man(unsigned command, const char *usage, const char *summary)
+{
+    const char *synopsis =
+        strncmp(usage, "usage: ", strlen("usage: ")) == 0 ? usage + strlen("usage: ") : usage;
+    bool repo, uses_repo = (command & CMD_REPO_USERS) != 0;
+
+    fputs(".PP\n.nf\n\\fB", stdout);
+    options_man_text(synopsis);
+    fputs("\\fR\n.fi\n.PP\n", stdout);
+    options_man_text(summary);
+    putchar('\n');
+    for (int id = 0; id < OPT_COUNT; id++)
+        if ((opt_defs[id].commands & command) && !options_shared(id, &repo))
+            options_man_entry(id);
+    fputs(".PP\n", stdout);
+    options_man_text(uses_repo ? "And the REPOSITORY OPTIONS and the GENERAL OPTIONS.\n"
+                               : "And the GENERAL OPTIONS.\n");
+}
+
+void options_print_man_shared(bool shared_repo)
+{
+    bool repo;
+
+    for (int id = 0; id < OPT_COUNT; id++)
+        if (options_shared(id, &repo) && repo == shared_repo)
+            options_man_entry(id);
 }

@@ -25,10 +25,14 @@ typedef enum {
     CMD_WAL_FETCH = 1 << 4,
     CMD_CACHE = 1 << 5,
     CMD_TUNE = 1 << 6,
+    CMD_CHECK = 1 << 7,
+    CMD_DELETE = 1 << 8,
+    CMD_VERIFY = 1 << 9,
 } command_bit;
 
 #define CMD_ALL                                                                                    \
-    (CMD_BACKUP | CMD_RESTORE | CMD_LIST | CMD_WAL_PUSH | CMD_WAL_FETCH | CMD_CACHE | CMD_TUNE)
+    (CMD_BACKUP | CMD_RESTORE | CMD_LIST | CMD_WAL_PUSH | CMD_WAL_FETCH | CMD_CACHE | CMD_TUNE |   \
+     CMD_CHECK | CMD_DELETE | CMD_VERIFY)
 
 typedef enum {
     OPT_REPO,
@@ -78,6 +82,14 @@ typedef enum {
     OPT_S3_RETRIES,
     OPT_S3_TIMEOUT,
     OPT_DOWNLOAD_CONCURRENCY,
+    OPT_RETAIN_FULL,
+    OPT_RETAIN_SINCE,
+    OPT_BACKUP_ID,
+    OPT_WITH_DEPENDENTS,
+    OPT_GARBAGE,
+    OPT_GARBAGE_AGE,
+    OPT_DRY_RUN,
+    OPT_ALL,
     OPT_HELP,
     OPT_COUNT
 } opt_id;
@@ -129,5 +141,31 @@ static inline bool parse_size(const char *text, uint64_t *out)
 {
     return units_parse_size(text, out);
 }
+
+/* "90s", "30m", "36h", "7d", "2w" or plain seconds -> seconds. */
+bool parse_duration(const char *text, int64_t *seconds);
+bool opt_duration(const pgd_options *opts, opt_id id, int64_t min, int64_t max, int64_t *out,
+                  pgd_error *err);
+
+/*
+ * A point in time: a duration before `now` ("7d") or an ISO 8601 date and
+ * time with an explicit zone ("2026-11-29 21:00:00+00", "...T21:00Z",
+ * "... UTC"); a time without a zone is refused, as restore's --target-time
+ * does, because whoever wrote it may not live in UTC.
+ */
+bool opt_point_in_time(const pgd_options *opts, opt_id id, int64_t now, int64_t *out,
+                       pgd_error *err);
+
+/*
+ * The manual page comes from this table, so it and --help cannot disagree:
+ * after options_help_man_on(), options_print_help prints a command's usage,
+ * summary and own options as roff (man(7)) instead of text.
+ * options_print_man_shared prints the options shared by every command that
+ * uses a repository (shared_repo) or by all commands.
+ */
+void options_help_man_on(void);
+void options_print_man_shared(bool shared_repo);
+/* Text for roff: backslashes and hyphens escaped, a leading '.' or '\'' guarded. */
+void options_man_text(const char *text);
 
 #endif

@@ -1,0 +1,539 @@
+/*
+ * check.c - `pgdirect check`: prove the set-up end to end before relying
+ * on it. One line per check, ok or FAILED with the reason; a non-zero exit
+ * when any check failed.
+ *
+ * The server's settings are read (wal_level, full_page_writes,
+ * archive_mode); the repository is listed, and a probe object written,
+ * read back and removed; a local repository's free space is compared with
+ * the cluster's size; and, last because it may wait, a WAL switch proves
+ * that archive_command stores WAL in *this* repository: the segment the
+ * switch completes must arrive in it. A setting that looks right proves
+ * nothing when archive_command points at another directory or bucket.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "cmd/common.h"
+#include "pg/session.h"
+#include "repo/backup_info.h"
+#include "repo/layout.h"
+#include "repo/wal_archive.h"
+#include "util/log.h"
+#include "util/progress.h"
+#include "util/text.h"
+
+#define CHECK_MAX           16
+#define CHECK_SETTING_MAX   1024
+#define CHECK_POLL_US       (200 * 1000)
+#define CHECK_PROBE_DIR     "check"
+#define CHECK_HOST_MAX      256
+#define ARCHIVE_TIMEOUT_MAX 86400
+/* Free space below this many times the cluster size is a warning; see check_free_space. */
+#define CHECK_FREE_FACTOR 1
+
+static const command_help check_help = {
+    CMD_CHECK, "usage: pgdirect check [--json] [OPTIONS]",
+    "Prove the set-up end to end: the server's wal_level, full_page_writes and archive_mode;\n"
+    "that the repository can be listed, written, read and cleaned; that a local repository\n"
+    "has room for a backup; and that archive_command stores WAL in this repository (a WAL\n"
+    "switch, then a wait for that segment, up to --archive-timeout). One line per check;\n"
+    "exit status 1 when any check failed. Needs superuser (or EXECUTE on pg_switch_wal)."};
+
+typedef enum { CHECK_OK, CHECK_WARNING, CHECK_FAILED, CHECK_SKIPPED } check_status;
+
+typedef struct check_item {
+    const char *name;
+    check_status status;
+    char detail[PGD_ERROR_MAX];
+} check_item;
+
+typedef struct check_run {
+    check_item items[CHECK_MAX];
+    size_t n;
+    bool json;
+    pg_session pg;
+    bool connected;
+    storage *repo;
+    int archive_timeout;
+} check_run;
+
+static const char *check_status_word(check_status s, bool json)
+{
+    static const char *const text[] = {"ok", "warning", "FAILED", "skipped"};
+    static const char *const lower[] = {"ok", "warning", "failed", "skipped"};
+
+    return json ? lower[s] : text[s];
+}
+
+/* Record a result; in text mode print it at once (the archive check may take a while). */
+static void check_add(check_run *r, const char *name, check_status status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void check_add(check_run *r, const char *name, check_status status, const char *fmt, ...)
+{
+    check_item *it;
+    va_list ap;
+
+    if (r->n == CHECK_MAX)
+        return;
+    it = &r->items[r->n++];
+    it->name = name;
+    it->status = status;
+    va_start(ap, fmt);
+    vsnprintf(it->detail, sizeof(it->detail), fmt, ap);
+    va_end(ap);
+    if (!r->json) {
+        printf("%-8s %-17s %s\n", check_status_word(status, false), name, it->detail);
+        fflush(stdout);
+    }
+}
+
+/* One value from the server, or false with the server's message in why. */
+static bool check_query(check_run *r, const char *sql, char *out, size_t outlen, char *why,
+                        size_t whylen)
+{
+    PGresult *res = PQexec(r->pg.conn, sql);
+    bool ok = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 && PQnfields(res) == 1;
+
+    if (ok)
+        snprintf(out, outlen, "%s", PQgetisnull(res, 0, 0) ? "" : PQgetvalue(res, 0, 0));
+    else
+        pg_error_line(r->pg.conn, "unexpected result", why, whylen);
+    PQclear(res);
+    return ok;
+}
+
+static void check_server(check_run *r, const char *conninfo)
+{
+    pgd_error err = {0};
+
+    if (!pg_session_open(&r->pg, conninfo, &err)) {
+        check_add(r, "server", CHECK_FAILED, "%s", err.msg);
+        return;
+    }
+    r->connected = true;
+    check_add(r, "server", CHECK_OK, "PostgreSQL %s, data directory \"%s\"%s", r->pg.version,
+              r->pg.data_directory, r->pg.in_recovery ? ", a standby" : "");
+}
+
+static void check_settings(check_run *r)
+{
+    char value[CHECK_SETTING_MAX], why[PGD_ERROR_MAX];
+
+    if (!r->connected) {
+        check_add(r, "wal_level", CHECK_SKIPPED, "no connection to the server");
+        check_add(r, "full_page_writes", CHECK_SKIPPED, "no connection to the server");
+        check_add(r, "archive_mode", CHECK_SKIPPED, "no connection to the server");
+        return;
+    }
+    if (!check_query(r, "SHOW wal_level", value, sizeof(value), why, sizeof(why)))
+        check_add(r, "wal_level", CHECK_FAILED, "could not read it: %s", why);
+    else if (strcmp(value, "replica") == 0 || strcmp(value, "logical") == 0)
+        check_add(r, "wal_level", CHECK_OK, "%s", value);
+    else
+        check_add(r, "wal_level", CHECK_FAILED,
+                  "%s: a backup needs replica or logical (set wal_level = replica and restart)",
+                  value);
+    if (!check_query(r, "SHOW full_page_writes", value, sizeof(value), why, sizeof(why)))
+        check_add(r, "full_page_writes", CHECK_FAILED, "could not read it: %s", why);
+    else if (strcmp(value, "on") == 0)
+        check_add(r, "full_page_writes", CHECK_OK, "on");
+    else
+        check_add(r, "full_page_writes", CHECK_FAILED,
+                  "%s: pages torn while the backup read them could not be repaired by WAL "
+                  "replay (set full_page_writes = on)",
+                  value);
+    if (strcmp(r->pg.archive_mode, "off") == 0)
+        check_add(r, "archive_mode", CHECK_FAILED,
+                  "off: WAL is not archived, so no backup can be restored (set archive_mode = "
+                  "on and restart)");
+    else if (r->pg.in_recovery && strcmp(r->pg.archive_mode, "always") != 0)
+        check_add(r, "archive_mode", CHECK_FAILED,
+                  "%s on a standby, which archives nothing unless archive_mode = always",
+                  r->pg.archive_mode);
+    else
+        check_add(r, "archive_mode", CHECK_OK, "%s", r->pg.archive_mode);
+}
+
+/* Write a probe, read it back, remove it, and see it gone. */
+static bool check_probe(storage *repo, pgd_error *err)
+{
+    char host[CHECK_HOST_MAX] = "", path[LAYOUT_PATH_MAX], text[LAYOUT_PATH_MAX + 64];
+    char *back = NULL;
+    size_t len;
+    bool missing = false, exists = true;
+
+    if (gethostname(host, sizeof(host) - 1) != 0)
+        snprintf(host, sizeof(host), "unknown");
+    snprintf(path, sizeof(path), CHECK_PROBE_DIR "/probe.%s.%ld", host, (long)getpid());
+    snprintf(text, sizeof(text), "pgdirect check probe %s %ld %ld", host, (long)getpid(),
+             (long)time(NULL));
+    if (!storage_put(repo, path, text, strlen(text), 0, err)) {
+        err_prefix(err, "could not write probe object \"%s\"", path);
+        return false;
+    }
+    if (!storage_get(repo, path, &back, &len, &missing, err)) {
+        if (missing)
+            err_set(err, "probe object \"%s\" was written but cannot be found", path);
+        err_prefix(err, "could not read back probe object \"%s\"", path);
+        return false;
+    }
+    if (len != strlen(text) || memcmp(back, text, len) != 0) {
+        free(back);
+        return err_set(err, "probe object \"%s\" read back differs from what was written", path);
+    }
+    free(back);
+    if (!storage_remove(repo, path, err)) {
+        err_prefix(err, "could not remove probe object \"%s\"", path);
+        return false;
+    }
+    if (!storage_exists(repo, path, &exists, err))
+        return false;
+    if (exists)
+        return err_set(err, "probe object \"%s\" is still there after it was removed", path);
+    return true;
+}
+
+static void check_repository(check_run *r, const pgd_options *opts)
+{
+    pgd_error err = {0};
+    backup_info *backups = NULL;
+    size_t n = 0, damaged = 0;
+
+    r->repo = command_open_repo(opts, &err);
+    if (r->repo == NULL) {
+        check_add(r, "repository", CHECK_FAILED, "%s", err.msg);
+        return;
+    }
+    if (!backup_info_scan(r->repo, &backups, &n, &err)) {
+        check_add(r, "repository", CHECK_FAILED, "could not list repository \"%s\": %s",
+                  r->repo->uri, err.msg);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        damaged += backups[i].damaged;
+    if (!check_probe(r->repo, &err))
+        check_add(r, "repository", CHECK_FAILED, "repository \"%s\": %s", r->repo->uri, err.msg);
+    else if (damaged > 0)
+        check_add(r, "repository", CHECK_WARNING,
+                  "\"%s\" is writable and readable; %zu backups, %zu of them damaged (see "
+                  "pgdirect list)",
+                  r->repo->uri, n, damaged);
+    else
+        check_add(r, "repository", CHECK_OK, "\"%s\" is writable and readable; %zu backups",
+                  r->repo->uri, n);
+    /* backups of another cluster mean WAL of two clusters under the same names */
+    if (!r->connected)
+        check_add(r, "cluster", CHECK_SKIPPED, "no connection to the server");
+    else if (n == damaged)
+        check_add(r, "cluster", CHECK_SKIPPED, "no readable backup yet");
+    for (size_t i = n; r->connected && i-- > 0;) {
+        if (backups[i].damaged)
+            continue;
+        if (strcmp(backups[i].system_identifier, r->pg.system_identifier) != 0)
+            check_add(r, "cluster", CHECK_WARNING,
+                      "the newest backup, %s, is of system %s but the server is system %s: one "
+                      "repository per cluster",
+                      backups[i].id, backups[i].system_identifier, r->pg.system_identifier);
+        else
+            check_add(r, "cluster", CHECK_OK, "the newest backup, %s, is of this cluster (%s)",
+                      backups[i].id, r->pg.system_identifier);
+        break;
+    }
+    free(backups);
+}
+
+/* The directory of a local repository, or NULL for S3 and "null:". */
+static const char *check_local_path(const char *uri)
+{
+    if (strncmp(uri, "file://", strlen("file://")) == 0)
+        return uri + strlen("file://");
+    return strstr(uri, "://") != NULL || strcmp(uri, "null:") == 0 ? NULL : uri;
+}
+
+/* statvfs of `path` or, while it does not exist yet, of its nearest existing parent. */
+static bool check_statvfs(const char *path, struct statvfs *st, char *used, size_t usedlen)
+{
+    char p[PATH_MAX];
+
+    snprintf(p, sizeof(p), "%s", path);
+    for (;;) {
+        char *slash;
+        if (statvfs(p, st) == 0) {
+            snprintf(used, usedlen, "%s", p);
+            return true;
+        }
+        if (errno != ENOENT || (slash = strrchr(p, '/')) == NULL)
+            return false;
+        if (slash == p) {
+            p[1] = '\0';
+        } else {
+            *slash = '\0';
+        }
+    }
+}
+
+/*
+ * The rule: warn when the repository's file system has less free space
+ * than the cluster's databases take. Compression usually shrinks a backup
+ * to a fraction of that, but the repository also takes WAL and the next
+ * backup is written before retention removes an old one; below 1x the
+ * next full backup may not fit.
+ */
+static void check_free_space(check_run *r, const char *uri)
+{
+    const char *path = check_local_path(uri);
+    char value[CHECK_SETTING_MAX], why[PGD_ERROR_MAX], where[PATH_MAX];
+    char free_text[32], cluster_text[32];
+    struct statvfs st;
+    uint64_t free_bytes, cluster;
+
+    if (path == NULL) {
+        check_add(r, "free space", CHECK_SKIPPED, "not a local repository");
+        return;
+    }
+    if (!check_statvfs(path, &st, where, sizeof(where))) {
+        check_add(r, "free space", CHECK_FAILED, "could not stat the file system of \"%s\": %s",
+                  path, strerror(errno));
+        return;
+    }
+    if (!r->connected) {
+        check_add(r, "free space", CHECK_SKIPPED, "no connection to the server");
+        return;
+    }
+    if (!check_query(r,
+                     "SELECT sum(pg_catalog.pg_database_size(oid))::text FROM "
+                     "pg_catalog.pg_database WHERE datallowconn",
+                     value, sizeof(value), why, sizeof(why))) {
+        check_add(r, "free space", CHECK_WARNING, "could not read the cluster's size: %s", why);
+        return;
+    }
+    free_bytes = (uint64_t)st.f_bavail * st.f_frsize;
+    cluster = strtoull(value, NULL, 10);
+    format_bytes(free_bytes, free_text, sizeof(free_text));
+    format_bytes(cluster, cluster_text, sizeof(cluster_text));
+    check_add(r, "free space", free_bytes < cluster * CHECK_FREE_FACTOR ? CHECK_WARNING : CHECK_OK,
+              "%s free on \"%s\", the cluster is %s (the rule: a warning below %dx the cluster "
+              "size)",
+              free_text, where, cluster_text, CHECK_FREE_FACTOR);
+}
+
+/* What pg_stat_archiver says, on one line, for a message. */
+static void check_archiver_state(check_run *r, char *last_archived, size_t lalen, char *out,
+                                 size_t outlen)
+{
+    char why[PGD_ERROR_MAX];
+    PGresult *res =
+        PQexec(r->pg.conn, "SELECT coalesce(last_archived_wal, ''), coalesce(last_failed_wal, ''), "
+                           "coalesce(last_failed_time::text, ''), failed_count::text FROM "
+                           "pg_catalog.pg_stat_archiver");
+
+    last_archived[0] = '\0';
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 || PQnfields(res) != 4) {
+        pg_error_line(r->pg.conn, "unexpected result", why, sizeof(why));
+        (void)str_format(out, outlen, "pg_stat_archiver could not be read: %s", why);
+    } else {
+        snprintf(last_archived, lalen, "%s", PQgetvalue(res, 0, 0));
+        if (PQgetvalue(res, 0, 1)[0] != '\0')
+            snprintf(out, outlen,
+                     "pg_stat_archiver: the last failure was WAL file \"%s\" at %s (%s failures "
+                     "in all; the server log has archive_command's output)",
+                     PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2), PQgetvalue(res, 0, 3));
+        else
+            snprintf(out, outlen, "pg_stat_archiver records no failure");
+    }
+    PQclear(res);
+}
+
+/* archive_command, or archive_library when one is set (PostgreSQL 15), for messages. */
+static void check_archiver_setting(check_run *r, char *out, size_t outlen)
+{
+    char cmd[CHECK_SETTING_MAX] = "", lib[CHECK_SETTING_MAX] = "", why[PGD_ERROR_MAX];
+
+    check_query(r, "SHOW archive_command", cmd, sizeof(cmd), why, sizeof(why));
+    if (r->pg.version_num >= 150000)
+        check_query(r, "SHOW archive_library", lib, sizeof(lib), why, sizeof(why));
+    /* a cut setting only shortens a message */
+    if (lib[0] != '\0')
+        (void)str_format(out, outlen, "archive_library = '%s'", lib);
+    else
+        (void)str_format(out, outlen, "archive_command = '%s'", cmd);
+}
+
+/* Switch WAL (after writing a record, so the switch completes a new segment): its name. */
+static bool check_switch_wal(check_run *r, char *segment, size_t seglen, char *why, size_t whylen)
+{
+    char ignore[64];
+
+    return check_query(r, "SELECT pg_catalog.txid_current()::text", ignore, sizeof(ignore), why,
+                       whylen) &&
+           check_query(r, "SELECT pg_catalog.pg_walfile_name(pg_catalog.pg_switch_wal())", segment,
+                       seglen, why, whylen);
+}
+
+/*
+ * Wait for `segment` in the repository. A server that reports it archived
+ * while the repository does not have it archives somewhere else: say so
+ * at once instead of waiting out the timeout.
+ */
+static void check_archive_wait(check_run *r, const char *segment, const char *setting)
+{
+    time_t start = time(NULL), deadline = start + r->archive_timeout;
+    char state[PGD_ERROR_MAX], last[64];
+    pgd_error err = {0};
+    compress_kind kind;
+    bool found = false;
+
+    for (;;) {
+        if (!wal_archive_find(r->repo, segment, &found, &kind, &err)) {
+            check_add(r, "archive_command", CHECK_FAILED, "could not look for WAL file \"%s\": %s",
+                      segment, err.msg);
+            return;
+        }
+        if (found) {
+            check_add(r, "archive_command", CHECK_OK,
+                      "WAL file \"%s\" reached repository \"%s\" %lds after pg_switch_wal() "
+                      "(%s)",
+                      segment, r->repo->uri, (long)(time(NULL) - start), setting);
+            return;
+        }
+        check_archiver_state(r, last, sizeof(last), state, sizeof(state));
+        if (last[0] != '\0' && strlen(last) == strlen(segment) && strcmp(last, segment) >= 0) {
+            /* archived by the server: one more look, in case it landed between the two */
+            if (wal_archive_find(r->repo, segment, &found, &kind, &err) && found)
+                continue;
+            check_add(r, "archive_command", CHECK_FAILED,
+                      "the server archived WAL file \"%s\" (pg_stat_archiver) but it is not in "
+                      "repository \"%s\": %s stores WAL somewhere else",
+                      segment, r->repo->uri, setting);
+            return;
+        }
+        if (time(NULL) >= deadline) {
+            check_add(r, "archive_command", CHECK_FAILED,
+                      "WAL file \"%s\" did not reach repository \"%s\" within %ds of "
+                      "pg_switch_wal(); %s; %s",
+                      segment, r->repo->uri, r->archive_timeout, state, setting);
+            return;
+        }
+        usleep(CHECK_POLL_US);
+    }
+}
+
+static void check_archive(check_run *r)
+{
+    char setting[CHECK_SETTING_MAX + 32], segment[64], why[PGD_ERROR_MAX];
+
+    if (!r->connected || r->repo == NULL) {
+        check_add(r, "archive_command", CHECK_SKIPPED, "needs the server and the repository");
+        return;
+    }
+    check_archiver_setting(r, setting, sizeof(setting));
+    if (strcmp(r->pg.archive_mode, "off") == 0) {
+        check_add(r, "archive_command", CHECK_FAILED, "not run: archive_mode is off (%s)", setting);
+        return;
+    }
+    if (r->pg.in_recovery) {
+        check_add(r, "archive_command", CHECK_SKIPPED,
+                  "the server is a standby, where WAL cannot be switched: run pgdirect check on "
+                  "the primary (%s)",
+                  setting);
+        return;
+    }
+    if (strcmp(setting, "archive_command = ''") == 0) {
+        check_add(r, "archive_command", CHECK_FAILED,
+                  "archive_command is empty: set it to 'pgdirect wal-push %%p' with this "
+                  "repository");
+        return;
+    }
+    if (!check_switch_wal(r, segment, sizeof(segment), why, sizeof(why))) {
+        check_add(r, "archive_command", CHECK_FAILED,
+                  "could not switch WAL to test it: %s (check needs superuser or EXECUTE on "
+                  "pg_switch_wal())",
+                  why);
+        return;
+    }
+    check_archive_wait(r, segment, setting);
+}
+
+static int check_report(check_run *r)
+{
+    size_t failed = 0;
+    char names[PGD_ERROR_MAX] = "";
+
+    for (size_t i = 0; i < r->n; i++) {
+        if (r->items[i].status != CHECK_FAILED)
+            continue;
+        if (failed++ > 0)
+            strncat(names, ", ", sizeof(names) - strlen(names) - 1);
+        strncat(names, r->items[i].name, sizeof(names) - strlen(names) - 1);
+    }
+    if (r->json) {
+        json_t *arr = json_array(), *o;
+        char *text;
+        for (size_t i = 0; arr != NULL && i < r->n; i++)
+            json_array_append_new(arr,
+                                  json_pack("{s:s, s:s, s:s}", "check", r->items[i].name, "status",
+                                            check_status_word(r->items[i].status, true), "detail",
+                                            r->items[i].detail));
+        o = json_pack("{s:b, s:o}", "ok", failed == 0, "checks", arr);
+        text = o != NULL ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+        json_decref(o);
+        if (text == NULL) {
+            log_error("could not serialise the check results");
+            return EXIT_ERROR;
+        }
+        printf("%s\n", text);
+        free(text);
+    }
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        log_error("could not write the check results to standard output: %s", strerror(errno));
+        return EXIT_ERROR;
+    }
+    if (failed == 0)
+        return EXIT_OK;
+    log_error("%zu of %zu checks failed: %s", failed, r->n, names);
+    return EXIT_ERROR;
+}
+
+int cmd_check(int argc, char **argv)
+{
+    pgd_options opts;
+    pgd_error err = {0};
+    check_run r;
+    long timeout;
+    int rc;
+
+    if (!command_start(&opts, &check_help, 0, argc, argv, &rc))
+        return rc;
+    memset(&r, 0, sizeof(r));
+    if (!opt_bool(&opts, OPT_JSON, &r.json, &err) ||
+        !opt_int(&opts, OPT_ARCHIVE_TIMEOUT, 1, ARCHIVE_TIMEOUT_MAX, &timeout, &err)) {
+        log_error("%s", err.msg);
+        options_free(&opts);
+        return EXIT_USAGE;
+    }
+    r.archive_timeout = (int)timeout;
+    check_server(&r, opt_str(&opts, OPT_DBNAME));
+    check_settings(&r);
+    check_repository(&r, &opts);
+    check_free_space(&r, opt_str(&opts, OPT_REPO));
+    check_archive(&r);
+    rc = check_report(&r);
+    if (r.connected)
+        pg_session_close(&r.pg);
+    storage_free(r.repo);
+    options_free(&opts);
+    return rc;
+}

@@ -1,0 +1,680 @@
+/*
+ * delete.c - `pgdirect delete`: retention (--retain-full, --retain-since),
+ * one backup (--backup ID), and the garbage killed runs leave (--garbage),
+ * with --dry-run printing exactly what would go.
+ *
+ * Which backups and WAL go is decided by repo/retention.c from the
+ * repository's listing alone; this file gathers that listing, holds the
+ * repository's "delete" lease (repo/repo_lock.h) while it removes, and
+ * reports. Removal order keeps the repository consistent if the run dies
+ * midway: a backup's sentinel goes first (it stops existing), dependents
+ * before their parents, and WAL only once every backup meant to go is gone.
+ *
+ * A backup directory without a sentinel belongs to a run that is going,
+ * or to one that was killed. Its claim says when it started: younger than
+ * --garbage-age, or claimed by a live process of this host, it is running
+ * and nothing of it is touched, nor any WAL (its start is not known yet).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backup/backup_id.h"
+#include "cmd/cmd.h"
+#include "cmd/common.h"
+#include "pg/session.h"
+#include "repo/backup_info.h"
+#include "repo/layout.h"
+#include "repo/repo_lock.h"
+#include "repo/retention.h"
+#include "repo/wal_archive.h"
+#include "util/log.h"
+#include "util/text.h"
+
+#define DELETE_LOCK_NAME    "delete"
+#define DELETE_BATCH        1000 /* objects per removal request: S3 DeleteObjects' limit */
+#define DELETE_HOST_MAX     256
+#define RETAIN_FULL_MAX     100000
+#define GARBAGE_AGE_MAX     (3650LL * 24 * 3600)
+#define DELETE_TIMELINE_HEX 8
+
+static const command_help delete_help = {
+    CMD_DELETE,
+    "usage: pgdirect delete [--retain-full N] [--retain-since TIME|AGE] [--backup ID "
+    "[--with-dependents]] [--garbage] [--dry-run] [OPTIONS]",
+    "Remove what the repository no longer needs. --retain-full and --retain-since expire old\n"
+    "backups (a delta backup goes with its full backup, never before its dependents) and the\n"
+    "WAL before the oldest backup kept; --backup removes one backup; --garbage removes what\n"
+    "killed runs left. The newest usable backup is never removed, nor anything a running\n"
+    "backup needs. One delete runs at a time per repository (a lease in lock/). --dry-run\n"
+    "prints what would go and removes nothing."};
+
+typedef struct delete_settings {
+    retention_policy policy;
+    bool retention, garbage, dry_run;
+    int64_t garbage_age;
+} delete_settings;
+
+/* A directory under backups/ and, when it has no sentinel, what its claim says. */
+typedef struct delete_dir {
+    char id[BACKUP_ID_LEN + 1];
+    bool sentinel;
+    size_t objects;
+    retention_claim_state state;
+    char why[RETENTION_REASON_MAX];
+} delete_dir;
+
+typedef struct delete_run {
+    const delete_settings *s;
+    storage *repo;
+    repo_lock *lock;
+    backup_info *infos;
+    retention_backup *backups;
+    size_t n;
+    delete_dir *dirs;
+    size_t ndirs, dircap;
+    size_t removed_backups, removed_wal, removed_garbage;
+} delete_run;
+
+static bool delete_read_settings(const pgd_options *opts, delete_settings *s, pgd_error *err)
+{
+    memset(s, 0, sizeof(*s));
+    if (!opt_bool(opts, OPT_GARBAGE, &s->garbage, err) ||
+        !opt_bool(opts, OPT_DRY_RUN, &s->dry_run, err) ||
+        !opt_bool(opts, OPT_WITH_DEPENDENTS, &s->policy.with_dependents, err) ||
+        !opt_duration(opts, OPT_GARBAGE_AGE, 0, GARBAGE_AGE_MAX, &s->garbage_age, err))
+        return false;
+    if (opt_str(opts, OPT_RETAIN_FULL) != NULL &&
+        !opt_int(opts, OPT_RETAIN_FULL, 1, RETAIN_FULL_MAX, &s->policy.retain_full, err))
+        return false;
+    if (opt_str(opts, OPT_RETAIN_SINCE) != NULL) {
+        if (!opt_point_in_time(opts, OPT_RETAIN_SINCE, (int64_t)time(NULL), &s->policy.retain_since,
+                               err))
+            return false;
+        s->policy.retain_since_set = true;
+    }
+    s->policy.backup_id = opt_str(opts, OPT_BACKUP_ID);
+    if (s->policy.backup_id != NULL && !layout_is_backup_id(s->policy.backup_id))
+        return err_set(err,
+                       "invalid value \"%s\" for option \"--backup\": expected an id like "
+                       "20261129T215959F",
+                       s->policy.backup_id);
+    if (s->policy.backup_id != NULL && (s->policy.retain_full > 0 || s->policy.retain_since_set))
+        return err_set(err, "--backup cannot be combined with --retain-full or --retain-since");
+    if (s->policy.with_dependents && s->policy.backup_id == NULL)
+        return err_set(err, "--with-dependents goes with --backup");
+    s->retention =
+        s->policy.retain_full > 0 || s->policy.retain_since_set || s->policy.backup_id != NULL;
+    if (!s->retention && !s->garbage)
+        return err_set(err, "nothing to do: give --retain-full, --retain-since, --backup or "
+                            "--garbage (see --help)");
+    return true;
+}
+
+/* ---- what the repository holds ---- */
+
+static bool delete_collect_dir(void *arg, const char *name, uint64_t size, bool is_dir,
+                               pgd_error *err)
+{
+    delete_run *r = arg;
+    size_t slen = strlen(SENTINEL_SUFFIX);
+    char id[BACKUP_ID_LEN + 1];
+    bool sentinel = false;
+
+    (void)size;
+    if (!is_dir && strlen(name) == BACKUP_ID_LEN + slen &&
+        strcmp(name + BACKUP_ID_LEN, SENTINEL_SUFFIX) == 0)
+        sentinel = true;
+    else if (!is_dir || strlen(name) != BACKUP_ID_LEN)
+        return true;
+    memcpy(id, name, BACKUP_ID_LEN);
+    id[BACKUP_ID_LEN] = '\0';
+    if (!layout_is_backup_id(id))
+        return true;
+    for (size_t i = 0; i < r->ndirs; i++)
+        if (strcmp(r->dirs[i].id, id) == 0) {
+            r->dirs[i].sentinel |= sentinel;
+            return true;
+        }
+    if (r->ndirs == r->dircap) {
+        size_t cap = r->dircap ? r->dircap * 2 : 16;
+        delete_dir *grown = realloc(r->dirs, cap * sizeof(*grown));
+        if (grown == NULL)
+            return err_set(err, "out of memory");
+        r->dirs = grown;
+        r->dircap = cap;
+    }
+    memset(&r->dirs[r->ndirs], 0, sizeof(r->dirs[r->ndirs]));
+    memcpy(r->dirs[r->ndirs].id, id, sizeof(id));
+    r->dirs[r->ndirs].sentinel = sentinel;
+    r->ndirs++;
+    return true;
+}
+
+typedef struct delete_names {
+    char **names;
+    size_t n, cap;
+    bool claim;
+} delete_names;
+
+static bool delete_collect_name(void *arg, const char *name, uint64_t size, bool is_dir,
+                                pgd_error *err)
+{
+    delete_names *l = arg;
+
+    (void)size;
+    (void)is_dir;
+    if (strcmp(name, CLAIM_NAME) == 0)
+        l->claim = true;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        char **grown = realloc(l->names, cap * sizeof(*grown));
+        if (grown == NULL)
+            return err_set(err, "out of memory");
+        l->names = grown;
+        l->cap = cap;
+    }
+    if ((l->names[l->n] = strdup(name)) == NULL)
+        return err_set(err, "out of memory");
+    l->n++;
+    return true;
+}
+
+static void delete_names_free(delete_names *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->names[i]);
+    free(l->names);
+    memset(l, 0, sizeof(*l));
+}
+
+/* Whether process `pid` of host `host` still exists, as far as this host can tell. */
+static bool delete_process_alive(const char *host, long long pid)
+{
+    char me[DELETE_HOST_MAX] = "";
+
+    if (gethostname(me, sizeof(me) - 1) != 0 || strcmp(me, host) != 0 || pid <= 0)
+        return false;
+    return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+}
+
+/* What backups/<id>/claim.json says (backup/backup_id.c writes it). */
+static bool delete_read_claim(delete_run *r, const char *id, retention_claim *c, pgd_error *err)
+{
+    char path[LAYOUT_PATH_MAX];
+    json_int_t start, pid;
+    const char *host;
+    bool missing = false;
+    char *text;
+    size_t len;
+    json_t *o;
+
+    memset(c, 0, sizeof(*c));
+    layout_backup_object(id, CLAIM_NAME, path, sizeof(path));
+    if (!storage_get(r->repo, path, &text, &len, &missing, err)) {
+        if (!missing)
+            return false;
+        err_clear(err);
+        return true;
+    }
+    c->present = true;
+    o = json_loads(text, 0, NULL);
+    free(text);
+    if (o != NULL &&
+        json_unpack(o, "{s:I, s:s, s:I}", "start_time", &start, "host", &host, "pid", &pid) == 0) {
+        c->readable = true;
+        c->start_time = start;
+        c->process_alive = delete_process_alive(host, pid);
+    }
+    json_decref(o);
+    return true;
+}
+
+/* Every directory under backups/ without a sentinel: running, dead, or unknown. */
+static bool delete_scan_dirs(delete_run *r, pgd_error *err)
+{
+    int64_t now = (int64_t)time(NULL);
+
+    if (!storage_list(r->repo, BACKUPS_DIR, delete_collect_dir, r, err))
+        return false;
+    for (size_t i = 0; i < r->ndirs; i++) {
+        delete_dir *d = &r->dirs[i];
+        char dir[LAYOUT_PATH_MAX];
+        delete_names names = {0};
+        retention_claim claim;
+
+        if (d->sentinel)
+            continue;
+        layout_backup_dir(d->id, dir, sizeof(dir));
+        if (!storage_list(r->repo, dir, delete_collect_name, &names, err)) {
+            delete_names_free(&names);
+            return false;
+        }
+        d->objects = names.n;
+        delete_names_free(&names);
+        if (!delete_read_claim(r, d->id, &claim, err))
+            return false;
+        d->state = retention_claim_classify(&claim, now, r->s->garbage_age, d->why, sizeof(d->why));
+    }
+    return true;
+}
+
+/* A delta's parent, from its sentinel: backup_info does not carry it (yet). */
+static bool delete_read_parent(delete_run *r, retention_backup *b, pgd_error *err)
+{
+    char path[LAYOUT_PATH_MAX];
+    const char *parent = NULL;
+    bool missing = false;
+    char *text;
+    size_t len;
+    json_t *o;
+
+    layout_sentinel_path(b->id, path, sizeof(path));
+    if (!storage_get(r->repo, path, &text, &len, &missing, err)) {
+        if (!missing)
+            return false;
+        b->damaged = true; /* removed since it was listed: nothing to keep it for */
+        return true;
+    }
+    o = json_loads(text, 0, NULL);
+    free(text);
+    if (o != NULL && json_unpack(o, "{s:s}", "parent", &parent) == 0 && layout_is_backup_id(parent))
+        snprintf(b->parent, sizeof(b->parent), "%s", parent);
+    else
+        b->damaged = true; /* a delta without its parent cannot be restored */
+    json_decref(o);
+    return true;
+}
+
+static bool delete_scan_backups(delete_run *r, pgd_error *err)
+{
+    if (!backup_info_scan(r->repo, &r->infos, &r->n, err))
+        return false;
+    r->backups = calloc(r->n + 1, sizeof(*r->backups));
+    if (r->backups == NULL)
+        return err_set(err, "out of memory");
+    for (size_t i = 0; i < r->n; i++) {
+        const backup_info *bi = &r->infos[i];
+        retention_backup *b = &r->backups[i];
+
+        /* scan and sentinel checks guarantee both lengths; a cut would only mean damage */
+        b->damaged = bi->damaged || !str_format(b->id, sizeof(b->id), "%s", bi->id) ||
+                     !str_format(b->start_wal, sizeof(b->start_wal), "%s", bi->start_wal);
+        if (b->damaged)
+            continue;
+        b->start_time = bi->start_time;
+        b->stop_time = bi->stop_time;
+        if (!pg_parse_lsn(bi->start_lsn, &b->start_lsn))
+            b->start_lsn = 0;
+        if (bi->id[BACKUP_ID_LEN - 1] == 'D' && !delete_read_parent(r, b, err))
+            return false;
+    }
+    return true;
+}
+
+/* ---- removal ---- */
+
+/*
+ * The signal (SIGINT, SIGTERM, SIGHUP) that asked the run to stop, 0 while
+ * none did. The run stops before its next removal, gives its lease back
+ * (so the next run need not wait for it to expire) and dies of that
+ * signal; a second one ends it at once (SA_RESETHAND).
+ */
+static volatile sig_atomic_t delete_signal;
+
+static void delete_on_signal(int sig)
+{
+    delete_signal = sig;
+}
+
+static void delete_catch_signals(void)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = delete_on_signal;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+        sigaction(sigs[i], &sa, NULL);
+}
+
+/* Before each removal: not interrupted, and the lease still ours (renewed when due). */
+static bool delete_keep_lease(delete_run *r, pgd_error *err)
+{
+    if (delete_signal != 0)
+        return err_set(err, "delete interrupted by signal %d (%s): stopped before the next removal",
+                       (int)delete_signal, strsignal(delete_signal));
+    return r->lock == NULL || repo_lock_keep(r->lock, err);
+}
+
+/*
+ * One line per decision on standard output: "removed backup ID: why", or
+ * with --dry-run "would remove backup ID: why". verb is the infinitive
+ * ("remove"), done its past ("removed").
+ */
+static void delete_say(const delete_run *r, const char *verb, const char *done, const char *what,
+                       const char *id, const char *why)
+{
+    printf("%s%s %s %s: %s\n", r->s->dry_run ? "would " : "", r->s->dry_run ? verb : done, what, id,
+           why);
+    fflush(stdout);
+}
+
+static bool delete_backups(delete_run *r, const retention_plan *plan, pgd_error *err)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (!plan->decisions[i].remove)
+            delete_say(r, "keep", "kept", "backup", r->backups[i].id, plan->decisions[i].reason);
+    for (size_t k = 0; k < plan->nremove; k++) {
+        size_t i = plan->remove_order[k];
+        if (!r->s->dry_run) {
+            if (!delete_keep_lease(r, err) || !backup_id_discard(r->repo, r->backups[i].id, err))
+                return false;
+            r->removed_backups++;
+        }
+        delete_say(r, "remove", "removed", "backup", r->backups[i].id, plan->decisions[i].reason);
+    }
+    return true;
+}
+
+typedef struct delete_wal_list {
+    const char *keep_from;
+    const char *timeline;
+    char **paths;
+    size_t n, cap;
+} delete_wal_list;
+
+/* The WAL file name under a stored name: its compression suffix removed. */
+static void delete_wal_base(const char *stored, char *out, size_t outlen)
+{
+    static const compress_kind kinds[] = {COMPRESS_LZ4, COMPRESS_ZSTD};
+    size_t len = strlen(stored);
+
+    snprintf(out, outlen, "%s", stored);
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        const char *suffix = compress_suffix(kinds[i]);
+        size_t slen = strlen(suffix);
+        if (len > slen && strcmp(stored + len - slen, suffix) == 0) {
+            out[len - slen] = '\0';
+            return;
+        }
+    }
+}
+
+static bool delete_collect_wal(void *arg, const char *name, uint64_t size, bool is_dir,
+                               pgd_error *err)
+{
+    delete_wal_list *l = arg;
+    char base[LAYOUT_PATH_MAX];
+
+    (void)size;
+    if (is_dir)
+        return true;
+    delete_wal_base(name, base, sizeof(base));
+    if (!retention_wal_removable(base, l->keep_from))
+        return true;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 256;
+        char **grown = realloc(l->paths, cap * sizeof(*grown));
+        if (grown == NULL)
+            return err_set(err, "out of memory");
+        l->paths = grown;
+        l->cap = cap;
+    }
+    if (asprintf(&l->paths[l->n], WAL_DIR "/%s/%s", l->timeline, name) < 0)
+        return err_set(err, "out of memory");
+    l->n++;
+    return true;
+}
+
+/* wal/<timeline>/ directories: 8 upper-case hex digits. */
+static bool delete_collect_timeline(void *arg, const char *name, uint64_t size, bool is_dir,
+                                    pgd_error *err)
+{
+    if (!is_dir || strlen(name) != DELETE_TIMELINE_HEX ||
+        strspn(name, "0123456789ABCDEF") != DELETE_TIMELINE_HEX)
+        return true;
+    return delete_collect_name(arg, name, size, is_dir, err);
+}
+
+static int delete_path_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* One timeline's WAL before keep_from, in batches, the lease renewed between them. */
+static bool delete_wal_timeline(delete_run *r, const char *timeline, const char *keep_from,
+                                pgd_error *err)
+{
+    delete_wal_list l = {.keep_from = keep_from, .timeline = timeline};
+    char dir[LAYOUT_PATH_MAX];
+    bool ok;
+
+    snprintf(dir, sizeof(dir), WAL_DIR "/%s", timeline);
+    ok = storage_list(r->repo, dir, delete_collect_wal, &l, err);
+    if (ok && l.n > 1)
+        qsort(l.paths, l.n, sizeof(*l.paths), delete_path_cmp);
+    for (size_t i = 0; ok && i < l.n; i += DELETE_BATCH) {
+        size_t count = l.n - i < DELETE_BATCH ? l.n - i : DELETE_BATCH;
+        if (r->s->dry_run) {
+            for (size_t j = i; j < i + count; j++)
+                printf("would remove WAL file %s\n", l.paths[j]);
+            continue;
+        }
+        ok = delete_keep_lease(r, err) &&
+             storage_remove_many(r->repo, (const char *const *)&l.paths[i], count, err);
+        if (ok)
+            r->removed_wal += count;
+    }
+    if (ok && !r->s->dry_run && l.n > 0)
+        printf("removed WAL of timeline %s: %zu files before segment %s\n", timeline, l.n,
+               keep_from);
+    for (size_t i = 0; i < l.n; i++)
+        free(l.paths[i]);
+    free(l.paths);
+    return ok;
+}
+
+static bool delete_wal(delete_run *r, const retention_plan *plan, pgd_error *err)
+{
+    delete_names timelines = {0};
+    bool ok;
+
+    if (plan->wal_keep_from[0] == '\0') {
+        printf("%skeep all WAL: %s\n", r->s->dry_run ? "would " : "", plan->wal_note);
+        return true;
+    }
+    printf("%skeep WAL from segment %s on (the oldest kept backup's start), on every timeline, "
+           "and every .history file\n",
+           r->s->dry_run ? "would " : "", plan->wal_keep_from);
+    ok = storage_list(r->repo, WAL_DIR, delete_collect_timeline, &timelines, err);
+    if (ok && timelines.n > 1)
+        qsort(timelines.names, timelines.n, sizeof(*timelines.names), delete_path_cmp);
+    for (size_t i = 0; ok && i < timelines.n; i++)
+        ok = delete_wal_timeline(r, timelines.names[i], plan->wal_keep_from, err);
+    delete_names_free(&timelines);
+    return ok;
+}
+
+static bool delete_running(const delete_run *r, retention_running **out, size_t *n, pgd_error *err)
+{
+    *n = 0;
+    *out = calloc(r->ndirs + 1, sizeof(**out));
+    if (*out == NULL)
+        return err_set(err, "out of memory");
+    for (size_t i = 0; i < r->ndirs; i++)
+        if (!r->dirs[i].sentinel && r->dirs[i].objects > 0 &&
+            r->dirs[i].state != RETENTION_CLAIM_DEAD)
+            snprintf((*out)[(*n)++].id, sizeof((*out)[0].id), "%s", r->dirs[i].id);
+    return true;
+}
+
+static bool delete_retention(delete_run *r, pgd_error *err)
+{
+    retention_running *running;
+    retention_plan plan;
+    size_t nrunning;
+    bool ok;
+
+    if (!delete_running(r, &running, &nrunning, err))
+        return false;
+    ok = retention_plan_make(r->backups, r->n, running, nrunning, &r->s->policy, &plan, err);
+    free(running);
+    if (!ok)
+        return false;
+    ok = delete_backups(r, &plan, err) && delete_wal(r, &plan, err);
+    retention_plan_free(&plan);
+    return ok;
+}
+
+/* Remove one dead (or named) backup directory without a sentinel. */
+static bool delete_dir_remove(delete_run *r, const delete_dir *d, pgd_error *err)
+{
+    char dir[LAYOUT_PATH_MAX], sentinel[LAYOUT_PATH_MAX];
+    bool exists = false;
+
+    layout_backup_dir(d->id, dir, sizeof(dir));
+    layout_sentinel_path(d->id, sentinel, sizeof(sentinel));
+    if (r->s->dry_run)
+        return true;
+    if (!delete_keep_lease(r, err) || !storage_exists(r->repo, sentinel, &exists, err))
+        return false;
+    if (exists) { /* it finished after all: a complete backup is not garbage */
+        log_warn("backup %s got its sentinel while delete looked at it: left alone", d->id);
+        return true;
+    }
+    /* unfinished uploads and temporary files first: no live writer is left under it */
+    if (!storage_remove_stale_temp(r->repo, dir, 0, err) || !backup_id_discard(r->repo, d->id, err))
+        return false;
+    r->removed_garbage++;
+    return true;
+}
+
+/* --backup ID of a directory without a sentinel: the leftovers of one run, by hand. */
+static bool delete_named_dir(delete_run *r, const delete_dir *d, pgd_error *err)
+{
+    if (d->state == RETENTION_CLAIM_RUNNING)
+        return err_set(err, "backup %s has no sentinel and is taken as running (%s): not removed",
+                       d->id, d->why);
+    if (!delete_dir_remove(r, d, err))
+        return false;
+    delete_say(r, "remove", "removed", "incomplete backup", d->id, d->why);
+    return true;
+}
+
+static bool delete_garbage(delete_run *r, pgd_error *err)
+{
+    int64_t wal_age =
+        r->s->garbage_age > WAL_STALE_TEMP_AGE_S ? r->s->garbage_age : WAL_STALE_TEMP_AGE_S;
+
+    for (size_t i = 0; i < r->ndirs; i++) {
+        const delete_dir *d = &r->dirs[i];
+        char dir[LAYOUT_PATH_MAX];
+
+        layout_backup_dir(d->id, dir, sizeof(dir));
+        if (d->sentinel) {
+            /* a complete backup: only temporary objects nobody wrote to for --garbage-age */
+            if (!r->s->dry_run &&
+                (!delete_keep_lease(r, err) ||
+                 !storage_remove_stale_temp(r->repo, dir, r->s->garbage_age, err)))
+                return false;
+            continue;
+        }
+        if (d->objects == 0)
+            continue;
+        if (d->state == RETENTION_CLAIM_RUNNING) {
+            delete_say(r, "leave", "left", "running backup", d->id, d->why);
+            continue;
+        }
+        if (d->state == RETENTION_CLAIM_UNKNOWN) {
+            log_warn("left %s/ alone: %s (if no backup is writing it, remove it with pgdirect "
+                     "delete --backup %s)",
+                     dir, d->why, d->id);
+            continue;
+        }
+        if (!delete_dir_remove(r, d, err))
+            return false;
+        delete_say(r, "remove", "removed", "incomplete backup", d->id, d->why);
+    }
+    if (r->s->dry_run) {
+        printf("would remove temporary objects (unfinished uploads, *.tmp.* files) idle for "
+               "--garbage-age under complete backups, and for %llds under %s/\n",
+               (long long)wal_age, WAL_DIR);
+        return true;
+    }
+    return delete_keep_lease(r, err) && storage_remove_stale_temp(r->repo, WAL_DIR, wal_age, err);
+}
+
+static bool delete_execute(delete_run *r, pgd_error *err)
+{
+    const char *named = r->s->policy.backup_id;
+
+    if (!r->s->dry_run &&
+        (r->lock = repo_lock_acquire(r->repo, DELETE_LOCK_NAME, REPO_LOCK_LEASE_S, err)) == NULL)
+        return false;
+    if (!delete_scan_backups(r, err) || !delete_scan_dirs(r, err))
+        return false;
+    if (named != NULL) {
+        for (size_t i = 0; i < r->ndirs; i++)
+            if (strcmp(r->dirs[i].id, named) == 0 && !r->dirs[i].sentinel)
+                return delete_named_dir(r, &r->dirs[i], err) &&
+                       (!r->s->garbage || delete_garbage(r, err));
+    }
+    if (r->s->retention && !delete_retention(r, err))
+        return false;
+    return !r->s->garbage || delete_garbage(r, err);
+}
+
+int cmd_delete(int argc, char **argv)
+{
+    pgd_options opts;
+    pgd_error err = {0};
+    delete_settings s;
+    delete_run r;
+    int rc;
+
+    if (!command_start(&opts, &delete_help, 0, argc, argv, &rc))
+        return rc;
+    if (!delete_read_settings(&opts, &s, &err)) {
+        log_error("%s", err.msg);
+        options_free(&opts);
+        return EXIT_USAGE;
+    }
+    memset(&r, 0, sizeof(r));
+    r.s = &s;
+    delete_catch_signals();
+    if ((r.repo = command_open_repo(&opts, &err)) == NULL || !delete_execute(&r, &err)) {
+        pgd_error release_err = {0};
+        if (r.lock != NULL && !repo_lock_release(r.lock, &release_err))
+            log_warn("%s", release_err.msg);
+        r.lock = NULL;
+        rc = command_fail(&err);
+    } else if (r.lock != NULL && !repo_lock_release(r.lock, &err)) {
+        rc = command_fail(&err);
+    } else {
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+            err_errno(&err, errno, "could not write to standard output");
+            rc = command_fail(&err);
+        } else
+            rc = EXIT_OK;
+        if (!s.dry_run)
+            log_info("delete done: %zu backups, %zu WAL files and %zu incomplete backups removed",
+                     r.removed_backups, r.removed_wal, r.removed_garbage);
+    }
+    free(r.infos);
+    free(r.backups);
+    free(r.dirs);
+    storage_free(r.repo);
+    options_free(&opts);
+    if (delete_signal != 0)
+        raise(delete_signal); /* the handler was reset: die of it, as the caller expects */
+    return rc;
+}

@@ -1,0 +1,263 @@
+/*
+ * verify.c - `pgdirect verify [ID|LATEST|--all] [--json]`: re-read stored
+ * backups and their WAL without restoring them (restore/verify.h), and say
+ * which are restorable and how far a point-in-time restore can reach.
+ *
+ * The exit status tells a scheduler what to do: 0 every backup checked is
+ * good, EXIT_DAMAGED (3) at least one is damaged (page someone: a backup
+ * cannot be restored), 1 verify itself could not run (the repository did
+ * not answer, a signal; try again), 2 a usage error. Nothing is written to
+ * the repository, and a local one is read without filling the page cache
+ * (storage/fs.c drops what it read).
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "cmd/common.h"
+#include "repo/backup_info.h"
+#include "restore/verify.h"
+#include "util/interrupt.h"
+#include "util/log.h"
+#include "util/units.h"
+
+#define VERIFY_CONCURRENCY_MAX 256
+#define VERIFY_CONCURRENCY_MIN 2
+#define VERIFY_TIME_TEXT       32
+
+static const command_help verify_help = {
+    CMD_VERIFY, "usage: pgdirect verify [ID|LATEST|--all] [--json] [OPTIONS]",
+    "Re-read a backup (LATEST by default, or every backup with --all) without restoring it:\n"
+    "each partition's size and CRC-32C, each file's size and CRC-32C against the manifest,\n"
+    "the manifest against the partitions, and the WAL from the backup's start to its stop\n"
+    "segment (without it the backup cannot be restored) and on from there: the point-in-time\n"
+    "window, up to the first missing segment. Nothing is written to the repository.\n"
+    "\n"
+    "Exit status: 0 every backup verified is good; 3 at least one is damaged (each problem is\n"
+    "named); 1 verify could not run (repository unreachable, interrupted); 2 usage error."};
+
+typedef struct verify_settings {
+    const char *id; /* NULL with --all */
+    bool json;
+    int concurrency;
+} verify_settings;
+
+static bool verify_read_settings(const pgd_options *opts, verify_settings *s, pgd_error *err)
+{
+    bool all;
+    long concurrency;
+
+    memset(s, 0, sizeof(*s));
+    if (!opt_bool(opts, OPT_ALL, &all, err) || !opt_bool(opts, OPT_JSON, &s->json, err))
+        return false;
+    if (all && opts->nargs > 0)
+        return err_set(err, "give a backup id or --all, not both");
+    s->id = all ? NULL : opts->nargs == 1 ? opts->args[0] : "LATEST";
+    if (strcmp(opt_str(opts, OPT_CONCURRENCY), "auto") == 0) {
+        concurrency = sysconf(_SC_NPROCESSORS_ONLN);
+        if (concurrency < VERIFY_CONCURRENCY_MIN)
+            concurrency = VERIFY_CONCURRENCY_MIN;
+    } else if (!opt_int(opts, OPT_CONCURRENCY, 1, VERIFY_CONCURRENCY_MAX, &concurrency, err)) {
+        return false;
+    }
+    s->concurrency = (int)concurrency;
+    return true;
+}
+
+static void verify_format_time(int64_t t, char *out, size_t outlen)
+{
+    time_t tt = (time_t)t;
+    struct tm tm;
+
+    if (t <= 0 || gmtime_r(&tt, &tm) == NULL)
+        snprintf(out, outlen, "unknown");
+    else
+        strftime(out, outlen, "%Y-%m-%d %H:%M:%S UTC", &tm);
+}
+
+static void verify_print_text(const backup_info *bi, const verify_result *r)
+{
+    char stored[32], bytes[32], stop[VERIFY_TIME_TEXT];
+
+    units_format_bytes(r->stored_bytes, stored, sizeof(stored));
+    units_format_bytes(r->file_bytes, bytes, sizeof(bytes));
+    printf("backup %s: %s: %llu partitions (%s stored), %llu files (%s) read and checked\n", r->id,
+           r->damaged ? "DAMAGED" : "ok", (unsigned long long)r->partitions, stored,
+           (unsigned long long)r->files, bytes);
+    for (size_t i = 0; i < r->nproblems; i++)
+        printf("  problem: %s\n", r->problems[i]);
+    if (r->nproblems_all > r->nproblems)
+        printf("  ... and %zu more problems\n", r->nproblems_all - r->nproblems);
+    if (bi->damaged)
+        return;
+    verify_format_time(bi->stop_time, stop, sizeof(stop));
+    if (!r->restorable) {
+        printf("  WAL: NOT restorable: the WAL from %s (start, %s) to %s (stop, %s) is not all "
+               "there and intact\n",
+               bi->start_wal, bi->start_lsn, bi->stop_wal, bi->stop_lsn);
+        return;
+    }
+    printf("  WAL: restorable: %s to %s present and checked (consistent at %s, %s)\n",
+           bi->start_wal, bi->stop_wal, bi->stop_lsn, stop);
+    printf("  point-in-time window: from %s (%s) to %s (the end of segment %s)\n", bi->stop_lsn,
+           stop, r->window_end_lsn, r->window_end_wal);
+    if (r->gap_wal[0] != '\0')
+        printf("  WAL gap: segment %s is missing (the window ends there); later WAL resumes at "
+               "%s but cannot be reached from this backup\n",
+               r->gap_wal, r->gap_resume_wal);
+}
+
+static json_t *verify_to_json(const backup_info *bi, const verify_result *r)
+{
+    json_t *problems = json_array(), *o;
+
+    for (size_t i = 0; i < r->nproblems; i++)
+        json_array_append_new(problems, json_string(r->problems[i]));
+    o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:o, s:I}", "id", r->id, "status",
+                  r->damaged ? "damaged" : "ok", "partitions", (json_int_t)r->partitions, "files",
+                  (json_int_t)r->files, "stored_bytes", (json_int_t)r->stored_bytes, "file_bytes",
+                  (json_int_t)r->file_bytes, "problems", problems, "problem_count",
+                  (json_int_t)r->nproblems_all);
+    if (o == NULL || bi->damaged)
+        return o;
+    json_object_set_new(o, "wal",
+                        json_pack("{s:s, s:s, s:s, s:s, s:I, s:b}", "start_segment", bi->start_wal,
+                                  "start_lsn", bi->start_lsn, "stop_segment", bi->stop_wal,
+                                  "stop_lsn", bi->stop_lsn, "stop_time", (json_int_t)bi->stop_time,
+                                  "restorable", r->restorable));
+    if (r->restorable)
+        json_object_set_new(
+            o, "window",
+            json_pack("{s:s, s:I, s:s, s:s, s:s?, s:s?}", "from_lsn", bi->stop_lsn, "from_time",
+                      (json_int_t)bi->stop_time, "to_lsn", r->window_end_lsn, "to_segment",
+                      r->window_end_wal, "gap_segment", r->gap_wal[0] ? r->gap_wal : NULL,
+                      "resumes_at_segment", r->gap_resume_wal[0] ? r->gap_resume_wal : NULL));
+    return o;
+}
+
+/*
+ * A backup that looks damaged may only have been removed by a delete while
+ * it was read: that is not damage, and says so (exit 1, not 3).
+ */
+static bool verify_still_there(storage *repo, const backup_info *bi, pgd_error *err)
+{
+    backup_info now;
+    bool missing = false;
+    pgd_error e = {0};
+
+    if (bi->damaged || backup_info_load(repo, bi->id, &now, &missing, &e))
+        return true;
+    if (missing)
+        return err_set(err, "backup %s was removed from repository \"%s\" while it was verified",
+                       bi->id, repo->uri);
+    if (e.transient) {
+        *err = e;
+        return false;
+    }
+    return true; /* a sentinel that cannot be read now: the damage stands */
+}
+
+/* The backups to verify: one (an id or LATEST) or every one, the damaged ones included. */
+static bool verify_select(storage *repo, const verify_settings *s, backup_info **out, size_t *n,
+                          pgd_error *err)
+{
+    if (s->id == NULL) {
+        if (!backup_info_scan(repo, out, n, err))
+            return false;
+        return *n > 0 || err_set(err, "repository \"%s\" holds no backups", repo->uri);
+    }
+    if ((*out = calloc(1, sizeof(**out))) == NULL)
+        return err_set(err, "out of memory");
+    *n = 1;
+    return backup_info_resolve(repo, s->id, *out, err);
+}
+
+static int verify_run(const verify_settings *s, storage *repo, pgd_error *err)
+{
+    backup_info *infos = NULL;
+    size_t n = 0, damaged = 0;
+    json_t *arr = s->json ? json_array() : NULL;
+    bool ok;
+
+    ok = verify_select(repo, s, &infos, &n, err);
+    if (ok)
+        interrupt_catch(NULL);
+    for (size_t i = 0; ok && i < n; i++) {
+        verify_request req = {.repo = repo,
+                              .bi = &infos[i],
+                              .concurrency = s->concurrency,
+                              .cancel = interrupt_flag()};
+        verify_result r;
+        if (interrupt_signal() != 0) {
+            ok = err_set(err, "interrupted by %s", interrupt_signal_name(interrupt_signal()));
+            break;
+        }
+        ok = verify_backup(&req, &r, err);
+        if (!ok) {
+            err_prefix(err, "verify of backup %s failed", infos[i].id);
+            break;
+        }
+        if (r.damaged && !verify_still_there(repo, &infos[i], err)) {
+            verify_result_free(&r);
+            ok = false;
+            break;
+        }
+        damaged += r.damaged;
+        if (arr != NULL)
+            json_array_append_new(arr, verify_to_json(&infos[i], &r));
+        else
+            verify_print_text(&infos[i], &r);
+        verify_result_free(&r);
+        fflush(stdout);
+    }
+    interrupt_release();
+    if (ok && arr != NULL) {
+        json_t *o = json_pack("{s:b, s:O}", "ok", damaged == 0, "backups", arr);
+        char *text = o != NULL ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+        if (text == NULL)
+            ok = err_set(err, "out of memory");
+        else
+            printf("%s\n", text);
+        free(text);
+        json_decref(o);
+    }
+    json_decref(arr);
+    free(infos);
+    if (ok && (fflush(stdout) != 0 || ferror(stdout)))
+        ok = err_set(err, "could not write to standard output");
+    if (!ok)
+        return command_fail(err);
+    if (damaged > 0) {
+        log_error("%zu of %zu backups verified are damaged", damaged, n);
+        return EXIT_DAMAGED;
+    }
+    log_info("%zu backup%s verified: good", n, n == 1 ? "" : "s");
+    return EXIT_OK;
+}
+
+int cmd_verify(int argc, char **argv)
+{
+    pgd_options opts;
+    pgd_error err = {0};
+    verify_settings s;
+    storage *repo = NULL;
+    int rc;
+
+    if (!command_start(&opts, &verify_help, 1, argc, argv, &rc))
+        return rc;
+    if (!verify_read_settings(&opts, &s, &err)) {
+        command_fail(&err);
+        rc = EXIT_USAGE;
+    } else if ((repo = command_open_repo(&opts, &err)) == NULL) {
+        rc = command_fail(&err);
+    } else {
+        rc = verify_run(&s, repo, &err);
+    }
+    storage_free(repo);
+    options_free(&opts);
+    return rc;
+}

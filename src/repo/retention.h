@@ -1,0 +1,129 @@
+/*
+ * retention.h - which backups and which WAL files a retention policy
+ * removes, decided from a list alone: no I/O, so every rule is a pure
+ * function the unit tests can drive with any repository they can imagine.
+ *
+ * The rules (the README repeats them for users):
+ *
+ *   - Backups are ordered by start time, then start LSN, then id; never by
+ *     WAL file names (after a pg_upgrade or a timeline switch those do not
+ *     follow time).
+ *   - A backup's chain: a delta names its parent; following parents ends
+ *     at a full backup. The dependents of a backup are the backups whose
+ *     chain reaches it. A chain that meets a missing or damaged parent, or
+ *     loops, is broken.
+ *   - --retain-full N keeps the newest N full backups and all their
+ *     dependents. --retain-since T keeps the newest backup that finished at
+ *     or before T and every backup that started after it (if none finished
+ *     by T, everything is kept). Both together keep what either keeps.
+ *     --backup ID removes one backup, refused when another backup depends
+ *     on it unless its dependents go too.
+ *   - The newest usable backup (sentinel readable, chain whole) is always
+ *     kept, and every kept backup keeps its whole chain of parents.
+ *   - A damaged backup (unreadable sentinel) or one with a broken chain is
+ *     never counted as kept. It is removed when it started before the
+ *     oldest kept backup and nothing kept depends on it; otherwise it stays,
+ *     reported, for a person to look at (or --backup ID).
+ *   - A backup that is running (claimed, no sentinel yet) and is a delta
+ *     keeps the newest usable backup that started before it: its parent.
+ *   - WAL: files of segments before the start segment of the oldest kept
+ *     backup go, on every timeline; .history files always stay. While any
+ *     backup is running no WAL goes at all: its start is not known yet.
+ */
+#ifndef PGD_RETENTION_H
+#define PGD_RETENTION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "repo/layout.h"
+#include "util/error.h"
+
+#define RETENTION_WAL_NAME_LEN 24 /* TTTTTTTTXXXXXXXXYYYYYYYY */
+#define RETENTION_REASON_MAX   160
+
+/* One backup with a sentinel, as retention needs it. */
+typedef struct retention_backup {
+    char id[BACKUP_ID_LEN + 1];
+    char parent[BACKUP_ID_LEN + 1]; /* "" for a full backup */
+    bool damaged;                   /* sentinel unreadable: only id is known */
+    int64_t start_time, stop_time;  /* Unix seconds */
+    uint64_t start_lsn;
+    char start_wal[RETENTION_WAL_NAME_LEN + 1];
+} retention_backup;
+
+/* A backup claimed but without a sentinel that is (or may be) still running. */
+typedef struct retention_running {
+    char id[BACKUP_ID_LEN + 1];
+} retention_running;
+
+typedef struct retention_policy {
+    long retain_full; /* 0: not given */
+    bool retain_since_set;
+    int64_t retain_since;  /* Unix seconds */
+    const char *backup_id; /* NULL: not given */
+    bool with_dependents;
+} retention_policy;
+
+typedef struct retention_decision {
+    bool remove;
+    char reason[RETENTION_REASON_MAX];
+} retention_decision;
+
+typedef struct retention_plan {
+    retention_decision *decisions; /* one per input backup, same index */
+    size_t *remove_order;          /* input indexes to remove, dependents before parents */
+    size_t nremove;
+    /* WAL of segments before this one goes (on every timeline); "" when none goes */
+    char wal_keep_from[RETENTION_WAL_NAME_LEN + 1];
+    char wal_note[RETENTION_REASON_MAX]; /* why no WAL goes, when wal_keep_from is "" */
+} retention_plan;
+
+/*
+ * Decide. Fails (nothing decided) on a policy that cannot be applied as
+ * asked: --backup of an unknown id, of the newest usable backup, or of one
+ * others depend on without with_dependents.
+ */
+bool retention_plan_make(const retention_backup *backups, size_t n,
+                         const retention_running *running, size_t nrunning,
+                         const retention_policy *policy, retention_plan *plan, pgd_error *err);
+void retention_plan_free(retention_plan *plan);
+
+/*
+ * A WAL file stored under `name` (compression suffix removed) goes when
+ * keep_from is set and it is a segment, partial segment or backup history
+ * file of a segment before keep_from's segment number, whatever its
+ * timeline. Timeline history files and unknown names never go.
+ */
+bool retention_wal_removable(const char *name, const char *keep_from);
+
+/*
+ * A backup directory without a sentinel: a run still going, or what a
+ * killed one left. Its claim (backups/<id>/claim.json, written first by
+ * every run) says when the run started and which process it is.
+ */
+typedef enum {
+    RETENTION_CLAIM_RUNNING, /* treated as running: never touched, its WAL kept */
+    RETENTION_CLAIM_DEAD,    /* garbage: --garbage removes it */
+    RETENTION_CLAIM_UNKNOWN, /* no readable claim: left alone, and treated as running */
+} retention_claim_state;
+
+typedef struct retention_claim {
+    bool present;  /* claim.json exists */
+    bool readable; /* and says when the run started */
+    int64_t start_time;
+    bool process_alive; /* claimed on this host by a process that still exists */
+} retention_claim;
+
+/*
+ * Dead only when the claim is older than garbage_age and its process is
+ * not known to be alive; why says which rule decided.
+ */
+retention_claim_state retention_claim_classify(const retention_claim *c, int64_t now,
+                                               int64_t garbage_age, char *why, size_t whylen);
+
+/* Unix time of a backup id's start (ids are UTC start times); false when it is no id. */
+bool retention_id_time(const char *id, int64_t *t);
+
+#endif

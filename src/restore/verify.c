@@ -1,0 +1,610 @@
+/*
+ * verify.c - a stored backup re-read and checked, nothing written (see
+ * verify.h).
+ */
+#define _GNU_SOURCE
+#include "restore/verify.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compress/compress.h"
+#include "pg/session.h"
+#include "pg/wal_segment.h"
+#include "repo/layout.h"
+#include "repo/manifest.h"
+#include "repo/tar.h"
+#include "restore/backup_read.h"
+#include "util/crc32c.h"
+#include "util/work_pool.h"
+
+#define VERIFY_CHUNK (1024 * 1024)
+/* PostgreSQL's default segment size, taken when nothing else tells the size */
+#define VERIFY_DEFAULT_SEG_SIZE (16u * 1024 * 1024)
+/* XLogLongPageHeaderData: the short header (24 bytes), xlp_sysid (8), then xlp_seg_size */
+#define VERIFY_SEG_SIZE_OFFSET 32
+#define VERIFY_SEG_HEADER_LEN  36
+#define VERIFY_WAL_HEX         24
+#define VERIFY_HEX_PART        8
+#define VERIFY_PER_LOG         UINT64_C(0x100000000)
+
+static void verify_problem(verify_result *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void verify_problem(verify_result *r, const char *fmt, ...)
+{
+    va_list ap;
+    char *msg = NULL;
+
+    r->damaged = true;
+    r->nproblems_all++;
+    if (r->nproblems >= VERIFY_PROBLEMS_MAX)
+        return;
+    va_start(ap, fmt);
+    if (vasprintf(&msg, fmt, ap) < 0)
+        msg = NULL;
+    va_end(ap);
+    if (msg != NULL)
+        r->problems[r->nproblems++] = msg;
+}
+
+void verify_result_free(verify_result *r)
+{
+    for (size_t i = 0; i < r->nproblems; i++)
+        free(r->problems[i]);
+    memset(r, 0, sizeof(*r));
+}
+
+/* ---- partitions ---- */
+
+typedef struct verify_shared {
+    const verify_request *req;
+    const manifest *m;
+    unsigned char *seen;       /* per manifest file or directory */
+    unsigned char *links_seen; /* per manifest link */
+    pgd_error *part_err;       /* per partition: why it is damaged (set) */
+} verify_shared;
+
+typedef struct verify_worker {
+    verify_shared *sh;
+    char *buf;
+} verify_worker;
+
+/* A file's data in the partition: its size and CRC-32C against the manifest. */
+static bool verify_file_data(verify_worker *w, work_pool *pool, tar_reader *tr, const tar_entry *e,
+                             const manifest_file *f, const char *part_name, pgd_error *err)
+{
+    uint32_t crc = CRC32C_INIT;
+    uint64_t left = f->size;
+
+    if (e->size < f->size)
+        return err_set(err,
+                       "file \"%s\" is truncated in partition \"%s\": %" PRIu64
+                       " bytes, the manifest says %" PRIu64,
+                       e->path, part_name, e->size, f->size);
+    while (left > 0) {
+        size_t n;
+        if (work_pool_stopping(pool))
+            return err_set(err, "interrupted");
+        if (!tar_reader_data(tr, w->buf, left < VERIFY_CHUNK ? (size_t)left : VERIFY_CHUNK, &n,
+                             err))
+            return false;
+        if (n == 0)
+            return err_set(err, "file \"%s\" ends early in partition \"%s\"", e->path, part_name);
+        crc = crc32c_update(crc, w->buf, n);
+        left -= n;
+        work_pool_advance(pool, n);
+    }
+    if (crc32c_final(crc) != f->crc)
+        return err_set(err,
+                       "checksum mismatch for file \"%s\" in partition \"%s\": %08x, the "
+                       "manifest says %08x",
+                       e->path, part_name, crc32c_final(crc), f->crc);
+    return true;
+}
+
+/* One tar entry: it must be the manifest's, in the partition the manifest says. */
+static bool verify_entry(verify_worker *w, work_pool *pool, tar_reader *tr, const tar_entry *e,
+                         size_t part_idx, const char *part_name, pgd_error *err)
+{
+    const manifest *m = w->sh->m;
+    long idx;
+
+    switch (e->type) {
+    case TAR_FILE:
+        idx = manifest_find(m, e->path);
+        if (idx < 0 || m->files[idx].is_dir || m->files[idx].partition != part_idx + 1)
+            return err_set(err, "file \"%s\" in partition \"%s\" is not in the manifest", e->path,
+                           part_name);
+        if (w->sh->seen[idx])
+            return err_set(err, "file \"%s\" appears twice in partition \"%s\"", e->path,
+                           part_name);
+        w->sh->seen[idx] = 1;
+        return verify_file_data(w, pool, tr, e, &m->files[idx], part_name, err);
+    case TAR_DIR:
+        idx = manifest_find(m, e->path);
+        if (idx < 0 || !m->files[idx].is_dir)
+            return err_set(err, "directory \"%s\" in partition \"%s\" is not in the manifest",
+                           e->path, part_name);
+        return true;
+    case TAR_SYMLINK:
+        idx = manifest_find_link(m, e->path);
+        if (idx < 0 || m->links[idx].partition != part_idx + 1 || e->linkpath == NULL ||
+            strcmp(e->linkpath, m->links[idx].target) != 0)
+            return err_set(err, "link \"%s\" in partition \"%s\" is not the manifest's", e->path,
+                           part_name);
+        w->sh->links_seen[idx] = 1;
+        return true;
+    default:
+        return err_set(err,
+                       "entry \"%s\" of type '%c' in partition \"%s\" is not one pgdirect "
+                       "writes",
+                       e->path, e->type, part_name);
+    }
+}
+
+/*
+ * Read one partition to its end through the CRC and decompression streams a
+ * restore uses, so its stored size and CRC-32C are checked too. A damaged
+ * partition is recorded, not returned: the other partitions are still
+ * read. Only an error that says nothing about the data (err->transient, a
+ * signal) fails the task.
+ */
+static bool verify_partition(work_pool *pool, void *worker, size_t part_idx, pgd_error *err)
+{
+    verify_worker *w = worker;
+    const verify_request *req = w->sh->req;
+    const manifest_partition *part = &w->sh->m->partitions[part_idx];
+    pgd_error *perr = &w->sh->part_err[part_idx];
+    char path[LAYOUT_PATH_MAX];
+    tar_reader tr;
+    in_stream *in;
+    bool missing, end = false, ok = true;
+
+    layout_backup_object(req->bi->id, part->name, path, sizeof(path));
+    in = storage_read_open(req->repo, path, &missing, perr);
+    if (in == NULL && !missing) {
+        /* a partition that cannot be opened (permission, an unreachable store) says nothing about
+         * it */
+        *err = *perr;
+        return false;
+    }
+    if (in == NULL) {
+        err_set(perr, "partition \"%s\" is missing from the repository", part->name);
+        goto out;
+    }
+    in = crc_in_new(in, path, part->size, part->crc, perr);
+    if (in != NULL)
+        in = decompress_in_new(compress_from_suffix(part->name), in, path, perr);
+    if (in == NULL)
+        goto out;
+    tar_reader_init(&tr, in, path);
+    while (ok && !end) {
+        tar_entry e;
+        if (work_pool_stopping(pool) || !tar_reader_next(&tr, &e, &end, perr)) {
+            ok = false;
+            break;
+        }
+        if (!end)
+            ok = verify_entry(w, pool, &tr, &e, part_idx, part->name, perr);
+        tar_entry_free(&e);
+    }
+    while (ok) {
+        size_t n = 0;
+        ok = in_read(in, w->buf, VERIFY_CHUNK, &n, perr);
+        if (n == 0)
+            break;
+    }
+    in_close(in);
+out:
+    if (perr->set && perr->transient) {
+        *err = *perr;
+        return false;
+    }
+    return !work_pool_stopping(pool);
+}
+
+/* Every file and link of the manifest was met in a partition that is otherwise sound. */
+static void verify_complete(const verify_shared *sh, verify_result *r)
+{
+    const manifest *m = sh->m;
+
+    for (size_t i = 0; i < m->nfiles; i++) {
+        const manifest_file *f = &m->files[i];
+        if (f->is_dir || sh->seen[i] || sh->part_err[f->partition - 1].set)
+            continue;
+        verify_problem(r, "file \"%s\" was not found in partition \"%s\"", f->path,
+                       m->partitions[f->partition - 1].name);
+    }
+    for (size_t i = 0; i < m->nlinks; i++) {
+        const manifest_link *l = &m->links[i];
+        if (sh->links_seen[i] || sh->part_err[l->partition - 1].set)
+            continue;
+        verify_problem(r, "link \"%s\" was not found in partition \"%s\"", l->path,
+                       m->partitions[l->partition - 1].name);
+    }
+}
+
+static bool verify_partitions(const verify_request *req, const manifest *m, verify_result *r,
+                              pgd_error *err)
+{
+    verify_shared sh = {.req = req, .m = m};
+    int threads = req->concurrency < 1 ? 1 : req->concurrency;
+    verify_worker *workers = calloc((size_t)threads, sizeof(*workers));
+    work_pool_job job = {.threads = (unsigned)threads,
+                         .ntasks = m->npartitions,
+                         .workers = workers,
+                         .worker_size = sizeof(*workers),
+                         .run = verify_partition,
+                         .thread_name = "verify thread",
+                         .cancel = req->cancel};
+    bool ok = workers != NULL;
+
+    sh.seen = calloc(m->nfiles ? m->nfiles : 1, 1);
+    sh.links_seen = calloc(m->nlinks ? m->nlinks : 1, 1);
+    sh.part_err = calloc(m->npartitions ? m->npartitions : 1, sizeof(*sh.part_err));
+    ok = ok && sh.seen != NULL && sh.links_seen != NULL && sh.part_err != NULL;
+    for (int i = 0; ok && i < threads; i++) {
+        workers[i] = (verify_worker){.sh = &sh, .buf = malloc(VERIFY_CHUNK)};
+        ok = workers[i].buf != NULL;
+    }
+    if (!ok)
+        err_set(err, "out of memory");
+    ok = ok && work_pool_run(&job, &r->file_bytes, err);
+    if (ok) {
+        for (size_t i = 0; i < m->npartitions; i++)
+            if (sh.part_err[i].set)
+                verify_problem(r, "%s", sh.part_err[i].msg);
+        verify_complete(&sh, r);
+    }
+    for (int i = 0; workers != NULL && i < threads; i++)
+        free(workers[i].buf);
+    free(workers);
+    free(sh.seen);
+    free(sh.links_seen);
+    free(sh.part_err);
+    return ok;
+}
+
+/* ---- WAL ---- */
+
+typedef struct verify_wal_list {
+    uint32_t tli;
+    uint64_t seg_size;
+    char **names; /* object names of segments on the timeline, as listed */
+    size_t n, cap;
+} verify_wal_list;
+
+static bool verify_is_hex(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'A' && s[i] <= 'F')))
+            return false;
+    return true;
+}
+
+/* A stored segment: 24 hex digits and a codec suffix, nothing else (not .partial, not a temp). */
+static bool verify_is_segment_object(const char *name)
+{
+    const char *suffix = name + VERIFY_WAL_HEX;
+
+    if (strlen(name) < VERIFY_WAL_HEX || !verify_is_hex(name, VERIFY_WAL_HEX))
+        return false;
+    return suffix[0] == '\0' || strcmp(suffix, compress_suffix(COMPRESS_LZ4)) == 0 ||
+           strcmp(suffix, compress_suffix(COMPRESS_ZSTD)) == 0;
+}
+
+static bool verify_wal_list_cb(void *arg, const char *name, uint64_t size, bool is_dir,
+                               pgd_error *err)
+{
+    verify_wal_list *l = arg;
+
+    (void)size;
+    if (is_dir || !verify_is_segment_object(name))
+        return true;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        char **names = realloc(l->names, cap * sizeof(*names));
+        if (names == NULL)
+            return err_set(err, "out of memory");
+        l->names = names;
+        l->cap = cap;
+    }
+    if ((l->names[l->n] = strdup(name)) == NULL)
+        return err_set(err, "out of memory");
+    l->n++;
+    return true;
+}
+
+static uint64_t verify_segno(const char *name, uint64_t seg_size)
+{
+    char part[VERIFY_HEX_PART + 1];
+    uint64_t log, seg;
+
+    memcpy(part, name + VERIFY_HEX_PART, VERIFY_HEX_PART);
+    part[VERIFY_HEX_PART] = '\0';
+    log = strtoull(part, NULL, 16);
+    memcpy(part, name + 2 * VERIFY_HEX_PART, VERIFY_HEX_PART);
+    seg = strtoull(part, NULL, 16);
+    return log * (VERIFY_PER_LOG / seg_size) + seg;
+}
+
+static void verify_seg_name(uint32_t tli, uint64_t segno, uint64_t seg_size,
+                            char out[VERIFY_WAL_NAME])
+{
+    pg_wal_file_name(tli, segno * seg_size, seg_size, false, out);
+}
+
+/* The stored object of segment number `segno`, or NULL. Names sort as segment numbers do. */
+static const char *verify_wal_object(const verify_wal_list *l, uint64_t segno)
+{
+    char want[VERIFY_WAL_NAME];
+    size_t lo = 0, hi = l->n;
+
+    verify_seg_name(l->tli, segno, l->seg_size, want);
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strncmp(l->names[mid], want, VERIFY_WAL_HEX);
+        if (c == 0)
+            return l->names[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+static int verify_cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* An archived WAL object, whole, through its codec and the segment check wal-fetch makes. */
+static bool verify_read_wal(storage *repo, const char *object, unsigned char *head, size_t headlen,
+                            char *buf, bool *operational, pgd_error *err)
+{
+    char path[LAYOUT_PATH_MAX], name[VERIFY_WAL_NAME];
+    in_stream *in;
+    bool missing, ok = true;
+    size_t got = 0;
+
+    snprintf(name, sizeof(name), "%.*s", VERIFY_WAL_HEX, object);
+    layout_wal_dir(name, path, sizeof(path));
+    snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", object);
+    in = storage_read_open(repo, path, &missing, err);
+    *operational = in == NULL && !missing;
+    if (in == NULL)
+        return missing ? err_set(err, "WAL segment %s is missing from the repository", name)
+                       : false;
+    in = decompress_in_new(compress_from_suffix(object), in, path, err);
+    if (in != NULL)
+        in = wal_segment_check_in_new(in, name, err);
+    if (in == NULL)
+        return false;
+    while (ok) {
+        size_t n = 0;
+        ok = in_read(in, buf, VERIFY_CHUNK, &n, err);
+        if (n == 0)
+            break;
+        if (got < headlen) {
+            size_t take = n < headlen - got ? n : headlen - got;
+            memcpy(head + got, buf, take);
+            got += take;
+        }
+    }
+    in_close(in);
+    return ok;
+}
+
+/*
+ * The segment size: the one for which the sentinel's start and stop LSNs
+ * fall in its start and stop segments. Small LSNs fit several sizes; then
+ * the start segment's own long page header says.
+ */
+static uint64_t verify_seg_size(const backup_info *bi, uint32_t tli, const unsigned char *head,
+                                bool have_head)
+{
+    uint64_t start, stop, found = 0;
+    int matches = 0;
+    char name[VERIFY_WAL_NAME];
+
+    if (have_head) {
+        uint32_t size;
+        memcpy(&size, head + VERIFY_SEG_SIZE_OFFSET, sizeof(size));
+        if (size >= WAL_SEG_SIZE_MIN && size <= WAL_SEG_SIZE_MAX && (size & (size - 1)) == 0)
+            return size;
+    }
+    if (!pg_parse_lsn(bi->start_lsn, &start) || !pg_parse_lsn(bi->stop_lsn, &stop))
+        return 0;
+    for (uint64_t size = WAL_SEG_SIZE_MIN; size <= WAL_SEG_SIZE_MAX; size *= 2) {
+        pg_wal_file_name(tli, start, size, false, name);
+        if (strcmp(name, bi->start_wal) != 0)
+            continue;
+        pg_wal_file_name(tli, stop, size, true, name);
+        if (strcmp(name, bi->stop_wal) != 0)
+            continue;
+        if (size == VERIFY_DEFAULT_SEG_SIZE)
+            return size;
+        found = size;
+        matches++;
+    }
+    return matches == 1 ? found : 0;
+}
+
+static bool verify_wal(const verify_request *req, verify_result *r, pgd_error *err)
+{
+    const backup_info *bi = req->bi;
+    verify_wal_list l = {0};
+    char dir[LAYOUT_PATH_MAX], name[VERIFY_WAL_NAME];
+    unsigned char head[VERIFY_SEG_HEADER_LEN];
+    char *buf = NULL;
+    const char *first;
+    uint64_t start_seg, stop_seg, end_seg, seg;
+    bool ok = true, have_head = false, operational = false;
+
+    if (strlen(bi->start_wal) != VERIFY_WAL_HEX || strlen(bi->stop_wal) != VERIFY_WAL_HEX ||
+        !verify_is_hex(bi->start_wal, VERIFY_WAL_HEX) ||
+        !verify_is_hex(bi->stop_wal, VERIFY_WAL_HEX)) {
+        verify_problem(r, "the sentinel names no valid start and stop WAL segment");
+        return true;
+    }
+    snprintf(name, sizeof(name), "%.*s", VERIFY_HEX_PART, bi->start_wal);
+    l.tli = (uint32_t)strtoul(name, NULL, 16);
+    layout_wal_dir(bi->start_wal, dir, sizeof(dir));
+    if (!storage_list(req->repo, dir, verify_wal_list_cb, &l, err))
+        goto out;
+    qsort(l.names, l.n, sizeof(*l.names), verify_cmp_names);
+    if ((buf = malloc(VERIFY_CHUNK)) == NULL) {
+        ok = err_set(err, "out of memory");
+        goto out;
+    }
+    /* the start segment first: its header tells the segment size */
+    first = NULL;
+    for (size_t i = 0; i < l.n; i++)
+        if (strncmp(l.names[i], bi->start_wal, VERIFY_WAL_HEX) == 0)
+            first = l.names[i];
+    if (first != NULL) {
+        pgd_error e = {0};
+        have_head = verify_read_wal(req->repo, first, head, sizeof(head), buf, &operational, &e);
+        if (!have_head && (e.transient || operational)) {
+            *err = e;
+            ok = false;
+            goto out;
+        }
+        if (!have_head)
+            verify_problem(r, "%s", e.msg);
+    }
+    l.seg_size = verify_seg_size(bi, l.tli, head, have_head);
+    if (l.seg_size == 0) {
+        verify_problem(r,
+                       "the WAL segment size cannot be told from the start segment %s or the "
+                       "sentinel's LSNs",
+                       bi->start_wal);
+        goto out;
+    }
+    r->wal_segment_size = l.seg_size;
+    start_seg = verify_segno(bi->start_wal, l.seg_size);
+    stop_seg = verify_segno(bi->stop_wal, l.seg_size);
+    if (stop_seg < start_seg || strncmp(bi->start_wal, bi->stop_wal, VERIFY_HEX_PART) != 0) {
+        verify_problem(r, "the sentinel's stop segment %s is not after its start segment %s",
+                       bi->stop_wal, bi->start_wal);
+        goto out;
+    }
+    r->restorable = true;
+    if (first == NULL) {
+        verify_problem(r, "WAL segment %s (the backup's start) is missing from the repository",
+                       bi->start_wal);
+        r->restorable = false;
+    } else if (!have_head) {
+        r->restorable = false;
+    }
+    /* every segment after the start up to the stop, read and checked */
+    for (seg = start_seg + 1; seg <= stop_seg; seg++) {
+        const char *object = verify_wal_object(&l, seg);
+        pgd_error e = {0};
+        verify_seg_name(l.tli, seg, l.seg_size, name);
+        if (object == NULL) {
+            verify_problem(r,
+                           "WAL segment %s (between the backup's start %s and stop %s) is "
+                           "missing from the repository",
+                           name, bi->start_wal, bi->stop_wal);
+            r->restorable = false;
+            continue;
+        }
+        if (!verify_read_wal(req->repo, object, head, 0, buf, &operational, &e)) {
+            if (e.transient || operational) {
+                *err = e;
+                ok = false;
+                goto out;
+            }
+            verify_problem(r, "%s", e.msg);
+            r->restorable = false;
+        }
+    }
+    if (!r->restorable)
+        goto out;
+    /* onwards: the unbroken run of segments after the stop is how far recovery can go */
+    end_seg = stop_seg;
+    while (verify_wal_object(&l, end_seg + 1) != NULL)
+        end_seg++;
+    verify_seg_name(l.tli, end_seg, l.seg_size, r->window_end_wal);
+    snprintf(r->window_end_lsn, sizeof(r->window_end_lsn), "%X/%X",
+             (uint32_t)(((end_seg + 1) * l.seg_size) >> 32),
+             (uint32_t)((end_seg + 1) * l.seg_size));
+    if (l.n > 0 && strncmp(l.names[l.n - 1], r->window_end_wal, VERIFY_WAL_HEX) > 0) {
+        verify_seg_name(l.tli, end_seg + 1, l.seg_size, r->gap_wal);
+        for (size_t i = 0; i < l.n; i++)
+            if (strncmp(l.names[i], r->gap_wal, VERIFY_WAL_HEX) > 0) {
+                snprintf(r->gap_resume_wal, sizeof(r->gap_resume_wal), "%.*s", VERIFY_WAL_HEX,
+                         l.names[i]);
+                break;
+            }
+    }
+out:
+    for (size_t i = 0; i < l.n; i++)
+        free(l.names[i]);
+    free(l.names);
+    free(buf);
+    return ok;
+}
+
+/* ---- one backup ---- */
+
+/* The objects a restore reads besides the partitions. */
+static bool verify_objects(const verify_request *req, verify_result *r, pgd_error *err)
+{
+    char path[LAYOUT_PATH_MAX];
+    bool exists = false;
+    pgd_error e = {0};
+
+    layout_backup_object(req->bi->id, PG_MANIFEST_NAME, path, sizeof(path));
+    if (!storage_exists(req->repo, path, &exists, &e)) {
+        if (e.transient) {
+            *err = e;
+            return false;
+        }
+        verify_problem(r, "%s", e.msg);
+    } else if (!exists) {
+        verify_problem(r, "\"%s\" is missing from the repository", path);
+    }
+    return true;
+}
+
+bool verify_backup(const verify_request *req, verify_result *r, pgd_error *err)
+{
+    const backup_info *bi = req->bi;
+    manifest m;
+    pgd_error e = {0};
+    bool ok = true;
+
+    memset(r, 0, sizeof(*r));
+    snprintf(r->id, sizeof(r->id), "%s", bi->id);
+    if (bi->damaged) {
+        verify_problem(r, "%s", bi->damage);
+        return true;
+    }
+    if (!backup_read_manifest(req->repo, bi->id, true, &m, &e)) {
+        manifest_free(&m);
+        if (e.transient) {
+            *err = e;
+            return false;
+        }
+        verify_problem(r, "%s", e.msg);
+    } else {
+        if (m.id == NULL || strcmp(m.id, bi->id) != 0)
+            verify_problem(r, "the manifest is that of backup \"%s\"", m.id ? m.id : "");
+        r->partitions = m.npartitions;
+        for (size_t i = 0; i < m.nfiles; i++)
+            if (!m.files[i].is_dir)
+                r->files++;
+        for (size_t i = 0; i < m.npartitions; i++)
+            r->stored_bytes += m.partitions[i].size;
+        ok = verify_partitions(req, &m, r, err);
+        manifest_free(&m);
+    }
+    return ok && verify_objects(req, r, err) && verify_wal(req, r, err);
+}

@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# verify re-reads a backup without restoring it. On a good backup it exits 0
+# and prints the WAL window; it finds a flipped byte in a partition, a
+# missing partition, a file whose checksum is not the manifest's, a missing
+# WAL segment between start and stop (named), and reports a gap after the
+# stop as the end of the point-in-time window (the backup is still good).
+# Damage exits 3, an operational error 1. It writes nothing (listing and
+# mtimes equal before and after; it runs on a read-only copy) and leaves
+# the partitions it read out of the page cache.
+# On S3 the same backup verifies through ranged GETs with no write request,
+# and a missing partition object is found.
+# (Delta backups do not exist yet, so there is no broken delta chain to find.)
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib_s3.sh"
+setup_tmp
+trap 's3_stop; cleanup_all' EXIT
+s3_require_storage_tool
+require_pagecache
+pg_init "$T/data"
+pg_start "$T/data"
+as_pg "$PG_BIN/pgbench" -i -s 1 -q >/dev/null 2>&1 || bail "pgbench -i failed"
+archive_all "$PGPORT"
+
+backup_id() { sed -n 's/.*backup \([0-9]\{8\}T[0-9]\{6\}F\) complete.*/\1/p' "$1"; }
+snapshot() { (cd "$1" && find . -printf '%p %s %T@ %m\n' | sort); }
+copy_repo() { rm -rf "$1"; cp -a "$REPO" "$1"; }
+seg_add() { # seg_add NAME N: the segment N after NAME (16 MiB segments)
+    python3 -c 'import sys
+n = sys.argv[1]; tli, no = n[:8], int(n[8:16], 16) * 256 + int(n[16:24], 16) + int(sys.argv[2])
+print("%s%08X%08X" % (tli, no // 256, no % 256))' "$1" "$2"
+}
+wal_obj() { ls "$1/wal/${2:0:8}/" | grep -E "^$2(\.lz4|\.zst)?\$"; }
+
+# ---- a backup whose WAL spans several segments: switches while it runs ----
+as_pg "$PGD" backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --max-rate 2MiB \
+    --concurrency 1 >/dev/null 2>"$T/b.err" &
+bpid=$!
+started=no
+for _ in $(seq 1 1200); do
+    if ls "$REPO"/backups/*/part_*.tmp.* >/dev/null 2>&1; then started=yes; break; fi
+    sleep 0.1
+done
+is "$started" "yes" "the backup is writing"
+for i in 1 2 3; do
+    q "INSERT INTO pgbench_history VALUES (1, 1, $i, 0, now())" >/dev/null
+    q "SELECT pg_switch_wal()" >/dev/null
+done
+wait $bpid
+ok $? "backup completes" || sed 's/^/# /' "$T/b.err"
+ID=$(backup_id "$T/b.err")
+# WAL after the stop: five more segments
+for i in 1 2 3 4 5; do
+    q "INSERT INTO pgbench_history VALUES (2, 2, $i, 0, now())" >/dev/null
+    archive_all "$PGPORT"
+done
+read -r START STOP < <(pgd list --repo "$REPO" --json | python3 -c 'import json,sys
+b = json.load(sys.stdin)[-1]; print(b["start_wal"], b["stop_wal"])')
+diag "backup $ID: WAL $START to $STOP"
+cmp_ok "$(( 16#${STOP:16:8} - 16#${START:16:8} ))" ">=" 2 "its WAL spans at least three segments"
+
+# ---- a good backup ----
+sync
+for p in "$REPO/backups/$ID"/part_*; do "$PC" evict "$p"; done
+snapshot "$REPO" >"$T/snap_before"
+pgd verify --repo "$REPO" >"$T/good.out" 2>"$T/good.err"
+is "$?" "0" "verify of a good backup exits 0"
+sed 's/^/# /' "$T/good.out"
+like "$(cat "$T/good.out")" "^backup $ID: ok: " "it names the backup (LATEST by default) and says ok"
+like "$(cat "$T/good.out")" "WAL: restorable: $START to $STOP present and checked" \
+    "the WAL from start to stop is there"
+last=$(ls "$REPO/wal/${START:0:8}/" | grep -E '^[0-9A-F]{24}(\.lz4|\.zst)?$' | sort | tail -1)
+like "$(cat "$T/good.out")" "point-in-time window: from .* to [0-9A-F]+/[0-9A-F]+ \(the end of segment ${last:0:24}\)" \
+    "the window reaches the last archived segment"
+snapshot "$REPO" >"$T/snap_after"
+is "$(diff "$T/snap_before" "$T/snap_after")" "" "verify wrote nothing: listing, sizes, mtimes and modes unchanged"
+part=$(ls -S "$REPO/backups/$ID"/part_* | head -1)
+pct=$("$PC" percent "$part")
+cmp_ok "$pct" "<=" 5 "the largest partition it read is not left in the page cache ($pct %)"
+cat "$part" >/dev/null
+pct=$("$PC" percent "$part")
+cmp_ok "$pct" ">=" 90 "control: reading it with cat does leave it cached ($pct %)"
+
+pgd verify --all --json --repo "$REPO" >"$T/good.json" 2>/dev/null
+is "$?" "0" "verify --all --json exits 0"
+is "$(python3 -c 'import json,sys
+d = json.load(open(sys.argv[1])); b = d["backups"][0]
+print(d["ok"], b["status"], b["wal"]["restorable"], b["window"]["gap_segment"])' "$T/good.json")" \
+    "True ok True None" "the JSON says ok, restorable, no gap"
+
+# a read-only copy, verified as a user that could not write to it anyway
+copy_repo "$T/ro"
+chown -R root:root "$T/ro"
+chmod -R a-w,a+rX "$T/ro"
+pgd verify --repo "$T/ro" "$ID" >/dev/null 2>"$T/ro.err"
+is "$?" "0" "verify of a read-only repository copy succeeds" || sed 's/^/# /' "$T/ro.err"
+
+# ---- damage: each in its own copy ----
+verify_copy() { # verify_copy DIR: exit status in RC, stdout in OUT
+    OUT=$(pgd verify --repo "$1" "$ID" 2>"$1.err")
+    RC=$?
+    printf '%s\n' "$OUT" | sed 's/^/# /'
+}
+
+copy_repo "$T/flip"
+python3 - "$T/flip/backups/$ID/$(basename "$part")" <<'PY'
+import sys
+p = sys.argv[1]; f = open(p, "r+b"); f.seek(4096); b = f.read(1); f.seek(4096)
+f.write(bytes([b[0] ^ 0x01])); f.close()
+PY
+verify_copy "$T/flip"
+is "$RC" "3" "a flipped byte in a partition: exit 3 (damaged)"
+like "$OUT" "^backup $ID: DAMAGED" "the backup is reported damaged"
+like "$OUT" "problem: .*$(basename "$part")" "the problem names the partition"
+like "$(cat "$T/flip.err")" "1 of 1 backups verified are damaged" "and stderr sums it up"
+
+copy_repo "$T/nopart"
+rm "$T/nopart/backups/$ID/$(basename "$part")"
+verify_copy "$T/nopart"
+is "$RC" "3" "a missing partition: exit 3"
+like "$OUT" "problem: partition \"$(basename "$part")\" is missing from the repository" \
+    "the missing partition is named"
+
+copy_repo "$T/filecrc"
+victim=$(python3 - "$T/filecrc/backups/$ID/manifest.json" <<'PY'
+import json, sys
+p = sys.argv[1]; m = json.load(open(p))
+f = next(f for f in m["files"] if f.get("type", "file") == "file" and f.get("size", 0) > 0)
+f["crc32c"] = "%08x" % (int(f["crc32c"], 16) ^ 1)
+json.dump(m, open(p, "w")); print(f["path"])
+PY
+)
+verify_copy "$T/filecrc"
+is "$RC" "3" "a file whose CRC-32C is not the manifest's: exit 3"
+like "$OUT" "checksum mismatch for file \"$victim\"" "the file is named"
+
+mid=$(seg_add "$START" 1)
+copy_repo "$T/nowal"
+rm "$T/nowal/wal/${mid:0:8}/$(wal_obj "$T/nowal" "$mid")"
+verify_copy "$T/nowal"
+is "$RC" "3" "a WAL segment missing between start and stop: exit 3"
+like "$OUT" "WAL segment $mid \(between the backup's start $START and stop $STOP\) is missing" \
+    "the missing segment is named"
+like "$OUT" "WAL: NOT restorable" "and the backup is said not to be restorable"
+
+gap=$(seg_add "$STOP" 2)
+copy_repo "$T/gap"
+rm "$T/gap/wal/${gap:0:8}/$(wal_obj "$T/gap" "$gap")"
+verify_copy "$T/gap"
+is "$RC" "0" "a gap after the stop: the backup is still good (exit 0)"
+like "$OUT" "point-in-time window: from .* \(the end of segment $(seg_add "$STOP" 1)\)" \
+    "the window ends just before the gap"
+like "$OUT" "WAL gap: segment $gap is missing .*resumes at $(seg_add "$STOP" 3)" \
+    "the gap is named, and where WAL resumes"
+
+copy_repo "$T/sentinel"
+: >"$T/sentinel/backups/$ID.done.json"
+OUT=$(pgd verify --repo "$T/sentinel" --all 2>&1)
+is "$?" "3" "--all with a damaged sentinel: exit 3"
+like "$OUT" "backup $ID: DAMAGED" "the damaged backup is listed"
+
+# ---- operational errors and usage ----
+copy_repo "$T/perm"
+chmod 000 "$T/perm/backups/$ID/$(basename "$part")"
+pgd verify --repo "$T/perm" "$ID" >/dev/null 2>"$T/perm.err"
+is "$?" "1" "a partition that cannot be opened (permission): exit 1, not 3"
+like "$(cat "$T/perm.err")" "^pgdirect: error: verify of backup $ID failed: could not open file .*Permission denied" \
+    "and it says why"
+pgd verify --repo "$T/nonexistent" >/dev/null 2>"$T/op.err"
+is "$?" "1" "a repository that is not there: exit 1, not 3"
+pgd verify --repo "$REPO" --all "$ID" >/dev/null 2>&1
+is "$?" "2" "an id and --all together: usage error"
+expect_error "an unknown backup id" "20000101T000000F" pgd verify --repo "$REPO" 20000101T000000F
+
+# ---- S3: the same repository, uploaded object by object ----
+s3_start
+S3REPO="s3://$S3_BUCKET/verify"
+(cd "$REPO" && find . -type f ! -name '*.tmp.*' ! -path './lock/*' | sed 's|^\./||') | while read -r f; do
+    "$PGD_STORAGE" "$S3REPO" put "$f" <"$REPO/$f" || bail "could not upload $f"
+done
+before=$(wc -l <"$S3_LOG")
+OUT=$("$PGD" verify --repo "$S3REPO" "$ID" 2>"$T/s3.err")
+is "$?" "0" "S3: verify of the good backup exits 0" || sed 's/^/# /' "$T/s3.err"
+like "$OUT" "WAL: restorable: $START to $STOP" "S3: the same WAL found"
+tail -n +"$((before + 1))" "$S3_LOG" >"$T/s3_requests"
+ok $(grep -q "^GET /$S3_BUCKET/verify/backups/$ID/$(basename "$part")" "$T/s3_requests" && echo 0 || echo 1) \
+    "S3: the partition was read with GET"
+is "$(grep -Ev '^(GET|HEAD) ' "$T/s3_requests" | head -3)" "" "S3: no request but GET and HEAD (nothing written)"
+"$PGD_STORAGE" "$S3REPO" rm "backups/$ID/$(basename "$part")" || bail "could not remove the partition"
+OUT=$("$PGD" verify --repo "$S3REPO" "$ID" 2>/dev/null)
+is "$?" "3" "S3: a missing partition object: exit 3"
+like "$OUT" "partition \"$(basename "$part")\" is missing" "S3: and it is named"
+done_testing
