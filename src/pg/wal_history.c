@@ -66,7 +66,8 @@ bool wal_history_check(const char *name, uint32_t name_tli, const char *text, si
     if (len == 0)
         return wal_history_fail(err, HISTORY_NOUN, name, "is empty");
     if (text[len - 1] != '\n')
-        return wal_history_fail(err, HISTORY_NOUN, name, "is truncated: its last line has no newline");
+        return wal_history_fail(err, HISTORY_NOUN, name,
+                                "is truncated: its last line has no newline");
     while (line < end) {
         const char *nl = memchr(line, '\n', (size_t)(end - line)), *s = line;
         unsigned long tli;
@@ -79,16 +80,19 @@ bool wal_history_check(const char *name, uint32_t name_tli, const char *text, si
             tli = isdigit((unsigned char)*s) ? strtoul(s, &after, 10) : 0;
             s = tli > 0 ? after : s;
             if (tli == 0 || !isspace((unsigned char)*s))
-                return wal_history_fail(err, HISTORY_NOUN, name, "has a syntax error in line %u: expected a timeline",
-                                lineno);
+                return wal_history_fail(err, HISTORY_NOUN, name,
+                                        "has a syntax error in line %u: expected a timeline",
+                                        lineno);
             while (s < nl && isspace((unsigned char)*s))
                 s++;
             if (!wal_history_parse_lsn(&s) || s > nl)
-                return wal_history_fail(err, HISTORY_NOUN, name, "has a syntax error in line %u: expected an LSN", lineno);
-            if (tli <= last || tli >= name_tli)
                 return wal_history_fail(err, HISTORY_NOUN, name,
-                                "is corrupt: timeline %lu in line %u is not between %lu and %u",
-                                tli, lineno, last, name_tli);
+                                        "has a syntax error in line %u: expected an LSN", lineno);
+            if (tli <= last || tli >= name_tli)
+                return wal_history_fail(
+                    err, HISTORY_NOUN, name,
+                    "is corrupt: timeline %lu in line %u is not between %lu and %u", tli, lineno,
+                    last, name_tli);
             last = tli;
             lines++;
         }
@@ -107,13 +111,17 @@ bool wal_backup_history_check(const char *name, const char *text, size_t len, pg
     if (len == 0)
         return wal_history_fail(err, BACKUP_NOUN, name, "is empty");
     if (text[len - 1] != '\n')
-        return wal_history_fail(err, BACKUP_NOUN, name, "is truncated: its last line has no newline");
+        return wal_history_fail(err, BACKUP_NOUN, name,
+                                "is truncated: its last line has no newline");
     if (strncmp(s, BACKUP_START_PREFIX, strlen(BACKUP_START_PREFIX)) != 0)
-        return wal_history_fail(err, BACKUP_NOUN, name, "does not start with \"" BACKUP_START_PREFIX "\"");
+        return wal_history_fail(err, BACKUP_NOUN, name,
+                                "does not start with \"" BACKUP_START_PREFIX "\"");
     s += strlen(BACKUP_START_PREFIX);
-    if (!wal_history_parse_lsn(&s) || strncmp(s, BACKUP_FILE_PREFIX, strlen(BACKUP_FILE_PREFIX)) != 0 ||
+    if (!wal_history_parse_lsn(&s) ||
+        strncmp(s, BACKUP_FILE_PREFIX, strlen(BACKUP_FILE_PREFIX)) != 0 ||
         strncmp(s + strlen(BACKUP_FILE_PREFIX), name, WAL_NAME_LEN) != 0 ||
         s[strlen(BACKUP_FILE_PREFIX) + WAL_NAME_LEN] != ')')
-        return wal_history_fail(err, BACKUP_NOUN, name, "does not name segment %.24s as its start", name);
+        return wal_history_fail(err, BACKUP_NOUN, name, "does not name segment %.24s as its start",
+                                name);
     return true;
 }
