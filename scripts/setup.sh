@@ -17,6 +17,8 @@ packages=(
     # tests and demo: a real PostgreSQL 15, its tools, and the checkers
     postgresql-15 postgresql-contrib postgresql-client-15
     valgrind perl python3 lz4 zstd procps util-linux
+    # make coverage and the floors make check enforces
+    gcovr
     # S3 tests: moto and boto3 come with the pyenv Python (checked below); s3rver needs npm;
     # Debian's botocore for the tests that still call /usr/bin/python3
     python3-botocore
