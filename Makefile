@@ -8,6 +8,10 @@
 #   PGDIRECT_TEST_PG=17 make integration TESTS=...   the same against PostgreSQL 17 (14 to 18)
 #   make integration-matrix   the scenarios of tests/integration/matrix.list against
 #                   PostgreSQL 14, 16, 17 and 18 (make check runs it after the suite on 15)
+#   make coverage   unit (ASan) and integration tests on a build with gcov
+#                   counters, an HTML report in build-coverage/coverage/index.html
+#                   and the per-folder floors of scripts/coverage-floors.txt
+#                   (make check does the same run: no second integration pass)
 #   make demo       the README demo
 #   make install    binary, manual page, bash completion and systemd units under
 #                   $(DESTDIR)$(PREFIX) (PREFIX=/usr/local); make uninstall removes them
@@ -55,8 +59,13 @@ integration: all asan
 	  PGDIRECT_RELEASE_BIN=$(CURDIR)/$(BUILD)/pgdirect PGD_SIGV4=$(CURDIR)/$(BUILD)/pgd-sigv4 \
 	  prove --exec bash --verbose --timer $(TESTS)
 
-check: unit unit-valgrind unit-asan integration
-check: integration-matrix
+# CI: the ASan tests and the integration suite run once, on the coverage
+# build (ASan+UBSan with gcov counters), and the floors are checked after.
+check: unit unit-valgrind
+	$(MAKE) coverage-reset
+	GCOV_PREFIX=$(COVERAGE_GCDA) GCOV_PREFIX_STRIP=0 \
+	  $(MAKE) unit-asan integration integration-matrix ASAN_BUILD=$(COVERAGE_BUILD)
+	$(MAKE) coverage-report
 
 # The version matrix: each scenario of tests/integration/matrix.list (one test
 # file a line) once per PostgreSQL version besides Debian's 15, every version
@@ -110,3 +119,33 @@ bench-io: all
 
 bench-s3: all
 	bash bench/s3.sh
+
+# ---- coverage ----
+# The ASan+UBSan build with gcov counters. Its counters are written under
+# COVERAGE_GCDA (GCOV_PREFIX), not next to the objects: archive_command and
+# restore_command run pgdirect as postgres, which may not enter the checkout
+# and which creates files mode 0600 (PostgreSQL's umask). coverage-reset
+# creates every counter file there beforehand, empty and mode 0666, so root
+# and postgres processes both merge into it and libgcov never prints
+# "profiling: ... Cannot open" on a stderr the tests read.
+# coverage-report copies the counters back beside their .gcno files.
+COVERAGE_BUILD ?= build-coverage
+COVERAGE_GCDA  ?= /tmp/pgdirect-coverage-$(shell id -u)$(subst /,-,$(CURDIR))
+COVERAGE_TESTS ?= $(TESTS)
+.PHONY: coverage coverage-setup coverage-reset coverage-report
+
+coverage-setup:
+	test -f $(COVERAGE_BUILD)/build.ninja || meson setup $(COVERAGE_BUILD) --buildtype=debug \
+	  -Db_sanitize=address,undefined -Db_lundef=false -Db_coverage=true
+	ninja -C $(COVERAGE_BUILD)
+
+coverage-reset: coverage-setup
+	bash scripts/coverage.sh reset $(COVERAGE_BUILD) $(COVERAGE_GCDA)
+
+coverage-report:
+	bash scripts/coverage.sh report $(COVERAGE_BUILD) $(COVERAGE_GCDA) scripts/coverage-floors.txt
+
+coverage: all coverage-reset
+	GCOV_PREFIX=$(COVERAGE_GCDA) GCOV_PREFIX_STRIP=0 \
+	  $(MAKE) unit-asan integration ASAN_BUILD=$(COVERAGE_BUILD) TESTS='$(COVERAGE_TESTS)'
+	$(MAKE) coverage-report

@@ -19,6 +19,8 @@ packages=(
     valgrind perl python3 lz4 zstd procps util-linux
     # make install's manual page rendered by test 37
     man-db groff-base
+    # make coverage and the floors make check enforces
+    gcovr
     # S3 tests: moto and boto3 come with the pyenv Python (checked below); s3rver needs npm;
     # Debian's botocore for the tests that still call /usr/bin/python3
     python3-botocore

@@ -1,14 +1,15 @@
 /*
- * residency.c - page-cache residency through cachestat(2) or mincore(2).
+ * residency.c - page-cache residency through cachestat(2) or mincore(2)
+ * (the mapping and mincore are io/page_residency's, shared with the backup).
  */
 #define _GNU_SOURCE
 #include "cache/residency.h"
+#include "io/page_residency.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -30,7 +31,7 @@ struct cachestat {
     uint64_t nr_recently_evicted;
 };
 
-static bool by_cachestat(int fd, residency *r)
+static bool residency_by_cachestat(int fd, residency *r)
 {
     struct cachestat_range range = {0, 0};
     struct cachestat cs;
@@ -44,38 +45,21 @@ static bool by_cachestat(int fd, residency *r)
     return true;
 }
 
-static bool by_mincore(int fd, uint64_t size, residency *r, const char *path, pgd_error *err)
+static bool residency_by_mincore(int fd, uint64_t size, residency *r, const char *path,
+                                 pgd_error *err)
 {
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
     unsigned char *vec;
-    void *map;
 
-    if (size == 0)
-        return true;
-    map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
-    if (map == MAP_FAILED)
-        return err_errno(err, errno, "could not map file \"%s\"", path);
-    vec = malloc((size + page - 1) / page);
-    if (vec == NULL) {
-        munmap(map, size);
-        return err_set(err, "out of memory");
-    }
-    if (mincore(map, size, vec) != 0) {
-        int e = errno;
-        free(vec);
-        munmap(map, size);
-        return err_errno(err, e, "mincore failed on \"%s\"", path);
-    }
-    for (size_t i = 0; i < (size + page - 1) / page; i++)
+    if (!page_residency_of_file(fd, size, path, &vec, err))
+        return false;
+    for (size_t i = 0; vec != NULL && i < page_residency_vector_len((size_t)size); i++)
         r->cached += vec[i] & 1;
     free(vec);
-    munmap(map, size);
     return true;
 }
 
 bool residency_of_file(const char *path, residency *out, pgd_error *err)
 {
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
     struct stat st;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     bool ok;
@@ -87,8 +71,9 @@ bool residency_of_file(const char *path, residency *out, pgd_error *err)
         close(fd);
         return err_errno(err, errno, "could not stat file \"%s\"", path);
     }
-    out->pages = pages_for((uint64_t)st.st_size, page);
-    ok = by_cachestat(fd, out) || by_mincore(fd, (uint64_t)st.st_size, out, path, err);
+    out->pages = pages_for((uint64_t)st.st_size, page_residency_page_size());
+    ok = residency_by_cachestat(fd, out) ||
+         residency_by_mincore(fd, (uint64_t)st.st_size, out, path, err);
     close(fd);
     return ok;
 }
@@ -101,10 +86,9 @@ double residency_percent(const residency *r)
 bool residency_map(const char *path, unsigned char **vec, uint64_t *npages, bool *missing,
                    pgd_error *err)
 {
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
     struct stat st;
-    void *map;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
+    bool ok;
 
     *vec = NULL;
     *npages = 0;
@@ -120,27 +104,8 @@ bool residency_map(const char *path, unsigned char **vec, uint64_t *npages, bool
         close(fd);
         return err_errno(err, errno, "could not stat file \"%s\"", path);
     }
-    *npages = pages_for((uint64_t)st.st_size, page);
-    if (*npages == 0) {
-        close(fd);
-        return true;
-    }
-    map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+    *npages = pages_for((uint64_t)st.st_size, page_residency_page_size());
+    ok = page_residency_of_file(fd, (uint64_t)st.st_size, path, vec, err);
     close(fd);
-    if (map == MAP_FAILED)
-        return err_errno(err, errno, "could not map file \"%s\"", path);
-    *vec = malloc(*npages);
-    if (*vec == NULL) {
-        munmap(map, (size_t)st.st_size);
-        return err_set(err, "out of memory");
-    }
-    if (mincore(map, (size_t)st.st_size, *vec) != 0) {
-        int e = errno;
-        free(*vec);
-        *vec = NULL;
-        munmap(map, (size_t)st.st_size);
-        return err_errno(err, e, "mincore failed on \"%s\"", path);
-    }
-    munmap(map, (size_t)st.st_size);
-    return true;
+    return ok;
 }

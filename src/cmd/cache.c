@@ -19,6 +19,7 @@
 #include "cmd/common.h"
 #include "util/log.h"
 #include "util/progress.h"
+#include "util/units.h"
 
 static const command_help cache_help = {
     CMD_CACHE, "usage: pgdirect cache [OPTIONS]",
@@ -66,10 +67,10 @@ static void print_row(const char *db, const char *name, const char *kind, const 
 {
     char size[32], sb[32], os[32], disk[32];
 
-    format_bytes(f->size, size, sizeof(size));
-    format_bytes(f->shared_buffers, sb, sizeof(sb));
-    format_bytes(f->os_cache, os, sizeof(os));
-    format_bytes(f->disk_only, disk, sizeof(disk));
+    units_format_bytes(f->size, size, sizeof(size));
+    units_format_bytes(f->shared_buffers, sb, sizeof(sb));
+    units_format_bytes(f->os_cache, os, sizeof(os));
+    units_format_bytes(f->disk_only, disk, sizeof(disk));
     printf("%-12s %-40s %-8s %-4s %10s", db, name, kind, fork, size);
     if (r->shared_buffers_known)
         printf(" %10s %5.1f%%", sb, pct(f->shared_buffers, f->size));

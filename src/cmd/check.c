@@ -322,8 +322,8 @@ static void check_free_space(check_run *r, const char *uri)
     }
     free_bytes = (uint64_t)st.f_bavail * st.f_frsize;
     cluster = strtoull(value, NULL, 10);
-    format_bytes(free_bytes, free_text, sizeof(free_text));
-    format_bytes(cluster, cluster_text, sizeof(cluster_text));
+    units_format_bytes(free_bytes, free_text, sizeof(free_text));
+    units_format_bytes(cluster, cluster_text, sizeof(cluster_text));
     check_add(r, "free space", free_bytes < cluster * CHECK_FREE_FACTOR ? CHECK_WARNING : CHECK_OK,
               "%s free on \"%s\", the cluster is %s (the rule: a warning below %dx the cluster "
               "size)",

@@ -15,6 +15,7 @@
 #include "backup/io_plan.h"
 #include "cmd/cmd.h"
 #include "cmd/common.h"
+#include "pg/datadir.h"
 #include "util/log.h"
 
 static const command_help tune_help = {
@@ -22,43 +23,6 @@ static const command_help tune_help = {
     "Show what --block-count auto and --concurrency auto would choose for the data directory\n"
     "and each tablespace (found through pg_tblspc), and the facts behind it: the block device,\n"
     "its RAID layout, drive type, block sizes, and the CPU count."};
-
-/* Tablespaces from the pg_tblspc links (no server needed). */
-static bool find_tablespaces(const char *pgdata, uint32_t **oids, char ***locations, size_t *n,
-                             pgd_error *err)
-{
-    char dir[PATH_MAX];
-    DIR *d;
-    struct dirent *de;
-
-    *oids = NULL;
-    *locations = NULL;
-    *n = 0;
-    snprintf(dir, sizeof(dir), "%s/pg_tblspc", pgdata);
-    d = opendir(dir);
-    if (d == NULL)
-        return errno == ENOENT || err_errno(err, errno, "could not open directory \"%s\"", dir);
-    while ((de = readdir(d)) != NULL) {
-        char link[PATH_MAX + 300], target[PATH_MAX];
-        ssize_t len;
-        char *end;
-        unsigned long oid = strtoul(de->d_name, &end, 10);
-        if (*end != '\0' || oid == 0)
-            continue;
-        snprintf(link, sizeof(link), "%s/%s", dir, de->d_name);
-        len = readlink(link, target, sizeof(target) - 1);
-        if (len < 0)
-            continue;
-        target[len] = '\0';
-        *oids = realloc(*oids, (*n + 1) * sizeof(**oids));
-        *locations = realloc(*locations, (*n + 1) * sizeof(**locations));
-        (*oids)[*n] = (uint32_t)oid;
-        (*locations)[*n] = strdup(target);
-        (*n)++;
-    }
-    closedir(d);
-    return true;
-}
 
 static json_t *place_json(const io_plan_place *p)
 {
@@ -133,9 +97,9 @@ int cmd_tune(int argc, char **argv)
     pgd_options opts;
     pgd_error err = {0};
     io_plan plan = {0};
+    datadir spcs = {0}; /* only the tablespaces: found through the pg_tblspc links, no server */
     uint32_t *oids = NULL;
-    char **locations = NULL;
-    size_t n = 0;
+    const char **locations = NULL;
     const char *pgdata;
     bool json;
     int rc;
@@ -151,7 +115,11 @@ int cmd_tune(int argc, char **argv)
                        : "no data directory given: use --pgdata or set PGDATA%s",
                 pgdata ? pgdata : "");
         rc = command_fail(&err);
-    } else if (!find_tablespaces(pgdata, &oids, &locations, &n, &err)) {
+    } else if (!datadir_tablespaces(&spcs, pgdata, &err)) {
+        rc = command_fail(&err);
+    } else if ((oids = calloc(spcs.ntablespaces + 1, sizeof(*oids))) == NULL ||
+               (locations = calloc(spcs.ntablespaces + 1, sizeof(*locations))) == NULL) {
+        err_set(&err, "out of memory");
         rc = command_fail(&err);
     } else {
         unsigned cpus = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
@@ -159,13 +127,18 @@ int cmd_tune(int argc, char **argv)
         io_plan_request req = {.sysfs_root = "/sys",
                                .pgdata = pgdata,
                                .spc_oids = oids,
-                               .spc_locations = (const char *const *)locations,
-                               .nspcs = n,
+                               .spc_locations = locations,
+                               .nspcs = spcs.ntablespaces,
                                .engine = -1,
                                .max_memory = cap,
                                .compression = COMPRESS_LZ4,
                                .compression_level = COMPRESS_LEVEL_DEFAULT,
                                .cpus = cpus};
+
+        for (size_t i = 0; i < spcs.ntablespaces; i++) {
+            oids[i] = spcs.tablespaces[i].oid;
+            locations[i] = spcs.tablespaces[i].location;
+        }
         if (io_plan_make(&req, &plan, &err)) {
             print_plan(&plan, cpus, cap, json);
             rc = EXIT_OK;
@@ -173,10 +146,9 @@ int cmd_tune(int argc, char **argv)
             rc = command_fail(&err);
         }
     }
-    for (size_t i = 0; i < n; i++)
-        free(locations[i]);
     free(locations);
     free(oids);
+    datadir_free(&spcs);
     io_plan_free(&plan);
     options_free(&opts);
     return rc;

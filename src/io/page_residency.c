@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -43,13 +44,49 @@ bool page_residency_open(page_residency *r, int fd, uint64_t len, const char *pa
     return true;
 }
 
-void page_residency_note(const page_residency *r, uint64_t offset, size_t len, unsigned char *vec)
+/* mincore(2) of [offset, offset + len) clipped to the mapping; pages past it stay as vec has them.
+ */
+static bool page_residency_mincore(const page_residency *r, uint64_t offset, size_t len,
+                                   unsigned char *vec)
 {
     size_t span = offset >= r->len ? 0 : offset + len > r->len ? r->len - (size_t)offset : len;
 
+    return span == 0 || mincore((char *)r->map + offset, span, vec) == 0;
+}
+
+void page_residency_note(const page_residency *r, uint64_t offset, size_t len, unsigned char *vec)
+{
     memset(vec, 1, page_residency_vector_len(len));
-    if (span > 0)
-        mincore((char *)r->map + offset, span, vec);
+    /* a failure leaves every page "cached": the worst it does is keep a page the read brought in */
+    if (!page_residency_mincore(r, offset, len, vec))
+        memset(vec, 1, page_residency_vector_len(len));
+}
+
+bool page_residency_of_file(int fd, uint64_t len, const char *path, unsigned char **vec,
+                            pgd_error *err)
+{
+    page_residency r;
+    int e;
+
+    *vec = NULL;
+    if (len == 0)
+        return true;
+    if (!page_residency_open(&r, fd, len, path, err))
+        return false;
+    *vec = malloc(page_residency_vector_len(r.len));
+    if (*vec == NULL) {
+        page_residency_close(&r);
+        return err_set(err, "out of memory");
+    }
+    if (!page_residency_mincore(&r, 0, r.len, *vec)) {
+        e = errno;
+        free(*vec);
+        *vec = NULL;
+        page_residency_close(&r);
+        return err_errno(err, e, "could not check the page-cache residency of file \"%s\"", path);
+    }
+    page_residency_close(&r);
+    return true;
 }
 
 void page_residency_drop_new(const page_residency *r, uint64_t offset, size_t len,

@@ -10,8 +10,8 @@
  * PostgreSQL had cached stays cached.
  *
  * The same mapping answers "how much of this file is cached" for `pgdirect
- * cache` (src/cache/residency.c maps and mincores whole files the same way
- * and can use this module).
+ * cache` (page_residency_of_file, used by src/cache/residency.c): the one
+ * place pgdirect maps a file and asks mincore(2).
  */
 #ifndef PGD_PAGE_RESIDENCY_H
 #define PGD_PAGE_RESIDENCY_H
@@ -47,6 +47,14 @@ bool page_residency_open(page_residency *r, int fd, uint64_t len, const char *pa
  * never dropped.
  */
 void page_residency_note(const page_residency *r, uint64_t offset, size_t len, unsigned char *vec);
+
+/*
+ * Residency of the whole of the open file `fd` of `len` bytes, for
+ * reports: *vec is malloc'd, one byte per OS page (vec[i] & 1), NULL for
+ * an empty file. Unlike page_residency_note, a failure is an error.
+ */
+bool page_residency_of_file(int fd, uint64_t len, const char *path, unsigned char **vec,
+                            pgd_error *err);
 
 /* Drop the pages of [offset, offset + len) that `before` (from page_residency_note) says were not
  * cached. */

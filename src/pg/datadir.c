@@ -191,32 +191,51 @@ static bool join(char *out, size_t outlen, const char *a, const char *b, pgd_err
     return true;
 }
 
-static bool walk_tablespace(walk_ctx *c, const char *link_abs, const char *rel, const char *name)
+/*
+ * Record the tablespace whose pg_tblspc entry is `name` (link_abs its
+ * path) in dd; *target gets where the link points. *skipped, and no
+ * error, for a name that is not an oid. The one reading of a tablespace
+ * link: the walk and datadir_tablespaces both come here.
+ */
+static bool datadir_tablespace_add(datadir *dd, const char *link_abs, const char *name,
+                                   char *target, size_t targetlen, bool *skipped, pgd_error *err)
 {
-    char target[PATH_MAX];
-    ssize_t len = readlink(link_abs, target, sizeof(target) - 1);
+    ssize_t len = readlink(link_abs, target, targetlen - 1);
     datadir_tablespace *grown;
-    name_list names;
-    bool ok = true;
     char *end;
     unsigned long oid = strtoul(name, &end, 10);
 
+    *skipped = false;
     if (len < 0)
-        return err_errno(c->err, errno, "could not read tablespace link \"%s\"", link_abs);
+        return err_errno(err, errno, "could not read tablespace link \"%s\"", link_abs);
     target[len] = '\0';
-    if (*end != '\0' || oid == 0) {
+    if (*end != '\0' || oid == 0 || oid > UINT32_MAX) {
         log_warn("skipping \"%s\": not a tablespace link", link_abs);
+        *skipped = true;
         return true;
     }
-    grown = realloc(c->dd->tablespaces, (c->dd->ntablespaces + 1) * sizeof(*grown));
+    grown = realloc(dd->tablespaces, (dd->ntablespaces + 1) * sizeof(*grown));
     if (grown == NULL)
-        return err_set(c->err, "out of memory");
-    c->dd->tablespaces = grown;
-    grown[c->dd->ntablespaces].oid = (uint32_t)oid;
-    grown[c->dd->ntablespaces].location = strdup(target);
-    if (grown[c->dd->ntablespaces].location == NULL)
-        return err_set(c->err, "out of memory");
-    c->dd->ntablespaces++;
+        return err_set(err, "out of memory");
+    dd->tablespaces = grown;
+    grown[dd->ntablespaces].oid = (uint32_t)oid;
+    grown[dd->ntablespaces].location = strdup(target);
+    if (grown[dd->ntablespaces].location == NULL)
+        return err_set(err, "out of memory");
+    dd->ntablespaces++;
+    return true;
+}
+
+static bool walk_tablespace(walk_ctx *c, const char *link_abs, const char *rel, const char *name)
+{
+    char target[PATH_MAX];
+    name_list names;
+    bool ok = true, skipped;
+
+    if (!datadir_tablespace_add(c->dd, link_abs, name, target, sizeof(target), &skipped, c->err))
+        return false;
+    if (skipped)
+        return true;
 
     /* Only this server version's directory: others are left from before pg_upgrade. */
     if (!read_names(target, &names, c->err))
@@ -358,6 +377,32 @@ bool datadir_walk(datadir *dd, const char *pgdata, int pg_version_num, pgd_error
         return false;
     }
     return true;
+}
+
+bool datadir_tablespaces(datadir *dd, const char *pgdata, pgd_error *err)
+{
+    char dir[PATH_MAX], target[PATH_MAX];
+    name_list names;
+    bool ok = true, skipped;
+
+    memset(dd, 0, sizeof(*dd));
+    if (!join(dir, sizeof(dir), pgdata, TABLESPACE_DIR, err))
+        return false;
+    if (access(dir, F_OK) != 0 && errno == ENOENT)
+        return true;
+    if (!read_names(dir, &names, err))
+        return false;
+    for (size_t i = 0; ok && i < names.n; i++) {
+        char link_abs[PATH_MAX];
+
+        ok = join(link_abs, sizeof(link_abs), dir, names.names[i], err) &&
+             datadir_tablespace_add(dd, link_abs, names.names[i], target, sizeof(target), &skipped,
+                                    err);
+    }
+    name_list_free(&names);
+    if (!ok)
+        datadir_free(dd);
+    return ok;
 }
 
 void datadir_free(datadir *dd)

@@ -50,6 +50,11 @@ typedef struct datadir {
 
 /* pg_version_num: e.g. 150004; selects the PG_<major>_ tablespace directory. */
 bool datadir_walk(datadir *dd, const char *pgdata, int pg_version_num, pgd_error *err);
+/*
+ * Only the tablespaces (dd->tablespaces, no entries), from the links in
+ * pgdata/pg_tblspc: no walk, no server. None when there is no pg_tblspc.
+ */
+bool datadir_tablespaces(datadir *dd, const char *pgdata, pgd_error *err);
 void datadir_free(datadir *dd);
 
 /*

@@ -1,6 +1,12 @@
 /*
  * wal_segment.c - checks of archived WAL files against their names (what is
- * checked, and why, is in wal_segment.h).
+ * checked, and why, is in wal_segment.h); the text files, .history and
+ * .backup, are checked by wal_history.c once they are complete.
+ *
+ * Over 500 lines on purpose: the segment walk is one state machine (page
+ * headers, record headers, record data under the CRC, padding) over one
+ * struct; cutting it in two would put that struct in a shared header for
+ * no reader's benefit.
  *
  * A segment is checked as a stream, so a 1 GiB segment never has to be in
  * memory: page headers and record headers are collected in small buffers,
@@ -20,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pg/wal_history.h"
 #include "util/crc32c.h"
 
 /* XLogPageHeaderData, XLogLongPageHeaderData (xlog_internal.h) */
@@ -82,8 +89,6 @@ static const struct {
 
 /* History and backup history files are a few short lines; more is not one. */
 #define WAL_TEXT_MAX (1024u * 1024u)
-
-#define BACKUP_START_PREFIX "START WAL LOCATION: "
 
 typedef enum {
     WSC_PAGE0,     /* the first page header is not complete yet */
@@ -528,88 +533,6 @@ static bool wsc_segment_finish(wal_segment_check *c, pgd_error *err)
     return true;
 }
 
-/* ---- .history and .backup ---- */
-
-/* A "%X/%X" LSN at *s; advances past it. */
-static bool wsc_parse_lsn(const char **s)
-{
-    char *end;
-
-    if (!isxdigit((unsigned char)**s))
-        return false;
-    strtoul(*s, &end, 16);
-    if (*end != '/' || !isxdigit((unsigned char)end[1]))
-        return false;
-    strtoul(end + 1, &end, 16);
-    *s = end;
-    return true;
-}
-
-/*
- * What PostgreSQL's readTimeLineHistory() accepts, and a little more: a
- * file it writes ends with a newline, and has at least one line (the
- * parent), each timeline above the one before and below the file's own.
- */
-static bool wsc_history_finish(wal_segment_check *c, pgd_error *err)
-{
-    const char *line = c->text, *end = c->text + c->text_len;
-    unsigned long last = 0;
-    unsigned lines = 0, lineno = 0;
-
-    if (c->text_len == 0)
-        return wsc_fail(c, err, "is empty");
-    if (c->text[c->text_len - 1] != '\n')
-        return wsc_fail(c, err, "is truncated: its last line has no newline");
-    while (line < end) {
-        const char *nl = memchr(line, '\n', (size_t)(end - line)), *s = line;
-        unsigned long tli;
-        char *after;
-
-        lineno++;
-        while (s < nl && isspace((unsigned char)*s))
-            s++;
-        if (s < nl && *s != '#') {
-            tli = isdigit((unsigned char)*s) ? strtoul(s, &after, 10) : 0;
-            s = tli > 0 ? after : s;
-            if (tli == 0 || !isspace((unsigned char)*s))
-                return wsc_fail(c, err, "has a syntax error in line %u: expected a timeline",
-                                lineno);
-            while (s < nl && isspace((unsigned char)*s))
-                s++;
-            if (!wsc_parse_lsn(&s) || s > nl)
-                return wsc_fail(c, err, "has a syntax error in line %u: expected an LSN", lineno);
-            if (tli <= last || tli >= c->name_tli)
-                return wsc_fail(c, err,
-                                "is corrupt: timeline %lu in line %u is not between %lu and %u",
-                                tli, lineno, last, c->name_tli);
-            last = tli;
-            lines++;
-        }
-        line = nl + 1;
-    }
-    if (lines == 0)
-        return wsc_fail(c, err, "names no parent timeline");
-    return true;
-}
-
-/* "START WAL LOCATION: 0/2000028 (file 000000010000000000000002)", then more lines. */
-static bool wsc_backup_finish(wal_segment_check *c, pgd_error *err)
-{
-    const char *s = c->text;
-
-    if (c->text_len == 0)
-        return wsc_fail(c, err, "is empty");
-    if (c->text[c->text_len - 1] != '\n')
-        return wsc_fail(c, err, "is truncated: its last line has no newline");
-    if (strncmp(s, BACKUP_START_PREFIX, strlen(BACKUP_START_PREFIX)) != 0)
-        return wsc_fail(c, err, "does not start with \"" BACKUP_START_PREFIX "\"");
-    s += strlen(BACKUP_START_PREFIX);
-    if (!wsc_parse_lsn(&s) || strncmp(s, " (file ", 7) != 0 ||
-        strncmp(s + 7, c->name, WAL_NAME_LEN) != 0 || s[7 + WAL_NAME_LEN] != ')')
-        return wsc_fail(c, err, "does not name segment %.24s as its start", c->name);
-    return true;
-}
-
 static bool wsc_text_update(wal_segment_check *c, const void *data, size_t len, pgd_error *err)
 {
     char *grown;
@@ -645,9 +568,11 @@ bool wal_segment_check_finish(wal_segment_check *c, pgd_error *err)
         return err_set(err, "WAL file \"%s\" failed its check already", c->name);
     switch (c->kind) {
     case WAL_FILE_HISTORY:
-        return wsc_history_finish(c, err);
+        c->failed = !wal_history_check(c->name, c->name_tli, c->text, c->text_len, err);
+        return !c->failed;
     case WAL_FILE_BACKUP:
-        return wsc_backup_finish(c, err);
+        c->failed = !wal_backup_history_check(c->name, c->text, c->text_len, err);
+        return !c->failed;
     default:
         return wsc_segment_finish(c, err);
     }

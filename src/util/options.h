@@ -133,15 +133,6 @@ bool opt_size(const pgd_options *opts, opt_id id, uint64_t min, uint64_t max, ui
 /* One of a '|'-separated list of words; returns its index. */
 bool opt_enum(const pgd_options *opts, opt_id id, const char *choices, int *out, pgd_error *err);
 
-/*
- * The name units_parse_size had before util/units.h: kept only for call
- * sites in files other branches are changing now. Use units_parse_size.
- */
-static inline bool parse_size(const char *text, uint64_t *out)
-{
-    return units_parse_size(text, out);
-}
-
 /* "90s", "30m", "36h", "7d", "2w" or plain seconds -> seconds. */
 bool parse_duration(const char *text, int64_t *seconds);
 bool opt_duration(const pgd_options *opts, opt_id id, int64_t min, int64_t max, int64_t *out,

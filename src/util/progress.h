@@ -26,18 +26,4 @@ void progress_start(progress_meter *m, bool enabled, uint64_t total);
 void progress_update(progress_meter *m, uint64_t done);
 void progress_finish(progress_meter *m);
 
-/*
- * The names these had before util/units.h: kept only for the call sites in
- * files other branches are changing now (src/cmd/cache.c). Use units_*.
- */
-static inline void format_bytes(uint64_t bytes, char *out, size_t outlen)
-{
-    units_format_bytes(bytes, out, outlen);
-}
-
-static inline void format_duration(double seconds, char *out, size_t outlen)
-{
-    units_format_duration(seconds, out, outlen);
-}
-
 #endif

@@ -21,8 +21,15 @@ archive_command = '"$PGD" wal-push --repo "$REPO" %p'
 CONF
 pg_start "$T/data"
 as_pg "$PG_BIN/pgbench" -i -s 3 -q >/dev/null 2>&1 || bail "pgbench -i failed"
+# a segment as the server wrote it (complete once pg_switch_wal returns: the
+# switch flushes the padding), then as wal-fetch brings it back from S3
+seg=$(psql_at "$PGPORT" "SELECT pg_walfile_name(pg_switch_wal())")
+cp "$T/data/pg_wal/$seg" "$T/seg.source"
 archive_all "$PGPORT"
-ok 0 "WAL is archived to $REPO by archive_command"
+pgd wal-fetch --repo "$REPO" "$seg" "$T/seg.fetched"
+is "$?" 0 "wal-fetch finds segment $seg that archive_command pushed to $REPO"
+cmp -s "$T/seg.source" "$T/seg.fetched"
+ok $? "and it is byte-identical to the server's"
 
 as_pg "$PG_BIN/pgbench" -n -c 2 -j 2 -T 15 >/dev/null 2>&1 &
 load=$!

@@ -190,25 +190,6 @@ static void test_values_with_edge_white_space_are_refused(void **state)
     rm_rf(dir);
 }
 
-static void test_parse_size(void **state)
-{
-    uint64_t v;
-
-    (void)state;
-    assert_true(parse_size("4096", &v));
-    assert_int_equal(v, 4096);
-    assert_true(parse_size("64MiB", &v));
-    assert_int_equal(v, 64ULL << 20);
-    assert_true(parse_size("1GiB", &v));
-    assert_int_equal(v, 1ULL << 30);
-    assert_true(parse_size("2G", &v));
-    assert_int_equal(v, 2ULL << 30);
-    assert_false(parse_size("", &v));
-    assert_false(parse_size("-1", &v));
-    assert_false(parse_size("12XB", &v));
-    assert_false(parse_size("99999999999999999999", &v));
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -218,7 +199,6 @@ int main(void)
         cmocka_unit_test(test_config_errors_name_file_and_line),
         cmocka_unit_test(test_invalid_values_name_the_option),
         cmocka_unit_test(test_values_with_edge_white_space_are_refused),
-        cmocka_unit_test(test_parse_size),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,10 @@
  * STORAGE_WRITE_NO_REPLACE sends If-None-Match: * with the request that
  * makes the object visible, the PUT or the CompleteMultipartUpload: two
  * writers of one key, exactly one wins, and closing the other fails.
+ *
+ * About 500 lines on purpose: one stream and its upload threads share one
+ * state (buffers, the parts in flight, the first error); the request-level
+ * work is already in request.c, the XML in xml.c.
  */
 #define _GNU_SOURCE
 #include "storage/s3/internal.h"

@@ -1,0 +1,127 @@
+/*
+ * wal_history.c - checks of the two text files PostgreSQL archives beside
+ * its segments, once each is complete: a timeline history file
+ * (<tli>.history) and a backup history file (<segment>.<offset>.backup).
+ * What a check accepts is what PostgreSQL reads back (readTimeLineHistory,
+ * the backup history PostgreSQL itself writes), so a file that passes here
+ * is one recovery can use.
+ */
+#include "pg/wal_history.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HISTORY_NOUN        "timeline history file"
+#define BACKUP_NOUN         "backup history file"
+#define BACKUP_START_PREFIX "START WAL LOCATION: "
+#define BACKUP_FILE_PREFIX  " (file "
+#define WAL_NAME_LEN        24 /* the segment a backup history file names */
+
+/* "<noun> "NAME" <what>": the same words as wal_segment.c's failures. */
+static bool wal_history_fail(pgd_error *err, const char *noun, const char *name, const char *fmt,
+                             ...) __attribute__((format(printf, 4, 5)));
+
+static bool wal_history_fail(pgd_error *err, const char *noun, const char *name, const char *fmt,
+                             ...)
+{
+    char what[PGD_ERROR_MAX];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    return err_set(err, "%s \"%s\" %s", noun, name, what);
+}
+
+/* A "%X/%X" LSN at *s; advances past it. */
+static bool wal_history_parse_lsn(const char **s)
+{
+    char *end;
+
+    if (!isxdigit((unsigned char)**s))
+        return false;
+    strtoul(*s, &end, 16);
+    if (*end != '/' || !isxdigit((unsigned char)end[1]))
+        return false;
+    strtoul(end + 1, &end, 16);
+    *s = end;
+    return true;
+}
+
+/*
+ * What PostgreSQL's readTimeLineHistory() accepts, and a little more: a
+ * file it writes ends with a newline, and has at least one line (the
+ * parent), each timeline above the one before and below the file's own.
+ */
+bool wal_history_check(const char *name, uint32_t name_tli, const char *text, size_t len,
+                       pgd_error *err)
+{
+    const char *line = text, *end = text + len;
+    unsigned long last = 0;
+    unsigned lines = 0, lineno = 0;
+
+    if (len == 0)
+        return wal_history_fail(err, HISTORY_NOUN, name, "is empty");
+    if (text[len - 1] != '\n')
+        return wal_history_fail(err, HISTORY_NOUN, name,
+                                "is truncated: its last line has no newline");
+    while (line < end) {
+        const char *nl = memchr(line, '\n', (size_t)(end - line)), *s = line;
+        unsigned long tli;
+        char *after;
+
+        lineno++;
+        while (s < nl && isspace((unsigned char)*s))
+            s++;
+        if (s < nl && *s != '#') {
+            tli = isdigit((unsigned char)*s) ? strtoul(s, &after, 10) : 0;
+            s = tli > 0 ? after : s;
+            if (tli == 0 || !isspace((unsigned char)*s))
+                return wal_history_fail(err, HISTORY_NOUN, name,
+                                        "has a syntax error in line %u: expected a timeline",
+                                        lineno);
+            while (s < nl && isspace((unsigned char)*s))
+                s++;
+            if (!wal_history_parse_lsn(&s) || s > nl)
+                return wal_history_fail(err, HISTORY_NOUN, name,
+                                        "has a syntax error in line %u: expected an LSN", lineno);
+            if (tli <= last || tli >= name_tli)
+                return wal_history_fail(
+                    err, HISTORY_NOUN, name,
+                    "is corrupt: timeline %lu in line %u is not between %lu and %u", tli, lineno,
+                    last, name_tli);
+            last = tli;
+            lines++;
+        }
+        line = nl + 1;
+    }
+    if (lines == 0)
+        return wal_history_fail(err, HISTORY_NOUN, name, "names no parent timeline");
+    return true;
+}
+
+/* "START WAL LOCATION: 0/2000028 (file 000000010000000000000002)", then more lines. */
+bool wal_backup_history_check(const char *name, const char *text, size_t len, pgd_error *err)
+{
+    const char *s = text;
+
+    if (len == 0)
+        return wal_history_fail(err, BACKUP_NOUN, name, "is empty");
+    if (text[len - 1] != '\n')
+        return wal_history_fail(err, BACKUP_NOUN, name,
+                                "is truncated: its last line has no newline");
+    if (strncmp(s, BACKUP_START_PREFIX, strlen(BACKUP_START_PREFIX)) != 0)
+        return wal_history_fail(err, BACKUP_NOUN, name,
+                                "does not start with \"" BACKUP_START_PREFIX "\"");
+    s += strlen(BACKUP_START_PREFIX);
+    if (!wal_history_parse_lsn(&s) ||
+        strncmp(s, BACKUP_FILE_PREFIX, strlen(BACKUP_FILE_PREFIX)) != 0 ||
+        strncmp(s + strlen(BACKUP_FILE_PREFIX), name, WAL_NAME_LEN) != 0 ||
+        s[strlen(BACKUP_FILE_PREFIX) + WAL_NAME_LEN] != ')')
+        return wal_history_fail(err, BACKUP_NOUN, name, "does not name segment %.24s as its start",
+                                name);
+    return true;
+}

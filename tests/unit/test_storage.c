@@ -1,0 +1,183 @@
+/* test_storage.c - covers src/storage/storage.c (choosing a back end by URI, the whole-object
+ * helpers every back end shares) and src/storage/null.c (the repository that keeps nothing).
+ */
+#include "helpers.h"
+
+#include <limits.h>
+
+#include "storage/storage.h"
+
+static bool count_entry(void *arg, const char *name, uint64_t size, bool is_dir, pgd_error *err)
+{
+    (void)name;
+    (void)size;
+    (void)is_dir;
+    (void)err;
+    (*(int *)arg)++;
+    return true;
+}
+
+static void test_open_refuses_what_is_not_a_repository(void **state)
+{
+    pgd_error err = {0};
+
+    (void)state;
+    assert_null(storage_open(NULL, NULL, &err));
+    assert_string_equal(err.msg, "no repository given (--repo)");
+    err_clear(&err);
+    assert_null(storage_open("", NULL, &err));
+    assert_string_equal(err.msg, "no repository given (--repo)");
+    err_clear(&err);
+    assert_null(storage_open("file://relative/path", NULL, &err));
+    assert_non_null(strstr(err.msg, "invalid repository \"file://relative/path\""));
+    err_clear(&err);
+    assert_null(storage_open("ftp://host/x", NULL, &err));
+    assert_non_null(strstr(err.msg, "unsupported repository \"ftp://host/x\""));
+}
+
+static void test_file_uri_and_plain_path_are_the_same_repository(void **state)
+{
+    char *tmp = test_tmpdir(), uri[PATH_MAX + 8], *data;
+    pgd_error err = {0};
+    storage *by_uri, *by_path;
+    size_t len;
+    bool missing;
+
+    (void)state;
+    snprintf(uri, sizeof(uri), "file://%s", tmp);
+    assert_non_null(by_uri = storage_open(uri, NULL, &err));
+    assert_non_null(by_path = storage_open(tmp, NULL, &err));
+    assert_true(storage_put(by_uri, "x", "abc", 3, 0, &err));
+    assert_true(storage_get(by_path, "x", &data, &len, &missing, &err));
+    assert_int_equal(len, 3);
+    assert_memory_equal(data, "abc", 3);
+    free(data);
+    storage_free(by_uri);
+    storage_free(by_path);
+    rm_rf(tmp);
+}
+
+/* storage_get grows its buffer past the first 64 KiB and NUL-terminates what it read */
+static void test_get_reads_an_object_larger_than_its_first_buffer(void **state)
+{
+    enum { OBJECT_SIZE = 200 * 1024 + 7 };
+    char *tmp = test_tmpdir(), *data;
+    unsigned char *content = malloc(OBJECT_SIZE);
+    pgd_error err = {0};
+    storage *repo;
+    size_t len;
+    bool missing;
+
+    (void)state;
+    fill_pattern(content, OBJECT_SIZE, 7);
+    assert_non_null(repo = storage_open(tmp, NULL, &err));
+    assert_true(storage_put(repo, "big", content, OBJECT_SIZE, 0, &err));
+    assert_true(storage_get(repo, "big", &data, &len, &missing, &err));
+    assert_false(missing);
+    assert_int_equal(len, OBJECT_SIZE);
+    assert_memory_equal(data, content, OBJECT_SIZE);
+    assert_int_equal(data[len], '\0');
+    free(data);
+    assert_false(storage_get(repo, "absent", &data, &len, &missing, &err));
+    assert_true(missing);
+    assert_null(data);
+    storage_free(repo);
+    free(content);
+    rm_rf(tmp);
+}
+
+static void test_remove_many_falls_back_to_one_by_one(void **state)
+{
+    char *tmp = test_tmpdir();
+    const char *paths[] = {"a", "b", "c"};
+    pgd_error err = {0};
+    storage *repo;
+    bool exists;
+
+    (void)state;
+    assert_non_null(repo = storage_open(tmp, NULL, &err));
+    for (size_t i = 0; i < 3; i++)
+        assert_true(storage_put(repo, paths[i], "x", 1, 0, &err));
+    assert_true(storage_remove_many(repo, paths, 3, &err));
+    for (size_t i = 0; i < 3; i++) {
+        assert_true(storage_exists(repo, paths[i], &exists, &err));
+        assert_false(exists);
+    }
+    storage_free(repo);
+    rm_rf(tmp);
+}
+
+static void test_check_writable_names_the_repository(void **state)
+{
+    char *tmp = test_tmpdir(), ro[PATH_MAX];
+    pgd_error err = {0};
+    storage *repo;
+    int entries = 0;
+
+    (void)state;
+    assert_non_null(repo = storage_open(tmp, NULL, &err));
+    assert_true(storage_check_writable(repo, &err));
+    /* the probe is gone again */
+    assert_true(storage_list(repo, "", count_entry, &entries, &err));
+    assert_int_equal(entries, 0);
+    storage_free(repo);
+    if (geteuid() != 0) { /* root writes anywhere */
+        snprintf(ro, sizeof(ro), "%s/ro", tmp);
+        assert_int_equal(mkdir(ro, 0500), 0);
+        assert_non_null(repo = storage_open(ro, NULL, &err));
+        assert_false(storage_check_writable(repo, &err));
+        assert_non_null(strstr(err.msg, "is not writable"));
+        assert_non_null(strstr(err.msg, ro));
+        storage_free(repo);
+    }
+    rm_rf(tmp);
+}
+
+/* null: every write succeeds and nothing is ever there to read, list or find */
+static void test_null_keeps_nothing(void **state)
+{
+    const char *paths[] = {"a", "b"};
+    pgd_error err = {0};
+    storage *repo = storage_open("null:", NULL, &err);
+    out_stream *out;
+    char *data = (char *)"not touched";
+    size_t len = 99;
+    bool missing = false, exists = true;
+    int entries = 0;
+
+    (void)state;
+    assert_non_null(repo);
+    assert_string_equal(repo->uri, "null:");
+    assert_true(storage_check_writable(repo, &err));
+    assert_true(storage_put(repo, "backups/x/part_0001.tar", "data", 4, 0, &err));
+    assert_false(storage_get(repo, "backups/x/part_0001.tar", &data, &len, &missing, &err));
+    assert_true(missing);
+    assert_null(data);
+    assert_int_equal(len, 0);
+    assert_false(err.set); /* missing is not an error */
+    assert_true(storage_exists(repo, "backups/x/part_0001.tar", &exists, &err));
+    assert_false(exists);
+    assert_true(storage_list(repo, "backups", count_entry, &entries, &err));
+    assert_int_equal(entries, 0);
+    assert_true(storage_remove_many(repo, paths, 2, &err));
+    assert_true(storage_remove_stale_temp(repo, "backups", 0, &err));
+    /* an aborted write is freed like a closed one (ASan and valgrind see a leak otherwise) */
+    assert_non_null(out = storage_write_open(repo, "y", 0, &err));
+    assert_true(out_write(out, "z", 1, &err));
+    out_abort(out);
+    storage_free(repo);
+    storage_free(NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_open_refuses_what_is_not_a_repository),
+        cmocka_unit_test(test_file_uri_and_plain_path_are_the_same_repository),
+        cmocka_unit_test(test_get_reads_an_object_larger_than_its_first_buffer),
+        cmocka_unit_test(test_remove_many_falls_back_to_one_by_one),
+        cmocka_unit_test(test_check_writable_names_the_repository),
+        cmocka_unit_test(test_null_keeps_nothing),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
