@@ -49,7 +49,9 @@ sed -n '/^EXIT STATUS/,/^EXAMPLES/p' "$T/man.txt" | tr -s ' \n' ' ' >"$T/exit.tx
 like "$(cat "$T/exit.txt")" "0 Success.* 1 Failure.* 2 Usage error" "exit codes 0, 1 and 2 are listed"
 like "$(cat "$T/exit.txt")" "wal-fetch .* 0 when the file was restored, 1 when it is not in the repository .* 254 on any other failure" \
     "and wal-fetch's 0, 1 and 254"
-like "$(cat "$T/exit.txt")" " 3 verify: at least one backup verified is damaged" "and verify's 3 for a damaged backup"
+like "$(cat "$T/exit.txt")" " 3 Damaged data found\\. verify: at least one backup verified is damaged" "and verify's 3 for a damaged backup"
+like "$(cat "$T/exit.txt")" "backup --checksum-errors fail: the backup completed, but pages failed their data checksum" \
+    "and backup's 3 for pages failing their checksum"
 "$PGD_I" --help-man | cmp -s - "$MAN"
 ok $? "the installed page is what the installed binary prints"
 
