@@ -76,18 +76,58 @@ static cache_row *new_row(cache_report *r)
     return &r->rows[r->n++];
 }
 
-/* shared_buffers blocks of one fork as a per-block byte map (NULL when none). */
-static unsigned char *sb_map(const pg_buffer *bufs, size_t nbufs, const pg_relation *rel, int fork,
-                             uint64_t blocks)
+/* Order of cache_sort_buffers: shared catalogs apart, then relfilenode, fork, block. */
+static int cache_buffer_cmp(const pg_buffer *a, const pg_buffer *b)
 {
-    unsigned char *map = NULL;
+    if (a->shared != b->shared)
+        return a->shared < b->shared ? -1 : 1;
+    if (a->filenode != b->filenode)
+        return a->filenode < b->filenode ? -1 : 1;
+    if (a->fork != b->fork)
+        return a->fork < b->fork ? -1 : 1;
+    if (a->block != b->block)
+        return a->block < b->block ? -1 : 1;
+    return 0;
+}
 
-    for (size_t i = 0; i < nbufs; i++) {
-        if (bufs[i].filenode != rel->filenode || bufs[i].fork != fork ||
-            bufs[i].shared != rel->shared || bufs[i].block >= blocks)
-            continue;
-        if (map == NULL && (map = calloc(blocks, 1)) == NULL)
+static int cache_buffer_qsort_cmp(const void *a, const void *b)
+{
+    return cache_buffer_cmp(a, b);
+}
+
+void cache_sort_buffers(pg_buffer *bufs, size_t nbufs)
+{
+    if (nbufs > 1)
+        qsort(bufs, nbufs, sizeof(*bufs), cache_buffer_qsort_cmp);
+}
+
+/*
+ * shared_buffers blocks of one fork as a per-block byte map (NULL when none), from buffers sorted
+ * by cache_sort_buffers: a binary search to the fork's first buffer, then its run. A scan of every
+ * buffer for every fork made the report quadratic (relations x shared_buffers).
+ */
+unsigned char *cache_sb_map(const pg_buffer *bufs, size_t nbufs, uint32_t filenode, bool shared,
+                            int fork, uint64_t blocks, bool *oom)
+{
+    pg_buffer key = {.filenode = filenode, .fork = fork, .block = 0, .shared = shared};
+    unsigned char *map = NULL;
+    size_t lo = 0, hi = nbufs;
+
+    *oom = false;
+    while (lo < hi) { /* first buffer not below key */
+        size_t mid = lo + (hi - lo) / 2;
+        if (cache_buffer_cmp(&bufs[mid], &key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo; i < nbufs && bufs[i].filenode == filenode && bufs[i].fork == fork &&
+                        bufs[i].shared == shared && bufs[i].block < blocks;
+         i++) {
+        if (map == NULL && (map = calloc(blocks, 1)) == NULL) {
+            *oom = true;
             return NULL;
+        }
         map[bufs[i].block] = 1;
     }
     return map;
@@ -126,8 +166,12 @@ static bool collect_fork(cache_report *r, const char *pgdata, const char *db,
     snprintf(row->name, sizeof(row->name), "%s", rel->name);
     snprintf(row->kind, sizeof(row->kind), "%s", rel->kind);
     snprintf(row->fork, sizeof(row->fork), "%s", fork_name[fork]);
-    if (total_blocks > 0)
-        sb = sb_map(bufs, nbufs, rel, fork, total_blocks);
+    if (total_blocks > 0) {
+        bool oom;
+        sb = cache_sb_map(bufs, nbufs, rel->filenode, rel->shared, fork, total_blocks, &oom);
+        if (oom)
+            return err_set(err, "out of memory");
+    }
     for (unsigned seg = 0;; seg++) {
         unsigned char *vec = NULL;
         uint64_t npages;
@@ -174,6 +218,7 @@ static bool collect_database(cache_report *r, const cache_request *req, const ch
     if (!pg_relations_list(conn, req->like, &rels, &nrels, err) ||
         !pg_buffercache_read(conn, &bufs, &nbufs, &bstatus, err))
         goto done;
+    cache_sort_buffers(bufs, nbufs);
     if (bstatus == BUFFERCACHE_OK)
         r->shared_buffers_known = true;
     else if (bstatus == BUFFERCACHE_NOT_INSTALLED)

@@ -64,6 +64,58 @@ static void test_totals_and_sorting(void **state)
     assert_int_equal(t.evicted_pages, 3);
 }
 
+/* What a scan of every buffer finds for one fork: the definition cache_sb_map must match. */
+static bool sb_expected(const pg_buffer *bufs, size_t n, uint32_t node, bool shared, int fork,
+                        uint32_t block)
+{
+    for (size_t i = 0; i < n; i++)
+        if (bufs[i].filenode == node && bufs[i].shared == shared && bufs[i].fork == fork &&
+            bufs[i].block == block)
+            return true;
+    return false;
+}
+
+/*
+ * Buffers of many relations in pg_buffercache's (arbitrary) order: after one sort, each fork's
+ * map holds exactly its own blocks, not those of another fork, of the shared catalog with the
+ * same relfilenode, or past the fork's size.
+ */
+static void test_shared_buffers_map_after_one_sort(void **state)
+{
+    enum { NODES = 40, BLOCKS = 50, NBUFS = 6000 };
+    pg_buffer *bufs = calloc(NBUFS, sizeof(*bufs)), *sorted = calloc(NBUFS, sizeof(*bufs));
+    uint64_t x = 88172645463325252ull;
+
+    (void)state;
+    for (size_t i = 0; i < NBUFS; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        bufs[i].filenode = 16384 + (uint32_t)(x % NODES);
+        bufs[i].fork = (int)((x >> 8) % 4);
+        bufs[i].block = (uint32_t)((x >> 16) % (BLOCKS + 10)); /* some past the fork's end */
+        bufs[i].shared = ((x >> 32) & 7) == 0;
+    }
+    memcpy(sorted, bufs, NBUFS * sizeof(*bufs));
+    cache_sort_buffers(sorted, NBUFS);
+    for (uint32_t node = 16384 - 1; node < 16384 + NODES + 1; node++)
+        for (int shared = 0; shared < 2; shared++)
+            for (int fork = 0; fork < 4; fork++) {
+                bool oom, any = false;
+                unsigned char *map = cache_sb_map(sorted, NBUFS, node, shared, fork, BLOCKS, &oom);
+                assert_false(oom);
+                for (uint32_t b = 0; b < BLOCKS; b++) {
+                    bool want = sb_expected(bufs, NBUFS, node, shared, fork, b);
+                    any |= want;
+                    assert_int_equal(map != NULL && map[b], want);
+                }
+                if (!any)
+                    assert_null(map);
+                free(map);
+            }
+    assert_null(cache_sb_map(sorted, 0, 16384, false, 0, BLOCKS, &(bool){false}));
+    free(bufs);
+    free(sorted);
+}
+
 static void test_meminfo_and_cgroup_parsers(void **state)
 {
     meminfo m;
@@ -91,6 +143,7 @@ int main(void)
         cmocka_unit_test(test_mixed_segment),
         cmocka_unit_test(test_partial_last_page_and_unknown_os),
         cmocka_unit_test(test_totals_and_sorting),
+        cmocka_unit_test(test_shared_buffers_map_after_one_sort),
         cmocka_unit_test(test_meminfo_and_cgroup_parsers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
