@@ -73,12 +73,13 @@ void cache_add_segment(cache_figures *f, uint64_t size, const unsigned char *os_
 
 /*
  * Which blocks of a fork are in shared_buffers: sort the buffers once
- * (cache_sort_buffers), then cache_sb_map gives each fork a per-block byte
- * map of `blocks` entries (non-zero: in shared_buffers), or NULL when none of
- * its blocks is (*oom tells a failed allocation from that).
+ * (cache_sort_buffers), then cache_sb_map gives the blocks first_block ..
+ * first_block + blocks - 1 of a fork (one segment file) a byte map indexed
+ * from first_block (non-zero: in shared_buffers), or NULL when none of them
+ * is (*oom tells a failed allocation from that).
  */
 void cache_sort_buffers(pg_buffer *bufs, size_t nbufs);
 unsigned char *cache_sb_map(const pg_buffer *bufs, size_t nbufs, uint32_t filenode, bool shared,
-                            int fork, uint64_t blocks, bool *oom);
+                            int fork, uint64_t first_block, uint64_t blocks, bool *oom);
 
 #endif

@@ -44,32 +44,40 @@ static bool by_cachestat(int fd, residency *r)
     return true;
 }
 
-static bool by_mincore(int fd, uint64_t size, residency *r, const char *path, pgd_error *err)
+/* Per-page residency of the first `size` bytes of fd into vec (one byte per OS page). */
+static bool residency_mincore(int fd, uint64_t size, unsigned char *vec, const char *path,
+                              pgd_error *err)
 {
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    unsigned char *vec;
-    void *map;
+    void *map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
 
-    if (size == 0)
-        return true;
-    map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
     if (map == MAP_FAILED)
         return err_errno(err, errno, "could not map file \"%s\"", path);
-    vec = malloc((size + page - 1) / page);
-    if (vec == NULL) {
-        munmap(map, size);
-        return err_set(err, "out of memory");
-    }
     if (mincore(map, size, vec) != 0) {
         int e = errno;
-        free(vec);
         munmap(map, size);
         return err_errno(err, e, "mincore failed on \"%s\"", path);
     }
-    for (size_t i = 0; i < (size + page - 1) / page; i++)
+    munmap(map, size);
+    return true;
+}
+
+static bool by_mincore(int fd, uint64_t size, residency *r, const char *path, pgd_error *err)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uint64_t npages = pages_for(size, page);
+    unsigned char *vec;
+
+    if (size == 0)
+        return true;
+    if ((vec = malloc(npages)) == NULL)
+        return err_set(err, "out of memory");
+    if (!residency_mincore(fd, size, vec, path, err)) {
+        free(vec);
+        return false;
+    }
+    for (uint64_t i = 0; i < npages; i++)
         r->cached += vec[i] & 1;
     free(vec);
-    munmap(map, size);
     return true;
 }
 
@@ -98,16 +106,16 @@ double residency_percent(const residency *r)
     return r->pages == 0 ? 100.0 : 100.0 * (double)r->cached / (double)r->pages;
 }
 
-bool residency_map(const char *path, unsigned char **vec, uint64_t *npages, bool *missing,
-                   pgd_error *err)
+bool residency_pages_of_file(int dirfd, const char *name, const char *path, residency_pages *out,
+                             bool *missing, pgd_error *err)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    residency counts = {0};
     struct stat st;
-    void *map;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    bool ok = true;
+    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
 
-    *vec = NULL;
-    *npages = 0;
+    memset(out, 0, sizeof(*out));
     *missing = false;
     if (fd < 0) {
         if (errno == ENOENT) {
@@ -120,27 +128,31 @@ bool residency_map(const char *path, unsigned char **vec, uint64_t *npages, bool
         close(fd);
         return err_errno(err, errno, "could not stat file \"%s\"", path);
     }
-    *npages = pages_for((uint64_t)st.st_size, page);
-    if (*npages == 0) {
+    out->size = (uint64_t)st.st_size;
+    out->npages = pages_for(out->size, page);
+    if (out->npages == 0) {
         close(fd);
         return true;
     }
-    map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED)
-        return err_errno(err, errno, "could not map file \"%s\"", path);
-    *vec = malloc(*npages);
-    if (*vec == NULL) {
-        munmap(map, (size_t)st.st_size);
+    if ((out->vec = calloc(out->npages, 1)) == NULL) {
+        close(fd);
         return err_set(err, "out of memory");
     }
-    if (mincore(map, (size_t)st.st_size, *vec) != 0) {
-        int e = errno;
-        free(*vec);
-        *vec = NULL;
-        munmap(map, (size_t)st.st_size);
-        return err_errno(err, e, "mincore failed on \"%s\"", path);
+    if (by_cachestat(fd, &counts)) {
+        out->evicted = counts.evicted;
+        out->from_cachestat = true;
     }
-    munmap(map, (size_t)st.st_size);
-    return true;
+    /* cachestat's count answers the common cases, none or all of the file, without a mapping */
+    if (out->from_cachestat && counts.cached == 0)
+        ;
+    else if (out->from_cachestat && counts.cached >= out->npages)
+        memset(out->vec, 1, out->npages);
+    else
+        ok = residency_mincore(fd, out->size, out->vec, path, err);
+    close(fd);
+    if (!ok) {
+        free(out->vec);
+        out->vec = NULL;
+    }
+    return ok;
 }
