@@ -245,7 +245,8 @@ static const char *cache_dir_of(cache_dir *d, const char *pgdata, const char *fi
         return NULL;
     memcpy(d->rel, filepath, len);
     d->rel[len] = '\0';
-    snprintf(abs, sizeof(abs), "%s/%s", pgdata, d->rel);
+    if ((size_t)snprintf(abs, sizeof(abs), "%s/%s", pgdata, d->rel) >= sizeof(abs))
+        return NULL; /* full paths then, which name the problem */
     d->fd = open(abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (d->fd < 0) {
         d->fd = AT_FDCWD;
