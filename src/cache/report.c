@@ -287,17 +287,25 @@ static bool collect_fork(cache_report *r, const char *pgdata, cache_dir *dir, co
                 break; /* listed as absent: the segments end (or the fork does not exist) */
         }
         if (!residency_pages_of_file(base ? dir->fd : AT_FDCWD, base ? name : path, path, &res,
-                                     &missing, &ferr) &&
-            missing)
-            break; /* the segments end (or the fork does not exist) */
-        if (row == NULL && (row = fork_row(r, db, rel, fork)) == NULL)
-            return err_set(err, "out of memory");
-        if (ferr.set) {
-            /* the size is known even when the file cannot be read */
-            if (stat(path, &st) == 0)
-                cache_add_segment(&row->f, (uint64_t)st.st_size, NULL, os_page, NULL);
+                                     &missing, &ferr)) {
+            if (missing)
+                break; /* the segments end (or the fork does not exist) */
+            /*
+             * Unreadable. Its size is still known when the directory can be searched, and the
+             * next segment is then worth a look; when it cannot (an OS user without access to
+             * PGDATA), nothing more is: stop, as every further segment would fail the same way.
+             */
             *unreadable = true;
-            continue; /* the loop ends at the first missing segment */
+            if (stat(path, &st) != 0)
+                break;
+            if (row == NULL && (row = fork_row(r, db, rel, fork)) == NULL)
+                return err_set(err, "out of memory");
+            cache_add_segment(&row->f, (uint64_t)st.st_size, NULL, os_page, NULL);
+            continue;
+        }
+        if (row == NULL && (row = fork_row(r, db, rel, fork)) == NULL) {
+            free(res.vec);
+            return err_set(err, "out of memory");
         }
         sb = cache_sb_map(bufs, nbufs, rel->filenode, rel->shared, fork,
                           (uint64_t)seg * PG_SEGMENT_BLOCKS, pages_for(res.size, PG_BLOCK_SIZE),
