@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# read_cost.sh - "the read is the only cost": an lz4 backup against a plain
+# O_DIRECT read pass over the same files, and CPU seconds per GB against
+# pgBackRest, this build and an older one side by side in one run.
+#
+# One pgbench cluster (scale SCALE, default 100, plus a ~500 MB table at
+# scale 200 as in the issue's measurement); trials alternate, page cache
+# dropped before each step:
+#   read      bench/tools/pgd_dio_read.c: the backup's file list (same walk),
+#             each file read once with O_DIRECT, 1 MiB reads, 2 threads
+#   pgdirect  backup --compression lz4 (this build), then OLD_BIN's
+#   pgbackrest  backup, lz4, process-max 2
+# Wall and CPU seconds (user+sys, children included) from /usr/bin/time.
+# Then the frame-checksum cost alone (bench/compress_checksum.sh on the
+# largest relation file), and with --perf FILE a `perf record -g` of one
+# lz4 backup of this build, its top symbols written to FILE.top.txt.
+#
+#   bash bench/read_cost.sh [--scale N] [--trials N] [--old-bin PGDIRECT] [--perf FILE] [--out DIR]
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+SCALE=100
+TRIALS=3
+OLD_BIN=""
+PERF_OUT=""
+OUT=""
+while [ $# -gt 0 ]; do
+    case $1 in
+    --scale) SCALE=$2; shift ;;
+    --trials) TRIALS=$2; shift ;;
+    --old-bin) OLD_BIN=$2; shift ;;
+    --perf) PERF_OUT=$2; shift ;;
+    --out) OUT=$2; shift ;;
+    *) echo "read_cost.sh: unknown argument \"$1\"" >&2; exit 2 ;;
+    esac
+    shift
+done
+PG_BIN=/usr/lib/postgresql/15/bin
+BUILD=${BUILD:-$ROOT/build}
+[ "$(id -u)" -eq 0 ] || { echo "read_cost.sh: run as root (drop_caches, servers as postgres)" >&2; exit 1; }
+[ -x "$BUILD/pgdirect" ] || { echo "read_cost.sh: $BUILD/pgdirect is missing: run make first" >&2; exit 1; }
+for c in pgbackrest bc /usr/bin/time; do
+    command -v "$c" >/dev/null || { echo "read_cost.sh: $c is missing: run scripts/setup.sh" >&2; exit 1; }
+done
+
+STAMP=$(date -u +%Y-%m-%dT%H%M%SZ)
+OUT=${OUT:-$ROOT/bench/results/$STAMP-read-cost}
+mkdir -p "$OUT/raw"
+D=$(mktemp -d /tmp/pgdirect-readcost.XXXXXX)
+chmod 755 "$D"
+mkdir -p "$D/bin"
+cp "$BUILD/pgdirect" "$D/bin/pgdirect"
+[ -z "$OLD_BIN" ] || cp "$OLD_BIN" "$D/bin/pgdirect_old"
+cc -O2 -std=gnu11 -pthread -I"$ROOT/src" -o "$D/bin/dio_read" "$HERE/tools/pgd_dio_read.c" \
+    "$ROOT/src/pg/datadir.c" "$ROOT/src/util/log.c" "$ROOT/src/util/error.c"
+chown -R postgres:postgres "$D"
+PORT=$((20000 + RANDOM % 20000))
+log() { printf '[%s] %s\n' "$(date -u +%T)" "$*" >&2; }
+pg() { runuser -u postgres -- env PGHOST="$D" PGPORT="$PORT" PGUSER=postgres PGDATABASE=postgres "$@"; }
+q() { pg "$PG_BIN/psql" -X -Atq -v ON_ERROR_STOP=1 -c "$1"; }
+stop_pg() { [ -f "$D/data/postmaster.pid" ] && pg "$PG_BIN/pg_ctl" -D "$D/data" -m fast -w stop >/dev/null 2>&1 || true; }
+cleanup() { stop_pg; rm -rf "$D"; }
+trap cleanup EXIT
+drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+
+log "cluster: pgbench scale $SCALE and a table of $((SCALE * 12500)) rows"
+pg "$PG_BIN/initdb" -D "$D/data" -U postgres -A trust >/dev/null
+cat >>"$D/data/postgresql.conf" <<CONF
+port = $PORT
+listen_addresses = ''
+unix_socket_directories = '$D'
+shared_buffers = 128MB
+wal_level = replica
+archive_mode = on
+archive_command = '$D/bin/pgdirect wal-push --repo $D/repo_pgdirect %p'
+max_wal_size = 4GB
+autovacuum = off
+CONF
+pg "$PG_BIN/pg_ctl" -D "$D/data" -l "$D/server.log" -w start >/dev/null
+pg "$PG_BIN/pgbench" -i -s "$SCALE" -q >/dev/null 2>&1
+q "CREATE TABLE extra AS SELECT g AS id, repeat('x', 300) AS pad FROM generate_series(1, $((SCALE * 12500))) g"
+q "VACUUM (FREEZE, ANALYZE)"
+q "CHECKPOINT"
+BYTES=$(du -sb --exclude=pg_wal "$D/data" | cut -f1)
+GB=$(echo "$BYTES / 1000000000" | bc -l)
+
+cat >"$D/pgbackrest.conf" <<CONF
+[global]
+repo1-path=$D/repo_pgbackrest
+compress-type=lz4
+process-max=2
+start-fast=y
+log-level-console=warn
+log-path=$D
+lock-path=$D
+
+[bench]
+pg1-path=$D/data
+pg1-socket-path=$D
+pg1-port=$PORT
+CONF
+chown postgres "$D/pgbackrest.conf"
+PGBR="pgbackrest --config=$D/pgbackrest.conf --stanza=bench"
+pg $PGBR stanza-create >/dev/null
+archive_to() { # archive_to pgdirect|pgbackrest
+    local cmd="$D/bin/pgdirect wal-push --repo $D/repo_pgdirect %p"
+    [ "$1" = pgbackrest ] && cmd="$PGBR archive-push %p"
+    sed -i "/^archive_command/d" "$D/data/postgresql.conf"
+    echo "archive_command = '$cmd'" >>"$D/data/postgresql.conf"
+    q "SELECT pg_reload_conf()" >/dev/null
+}
+timed() { # timed NAME CMD...: appends "wall user sys maxrss_kib" to raw/NAME; a failure ends the run
+    local name=$1; shift
+    drop
+    if ! pg /usr/bin/time -f '%e %U %S %M' -o "$D/time.$name" "$@" >>"$OUT/raw/$name.log" 2>&1; then
+        echo "read_cost.sh: $name failed:" >&2; tail -5 "$OUT/raw/$name.log" >&2; exit 1
+    fi
+    cat "$D/time.$name" >>"$OUT/raw/$name"
+}
+
+for t in $(seq 1 "$TRIALS"); do
+    log "trial $t/$TRIALS"
+    timed read "$D/bin/dio_read" "$D/data" 2
+    archive_to pgdirect
+    rm -rf "$D/repo_pgdirect/backups"
+    timed pgdirect "$D/bin/pgdirect" backup --repo "$D/repo_pgdirect" --pgdata "$D/data" --checkpoint fast --compression lz4
+    if [ -n "$OLD_BIN" ]; then
+        rm -rf "$D/repo_pgdirect/backups"
+        timed pgdirect_old "$D/bin/pgdirect_old" backup --repo "$D/repo_pgdirect" --pgdata "$D/data" --checkpoint fast --compression lz4
+    fi
+    archive_to pgbackrest
+    timed pgbackrest $PGBR --type=full backup
+    pg $PGBR expire --repo1-retention-full=1 >/dev/null 2>&1 || true
+    archive_to pgdirect
+done
+
+largest=$(find "$D/data/base" -type f -printf '%s %p\n' | sort -n | tail -1 | cut -d' ' -f2)
+bash "$HERE/compress_checksum.sh" --rounds 3 "$largest" >"$OUT/compress_checksum.md"
+
+if [ -n "$PERF_OUT" ]; then
+    log "perf record -g of one lz4 backup"
+    rm -rf "$D/repo_pgdirect/backups"
+    drop
+    perf record -g -o "$PERF_OUT" -- runuser -u postgres -- env PGHOST="$D" PGPORT="$PORT" \
+        "$D/bin/pgdirect" backup --repo "$D/repo_pgdirect" --pgdata "$D/data" --checkpoint fast \
+        --compression lz4 >"$OUT/raw/perf_backup.log" 2>&1
+    perf report -i "$PERF_OUT" --no-children --sort dso,symbol --percent-limit 0.5 --stdio 2>/dev/null |
+        grep -v '^$' | grep -v '^#' | grep '%' | head -40 >"$PERF_OUT.top.txt" || true
+fi
+
+col() { awk -v c="$2" '{print $c}' "$OUT/raw/$1" | median; }
+cpu() { awk '{print $2 + $3}' "$OUT/raw/$1" | median; }
+{
+    echo "read_cost.sh: pgbench scale $SCALE + extra table, $(printf '%.2f' "$GB") GB without pg_wal; $TRIALS trials, medians, caches dropped before each step; $(date -u +%F)"
+    echo
+    echo "| step | wall s | x O_DIRECT read | CPU s | CPU s per GB | CPU x pgBackRest |"
+    echo "|---|---|---|---|---|---|"
+    read_s=$(col read 1); pgbr_cpu=$(cpu pgbackrest)
+    for k in read pgdirect pgdirect_old pgbackrest; do
+        [ -f "$OUT/raw/$k" ] || continue
+        name=$k
+        case $k in
+        read) name="O_DIRECT read pass, 2 threads" ;;
+        pgdirect) name="pgdirect backup lz4 (this build)" ;;
+        pgdirect_old) name="pgdirect backup lz4 (old binary)" ;;
+        pgbackrest) name="pgBackRest backup lz4, process-max 2" ;;
+        esac
+        w=$(col "$k" 1); c=$(cpu "$k")
+        printf '| %s | %.2f | %.2f | %.2f | %.2f | %.2f |\n' "$name" "$w" "$(echo "$w / $read_s" | bc -l)" \
+            "$c" "$(echo "$c / $GB" | bc -l)" "$(echo "$c / $pgbr_cpu" | bc -l)"
+    done
+    echo
+    cat "$OUT/compress_checksum.md"
+} | tee "$OUT/report.md"
