@@ -6,8 +6,9 @@
 # the restore), pg_verifybackup agrees, and the restored server has every
 # table and its rows. The partitions read with the plain lz4 tool, and carry
 # no lz4 content checksum (the per-file and per-partition CRC-32C cover those
-# bytes). `pgdirect cache` reports every table, and ends with a note when the
-# OS user cannot read PGDATA.
+# bytes); a partition in the old format (with the checksum) still restores.
+# `pgdirect cache` reports every table, and ends with a note when the OS user
+# cannot read PGDATA.
 #
 # Why 20,000 and not bench/many_files.sh's 100,000 files: creating the tables
 # is most of the cost (about a minute per 5,000 on this machine, twice that
@@ -40,7 +41,8 @@ db=$(q "SELECT oid FROM pg_database WHERE datname = 'postgres'")
 files=$(find "$T/data/base/$db" -type f | wc -l)
 cmp_ok "$files" ">=" $((TABLES * 4)) "the source database directory has at least $((TABLES * 4)) files ($files)"
 
-out=$(pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast 2>&1)
+# small partitions: many of them, and one small enough to rewrite below
+out=$(pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --partition-size 16MiB 2>&1)
 ok $? "backup of $files files succeeds"
 like "$out" "complete: .* [0-9]+ files" "and says how many files"
 id=$(pgd list --repo "$REPO" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["id"])')
@@ -52,6 +54,34 @@ cmp_ok "$listed" ">=" $((TABLES * 4)) "lz4 -dc PART | tar t lists every relation
 flg=$(od -An -tu1 -j4 -N1 "$part" | tr -d ' ')
 is "$((flg & 4))" "0" "the partition's lz4 frame has no content checksum (FLG $flg)"
 is "$(od -An -tx4 -N4 "$part" | tr -d ' ')" "184d2204" "and is an lz4 frame (magic number)"
+
+# a backup written before partitions dropped the frame checksum still restores: partition 1
+# rewritten as the lz4 tool writes by default (with the content checksum, as pgdirect did), its
+# size and CRC-32C in the manifest updated to match
+old_part="$REPO/backups/$id/part_0001.tar.lz4"
+lz4 -dc "$old_part" | lz4 -q -c >"$T/old_format.lz4"
+flg=$(od -An -tu1 -j4 -N1 "$T/old_format.lz4" | tr -d ' ')
+is "$((flg & 4))" "4" "the rewritten partition has the lz4 content checksum (FLG $flg)"
+python3 - "$REPO/backups/$id/manifest.json" "$T/old_format.lz4" <<'PY' || bail "could not rewrite the manifest"
+import json, os, sys
+table = []
+for i in range(256):
+    c = i
+    for _ in range(8):
+        c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+    table.append(c)
+crc = 0xFFFFFFFF
+data = open(sys.argv[2], 'rb').read()
+for b in data:
+    crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
+m = json.load(open(sys.argv[1]))
+part = [p for p in m['partitions'] if p['name'] == 'part_0001.tar.lz4'][0]
+part['size'], part['crc32c'] = len(data), '%08x' % (crc ^ 0xFFFFFFFF)
+json.dump(m, open(sys.argv[1] + '.new', 'w'))
+os.replace(sys.argv[1] + '.new', sys.argv[1])
+PY
+cp "$T/old_format.lz4" "$old_part"
+chown postgres "$old_part" "$REPO/backups/$id/manifest.json"
 
 # what the source has that a backup keeps: every file under base/ but pg_internal.init and the
 # non-init forks of unlogged relations (their relfilenodes: those with an _init fork)
@@ -71,7 +101,7 @@ PY
 (cd "$T/data" && xargs md5sum <"$T/src_kept") >"$T/src_md5"
 
 pgd restore "$id" --repo "$REPO" --target-dir "$T/restored" >"$T/restore.log" 2>&1
-ok $? "restore of $files files succeeds"
+ok $? "restore of $files files succeeds, partition 1 in the old format"
 (cd "$T/restored" && find base -type f | sort) >"$T/got_all"
 is "$(diff "$T/src_kept" "$T/got_all" | head -5)" "" "the restored base/ has exactly the files the source keeps"
 is "$(cd "$T/restored" && md5sum --quiet -c "$T/src_md5" 2>&1 | head -5)" "" \
