@@ -70,7 +70,8 @@ int cmd_wal_push(int argc, char **argv)
             log_info("WAL file \"%s\" was already archived with the same content", opts.args[0]);
         rc = EXIT_OK;
     }
-    if (repo != NULL) {
+    /* housekeeping after a push that worked: a failing repository gets one error line */
+    if (rc == EXIT_OK) {
         char path[PATH_MAX];
         pgd_error sweep = {0};
 
