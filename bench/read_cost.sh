@@ -10,12 +10,20 @@
 #             each file read once with O_DIRECT, 1 MiB reads, 2 threads
 #   pgdirect  backup --compression lz4 (this build), then OLD_BIN's
 #   pgbackrest  backup, lz4, process-max 2
+#   restore   pgdirect restore vs pgbackrest restore of those backups, each
+#             followed by sync
 # Wall and CPU seconds (user+sys, children included) from /usr/bin/time.
+# With --polite, then goal 4's question: query p99 (pgbench -S at a fixed
+# rate, 2 clients, page cache warm) with no backup, and during a backup with
+# each set of options in POLITE_MODES (default: the current defaults,
+# --cpu-weight 10, --io-class idle, --nice 10 and combinations), each mode
+# TRIALS times, backup wall time next to it.
 # Then the frame-checksum cost alone (bench/compress_checksum.sh on the
 # largest relation file), and with --perf FILE a `perf record -g` of one
 # lz4 backup of this build, its top symbols written to FILE.top.txt.
 #
-#   bash bench/read_cost.sh [--scale N] [--trials N] [--old-bin PGDIRECT] [--perf FILE] [--out DIR]
+#   bash bench/read_cost.sh [--scale N] [--trials N] [--old-bin PGDIRECT] [--perf FILE]
+#                           [--polite] [--rate TPS] [--out DIR]
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -25,12 +33,17 @@ TRIALS=3
 OLD_BIN=""
 PERF_OUT=""
 OUT=""
+POLITE=0
+RATE=400
+POLITE_MODES=${POLITE_MODES:-"none|default|--cpu-weight 10|--io-class idle|--nice 10|--nice 10 --io-class idle|--cpu-weight 10 --io-class idle"}
 while [ $# -gt 0 ]; do
     case $1 in
     --scale) SCALE=$2; shift ;;
     --trials) TRIALS=$2; shift ;;
     --old-bin) OLD_BIN=$2; shift ;;
     --perf) PERF_OUT=$2; shift ;;
+    --polite) POLITE=1 ;;
+    --rate) RATE=$2; shift ;;
     --out) OUT=$2; shift ;;
     *) echo "read_cost.sh: unknown argument \"$1\"" >&2; exit 2 ;;
     esac
@@ -134,7 +147,56 @@ for t in $(seq 1 "$TRIALS"); do
     timed pgbackrest $PGBR --type=full backup
     pg $PGBR expire --repo1-retention-full=1 >/dev/null 2>&1 || true
     archive_to pgdirect
+    rm -rf "$D/r_pgd" "$D/r_pgbr"
+    timed restore_pgdirect sh -c "'$D/bin/pgdirect' restore LATEST --repo '$D/repo_pgdirect' --target-dir '$D/r_pgd' && sync"
+    mkdir -p "$D/r_pgbr"; chown postgres "$D/r_pgbr"; chmod 700 "$D/r_pgbr"
+    timed restore_pgbackrest sh -c "$PGBR --pg1-path='$D/r_pgbr' restore && sync"
+    rm -rf "$D/r_pgd" "$D/r_pgbr"
 done
+
+# goal 4: query p99 during a backup, per set of politeness options. pgbench -S at a fixed rate
+# (latency, not throughput, is the question), page cache warm (the backup's O_DIRECT reads do
+# not evict it; what it takes from queries is CPU and disk time), the latency of the
+# transactions that ended while the backup ran (the same length of time for "none").
+if [ "$POLITE" = 1 ]; then
+    cp "$BUILD/pgd-latency" "$D/bin/pgd-latency"
+    pg "$PG_BIN/pgbench" -S -c 2 -j 2 -T 10 >/dev/null 2>&1 # warm
+    # the window without a backup lasts as long as a default backup did in the trials above; each
+    # pgbench run outlasts its backup (the last backup with the same options, or 3 x that length)
+    none_s=$(printf '%.0f' "$(col pgdirect 1)")
+    for t in $(seq 1 "$TRIALS"); do
+        IFS='|' read -ra modes <<<"$POLITE_MODES"
+        for m in "${modes[@]}"; do
+            key=$(echo "$m" | tr -c 'a-z0-9\n' '_')
+            log "polite trial $t/$TRIALS: $m"
+            rm -rf "$D/repo_pgdirect/backups" "$D/lat"; mkdir -p "$D/lat"; chown postgres "$D/lat"
+            if [ -f "$OUT/raw/polite_$key" ]; then
+                dur=$(printf '%.0f' "$(echo "$(col "polite_$key" 1) * 1.5 + 10" | bc -l)")
+            else
+                dur=$((none_s * 3 + 10))
+            fi
+            (cd "$D/lat" && pg "$PG_BIN/pgbench" -S -c 2 -j 2 -R "$RATE" -T "$dur" -l --log-prefix="$D/lat/lat" >/dev/null 2>&1) &
+            bpid=$!
+            sleep 3 # pgbench connected and at its rate before the window opens
+            t0=$(date +%s.%N)
+            if [ "$m" = none ]; then
+                sleep "$none_s"
+            else
+                opts=""; [ "$m" = default ] || opts=$m
+                pg /usr/bin/time -f '%e %U %S %M' -o "$D/time.polite" "$D/bin/pgdirect" backup --repo "$D/repo_pgdirect" \
+                    --pgdata "$D/data" --checkpoint fast --compression lz4 $opts >>"$OUT/raw/polite_$key.log" 2>&1 ||
+                    { echo "read_cost.sh: backup with \"$m\" failed" >&2; tail -5 "$OUT/raw/polite_$key.log" >&2; exit 1; }
+                cat "$D/time.polite" >>"$OUT/raw/polite_$key"
+            fi
+            t1=$(date +%s.%N)
+            wait "$bpid" || true
+            # a window pgbench did not cover to its end would leave out the slowest queries
+            [ "$(echo "$t1 < $t0 - 3 + $dur" | bc)" = 1 ] ||
+                echo "read_cost.sh: the backup with \"$m\" outlasted pgbench (${dur}s): its p99 is partial" >&2
+            echo "$m|$("$D/bin/pgd-latency" "$t0" "$t1" "$D"/lat/lat.*)" >>"$OUT/raw/polite_lat"
+        done
+    done
+fi
 
 largest=$(find "$D/data/base" -type f -printf '%s %p\n' | sort -n | tail -1 | cut -d' ' -f2)
 bash "$HERE/compress_checksum.sh" --rounds 3 "$largest" >"$OUT/compress_checksum.md"
@@ -171,6 +233,27 @@ cpu() { awk '{print $2 + $3}' "$OUT/raw/$1" | median; }
         printf '| %s | %.2f | %.2f | %.2f | %.2f | %.2f |\n' "$name" "$w" "$(echo "$w / $read_s" | bc -l)" \
             "$c" "$(echo "$c / $GB" | bc -l)" "$(echo "$c / $pgbr_cpu" | bc -l)"
     done
+    for k in restore_pgdirect restore_pgbackrest; do
+        [ -f "$OUT/raw/$k" ] || continue
+        printf '| %s | %.2f | | %.2f | | |\n' "${k/_/ + sync, }" "$(col "$k" 1)" "$(cpu "$k")"
+    done
     echo
     cat "$OUT/compress_checksum.md"
+    if [ -f "$OUT/raw/polite_lat" ]; then
+        echo
+        echo "Query latency (pgbench -S, 2 clients, $RATE tps) while a backup runs; medians of $TRIALS trials"
+        echo
+        echo "| backup options | transactions | p50 ms | p99 ms | backup wall s | backup CPU s |"
+        echo "|---|---|---|---|---|---|"
+        IFS='|' read -ra modes <<<"$POLITE_MODES"
+        for m in "${modes[@]}"; do
+            key=$(echo "$m" | tr -c 'a-z0-9\n' '_')
+            lat=$(awk -F'|' -v m="$m" '$1 == m {print $2}' "$OUT/raw/polite_lat")
+            n=$(echo "$lat" | awk '{print $1}' | median); p50=$(echo "$lat" | awk '{print $2}' | median)
+            p99=$(echo "$lat" | awk '{print $3}' | median)
+            if [ -f "$OUT/raw/polite_$key" ]; then w=$(col "polite_$key" 1); c=$(cpu "polite_$key"); else w=0; c=0; fi
+            printf '| %s | %.0f | %.2f | %.2f | %.2f | %.2f |\n' "$m" "$n" "$(echo "$p50 / 1000" | bc -l)" \
+                "$(echo "$p99 / 1000" | bc -l)" "$w" "$c"
+        done
+    fi
 } | tee "$OUT/report.md"
