@@ -197,7 +197,7 @@ for t in $(seq 1 "$TRIALS"); do
         timed cache_old sh -c "$(cache_cmd pgdirect_old)"
         WARM=1 timed cache_old_warm sh -c "$(cache_cmd pgdirect_old)"
     fi
-    $PGBR expire --repo1-retention-full=1 >/dev/null 2>&1 || true
+    pg $PGBR expire --repo1-retention-full=1 >/dev/null 2>&1 || true
 done
 
 if [ -n "$PERF_OUT" ]; then

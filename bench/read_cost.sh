@@ -15,10 +15,11 @@
 # Wall and CPU seconds (user+sys, children included) from /usr/bin/time.
 # With --polite, then goal 4's question: query p99 (pgbench -S at a fixed
 # rate, 2 clients, page cache warm) with no backup, and during a backup with
-# each set of options in POLITE_MODES (default: the current defaults,
-# --io-class idle, --nice 10, both; not --cpu-weight, which the postgres
-# user running the backup here may not use), each mode TRIALS times,
-# backup wall time next to it.
+# each set of options in POLITE_MODES (default: best-effort I/O at the
+# normal nice value, the idle I/O class, idle I/O and nice 10; not
+# --cpu-weight, which the postgres user running the backup here may not
+# use), POLITE_REPEAT backups back to back per window, each mode TRIALS
+# times, backup wall time (per backup) next to it.
 # Then the frame-checksum cost alone (bench/compress_checksum.sh on the
 # largest relation file), and with --perf FILE a `perf record -g` of one
 # lz4 backup of this build, its top symbols written to FILE.top.txt.
@@ -36,7 +37,9 @@ PERF_OUT=""
 OUT=""
 POLITE=0
 RATE=100
-POLITE_MODES=${POLITE_MODES:-"none|default|--io-class idle|--nice 10|--nice 10 --io-class idle"}
+POLITE_REPEAT=${POLITE_REPEAT:-3}
+# each mode spelled out in full, so the comparison does not move when the defaults do
+POLITE_MODES=${POLITE_MODES:-"none|--io-class best-effort --nice 0|--io-class idle --nice 0|--io-class idle --nice 10"}
 while [ $# -gt 0 ]; do
     case $1 in
     --scale) SCALE=$2; shift ;;
@@ -77,7 +80,9 @@ stop_pg() { [ -f "$D/data/postmaster.pid" ] && pg "$PG_BIN/pg_ctl" -D "$D/data" 
 cleanup() { stop_pg; rm -rf "$D"; }
 trap cleanup EXIT
 drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+col() { awk -v c="$2" '{print $c}' "$OUT/raw/$1" | median; }
+cpu() { awk '{print $2 + $3}' "$OUT/raw/$1" | median; }
 
 log "cluster: pgbench scale $SCALE and a table of $((SCALE * 12500)) rows"
 pg "$PG_BIN/initdb" -D "$D/data" -U postgres -A trust >/dev/null
@@ -162,20 +167,18 @@ done
 if [ "$POLITE" = 1 ]; then
     cp "$BUILD/pgd-latency" "$D/bin/pgd-latency"
     pg "$PG_BIN/pgbench" -S -c 2 -j 2 -T 10 >/dev/null 2>&1 # warm
-    # the window without a backup lasts as long as a default backup did in the trials above; each
-    # pgbench run outlasts its backup (the last backup with the same options, or 3 x that length)
-    none_s=$(printf "%.0f" "$(col pgdirect 1)"); [ "$none_s" -ge 10 ] || none_s=10
+    # each window holds POLITE_REPEAT backups back to back (enough queries for a p99); the window
+    # without a backup lasts as long as that took with default options in the trials above, and
+    # every pgbench run outlasts its window (twice that, plus 10 s)
+    none_s=$(printf "%.0f" "$(echo "$(col pgdirect 1) * $POLITE_REPEAT" | bc -l)")
+    [ "$none_s" -ge 10 ] || none_s=10
+    dur=$((none_s * 2 + 10))
     for t in $(seq 1 "$TRIALS"); do
         IFS='|' read -ra modes <<<"$POLITE_MODES"
         for m in "${modes[@]}"; do
             key=$(echo "$m" | tr -c 'a-z0-9\n' '_')
             log "polite trial $t/$TRIALS: $m"
             rm -rf "$D/repo_pgdirect/backups" "$D/lat"; mkdir -p "$D/lat"; chown postgres "$D/lat"
-            if [ -f "$OUT/raw/polite_$key" ]; then
-                dur=$(printf '%.0f' "$(echo "$(col "polite_$key" 1) * 1.5 + 10" | bc -l)")
-            else
-                dur=$((none_s * 3 + 10))
-            fi
             (cd "$D/lat" && pg "$PG_BIN/pgbench" -S -c 2 -j 2 -R "$RATE" -T "$dur" -l --log-prefix="$D/lat/lat" >/dev/null 2>&1) &
             bpid=$!
             sleep 3 # pgbench connected and at its rate before the window opens
@@ -183,11 +186,13 @@ if [ "$POLITE" = 1 ]; then
             if [ "$m" = none ]; then
                 sleep "$none_s"
             else
-                opts=""; [ "$m" = default ] || opts=$m
+                for r in $(seq 1 "$POLITE_REPEAT"); do
+                rm -rf "$D/repo_pgdirect/backups"
                 pg /usr/bin/time -f '%e %U %S %M' -o "$D/time.polite" "$D/bin/pgdirect" backup --repo "$D/repo_pgdirect" \
-                    --pgdata "$D/data" --checkpoint fast --compression lz4 $opts >>"$OUT/raw/polite_$key.log" 2>&1 ||
+                    --pgdata "$D/data" --checkpoint fast --compression lz4 $m >>"$OUT/raw/polite_$key.log" 2>&1 ||
                     { echo "read_cost.sh: backup with \"$m\" failed" >&2; tail -5 "$OUT/raw/polite_$key.log" >&2; exit 1; }
                 cat "$D/time.polite" >>"$OUT/raw/polite_$key"
+                done
             fi
             t1=$(date +%s.%N)
             wait "$bpid" || true
@@ -213,8 +218,6 @@ if [ -n "$PERF_OUT" ]; then
         grep -v '^$' | grep -v '^#' | grep '%' | head -40 >"$PERF_OUT.top.txt" || true
 fi
 
-col() { awk -v c="$2" '{print $c}' "$OUT/raw/$1" | median; }
-cpu() { awk '{print $2 + $3}' "$OUT/raw/$1" | median; }
 {
     echo "read_cost.sh: pgbench scale $SCALE + extra table, $(printf '%.2f' "$GB") GB without pg_wal; $TRIALS trials, medians, caches dropped before each step; $(date -u +%F)"
     echo

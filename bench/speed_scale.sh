@@ -15,7 +15,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 SCALE=20
-TABLES=5000
+TABLES=3000
 TRIALS=3
 OUT=""
 while [ $# -gt 0 ]; do
