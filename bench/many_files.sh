@@ -208,7 +208,7 @@ if [ -n "$PERF_OUT" ]; then
     perf record -g -o "$PERF_OUT" -- runuser -u postgres -- env PGHOST="$D" PGPORT="$PORT" \
         "$D/bin/pgdirect" backup --repo "$D/repo_pgdirect" --pgdata "$D/data" --checkpoint fast \
         >"$OUT/raw/perf_backup.log" 2>&1
-    perf report -i "$PERF_OUT" --no-children --sort dso,symbol --percent-limit 1 --stdio 2>/dev/null |
+    perf report -i "$PERF_OUT" --no-children -g none --sort dso,symbol --percent-limit 1 --stdio 2>/dev/null |
         grep -v '^$' | head -80 >"$PERF_OUT.top.txt" || true
 fi
 
