@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "cache/report.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libpq-fe.h>
@@ -76,86 +77,251 @@ static cache_row *new_row(cache_report *r)
     return &r->rows[r->n++];
 }
 
-/* shared_buffers blocks of one fork as a per-block byte map (NULL when none). */
-static unsigned char *sb_map(const pg_buffer *bufs, size_t nbufs, const pg_relation *rel, int fork,
-                             uint64_t blocks)
+/* Order of cache_sort_buffers: shared catalogs apart, then relfilenode, fork, block. */
+static int cache_buffer_cmp(const pg_buffer *a, const pg_buffer *b)
 {
-    unsigned char *map = NULL;
+    if (a->shared != b->shared)
+        return a->shared < b->shared ? -1 : 1;
+    if (a->filenode != b->filenode)
+        return a->filenode < b->filenode ? -1 : 1;
+    if (a->fork != b->fork)
+        return a->fork < b->fork ? -1 : 1;
+    if (a->block != b->block)
+        return a->block < b->block ? -1 : 1;
+    return 0;
+}
 
-    for (size_t i = 0; i < nbufs; i++) {
-        if (bufs[i].filenode != rel->filenode || bufs[i].fork != fork ||
-            bufs[i].shared != rel->shared || bufs[i].block >= blocks)
-            continue;
-        if (map == NULL && (map = calloc(blocks, 1)) == NULL)
+static int cache_buffer_qsort_cmp(const void *a, const void *b)
+{
+    return cache_buffer_cmp(a, b);
+}
+
+void cache_sort_buffers(pg_buffer *bufs, size_t nbufs)
+{
+    if (nbufs > 1)
+        qsort(bufs, nbufs, sizeof(*bufs), cache_buffer_qsort_cmp);
+}
+
+/*
+ * shared_buffers blocks of one fork as a per-block byte map (NULL when none), from buffers sorted
+ * by cache_sort_buffers: a binary search to the fork's first buffer, then its run. A scan of every
+ * buffer for every fork made the report quadratic (relations x shared_buffers).
+ */
+unsigned char *cache_sb_map(const pg_buffer *bufs, size_t nbufs, uint32_t filenode, bool shared,
+                            int fork, uint64_t first_block, uint64_t blocks, bool *oom)
+{
+    pg_buffer key = {.filenode = filenode, .fork = fork, .block = 0, .shared = shared};
+    uint64_t end = first_block + blocks;
+    unsigned char *map = NULL;
+    size_t lo = 0, hi = nbufs;
+
+    *oom = false;
+    if (first_block > UINT32_MAX)
+        return NULL; /* past any block number */
+    key.block = (uint32_t)first_block;
+    while (lo < hi) { /* first buffer not below key */
+        size_t mid = lo + (hi - lo) / 2;
+        if (cache_buffer_cmp(&bufs[mid], &key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo; i < nbufs && bufs[i].filenode == filenode && bufs[i].fork == fork &&
+                        bufs[i].shared == shared && bufs[i].block < end;
+         i++) {
+        if (map == NULL && (map = calloc(blocks, 1)) == NULL) {
+            *oom = true;
             return NULL;
-        map[bufs[i].block] = 1;
+        }
+        map[bufs[i].block - first_block] = 1;
     }
     return map;
 }
 
-/* One fork: walk its segment files. Returns false only on a hard error. */
-static bool collect_fork(cache_report *r, const char *pgdata, const char *db,
-                         const pg_relation *rel, int fork, const pg_buffer *bufs, size_t nbufs,
-                         bool *unreadable, pgd_error *err)
+static cache_row *fork_row(cache_report *r, const char *db, const pg_relation *rel, int fork)
 {
-    size_t os_page = (size_t)sysconf(_SC_PAGESIZE);
-    cache_row *row = NULL;
-    unsigned char *sb = NULL;
-    uint64_t total_blocks = 0;
-    struct stat st;
-    char path[PATH_MAX];
+    cache_row *row = new_row(r);
 
-    /* size the fork first, so the shared_buffers map covers every segment */
-    for (unsigned seg = 0;; seg++) {
-        snprintf(path, sizeof(path), seg ? "%s/%s%s.%u" : "%s/%s%s", pgdata, rel->filepath,
-                 fork_suffix[fork], seg);
-        if (stat(path, &st) != 0)
-            break;
-        total_blocks =
-            (uint64_t)seg * PG_SEGMENT_BLOCKS + pages_for((uint64_t)st.st_size, PG_BLOCK_SIZE);
-    }
-    if (total_blocks == 0 && fork != 0) {
-        snprintf(path, sizeof(path), "%s/%s%s", pgdata, rel->filepath, fork_suffix[fork]);
-        if (access(path, F_OK) != 0)
-            return true; /* this fork does not exist */
-    }
-    row = new_row(r);
     if (row == NULL)
-        return err_set(err, "out of memory");
+        return NULL;
     snprintf(row->database, sizeof(row->database), "%s", rel->shared ? "(shared)" : db);
     snprintf(row->name, sizeof(row->name), "%s", rel->name);
     snprintf(row->kind, sizeof(row->kind), "%s", rel->kind);
     snprintf(row->fork, sizeof(row->fork), "%s", fork_name[fork]);
-    if (total_blocks > 0)
-        sb = sb_map(bufs, nbufs, rel, fork, total_blocks);
+    return row;
+}
+
+/*
+ * The directory of the relations being examined, kept open: files are opened relative to it, one
+ * path component to look up instead of the whole path (path lookups were the largest cost of a
+ * report over 100,000 relations). Relations of one database share it.
+ */
+typedef struct cache_dir {
+    char rel[PATH_MAX]; /* relative to PGDATA */
+    int fd;             /* AT_FDCWD when it could not be opened: full paths then */
+    char **names;       /* its entries, sorted; NULL when they could not be listed */
+    size_t n;
+} cache_dir;
+
+static void cache_dir_close(cache_dir *d)
+{
+    if (d->fd >= 0)
+        close(d->fd);
+    for (size_t i = 0; i < d->n; i++)
+        free(d->names[i]);
+    free(d->names);
+    d->names = NULL;
+    d->n = 0;
+    d->fd = AT_FDCWD;
+    d->rel[0] = '\0';
+}
+
+static int cache_name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * List the open directory once: most forks do not exist (an index has no vm, few relations have
+ * an init fork), and a failed open per missing fork per relation cost more than everything else.
+ * Leaves names NULL when the listing fails; every file is then tried.
+ */
+static void cache_dir_list(cache_dir *d)
+{
+    int fd = dup(d->fd);
+    DIR *dh = fd >= 0 ? fdopendir(fd) : NULL;
+    size_t cap = 0;
+    struct dirent *de;
+
+    if (dh == NULL) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    while ((de = readdir(dh)) != NULL) {
+        if (d->n == cap) {
+            size_t grown_cap = cap ? cap * 2 : 1024;
+            char **grown = realloc(d->names, grown_cap * sizeof(*grown));
+            if (grown == NULL)
+                break;
+            d->names = grown;
+            cap = grown_cap;
+        }
+        if ((d->names[d->n] = strdup(de->d_name)) == NULL)
+            break;
+        d->n++;
+    }
+    closedir(dh);
+    if (de != NULL) { /* out of memory: no listing, try every file */
+        int keep = d->fd;
+        d->fd = -1;
+        cache_dir_close(d);
+        d->fd = keep;
+        return;
+    }
+    if (d->n > 1)
+        qsort(d->names, d->n, sizeof(*d->names), cache_name_cmp);
+}
+
+/* Could `name` exist in the directory? (true when it could not be listed) */
+static bool cache_dir_has(const cache_dir *d, const char *name)
+{
+    if (d->names == NULL)
+        return true;
+    return bsearch(&name, d->names, d->n, sizeof(*d->names), cache_name_cmp) != NULL;
+}
+
+/* Point d at the directory of relation file `filepath`; returns its base name. */
+static const char *cache_dir_of(cache_dir *d, const char *pgdata, const char *filepath)
+{
+    const char *slash = strrchr(filepath, '/');
+    size_t len = slash ? (size_t)(slash - filepath) : 0;
+    char abs[PATH_MAX];
+
+    if (d->fd != AT_FDCWD && strlen(d->rel) == len && strncmp(d->rel, filepath, len) == 0)
+        return slash ? slash + 1 : filepath;
+    cache_dir_close(d);
+    if (len >= sizeof(d->rel))
+        return NULL;
+    memcpy(d->rel, filepath, len);
+    d->rel[len] = '\0';
+    if ((size_t)snprintf(abs, sizeof(abs), "%s/%s", pgdata, d->rel) >= sizeof(abs))
+        return NULL; /* full paths then, which name the problem */
+    d->fd = open(abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (d->fd < 0) {
+        d->fd = AT_FDCWD;
+        return NULL;
+    }
+    cache_dir_list(d);
+    return slash ? slash + 1 : filepath;
+}
+
+/*
+ * One fork: walk its segment files, one open each (size, page residency and evictions together;
+ * the shared_buffers map of the segment's block range). A fork whose first segment does not exist
+ * has no row, except the main fork, which every relation with storage has. Returns false only on
+ * a hard error.
+ */
+static bool collect_fork(cache_report *r, const char *pgdata, cache_dir *dir, const char *db,
+                         const pg_relation *rel, int fork, const pg_buffer *bufs, size_t nbufs,
+                         bool *unreadable, pgd_error *err)
+{
+    size_t os_page = (size_t)sysconf(_SC_PAGESIZE);
+    const char *base = cache_dir_of(dir, pgdata, rel->filepath);
+    cache_row *row = NULL;
+    char path[PATH_MAX], name[PATH_MAX];
+
     for (unsigned seg = 0;; seg++) {
-        unsigned char *vec = NULL;
-        uint64_t npages;
-        bool missing;
-        residency res;
+        residency_pages res;
+        unsigned char *sb;
+        bool missing, oom;
         pgd_error ferr = {0};
+        struct stat st;
 
         snprintf(path, sizeof(path), seg ? "%s/%s%s.%u" : "%s/%s%s", pgdata, rel->filepath,
                  fork_suffix[fork], seg);
-        if (!residency_map(path, &vec, &npages, &missing, &ferr)) {
+        /* relative to the open directory when there is one, else the whole path */
+        if (base != NULL) {
+            snprintf(name, sizeof(name), seg ? "%s%s.%u" : "%s%s", base, fork_suffix[fork], seg);
+            if (!cache_dir_has(dir, name))
+                break; /* listed as absent: the segments end (or the fork does not exist) */
+        }
+        if (!residency_pages_of_file(base ? dir->fd : AT_FDCWD, base ? name : path, path, &res,
+                                     &missing, &ferr)) {
             if (missing)
-                break;
-            if (stat(path, &st) == 0) /* size is known even when the file cannot be read */
-                cache_add_segment(&row->f, (uint64_t)st.st_size, NULL, os_page, NULL);
+                break; /* the segments end (or the fork does not exist) */
+            /*
+             * Unreadable. Its size is still known when the directory can be searched, and the
+             * next segment is then worth a look; when it cannot (an OS user without access to
+             * PGDATA), nothing more is: stop, as every further segment would fail the same way.
+             */
             *unreadable = true;
-            continue; /* the loop ends at the first missing segment */
+            if (stat(path, &st) != 0)
+                break;
+            if (row == NULL && (row = fork_row(r, db, rel, fork)) == NULL)
+                return err_set(err, "out of memory");
+            cache_add_segment(&row->f, (uint64_t)st.st_size, NULL, os_page, NULL);
+            continue;
         }
-        if (stat(path, &st) != 0) {
-            free(vec);
-            break;
+        if (row == NULL && (row = fork_row(r, db, rel, fork)) == NULL) {
+            free(res.vec);
+            return err_set(err, "out of memory");
         }
-        cache_add_segment(&row->f, (uint64_t)st.st_size, vec, os_page,
-                          sb ? sb + (uint64_t)seg * PG_SEGMENT_BLOCKS : NULL);
-        if (residency_of_file(path, &res, &ferr) && res.from_cachestat)
+        sb = cache_sb_map(bufs, nbufs, rel->filenode, rel->shared, fork,
+                          (uint64_t)seg * PG_SEGMENT_BLOCKS, pages_for(res.size, PG_BLOCK_SIZE),
+                          &oom);
+        if (oom) {
+            free(res.vec);
+            return err_set(err, "out of memory");
+        }
+        cache_add_segment(&row->f, res.size, res.vec, os_page, sb);
+        if (res.from_cachestat)
             row->f.evicted_pages += res.evicted;
-        free(vec);
+        free(sb);
+        free(res.vec);
     }
-    free(sb);
+    if (row == NULL && fork == 0 && fork_row(r, db, rel, fork) == NULL)
+        return err_set(err, "out of memory");
     return true;
 }
 
@@ -167,6 +333,7 @@ static bool collect_database(cache_report *r, const cache_request *req, const ch
     pg_buffer *bufs = NULL;
     size_t nrels = 0, nbufs = 0;
     buffercache_status bstatus;
+    cache_dir dir = {.fd = AT_FDCWD};
     bool unreadable = false, ok = false;
 
     if (conn == NULL)
@@ -174,6 +341,7 @@ static bool collect_database(cache_report *r, const cache_request *req, const ch
     if (!pg_relations_list(conn, req->like, &rels, &nrels, err) ||
         !pg_buffercache_read(conn, &bufs, &nbufs, &bstatus, err))
         goto done;
+    cache_sort_buffers(bufs, nbufs);
     if (bstatus == BUFFERCACHE_OK)
         r->shared_buffers_known = true;
     else if (bstatus == BUFFERCACHE_NOT_INSTALLED)
@@ -190,7 +358,7 @@ static bool collect_database(cache_report *r, const cache_request *req, const ch
         if (rels[i].shared && !include_shared)
             continue;
         for (int fork = 0; fork < NFORKS; fork++)
-            if (!collect_fork(r, pgdata, db, &rels[i], fork, bufs, nbufs, &unreadable, err))
+            if (!collect_fork(r, pgdata, &dir, db, &rels[i], fork, bufs, nbufs, &unreadable, err))
                 goto done;
     }
     if (unreadable)
@@ -202,6 +370,7 @@ static bool collect_database(cache_report *r, const cache_request *req, const ch
         r->os_known = true;
     ok = true;
 done:
+    cache_dir_close(&dir);
     free(rels);
     free(bufs);
     PQfinish(conn);

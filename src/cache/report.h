@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pg/relations.h"
 #include "util/error.h"
 
 #define PG_BLOCK_SIZE     8192
@@ -69,5 +70,16 @@ cache_figures cache_totals(const cache_report *r);
  */
 void cache_add_segment(cache_figures *f, uint64_t size, const unsigned char *os_vec,
                        size_t os_page_size, const unsigned char *sb);
+
+/*
+ * Which blocks of a fork are in shared_buffers: sort the buffers once
+ * (cache_sort_buffers), then cache_sb_map gives the blocks first_block ..
+ * first_block + blocks - 1 of a fork (one segment file) a byte map indexed
+ * from first_block (non-zero: in shared_buffers), or NULL when none of them
+ * is (*oom tells a failed allocation from that).
+ */
+void cache_sort_buffers(pg_buffer *bufs, size_t nbufs);
+unsigned char *cache_sb_map(const pg_buffer *bufs, size_t nbufs, uint32_t filenode, bool shared,
+                            int fork, uint64_t first_block, uint64_t blocks, bool *oom);
 
 #endif

@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "cache/residency.h"
+
 #include "io/page_residency.h"
 
 #include <errno.h>
@@ -83,15 +84,15 @@ double residency_percent(const residency *r)
     return r->pages == 0 ? 100.0 : 100.0 * (double)r->cached / (double)r->pages;
 }
 
-bool residency_map(const char *path, unsigned char **vec, uint64_t *npages, bool *missing,
-                   pgd_error *err)
+bool residency_pages_of_file(int dirfd, const char *name, const char *path, residency_pages *out,
+                             bool *missing, pgd_error *err)
 {
+    residency counts = {0};
     struct stat st;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    bool ok;
+    bool ok = true;
+    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
 
-    *vec = NULL;
-    *npages = 0;
+    memset(out, 0, sizeof(*out));
     *missing = false;
     if (fd < 0) {
         if (errno == ENOENT) {
@@ -104,8 +105,30 @@ bool residency_map(const char *path, unsigned char **vec, uint64_t *npages, bool
         close(fd);
         return err_errno(err, errno, "could not stat file \"%s\"", path);
     }
-    *npages = pages_for((uint64_t)st.st_size, page_residency_page_size());
-    ok = page_residency_of_file(fd, (uint64_t)st.st_size, path, vec, err);
+    out->size = (uint64_t)st.st_size;
+    out->npages = pages_for(out->size, page_residency_page_size());
+    if (out->npages == 0) {
+        close(fd);
+        return true;
+    }
+    if (residency_by_cachestat(fd, &counts)) {
+        out->evicted = counts.evicted;
+        out->from_cachestat = true;
+    }
+    /* cachestat's count answers the common cases, none or all of the file, without a mapping */
+    if (out->from_cachestat && (counts.cached == 0 || counts.cached >= out->npages)) {
+        if ((out->vec = malloc(out->npages)) == NULL) {
+            close(fd);
+            return err_set(err, "out of memory");
+        }
+        memset(out->vec, counts.cached == 0 ? 0 : 1, out->npages);
+    } else {
+        ok = page_residency_of_file(fd, out->size, path, &out->vec, err);
+    }
     close(fd);
+    if (!ok) {
+        free(out->vec);
+        out->vec = NULL;
+    }
     return ok;
 }

@@ -23,12 +23,25 @@ typedef struct residency {
 bool residency_of_file(const char *path, residency *out, pgd_error *err);
 
 /*
- * Per-page residency through mincore(2): vec[i] & 1 for OS page i of the
- * file. *npages is the file size in OS pages; *vec is malloc'd (NULL for an
- * empty file). *missing (and no error) when the file does not exist.
+ * What the cache report needs of one file, from one open: its size, its
+ * per-page residency (vec[i] & 1 for OS page i; malloc'd, NULL for an empty
+ * file) and, when the kernel has cachestat(2), the pages evicted since they
+ * were cached. With cachestat, mincore(2) is asked only when the file is
+ * partly cached: none or all of it, the common cases, are known from the
+ * count. *missing (false returned, no error) when the file does not exist.
+ * The file is `name` in directory dirfd (AT_FDCWD: a path); `path` names it
+ * in errors.
  */
-bool residency_map(const char *path, unsigned char **vec, uint64_t *npages, bool *missing,
-                   pgd_error *err);
+typedef struct residency_pages {
+    uint64_t size;
+    uint64_t npages;
+    unsigned char *vec;
+    uint64_t evicted;
+    bool from_cachestat;
+} residency_pages;
+
+bool residency_pages_of_file(int dirfd, const char *name, const char *path, residency_pages *out,
+                             bool *missing, pgd_error *err);
 
 /* Pages (of page_size bytes) in a file of `bytes`, rounding up. */
 static inline uint64_t pages_for(uint64_t bytes, uint64_t page_size)

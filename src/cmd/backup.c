@@ -51,6 +51,7 @@
 #define PARTITION_SIZE_MAX  (1024ULL * 1024 * 1024 * 1024)
 #define MAX_MEMORY_MIN      (8 * 1024 * 1024ULL)
 #define CPU_WEIGHT_MAX      10000
+#define NICE_MAX            19 /* the highest nice value there is */
 #define ARCHIVE_TIMEOUT_MAX (24 * 60 * 60)
 #define SYSFS_ROOT          "/sys"
 
@@ -70,6 +71,7 @@ typedef struct backup_settings {
     uint64_t partition_size;
     uint64_t max_rate, max_memory;
     unsigned cpu_weight;
+    int nice_increment;
     bool io_idle;
     compress_kind compression;
     int compression_level;
@@ -102,7 +104,7 @@ static bool backup_auto_or_int(const pgd_options *opts, opt_id id, long max, uns
 
 static bool backup_read_settings(const pgd_options *opts, backup_settings *s, pgd_error *err)
 {
-    long timeout, weight;
+    long timeout, weight, nice_increment;
     int checkpoint, engine, mode, io_class, checksum_errors;
     bool no_verify;
 
@@ -116,6 +118,7 @@ static bool backup_read_settings(const pgd_options *opts, backup_settings *s, pg
         !opt_enum(opts, OPT_IO_ENGINE, "auto|io_uring|threads", &engine, err) ||
         !opt_size(opts, OPT_MAX_RATE, 0, UINT64_MAX, &s->max_rate, err) ||
         !opt_int(opts, OPT_CPU_WEIGHT, 0, CPU_WEIGHT_MAX, &weight, err) ||
+        !opt_int(opts, OPT_NICE, 0, NICE_MAX, &nice_increment, err) ||
         !opt_enum(opts, OPT_IO_CLASS, "best-effort|idle", &io_class, err) ||
         !opt_enum(opts, OPT_CHECKPOINT, "spread|fast", &checkpoint, err) ||
         !opt_bool(opts, OPT_ARCHIVE_CHECK, &s->archive_check, err) ||
@@ -133,6 +136,7 @@ static bool backup_read_settings(const pgd_options *opts, backup_settings *s, pg
                                                       : READ_MODE_BUFFERED;
     s->engine = engine == 0 ? -1 : engine == 1 ? IO_ENGINE_URING : IO_ENGINE_THREADS;
     s->cpu_weight = (unsigned)weight;
+    s->nice_increment = (int)nice_increment;
     s->io_idle = io_class == 1;
     s->fast_checkpoint = checkpoint == 1;
     s->archive_timeout = (int)timeout;
@@ -180,7 +184,12 @@ static bool backup_interrupted(void)
     return interrupt_signal() != 0;
 }
 
-/* --io-class and --cpu-weight: warnings, not failures, when the system will not allow them. */
+/*
+ * --io-class, --cpu-weight and --nice: warnings, not failures, when the system will not allow
+ * them. The idle I/O class is the default: measured, it cut query p99 during a backup 2-5x for
+ * 9 % more backup time (README, "Politeness"); the scheduler's aging (mq-deadline,
+ * BFQ) keeps a busy database from starving the backup's reads for good.
+ */
 static void backup_be_polite(const backup_settings *s, cpu_cgroup *cg)
 {
     pgd_error perr = {0};
@@ -194,6 +203,11 @@ static void backup_be_polite(const backup_settings *s, cpu_cgroup *cg)
         log_warn("%s: running at the normal CPU weight", perr.msg);
     else if (s->cpu_weight > 0)
         log_info("running in cgroup \"%s\" with CPU weight %u", cg->dir, s->cpu_weight);
+    err_clear(&perr);
+    if (s->nice_increment > 0 && !politeness_nice(s->nice_increment, &perr))
+        log_warn("%s: running at the normal nice value", perr.msg);
+    else if (s->nice_increment > 0)
+        log_info("running with the nice value raised by %d", s->nice_increment);
 }
 
 static void backup_log_plan(const backup_run *r)

@@ -1,6 +1,6 @@
 /*
- * lz4.c - LZ4 frame format (what the lz4 command line tool reads), with the
- * content checksum enabled.
+ * lz4.c - LZ4 frame format (what the lz4 command line tool reads), with or
+ * without the frame's content checksum (compress.h says who wants which).
  */
 #include "compress/compress.h"
 
@@ -81,7 +81,8 @@ static void lz4_out_abort(out_stream *s)
 
 static const out_stream_ops lz4_out_ops = {lz4_out_write, lz4_out_close, lz4_out_abort};
 
-out_stream *lz4_out_new(int level, out_stream *next, const char *name, pgd_error *err)
+out_stream *lz4_out_new(int level, bool frame_checksum, out_stream *next, const char *name,
+                        pgd_error *err)
 {
     lz4_out *z = calloc(1, sizeof(*z));
     size_t n;
@@ -95,7 +96,8 @@ out_stream *lz4_out_new(int level, out_stream *next, const char *name, pgd_error
     z->base.ops = &lz4_out_ops;
     z->next = next;
     z->prefs.frameInfo.blockSizeID = LZ4F_max1MB;
-    z->prefs.frameInfo.contentChecksumFlag = LZ4F_contentChecksumEnabled;
+    z->prefs.frameInfo.contentChecksumFlag =
+        frame_checksum ? LZ4F_contentChecksumEnabled : LZ4F_noContentChecksum;
     z->prefs.compressionLevel = level == COMPRESS_LEVEL_DEFAULT ? 0 : level;
     z->dst_cap = LZ4F_compressBound(LZ4_CHUNK, &z->prefs);
     if (z->dst_cap < LZ4F_HEADER_SIZE_MAX)

@@ -1,5 +1,6 @@
 /*
- * zstd.c - Zstandard frames with the checksum flag set.
+ * zstd.c - Zstandard frames, with or without the frame checksum (compress.h
+ * says who wants which).
  */
 #include "compress/compress.h"
 
@@ -73,7 +74,8 @@ static void zstd_out_abort(out_stream *s)
 
 static const out_stream_ops zstd_out_ops = {zstd_out_write, zstd_out_close, zstd_out_abort};
 
-out_stream *zstd_out_new(int level, out_stream *next, const char *name, pgd_error *err)
+out_stream *zstd_out_new(int level, bool frame_checksum, out_stream *next, const char *name,
+                         pgd_error *err)
 {
     zstd_out *z = calloc(1, sizeof(*z));
 
@@ -92,7 +94,8 @@ out_stream *zstd_out_new(int level, out_stream *next, const char *name, pgd_erro
         ZSTD_isError(
             ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_compressionLevel,
                                    level == COMPRESS_LEVEL_DEFAULT ? ZSTD_DEFAULT_LEVEL : level)) ||
-        ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_checksumFlag, 1))) {
+        ZSTD_isError(
+            ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_checksumFlag, frame_checksum ? 1 : 0))) {
         err_set(err, "could not set up zstd compression for \"%s\"", name);
         zstd_out_abort(&z->base);
         return NULL;

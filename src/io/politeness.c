@@ -33,6 +33,15 @@ bool politeness_io_class(bool idle, pgd_error *err)
     return true;
 }
 
+bool politeness_nice(int increment, pgd_error *err)
+{
+    /* nice() returns the new value, which may be -1: errno tells a failure apart */
+    errno = 0;
+    if (nice(increment) == -1 && errno != 0)
+        return err_errno(err, errno, "could not raise the nice value by %d", increment);
+    return true;
+}
+
 static bool write_text(const char *dir, const char *file, const char *text)
 {
     char path[1024];

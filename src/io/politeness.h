@@ -1,6 +1,7 @@
 /*
  * politeness.h - a backup that stays out of the database's way: its reads
- * in the idle I/O class (ioprio), its CPU share cut by a cgroup weight.
+ * in the idle I/O class (ioprio), its CPU share cut by a cgroup weight or a
+ * nice value.
  */
 #ifndef PGD_POLITENESS_H
 #define PGD_POLITENESS_H
@@ -24,6 +25,13 @@ bool politeness_io_class(bool idle, pgd_error *err);
  * with a reason when no writable cpu controller is at hand.
  */
 bool politeness_cpu_weight(unsigned weight, cpu_cgroup *cg, pgd_error *err);
+
+/*
+ * Raise this process's nice value by `increment` (1..19), for it and the
+ * threads it starts later: the unprivileged way to yield the CPU to the
+ * database (a cgroup weight needs a writable cgroup).
+ */
+bool politeness_nice(int increment, pgd_error *err);
 
 /* Move back to the parent cgroup and remove ours. */
 void politeness_cpu_release(cpu_cgroup *cg);

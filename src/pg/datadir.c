@@ -164,21 +164,58 @@ static bool read_names(const char *abs, name_list *l, pgd_error *err)
     return true;
 }
 
+/*
+ * The relfilenodes of a database directory that have an init fork ("<digits>_init"): the
+ * unlogged relations, sorted, so that each file's check is a binary search. Built in one pass
+ * over the names: a rescan of the directory for every file made the walk quadratic (6.7 s for
+ * 40,000 files in one database).
+ */
+typedef struct init_forks {
+    unsigned long *nodes;
+    size_t n;
+} init_forks;
+
+static int datadir_node_cmp(const void *a, const void *b)
+{
+    unsigned long x = *(const unsigned long *)a, y = *(const unsigned long *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* Is `name` an init fork: its relfilenode's digits followed directly by "_init"? */
+static bool datadir_is_init_fork(const char *name)
+{
+    size_t digits = strspn(name, "0123456789");
+
+    return digits > 0 && strncmp(name + digits, INIT_FORK, strlen(INIT_FORK)) == 0;
+}
+
+static bool init_forks_collect(const name_list *names, init_forks *out, pgd_error *err)
+{
+    size_t n = 0;
+
+    memset(out, 0, sizeof(*out));
+    for (size_t i = 0; i < names->n; i++)
+        n += datadir_is_init_fork(names->names[i]);
+    if (n == 0)
+        return true;
+    if ((out->nodes = malloc(n * sizeof(*out->nodes))) == NULL)
+        return err_set(err, "out of memory");
+    for (size_t i = 0; i < names->n; i++)
+        if (datadir_is_init_fork(names->names[i]))
+            out->nodes[out->n++] = relfilenode_of(names->names[i]);
+    qsort(out->nodes, out->n, sizeof(*out->nodes), datadir_node_cmp);
+    return true;
+}
+
 /* Is `name` a non-init fork of a relation that has an init fork in this directory? */
-static bool is_unlogged_fork(const name_list *names, const char *name)
+static bool is_unlogged_fork(const init_forks *inits, const char *name)
 {
     unsigned long node = relfilenode_of(name);
 
-    if (node == 0 || strstr(name, INIT_FORK) != NULL)
+    if (node == 0 || inits->n == 0 || strstr(name, INIT_FORK) != NULL)
         return false;
-    for (size_t i = 0; i < names->n; i++) {
-        const char *other = names->names[i];
-        const char *init = strstr(other, INIT_FORK);
-        if (init != NULL && relfilenode_of(other) == node &&
-            (size_t)(init - other) == strspn(other, "0123456789"))
-            return true;
-    }
-    return false;
+    return bsearch(&node, inits->nodes, inits->n, sizeof(*inits->nodes), datadir_node_cmp) != NULL;
 }
 
 static bool walk_dir(walk_ctx *c, const char *abs, const char *rel, bool is_db_parent,
@@ -308,10 +345,15 @@ static bool walk_dir(walk_ctx *c, const char *abs, const char *rel, bool is_db_p
                      bool is_db_dir)
 {
     name_list names;
+    init_forks inits = {0};
     bool ok = true;
 
     if (!read_names(abs, &names, c->err))
         return false;
+    if (is_db_dir && !init_forks_collect(&names, &inits, c->err)) {
+        name_list_free(&names);
+        return false;
+    }
     for (size_t i = 0; ok && i < names.n; i++) {
         const char *name = names.names[i];
         char child_abs[PATH_MAX], child_rel[PATH_MAX];
@@ -346,7 +388,7 @@ static bool walk_dir(walk_ctx *c, const char *abs, const char *rel, bool is_db_p
         }
         if (datadir_excluded(rel, name, S_ISDIR(st.st_mode), &keep_dir_only))
             continue;
-        if (is_db_dir && S_ISREG(st.st_mode) && is_unlogged_fork(&names, name))
+        if (is_db_dir && S_ISREG(st.st_mode) && is_unlogged_fork(&inits, name))
             continue;
         if (!add_entry(c, child_rel, child_abs, &st))
             break;
@@ -362,6 +404,7 @@ static bool walk_dir(walk_ctx *c, const char *abs, const char *rel, bool is_db_p
         }
         ok = walk_dir(c, child_abs, child_rel, strcmp(child_rel, "base") == 0, is_db_parent);
     }
+    free(inits.nodes);
     name_list_free(&names);
     return ok && !c->err->set;
 }

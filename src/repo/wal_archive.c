@@ -195,7 +195,7 @@ static bool wal_archive_store(storage *repo, const char *name, compress_kind kin
     layout_wal_path(name, kind, path, sizeof(path));
     out = storage_write_open(repo, path, STORAGE_WRITE_NO_REPLACE, err);
     if (out != NULL)
-        out = compress_out_new(kind, level, out, path, err);
+        out = compress_out_new_checksummed(kind, level, out, path, err);
     if (out == NULL)
         return false;
     if (!out_write(out, data, len, err)) {

@@ -91,8 +91,11 @@ static const opt_def opt_defs[OPT_COUNT] = {
     [OPT_CPU_WEIGHT] = {"cpu-weight", "N", "0", CMD_BACKUP, false,
                         "run in a cgroup with this CPU weight, 1..10000 (100 = normal; 0: leave "
                         "as is)"},
-    [OPT_IO_CLASS] = {"io-class", "best-effort|idle", "best-effort", CMD_BACKUP, false,
-                      "I/O scheduling class of the backup's reads (ioprio)"},
+    [OPT_NICE] = {"nice", "N", "0", CMD_BACKUP, false,
+                  "raise the backup's nice value by N, 0..19 (unprivileged; 0: leave as is)"},
+    [OPT_IO_CLASS] = {"io-class", "best-effort|idle", "idle", CMD_BACKUP, false,
+                      "I/O scheduling class of the backup's reads (ioprio; idle: the database's "
+                      "I/O first, best-effort: compete with it)"},
     [OPT_CHECKPOINT] = {"checkpoint", "spread|fast", "spread", CMD_BACKUP, false,
                         "checkpoint mode of pg_backup_start"},
     [OPT_LABEL] = {"label", "TEXT", "pgdirect", CMD_BACKUP, false, "backup label"},

@@ -50,6 +50,7 @@ typedef enum {
     OPT_MAX_RATE,
     OPT_MAX_MEMORY,
     OPT_CPU_WEIGHT,
+    OPT_NICE,
     OPT_IO_CLASS,
     OPT_CHECKPOINT,
     OPT_LABEL,

@@ -1,8 +1,11 @@
 /* test_cache_report.c - covers src/cache/report.c and meminfo.c: the residency math and parsers. */
 #include "helpers.h"
 
+#include <fcntl.h>
+
 #include "cache/meminfo.h"
 #include "cache/report.h"
+#include "cache/residency.h"
 
 #define OS_PAGE 4096
 
@@ -64,6 +67,132 @@ static void test_totals_and_sorting(void **state)
     assert_int_equal(t.evicted_pages, 3);
 }
 
+/* What a scan of every buffer finds for one fork: the definition cache_sb_map must match. */
+static bool sb_expected(const pg_buffer *bufs, size_t n, uint32_t node, bool shared, int fork,
+                        uint32_t block)
+{
+    for (size_t i = 0; i < n; i++)
+        if (bufs[i].filenode == node && bufs[i].shared == shared && bufs[i].fork == fork &&
+            bufs[i].block == block)
+            return true;
+    return false;
+}
+
+/*
+ * Buffers of many relations in pg_buffercache's (arbitrary) order: after one sort, each fork's
+ * map holds exactly its own blocks, not those of another fork, of the shared catalog with the
+ * same relfilenode, or past the fork's size.
+ */
+static void test_shared_buffers_map_after_one_sort(void **state)
+{
+    enum { NODES = 40, BLOCKS = 50, NBUFS = 6000 };
+    pg_buffer *bufs = calloc(NBUFS, sizeof(*bufs)), *sorted = calloc(NBUFS, sizeof(*bufs));
+    uint64_t x = 88172645463325252ull;
+
+    (void)state;
+    for (size_t i = 0; i < NBUFS; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        bufs[i].filenode = 16384 + (uint32_t)(x % NODES);
+        bufs[i].fork = (int)((x >> 8) % 4);
+        bufs[i].block = (uint32_t)((x >> 16) % (BLOCKS + 10)); /* some past the fork's end */
+        bufs[i].shared = ((x >> 32) & 7) == 0;
+    }
+    memcpy(sorted, bufs, NBUFS * sizeof(*bufs));
+    cache_sort_buffers(sorted, NBUFS);
+    for (uint32_t node = 16384 - 1; node < 16384 + NODES + 1; node++)
+        for (int shared = 0; shared < 2; shared++)
+            for (int fork = 0; fork < 4; fork++) {
+                bool oom, any = false;
+                unsigned char *map =
+                    cache_sb_map(sorted, NBUFS, node, shared, fork, 0, BLOCKS, &oom);
+                assert_false(oom);
+                for (uint32_t b = 0; b < BLOCKS; b++) {
+                    bool want = sb_expected(bufs, NBUFS, node, shared, fork, b);
+                    any |= want;
+                    assert_int_equal(map != NULL && map[b], want);
+                }
+                if (!any)
+                    assert_null(map);
+                free(map);
+            }
+    assert_null(cache_sb_map(sorted, 0, 16384, false, 0, 0, BLOCKS, &(bool){false}));
+    free(bufs);
+    free(sorted);
+}
+
+/* A fork's later segment: its map is indexed from the segment's first block, not from 0. */
+static void test_shared_buffers_map_of_a_later_segment(void **state)
+{
+    pg_buffer bufs[] = {{.filenode = 7, .fork = 0, .block = 5},
+                        {.filenode = 7, .fork = 0, .block = PG_SEGMENT_BLOCKS + 5},
+                        {.filenode = 7, .fork = 0, .block = 2 * PG_SEGMENT_BLOCKS}};
+    bool oom;
+    unsigned char *map;
+
+    (void)state;
+    cache_sort_buffers(bufs, 3);
+    map = cache_sb_map(bufs, 3, 7, false, 0, PG_SEGMENT_BLOCKS, 10, &oom);
+    assert_non_null(map);
+    for (int b = 0; b < 10; b++)
+        assert_int_equal(map[b], b == 5);
+    free(map);
+    assert_null(cache_sb_map(bufs, 3, 7, false, 0, 3 * PG_SEGMENT_BLOCKS, 10, &oom));
+    assert_false(oom);
+}
+
+/*
+ * One open gives size, per-page residency and evictions: a file dropped from the page cache is
+ * all zeros, one read back in part is seen page by page (the mincore path), one fully cached is
+ * all ones; a missing file is "missing", not an error.
+ */
+static void test_residency_pages_of_a_file(void **state)
+{
+    enum { PAGES = 8 };
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    char *dir = test_tmpdir(), path[4200];
+    unsigned char *data = calloc(PAGES, page), buf[64];
+    residency_pages res;
+    pgd_error err = {0};
+    bool missing;
+    int fd;
+
+    (void)state;
+    snprintf(path, sizeof(path), "%s/seg", dir);
+    write_test_file(path, (const char *)data, PAGES * page - 100);
+    fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(fdatasync(fd), 0);
+    assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+    assert_true(residency_pages_of_file(AT_FDCWD, path, path, &res, &missing, &err));
+    assert_int_equal(res.size, PAGES * page - 100);
+    assert_int_equal(res.npages, PAGES);
+    for (int i = 0; i < PAGES; i++)
+        assert_int_equal(res.vec[i] & 1, 0);
+    free(res.vec);
+    /* pages 2 and 5 back in */
+    assert_int_equal(pread(fd, buf, sizeof(buf), 2 * (off_t)page), sizeof(buf));
+    assert_int_equal(pread(fd, buf, sizeof(buf), 5 * (off_t)page), sizeof(buf));
+    assert_true(residency_pages_of_file(AT_FDCWD, path, path, &res, &missing, &err));
+    for (int i = 0; i < PAGES; i++)
+        if ((res.vec[i] & 1) != (i == 2 || i == 5))
+            fail_msg("page %d: resident %d", i, res.vec[i] & 1);
+    free(res.vec);
+    for (int i = 0; i < PAGES; i++)
+        assert_true(pread(fd, buf, sizeof(buf), i * (off_t)page) > 0);
+    assert_true(residency_pages_of_file(AT_FDCWD, path, path, &res, &missing, &err));
+    for (int i = 0; i < PAGES; i++)
+        assert_int_equal(res.vec[i] & 1, 1);
+    free(res.vec);
+    close(fd);
+
+    snprintf(path, sizeof(path), "%s/none", dir);
+    assert_false(residency_pages_of_file(AT_FDCWD, path, path, &res, &missing, &err));
+    assert_true(missing);
+    assert_false(err.set);
+    free(data);
+    rm_rf(dir);
+}
+
 static void test_meminfo_and_cgroup_parsers(void **state)
 {
     meminfo m;
@@ -91,6 +220,9 @@ int main(void)
         cmocka_unit_test(test_mixed_segment),
         cmocka_unit_test(test_partial_last_page_and_unknown_os),
         cmocka_unit_test(test_totals_and_sorting),
+        cmocka_unit_test(test_shared_buffers_map_after_one_sort),
+        cmocka_unit_test(test_shared_buffers_map_of_a_later_segment),
+        cmocka_unit_test(test_residency_pages_of_a_file),
         cmocka_unit_test(test_meminfo_and_cgroup_parsers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,9 +1,15 @@
 /* test_compress.c - covers src/compress/: round trips, corruption and truncation. */
 #include "helpers.h"
 
+#include <lz4frame.h>
+#include <zstd.h>
+
 #include "compress/compress.h"
 
 #define DATA_LEN (3 * 1024 * 1024 + 77)
+
+#define ZSTD_FRAME_DESCRIPTOR_AT 4
+#define ZSTD_CHECKSUM_FLAG_BIT   0x04
 
 static unsigned char *make_data(void)
 {
@@ -15,13 +21,17 @@ static unsigned char *make_data(void)
     return d;
 }
 
-static void compress_all(compress_kind kind, const unsigned char *data, size_t len, mem_out *m)
+/* checksummed: the frame carries the codec's content checksum (WAL), else not (partitions) */
+static void compress_all_as(compress_kind kind, bool checksummed, const unsigned char *data,
+                            size_t len, mem_out *m)
 {
     pgd_error err = {0};
     out_stream *out;
 
     mem_out_init(m);
-    out = compress_out_new(kind, COMPRESS_LEVEL_DEFAULT, &m->base, "obj", &err);
+    out = checksummed
+              ? compress_out_new_checksummed(kind, COMPRESS_LEVEL_DEFAULT, &m->base, "obj", &err)
+              : compress_out_new(kind, COMPRESS_LEVEL_DEFAULT, &m->base, "obj", &err);
     assert_non_null(out);
     /* odd write sizes */
     for (size_t off = 0; off < len;) {
@@ -33,6 +43,11 @@ static void compress_all(compress_kind kind, const unsigned char *data, size_t l
     }
     assert_true(out_close(out, &err));
     assert_true(m->closed);
+}
+
+static void compress_all(compress_kind kind, const unsigned char *data, size_t len, mem_out *m)
+{
+    compress_all_as(kind, false, data, len, m);
 }
 
 /* Decompress with a small read buffer; returns false and fills err on failure. */
@@ -59,14 +74,14 @@ static bool decompress_all(compress_kind kind, const char *src, size_t len, unsi
     return ok;
 }
 
-static void round_trip(compress_kind kind)
+static void round_trip(compress_kind kind, bool checksummed)
 {
     unsigned char *data = make_data(), *back = malloc(DATA_LEN + 4000);
     pgd_error err = {0};
     mem_out m;
     size_t n;
 
-    compress_all(kind, data, DATA_LEN, &m);
+    compress_all_as(kind, checksummed, data, DATA_LEN, &m);
     if (kind != COMPRESS_NONE)
         assert_true(m.len < DATA_LEN);
     assert_true(decompress_all(kind, m.data, m.len, back, &n, &err));
@@ -80,9 +95,53 @@ static void round_trip(compress_kind kind)
 static void test_round_trips(void **state)
 {
     (void)state;
-    round_trip(COMPRESS_NONE);
-    round_trip(COMPRESS_LZ4);
-    round_trip(COMPRESS_ZSTD);
+    for (int checksummed = 0; checksummed < 2; checksummed++) {
+        round_trip(COMPRESS_NONE, checksummed);
+        round_trip(COMPRESS_LZ4, checksummed);
+        round_trip(COMPRESS_ZSTD, checksummed);
+    }
+}
+
+/* Does the frame at the start of `m` declare a content checksum? */
+static bool frame_has_checksum(compress_kind kind, const mem_out *m)
+{
+    if (kind == COMPRESS_LZ4) {
+        LZ4F_dctx *d;
+        LZ4F_frameInfo_t info;
+        size_t consumed = m->len;
+        assert_false(LZ4F_isError(LZ4F_createDecompressionContext(&d, LZ4F_VERSION)));
+        assert_false(LZ4F_isError(LZ4F_getFrameInfo(d, &info, m->data, &consumed)));
+        LZ4F_freeDecompressionContext(d);
+        return info.contentChecksumFlag == LZ4F_contentChecksumEnabled;
+    }
+    /* RFC 8878 3.1.1: the magic number, then the frame header descriptor, whose bit 2 it is */
+    assert_true(m->len > ZSTD_FRAME_DESCRIPTOR_AT);
+    assert_int_equal(ZSTD_getFrameContentSize(m->data, m->len) != ZSTD_CONTENTSIZE_ERROR, 1);
+    return (m->data[ZSTD_FRAME_DESCRIPTOR_AT] & ZSTD_CHECKSUM_FLAG_BIT) != 0;
+}
+
+/*
+ * Backup partitions carry no frame checksum (our CRC-32C covers the same bytes: it cost half the
+ * CPU of an lz4 backup); WAL objects, which have no CRC of ours, keep it.
+ */
+static void test_frame_checksum_only_when_asked(void **state)
+{
+    compress_kind kinds[] = {COMPRESS_LZ4, COMPRESS_ZSTD};
+    unsigned char *data = make_data();
+
+    (void)state;
+    for (int k = 0; k < 2; k++) {
+        mem_out plain, checked;
+        compress_all_as(kinds[k], false, data, DATA_LEN, &plain);
+        compress_all_as(kinds[k], true, data, DATA_LEN, &checked);
+        assert_false(frame_has_checksum(kinds[k], &plain));
+        assert_true(frame_has_checksum(kinds[k], &checked));
+        /* the checksum is the only difference: 4 bytes at the end of the frame */
+        assert_int_equal(checked.len, plain.len + 4);
+        mem_out_free(&plain);
+        mem_out_free(&checked);
+    }
+    free(data);
 }
 
 static void test_empty_stream_round_trips(void **state)
@@ -102,19 +161,37 @@ static void test_empty_stream_round_trips(void **state)
     }
 }
 
-static void corrupt_and_truncate(compress_kind kind)
+/*
+ * A flipped bit inside a frame without checksum may decompress to wrong bytes without an error
+ * (our CRC-32C catches that: the restore tests); with the frame checksum it is an error. A
+ * truncated frame is an error either way.
+ */
+static void corrupt_and_truncate(compress_kind kind, bool checksummed)
 {
     unsigned char *data = make_data(), *back = malloc(DATA_LEN + 4000);
     pgd_error err = {0};
     mem_out m;
     size_t n;
 
-    compress_all(kind, data, DATA_LEN, &m);
-    m.data[m.len / 2] ^= 0x01;
-    assert_false(decompress_all(kind, m.data, m.len, back, &n, &err));
-    assert_non_null(strstr(err.msg, "obj.lz4"));
-    m.data[m.len / 2] ^= 0x01;
-    err_clear(&err);
+    compress_all_as(kind, checksummed, data, DATA_LEN, &m);
+    if (checksummed) {
+        m.data[m.len / 2] ^= 0x01;
+        assert_false(decompress_all(kind, m.data, m.len, back, &n, &err));
+        assert_non_null(strstr(err.msg, "obj.lz4"));
+        m.data[m.len / 2] ^= 0x01;
+        err_clear(&err);
+        /* the last bytes are the checksum itself */
+        m.data[m.len - 1] ^= 0x01;
+        assert_false(decompress_all(kind, m.data, m.len, back, &n, &err));
+        assert_non_null(strstr(err.msg, "obj.lz4"));
+        m.data[m.len - 1] ^= 0x01;
+        err_clear(&err);
+    }
+    for (size_t cut = 1; cut <= 10; cut += 3) {
+        assert_false(decompress_all(kind, m.data, m.len - cut, back, &n, &err));
+        assert_non_null(strstr(err.msg, "obj.lz4"));
+        err_clear(&err);
+    }
     assert_false(decompress_all(kind, m.data, m.len - 10, back, &n, &err));
     assert_non_null(strstr(err.msg, "obj.lz4"));
     err_clear(&err);
@@ -127,8 +204,10 @@ static void corrupt_and_truncate(compress_kind kind)
 static void test_corruption_and_truncation_are_detected(void **state)
 {
     (void)state;
-    corrupt_and_truncate(COMPRESS_LZ4);
-    corrupt_and_truncate(COMPRESS_ZSTD);
+    for (int checksummed = 0; checksummed < 2; checksummed++) {
+        corrupt_and_truncate(COMPRESS_LZ4, checksummed);
+        corrupt_and_truncate(COMPRESS_ZSTD, checksummed);
+    }
 }
 
 static void test_names_suffixes_levels(void **state)
@@ -153,6 +232,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trips),
         cmocka_unit_test(test_empty_stream_round_trips),
+        cmocka_unit_test(test_frame_checksum_only_when_asked),
         cmocka_unit_test(test_corruption_and_truncation_are_detected),
         cmocka_unit_test(test_names_suffixes_levels),
     };

@@ -187,6 +187,115 @@ static void test_walk_records_links_as_links(void **state)
     rm_rf(root);
 }
 
+/*
+ * The unlogged-fork rule, name by name: only the relation whose relfilenode has an init fork
+ * loses its other forks and segments; a relfilenode that merely shares a prefix or suffix with
+ * it keeps everything; the rule holds in tablespace database directories too.
+ */
+static void test_unlogged_rule_matches_whole_relfilenodes(void **state)
+{
+    char *root = test_tmpdir();
+    char pgdata[4200], spc[4200], link[4300];
+    static const char *const kept[] = {"base/5/16400_init",
+                                       "base/5/164000",
+                                       "base/5/164000_fsm",
+                                       "base/5/1640",
+                                       "base/5/6400",
+                                       "base/5/26400",
+                                       "base/5/16401",
+                                       "base/5/16401_vm",
+                                       "base/5/PG_VERSION",
+                                       "pg_tblspc/16384/PG_15_202209061/5/17000_init",
+                                       "pg_tblspc/16384/PG_15_202209061/5/17001",
+                                       "global/16400",
+                                       "global/16400_init"};
+    static const char *const dropped[] = {"base/5/16400",
+                                          "base/5/16400_fsm",
+                                          "base/5/16400_vm",
+                                          "base/5/16400.1",
+                                          "base/5/16400.12",
+                                          "base/5/16400_fsm.1",
+                                          "pg_tblspc/16384/PG_15_202209061/5/17000",
+                                          "pg_tblspc/16384/PG_15_202209061/5/17000_vm"};
+    datadir dd;
+    pgd_error err = {0};
+
+    (void)state;
+    snprintf(pgdata, sizeof(pgdata), "%s/data", root);
+    snprintf(spc, sizeof(spc), "%s/ts", root);
+    mkdirs(pgdata, "base/5");
+    mkdirs(pgdata, "global");
+    mkdirs(pgdata, "pg_tblspc");
+    mkdirs(spc, "PG_15_202209061/5");
+    for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
+        if (strncmp(kept[i], "pg_tblspc/", 10) != 0)
+            touch(pgdata, kept[i], 8192);
+    for (size_t i = 0; i < sizeof(dropped) / sizeof(dropped[0]); i++)
+        if (strncmp(dropped[i], "pg_tblspc/", 10) != 0)
+            touch(pgdata, dropped[i], 8192);
+    touch(spc, "PG_15_202209061/5/17000_init", 0);
+    touch(spc, "PG_15_202209061/5/17001", 8192);
+    touch(spc, "PG_15_202209061/5/17000", 8192);
+    touch(spc, "PG_15_202209061/5/17000_vm", 8192);
+    snprintf(link, sizeof(link), "%s/pg_tblspc/16384", pgdata);
+    assert_int_equal(symlink(spc, link), 0);
+
+    assert_true(datadir_walk(&dd, pgdata, 150004, &err));
+    for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
+        if (find(&dd, kept[i]) == NULL)
+            fail_msg("\"%s\" was left out", kept[i]);
+    for (size_t i = 0; i < sizeof(dropped) / sizeof(dropped[0]); i++)
+        if (find(&dd, dropped[i]) != NULL)
+            fail_msg("\"%s\" is in the backup", dropped[i]);
+    datadir_free(&dd);
+    rm_rf(root);
+}
+
+/*
+ * A database directory of thousands of relations, every third one unlogged, in an order
+ * unrelated to the names: exactly the logged relations and the init forks are kept.
+ */
+static void test_walk_of_many_relations(void **state)
+{
+    enum { RELATIONS = 3000, FIRST_NODE = 20000 };
+    char *root = test_tmpdir();
+    char pgdata[4200], rel[64];
+    datadir dd;
+    pgd_error err = {0};
+    size_t files = 0;
+
+    (void)state;
+    snprintf(pgdata, sizeof(pgdata), "%s/data", root);
+    mkdirs(pgdata, "base/5");
+    for (unsigned i = 0; i < RELATIONS; i++) {
+        unsigned node = FIRST_NODE + (i * 7919u) % RELATIONS; /* a permutation */
+        snprintf(rel, sizeof(rel), "base/5/%u", node);
+        touch(pgdata, rel, 0);
+        snprintf(rel, sizeof(rel), "base/5/%u_fsm", node);
+        touch(pgdata, rel, 0);
+        if (node % 3 == 0) {
+            snprintf(rel, sizeof(rel), "base/5/%u_init", node);
+            touch(pgdata, rel, 0);
+        }
+    }
+    assert_true(datadir_walk(&dd, pgdata, 150004, &err));
+    for (size_t i = 0; i < dd.n; i++) {
+        unsigned long node;
+        if (strncmp(dd.entries[i].path, "base/5/", 7) != 0)
+            continue;
+        node = strtoul(dd.entries[i].path + 7, NULL, 10);
+        if (strstr(dd.entries[i].path, "_init") != NULL)
+            assert_int_equal(node % 3, 0);
+        else if (node % 3 == 0)
+            fail_msg("\"%s\" of an unlogged relation is in the backup", dd.entries[i].path);
+        files++;
+    }
+    /* logged: main + fsm; unlogged: the init fork alone */
+    assert_int_equal(files, 2 * (RELATIONS - RELATIONS / 3) + RELATIONS / 3);
+    datadir_free(&dd);
+    rm_rf(root);
+}
+
 static void test_walk_of_missing_dir_names_it(void **state)
 {
     datadir dd;
@@ -202,6 +311,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exclusion_rules),
         cmocka_unit_test(test_walk_applies_exclusions_and_follows_tablespaces),
+        cmocka_unit_test(test_unlogged_rule_matches_whole_relfilenodes),
+        cmocka_unit_test(test_walk_of_many_relations),
         cmocka_unit_test(test_walk_of_missing_dir_names_it),
         cmocka_unit_test(test_walk_records_links_as_links),
     };

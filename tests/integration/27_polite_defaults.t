@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# A backup is polite by default: its reads in the idle I/O class (measured:
+# query p99 during a backup, see README), seen from outside while it runs,
+# in every thread, with no privilege (the backup runs as postgres);
+# `--io-class best-effort` turns it off; `--nice N` raises the nice value of
+# every thread.
+. "$(dirname "$0")/lib.sh"
+setup_tmp
+pg_init "$T/data"
+pg_start "$T/data"
+q "CREATE TABLE t (id int, pad text) WITH (autovacuum_enabled = off)"
+q "INSERT INTO t SELECT g, repeat('t', 300) FROM generate_series(1, 60000) g"
+q "CHECKPOINT"
+# each backup into a repository of its own, so none waits for WAL archived elsewhere
+
+# polite_backup LOG REPO OPTIONS...: a slow backup (--max-rate) in the background; BG its
+# runuser, PID the pgdirect process once its reader threads run (politeness is applied before
+# they start, so from then on what the process shows is what it chose)
+polite_backup() {
+    local log=$1 repo=$2
+    shift 2
+    pgd backup --repo "$repo" --pgdata "$T/data" --checkpoint fast --max-rate 2MiB --archive-check=off "$@" >"$log" 2>&1 &
+    BG=$!
+    PID=""
+    for _ in $(seq 1 1200); do
+        PID=$(pgrep -f -- "^[^ ]*pgdirect backup --repo $repo " | head -1)
+        [ -n "$PID" ] && [ "$(ls /proc/"$PID"/task 2>/dev/null | wc -l)" -gt 1 ] && return 0
+        kill -0 "$BG" 2>/dev/null || break
+        sleep 0.1
+    done
+    bail "the backup into $repo ended or never started its reader threads: $(tail -3 "$log")"
+}
+
+# the I/O class of every thread of PID, one line per distinct class
+io_classes() { for t in /proc/"$1"/task/*; do ionice -p "${t##*/}" 2>&1 | cut -d: -f1; done | sort -u; }
+# the nice value of every thread of PID
+nice_values() { for t in /proc/"$1"/task/*; do sed 's/.*) //' "$t/stat" | awk '{print $17}'; done | sort -u; }
+
+polite_backup "$T/default.log" "$T/repo_default"
+threads=$(ls /proc/"$PID"/task | wc -l)
+cmp_ok "$threads" ">" 1 "the default backup runs reader threads ($threads threads)"
+is "$(io_classes "$PID")" "idle" "by default every thread of the backup reads in the idle I/O class"
+is "$(nice_values "$PID")" "0" "and runs at the normal nice value"
+wait "$BG"
+ok $? "the backup with default politeness succeeds"
+like "$(cat "$T/default.log")" "reading in the idle I/O class" "and logs its I/O class"
+is "$(grep -c warning "$T/default.log")" "0" "and warns about nothing (no privilege needed)"
+
+polite_backup "$T/off.log" "$T/repo_off" --io-class best-effort
+like "$(io_classes "$PID")" "^(best-effort|none)$" "--io-class best-effort: every thread in the normal I/O class"
+wait "$BG"
+ok $? "the backup with politeness off succeeds"
+is "$(grep -E "idle I/O class|nice value raised" "$T/off.log")" "" "and logs no politeness"
+
+polite_backup "$T/nice.log" "$T/repo_nice" --nice 7
+is "$(nice_values "$PID")" "7" "--nice 7: every thread of the backup runs at nice 7"
+wait "$BG"
+ok $? "the backup with --nice 7 succeeds"
+like "$(cat "$T/nice.log")" "running with the nice value raised by 7" "and logs it"
+
+done_testing
