@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "util/log.h"
@@ -221,12 +222,19 @@ bool recovery_conf_restore_command(const char *exe, const char *const *args, siz
 
 /*
  * A restored configuration file ("" when the backup has none), at most
- * CONF_FILE_MAX. Never through a link: a crafted backup's link would make
- * us read, as root, whatever it points to.
+ * CONF_FILE_MAX, and only a regular file (a link to a FIFO would block
+ * us). postgresql.auto.conf is never read through a link: a crafted
+ * backup's link would make us read, as root, whatever it points to.
+ * postgresql.conf is often a link (Debian keeps it in /etc): the restore
+ * put that link there itself, after checking it against
+ * --allow-external-links, and PostgreSQL will read through it, so we do
+ * too (`follow_link`).
  */
-static bool recovery_conf_read(const char *target, const char *name, char **text, pgd_error *err)
+static bool recovery_conf_read(const char *target, const char *name, bool follow_link, char **text,
+                               pgd_error *err)
 {
     char path[PATH_MAX];
+    struct stat st;
     FILE *f;
     size_t n;
     int fd;
@@ -234,9 +242,13 @@ static bool recovery_conf_read(const char *target, const char *name, char **text
     *text = NULL;
     if (!str_format(path, sizeof(path), "%s/%s", target, name))
         return err_set(err, "path too long: \"%s/%s\"", target, name);
-    fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | (follow_link ? 0 : O_NOFOLLOW));
     if (fd < 0 && errno == ENOENT)
         return (*text = strdup("")) != NULL || err_set(err, "out of memory");
+    if (fd >= 0 && fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+        close(fd);
+        return err_set(err, "could not read file \"%s\": not a regular file", path);
+    }
     if (fd < 0 || (f = fdopen(fd, "r")) == NULL) {
         int e = errno;
         if (fd >= 0)
@@ -270,7 +282,7 @@ static bool recovery_conf_kept(const recovery_conf_request *req, char **kept, pg
     *kept = NULL;
     if (req->pg_version_num < PG_VERSION_AUTO_CONF)
         return (*kept = strdup("")) != NULL || err_set(err, "out of memory");
-    if (!recovery_conf_read(req->target, AUTO_CONF_NAME, &old, err))
+    if (!recovery_conf_read(req->target, AUTO_CONF_NAME, false, &old, err))
         return false;
     ok = recovery_conf_strip(old, kept, &removed, err);
     free(old);
@@ -311,7 +323,7 @@ static bool recovery_conf_overrides(const recovery_conf_request *req, FILE *out,
     char *text, *kept, *found;
     bool ok;
 
-    if (!recovery_conf_read(req->target, CONF_FILE_NAME, &text, err))
+    if (!recovery_conf_read(req->target, CONF_FILE_NAME, true, &text, err))
         return false;
     ok = recovery_conf_strip(text, &kept, &found, err);
     free(text);

@@ -143,6 +143,45 @@ static void test_postgresql_conf_recovery_settings_are_overridden(void **state)
     assert_int_equal(rmdir(dir), 0);
 }
 
+/* Debian keeps postgresql.conf in /etc and links it: the settings behind the link count too. */
+static void test_postgresql_conf_read_through_its_link(void **state)
+{
+    char dir[] = "/tmp/pgd-recovery-conf-XXXXXX";
+    char path[PATH_MAX];
+    durable_list *l = durable_list_new();
+    pgd_error err = {0};
+    recovery_conf_request req = {.pg_version_num = 150000,
+                                 .backup_id = "20260101T000000F",
+                                 .restore_command = "pgdirect wal-fetch %f %p"};
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    assert_non_null(l);
+    req.target = dir;
+    write_text(dir, "etc.conf", "recovery_target_name = 'old'\n");
+    snprintf(path, sizeof(path), "%s/postgresql.conf", dir);
+    assert_int_equal(symlink("etc.conf", path), 0);
+    assert_true(recovery_conf_write(&req, l, &err));
+    assert_string_equal(read_text(dir, "postgresql.auto.conf"),
+                        "# added by pgdirect restore of backup 20260101T000000F\n"
+                        "restore_command = 'pgdirect wal-fetch %f %p'\n"
+                        "recovery_target_name = ''\n");
+    /* a link to something that is not a regular file is refused, never read */
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(symlink("/dev/null", path), 0);
+    assert_false(recovery_conf_write(&req, l, &err));
+    assert_non_null(strstr(err.msg, "not a regular file"));
+    durable_list_free(l);
+    for (const char *const *n =
+             (const char *const[]){"etc.conf", "postgresql.conf", "postgresql.auto.conf",
+                                   "recovery.signal", NULL};
+         *n != NULL; n++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, *n);
+        assert_int_equal(unlink(path), 0);
+    }
+    assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -150,6 +189,7 @@ int main(void)
         cmocka_unit_test(test_values_are_quoted_for_the_config_parser),
         cmocka_unit_test(test_restore_command_quotes_words_and_percent),
         cmocka_unit_test(test_postgresql_conf_recovery_settings_are_overridden),
+        cmocka_unit_test(test_postgresql_conf_read_through_its_link),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
