@@ -87,8 +87,9 @@ static const opt_def opt_defs[OPT_COUNT] = {
     [OPT_LABEL] = {"label", "TEXT", "pgdirect", CMD_BACKUP, false, "backup label"},
     [OPT_ARCHIVE_CHECK] = {"archive-check", "on|off", "on", CMD_BACKUP, false,
                            "require archive_mode and wait until the backup's WAL is in the repo"},
-    [OPT_ARCHIVE_TIMEOUT] = {"archive-timeout", "SECONDS", "60", CMD_BACKUP, false,
-                             "how long to wait for the backup's WAL to reach the repository"},
+    [OPT_ARCHIVE_TIMEOUT] = {"archive-timeout", "SECONDS", "60", CMD_BACKUP | CMD_WAL_PUSH, false,
+                             "how long to wait for WAL to reach the repository (backup: its "
+                             "WAL; wal-push --archive-async: the file, pushed in the background)"},
     [OPT_PROGRESS] = {"progress", "auto|on|off", "auto", CMD_BACKUP | CMD_RESTORE, false,
                       "progress line (auto: when stderr is a terminal)"},
     [OPT_TARGET_DIR] = {"target-dir", "DIR", NULL, CMD_RESTORE, false,
@@ -116,6 +117,26 @@ static const opt_def opt_defs[OPT_COUNT] = {
                    "print totals and memory figures as CSV every SECONDS"},
     [OPT_WATCH_COUNT] = {"count", "N", "0", CMD_CACHE, false,
                          "with --watch: stop after N samples (0: until interrupted)"},
+    [OPT_ARCHIVE_ASYNC] = {"archive-async", "on|off", "off", CMD_WAL_PUSH, false,
+                           "a background pusher archives every segment PostgreSQL marks ready, "
+                           "several at a time; this command waits for its record of the file"},
+    [OPT_ARCHIVE_PUSH_CONCURRENCY] = {"archive-push-concurrency", "N", "4", CMD_WAL_PUSH, false,
+                                      "pushes in flight in the background pusher (memory: N "
+                                      "segments; 4 keeps an S3 round trip per segment off the "
+                                      "critical path on 2 cores)"},
+    [OPT_ARCHIVE_PUSH_QUEUE_MAX] = {"archive-push-queue-max", "BYTES", "4GiB", CMD_WAL_PUSH, false,
+                                    "WAL waiting for the archive beyond which every call warns; "
+                                    "nothing is ever dropped or acknowledged unstored"},
+    [OPT_SPOOL_PATH] = {"spool-path", "DIR", NULL, CMD_WAL_PUSH | CMD_WAL_FETCH, false,
+                        "records of --archive-async and files of --prefetch (default: "
+                        "pgdirect-spool next to the data directory, on its file system and "
+                        "writable by its owner)"},
+    [OPT_PREFETCH] = {"prefetch", "N", "0", CMD_WAL_FETCH, false,
+                      "keep the N segments after each one served downloaded and checked in the "
+                      "spool (0..64; spool: N segments)"},
+    [OPT_PREFETCH_CONCURRENCY] = {"prefetch-concurrency", "N", "4", CMD_WAL_FETCH, false,
+                                  "downloads in flight for --prefetch (S3 memory: N x "
+                                  "download-concurrency x 8MiB)"},
     [OPT_HELP] = {"help", NULL, "off", CMD_ALL, false, "show this help"},
 };
 

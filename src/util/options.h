@@ -74,6 +74,13 @@ typedef enum {
     OPT_S3_RETRIES,
     OPT_S3_TIMEOUT,
     OPT_DOWNLOAD_CONCURRENCY,
+    /* asynchronous WAL archiving and prefetching (cmd/wal_async.c) */
+    OPT_ARCHIVE_ASYNC,
+    OPT_ARCHIVE_PUSH_CONCURRENCY,
+    OPT_ARCHIVE_PUSH_QUEUE_MAX,
+    OPT_SPOOL_PATH,
+    OPT_PREFETCH,
+    OPT_PREFETCH_CONCURRENCY,
     OPT_HELP,
     OPT_COUNT
 } opt_id;
