@@ -98,8 +98,7 @@ static void wal_async_repo_id(const pgd_options *opts, char *out, size_t outlen)
         endpoint = getenv("AWS_ENDPOINT_URL");
     snprintf(out, outlen, "%s%s%s", opt_str(opts, OPT_REPO),
              endpoint != NULL && strncmp(opt_str(opts, OPT_REPO), "s3://", 5) == 0 ? " at " : "",
-             endpoint != NULL && strncmp(opt_str(opts, OPT_REPO), "s3://", 5) == 0 ? endpoint
-                                                                                   : "");
+             endpoint != NULL && strncmp(opt_str(opts, OPT_REPO), "s3://", 5) == 0 ? endpoint : "");
 }
 
 /* The spool directory of `role` for datadir (absolute), created if missing. */
@@ -292,8 +291,7 @@ typedef struct wal_push_settings {
     int level;
 } wal_push_settings;
 
-static bool wal_async_push_settings(const pgd_options *opts, wal_push_settings *s,
-                                    pgd_error *err)
+static bool wal_async_push_settings(const pgd_options *opts, wal_push_settings *s, pgd_error *err)
 {
     long concurrency;
 
@@ -456,8 +454,7 @@ static int wal_async_push_wait(wal_push_call *c, bool *daemon)
             log_warn("%s; archiving \"%s\" directly", err.msg, c->name);
             return -1;
         }
-        if (rec.kind == WAL_RECORD_OK && rec.sum.size == c->sum.size &&
-            rec.sum.crc == c->sum.crc)
+        if (rec.kind == WAL_RECORD_OK && rec.sum.size == c->sum.size && rec.sum.crc == c->sum.crc)
             return EXIT_OK;
         if (rec.kind == WAL_RECORD_OK) {
             /* a record of another file under this name (a cluster re-created here) */
@@ -576,9 +573,10 @@ static int wal_async_fetcher_main(const pgd_options *opts, unsigned concurrency,
  * Serve `name` from the spool if it is there and intact; wait for a
  * download of it in progress. *served says whether dest now holds it.
  */
-static void wal_async_fetch_spooled(const char *dir, const char *name, const char *dest,
-                                    bool *served)
+static void wal_async_fetch_spooled(const char *dir, const char *datadir, const char *name,
+                                    const char *dest, bool *served)
 {
+    uint64_t sysid = wal_spool_control_sysid(datadir);
     long deadline = wal_async_now_ms() + WAL_PREFETCH_WAIT_S * 1000L, pause = WAL_POLL_MIN_MS;
     pgd_error err = {0};
     char why[256];
@@ -588,13 +586,19 @@ static void wal_async_fetch_spooled(const char *dir, const char *name, const cha
         wal_entry_result result;
         bool ready, partial, held;
 
-        if (!wal_spool_entry_take(dir, name, dest, &result, why, sizeof(why), &err)) {
+        if (!wal_spool_entry_take(dir, name, dest, sysid, &result, why, sizeof(why), &err)) {
             log_warn("%s; fetching \"%s\" from the repository", err.msg, name);
             return;
         }
         if (result == WAL_ENTRY_SERVED) {
             log_debug("WAL file \"%s\" served from the prefetch spool", name);
             *served = true;
+            return;
+        }
+        if (result == WAL_ENTRY_STALE) {
+            log_warn("prefetched WAL file \"%s\" in \"%s\" is %s: removed, fetching it from the "
+                     "repository",
+                     name, dir, why);
             return;
         }
         if (result == WAL_ENTRY_CORRUPT) {
@@ -641,8 +645,7 @@ static bool wal_async_fetch_ahead(const pgd_options *opts, const char *dir, cons
         return false;
     }
     if (!wal_spool_request_write(dir, &req, &err) ||
-        !wal_spool_entry_prune(dir, &req, false, &err) ||
-        !wal_spool_lock_held(dir, &held, &err)) {
+        !wal_spool_entry_prune(dir, &req, false, &err) || !wal_spool_lock_held(dir, &held, &err)) {
         log_warn("%s; no prefetch after \"%s\"", err.msg, name);
         return false;
     }
@@ -658,8 +661,8 @@ static bool wal_async_fetch_ahead(const pgd_options *opts, const char *dir, cons
     return true;
 }
 
-int wal_async_fetch(const pgd_options *opts, const char *name, const char *dest,
-                    unsigned prefetch, wal_direct_fetch_fn direct)
+int wal_async_fetch(const pgd_options *opts, const char *name, const char *dest, unsigned prefetch,
+                    wal_direct_fetch_fn direct)
 {
     char datadir[PATH_MAX], dir[WAL_SPOOL_PATH_MAX];
     pgd_error err = {0};
@@ -682,7 +685,7 @@ int wal_async_fetch(const pgd_options *opts, const char *name, const char *dest,
         log_warn("%s; no prefetch", err.msg);
         return direct(opts, name, dest);
     }
-    wal_async_fetch_spooled(dir, name, dest, &served);
+    wal_async_fetch_spooled(dir, datadir, name, dest, &served);
     rc = served ? EXIT_OK : direct(opts, name, dest);
     if (rc == EXIT_OK)
         wal_async_fetch_ahead(opts, dir, name, dest, prefetch, (unsigned)concurrency, &rc);

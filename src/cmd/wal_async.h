@@ -31,7 +31,7 @@ int wal_async_push(const pgd_options *opts, const char *path, wal_direct_push_fn
  * prefetched and is intact, else fetch it directly; then ask the
  * background fetcher for the N segments after it.
  */
-int wal_async_fetch(const pgd_options *opts, const char *name, const char *dest,
-                    unsigned prefetch, wal_direct_fetch_fn direct);
+int wal_async_fetch(const pgd_options *opts, const char *name, const char *dest, unsigned prefetch,
+                    wal_direct_fetch_fn direct);
 
 #endif

@@ -132,7 +132,8 @@ static bool wal_pusher_ready(const char *pg_wal, wal_names *out, bool *gone, pgd
         return err_errno(err, e, "could not read directory \"%s\"", path);
     }
     closedir(d);
-    qsort(out->v, out->n, sizeof(*out->v), wal_names_order);
+    if (out->n > 0)
+        qsort(out->v, out->n, sizeof(*out->v), wal_names_order);
     return true;
 }
 
@@ -269,13 +270,14 @@ static bool wal_pusher_scan(wal_pusher *p, bool *idle, bool *gone, pgd_error *er
             wal_names_remove(&p->queue, p->queue.v[i]);
     p->known.n = 0;
     for (size_t i = 0; ok && i < p->recorded.n + p->busy.n + p->queue.n; i++) {
-        const char *name = i < p->recorded.n               ? p->recorded.v[i]
-                           : i < p->recorded.n + p->busy.n ? p->busy.v[i - p->recorded.n]
-                                                           : p->queue.v[i - p->recorded.n - p->busy.n];
+        const char *name = i < p->recorded.n ? p->recorded.v[i]
+                           : i < p->recorded.n + p->busy.n
+                               ? p->busy.v[i - p->recorded.n]
+                               : p->queue.v[i - p->recorded.n - p->busy.n];
         if (!wal_names_add(&p->known, name))
             ok = err_set(err, "out of memory");
     }
-    if (ok)
+    if (ok && p->known.n > 0)
         qsort(p->known.v, p->known.n, sizeof(*p->known.v), wal_names_strcmp);
     for (size_t i = 0; ok && i < p->ready.n; i++)
         if (!wal_names_sorted_has(&p->known, p->ready.v[i], wal_names_strcmp) &&
@@ -381,8 +383,8 @@ bool wal_pusher_run(const wal_pusher_config *cfg, pgd_error *err)
     return ok;
 }
 
-bool wal_pusher_backlog(const char *pg_wal, const char *spool_dir, uint64_t *bytes,
-                        unsigned *files, pgd_error *err)
+bool wal_pusher_backlog(const char *pg_wal, const char *spool_dir, uint64_t *bytes, unsigned *files,
+                        pgd_error *err)
 {
     wal_names ready = {0};
     bool gone, ok;

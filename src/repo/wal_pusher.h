@@ -44,7 +44,7 @@ typedef struct wal_pusher_config {
 bool wal_pusher_run(const wal_pusher_config *cfg, pgd_error *err);
 
 /* The files of pg_wal waiting for the archive: ready and not yet recorded as pushed. */
-bool wal_pusher_backlog(const char *pg_wal, const char *spool_dir, uint64_t *bytes,
-                        unsigned *files, pgd_error *err);
+bool wal_pusher_backlog(const char *pg_wal, const char *spool_dir, uint64_t *bytes, unsigned *files,
+                        pgd_error *err);
 
 #endif

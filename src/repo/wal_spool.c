@@ -195,8 +195,8 @@ static bool wal_spool_read_text(const char *path, char *buf, size_t buflen, bool
     return true;
 }
 
-bool wal_spool_open(const char *root, wal_spool_role role, const char *datadir,
-                    const char *repo_id, char *dir, size_t dirlen, pgd_error *err)
+bool wal_spool_open(const char *root, wal_spool_role role, const char *datadir, const char *repo_id,
+                    char *dir, size_t dirlen, pgd_error *err)
 {
     char path[WAL_SPOOL_PATH_MAX + 16], want[WAL_SPOOL_TEXT_MAX], have[WAL_SPOOL_TEXT_MAX];
     bool missing;
@@ -314,8 +314,7 @@ static bool wal_spool_record_path(const char *dir, const char *name, wal_record_
     return true;
 }
 
-bool wal_spool_record_ok(const char *dir, const char *name, const wal_file_sum *sum,
-                         pgd_error *err)
+bool wal_spool_record_ok(const char *dir, const char *name, const wal_file_sum *sum, pgd_error *err)
 {
     char path[WAL_SPOOL_PATH_MAX + WAL_NAME_MAX], text[128];
 
@@ -347,8 +346,7 @@ bool wal_spool_record_remove(const char *dir, const char *name, wal_record_kind 
     return true;
 }
 
-bool wal_spool_record_read(const char *dir, const char *name, wal_push_record *rec,
-                           pgd_error *err)
+bool wal_spool_record_read(const char *dir, const char *name, wal_push_record *rec, pgd_error *err)
 {
     char path[WAL_SPOOL_PATH_MAX + WAL_NAME_MAX], text[WAL_SPOOL_TEXT_MAX];
     bool missing;
@@ -379,7 +377,7 @@ bool wal_spool_record_read(const char *dir, const char *name, wal_push_record *r
         return true;
     text[strcspn(text, "\n")] = '\0';
     rec->kind = WAL_RECORD_ERROR;
-    snprintf(rec->msg, sizeof(rec->msg), "%s",
+    snprintf(rec->msg, sizeof(rec->msg), "%.*s", (int)sizeof(rec->msg) - 1,
              text[0] != '\0' ? text : "the background pusher failed without saying why");
     return true;
 }
@@ -544,8 +542,7 @@ bool wal_spool_request_write(const char *dir, const wal_fetch_request *req, pgd_
     return wal_spool_write_text(path, text, false, err);
 }
 
-bool wal_spool_request_read(const char *dir, wal_fetch_request *req, bool *missing,
-                            pgd_error *err)
+bool wal_spool_request_read(const char *dir, wal_fetch_request *req, bool *missing, pgd_error *err)
 {
     char path[WAL_SPOOL_PATH_MAX + 16], text[256];
     int used = 0;
@@ -556,8 +553,8 @@ bool wal_spool_request_read(const char *dir, wal_fetch_request *req, bool *missi
         return false;
     if (*missing)
         return true;
-    if (sscanf(text, "%24s %" SCNu32 " %" SCNu64 " %u\n%n", req->name, &req->seg_size,
-               &req->sysid, &req->count, &used) != 4 ||
+    if (sscanf(text, "%24s %" SCNu32 " %" SCNu64 " %u\n%n", req->name, &req->seg_size, &req->sysid,
+               &req->count, &used) != 4 ||
         (size_t)used != strlen(text) || !wal_spool_seg_size_valid(req->seg_size) ||
         wal_segment_file_kind(req->name) != WAL_FILE_SEGMENT || req->count > WAL_PREFETCH_MAX)
         return err_set(err, "spool file \"%s\" is malformed", path);
@@ -789,9 +786,39 @@ done:
     return ok;
 }
 
-bool wal_spool_entry_take(const char *dir, const char *name, const char *dest,
-                          wal_entry_result *result, char *why, size_t whylen, pgd_error *err)
+uint64_t wal_spool_control_sysid(const char *datadir)
 {
+    char path[WAL_SPOOL_PATH_MAX + 32];
+    uint64_t sysid = 0;
+    int fd;
+
+    /* ControlFileData begins with system_identifier (pg_control.h) */
+    snprintf(path, sizeof(path), "%s/global/pg_control", datadir);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    if (pread(fd, &sysid, sizeof(sysid), 0) != (ssize_t)sizeof(sysid))
+        sysid = 0;
+    close(fd);
+    return sysid;
+}
+
+/* Is the segment open at fd of database system `expect`? (*sysid: the one it is of) */
+static bool wal_spool_entry_system(int fd, uint64_t expect, uint64_t *sysid)
+{
+    unsigned char page[WAL_PAGE_LONG_HEADER];
+
+    *sysid = 0;
+    if (pread(fd, page, sizeof(page), 0) == (ssize_t)sizeof(page))
+        memcpy(sysid, page + WAL_PAGE_SYSID_OFF, sizeof(*sysid));
+    return expect == 0 || *sysid == expect;
+}
+
+bool wal_spool_entry_take(const char *dir, const char *name, const char *dest,
+                          uint64_t expect_sysid, wal_entry_result *result, char *why, size_t whylen,
+                          pgd_error *err)
+{
+    uint64_t sysid;
     wal_spool_find f = {.name = name};
     char path[WAL_SPOOL_PATH_MAX + WAL_NAME_MAX + 64];
     bool match;
@@ -809,6 +836,15 @@ bool wal_spool_entry_take(const char *dir, const char *name, const char *dest,
         if (errno == ENOENT) /* pruned since we looked */
             return true;
         return err_errno(err, errno, "could not open spool file \"%s\"", path);
+    }
+    if (!wal_spool_entry_system(fd, expect_sysid, &sysid)) {
+        close(fd);
+        snprintf(why, whylen, "of database system %" PRIu64 ", this one is %" PRIu64, sysid,
+                 expect_sysid);
+        *result = WAL_ENTRY_STALE;
+        if (unlink(path) != 0 && errno != ENOENT)
+            return err_errno(err, errno, "could not remove spool file \"%s\"", path);
+        return true;
     }
     if (!wal_spool_entry_verify(fd, path, &f.sum, &match, why, whylen, err)) {
         close(fd);
@@ -845,8 +881,8 @@ typedef struct wal_spool_pruning {
     bool parts;
 } wal_spool_pruning;
 
-static bool wal_spool_prune_one(void *arg, const char *file, const char *name,
-                                wal_spool_file type, const wal_file_sum *sum, pgd_error *err)
+static bool wal_spool_prune_one(void *arg, const char *file, const char *name, wal_spool_file type,
+                                const wal_file_sum *sum, pgd_error *err)
 {
     wal_spool_pruning *p = arg;
     char path[WAL_SPOOL_PATH_MAX + WAL_NAME_MAX + 64];

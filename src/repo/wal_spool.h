@@ -42,8 +42,8 @@
 
 #define WAL_SPOOL_DEFAULT_NAME "pgdirect-spool" /* next to the data directory */
 #define WAL_SPOOL_PATH_MAX     4096
-#define WAL_NAME_MAX           64   /* the longest WAL file name is 40 characters */
-#define WAL_SEGMENT_NAME_LEN   24   /* timeline, log and segment as 3 x 8 hex digits */
+#define WAL_NAME_MAX           64            /* the longest WAL file name is 40 characters */
+#define WAL_SEGMENT_NAME_LEN   24            /* timeline, log and segment as 3 x 8 hex digits */
 #define WAL_SPOOL_LOG_MAX      (1024 * 1024) /* a log longer than this is rotated */
 
 typedef enum { WAL_SPOOL_PUSH, WAL_SPOOL_FETCH } wal_spool_role;
@@ -62,8 +62,8 @@ uint64_t wal_spool_key(const char *datadir, const char *repo_id);
  * under `root`, created with its parents if missing; its info file is
  * written, or checked to name the same data directory and repository.
  */
-bool wal_spool_open(const char *root, wal_spool_role role, const char *datadir,
-                    const char *repo_id, char *dir, size_t dirlen, pgd_error *err);
+bool wal_spool_open(const char *root, wal_spool_role role, const char *datadir, const char *repo_id,
+                    char *dir, size_t dirlen, pgd_error *err);
 
 /* Can a small record be written in `dir` now (space, permission)? */
 bool wal_spool_probe(const char *dir, pgd_error *err);
@@ -103,8 +103,7 @@ bool wal_spool_record_error(const char *dir, const char *name, const char *msg, 
  * What is recorded for `name`. A record that cannot be parsed is removed
  * and reads as none: the pusher then pushes the file again.
  */
-bool wal_spool_record_read(const char *dir, const char *name, wal_push_record *rec,
-                           pgd_error *err);
+bool wal_spool_record_read(const char *dir, const char *name, wal_push_record *rec, pgd_error *err);
 /* Remove the record of `kind` for `name` (missing is fine). */
 bool wal_spool_record_remove(const char *dir, const char *name, wal_record_kind kind,
                              pgd_error *err);
@@ -143,8 +142,7 @@ typedef struct wal_fetch_request {
 
 bool wal_spool_request_write(const char *dir, const wal_fetch_request *req, pgd_error *err);
 /* *missing (no error) when no request was ever written. */
-bool wal_spool_request_read(const char *dir, wal_fetch_request *req, bool *missing,
-                            pgd_error *err);
+bool wal_spool_request_read(const char *dir, wal_fetch_request *req, bool *missing, pgd_error *err);
 /* Is `name` one of the segments the request wants? */
 bool wal_spool_request_wants(const wal_fetch_request *req, const char *name);
 
@@ -158,15 +156,20 @@ typedef enum {
     WAL_ENTRY_MISSING, /* not prefetched */
     WAL_ENTRY_SERVED,  /* moved to dest, its size and CRC as recorded at download */
     WAL_ENTRY_CORRUPT, /* did not match what was recorded: removed, `why` says how */
+    WAL_ENTRY_STALE,   /* of another database system: removed, `why` says which */
 } wal_entry_result;
 
 /*
  * Serve the prefetched copy of `name` at `dest`: verified against the size
- * and CRC recorded when it was downloaded, then moved (renamed, or copied
- * across file systems). A copy that does not match is removed, never served.
+ * and CRC recorded when it was downloaded, and, unless expect_sysid is 0,
+ * to be of that database system; then moved (renamed, or copied across
+ * file systems). A copy that does not match is removed, never served.
  */
 bool wal_spool_entry_take(const char *dir, const char *name, const char *dest,
-                          wal_entry_result *result, char *why, size_t whylen, pgd_error *err);
+                          uint64_t expect_sysid, wal_entry_result *result, char *why, size_t whylen,
+                          pgd_error *err);
+/* The system identifier in global/pg_control under `datadir` (0 when it cannot be read). */
+uint64_t wal_spool_control_sysid(const char *datadir);
 /* Does `dir` hold `name`, published (*ready) or still downloading (*partial)? */
 bool wal_spool_entry_state(const char *dir, const char *name, bool *ready, bool *partial,
                            pgd_error *err);
