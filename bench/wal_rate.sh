@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# wal_rate.sh - WAL at the rate it is made, against S3 (s3rver on 127.0.0.1, tests/s3), in
+# one run:
+#   1. pgbench at full speed for DURATION seconds, archive_command synchronous, then the same
+#      with --archive-async: segments archived per second while it runs, the .ready backlog
+#      (largest, at the end) and how long the backlog takes to drain once pgbench stops;
+#   2. a backlog of BACKLOG segments made with archiving paused (archive_command = ''), then
+#      archived: segments per second, synchronous vs asynchronous;
+#   3. recovery of ~WAL_GB of archived WAL: the same backup restored twice, without and with
+#      --prefetch (PGDIRECT_PREFETCH in the server's environment), time from start to the end
+#      of recovery, and the ratio (goal: prefetch <= 0.5x). Both restores must end with the
+#      source's data.
+#
+#   bash bench/wal_rate.sh [DURATION_S] [WAL_GB] [BACKLOG]    (as root; `make` first)
+#   defaults 60 s, 2 GB, 64 segments; small values keep a run short when others test.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+DURATION=${1:-60}
+WAL_GB=${2:-2}
+BACKLOG=${3:-64}
+PREFETCH=${PREFETCH:-8}
+CONCURRENCY=${CONCURRENCY:-4}
+CLIENTS=${CLIENTS:-8}
+BUILD=${BUILD:-$ROOT/build}
+PG_BIN=/usr/lib/postgresql/15/bin
+S3RVER=$ROOT/tests/s3/node_modules/.bin/s3rver
+OUT=${OUT:-$ROOT/bench/results/$(date -u +%F)-wal-rate.md}
+SEG=$((16 * 1024 * 1024))
+[ "$(id -u)" -eq 0 ] || { echo "wal_rate.sh: run as root" >&2; exit 1; }
+[ -x "$S3RVER" ] || { echo "wal_rate.sh: run scripts/setup.sh first (s3rver)" >&2; exit 1; }
+[ -x "$BUILD/pgdirect" ] || { echo "wal_rate.sh: build first (make)" >&2; exit 1; }
+
+D=$(mktemp -d /tmp/pgdirect-walrate.XXXXXX)
+chmod 755 "$D"; mkdir -p "$D/bin"; cp "$BUILD/pgdirect" "$D/bin/"; chown -R postgres:postgres "$D"
+PGD="$D/bin/pgdirect"
+PORT=$((20000 + RANDOM % 10000)); S3PORT=$((30000 + RANDOM % 10000))
+export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1
+export AWS_ENDPOINT_URL=http://127.0.0.1:$S3PORT
+pg() { runuser -u postgres -- env PGHOST="$D" PGPORT="${P:-$PORT}" PGUSER=postgres PGDATABASE=postgres \
+        AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 \
+        AWS_ENDPOINT_URL="$AWS_ENDPOINT_URL" "$@"; }
+q() { pg "$PG_BIN/psql" -XAtq -v ON_ERROR_STOP=1 -c "$1"; }
+stop_background() { # pushers and prefetchers outlive the commands that start them
+    local l
+    for l in "$D"/pgdirect-spool/*/lock; do [ -f "$l" ] && kill "$(cat "$l")" 2>/dev/null; done
+    return 0
+}
+cleanup() {
+    for d in "$D"/data "$D"/r_*; do pg "$PG_BIN/pg_ctl" -D "$d" -m immediate stop >/dev/null 2>&1 || true; done
+    stop_background
+    kill "$S3PID" 2>/dev/null || true
+    rm -rf "$D"
+}
+NODE_OPTIONS=--openssl-legacy-provider "$S3RVER" -d "$D/s3" -a 127.0.0.1 -p "$S3PORT" \
+    --configure-bucket bench >"$D/s3rver.log" 2>&1 &
+S3PID=$!
+trap cleanup EXIT
+for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$S3PORT") 2>/dev/null && break; sleep 0.1; done
+
+now() { date +%s.%N; }
+sync_cmd() { echo "$PGD wal-push --repo s3://bench/$1 %p"; }
+async_cmd() { echo "$PGD wal-push --archive-async --archive-push-concurrency $CONCURRENCY --repo s3://bench/$1 %p"; }
+set_archive_command() {
+    q "ALTER SYSTEM SET archive_command = '$1'" >/dev/null
+    q "SELECT pg_reload_conf()" >/dev/null
+}
+ready() { ls "$D/data/pg_wal/archive_status" | grep -c '\.ready$' || true; }
+archived_count() { q "SELECT archived_count FROM pg_stat_archiver"; }
+lsn_bytes() { q "SELECT pg_current_wal_lsn() - '0/0'"; }
+wait_drained() { while [ "$(ready)" -gt 0 ]; do sleep 0.2; done; }
+switch_wal() { q "INSERT INTO pgbench_history SELECT 1, 1, 1, 1, now(); SELECT pg_switch_wal()" >/dev/null; }
+
+pg "$PG_BIN/initdb" -D "$D/data" -U postgres -A trust >/dev/null
+cat >>"$D/data/postgresql.conf" <<CONF
+port = $PORT
+listen_addresses = ''
+unix_socket_directories = '$D'
+wal_level = replica
+archive_mode = on
+archive_command = ''
+max_wal_size = 8GB
+checkpoint_timeout = 30min
+shared_buffers = 256MB
+autovacuum = off
+CONF
+pg "$PG_BIN/pg_ctl" -D "$D/data" -l "$D/log" -w start >/dev/null
+pg "$PG_BIN/pgbench" -i -s 20 -q >/dev/null 2>&1
+
+# ---- 1. pgbench at full speed ----
+full_speed() { # full_speed MODE PREFIX: "mode seg_made archived_per_s max_ready end_ready drain_s"
+    local mode=$1 prefix=$2 a0 a1 l0 l1 t0 t1 t2 max=0 r
+    set_archive_command "$($mode "$prefix")"
+    switch_wal; wait_drained
+    a0=$(archived_count); l0=$(lsn_bytes); t0=$(now)
+    pg "$PG_BIN/pgbench" -n -c "$CLIENTS" -j 2 -T "$DURATION" >/dev/null 2>&1 &
+    local bench=$!
+    while kill -0 "$bench" 2>/dev/null; do
+        r=$(ready); [ "$r" -gt "$max" ] && max=$r
+        sleep 1
+    done
+    wait "$bench" || true
+    t1=$(now); a1=$(archived_count); l1=$(lsn_bytes); r=$(ready)
+    switch_wal; wait_drained; t2=$(now)
+    echo "$mode $(( (l1 - l0) / SEG )) $(echo "($a1 - $a0) / ($t1 - $t0)" | bc -l) $max $r $(echo "$t2 - $t1" | bc -l)"
+}
+F_SYNC=$(full_speed sync_cmd full-sync)
+F_ASYNC=$(full_speed async_cmd full-async)
+stop_background
+
+# ---- 2. a backlog archived ----
+drain() { # drain MODE PREFIX: "mode segments seconds per_s"
+    local mode=$1 prefix=$2 l0 t0 t1 n
+    set_archive_command ""
+    l0=$(lsn_bytes)
+    pg "$PG_BIN/pgbench" -n -c "$CLIENTS" -j 2 -T 3600 >/dev/null 2>&1 &
+    local bench=$!
+    while [ $(( ($(lsn_bytes) - l0) / SEG )) -lt "$BACKLOG" ]; do sleep 0.5; done
+    kill "$bench" 2>/dev/null; wait "$bench" 2>/dev/null || true
+    switch_wal
+    n=$(ready)
+    sync; echo 3 >/proc/sys/vm/drop_caches
+    t0=$(now)
+    set_archive_command "$($mode "$prefix")"
+    wait_drained
+    t1=$(now)
+    echo "$mode $n $(echo "$t1 - $t0" | bc -l) $(echo "$n / ($t1 - $t0)" | bc -l)"
+}
+B_SYNC=$(drain sync_cmd drain-sync)
+B_ASYNC=$(drain async_cmd drain-async)
+stop_background
+
+# ---- 3. recovery of ~WAL_GB with and without prefetch ----
+R=s3://bench/recovery
+set_archive_command "$(async_cmd recovery)"
+pg "$PGD" backup --repo "$R" --pgdata "$D/data" --checkpoint fast >/dev/null 2>&1
+l0=$(lsn_bytes)
+pg "$PG_BIN/pgbench" -n -c "$CLIENTS" -j 2 -T 36000 >/dev/null 2>&1 &
+bench=$!
+while [ $(( ($(lsn_bytes) - l0) / 1000000000 )) -lt "$WAL_GB" ]; do sleep 1; done
+kill "$bench" 2>/dev/null; wait "$bench" 2>/dev/null || true
+switch_wal; wait_drained
+WAL_BYTES=$(( $(lsn_bytes) - l0 ))
+SRC_ROWS=$(q "SELECT count(*) FROM pgbench_history")
+stop_background
+recover() { # recover LABEL [ENV=VALUE...]: "label seconds rows"
+    local label=$1 dir="$D/r_$1" t0 t1 rows
+    shift
+    pg "$PGD" restore LATEST --repo "$R" --target-dir "$dir" >/dev/null 2>&1
+    P=$((PORT + 1))
+    printf "port = $P\narchive_mode = off\n" >>"$dir/postgresql.auto.conf"
+    sync; echo 3 >/proc/sys/vm/drop_caches
+    t0=$(now)
+    pg env "$@" "$PG_BIN/pg_ctl" -D "$dir" -l "$dir.log" -w -t 3600 start >/dev/null
+    until [ "$(P=$P q "SELECT pg_is_in_recovery()" 2>/dev/null)" = "f" ]; do sleep 0.1; done
+    t1=$(now)
+    rows=$(P=$P q "SELECT count(*) FROM pgbench_history")
+    pg "$PG_BIN/pg_ctl" -D "$dir" -m fast -w stop >/dev/null
+    stop_background
+    rm -rf "$dir"
+    echo "$label $(echo "$t1 - $t0" | bc -l) $rows"
+}
+R_PLAIN=$(recover plain PGDIRECT_PREFETCH=0)
+R_PREFETCH=$(recover prefetch PGDIRECT_PREFETCH="$PREFETCH")
+
+{
+    echo "# WAL at the rate it is made: archiving and recovery against S3 (s3rver on 127.0.0.1), $(date -u +%F)"
+    echo
+    echo "Command: \`bash bench/wal_rate.sh $DURATION $WAL_GB $BACKLOG\` (PREFETCH=$PREFETCH, CONCURRENCY=$CONCURRENCY," \
+         "CLIENTS=$CLIENTS). PostgreSQL 15, 16 MiB segments, lz4, pgbench scale 20; s3rver is one Node.js" \
+         "process on the same $(nproc)-core machine and disk."
+    echo
+    echo "## 1. pgbench at full speed for $DURATION s"
+    echo
+    echo "| archive_command | segments made | archived per s (during) | largest .ready backlog | backlog when pgbench stopped | drained after (s) |"
+    echo "|---|---|---|---|---|---|"
+    for row in "$F_SYNC" "$F_ASYNC"; do
+        set -- $row
+        printf '| %s | %s | %.2f | %s | %s | %.1f |\n' "${1%_cmd}" "$2" "$3" "$4" "$5" "$6"
+    done
+    echo
+    echo "## 2. a backlog archived (archiving paused, then resumed)"
+    echo
+    echo "| archive_command | segments | seconds | segments per s | vs sync |"
+    echo "|---|---|---|---|---|"
+    s_rate=$(echo "$B_SYNC" | awk '{print $4}')
+    for row in "$B_SYNC" "$B_ASYNC"; do
+        set -- $row
+        printf '| %s | %s | %.1f | %.2f | %.2fx |\n' "${1%_cmd}" "$2" "$3" "$4" "$(echo "$4 / $s_rate" | bc -l)"
+    done
+    echo
+    echo "## 3. recovery of $(echo "$WAL_BYTES / 1000000000" | bc -l | xargs printf '%.2f') GB of archived WAL"
+    echo
+    echo "| restore_command | seconds to the end of recovery | vs without prefetch | pgbench_history rows (source: $SRC_ROWS) |"
+    echo "|---|---|---|---|"
+    p_sec=$(echo "$R_PLAIN" | awk '{print $2}')
+    for row in "$R_PLAIN" "$R_PREFETCH"; do
+        set -- $row
+        printf '| wal-fetch (%s) | %.1f | %.2fx | %s |\n' "$1" "$2" "$(echo "$2 / $p_sec" | bc -l)" "$3"
+    done
+} >"$OUT"
+cat "$OUT"
