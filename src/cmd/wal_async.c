@@ -123,6 +123,43 @@ static bool wal_async_spool_dir(const pgd_options *opts, wal_spool_role role, co
     return wal_spool_open(root, role, datadir, repo_id, dir, dirlen, err);
 }
 
+/*
+ * Everything a background process takes from the command that starts it
+ * and keeps for its life: options, and the AWS_* variables (credentials
+ * included: a restarted server may bring new ones). Only a hash of them
+ * reaches the spool.
+ */
+static const opt_id wal_async_settings_opts[] = {
+    OPT_COMPRESSION,    OPT_COMPRESSION_LEVEL, OPT_ARCHIVE_PUSH_CONCURRENCY,
+    OPT_PREFETCH_CONCURRENCY, OPT_LOG_LEVEL,   OPT_S3_ENDPOINT,
+    OPT_S3_URI_STYLE,   OPT_S3_REGION,         OPT_S3_STORAGE_CLASS,
+    OPT_S3_SSE,         OPT_S3_PART_SIZE,      OPT_S3_UPLOAD_CONCURRENCY,
+    OPT_S3_RETRIES,     OPT_S3_TIMEOUT,        OPT_DOWNLOAD_CONCURRENCY,
+};
+static const char *const wal_async_settings_env[] = {
+    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+    "AWS_REGION",        "AWS_DEFAULT_REGION",    "AWS_ENDPOINT_URL",
+};
+
+static uint64_t wal_async_hash(uint64_t h, const char *s)
+{
+    for (const char *p = s != NULL ? s : "(unset)"; *p != '\0'; p++)
+        h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+    return (h ^ '\n') * 0x100000001b3ull;
+}
+
+static void wal_async_settings(const pgd_options *opts, char *out, size_t outlen)
+{
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+
+    for (size_t i = 0; i < sizeof(wal_async_settings_opts) / sizeof(wal_async_settings_opts[0]);
+         i++)
+        h = wal_async_hash(h, opt_str(opts, wal_async_settings_opts[i]));
+    for (size_t i = 0; i < sizeof(wal_async_settings_env) / sizeof(wal_async_settings_env[0]); i++)
+        h = wal_async_hash(h, getenv(wal_async_settings_env[i]));
+    snprintf(out, outlen, "%016" PRIx64, h);
+}
+
 static storage *wal_async_open_repo(void *arg, pgd_error *err)
 {
     return command_open_repo(arg, err);
@@ -348,7 +385,8 @@ static bool wal_async_before(const struct timespec *a, const struct timespec *b)
 
 /* The background pusher's life: push until idle, then stop. Returns its exit status. */
 static int wal_async_pusher_main(const pgd_options *opts, const wal_push_settings *s,
-                                 const char *pg_wal, const char *dir, int lock_fd)
+                                 const char *pg_wal, const char *dir, const char *settings,
+                                 int lock_fd)
 {
     wal_pusher_config cfg = {
         .pg_wal = pg_wal,
@@ -359,6 +397,7 @@ static int wal_async_pusher_main(const pgd_options *opts, const wal_push_setting
         .idle_exit_s = WAL_PUSHER_IDLE_EXIT_S,
         .open_repo = wal_async_open_repo,
         .open_arg = (void *)opts,
+        .settings = settings,
         .tick = wal_async_log_tick,
         .tick_arg = (void *)dir,
     };
@@ -407,6 +446,7 @@ typedef struct wal_push_call {
     char dir[WAL_SPOOL_PATH_MAX];
     wal_push_settings s;
     wal_file_sum sum;
+    char settings[32]; /* wal_async_settings() */
 } wal_push_call;
 
 /* Where the call's file, pg_wal and data directory are; false: push directly (said why). */
@@ -491,7 +531,8 @@ static int wal_async_push_wait(wal_push_call *c, bool *daemon)
                 return -1;
             }
             if (*daemon)
-                return wal_async_pusher_main(c->opts, &c->s, c->pg_wal, c->dir, lock_fd);
+                return wal_async_pusher_main(c->opts, &c->s, c->pg_wal, c->dir, c->settings,
+                                             lock_fd);
             if (started)
                 starts++;
         }
@@ -529,6 +570,11 @@ int wal_async_push(const pgd_options *opts, const char *path, wal_direct_push_fn
     }
     if (!wal_async_file_sum(path, &c.sum, &err))
         return command_fail(&err);
+    wal_async_settings(opts, c.settings, sizeof(c.settings));
+    if (!wal_spool_settings_write(c.dir, c.settings, &err)) {
+        log_warn("%s; archiving \"%s\" directly", err.msg, path);
+        return direct(opts, path);
+    }
     wal_async_push_backlog(c.pg_wal, c.dir, c.s.queue_max);
     rc = wal_async_push_wait(&c, &daemon);
     if (rc < 0 && !daemon)
@@ -540,7 +586,7 @@ int wal_async_push(const pgd_options *opts, const char *path, wal_direct_push_fn
 
 /* The background fetcher's life: keep the requested segments ready until idle. */
 static int wal_async_fetcher_main(const pgd_options *opts, unsigned concurrency, const char *dir,
-                                  int lock_fd)
+                                  const char *settings, int lock_fd)
 {
     wal_prefetch_config cfg = {
         .spool_dir = dir,
@@ -548,6 +594,7 @@ static int wal_async_fetcher_main(const pgd_options *opts, unsigned concurrency,
         .idle_exit_s = WAL_FETCHER_IDLE_EXIT_S,
         .open_repo = wal_async_open_repo,
         .open_arg = (void *)opts,
+        .settings = settings,
         .tick = wal_async_log_tick,
         .tick_arg = (void *)dir,
     };
@@ -631,8 +678,10 @@ static bool wal_async_fetch_ahead(const pgd_options *opts, const char *dir, cons
     wal_fetch_request req = {.count = prefetch}, old;
     pgd_error err = {0};
     bool missing, held, started, daemon = false;
+    char settings[32];
     int lock_fd;
 
+    wal_async_settings(opts, settings, sizeof(settings));
     snprintf(req.name, sizeof(req.name), "%s", name);
     if (!wal_spool_segment_identity(dest, &req.sysid, &req.seg_size, &err) ||
         !wal_spool_request_read(dir, &old, &missing, &err)) {
@@ -644,7 +693,8 @@ static bool wal_async_fetch_ahead(const pgd_options *opts, const char *dir, cons
         log_warn("%s; no prefetch after \"%s\"", err.msg, name);
         return false;
     }
-    if (!wal_spool_request_write(dir, &req, &err) ||
+    if (!wal_spool_settings_write(dir, settings, &err) ||
+        !wal_spool_request_write(dir, &req, &err) ||
         !wal_spool_entry_prune(dir, &req, false, &err) || !wal_spool_lock_held(dir, &held, &err)) {
         log_warn("%s; no prefetch after \"%s\"", err.msg, name);
         return false;
@@ -657,7 +707,7 @@ static bool wal_async_fetch_ahead(const pgd_options *opts, const char *dir, cons
     }
     if (!daemon)
         return false;
-    *rc = wal_async_fetcher_main(opts, concurrency, dir, lock_fd);
+    *rc = wal_async_fetcher_main(opts, concurrency, dir, settings, lock_fd);
     return true;
 }
 

@@ -278,11 +278,18 @@ bool wal_prefetch_run(const wal_prefetch_config *cfg, pgd_error *err)
         if (pthread_create(&threads[started], NULL, wal_prefetch_worker, &p) != 0)
             ok = err_set(err, "could not start a prefetch thread");
     while (ok) {
-        bool idle;
+        bool idle, changed = false;
 
-        ok = wal_spool_request_read(cfg->spool_dir, &req, &missing, err);
+        ok = wal_spool_request_read(cfg->spool_dir, &req, &missing, err) &&
+             (cfg->settings == NULL ||
+              wal_spool_settings_changed(cfg->spool_dir, cfg->settings, &changed, err));
         if (!ok || missing)
             break;
+        if (changed) {
+            log_info("restore_command runs with other settings now: stopping for a prefetcher "
+                     "with those");
+            break;
+        }
         if (!wal_prefetch_same(&req, &p.req)) {
             last_request = time(NULL);
             if (!(ok = wal_prefetch_follow(&p, &req, err)))

@@ -25,6 +25,8 @@ typedef struct wal_prefetch_config {
     int idle_exit_s;       /* stop when no new request came for this long */
     storage *(*open_repo)(void *arg, pgd_error *err);
     void *open_arg;
+    /* the settings it runs with: when a command records others in the spool, it stops */
+    const char *settings;
     void (*tick)(void *arg); /* between scans; may be NULL */
     void *tick_arg;
 } wal_prefetch_config;

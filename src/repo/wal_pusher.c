@@ -344,8 +344,17 @@ bool wal_pusher_run(const wal_pusher_config *cfg, pgd_error *err)
     while (ok) {
         bool idle = false, gone = false, stop;
 
-        if (!wal_pusher_scan(&p, &idle, &gone, err)) {
+        bool changed = false;
+
+        if (!wal_pusher_scan(&p, &idle, &gone, err) ||
+            (cfg->settings != NULL &&
+             !wal_spool_settings_changed(cfg->spool_dir, cfg->settings, &changed, err))) {
             ok = false;
+            break;
+        }
+        if (changed) {
+            log_info("archive_command runs with other settings now: stopping for a pusher with "
+                     "those");
             break;
         }
         pthread_mutex_lock(&p.lock);
@@ -383,22 +392,31 @@ bool wal_pusher_run(const wal_pusher_config *cfg, pgd_error *err)
     return ok;
 }
 
-bool wal_pusher_backlog(const char *pg_wal, const char *spool_dir, uint64_t *bytes, unsigned *files,
-                        pgd_error *err)
+/* Remember each ".ok" record (sorted afterwards). */
+static bool wal_pusher_note_ok(void *arg, const char *name, wal_record_kind kind, pgd_error *err)
 {
-    wal_names ready = {0};
+    if (kind == WAL_RECORD_OK && !wal_names_add(arg, name))
+        return err_set(err, "out of memory");
+    return true;
+}
+
+bool wal_pusher_backlog(const char *pg_wal, const char *spool_dir, uint64_t *bytes,
+                        unsigned *files, pgd_error *err)
+{
+    wal_names ready = {0}, stored = {0};
     bool gone, ok;
 
     *bytes = 0;
     *files = 0;
-    ok = wal_pusher_ready(pg_wal, &ready, &gone, err);
+    ok = wal_pusher_ready(pg_wal, &ready, &gone, err) &&
+         wal_spool_record_list(spool_dir, wal_pusher_note_ok, &stored, err);
+    if (ok && stored.n > 0)
+        qsort(stored.v, stored.n, sizeof(*stored.v), wal_names_strcmp);
     for (size_t i = 0; ok && i < ready.n; i++) {
         char path[WAL_SPOOL_PATH_MAX + WAL_NAME_MAX];
-        wal_push_record rec;
         struct stat st;
 
-        ok = wal_spool_record_read(spool_dir, ready.v[i], &rec, err);
-        if (!ok || rec.kind == WAL_RECORD_OK)
+        if (wal_names_sorted_has(&stored, ready.v[i], wal_names_strcmp))
             continue;
         snprintf(path, sizeof(path), "%s/%s", pg_wal, ready.v[i]);
         if (stat(path, &st) == 0) {
@@ -407,5 +425,6 @@ bool wal_pusher_backlog(const char *pg_wal, const char *spool_dir, uint64_t *byt
         }
     }
     free(ready.v);
+    free(stored.v);
     return ok;
 }

@@ -31,6 +31,8 @@ typedef struct wal_pusher_config {
     /* opens the repository (in the pusher's process; shared by its threads) */
     storage *(*open_repo)(void *arg, pgd_error *err);
     void *open_arg;
+    /* the settings it runs with: when a command records others in the spool, it stops */
+    const char *settings;
     /* called between scans (the caller rotates its log there); may be NULL */
     void (*tick)(void *arg);
     void *tick_arg;

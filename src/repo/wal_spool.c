@@ -34,6 +34,7 @@
 #define WAL_SPOOL_INFO      "info"
 #define WAL_SPOOL_LOCK      "lock"
 #define WAL_SPOOL_REQUEST   "request"
+#define WAL_SPOOL_SETTINGS  "settings"
 #define WAL_SPOOL_OK_EXT    ".ok"
 #define WAL_SPOOL_ERROR_EXT ".error"
 #define WAL_SPOOL_TMP_EXT   ".tmp"
@@ -299,6 +300,36 @@ bool wal_spool_lock_held(const char *dir, bool *held, pgd_error *err)
     }
     close(fd);
     *held = fl.l_type != F_UNLCK;
+    return true;
+}
+
+/* ---- settings ---- */
+
+bool wal_spool_settings_write(const char *dir, const char *fingerprint, pgd_error *err)
+{
+    char path[WAL_SPOOL_PATH_MAX + 16], have[128], want[128];
+    bool missing;
+
+    snprintf(path, sizeof(path), "%s/" WAL_SPOOL_SETTINGS, dir);
+    snprintf(want, sizeof(want), "%s\n", fingerprint);
+    if (!wal_spool_read_text(path, have, sizeof(have), &missing, NULL, err))
+        return false;
+    if (!missing && strcmp(have, want) == 0)
+        return true;
+    return wal_spool_write_text(path, want, false, err);
+}
+
+bool wal_spool_settings_changed(const char *dir, const char *mine, bool *changed, pgd_error *err)
+{
+    char path[WAL_SPOOL_PATH_MAX + 16], have[128];
+    bool missing;
+
+    *changed = false;
+    snprintf(path, sizeof(path), "%s/" WAL_SPOOL_SETTINGS, dir);
+    if (!wal_spool_read_text(path, have, sizeof(have), &missing, NULL, err))
+        return false;
+    have[strcspn(have, "\n")] = '\0';
+    *changed = !missing && strcmp(have, mine) != 0;
     return true;
 }
 

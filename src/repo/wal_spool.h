@@ -9,14 +9,17 @@
  *   <spool-path>/push-<key>/          wal-push --archive-async
  *       info                          the data directory and repository it serves
  *       lock                          held by the running pusher (OFD lock); its pid
- *       log, log.old                  the pusher's messages (rotated when it starts)
+ *       settings                      a hash of the options and AWS_* variables the
+ *                                     latest command runs with: a pusher started with
+ *                                     others stops, and one with these takes over
+ *       log, log.old                  the pusher's messages (rotated past 1 MiB)
  *       out/<wal>.ok                  "<wal> is in the repository": size and CRC-32C of
  *                                     the file stored; written to a temporary name,
  *                                     fsynced, renamed, directory fsynced, and only
  *                                     after the repository confirmed the store
  *       out/<wal>.error               the pusher's failure for <wal>, one line
  *   <spool-path>/fetch-<key>/         wal-fetch --prefetch N
- *       info, lock, log               as above, for the prefetcher
+ *       info, lock, settings, log     as above, for the prefetcher
  *       request                       the last segment served and how many to fetch
  *                                     after it: "<wal> <segment size> <sysid> <N>"
  *       <wal>.<size>.<crc32c>         a prefetched segment that passed the checks of a
@@ -78,6 +81,14 @@ bool wal_spool_probe(const char *dir, pgd_error *err);
 bool wal_spool_lock_take(const char *dir, int *fd, bool *busy, pgd_error *err);
 /* Does a process hold the lock of `dir`? (A test: it takes nothing.) */
 bool wal_spool_lock_held(const char *dir, bool *held, pgd_error *err);
+
+/* ---- settings ---- */
+
+/* Record the settings fingerprint the latest command runs with (written only when it changed). */
+bool wal_spool_settings_write(const char *dir, const char *fingerprint, pgd_error *err);
+/* Has a command with other settings than `mine` come since? (no file: no) */
+bool wal_spool_settings_changed(const char *dir, const char *mine, bool *changed,
+                                pgd_error *err);
 
 /* ---- push records (out/) ---- */
 

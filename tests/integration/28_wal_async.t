@@ -160,6 +160,18 @@ cp "$T/$s.orig" "$F/pg_wal/$s"
 fake_push "$s"
 ok $? "the original file is acknowledged again"
 
+# ---- new settings in archive_command take effect: the running pusher makes way ----
+seg=$(switch_wal) # a pusher at work (they stop 30 s after their last file)
+wait_until 60 archived "$seg"
+ok $(pusher_alive && echo 0 || echo 1) "a pusher runs with the old settings"
+q "ALTER SYSTEM SET archive_command = '$PGD wal-push $ASYNC --compression zstd --repo $REPO %p'" >/dev/null
+q "SELECT pg_reload_conf()" >/dev/null
+switch_wal >/dev/null
+seg=$(switch_wal)
+ok $(wait_until 60 archived "$seg" && echo 0 || echo 1) "after archive_command changed, $seg is archived"
+ok $([ -f "$REPO/wal/00000001/$seg.zst" ] && echo 0 || echo 1) "with the new compression (zstd)"
+like "$(cat "$SPOOL"/push-*/log)" "other settings now: stopping" "the pusher started with the old settings made way"
+
 # ---- a backlog past --archive-push-queue-max: said on every call, nothing dropped ----
 before=$(q "SELECT last_archived_wal FROM pg_stat_archiver")
 fails0=$(q "SELECT failed_count FROM pg_stat_archiver")

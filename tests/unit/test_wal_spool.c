@@ -398,6 +398,22 @@ static void test_prune_keeps_only_the_window(void **state)
     assert_true(exists(f->dir, "info")); /* only WAL files are pruned */
 }
 
+static void test_settings_tell_a_running_process_to_make_way(void **state)
+{
+    fixture *f = *state;
+    pgd_error err = {0};
+    bool changed = true;
+
+    assert_true(wal_spool_settings_changed(f->dir, "aaaa", &changed, &err));
+    assert_false(changed); /* nothing recorded yet */
+    assert_true(wal_spool_settings_write(f->dir, "aaaa", &err));
+    assert_true(wal_spool_settings_changed(f->dir, "aaaa", &changed, &err));
+    assert_false(changed);
+    assert_true(wal_spool_settings_write(f->dir, "bbbb", &err));
+    assert_true(wal_spool_settings_changed(f->dir, "aaaa", &changed, &err));
+    assert_true(changed);
+}
+
 static void test_lock_is_held_until_its_holder_lets_go(void **state)
 {
     fixture *f = *state;
@@ -455,6 +471,7 @@ int main(void)
         T(test_truncated_entry_is_removed_not_served),
         T(test_entry_of_another_system_is_stale),
         T(test_prune_keeps_only_the_window),
+        T(test_settings_tell_a_running_process_to_make_way),
         T(test_lock_is_held_until_its_holder_lets_go),
         T(test_identity_comes_from_the_first_page),
 #undef T
