@@ -21,7 +21,7 @@ WAL_GB=${2:-2}
 BACKLOG=${3:-64}
 PREFETCH=${PREFETCH:-8}
 CONCURRENCY=${CONCURRENCY:-4}
-CLIENTS=${CLIENTS:-8}
+CLIENTS=${CLIENTS:-4}
 BUILD=${BUILD:-$ROOT/build}
 PG_BIN=/usr/lib/postgresql/15/bin
 S3RVER=$ROOT/tests/s3/node_modules/.bin/s3rver
@@ -59,6 +59,7 @@ trap cleanup EXIT
 for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$S3PORT") 2>/dev/null && break; sleep 0.1; done
 
 now() { date +%s.%N; }
+say() { echo "wal_rate: $*" >&2; }
 sync_cmd() { echo "$PGD wal-push --repo s3://bench/$1 %p"; }
 async_cmd() { echo "$PGD wal-push --archive-async --archive-push-concurrency $CONCURRENCY --repo s3://bench/$1 %p"; }
 set_archive_command() {
@@ -83,6 +84,8 @@ max_wal_size = 8GB
 checkpoint_timeout = 30min
 shared_buffers = 256MB
 autovacuum = off
+# full speed: commits do not wait for their WAL flush, so the WAL rate is what the CPUs make
+synchronous_commit = off
 CONF
 pg "$PG_BIN/pg_ctl" -D "$D/data" -l "$D/log" -w start >/dev/null
 pg "$PG_BIN/pgbench" -i -s 20 -q >/dev/null 2>&1
@@ -104,6 +107,7 @@ full_speed() { # full_speed MODE PREFIX: "mode seg_made archived_per_s max_ready
     switch_wal; wait_drained; t2=$(now)
     echo "$mode $(( (l1 - l0) / SEG )) $(echo "($a1 - $a0) / ($t1 - $t0)" | bc -l) $max $r $(echo "$t2 - $t1" | bc -l)"
 }
+say "1. pgbench at full speed for $DURATION s, synchronous then asynchronous archiving"
 F_SYNC=$(full_speed sync_cmd full-sync)
 F_ASYNC=$(full_speed async_cmd full-async)
 stop_background
@@ -126,18 +130,21 @@ drain() { # drain MODE PREFIX: "mode segments seconds per_s"
     t1=$(now)
     echo "$mode $n $(echo "$t1 - $t0" | bc -l) $(echo "$n / ($t1 - $t0)" | bc -l)"
 }
+say "2. a backlog of $BACKLOG segments archived, synchronous then asynchronous"
 B_SYNC=$(drain sync_cmd drain-sync)
 B_ASYNC=$(drain async_cmd drain-async)
 stop_background
 
 # ---- 3. recovery of ~WAL_GB with and without prefetch ----
+say "3. $WAL_GB GB of WAL recovered, without then with --prefetch $PREFETCH"
 R=s3://bench/recovery
 set_archive_command "$(async_cmd recovery)"
 pg "$PGD" backup --repo "$R" --pgdata "$D/data" --checkpoint fast >/dev/null 2>&1
 l0=$(lsn_bytes)
 pg "$PG_BIN/pgbench" -n -c "$CLIENTS" -j 2 -T 36000 >/dev/null 2>&1 &
 bench=$!
-while [ $(( ($(lsn_bytes) - l0) / 1000000000 )) -lt "$WAL_GB" ]; do sleep 1; done
+target=$(echo "$WAL_GB * 1000000000 / 1" | bc)
+while [ $(( $(lsn_bytes) - l0 )) -lt "$target" ]; do sleep 1; done
 kill "$bench" 2>/dev/null; wait "$bench" 2>/dev/null || true
 switch_wal; wait_drained
 WAL_BYTES=$(( $(lsn_bytes) - l0 ))
