@@ -43,7 +43,7 @@ pg() { runuser -u postgres -- env PGHOST="$D" PGPORT="${P:-$PORT}" PGUSER=postgr
 q() { pg "$PG_BIN/psql" -XAtq -v ON_ERROR_STOP=1 -c "$1"; }
 stop_background() { # pushers and prefetchers outlive the commands that start them
     local l
-    for l in "$D"/pgdirect-spool/*/lock; do [ -f "$l" ] && kill "$(cat "$l")" 2>/dev/null; done
+    for l in "$D"/pgdirect-spool/*/lock; do [ -f "$l" ] && kill "$(cat "$l")" 2>/dev/null || true; done
     return 0
 }
 cleanup() {
@@ -70,6 +70,10 @@ ready() { ls "$D/data/pg_wal/archive_status" | grep -c '\.ready$' || true; }
 archived_count() { q "SELECT archived_count FROM pg_stat_archiver"; }
 lsn_bytes() { q "SELECT pg_current_wal_lsn() - '0/0'"; }
 wait_drained() { while [ "$(ready)" -gt 0 ]; do sleep 0.2; done; }
+stop_load() { # stop_load PID: end the load's sessions, then wait for pgbench
+    q "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pgbench'" >/dev/null
+    wait "$1" 2>/dev/null || true
+}
 switch_wal() { q "INSERT INTO pgbench_history SELECT 1, 1, 1, 1, now(); SELECT pg_switch_wal()" >/dev/null; }
 
 pg "$PG_BIN/initdb" -D "$D/data" -U postgres -A trust >/dev/null
@@ -89,6 +93,15 @@ synchronous_commit = off
 CONF
 pg "$PG_BIN/pg_ctl" -D "$D/data" -l "$D/log" -w start >/dev/null
 pg "$PG_BIN/pgbench" -i -s 20 -q >/dev/null 2>&1
+# the load: pgbench's tpcb-like transactions, and as many that insert 500 rows of 64 random hex
+# characters (~50 kB of WAL each): tpcb-like alone writes ~0.5 MB/s of WAL here once its
+# full-page images are written, too little to find where archiving stops keeping up
+q "CREATE TABLE bulk (v text)" >/dev/null
+echo "INSERT INTO bulk SELECT md5(random()::text) || md5(random()::text) FROM generate_series(1, 500);" >"$D/bulk.sql"
+chown postgres "$D/bulk.sql"
+load() { # load SECONDS
+    pg "$PG_BIN/pgbench" -n -c "$CLIENTS" -j 2 -b tpcb-like@1 -f "$D/bulk.sql@1" -T "$1"
+}
 
 # ---- 1. pgbench at full speed ----
 full_speed() { # full_speed MODE PREFIX: "mode seg_made archived_per_s max_ready end_ready drain_s"
@@ -96,7 +109,7 @@ full_speed() { # full_speed MODE PREFIX: "mode seg_made archived_per_s max_ready
     set_archive_command "$($mode "$prefix")"
     switch_wal; wait_drained
     a0=$(archived_count); l0=$(lsn_bytes); t0=$(now)
-    pg "$PG_BIN/pgbench" -n -c "$CLIENTS" -j 2 -T "$DURATION" >/dev/null 2>&1 &
+    load "$DURATION" >/dev/null 2>&1 &
     local bench=$!
     while kill -0 "$bench" 2>/dev/null; do
         r=$(ready); [ "$r" -gt "$max" ] && max=$r
@@ -117,10 +130,10 @@ drain() { # drain MODE PREFIX: "mode segments seconds per_s"
     local mode=$1 prefix=$2 l0 t0 t1 n
     set_archive_command ""
     l0=$(lsn_bytes)
-    pg "$PG_BIN/pgbench" -n -c "$CLIENTS" -j 2 -T 3600 >/dev/null 2>&1 &
+    load 3600 >/dev/null 2>&1 &
     local bench=$!
     while [ $(( ($(lsn_bytes) - l0) / SEG )) -lt "$BACKLOG" ]; do sleep 0.5; done
-    kill "$bench" 2>/dev/null; wait "$bench" 2>/dev/null || true
+    stop_load "$bench"
     switch_wal
     n=$(ready)
     sync; echo 3 >/proc/sys/vm/drop_caches
@@ -141,14 +154,14 @@ R=s3://bench/recovery
 set_archive_command "$(async_cmd recovery)"
 pg "$PGD" backup --repo "$R" --pgdata "$D/data" --checkpoint fast >/dev/null 2>&1
 l0=$(lsn_bytes)
-pg "$PG_BIN/pgbench" -n -c "$CLIENTS" -j 2 -T 36000 >/dev/null 2>&1 &
+load 36000 >/dev/null 2>&1 &
 bench=$!
 target=$(echo "$WAL_GB * 1000000000 / 1" | bc)
 while [ $(( $(lsn_bytes) - l0 )) -lt "$target" ]; do sleep 1; done
-kill "$bench" 2>/dev/null; wait "$bench" 2>/dev/null || true
+stop_load "$bench"
 switch_wal; wait_drained
 WAL_BYTES=$(( $(lsn_bytes) - l0 ))
-SRC_ROWS=$(q "SELECT count(*) FROM pgbench_history")
+SRC_ROWS=$(q "SELECT count(*) FROM pgbench_history")/$(q "SELECT count(*) FROM bulk")
 stop_background
 recover() { # recover LABEL [ENV=VALUE...]: "label seconds rows"
     local label=$1 dir="$D/r_$1" t0 t1 rows
@@ -161,7 +174,7 @@ recover() { # recover LABEL [ENV=VALUE...]: "label seconds rows"
     pg env "$@" "$PG_BIN/pg_ctl" -D "$dir" -l "$dir.log" -w -t 3600 start >/dev/null
     until [ "$(P=$P q "SELECT pg_is_in_recovery()" 2>/dev/null)" = "f" ]; do sleep 0.1; done
     t1=$(now)
-    rows=$(P=$P q "SELECT count(*) FROM pgbench_history")
+    rows=$(P=$P q "SELECT count(*) FROM pgbench_history")/$(P=$P q "SELECT count(*) FROM bulk")
     pg "$PG_BIN/pg_ctl" -D "$dir" -m fast -w stop >/dev/null
     stop_background
     rm -rf "$dir"
@@ -174,7 +187,8 @@ R_PREFETCH=$(recover prefetch PGDIRECT_PREFETCH="$PREFETCH")
     echo "# WAL at the rate it is made: archiving and recovery against S3 (s3rver on 127.0.0.1), $(date -u +%F)"
     echo
     echo "Command: \`bash bench/wal_rate.sh $DURATION $WAL_GB $BACKLOG\` (PREFETCH=$PREFETCH, CONCURRENCY=$CONCURRENCY," \
-         "CLIENTS=$CLIENTS). PostgreSQL 15, 16 MiB segments, lz4, pgbench scale 20; s3rver is one Node.js" \
+         "CLIENTS=$CLIENTS). PostgreSQL 15, 16 MiB segments, lz4, synchronous_commit off, pgbench scale 20 with" \
+         "tpcb-like and a 500-row insert in equal parts; s3rver is one Node.js" \
          "process on the same $(nproc)-core machine and disk."
     echo
     echo "## 1. pgbench at full speed for $DURATION s"
@@ -198,7 +212,7 @@ R_PREFETCH=$(recover prefetch PGDIRECT_PREFETCH="$PREFETCH")
     echo
     echo "## 3. recovery of $(echo "$WAL_BYTES / 1000000000" | bc -l | xargs printf '%.2f') GB of archived WAL"
     echo
-    echo "| restore_command | seconds to the end of recovery | vs without prefetch | pgbench_history rows (source: $SRC_ROWS) |"
+    echo "| restore_command | seconds to the end of recovery | vs without prefetch | rows of pgbench_history/bulk (source: $SRC_ROWS) |"
     echo "|---|---|---|---|"
     p_sec=$(echo "$R_PLAIN" | awk '{print $2}')
     for row in "$R_PLAIN" "$R_PREFETCH"; do
