@@ -74,7 +74,10 @@ stop_load() { # stop_load PID: end the load's sessions, then wait for pgbench
     q "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pgbench'" >/dev/null
     wait "$1" 2>/dev/null || true
 }
-switch_wal() { q "INSERT INTO pgbench_history SELECT 1, 1, 1, 1, now(); SELECT pg_switch_wal()" >/dev/null; }
+switch_wal() { # a row committed (a statement of its own: psql -c "a; b" is one transaction), then a switch
+    q "INSERT INTO pgbench_history SELECT 1, 1, 1, 1, now()" >/dev/null
+    q "SELECT pg_switch_wal()" >/dev/null
+}
 
 pg "$PG_BIN/initdb" -D "$D/data" -U postgres -A trust >/dev/null
 cat >>"$D/data/postgresql.conf" <<CONF

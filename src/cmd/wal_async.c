@@ -59,12 +59,17 @@
  * slow in a way a second one would not fix.
  */
 #define WAL_PREFETCH_WAIT_S 60
-#define WAL_POLL_MIN_MS     2
-#define WAL_POLL_MAX_MS     100
-#define WAL_SUM_CHUNK       (1024 * 1024)
-#define WAL_LOG_NAME        "log"
-#define WAL_LOG_OLD_NAME    "log.old"
-#define WAL_REPO_ID_MAX     2048
+/*
+ * A waiting command looks again after 2 ms, then ever less often up to
+ * every 20 ms: a record or a download is seen within a few ms of its
+ * arrival, at the cost of a few dozen cheap looks a second.
+ */
+#define WAL_POLL_MIN_MS  2
+#define WAL_POLL_MAX_MS  20
+#define WAL_SUM_CHUNK    (1024 * 1024)
+#define WAL_LOG_NAME     "log"
+#define WAL_LOG_OLD_NAME "log.old"
+#define WAL_REPO_ID_MAX  2048
 
 /* What the background process tells the command that started it (first byte on the pipe). */
 #define SPAWN_STARTED 'S' /* took the lock: it is running */
@@ -130,11 +135,21 @@ static bool wal_async_spool_dir(const pgd_options *opts, wal_spool_role role, co
  * reaches the spool.
  */
 static const opt_id wal_async_settings_opts[] = {
-    OPT_COMPRESSION,    OPT_COMPRESSION_LEVEL, OPT_ARCHIVE_PUSH_CONCURRENCY,
-    OPT_PREFETCH_CONCURRENCY, OPT_LOG_LEVEL,   OPT_S3_ENDPOINT,
-    OPT_S3_URI_STYLE,   OPT_S3_REGION,         OPT_S3_STORAGE_CLASS,
-    OPT_S3_SSE,         OPT_S3_PART_SIZE,      OPT_S3_UPLOAD_CONCURRENCY,
-    OPT_S3_RETRIES,     OPT_S3_TIMEOUT,        OPT_DOWNLOAD_CONCURRENCY,
+    OPT_COMPRESSION,
+    OPT_COMPRESSION_LEVEL,
+    OPT_ARCHIVE_PUSH_CONCURRENCY,
+    OPT_PREFETCH_CONCURRENCY,
+    OPT_LOG_LEVEL,
+    OPT_S3_ENDPOINT,
+    OPT_S3_URI_STYLE,
+    OPT_S3_REGION,
+    OPT_S3_STORAGE_CLASS,
+    OPT_S3_SSE,
+    OPT_S3_PART_SIZE,
+    OPT_S3_UPLOAD_CONCURRENCY,
+    OPT_S3_RETRIES,
+    OPT_S3_TIMEOUT,
+    OPT_DOWNLOAD_CONCURRENCY,
 };
 static const char *const wal_async_settings_env[] = {
     "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
@@ -483,6 +498,7 @@ static int wal_async_push_wait(wal_push_call *c, bool *daemon)
     long deadline = wal_async_now_ms() + c->s.timeout_s * 1000, pause = WAL_POLL_MIN_MS;
     unsigned starts = 0;
     pgd_error err = {0};
+    bool woken = false;
 
     clock_gettime(CLOCK_REALTIME, &called);
     for (;;) {
@@ -500,6 +516,7 @@ static int wal_async_push_wait(wal_push_call *c, bool *daemon)
             /* a record of another file under this name (a cluster re-created here) */
             log_warn("the spool's record of \"%s\" is of another file: archiving it again",
                      c->name);
+            woken = false;
             if (!wal_spool_record_remove(c->dir, c->name, WAL_RECORD_OK, &err)) {
                 log_warn("%s; archiving \"%s\" directly", err.msg, c->name);
                 return -1;
@@ -514,10 +531,15 @@ static int wal_async_push_wait(wal_push_call *c, bool *daemon)
                 err_set(&err, "%s", rec.msg);
                 return command_fail(&err);
             }
+            woken = false;
         }
         if (!wal_spool_lock_held(c->dir, &held, &err)) {
             log_warn("%s; archiving \"%s\" directly", err.msg, c->name);
             return -1;
+        }
+        if (held && !woken) {
+            wal_spool_wake(c->dir); /* not recorded yet: have the pusher look now */
+            woken = true;
         }
         if (!held) {
             if (starts == WAL_PUSHER_STARTS_MAX) {
@@ -607,10 +629,17 @@ static int wal_async_fetcher_main(const pgd_options *opts, unsigned concurrency,
     log_info("prefetcher %d started at %s: repository \"%s\", %u at a time", (int)getpid(), when,
              opt_str(opts, OPT_REPO), concurrency);
     ok = wal_prefetch_run(&cfg, &err);
+    /*
+     * Nobody asks any more: recovery has ended (at its target, say) or
+     * waits. What is left would lie on disk for nothing; a later request
+     * downloads it again.
+     */
+    if (ok)
+        ok = wal_spool_entry_prune(dir, NULL, true, &err);
     if (!ok)
         log_error("prefetcher %d stopped: %s", (int)getpid(), err.msg);
     else
-        log_info("prefetcher %d stopped: no request for %d s", (int)getpid(),
+        log_info("prefetcher %d stopped: no request for %d s; spool emptied", (int)getpid(),
                  WAL_FETCHER_IDLE_EXIT_S);
     close(lock_fd);
     return ok ? EXIT_OK : EXIT_ERROR;
@@ -699,8 +728,10 @@ static bool wal_async_fetch_ahead(const pgd_options *opts, const char *dir, cons
         log_warn("%s; no prefetch after \"%s\"", err.msg, name);
         return false;
     }
-    if (held)
+    if (held) {
+        wal_spool_wake(dir);
         return false;
+    }
     if (!wal_async_spawn(dir, &started, &daemon, &lock_fd, &err)) {
         log_warn("%s; no prefetch after \"%s\"", err.msg, name);
         return false;

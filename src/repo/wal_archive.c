@@ -403,8 +403,8 @@ static bool wal_archive_check_present(storage *repo, pgd_error *err)
  * Write everything `in` yields to `dest` through a temporary file, then
  * rename; sum (may be NULL) gets the size and CRC-32C of what was written.
  */
-static bool wal_archive_write_local(in_stream *in, const char *dest, wal_file_sum *sum,
-                                    pgd_error *err)
+static bool wal_archive_write_local(in_stream *in, const char *dest, bool durable,
+                                    wal_file_sum *sum, pgd_error *err)
 {
     uint64_t size = 0;
     uint32_t crc = CRC32C_INIT;
@@ -441,11 +441,15 @@ static bool wal_archive_write_local(in_stream *in, const char *dest, wal_file_su
             off += (size_t)w;
         }
     }
-    if (fsync(fd) != 0) {
+    if (durable && fsync(fd) != 0) {
         err_errno(err, errno, "could not fsync file \"%s\"", tmp);
         goto fail;
     }
-    close(fd);
+    if (close(fd) != 0) {
+        fd = -1;
+        err_errno(err, errno, "could not write file \"%s\"", tmp);
+        goto fail;
+    }
     fd = -1;
     if (rename(tmp, dest) != 0) {
         err_errno(err, errno, "could not rename \"%s\" to \"%s\"", tmp, dest);
@@ -468,11 +472,11 @@ fail:
 bool wal_archive_fetch(storage *repo, const char *name, const char *dest, bool *found,
                        pgd_error *err)
 {
-    return wal_archive_fetch_sum(repo, name, dest, found, NULL, err);
+    return wal_archive_fetch_sum(repo, name, dest, true, found, NULL, err);
 }
 
-bool wal_archive_fetch_sum(storage *repo, const char *name, const char *dest, bool *found,
-                           wal_file_sum *sum, pgd_error *err)
+bool wal_archive_fetch_sum(storage *repo, const char *name, const char *dest, bool durable,
+                           bool *found, wal_file_sum *sum, pgd_error *err)
 {
     char path[LAYOUT_PATH_MAX];
     compress_kind kind;
@@ -498,7 +502,7 @@ bool wal_archive_fetch_sum(storage *repo, const char *name, const char *dest, bo
         in = wal_segment_check_in_new(in, name, err);
     if (in == NULL)
         return false;
-    ok = wal_archive_write_local(in, dest, sum, err);
+    ok = wal_archive_write_local(in, dest, durable, sum, err);
     in_close(in);
     return ok;
 }

@@ -3,8 +3,8 @@
  * promises is in wal_prefetch.h).
  *
  * The main thread reads the request wal-fetch leaves in the spool every
- * WAL_PREFETCH_POLL_MS, removes what the request no longer wants, and
- * queues the wanted segments that are neither published nor in flight;
+ * WAL_PREFETCH_POLL_MS (at once when wal-fetch pokes the wake FIFO), removes what the request no
+ * longer wants, and queues the wanted segments that are neither published nor in flight;
  * `concurrency` workers download them. A segment that is missing or fails
  * is retried after a pause that doubles up to WAL_PREFETCH_RETRY_MAX_MS:
  * at the end of the archive (or on a standby waiting for WAL) that keeps
@@ -131,7 +131,7 @@ static bool wal_prefetch_one(wal_prefetch *p, const char *name, const wal_fetch_
     bool found = false, wanted;
 
     wal_spool_part_path(p->cfg->spool_dir, name, part, sizeof(part));
-    if (!wal_archive_fetch_sum(p->repo, name, part, &found, &sum, &err)) {
+    if (!wal_archive_fetch_sum(p->repo, name, part, false, &found, &sum, &err)) {
         log_warn("could not prefetch: %s", err.msg);
         return false;
     }
@@ -235,14 +235,6 @@ static bool wal_prefetch_follow(wal_prefetch *p, const wal_fetch_request *req, p
     return wal_spool_entry_prune(p->cfg->spool_dir, req, false, err);
 }
 
-static void wal_prefetch_sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
 static bool wal_prefetch_same(const wal_fetch_request *a, const wal_fetch_request *b)
 {
     return strcmp(a->name, b->name) == 0 && a->seg_size == b->seg_size && a->sysid == b->sysid &&
@@ -257,6 +249,7 @@ bool wal_prefetch_run(const wal_prefetch_config *cfg, pgd_error *err)
     unsigned started = 0;
     time_t last_request = time(NULL);
     bool ok = true, missing;
+    int wake;
 
     /* we hold the lock: any download in progress is a dead fetcher's */
     if (!wal_spool_request_read(cfg->spool_dir, &req, &missing, err) ||
@@ -264,9 +257,13 @@ bool wal_prefetch_run(const wal_prefetch_config *cfg, pgd_error *err)
         return false;
     if (missing)
         return true;
-    p.repo = cfg->open_repo(cfg->open_arg, err);
-    if (p.repo == NULL)
+    if (!wal_spool_wake_open(cfg->spool_dir, &wake, err))
         return false;
+    p.repo = cfg->open_repo(cfg->open_arg, err);
+    if (p.repo == NULL) {
+        close(wake);
+        return false;
+    }
     threads = calloc(cfg->concurrency, sizeof(*threads));
     p.busy = calloc(cfg->concurrency, sizeof(*p.busy));
     pthread_mutex_init(&p.lock, NULL);
@@ -301,7 +298,7 @@ bool wal_prefetch_run(const wal_prefetch_config *cfg, pgd_error *err)
             break;
         if (cfg->tick != NULL)
             cfg->tick(cfg->tick_arg);
-        wal_prefetch_sleep_ms(WAL_PREFETCH_POLL_MS);
+        wal_spool_wake_wait(wake, WAL_PREFETCH_POLL_MS);
     }
     pthread_mutex_lock(&p.lock);
     p.stop = true;
@@ -314,5 +311,6 @@ bool wal_prefetch_run(const wal_prefetch_config *cfg, pgd_error *err)
     free(threads);
     free(p.busy);
     storage_free(p.repo);
+    close(wake);
     return ok;
 }

@@ -3,7 +3,8 @@
  * it promises is in wal_pusher.h).
  *
  * One thread scans archive_status and the spool's records every
- * WAL_PUSHER_POLL_MS and queues every ready file that has no record yet;
+ * WAL_PUSHER_POLL_MS, or at once when a command pokes the spool's wake
+ * FIFO, and queues every ready file that has no record yet;
  * `concurrency` workers push them. The scan compares and queues under the
  * lock the workers take to finish a file, and a worker writes its record
  * before it lets go of the file: so the scan sees each file either in
@@ -307,14 +308,6 @@ static bool wal_pusher_fail_all(wal_pusher *p, const char *msg, pgd_error *err)
     return true;
 }
 
-static void wal_pusher_sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
 bool wal_pusher_run(const wal_pusher_config *cfg, pgd_error *err)
 {
     wal_pusher p = {.cfg = cfg};
@@ -323,14 +316,17 @@ bool wal_pusher_run(const wal_pusher_config *cfg, pgd_error *err)
     time_t idle_since = time(NULL);
     pgd_error open_err = {0};
     bool ok = true;
+    int wake;
 
-    if (!wal_spool_record_sweep(cfg->spool_dir, err))
+    if (!wal_spool_record_sweep(cfg->spool_dir, err) ||
+        !wal_spool_wake_open(cfg->spool_dir, &wake, err))
         return false;
     p.repo = cfg->open_repo(cfg->open_arg, &open_err);
     if (p.repo == NULL) {
         log_error("%s", open_err.msg);
         ok = wal_pusher_fail_all(&p, open_err.msg, err);
         free(p.ready.v);
+        close(wake);
         return ok;
     }
     threads = calloc(cfg->concurrency, sizeof(*threads));
@@ -368,7 +364,7 @@ bool wal_pusher_run(const wal_pusher_config *cfg, pgd_error *err)
             break;
         if (cfg->tick != NULL)
             cfg->tick(cfg->tick_arg);
-        wal_pusher_sleep_ms(WAL_PUSHER_POLL_MS);
+        wal_spool_wake_wait(wake, WAL_PUSHER_POLL_MS);
     }
     pthread_mutex_lock(&p.lock);
     p.stop = true;
@@ -389,6 +385,7 @@ bool wal_pusher_run(const wal_pusher_config *cfg, pgd_error *err)
     free(p.ready.v);
     free(p.known.v);
     storage_free(p.repo);
+    close(wake);
     return ok;
 }
 
@@ -400,8 +397,8 @@ static bool wal_pusher_note_ok(void *arg, const char *name, wal_record_kind kind
     return true;
 }
 
-bool wal_pusher_backlog(const char *pg_wal, const char *spool_dir, uint64_t *bytes,
-                        unsigned *files, pgd_error *err)
+bool wal_pusher_backlog(const char *pg_wal, const char *spool_dir, uint64_t *bytes, unsigned *files,
+                        pgd_error *err)
 {
     wal_names ready = {0}, stored = {0};
     bool gone, ok;

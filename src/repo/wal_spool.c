@@ -21,6 +21,7 @@
 #include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,7 @@
 #define WAL_SPOOL_LOCK      "lock"
 #define WAL_SPOOL_REQUEST   "request"
 #define WAL_SPOOL_SETTINGS  "settings"
+#define WAL_SPOOL_WAKE      "wake"
 #define WAL_SPOOL_OK_EXT    ".ok"
 #define WAL_SPOOL_ERROR_EXT ".error"
 #define WAL_SPOOL_TMP_EXT   ".tmp"
@@ -301,6 +303,51 @@ bool wal_spool_lock_held(const char *dir, bool *held, pgd_error *err)
     close(fd);
     *held = fl.l_type != F_UNLCK;
     return true;
+}
+
+/* ---- waking the background process ---- */
+
+bool wal_spool_wake_open(const char *dir, int *fd, pgd_error *err)
+{
+    char path[WAL_SPOOL_PATH_MAX + 16];
+    struct stat st;
+
+    snprintf(path, sizeof(path), "%s/" WAL_SPOOL_WAKE, dir);
+    if (lstat(path, &st) == 0 && !S_ISFIFO(st.st_mode) && unlink(path) != 0)
+        return err_errno(err, errno, "could not remove \"%s\"", path);
+    if (mkfifo(path, WAL_SPOOL_FILE_MODE) != 0 && errno != EEXIST)
+        return err_errno(err, errno, "could not create FIFO \"%s\"", path);
+    /* read-write: the FIFO never reports end-of-file when no command has it open */
+    *fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (*fd < 0)
+        return err_errno(err, errno, "could not open FIFO \"%s\"", path);
+    return true;
+}
+
+void wal_spool_wake_wait(int fd, long ms)
+{
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    char buf[64];
+
+    if (poll(&pfd, 1, (int)ms) > 0)
+        while (read(fd, buf, sizeof(buf)) > 0)
+            ;
+}
+
+void wal_spool_wake(const char *dir)
+{
+    char path[WAL_SPOOL_PATH_MAX + 16];
+    int fd;
+
+    snprintf(path, sizeof(path), "%s/" WAL_SPOOL_WAKE, dir);
+    /* O_NONBLOCK: fails at once (ENXIO) when no process has it open for reading */
+    fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    if (write(fd, "w", 1) < 0) {
+        /* a full FIFO already says "look now" */
+    }
+    close(fd);
 }
 
 /* ---- settings ---- */

@@ -9,6 +9,8 @@
  *   <spool-path>/push-<key>/          wal-push --archive-async
  *       info                          the data directory and repository it serves
  *       lock                          held by the running pusher (OFD lock); its pid
+ *       wake                          a FIFO: a command writes a byte to have the
+ *                                     pusher look now rather than at its next poll
  *       settings                      a hash of the options and AWS_* variables the
  *                                     latest command runs with: a pusher started with
  *                                     others stops, and one with these takes over
@@ -82,13 +84,21 @@ bool wal_spool_lock_take(const char *dir, int *fd, bool *busy, pgd_error *err);
 /* Does a process hold the lock of `dir`? (A test: it takes nothing.) */
 bool wal_spool_lock_held(const char *dir, bool *held, pgd_error *err);
 
+/* ---- waking the background process ---- */
+
+/* Open (creating it if missing) the wake FIFO of `dir`, for the background process to wait on. */
+bool wal_spool_wake_open(const char *dir, int *fd, pgd_error *err);
+/* Wait until a command pokes the FIFO or `ms` pass; then take every poke so far. */
+void wal_spool_wake_wait(int fd, long ms);
+/* Poke the background process of `dir`; nothing happens when none listens. */
+void wal_spool_wake(const char *dir);
+
 /* ---- settings ---- */
 
 /* Record the settings fingerprint the latest command runs with (written only when it changed). */
 bool wal_spool_settings_write(const char *dir, const char *fingerprint, pgd_error *err);
 /* Has a command with other settings than `mine` come since? (no file: no) */
-bool wal_spool_settings_changed(const char *dir, const char *mine, bool *changed,
-                                pgd_error *err);
+bool wal_spool_settings_changed(const char *dir, const char *mine, bool *changed, pgd_error *err);
 
 /* ---- push records (out/) ---- */
 

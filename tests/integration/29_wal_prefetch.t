@@ -190,6 +190,8 @@ fetchers_gone() {
     return 0
 }
 ok $(wait_until 60 fetchers_gone && echo 0 || echo 1) "the prefetchers stop once there is no request"
+is "$(ls "$T"/pgdirect-spool/fetch-*/ "$T"/hand_*/spool/fetch-*/ | grep -c '^0000')" "0" \
+    "and leave no WAL in the spool"
 is "$(cat "$T"/pgdirect-spool/fetch-*/log* "$T"/hand_*/spool/fetch-*/log* 2>/dev/null | grep -cE 'Sanitizer|runtime error')" "0" \
     "no sanitizer report in the prefetchers' logs"
 done_testing

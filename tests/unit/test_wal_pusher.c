@@ -163,8 +163,8 @@ static void test_failure_is_recorded_and_waits_for_its_reader(void **state)
     assert_string_equal(name, f->names[2]);
     snprintf(other + strlen(other), sizeof(other) - strlen(other), "/%s", name);
     repo = storage_open(f->repo_path, NULL, &err);
-    assert_true(wal_archive_push(repo, other, COMPRESS_ZSTD, COMPRESS_LEVEL_DEFAULT, &result,
-                                 &err));
+    assert_true(
+        wal_archive_push(repo, other, COMPRESS_ZSTD, COMPRESS_LEVEL_DEFAULT, &result, &err));
     storage_free(repo);
 
     assert_true(run(f, &err));

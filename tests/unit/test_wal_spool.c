@@ -14,12 +14,12 @@
 #include "repo/wal_spool.h"
 #include "util/crc32c.h"
 
-#define SYSID      UINT64_C(7000000000000000001)
-#define OTHER_SYS  UINT64_C(7000000000000000002)
-#define REPO_ID    "file:///var/lib/pgdirect"
-#define DATADIR    "/srv/pg/main"
-#define SEG1       "000000010000000000000001"
-#define HISTORY2   "00000002.history"
+#define SYSID     UINT64_C(7000000000000000001)
+#define OTHER_SYS UINT64_C(7000000000000000002)
+#define REPO_ID   "file:///var/lib/pgdirect"
+#define DATADIR   "/srv/pg/main"
+#define SEG1      "000000010000000000000001"
+#define HISTORY2  "00000002.history"
 
 typedef struct fixture {
     char *tmp;
@@ -33,8 +33,8 @@ static int setup(void **state)
 
     assert_non_null(f);
     f->tmp = test_tmpdir();
-    assert_true(wal_spool_open(f->tmp, WAL_SPOOL_PUSH, DATADIR, REPO_ID, f->dir, sizeof(f->dir),
-                               &err));
+    assert_true(
+        wal_spool_open(f->tmp, WAL_SPOOL_PUSH, DATADIR, REPO_ID, f->dir, sizeof(f->dir), &err));
     *state = f;
     return 0;
 }
@@ -67,8 +67,8 @@ static void test_one_directory_per_data_directory_and_repository(void **state)
     char again[4200], other_repo[4200], other_dir[4200], root[4200];
     pgd_error err = {0};
 
-    assert_true(wal_spool_open(f->tmp, WAL_SPOOL_PUSH, DATADIR, REPO_ID, again, sizeof(again),
-                               &err));
+    assert_true(
+        wal_spool_open(f->tmp, WAL_SPOOL_PUSH, DATADIR, REPO_ID, again, sizeof(again), &err));
     assert_string_equal(again, f->dir);
     assert_true(wal_spool_open(f->tmp, WAL_SPOOL_PUSH, DATADIR, "s3://b/p at http://x", other_repo,
                                sizeof(other_repo), &err));
@@ -89,8 +89,7 @@ static void test_a_directory_of_another_cluster_is_refused(void **state)
 
     snprintf(path, sizeof(path), "%s/info", f->dir);
     write_text(path, "data directory: /elsewhere\nrepository: x\n");
-    assert_false(
-        wal_spool_open(f->tmp, WAL_SPOOL_PUSH, DATADIR, REPO_ID, dir, sizeof(dir), &err));
+    assert_false(wal_spool_open(f->tmp, WAL_SPOOL_PUSH, DATADIR, REPO_ID, dir, sizeof(dir), &err));
     assert_non_null(strstr(err.msg, "belongs to another data directory or repository"));
 }
 
@@ -216,8 +215,10 @@ static void test_segment_after_crosses_log_boundaries(void **state)
 static void test_request_window_is_the_next_segments_of_its_timeline(void **state)
 {
     fixture *f = *state;
-    wal_fetch_request req = {.name = "000000010000000000000005", .seg_size = 16u << 20,
-                             .sysid = SYSID, .count = 3},
+    wal_fetch_request req = {.name = "000000010000000000000005",
+                             .seg_size = 16u << 20,
+                             .sysid = SYSID,
+                             .count = 3},
                       back;
     pgd_error err = {0};
     bool missing;
@@ -305,8 +306,7 @@ static void entry_path(fixture *f, uint64_t segno, uint64_t sysid, char *out, si
     char name[25];
 
     test_segment_name(1, segno, name);
-    snprintf(out, outlen, "%s/%s.%u.%08x", f->dir, name, TEST_SEG_SIZE,
-             crc32c(seg, TEST_SEG_SIZE));
+    snprintf(out, outlen, "%s/%s.%u.%08x", f->dir, name, TEST_SEG_SIZE, crc32c(seg, TEST_SEG_SIZE));
     free(seg);
 }
 

@@ -50,8 +50,8 @@ static inline unsigned char *test_segment(uint32_t tli, uint64_t segno, uint64_t
 }
 
 /* Write segment (tli, segno) of system `sysid` as dir/<its name>; name gets the name. */
-static inline void test_segment_file(const char *dir, uint32_t tli, uint64_t segno,
-                                     uint64_t sysid, char name[25])
+static inline void test_segment_file(const char *dir, uint32_t tli, uint64_t segno, uint64_t sysid,
+                                     char name[25])
 {
     char path[8300];
     unsigned char *seg = test_segment(tli, segno, sysid);
