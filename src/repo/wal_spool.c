@@ -171,6 +171,7 @@ static bool wal_spool_read_text(const char *path, char *buf, size_t buflen, bool
     size_t have = 0;
 
     *missing = false;
+    buf[0] = '\0';
     if (fd < 0) {
         if (errno == ENOENT) {
             *missing = true;
@@ -375,8 +376,10 @@ bool wal_spool_settings_changed(const char *dir, const char *mine, bool *changed
     snprintf(path, sizeof(path), "%s/" WAL_SPOOL_SETTINGS, dir);
     if (!wal_spool_read_text(path, have, sizeof(have), &missing, NULL, err))
         return false;
+    if (missing)
+        return true;
     have[strcspn(have, "\n")] = '\0';
-    *changed = !missing && strcmp(have, mine) != 0;
+    *changed = strcmp(have, mine) != 0;
     return true;
 }
 
