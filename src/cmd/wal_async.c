@@ -213,6 +213,15 @@ static void wal_async_log_tick(void *arg)
     close(fd);
 }
 
+/* "2026-11-30 19:31:21 UTC": when a background process started, for its log. */
+static void wal_async_when(char *out, size_t outlen)
+{
+    time_t now = time(NULL);
+    struct tm tm;
+
+    strftime(out, outlen, "%Y-%m-%d %H:%M:%S %Z", localtime_r(&now, &tm));
+}
+
 static void wal_async_handshake_fail(int fd, const char *msg)
 {
     char buf[PGD_ERROR_MAX + 1];
@@ -417,11 +426,10 @@ static int wal_async_pusher_main(const pgd_options *opts, const wal_push_setting
         .tick_arg = (void *)dir,
     };
     pgd_error err = {0};
-    time_t now = time(NULL);
     char when[64];
     bool ok;
 
-    strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S %Z", localtime(&now));
+    wal_async_when(when, sizeof(when));
     log_info("pusher %d started at %s: \"%s\" to repository \"%s\", %u at a time", (int)getpid(),
              when, pg_wal, opt_str(opts, OPT_REPO), s->concurrency);
     ok = wal_pusher_run(&cfg, &err);
@@ -621,11 +629,10 @@ static int wal_async_fetcher_main(const pgd_options *opts, unsigned concurrency,
         .tick_arg = (void *)dir,
     };
     pgd_error err = {0};
-    time_t now = time(NULL);
     char when[64];
     bool ok;
 
-    strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S %Z", localtime(&now));
+    wal_async_when(when, sizeof(when));
     log_info("prefetcher %d started at %s: repository \"%s\", %u at a time", (int)getpid(), when,
              opt_str(opts, OPT_REPO), concurrency);
     ok = wal_prefetch_run(&cfg, &err);

@@ -36,12 +36,12 @@
 #define WAL_PUSHER_NAME_SIZE WAL_NAME_MAX
 
 /* A list of WAL file names. */
-typedef struct wal_names {
+typedef struct wal_pusher_names {
     char (*v)[WAL_PUSHER_NAME_SIZE];
     size_t n, cap;
-} wal_names;
+} wal_pusher_names;
 
-static bool wal_names_add(wal_names *l, const char *name)
+static bool wal_pusher_names_add(wal_pusher_names *l, const char *name)
 {
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 64;
@@ -55,7 +55,7 @@ static bool wal_names_add(wal_names *l, const char *name)
     return true;
 }
 
-static void wal_names_remove(wal_names *l, const char *name)
+static void wal_pusher_names_remove(wal_pusher_names *l, const char *name)
 {
     for (size_t i = 0; i < l->n; i++) {
         if (strcmp(l->v[i], name) == 0) {
@@ -71,7 +71,7 @@ static void wal_names_remove(wal_names *l, const char *name)
  * new timeline needs them, and PostgreSQL archives them first too), then
  * by name, which is WAL order.
  */
-static int wal_names_order(const void *a, const void *b)
+static int wal_pusher_names_order(const void *a, const void *b)
 {
     bool ha = wal_segment_file_kind(a) == WAL_FILE_HISTORY;
     bool hb = wal_segment_file_kind(b) == WAL_FILE_HISTORY;
@@ -81,20 +81,20 @@ static int wal_names_order(const void *a, const void *b)
     return strcmp(a, b);
 }
 
-static int wal_names_strcmp(const void *a, const void *b)
+static int wal_pusher_names_strcmp(const void *a, const void *b)
 {
     return strcmp(a, b);
 }
 
 /* Is `name` in l, sorted by `order`? (A scan compares thousands of names: not one by one.) */
-static bool wal_names_sorted_has(const wal_names *l, const char *name,
-                                 int (*order)(const void *, const void *))
+static bool wal_pusher_names_sorted_has(const wal_pusher_names *l, const char *name,
+                                        int (*order)(const void *, const void *))
 {
     return l->n > 0 && bsearch(name, l->v, l->n, sizeof(*l->v), order) != NULL;
 }
 
 /* The WAL files marked ready in pg_wal/archive_status, in push order. *gone: no such dir. */
-static bool wal_pusher_ready(const char *pg_wal, wal_names *out, bool *gone, pgd_error *err)
+static bool wal_pusher_ready(const char *pg_wal, wal_pusher_names *out, bool *gone, pgd_error *err)
 {
     char path[WAL_SPOOL_PATH_MAX];
     struct dirent *de;
@@ -122,7 +122,7 @@ static bool wal_pusher_ready(const char *pg_wal, wal_names *out, bool *gone, pgd
         name[len - ext] = '\0';
         if (wal_segment_file_kind(name) == WAL_FILE_UNKNOWN)
             continue;
-        if (!wal_names_add(out, name)) {
+        if (!wal_pusher_names_add(out, name)) {
             closedir(d);
             return err_set(err, "out of memory");
         }
@@ -134,7 +134,7 @@ static bool wal_pusher_ready(const char *pg_wal, wal_names *out, bool *gone, pgd
     }
     closedir(d);
     if (out->n > 0)
-        qsort(out->v, out->n, sizeof(*out->v), wal_names_order);
+        qsort(out->v, out->n, sizeof(*out->v), wal_pusher_names_order);
     return true;
 }
 
@@ -143,11 +143,11 @@ typedef struct wal_pusher {
     storage *repo;
     pthread_mutex_t lock;
     pthread_cond_t changed;
-    wal_names queue;    /* to push, in order */
-    wal_names busy;     /* being pushed */
-    wal_names recorded; /* scan: files with a record */
-    wal_names ready;    /* scan: files PostgreSQL marked ready, in push order */
-    wal_names known;    /* scan: recorded, in flight or queued, sorted by name */
+    wal_pusher_names queue;    /* to push, in order */
+    wal_pusher_names busy;     /* being pushed */
+    wal_pusher_names recorded; /* scan: files with a record */
+    wal_pusher_names ready;    /* scan: files PostgreSQL marked ready, in push order */
+    wal_pusher_names known;    /* scan: recorded, in flight or queued, sorted by name */
     char swept[WAL_TIMELINES_SWEPT][WAL_TIMELINE_LEN + 1];
     size_t nswept;
     bool stop;
@@ -216,8 +216,8 @@ static void *wal_pusher_worker(void *arg)
         if (p->stop)
             break;
         snprintf(name, sizeof(name), "%s", p->queue.v[0]);
-        wal_names_remove(&p->queue, name);
-        if (!wal_names_add(&p->busy, name)) {
+        wal_pusher_names_remove(&p->queue, name);
+        if (!wal_pusher_names_add(&p->busy, name)) {
             err_set(&p->spool_err, "out of memory");
             p->stop = true;
             break;
@@ -225,7 +225,7 @@ static void *wal_pusher_worker(void *arg)
         pthread_mutex_unlock(&p->lock);
         ok = wal_pusher_push_one(p, name, &spool_err);
         pthread_mutex_lock(&p->lock);
-        wal_names_remove(&p->busy, name);
+        wal_pusher_names_remove(&p->busy, name);
         if (!ok) {
             if (!p->spool_err.set)
                 p->spool_err = spool_err;
@@ -246,10 +246,10 @@ static bool wal_pusher_note_record(void *arg, const char *name, wal_record_kind 
 
     if (kind == WAL_RECORD_NONE)
         return true;
-    if (!wal_names_sorted_has(&p->ready, name, wal_names_order))
+    if (!wal_pusher_names_sorted_has(&p->ready, name, wal_pusher_names_order))
         /* acknowledged (.done) or gone: the record has served */
         return wal_spool_record_remove(p->cfg->spool_dir, name, kind, err);
-    if (!wal_names_add(&p->recorded, name))
+    if (!wal_pusher_names_add(&p->recorded, name))
         return err_set(err, "out of memory");
     return true;
 }
@@ -267,22 +267,22 @@ static bool wal_pusher_scan(wal_pusher *p, bool *idle, bool *gone, pgd_error *er
     p->recorded.n = 0;
     ok = wal_spool_record_list(p->cfg->spool_dir, wal_pusher_note_record, p, err);
     for (size_t i = p->queue.n; i-- > 0;) /* acknowledged some other way meanwhile */
-        if (!wal_names_sorted_has(&p->ready, p->queue.v[i], wal_names_order))
-            wal_names_remove(&p->queue, p->queue.v[i]);
+        if (!wal_pusher_names_sorted_has(&p->ready, p->queue.v[i], wal_pusher_names_order))
+            wal_pusher_names_remove(&p->queue, p->queue.v[i]);
     p->known.n = 0;
     for (size_t i = 0; ok && i < p->recorded.n + p->busy.n + p->queue.n; i++) {
         const char *name = i < p->recorded.n ? p->recorded.v[i]
                            : i < p->recorded.n + p->busy.n
                                ? p->busy.v[i - p->recorded.n]
                                : p->queue.v[i - p->recorded.n - p->busy.n];
-        if (!wal_names_add(&p->known, name))
+        if (!wal_pusher_names_add(&p->known, name))
             ok = err_set(err, "out of memory");
     }
     if (ok && p->known.n > 0)
-        qsort(p->known.v, p->known.n, sizeof(*p->known.v), wal_names_strcmp);
+        qsort(p->known.v, p->known.n, sizeof(*p->known.v), wal_pusher_names_strcmp);
     for (size_t i = 0; ok && i < p->ready.n; i++)
-        if (!wal_names_sorted_has(&p->known, p->ready.v[i], wal_names_strcmp) &&
-            !wal_names_add(&p->queue, p->ready.v[i]))
+        if (!wal_pusher_names_sorted_has(&p->known, p->ready.v[i], wal_pusher_names_strcmp) &&
+            !wal_pusher_names_add(&p->queue, p->ready.v[i]))
             ok = err_set(err, "out of memory");
     *idle = p->queue.n == 0 && p->busy.n == 0;
     pthread_cond_broadcast(&p->changed);
@@ -392,7 +392,7 @@ bool wal_pusher_run(const wal_pusher_config *cfg, pgd_error *err)
 /* Remember each ".ok" record (sorted afterwards). */
 static bool wal_pusher_note_ok(void *arg, const char *name, wal_record_kind kind, pgd_error *err)
 {
-    if (kind == WAL_RECORD_OK && !wal_names_add(arg, name))
+    if (kind == WAL_RECORD_OK && !wal_pusher_names_add(arg, name))
         return err_set(err, "out of memory");
     return true;
 }
@@ -400,7 +400,7 @@ static bool wal_pusher_note_ok(void *arg, const char *name, wal_record_kind kind
 bool wal_pusher_backlog(const char *pg_wal, const char *spool_dir, uint64_t *bytes, unsigned *files,
                         pgd_error *err)
 {
-    wal_names ready = {0}, stored = {0};
+    wal_pusher_names ready = {0}, stored = {0};
     bool gone, ok;
 
     *bytes = 0;
@@ -408,12 +408,12 @@ bool wal_pusher_backlog(const char *pg_wal, const char *spool_dir, uint64_t *byt
     ok = wal_pusher_ready(pg_wal, &ready, &gone, err) &&
          wal_spool_record_list(spool_dir, wal_pusher_note_ok, &stored, err);
     if (ok && stored.n > 0)
-        qsort(stored.v, stored.n, sizeof(*stored.v), wal_names_strcmp);
+        qsort(stored.v, stored.n, sizeof(*stored.v), wal_pusher_names_strcmp);
     for (size_t i = 0; ok && i < ready.n; i++) {
         char path[WAL_SPOOL_PATH_MAX + WAL_NAME_MAX];
         struct stat st;
 
-        if (wal_names_sorted_has(&stored, ready.v[i], wal_names_strcmp))
+        if (wal_pusher_names_sorted_has(&stored, ready.v[i], wal_pusher_names_strcmp))
             continue;
         snprintf(path, sizeof(path), "%s/%s", pg_wal, ready.v[i]);
         if (stat(path, &st) == 0) {
