@@ -5,6 +5,9 @@
 #                   integration tests against a real PostgreSQL 15 (needs root:
 #                   it runs the servers as the postgres user)
 #   make integration TESTS='tests/integration/08_wal.t'   one or a few integration tests
+#   PGDIRECT_TEST_PG=17 make integration TESTS=...   the same against PostgreSQL 17 (14 to 18)
+#   make integration-matrix   the scenarios of tests/integration/matrix.list against
+#                   PostgreSQL 14, 16, 17 and 18 (make check runs it after the suite on 15)
 #   make demo       the README demo
 
 BUILD      ?= build
@@ -41,6 +44,23 @@ integration: all asan
 	  prove --exec bash --verbose --timer $(TESTS)
 
 check: unit unit-valgrind unit-asan integration
+check: integration-matrix
+
+# The version matrix: each scenario of tests/integration/matrix.list (one test
+# file a line) once per PostgreSQL version besides Debian's 15, every version
+# run even when one fails.
+MATRIX_VERSIONS ?= 14 16 17 18
+MATRIX_TESTS    ?= $(shell grep -v '^\#' tests/integration/matrix.list)
+.PHONY: integration-matrix
+integration-matrix: all asan
+	@fail=""; for v in $(MATRIX_VERSIONS); do \
+	  echo "=== PostgreSQL $$v: $(MATRIX_TESTS)"; \
+	  PGDIRECT_TEST_PG=$$v PGDIRECT_BIN=$(CURDIR)/$(ASAN_BUILD)/pgdirect \
+	    PGD_PAGECACHE=$(CURDIR)/$(BUILD)/pgd-pagecache PGDIRECT_RELEASE_BIN=$(CURDIR)/$(BUILD)/pgdirect \
+	    PGD_SIGV4=$(CURDIR)/$(BUILD)/pgd-sigv4 \
+	    prove --exec bash --verbose --timer $(MATRIX_TESTS) || fail="$$fail $$v"; \
+	done; \
+	if [ -n "$$fail" ]; then echo "integration-matrix: failed on PostgreSQL$$fail"; exit 1; fi
 
 demo: all
 	bash scripts/demo.sh $(CURDIR)/$(BUILD)/pgdirect $(CURDIR)/$(BUILD)/pgd-pagecache

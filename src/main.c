@@ -8,13 +8,14 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "pg/session.h"
 #include "util/log.h"
 
 static const struct {
     const char *name;
     int (*run)(int argc, char **argv);
     const char *summary;
-} commands[] = {
+} main_commands[] = {
     {"backup", cmd_backup, "full backup of the running cluster (direct I/O)"},
     {"restore", cmd_restore, "restore a backup and configure point-in-time recovery"},
     {"list", cmd_list, "list the backups in the repository"},
@@ -24,16 +25,17 @@ static const struct {
     {"cache", cmd_cache, "where each relation's pages are: shared_buffers, page cache, disk"},
 };
 
-#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+#define NCOMMANDS (sizeof(main_commands) / sizeof(main_commands[0]))
 
-static void usage(FILE *out)
+static void main_usage(FILE *out)
 {
     fprintf(out,
             "pgdirect %s - PostgreSQL backups that leave the page cache alone\n\n"
             "usage: pgdirect COMMAND [OPTIONS] [ARGS]\n\ncommands:\n",
             PGDIRECT_VERSION);
     for (size_t i = 0; i < NCOMMANDS; i++)
-        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+        fprintf(out, "  %-10s %s\n", main_commands[i].name, main_commands[i].summary);
+    fprintf(out, "\nServers: PostgreSQL %d to %d.\n", PG_SESSION_MAJOR_MIN, PG_SESSION_MAJOR_MAX);
     fprintf(out, "\n\"pgdirect COMMAND --help\" lists the options of a command and their "
                  "defaults.\n");
 }
@@ -41,12 +43,12 @@ static void usage(FILE *out)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        usage(stderr);
+        main_usage(stderr);
         return EXIT_USAGE;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
-        usage(stdout);
+        main_usage(stdout);
         return EXIT_OK;
     }
     if (strcmp(argv[1], "--version") == 0) {
@@ -54,8 +56,8 @@ int main(int argc, char **argv)
         return EXIT_OK;
     }
     for (size_t i = 0; i < NCOMMANDS; i++)
-        if (strcmp(argv[1], commands[i].name) == 0)
-            return commands[i].run(argc - 2, argv + 2);
+        if (strcmp(argv[1], main_commands[i].name) == 0)
+            return main_commands[i].run(argc - 2, argv + 2);
     log_error("unknown command \"%s\" (see pgdirect --help)", argv[1]);
     return EXIT_USAGE;
 }

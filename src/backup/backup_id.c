@@ -10,13 +10,22 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/log.h"
+
 /*
  * Seconds after the start tried before giving up. Each run started at the
  * same moment takes one; a hundred is more than any schedule starts at once
  * and bounds the requests a repository full of leftovers costs.
  */
 #define BACKUP_ID_CLAIM_TRIES 100
-#define HOST_NAME_LEN         256
+/*
+ * A live writer touches its temporary object at least every compressed
+ * block (seconds, or minutes at the slowest --max-rate); a day is far
+ * beyond any stall of a run still alive, and a daily schedule still clears
+ * a killed run's garbage by the run after next.
+ */
+#define BACKUP_ID_STALE_S (24 * 60 * 60)
+#define HOST_NAME_LEN     256
 
 typedef struct backup_id_names {
     char **names;
@@ -228,4 +237,12 @@ bool backup_id_discard(storage *repo, const char *id, pgd_error *err)
     if (!ok)
         backup_id_leftovers(repo, id, err);
     return ok;
+}
+
+void backup_id_sweep_stale(storage *repo)
+{
+    pgd_error err = {0};
+
+    if (!storage_remove_stale_temp(repo, BACKUPS_DIR, BACKUP_ID_STALE_S, &err))
+        log_warn("could not remove temporary objects left by killed backups: %s", err.msg);
 }

@@ -34,4 +34,12 @@ bool backup_id_claim(storage *repo, time_t start, char id[BACKUP_ID_LEN + 1], pg
  */
 bool backup_id_discard(storage *repo, const char *id, pgd_error *err);
 
+/*
+ * Remove the temporary objects killed runs left under backups/ (their
+ * ids were never given back): those nobody has written to for
+ * BACKUP_ID_STALE_S. A failure to remove them is a warning, not a failed
+ * backup.
+ */
+void backup_id_sweep_stale(storage *repo);
+
 #endif

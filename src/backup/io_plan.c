@@ -9,14 +9,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backup/pipeline.h"
 #include "io/dio_reader.h"
 #include "util/text.h"
 
 #define MEMORY_CAP_MAX  (1024ULL * 1024 * 1024)
 #define MEMORY_RAM_PCT  5
 #define READ_SIZE_MIN   (64 * 1024)
-#define BLOCK_COUNT_MAX 16384
 #define WORKER_OVERHEAD (512 * 1024) /* thread stack in use, engine ring or reader threads */
+#define RSS_MARGIN      (8 * 1024 * 1024ULL) /* allocator slack, libpq buffers, the manifest */
 
 uint64_t io_plan_default_memory(void)
 {
@@ -27,13 +28,13 @@ uint64_t io_plan_default_memory(void)
     return cap == 0 || cap > MEMORY_CAP_MAX ? MEMORY_CAP_MAX : cap;
 }
 
-static uint64_t plan_memory(const io_plan *p, const io_plan_request *req)
+static uint64_t io_plan_memory(const io_plan *p, const io_plan_request *req)
 {
     size_t max_read = 0;
 
     for (size_t i = 0; i < p->nplaces; i++)
-        if (p->places[i].read_size > max_read)
-            max_read = p->places[i].read_size;
+        if (pipeline_read_size(p->places[i].read_size) > max_read)
+            max_read = pipeline_read_size(p->places[i].read_size);
     /* per worker: depth aligned buffers (+ one page of headroom), a compressor, its thread */
     return (uint64_t)p->workers *
            (WORKER_OVERHEAD + (uint64_t)p->depth * (max_read + DIO_ALIGN) +
@@ -46,7 +47,7 @@ static uint64_t plan_memory(const io_plan *p, const io_plan_request *req)
  * flight: as many streams as allowed that divide the total exactly, so an
  * explicit --concurrency N means N.
  */
-static void split(io_plan *p, unsigned streams)
+static void io_plan_split(io_plan *p, unsigned streams)
 {
     unsigned w = p->concurrency < streams ? p->concurrency : streams;
 
@@ -57,11 +58,11 @@ static void split(io_plan *p, unsigned streams)
 }
 
 /* Shrink depth, then workers, then read sizes until the buffers fit the cap. */
-static bool apply_cap(io_plan *p, const io_plan_request *req, pgd_error *err)
+static bool io_plan_apply_cap(io_plan *p, const io_plan_request *req, pgd_error *err)
 {
-    uint64_t before = plan_memory(p, req);
+    uint64_t before = io_plan_memory(p, req);
 
-    while (plan_memory(p, req) > req->max_memory) {
+    while (io_plan_memory(p, req) > req->max_memory) {
         if (p->depth > 1) {
             p->depth--;
         } else if (p->workers > 1) {
@@ -79,11 +80,11 @@ static bool apply_cap(io_plan *p, const io_plan_request *req, pgd_error *err)
                                "--max-memory %llu bytes is too small: one reader and one "
                                "compressor need %llu",
                                (unsigned long long)req->max_memory,
-                               (unsigned long long)plan_memory(p, req));
+                               (unsigned long long)io_plan_memory(p, req));
         }
     }
     p->concurrency = (unsigned)(p->workers * p->depth);
-    if (plan_memory(p, req) < before)
+    if (io_plan_memory(p, req) < before)
         str_format(p->memory_note, sizeof(p->memory_note),
                    "buffers fitted into %llu MiB: %u reads in flight of up to %zu KiB (the plan "
                    "wanted %llu MiB)",
@@ -117,7 +118,7 @@ bool io_plan_make(const io_plan_request *req, io_plan *out, pgd_error *err)
             str_format(pl->dev.stack, sizeof(pl->dev.stack), "no block device found (%s)",
                        derr.msg);
         }
-        tune_decide(&pl->dev, req->cpus, BLOCK_COUNT_MAX, &pl->decision);
+        tune_decide(&pl->dev, req->cpus, IO_PLAN_BLOCK_COUNT_MAX, &pl->decision);
         pl->read_size = (size_t)(req->block_count != IO_PLAN_AUTO ? req->block_count
                                                                   : pl->decision.block_count) *
                         BLOCK_SIZE;
@@ -126,22 +127,22 @@ bool io_plan_make(const io_plan_request *req, io_plan *out, pgd_error *err)
     }
     out->concurrency = req->concurrency != IO_PLAN_AUTO ? req->concurrency : conc;
     /* more streams than vCPUs: small files wait on the device, not on the CPU */
-    split(out, req->cpus * 2);
+    io_plan_split(out, req->cpus * 2);
     if (req->engine >= 0) {
         out->engine = (io_engine_kind)req->engine;
         snprintf(out->engine_why, sizeof(out->engine_why), "asked for");
-    } else if (io_uring_available(why, sizeof(why))) {
+    } else if (io_engine_uring_available(why, sizeof(why))) {
         out->engine = IO_ENGINE_URING;
         str_format(out->engine_why, sizeof(out->engine_why), "auto: %s", why);
     } else {
         out->engine = IO_ENGINE_THREADS;
         str_format(out->engine_why, sizeof(out->engine_why), "auto: %s", why);
     }
-    if (!apply_cap(out, req, err)) {
+    if (!io_plan_apply_cap(out, req, err)) {
         io_plan_free(out);
         return false;
     }
-    out->memory = plan_memory(out, req);
+    out->memory = io_plan_memory(out, req);
     return true;
 }
 
@@ -162,4 +163,54 @@ size_t io_plan_read_size(const io_plan *p, const char *backup_path)
                 return p->places[i].read_size;
     }
     return p->places[0].read_size;
+}
+
+/* What the process holds now (resident set), from /proc/self/statm. */
+static uint64_t io_plan_rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "re");
+    unsigned long size = 0, resident = 0;
+
+    if (f != NULL) {
+        if (fscanf(f, "%lu %lu", &size, &resident) != 2)
+            resident = 0;
+        fclose(f);
+    }
+    return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+bool io_plan_for_datadir(const io_plan_request *base, const datadir *dd, uint64_t max_memory,
+                         io_plan *plan, pgd_error *err)
+{
+    uint32_t *oids = calloc(dd->ntablespaces + 1, sizeof(*oids));
+    const char **locations = calloc(dd->ntablespaces + 1, sizeof(*locations));
+    uint64_t used = io_plan_rss_bytes() + RSS_MARGIN;
+    io_plan_request req = *base;
+    bool ok;
+
+    if (oids == NULL || locations == NULL) {
+        free(oids);
+        free(locations);
+        return err_set(err, "out of memory");
+    }
+    for (size_t i = 0; i < dd->ntablespaces; i++) {
+        oids[i] = dd->tablespaces[i].oid;
+        locations[i] = dd->tablespaces[i].location;
+    }
+    req.spc_oids = oids;
+    req.spc_locations = locations;
+    req.nspcs = dd->ntablespaces;
+    /* the cap covers the whole process: what it holds already leaves less for buffers */
+    if (used >= max_memory)
+        ok = err_set(err,
+                     "--max-memory %llu MiB is too small: the process already uses %llu MiB "
+                     "before allocating any buffer",
+                     (unsigned long long)(max_memory >> 20), (unsigned long long)(used >> 20));
+    else {
+        req.max_memory = max_memory - used;
+        ok = io_plan_make(&req, plan, err);
+    }
+    free(oids);
+    free(locations);
+    return ok;
 }

@@ -15,9 +15,12 @@
 #include "io/device.h"
 #include "io/io_engine.h"
 #include "io/tune.h"
+#include "pg/datadir.h"
 #include "util/error.h"
 
-#define IO_PLAN_AUTO 0
+#define IO_PLAN_AUTO            0
+#define IO_PLAN_BLOCK_COUNT_MAX 16384 /* --block-count: 64 MiB reads */
+#define IO_PLAN_CONCURRENCY_MAX 256   /* --concurrency */
 
 typedef struct io_plan_request {
     const char *sysfs_root; /* "/sys" */
@@ -57,6 +60,15 @@ typedef struct io_plan {
 
 bool io_plan_make(const io_plan_request *req, io_plan *out, pgd_error *err);
 void io_plan_free(io_plan *p);
+
+/*
+ * The plan for a backup of base->pgdata and the tablespaces the walk found,
+ * within max_memory for the whole process: what it holds already (its
+ * resident set, and slack for the allocator, libpq and the manifest)
+ * leaves that much less for buffers. base gives everything else.
+ */
+bool io_plan_for_datadir(const io_plan_request *base, const datadir *dd, uint64_t max_memory,
+                         io_plan *plan, pgd_error *err);
 
 /* Read size for a backup path ("pg_tblspc/<oid>/..." uses that tablespace's). */
 size_t io_plan_read_size(const io_plan *p, const char *backup_path);

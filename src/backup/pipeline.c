@@ -1,5 +1,5 @@
 /*
- * pipeline.c - worker threads that read with O_DIRECT and write compressed
+ * pipeline.c - reader threads that read with O_DIRECT and write compressed
  * tar partitions. See pipeline.h for the shape and the rules on files that
  * change during the backup.
  */
@@ -14,49 +14,46 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
+#include "backup/filter_crc.h"
+#include "backup/filter_tar.h"
+#include "io/page_residency.h"
 #include "io/rate_limit.h"
 #include "repo/layout.h"
-#include "repo/tar.h"
-#include "util/crc32c.h"
 #include "util/log.h"
-#include "util/progress.h"
+#include "util/work_pool.h"
 
-typedef struct shared {
+/* --max-rate is enforced in bursts of at most a tenth of a second of reading */
+#define PIPELINE_RATE_BURSTS_PER_S 10
+
+typedef struct pipeline_shared {
     const pipeline_config *cfg;
     pipeline_file *files;
-    size_t nfiles;
     size_t max_read; /* largest read size of any file */
-    atomic_size_t next_file;
     atomic_uint next_partition;
-    atomic_uint_fast64_t bytes_read;
     atomic_uint_fast64_t bytes_stored;
     atomic_uint read_modes;
-    atomic_bool failed;
-    atomic_int workers_running;
     rate_limit rate;
-    pthread_mutex_t lock; /* guards err and partitions */
-    pgd_error err;
+    pthread_mutex_t lock; /* guards partitions */
     pipeline_partition *partitions;
     size_t npartitions;
-} shared;
+} pipeline_shared;
 
 /* One read in flight: its request, and for cache-neutral reads what was cached before. */
-typedef struct slot {
+typedef struct pipeline_slot {
     io_request req;
     bool done;
     unsigned char *was_cached; /* per OS page of the range */
-} slot;
+} pipeline_slot;
 
-typedef struct worker {
-    shared *sh;
-    pthread_t thread;
+typedef struct pipeline_worker {
+    pipeline_shared *sh;
     io_engine *engine;
-    slot *slots; /* depth of them, used as a ring */
+    pipeline_slot *slots; /* depth of them, used as a ring */
     int depth;
+    file_filter *chain; /* the file filters, ending at tar */
+    file_filter *tar;   /* the chain's end, writing into `out` */
     /* the open partition */
     out_stream *out;
     uint32_t part_number;
@@ -64,97 +61,74 @@ typedef struct worker {
     uint64_t part_stored;
     uint32_t part_crc;
     char part_name[64];
-    pgd_error err;
-} worker;
+} pipeline_worker;
 
-static bool partition_open(worker *w)
+static bool pipeline_partition_open(pipeline_worker *w, pgd_error *err)
 {
-    shared *sh = w->sh;
+    pipeline_shared *sh = w->sh;
     char path[LAYOUT_PATH_MAX];
     out_stream *out;
 
     w->part_number = atomic_fetch_add(&sh->next_partition, 1) + 1;
     layout_partition_name(w->part_number, sh->cfg->compression, w->part_name, sizeof(w->part_name));
     layout_backup_object(sh->cfg->backup_id, w->part_name, path, sizeof(path));
-    out = storage_write_open(sh->cfg->repo, path, 0, &w->err);
+    out = storage_write_open(sh->cfg->repo, path, 0, err);
     if (out != NULL)
-        out = crc_out_new(out, &w->part_stored, &w->part_crc, &w->err);
+        out = crc_out_new(out, &w->part_stored, &w->part_crc, err);
     if (out != NULL)
-        out =
-            compress_out_new(sh->cfg->compression, sh->cfg->compression_level, out, path, &w->err);
+        out = compress_out_new(sh->cfg->compression, sh->cfg->compression_level, out, path, err);
     w->out = out;
     w->part_bytes = 0;
+    if (out != NULL)
+        filter_tar_attach(w->tar, out, &w->part_bytes);
     return out != NULL;
 }
 
-static bool partition_close(worker *w)
+static bool pipeline_partition_close(pipeline_worker *w, pgd_error *err)
 {
-    shared *sh = w->sh;
+    pipeline_shared *sh = w->sh;
     out_stream *out = w->out;
     pipeline_partition *grown;
 
     w->out = NULL;
-    if (!tar_write_end(out, &w->err)) {
+    if (!tar_write_end(out, err)) {
         out_abort(out);
         return false;
     }
-    if (!out_close(out, &w->err))
+    if (!out_close(out, err))
         return false;
     atomic_fetch_add(&sh->bytes_stored, w->part_stored);
     pthread_mutex_lock(&sh->lock);
     grown = realloc(sh->partitions, (sh->npartitions + 1) * sizeof(*grown));
     if (grown != NULL) {
         sh->partitions = grown;
-        grown[sh->npartitions].number = w->part_number;
+        grown[sh->npartitions] = (pipeline_partition){
+            .number = w->part_number, .size = w->part_stored, .crc = w->part_crc};
         snprintf(grown[sh->npartitions].name, sizeof(grown[sh->npartitions].name), "%s",
                  w->part_name);
-        grown[sh->npartitions].size = w->part_stored;
-        grown[sh->npartitions].crc = w->part_crc;
         sh->npartitions++;
     }
     pthread_mutex_unlock(&sh->lock);
-    return grown != NULL || err_set(&w->err, "out of memory");
+    return grown != NULL || err_set(err, "out of memory");
 }
 
-static bool write_entry(worker *w, const pipeline_file *f, uint64_t size)
-{
-    tar_entry e = {.path = (char *)f->path,
-                   .size = size,
-                   .mode = f->mode,
-                   .mtime = f->mtime,
-                   .type = f->is_dir ? TAR_DIR : TAR_FILE};
-
-    w->part_bytes += TAR_BLOCK;
-    return tar_write_header(w->out, &e, &w->err);
-}
-
-/* The file being read: its descriptor, its mapping (for residency), the ring state. */
-typedef struct reading {
+/* The file being read: its descriptor, its residency (cache-neutral), the ring state. */
+typedef struct pipeline_reading {
     dio_file df;
     pipeline_file *f;
     uint64_t declared;    /* bytes promised in the tar header */
     uint64_t next_offset; /* next read to submit */
-    uint64_t consumed;    /* bytes written to the partition */
+    uint64_t consumed;    /* bytes handed to the filters */
     size_t read_size;
     int head, count; /* ring of in-flight slots */
     bool eof;
-    uint32_t crc;
-    void *map; /* whole-file mapping for mincore, cache-neutral mode only */
-    size_t map_len;
-} reading;
+    bool cache_neutral;
+    page_residency residency;
+} pipeline_reading;
 
-static size_t os_page(void)
+static bool pipeline_submit_next(pipeline_worker *w, pipeline_reading *rd, pgd_error *err)
 {
-    static size_t page;
-
-    if (page == 0)
-        page = (size_t)sysconf(_SC_PAGESIZE);
-    return page;
-}
-
-static bool submit_next(worker *w, reading *rd)
-{
-    slot *s = &w->slots[(rd->head + rd->count) % w->depth];
+    pipeline_slot *s = &w->slots[(rd->head + rd->count) % w->depth];
     uint64_t left = rd->declared - rd->next_offset;
     size_t len = left >= rd->read_size ? rd->read_size
                                        : (size_t)((left + DIO_ALIGN - 1) / DIO_ALIGN * DIO_ALIGN);
@@ -165,38 +139,18 @@ static bool submit_next(worker *w, reading *rd)
     s->req.offset = rd->next_offset;
     s->req.user = s;
     s->done = false;
-    if (rd->map != NULL) { /* note what was cached before we read it */
-        size_t span = rd->next_offset + len > rd->map_len ? rd->map_len - rd->next_offset : len;
-        memset(s->was_cached, 1, (len + os_page() - 1) / os_page());
-        if (span > 0)
-            mincore((char *)rd->map + rd->next_offset, span, s->was_cached);
-    }
-    if (!io_engine_submit(w->engine, &s->req, &w->err))
+    if (rd->cache_neutral) /* note what was cached before we read it */
+        page_residency_note(&rd->residency, rd->next_offset, len, s->was_cached);
+    if (!io_engine_submit(w->engine, &s->req, err))
         return false;
     rd->next_offset += len;
     rd->count++;
     return true;
 }
 
-/* Drop the pages of a consumed range that were not cached before we read it. */
-static void drop_new_pages(reading *rd, const slot *s, size_t n)
-{
-    size_t page = os_page(), pages = (n + page - 1) / page, run = 0;
-
-    for (size_t i = 0; i <= pages; i++) {
-        if (i < pages && !(s->was_cached[i] & 1)) {
-            run++;
-            continue;
-        }
-        if (run > 0)
-            posix_fadvise(rd->df.fd, (off_t)(s->req.offset + (i - run) * page), (off_t)(run * page),
-                          POSIX_FADV_DONTNEED);
-        run = 0;
-    }
-}
-
 /* A read that came back short before the end: finish it synchronously. */
-static bool complete_short(worker *w, reading *rd, slot *s, size_t *n)
+static bool pipeline_complete_short(pipeline_reading *rd, pipeline_slot *s, size_t *n,
+                                    pgd_error *err)
 {
     while (*n < s->req.len && s->req.offset + *n < rd->declared) {
         ssize_t got =
@@ -204,8 +158,8 @@ static bool complete_short(worker *w, reading *rd, slot *s, size_t *n)
         if (got < 0 && errno == EINTR)
             continue;
         if (got < 0)
-            return err_errno(&w->err, errno, "could not read file \"%s\" at offset %llu",
-                             rd->f->source, (unsigned long long)(s->req.offset + *n));
+            return err_errno(err, errno, "could not read file \"%s\" at offset %llu", rd->f->source,
+                             (unsigned long long)(s->req.offset + *n));
         *n += (size_t)got;
         if (got == 0 || (rd->df.mode == READ_MODE_DIRECT && *n % DIO_ALIGN != 0))
             break; /* the end of the file */
@@ -213,207 +167,221 @@ static bool complete_short(worker *w, reading *rd, slot *s, size_t *n)
     return true;
 }
 
-/* Consume the ring's head (waiting for it) into the partition. */
-static bool consume_head(worker *w, reading *rd)
+/* The ring's head, once its read has completed (other reads may complete first). */
+static bool pipeline_wait_head(pipeline_worker *w, pipeline_reading *rd, pgd_error *err)
 {
-    shared *sh = w->sh;
-    slot *s = &w->slots[rd->head];
-    size_t n, pad = 0;
+    pipeline_slot *s = &w->slots[rd->head];
 
     while (!s->done) {
         io_request *r;
-        if (!io_engine_wait(w->engine, &r, &w->err))
+        if (!io_engine_wait(w->engine, &r, err))
             return false;
-        ((slot *)r->user)->done = true;
+        ((pipeline_slot *)r->user)->done = true;
     }
     rd->head = (rd->head + 1) % w->depth;
     rd->count--;
+    return true;
+}
+
+/* Consume the ring's head (waiting for it): hand its bytes to the file filters. */
+static bool pipeline_consume_head(pipeline_worker *w, pipeline_reading *rd, work_pool *pool,
+                                  pgd_error *err)
+{
+    pipeline_slot *s = &w->slots[rd->head];
+    file_chunk chunk;
+    size_t n;
+
+    if (!pipeline_wait_head(w, rd, err))
+        return false;
     if (s->req.result < 0)
-        return err_errno(&w->err, (int)-s->req.result, "could not read file \"%s\" at offset %llu",
+        return err_errno(err, (int)-s->req.result, "could not read file \"%s\" at offset %llu",
                          rd->f->source, (unsigned long long)s->req.offset);
     if (rd->eof)
         return true; /* past the end: drained, not used */
     n = (size_t)s->req.result;
     if (n < s->req.len && s->req.offset + n < rd->declared && n % DIO_ALIGN == 0 && n > 0 &&
-        !complete_short(w, rd, s, &n))
+        !pipeline_complete_short(rd, s, &n, err))
         return false;
     if (s->req.offset + n < rd->declared && n < s->req.len)
         rd->eof = true; /* shrank after open */
     if (s->req.offset + n > rd->declared)
         n = (size_t)(rd->declared - s->req.offset); /* grew after open */
-    rd->crc = crc32c_update(rd->crc, s->req.buf, n);
-    if (rd->consumed + n == rd->declared) { /* pad the tar entry in the buffer itself */
-        pad = (size_t)tar_padding(rd->declared);
-        memset((char *)s->req.buf + n, 0, pad);
-    }
-    if (!out_write(w->out, s->req.buf, n + pad, &w->err))
+    /* headroom after the bytes read, for the tar padding (pipeline_worker_setup) */
+    chunk = (file_chunk){
+        .data = s->req.buf, .len = n, .room = w->sh->max_read + DIO_ALIGN, .offset = s->req.offset};
+    if (!file_filter_data(w->chain, &chunk, err))
         return false;
-    if (rd->map != NULL)
-        drop_new_pages(rd, s, n);
+    if (rd->cache_neutral)
+        page_residency_drop_new(&rd->residency, s->req.offset, n, s->was_cached);
     rd->consumed += n;
-    w->part_bytes += n + pad;
-    atomic_fetch_add(&sh->bytes_read, n);
+    work_pool_advance(pool, n);
     return true;
 }
 
 /* Wait for every read still in flight (their buffers and fd must outlive them). */
-static void drain(worker *w, reading *rd)
+static void pipeline_drain(pipeline_worker *w, pipeline_reading *rd)
 {
-    while (rd->count > 0) {
-        slot *s = &w->slots[rd->head];
-        pgd_error ignore = {0};
-        while (!s->done) {
-            io_request *r;
-            if (!io_engine_wait(w->engine, &r, &ignore))
-                return;
-            ((slot *)r->user)->done = true;
-        }
-        rd->head = (rd->head + 1) % w->depth;
-        rd->count--;
-    }
+    pgd_error ignore = {0};
+
+    while (rd->count > 0 && pipeline_wait_head(w, rd, &ignore))
+        ;
 }
 
-static void reading_close(reading *rd)
+static void pipeline_reading_close(pipeline_reading *rd)
 {
-    if (rd->map != NULL)
-        munmap(rd->map, rd->map_len);
+    page_residency_close(&rd->residency);
     dio_file_close(&rd->df);
 }
 
-/* Read one file into the open partition, `depth` reads ahead. */
-static bool backup_file(worker *w, pipeline_file *f)
+/* Open a file for reading; false with *skip (and no error) when it vanished since the walk. */
+static bool pipeline_reading_open(pipeline_worker *w, pipeline_reading *rd, pipeline_file *f,
+                                  bool *skip, pgd_error *err)
 {
-    shared *sh = w->sh;
-    reading rd = {.f = f, .crc = CRC32C_INIT};
+    pipeline_shared *sh = w->sh;
     struct stat st;
-    bool missing;
 
-    rd.read_size = f->read_size ? f->read_size : sh->cfg->read_size;
-    if (!dio_file_open(&rd.df, f->source, sh->cfg->mode, &missing, &w->err)) {
-        if (missing) {
+    *rd = (pipeline_reading){.f = f};
+    rd->read_size = pipeline_read_size(f->read_size ? f->read_size : sh->cfg->read_size);
+    if (!dio_file_open(&rd->df, f->source, sh->cfg->mode, skip, err)) {
+        if (*skip)
             log_info("skipping \"%s\": removed during the backup", f->source);
-            return true;
-        }
         return false;
     }
-    if (fstat(rd.df.fd, &st) != 0) {
-        err_errno(&w->err, errno, "could not stat file \"%s\"", f->source);
-        reading_close(&rd);
+    if (fstat(rd->df.fd, &st) != 0) {
+        err_errno(err, errno, "could not stat file \"%s\"", f->source);
+        dio_file_close(&rd->df);
         return false;
     }
-    /* opened only now, so a file that vanished leaves no empty partition */
-    if (w->out == NULL && !partition_open(w))
-        goto fail;
-    if (rd.df.mode == READ_MODE_FALLBACK &&
-        !(atomic_fetch_or(&sh->read_modes, 1u << rd.df.mode) & (1u << rd.df.mode)))
+    if (rd->df.mode == READ_MODE_FALLBACK &&
+        !(atomic_fetch_or(&sh->read_modes, 1u << rd->df.mode) & (1u << rd->df.mode)))
         log_warn("O_DIRECT refused for \"%s\": reading cache-neutral (buffered, dropping only "
                  "what was not cached before)",
                  f->source);
-    atomic_fetch_or(&sh->read_modes, 1u << rd.df.mode);
+    atomic_fetch_or(&sh->read_modes, 1u << rd->df.mode);
     /* grew: read what existed at walk time; shrank: what is there now */
-    rd.declared = (uint64_t)st.st_size < f->size ? (uint64_t)st.st_size : f->size;
+    rd->declared = (uint64_t)st.st_size < f->size ? (uint64_t)st.st_size : f->size;
     f->mtime = st.st_mtime;
-    if (read_mode_cache_neutral(rd.df.mode) && rd.declared > 0) {
-        /* no readahead: pages beyond what we asked for would look cached-before later */
-        posix_fadvise(rd.df.fd, 0, 0, POSIX_FADV_RANDOM);
-        rd.map_len = (size_t)st.st_size;
-        rd.map = mmap(NULL, rd.map_len, PROT_READ, MAP_SHARED, rd.df.fd, 0);
-        if (rd.map == MAP_FAILED) {
-            rd.map = NULL;
-            err_errno(&w->err, errno, "could not map file \"%s\" to check its residency",
-                      f->source);
-            goto fail;
-        }
+    rd->cache_neutral = read_mode_cache_neutral(rd->df.mode) && rd->declared > 0;
+    if (rd->cache_neutral &&
+        !page_residency_open(&rd->residency, rd->df.fd, (uint64_t)st.st_size, f->source, err)) {
+        dio_file_close(&rd->df);
+        return false;
     }
-    if (!write_entry(w, f, rd.declared))
+    return true;
+}
+
+/* What the file filters learn about a file before its first byte. */
+static file_filter_file pipeline_filter_file(const pipeline_file *f, uint64_t declared)
+{
+    file_filter_file ff = {.path = f->path, .size = declared, .mode = f->mode, .mtime = f->mtime};
+    relfile rel;
+
+    if (relfile_parse(f->path, &rel)) {
+        ff.is_relation = true;
+        ff.segment = rel.segment;
+    }
+    return ff;
+}
+
+/* Read one file through the filters into the open partition, `depth` reads ahead. */
+static bool pipeline_backup_file(pipeline_worker *w, pipeline_file *f, work_pool *pool,
+                                 pgd_error *err)
+{
+    pipeline_reading rd;
+    file_filter_file ff;
+    bool skip;
+
+    if (!pipeline_reading_open(w, &rd, f, &skip, err))
+        return skip;
+    /* opened only now, so a file that vanished leaves no empty partition */
+    if (w->out == NULL && !pipeline_partition_open(w, err))
+        goto fail;
+    ff = pipeline_filter_file(f, rd.declared);
+    if (!file_filter_begin(w->chain, &ff, err))
         goto fail;
     while (rd.consumed < rd.declared && !rd.eof) {
         while (rd.count < w->depth && rd.next_offset < rd.declared && !rd.eof)
-            if (!submit_next(w, &rd))
+            if (!pipeline_submit_next(w, &rd, err))
                 goto fail;
-        if (!consume_head(w, &rd))
-            goto fail;
-        if (atomic_load(&sh->failed))
+        if (!pipeline_consume_head(w, &rd, pool, err) || work_pool_stopping(pool))
             goto fail;
     }
-    drain(w, &rd);
-    if (rd.consumed < rd.declared) { /* shrank while we read: keep the tar entry whole */
-        uint64_t zeros = rd.declared - rd.consumed + tar_padding(rd.declared);
+    pipeline_drain(w, &rd);
+    if (rd.consumed < rd.declared) /* the tar filter keeps the entry whole */
         log_info("\"%s\" shrank during the backup (%llu -> %llu bytes)", f->source,
                  (unsigned long long)rd.declared, (unsigned long long)rd.consumed);
-        if (!tar_write_zeros(w->out, zeros, &w->err))
-            goto fail;
-        w->part_bytes += zeros;
-    }
-    reading_close(&rd);
+    if (!file_filter_end(w->chain, &f->result, err))
+        goto fail;
+    pipeline_reading_close(&rd);
     f->done = true;
-    f->stored_size = rd.consumed;
-    f->crc = crc32c_final(rd.crc);
     f->partition = w->part_number;
     return true;
 fail:
-    drain(w, &rd);
-    reading_close(&rd);
+    pipeline_drain(w, &rd);
+    pipeline_reading_close(&rd);
     return false;
 }
 
-/* Record the first error (under the lock: workers and the starting thread race) and stop all. */
-static void pipeline_fail(shared *sh, const pgd_error *err)
+/* A directory or a symbolic link: a tar entry without data. */
+static bool pipeline_backup_entry(pipeline_worker *w, pipeline_file *f, pgd_error *err)
 {
-    pthread_mutex_lock(&sh->lock);
-    if (!sh->err.set)
-        sh->err = *err;
-    pthread_mutex_unlock(&sh->lock);
-    atomic_store(&sh->failed, true);
+    tar_entry e = {.path = (char *)f->path,
+                   .linkpath = (char *)f->link,
+                   .mode = f->mode,
+                   .mtime = f->mtime,
+                   .type = f->is_dir ? TAR_DIR : TAR_SYMLINK};
+
+    if ((w->out == NULL && !pipeline_partition_open(w, err)) || !filter_tar_entry(w->tar, &e, err))
+        return false;
+    f->done = true;
+    f->partition = w->part_number;
+    return true;
 }
 
-static void worker_fail(worker *w)
+/* One task of the work pool: file number `task`, then a new partition when this one is full. */
+static bool pipeline_task(work_pool *pool, void *worker, size_t task, pgd_error *err)
 {
-    /* a worker that stopped because another failed has nothing to add */
-    if (!w->err.set && !atomic_load(&w->sh->failed))
-        err_set(&w->err, "reader thread stopped without saying why");
-    if (w->err.set)
-        pipeline_fail(w->sh, &w->err);
+    pipeline_worker *w = worker;
+    pipeline_file *f = &w->sh->files[task];
+    bool ok = f->is_dir || f->link != NULL ? pipeline_backup_entry(w, f, err)
+                                           : pipeline_backup_file(w, f, pool, err);
+
+    if (ok && w->out != NULL && w->part_bytes >= w->sh->cfg->partition_size)
+        ok = pipeline_partition_close(w, err);
+    return ok;
 }
 
-static void *worker_main(void *arg)
+/* After a thread's last file: its partition is committed, or discarded when the backup fails. */
+static bool pipeline_finish(work_pool *pool, void *worker, bool ok, pgd_error *err)
 {
-    worker *w = arg;
-    shared *sh = w->sh;
-    bool ok = true;
+    pipeline_worker *w = worker;
 
-    while (ok && !atomic_load(&sh->failed)) {
-        size_t idx = atomic_fetch_add(&sh->next_file, 1);
-        pipeline_file *f;
-
-        if (idx >= sh->nfiles)
-            break;
-        f = &sh->files[idx];
-        if (f->is_dir) {
-            ok = (w->out != NULL || partition_open(w)) && write_entry(w, f, 0);
-            f->done = ok;
-            f->partition = w->part_number;
-        } else {
-            ok = backup_file(w, f);
-        }
-        if (ok && w->out != NULL && w->part_bytes >= sh->cfg->partition_size)
-            ok = partition_close(w);
-    }
-    if (ok && w->out != NULL && !atomic_load(&sh->failed))
-        ok = partition_close(w);
-    if (!ok)
-        worker_fail(w);
-    out_abort(w->out); /* only when something failed */
+    (void)pool;
+    if (ok && w->out != NULL)
+        return pipeline_partition_close(w, err);
+    out_abort(w->out);
     w->out = NULL;
-    atomic_fetch_sub(&sh->workers_running, 1);
-    return NULL;
+    return true;
 }
 
-/* The engine and `depth` aligned buffers (+ residency maps) of one worker. */
-static bool worker_setup(worker *w, shared *sh, pgd_error *err)
+/* The filters of one thread, last first: tar, size/CRC-32C, then the configured ones. */
+static bool pipeline_make_chain(pipeline_worker *w, const pipeline_config *cfg, pgd_error *err)
+{
+    file_filter *chain = w->tar = filter_tar_new(err);
+
+    if (chain != NULL)
+        chain = filter_crc_new(chain, err);
+    for (size_t i = cfg->nfilters; chain != NULL && i-- > 0;)
+        chain = cfg->filters[i].make(chain, cfg->filters[i].arg, err);
+    w->chain = chain;
+    return chain != NULL;
+}
+
+/* The engine, `depth` aligned buffers (+ residency vectors) and the filters of one thread. */
+static bool pipeline_worker_setup(pipeline_worker *w, pipeline_shared *sh, pgd_error *err)
 {
     const pipeline_config *cfg = sh->cfg;
-    size_t pages = sh->max_read / os_page() + 1;
+    size_t pages = page_residency_vector_len(sh->max_read);
 
     w->sh = sh;
     w->depth = cfg->depth;
@@ -428,13 +396,16 @@ static bool worker_setup(worker *w, shared *sh, pgd_error *err)
         if (cfg->mode != READ_MODE_BUFFERED && (w->slots[d].was_cached = malloc(pages)) == NULL)
             return err_set(err, "out of memory");
     }
+    if (!pipeline_make_chain(w, cfg, err))
+        return false;
     w->engine = io_engine_new(cfg->engine, (unsigned)w->depth, err);
     return w->engine != NULL;
 }
 
-static void worker_teardown(worker *w)
+static void pipeline_worker_teardown(pipeline_worker *w)
 {
     io_engine_free(w->engine);
+    file_filter_free(w->chain);
     for (int d = 0; w->slots != NULL && d < w->depth; d++) {
         free(w->slots[d].req.buf);
         free(w->slots[d].was_cached);
@@ -442,14 +413,14 @@ static void worker_teardown(worker *w)
     free(w->slots);
 }
 
-static int partition_cmp(const void *a, const void *b)
+static int pipeline_partition_cmp(const void *a, const void *b)
 {
     const pipeline_partition *pa = a, *pb = b;
 
     return (pa->number > pb->number) - (pa->number < pb->number);
 }
 
-static uint64_t total_bytes(const pipeline_file *files, size_t n)
+static uint64_t pipeline_total_bytes(const pipeline_file *files, size_t n)
 {
     uint64_t total = 0;
 
@@ -458,83 +429,69 @@ static uint64_t total_bytes(const pipeline_file *files, size_t n)
     return total;
 }
 
+/*
+ * Every thread's engine, buffers and filters before any thread starts: a
+ * thread that cannot start must not leave the others to read the whole
+ * cluster before the failure is noticed.
+ */
+static bool pipeline_setup(pipeline_worker *workers, pipeline_shared *sh, pgd_error *err)
+{
+    for (int i = 0; i < sh->cfg->workers; i++) {
+        if (!pipeline_worker_setup(&workers[i], sh, err)) {
+            err_prefix(err, "could not set up reader thread %d", i + 1);
+            return false;
+        }
+    }
+    return true;
+}
+
 bool pipeline_run(const pipeline_config *cfg, pipeline_file *files, size_t nfiles,
                   pipeline_result *result, pgd_error *err)
 {
-    shared sh = {.cfg = cfg, .files = files, .nfiles = nfiles};
-    worker *workers = calloc((size_t)cfg->workers, sizeof(*workers));
+    pipeline_shared sh = {.cfg = cfg, .files = files};
+    pipeline_worker *workers = calloc((size_t)cfg->workers, sizeof(*workers));
     progress_meter meter;
-    int started = 0;
+    work_pool_job job = {.threads = (unsigned)cfg->workers,
+                         .ntasks = nfiles,
+                         .workers = workers,
+                         .worker_size = sizeof(*workers),
+                         .run = pipeline_task,
+                         .finish = pipeline_finish,
+                         .thread_name = "reader thread",
+                         .cancel = cfg->interrupted,
+                         .progress = &meter};
+    bool ok;
 
     memset(result, 0, sizeof(*result));
     if (workers == NULL)
         return err_set(err, "out of memory");
     pthread_mutex_init(&sh.lock, NULL);
-    sh.max_read = cfg->read_size;
+    sh.max_read = pipeline_read_size(cfg->read_size);
     for (size_t i = 0; i < nfiles; i++)
-        if (files[i].read_size > sh.max_read)
-            sh.max_read = files[i].read_size;
+        if (pipeline_read_size(files[i].read_size) > sh.max_read)
+            sh.max_read = pipeline_read_size(files[i].read_size);
     rate_limit_init(&sh.rate, cfg->max_rate,
-                    sh.max_read > cfg->max_rate / 10 ? sh.max_read : cfg->max_rate / 10);
-    /*
-     * Every worker's engine and buffers before any thread starts: a worker
-     * that cannot start must not leave the others to read the whole
-     * cluster before the failure is noticed.
-     */
-    for (int i = 0; i < cfg->workers; i++) {
-        pgd_error setup_err = {0};
-        if (!worker_setup(&workers[i], &sh, &setup_err)) {
-            err_prefix(&setup_err, "could not set up reader thread %d", i + 1);
-            pipeline_fail(&sh, &setup_err);
-            break;
-        }
-    }
-    progress_start(&meter, cfg->progress, total_bytes(files, nfiles));
-    for (int i = 0; i < cfg->workers && !atomic_load(&sh.failed); i++) {
-        int rc;
-        atomic_fetch_add(&sh.workers_running, 1);
-        rc = pthread_create(&workers[i].thread, NULL, worker_main, &workers[i]);
-        if (rc != 0) {
-            pgd_error start_err = {0};
-            atomic_fetch_sub(&sh.workers_running, 1);
-            err_errno(&start_err, rc, "could not start reader thread %d", i + 1);
-            pipeline_fail(&sh, &start_err);
-            break;
-        }
-        started++;
-    }
-    while (atomic_load(&sh.workers_running) > 0) {
-        struct timespec ts = {0, 10 * 1000 * 1000}; /* progress and prompt exit */
-        nanosleep(&ts, NULL);
-        progress_update(&meter, atomic_load(&sh.bytes_read));
-        if (cfg->interrupted != NULL && *cfg->interrupted != 0 && !atomic_load(&sh.failed)) {
-            pgd_error stop = {0};
-            err_set(&stop, "interrupted");
-            pipeline_fail(&sh, &stop);
-        }
-    }
-    for (int i = 0; i < started; i++)
-        pthread_join(workers[i].thread, NULL);
+                    sh.max_read > cfg->max_rate / PIPELINE_RATE_BURSTS_PER_S
+                        ? sh.max_read
+                        : cfg->max_rate / PIPELINE_RATE_BURSTS_PER_S);
+    progress_start(&meter, cfg->progress, pipeline_total_bytes(files, nfiles));
+    ok = pipeline_setup(workers, &sh, err) && work_pool_run(&job, &result->bytes_read, err);
+    progress_finish(&meter);
     for (int i = 0; i < cfg->workers; i++)
-        worker_teardown(&workers[i]);
+        pipeline_worker_teardown(&workers[i]);
     free(workers);
     rate_limit_destroy(&sh.rate);
-    progress_finish(&meter);
     pthread_mutex_destroy(&sh.lock);
-
     /* the partitions already written stay: the caller owns the backup id and removes them */
-    if (atomic_load(&sh.failed) || sh.err.set) {
-        if (!sh.err.set)
-            err_set(&sh.err, "the reader threads stopped without saying why");
-        *err = sh.err;
+    if (!ok) {
         free(sh.partitions);
+        memset(result, 0, sizeof(*result));
         return false;
     }
     if (sh.npartitions > 1)
-        qsort(sh.partitions, sh.npartitions, sizeof(*sh.partitions), partition_cmp);
+        qsort(sh.partitions, sh.npartitions, sizeof(*sh.partitions), pipeline_partition_cmp);
     result->partitions = sh.partitions;
     result->npartitions = sh.npartitions;
-    result->bytes_read = atomic_load(&sh.bytes_read);
     result->bytes_stored = atomic_load(&sh.bytes_stored);
     result->read_modes = atomic_load(&sh.read_modes);
     return true;

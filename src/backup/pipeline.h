@@ -2,20 +2,23 @@
  * pipeline.h - read files with direct I/O and stream them into compressed
  * tar partitions.
  *
- *   file queue (largest first) -> W workers, each: `depth` O_DIRECT reads in
- *   flight through its I/O engine (threads or io_uring), consumed in file
- *   order -> CRC-32C -> tar -> compressor -> storage object
+ *   file queue (largest first) -> W reader threads (util/work_pool.h), each:
+ *   `depth` O_DIRECT reads in flight through its I/O engine (threads or
+ *   io_uring), consumed in file order -> file filters (file_filter.h: size
+ *   and CRC-32C, then the tar entry) -> compressor -> storage object
  *
- * Each worker owns one open partition at a time and closes it once it holds
+ * Each thread owns one open partition at a time and closes it once it holds
  * about partition_size bytes, so W partitions are written in parallel and
  * W x depth reads are in flight, several of them within one large file.
  * Each byte is copied once in user space: the read places it in an aligned
- * buffer, the compressor reads it from there.
+ * buffer, the filters look at it there, the compressor reads it from there.
+ * Reads are whole pages (pipeline_read_size), so the filters see each page
+ * of a relation file in one piece.
  *
  * Read modes: O_DIRECT; plain buffered (--direct-io=off, the control);
  * cache-neutral buffered reads (where O_DIRECT is refused, or asked for),
  * which note the pages of each range that were cached before reading it
- * and afterwards drop only the others.
+ * and afterwards drop only the others (io/page_residency.h).
  *
  * Files that change under us: a file that vanished is skipped (INFO line);
  * one that grew is read up to its size at open time; one that shrank is
@@ -31,9 +34,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backup/file_filter.h"
 #include "compress/compress.h"
 #include "io/dio_reader.h"
 #include "io/io_engine.h"
+#include "pg/relfile.h"
 #include "storage/storage.h"
 #include "util/error.h"
 
@@ -42,14 +47,14 @@ typedef struct pipeline_file {
     const char *path;   /* name in the backup */
     const char *source; /* where to read it */
     bool is_dir;
+    const char *link; /* a symbolic link: its target (stored as a tar link entry) */
     size_t read_size; /* bytes per read for this file (its device's); 0: the default */
     uint64_t size;    /* at walk time */
     uint32_t mode;
     int64_t mtime;
     /* out */
     bool done; /* stored (false: vanished) */
-    uint64_t stored_size;
-    uint32_t crc;
+    file_filter_result result;
     uint32_t partition;
 } pipeline_file;
 
@@ -58,7 +63,7 @@ typedef struct pipeline_config {
     const char *backup_id;
     compress_kind compression;
     int compression_level;
-    size_t read_size; /* default bytes per read, multiple of DIO_ALIGN */
+    size_t read_size; /* default bytes per read */
     int workers;      /* partitions written in parallel */
     int depth;        /* reads in flight per worker */
     io_engine_kind engine;
@@ -67,6 +72,9 @@ typedef struct pipeline_config {
     uint64_t max_rate; /* bytes/s, 0: unlimited */
     bool progress;
     const volatile sig_atomic_t *interrupted; /* non-zero: stop (a signal arrived); may be NULL */
+    /* filters in front of size/CRC-32C and the tar entry, first one first (page checks, delta) */
+    const file_filter_maker *filters;
+    size_t nfilters;
 } pipeline_config;
 
 typedef struct pipeline_partition {
@@ -84,10 +92,19 @@ typedef struct pipeline_result {
     unsigned read_modes; /* bit (1 << read_mode) for each mode used */
 } pipeline_result;
 
+/* The bytes actually read at a time for a read size: whole pages, at least one. */
+static inline size_t pipeline_read_size(size_t read_size)
+{
+    size_t pages = read_size / PG_PAGE_SIZE;
+
+    return (pages > 0 ? pages : 1) * PG_PAGE_SIZE;
+}
+
 /*
- * Files are processed in the order given; callers sort largest first. On
- * failure the partitions already written stay in the repository: the caller
- * owns the backup id and removes everything under it (backup_id_discard).
+ * Files are processed in the order given; callers sort largest first
+ * (backup/file_queue.h). On failure the partitions already written stay in
+ * the repository: the caller owns the backup id and removes everything
+ * under it (backup_id_discard).
  */
 bool pipeline_run(const pipeline_config *cfg, pipeline_file *files, size_t nfiles,
                   pipeline_result *result, pgd_error *err);

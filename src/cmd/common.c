@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "storage/s3/s3.h"
 #include "util/log.h"
 
 bool command_start(pgd_options *opts, const command_help *help, size_t max_args, int argc,
@@ -42,18 +43,23 @@ int command_fail(const pgd_error *err)
     return EXIT_ERROR;
 }
 
+/*
+ * The S3 driver's settings come from here, through its own s3_options: the
+ * generic storage interface forwards them without knowing what they hold.
+ */
 storage *command_open_repo(const pgd_options *opts, pgd_error *err)
 {
-    s3_settings s3 = {0};
+    s3_options s3 = {0};
     long up, down, retries, timeout;
     int style;
 
     if (!opt_enum(opts, OPT_S3_URI_STYLE, "path|host", &style, err) ||
-        !opt_size(opts, OPT_S3_PART_SIZE, 5ULL << 20, 5ULL << 30, &s3.part_size, err) ||
-        !opt_int(opts, OPT_S3_UPLOAD_CONCURRENCY, 1, 64, &up, err) ||
-        !opt_int(opts, OPT_DOWNLOAD_CONCURRENCY, 1, 64, &down, err) ||
-        !opt_int(opts, OPT_S3_RETRIES, 0, 100, &retries, err) ||
-        !opt_int(opts, OPT_S3_TIMEOUT, 1, 3600, &timeout, err))
+        !opt_size(opts, OPT_S3_PART_SIZE, S3_OPTIONS_PART_MIN, S3_OPTIONS_PART_MAX, &s3.part_size,
+                  err) ||
+        !opt_int(opts, OPT_S3_UPLOAD_CONCURRENCY, 1, S3_OPTIONS_CONCURRENCY_MAX, &up, err) ||
+        !opt_int(opts, OPT_DOWNLOAD_CONCURRENCY, 1, S3_OPTIONS_CONCURRENCY_MAX, &down, err) ||
+        !opt_int(opts, OPT_S3_RETRIES, 0, S3_OPTIONS_RETRIES_MAX, &retries, err) ||
+        !opt_int(opts, OPT_S3_TIMEOUT, 1, S3_OPTIONS_TIMEOUT_MAX_S, &timeout, err))
         return NULL;
     s3.endpoint = opt_str(opts, OPT_S3_ENDPOINT);
     s3.host_style = style == 1;
@@ -62,7 +68,7 @@ storage *command_open_repo(const pgd_options *opts, pgd_error *err)
     s3.sse = opt_str(opts, OPT_S3_SSE);
     s3.upload_concurrency = (unsigned)up;
     s3.download_concurrency = (unsigned)down;
-    s3.retries = retries == 0 ? (unsigned)-1 : (unsigned)retries;
+    s3.retries = retries == 0 ? S3_OPTIONS_NO_RETRIES : (unsigned)retries;
     s3.timeout_s = timeout;
     return storage_open(opt_str(opts, OPT_REPO), &s3, err);
 }

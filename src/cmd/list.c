@@ -14,7 +14,7 @@
 #include "cmd/common.h"
 #include "repo/backup_info.h"
 #include "util/log.h"
-#include "util/progress.h"
+#include "util/units.h"
 
 static const command_help list_help = {
     CMD_LIST, "usage: pgdirect list [--json] [OPTIONS]",
@@ -23,7 +23,7 @@ static const command_help list_help = {
     "sentinel cannot be read is shown with status \"damaged\" and the reason."};
 
 /* STATUS comes last, so scripts that read the columns before it by position keep working. */
-static void print_table(const backup_info *b, size_t n)
+static void list_print_table(const backup_info *b, size_t n)
 {
     printf("%-17s  %-4s  %-20s  %9s  %10s  %10s  %5s  %-12s  %-12s  %-24s  %s\n", "ID", "TYPE",
            "STARTED (UTC)", "DURATION", "SIZE", "STORED", "RATIO", "START LSN", "STOP LSN",
@@ -40,9 +40,9 @@ static void print_table(const backup_info *b, size_t n)
         }
         gmtime_r(&t, &tm);
         strftime(started, sizeof(started), "%Y-%m-%d %H:%M:%S", &tm);
-        format_duration((double)(b[i].stop_time - b[i].start_time), dur, sizeof(dur));
-        format_bytes(b[i].size, size, sizeof(size));
-        format_bytes(b[i].compressed_size, stored, sizeof(stored));
+        units_format_duration((double)(b[i].stop_time - b[i].start_time), dur, sizeof(dur));
+        units_format_bytes(b[i].size, size, sizeof(size));
+        units_format_bytes(b[i].compressed_size, stored, sizeof(stored));
         printf("%-17s  %-4s  %-20s  %9s  %10s  %10s  %5.2f  %-12s  %-12s  %-24s  %s\n", b[i].id,
                b[i].type, started, dur, size, stored,
                b[i].compressed_size ? (double)b[i].size / (double)b[i].compressed_size : 0.0,
@@ -53,7 +53,7 @@ static void print_table(const backup_info *b, size_t n)
 }
 
 /* One backup as a JSON object: the sentinel's fields and "status", or id, status and reason. */
-static json_t *backup_json(const backup_info *b, pgd_error *err)
+static json_t *list_backup_json(const backup_info *b, pgd_error *err)
 {
     json_t *o;
     char *one;
@@ -71,13 +71,13 @@ static json_t *backup_json(const backup_info *b, pgd_error *err)
     return o;
 }
 
-static bool print_json(const backup_info *b, size_t n, pgd_error *err)
+static bool list_print_json(const backup_info *b, size_t n, pgd_error *err)
 {
     json_t *arr = json_array();
     char *text;
 
     for (size_t i = 0; arr != NULL && i < n; i++) {
-        json_t *o = backup_json(&b[i], err);
+        json_t *o = list_backup_json(&b[i], err);
         if (o == NULL || json_array_append_new(arr, o) != 0) {
             json_decref(arr);
             return err_set(err, "could not serialise the backup list");
@@ -93,7 +93,7 @@ static bool print_json(const backup_info *b, size_t n, pgd_error *err)
 }
 
 /* A list cut short by a full disk or a closed pipe must not exit 0. */
-static bool flush_stdout(pgd_error *err)
+static bool list_flush_stdout(pgd_error *err)
 {
     if (fflush(stdout) != 0 || ferror(stdout))
         return err_errno(err, errno, "could not write the backup list to standard output");
@@ -120,12 +120,12 @@ int cmd_list(int argc, char **argv)
         for (size_t i = 0; i < n; i++)
             if (backups[i].damaged)
                 log_warn("backup %s is damaged: %s", backups[i].id, backups[i].damage);
-        if (json && !print_json(backups, n, &err))
+        if (json && !list_print_json(backups, n, &err))
             rc = command_fail(&err);
         else {
             if (!json)
-                print_table(backups, n);
-            rc = flush_stdout(&err) ? EXIT_OK : command_fail(&err);
+                list_print_table(backups, n);
+            rc = list_flush_stdout(&err) ? EXIT_OK : command_fail(&err);
         }
     }
     free(backups);

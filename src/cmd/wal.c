@@ -82,7 +82,8 @@ static int wal_push_direct(const pgd_options *opts, const char *path)
             log_info("WAL file \"%s\" was already archived with the same content", path);
         rc = EXIT_OK;
     }
-    if (repo != NULL) {
+    /* housekeeping after a push that worked: a failing repository gets one error line */
+    if (rc == EXIT_OK) {
         char copy[PATH_MAX];
         pgd_error sweep = {0};
 

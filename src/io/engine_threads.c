@@ -10,28 +10,28 @@
 
 #include "io/io_engine.h"
 
-typedef struct queue {
+typedef struct io_engine_threads_queue {
     io_request **items;
     size_t head, count, cap;
-} queue;
+} io_engine_threads_queue;
 
-typedef struct threads_engine {
+typedef struct io_engine_threads {
     io_engine base;
     pthread_t *threads;
     unsigned nthreads;
     pthread_mutex_t lock;
     pthread_cond_t work, done;
-    queue pending, completed;
+    io_engine_threads_queue pending, completed;
     bool stopping;
-} threads_engine;
+} io_engine_threads;
 
-static void queue_push(queue *q, io_request *r)
+static void io_engine_threads_push(io_engine_threads_queue *q, io_request *r)
 {
     q->items[(q->head + q->count) % q->cap] = r;
     q->count++;
 }
 
-static io_request *queue_pop(queue *q)
+static io_request *io_engine_threads_pop(io_engine_threads_queue *q)
 {
     io_request *r = q->items[q->head];
 
@@ -40,9 +40,9 @@ static io_request *queue_pop(queue *q)
     return r;
 }
 
-static void *reader_main(void *arg)
+static void *io_engine_threads_main(void *arg)
 {
-    threads_engine *e = arg;
+    io_engine_threads *e = arg;
 
     pthread_mutex_lock(&e->lock);
     for (;;) {
@@ -54,7 +54,7 @@ static void *reader_main(void *arg)
             pthread_cond_wait(&e->work, &e->lock);
         if (e->stopping)
             break;
-        r = queue_pop(&e->pending);
+        r = io_engine_threads_pop(&e->pending);
         pthread_mutex_unlock(&e->lock);
         /* a full read unless the file ends: same contract as io_uring's single read */
         for (;;) {
@@ -69,44 +69,44 @@ static void *reader_main(void *arg)
         }
         r->result = n < 0 ? -errno : (ssize_t)done;
         pthread_mutex_lock(&e->lock);
-        queue_push(&e->completed, r);
+        io_engine_threads_push(&e->completed, r);
         pthread_cond_signal(&e->done);
     }
     pthread_mutex_unlock(&e->lock);
     return NULL;
 }
 
-static bool threads_submit(io_engine *base, io_request *r, pgd_error *err)
+static bool io_engine_threads_submit(io_engine *base, io_request *r, pgd_error *err)
 {
-    threads_engine *e = (threads_engine *)base;
+    io_engine_threads *e = (io_engine_threads *)base;
 
     pthread_mutex_lock(&e->lock);
     if (e->pending.count + e->completed.count >= e->pending.cap) {
         pthread_mutex_unlock(&e->lock);
         return err_set(err, "internal error: more than %u reads submitted", base->depth);
     }
-    queue_push(&e->pending, r);
+    io_engine_threads_push(&e->pending, r);
     pthread_cond_signal(&e->work);
     pthread_mutex_unlock(&e->lock);
     return true;
 }
 
-static bool threads_wait(io_engine *base, io_request **out, pgd_error *err)
+static bool io_engine_threads_wait(io_engine *base, io_request **out, pgd_error *err)
 {
-    threads_engine *e = (threads_engine *)base;
+    io_engine_threads *e = (io_engine_threads *)base;
 
     (void)err;
     pthread_mutex_lock(&e->lock);
     while (e->completed.count == 0)
         pthread_cond_wait(&e->done, &e->lock);
-    *out = queue_pop(&e->completed);
+    *out = io_engine_threads_pop(&e->completed);
     pthread_mutex_unlock(&e->lock);
     return true;
 }
 
-static void threads_free(io_engine *base)
+static void io_engine_threads_free(io_engine *base)
 {
-    threads_engine *e = (threads_engine *)base;
+    io_engine_threads *e = (io_engine_threads *)base;
 
     pthread_mutex_lock(&e->lock);
     e->stopping = true;
@@ -123,17 +123,18 @@ static void threads_free(io_engine *base)
     free(e);
 }
 
-static const io_engine_ops threads_ops = {threads_submit, threads_wait, threads_free};
+static const io_engine_ops io_engine_threads_ops = {io_engine_threads_submit,
+                                                    io_engine_threads_wait, io_engine_threads_free};
 
 io_engine *io_engine_threads_new(unsigned depth, pgd_error *err)
 {
-    threads_engine *e = calloc(1, sizeof(*e));
+    io_engine_threads *e = calloc(1, sizeof(*e));
 
     if (e == NULL) {
         err_set(err, "out of memory");
         return NULL;
     }
-    e->base.ops = &threads_ops;
+    e->base.ops = &io_engine_threads_ops;
     e->base.kind = IO_ENGINE_THREADS;
     e->base.depth = depth;
     e->pending.cap = e->completed.cap = depth;
@@ -144,13 +145,13 @@ io_engine *io_engine_threads_new(unsigned depth, pgd_error *err)
     pthread_cond_init(&e->work, NULL);
     pthread_cond_init(&e->done, NULL);
     if (e->pending.items == NULL || e->completed.items == NULL || e->threads == NULL) {
-        threads_free(&e->base);
+        io_engine_threads_free(&e->base);
         err_set(err, "out of memory");
         return NULL;
     }
     for (; e->nthreads < depth; e->nthreads++) {
-        if (pthread_create(&e->threads[e->nthreads], NULL, reader_main, e) != 0) {
-            threads_free(&e->base);
+        if (pthread_create(&e->threads[e->nthreads], NULL, io_engine_threads_main, e) != 0) {
+            io_engine_threads_free(&e->base);
             err_set(err, "could not start reader threads");
             return NULL;
         }

@@ -24,15 +24,15 @@
 #define MARK_DEFINED(p, n) ((void)(p), (void)(n))
 #endif
 
-typedef struct uring_engine {
+typedef struct io_engine_uring {
     io_engine base;
     struct io_uring ring;
     unsigned inflight;
-} uring_engine;
+} io_engine_uring;
 
-static bool uring_submit(io_engine *base, io_request *r, pgd_error *err)
+static bool io_engine_uring_submit(io_engine *base, io_request *r, pgd_error *err)
 {
-    uring_engine *e = (uring_engine *)base;
+    io_engine_uring *e = (io_engine_uring *)base;
     struct io_uring_sqe *sqe = io_uring_get_sqe(&e->ring);
     int rc;
 
@@ -47,9 +47,9 @@ static bool uring_submit(io_engine *base, io_request *r, pgd_error *err)
     return true;
 }
 
-static bool uring_wait(io_engine *base, io_request **out, pgd_error *err)
+static bool io_engine_uring_wait(io_engine *base, io_request **out, pgd_error *err)
 {
-    uring_engine *e = (uring_engine *)base;
+    io_engine_uring *e = (io_engine_uring *)base;
     struct io_uring_cqe *cqe;
     int rc;
 
@@ -67,26 +67,27 @@ static bool uring_wait(io_engine *base, io_request **out, pgd_error *err)
     return true;
 }
 
-static void uring_free(io_engine *base)
+static void io_engine_uring_free(io_engine *base)
 {
-    uring_engine *e = (uring_engine *)base;
+    io_engine_uring *e = (io_engine_uring *)base;
 
     io_uring_queue_exit(&e->ring);
     free(e);
 }
 
-static const io_engine_ops uring_ops = {uring_submit, uring_wait, uring_free};
+static const io_engine_ops io_engine_uring_ops = {io_engine_uring_submit, io_engine_uring_wait,
+                                                  io_engine_uring_free};
 
 io_engine *io_engine_uring_new(unsigned depth, pgd_error *err)
 {
-    uring_engine *e = calloc(1, sizeof(*e));
+    io_engine_uring *e = calloc(1, sizeof(*e));
     int rc;
 
     if (e == NULL) {
         err_set(err, "out of memory");
         return NULL;
     }
-    e->base.ops = &uring_ops;
+    e->base.ops = &io_engine_uring_ops;
     e->base.kind = IO_ENGINE_URING;
     e->base.depth = depth;
     rc = io_uring_queue_init(depth, &e->ring, 0);
@@ -98,7 +99,7 @@ io_engine *io_engine_uring_new(unsigned depth, pgd_error *err)
     return &e->base;
 }
 
-bool io_uring_available(char *why, size_t whylen)
+bool io_engine_uring_available(char *why, size_t whylen)
 {
     struct io_uring ring;
     FILE *f = fopen("/proc/sys/kernel/io_uring_disabled", "r");

@@ -46,7 +46,7 @@ struct io_engine {
 const char *io_engine_name(io_engine_kind kind);
 
 /* Whether io_uring can be used here (kernel support, not disabled, not blocked by seccomp). */
-bool io_uring_available(char *why, size_t whylen);
+bool io_engine_uring_available(char *why, size_t whylen);
 
 io_engine *io_engine_new(io_engine_kind kind, unsigned depth, pgd_error *err);
 

@@ -8,8 +8,6 @@
 
 #include "util/crc32c.h"
 
-#define COPY_CHUNK (1024 * 1024)
-
 bool in_read_full(in_stream *s, void *buf, size_t len, size_t *n, pgd_error *err)
 {
     size_t done = 0;
@@ -26,57 +24,29 @@ bool in_read_full(in_stream *s, void *buf, size_t len, size_t *n, pgd_error *err
     return true;
 }
 
-bool stream_copy(in_stream *in, out_stream *out, uint64_t *copied, pgd_error *err)
-{
-    char *buf = malloc(COPY_CHUNK);
-    uint64_t total = 0;
-    bool ok = true;
-
-    if (buf == NULL)
-        return err_set(err, "out of memory");
-    for (;;) {
-        size_t n;
-        if (!in_read(in, buf, COPY_CHUNK, &n, err)) {
-            ok = false;
-            break;
-        }
-        if (n == 0)
-            break;
-        if (!out_write(out, buf, n, err)) {
-            ok = false;
-            break;
-        }
-        total += n;
-    }
-    free(buf);
-    if (copied != NULL)
-        *copied = total;
-    return ok;
-}
-
 /* ---- CRC out filter ---- */
 
-typedef struct crc_out {
+typedef struct stream_crc_out {
     out_stream base;
     out_stream *next;
     uint64_t bytes;
     uint32_t crc;
     uint64_t *size_result;
     uint32_t *crc_result;
-} crc_out;
+} stream_crc_out;
 
-static bool crc_out_write(out_stream *s, const void *buf, size_t len, pgd_error *err)
+static bool stream_crc_out_write(out_stream *s, const void *buf, size_t len, pgd_error *err)
 {
-    crc_out *c = (crc_out *)s;
+    stream_crc_out *c = (stream_crc_out *)s;
 
     c->crc = crc32c_update(c->crc, buf, len);
     c->bytes += len;
     return out_write(c->next, buf, len, err);
 }
 
-static bool crc_out_close(out_stream *s, pgd_error *err)
+static bool stream_crc_out_close(out_stream *s, pgd_error *err)
 {
-    crc_out *c = (crc_out *)s;
+    stream_crc_out *c = (stream_crc_out *)s;
     bool ok = out_close(c->next, err);
 
     *c->size_result = c->bytes;
@@ -85,26 +55,27 @@ static bool crc_out_close(out_stream *s, pgd_error *err)
     return ok;
 }
 
-static void crc_out_abort(out_stream *s)
+static void stream_crc_out_abort(out_stream *s)
 {
-    crc_out *c = (crc_out *)s;
+    stream_crc_out *c = (stream_crc_out *)s;
 
     out_abort(c->next);
     free(c);
 }
 
-static const out_stream_ops crc_out_ops = {crc_out_write, crc_out_close, crc_out_abort};
+static const out_stream_ops stream_crc_out_ops = {stream_crc_out_write, stream_crc_out_close,
+                                                  stream_crc_out_abort};
 
 out_stream *crc_out_new(out_stream *next, uint64_t *size, uint32_t *crc, pgd_error *err)
 {
-    crc_out *c = calloc(1, sizeof(*c));
+    stream_crc_out *c = calloc(1, sizeof(*c));
 
     if (c == NULL) {
         out_abort(next);
         err_set(err, "out of memory");
         return NULL;
     }
-    c->base.ops = &crc_out_ops;
+    c->base.ops = &stream_crc_out_ops;
     c->next = next;
     c->crc = CRC32C_INIT;
     c->size_result = size;
@@ -114,18 +85,18 @@ out_stream *crc_out_new(out_stream *next, uint64_t *size, uint32_t *crc, pgd_err
 
 /* ---- CRC in filter ---- */
 
-typedef struct crc_in {
+typedef struct stream_crc_in {
     in_stream base;
     in_stream *src;
     char *name;
     uint64_t bytes, expect_size;
     uint32_t crc, expect_crc;
     bool checked;
-} crc_in;
+} stream_crc_in;
 
-static bool crc_in_read(in_stream *s, void *buf, size_t len, size_t *n, pgd_error *err)
+static bool stream_crc_in_read(in_stream *s, void *buf, size_t len, size_t *n, pgd_error *err)
 {
-    crc_in *c = (crc_in *)s;
+    stream_crc_in *c = (stream_crc_in *)s;
 
     if (!in_read(c->src, buf, len, n, err))
         return false;
@@ -143,21 +114,21 @@ static bool crc_in_read(in_stream *s, void *buf, size_t len, size_t *n, pgd_erro
     return true;
 }
 
-static void crc_in_close(in_stream *s)
+static void stream_crc_in_close(in_stream *s)
 {
-    crc_in *c = (crc_in *)s;
+    stream_crc_in *c = (stream_crc_in *)s;
 
     in_close(c->src);
     free(c->name);
     free(c);
 }
 
-static const in_stream_ops crc_in_ops = {crc_in_read, crc_in_close};
+static const in_stream_ops stream_crc_in_ops = {stream_crc_in_read, stream_crc_in_close};
 
 in_stream *crc_in_new(in_stream *src, const char *name, uint64_t expect_size, uint32_t expect_crc,
                       pgd_error *err)
 {
-    crc_in *c = calloc(1, sizeof(*c));
+    stream_crc_in *c = calloc(1, sizeof(*c));
 
     if (c == NULL || (c->name = strdup(name)) == NULL) {
         free(c);
@@ -165,7 +136,7 @@ in_stream *crc_in_new(in_stream *src, const char *name, uint64_t expect_size, ui
         err_set(err, "out of memory");
         return NULL;
     }
-    c->base.ops = &crc_in_ops;
+    c->base.ops = &stream_crc_in_ops;
     c->src = src;
     c->crc = CRC32C_INIT;
     c->expect_size = expect_size;
@@ -175,15 +146,15 @@ in_stream *crc_in_new(in_stream *src, const char *name, uint64_t expect_size, ui
 
 /* ---- memory in stream ---- */
 
-typedef struct mem_in {
+typedef struct stream_mem_in {
     in_stream base;
     const char *data;
     size_t len, pos;
-} mem_in;
+} stream_mem_in;
 
-static bool mem_in_read(in_stream *s, void *buf, size_t len, size_t *n, pgd_error *err)
+static bool stream_mem_in_read(in_stream *s, void *buf, size_t len, size_t *n, pgd_error *err)
 {
-    mem_in *m = (mem_in *)s;
+    stream_mem_in *m = (stream_mem_in *)s;
     size_t left = m->len - m->pos;
 
     (void)err;
@@ -193,22 +164,22 @@ static bool mem_in_read(in_stream *s, void *buf, size_t len, size_t *n, pgd_erro
     return true;
 }
 
-static void mem_in_close(in_stream *s)
+static void stream_mem_in_close(in_stream *s)
 {
     free(s);
 }
 
-static const in_stream_ops mem_in_ops = {mem_in_read, mem_in_close};
+static const in_stream_ops stream_mem_in_ops = {stream_mem_in_read, stream_mem_in_close};
 
 in_stream *mem_in_new(const void *data, size_t len, pgd_error *err)
 {
-    mem_in *m = calloc(1, sizeof(*m));
+    stream_mem_in *m = calloc(1, sizeof(*m));
 
     if (m == NULL) {
         err_set(err, "out of memory");
         return NULL;
     }
-    m->base.ops = &mem_in_ops;
+    m->base.ops = &stream_mem_in_ops;
     m->data = data;
     m->len = len;
     return &m->base;

@@ -71,9 +71,6 @@ static inline void in_close(in_stream *s)
 /* Read exactly len bytes unless the stream ends first (*n tells how many). */
 bool in_read_full(in_stream *s, void *buf, size_t len, size_t *n, pgd_error *err);
 
-/* Copy everything from `in` to `out`; neither is closed. */
-bool stream_copy(in_stream *in, out_stream *out, uint64_t *copied, pgd_error *err);
-
 /*
  * Filters that count bytes and compute CRC-32C of what passes through.
  * The out filter stores its results in *size / *crc when it is closed.

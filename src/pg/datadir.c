@@ -19,6 +19,8 @@
 
 #define TABLESPACE_DIR "pg_tblspc"
 #define INIT_FORK      "_init"
+/* a link recorded as a directory whose target is not one: pg_basebackup's mode for it */
+#define DATADIR_LINKED_DIR_MODE 0700
 
 static const char *const excluded_top_files[] = {
     "postmaster.pid",  "postmaster.opts",          "backup_label",         "backup_label.old",
@@ -239,6 +241,50 @@ static bool walk_tablespace(walk_ctx *c, const char *link_abs, const char *rel, 
     return ok;
 }
 
+/*
+ * A link where a directory whose contents are left out belongs (pg_wal,
+ * pg_stat_tmp...) is recorded as that directory, as pg_basebackup does:
+ * *st becomes the directory's (the target's when it is one). pg_tblspc as
+ * a link is followed: the tablespace links are in it.
+ */
+static bool walk_link_is_dir(const char *parent, const char *name, const char *abs, struct stat *st)
+{
+    struct stat target;
+    bool keep_dir_only;
+
+    if (parent[0] == '\0' && strcmp(name, TABLESPACE_DIR) == 0)
+        keep_dir_only = true;
+    else if (datadir_excluded(parent, name, true, &keep_dir_only) || !keep_dir_only)
+        return false;
+    if (stat(abs, &target) == 0 && S_ISDIR(target.st_mode))
+        *st = target;
+    else
+        st->st_mode = S_IFDIR | DATADIR_LINKED_DIR_MODE;
+    return true;
+}
+
+/* A symbolic link, recorded with its target. */
+static bool walk_add_link(walk_ctx *c, const char *rel, const char *abs, const struct stat *st)
+{
+    char target[PATH_MAX];
+    ssize_t len = readlink(abs, target, sizeof(target) - 1);
+    datadir_entry *e;
+
+    if (len < 0 && errno == ENOENT) { /* removed while we walked */
+        log_info("skipping \"%s\": removed during the backup", abs);
+        return true;
+    }
+    if (len < 0)
+        return err_errno(c->err, errno, "could not read symbolic link \"%s\"", abs);
+    target[len] = '\0';
+    if (!add_entry(c, rel, abs, st))
+        return false;
+    e = &c->dd->entries[c->dd->n - 1];
+    e->size = 0;
+    e->link = strdup(target);
+    return e->link != NULL || err_set(c->err, "out of memory");
+}
+
 static bool walk_dir(walk_ctx *c, const char *abs, const char *rel, bool is_db_parent,
                      bool is_db_dir)
 {
@@ -269,10 +315,11 @@ static bool walk_dir(walk_ctx *c, const char *abs, const char *rel, bool is_db_p
             ok = walk_tablespace(c, child_abs, child_rel, name);
             continue;
         }
-        /* Other links (pg_wal moved elsewhere, a linked config file) are followed. */
-        if (S_ISLNK(st.st_mode) && stat(child_abs, &st) != 0) {
-            ok = err_errno(c->err, errno, "could not follow link \"%s\"", child_abs);
-            break;
+        /* other links are recorded as links, or as the directory they stand for (datadir.h) */
+        if (S_ISLNK(st.st_mode) && !walk_link_is_dir(rel, name, child_abs, &st)) {
+            if (!datadir_excluded(rel, name, false, &keep_dir_only))
+                ok = walk_add_link(c, child_rel, child_abs, &st);
+            continue;
         }
         if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
             log_warn("skipping \"%s\": not a regular file or directory", child_abs);
@@ -318,6 +365,7 @@ void datadir_free(datadir *dd)
     for (size_t i = 0; i < dd->n; i++) {
         free(dd->entries[i].path);
         free(dd->entries[i].source);
+        free(dd->entries[i].link);
     }
     for (size_t i = 0; i < dd->ntablespaces; i++)
         free(dd->tablespaces[i].location);

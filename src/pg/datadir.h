@@ -10,6 +10,12 @@
  * relation except its init fork. Also left out: backup_label,
  * tablespace_map, backup_manifest and the recovery/standby signal files,
  * which restore writes for itself.
+ *
+ * Other symbolic links are recorded as links, not followed, as
+ * pg_basebackup does: following them loops on "ln -s . loop" and backs up
+ * what a link points to (a config file in /etc) as if it lived in PGDATA.
+ * A link standing where a directory whose contents are left out belongs
+ * (pg_wal moved to another disk) is recorded as that directory.
  */
 #ifndef PGD_DATADIR_H
 #define PGD_DATADIR_H
@@ -24,6 +30,7 @@ typedef struct datadir_entry {
     char *path;   /* name in the backup, relative, '/'-separated */
     char *source; /* absolute path to read */
     bool is_dir;
+    char *link; /* a symbolic link: its target as readlink gives it; NULL otherwise */
     uint64_t size;
     uint32_t mode;
     int64_t mtime;

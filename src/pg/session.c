@@ -1,7 +1,7 @@
 /*
- * session.c - libpq session: server facts, backup start/stop (PG 15+ and
- * the PG 10-14 names), tablespaces, and the server's notices routed
- * through our logger.
+ * session.c - libpq session: server facts, the supported server versions,
+ * backup start/stop (PG 15+ and the PG 14 names), tablespaces, and the
+ * server's notices routed through our logger.
  */
 #include "pg/session.h"
 
@@ -13,8 +13,8 @@
 
 #include "util/log.h"
 
-#define PG_VERSION_MIN       100000
-#define PG_VERSION_NEW_NAMES 150000
+#define PG_VERSION_PER_MAJOR 10000  /* 150004: major 15, minor 4 (PostgreSQL 10 and later) */
+#define PG_VERSION_NEW_NAMES 150000 /* pg_backup_start/stop; 14 has pg_start/stop_backup */
 
 /* libpq messages span lines; ours are one line. */
 static void one_line(char *s)
@@ -125,11 +125,10 @@ bool pg_session_open(pg_session *s, const char *conninfo, pgd_error *err)
     }
     PQsetNoticeReceiver(s->conn, pg_session_notice, NULL);
     s->version_num = PQserverVersion(s->conn);
-    if (s->version_num < PG_VERSION_MIN) {
-        int v = s->version_num;
+    if (!pg_session_check_version(s->version_num, PQparameterStatus(s->conn, "server_version"),
+                                  err)) {
         pg_session_close(s);
-        return err_set(err, "server version %d is not supported (PostgreSQL 10 or later needed)",
-                       v);
+        return false;
     }
     if (!fetch_one(s, "SHOW server_version", s->version, sizeof(s->version), err) ||
         !fetch_one(s, "SELECT setting FROM pg_catalog.pg_settings WHERE name = 'data_directory'",
@@ -157,6 +156,21 @@ bool pg_session_open(pg_session *s, const char *conninfo, pgd_error *err)
 fail:
     pg_session_close(s);
     return false;
+}
+
+bool pg_session_check_version(int version_num, const char *version, pgd_error *err)
+{
+    int major = version_num / PG_VERSION_PER_MAJOR;
+    char number[32];
+
+    if (version_num > 0 && major >= PG_SESSION_MAJOR_MIN && major <= PG_SESSION_MAJOR_MAX)
+        return true;
+    if (version == NULL || version[0] == '\0') {
+        snprintf(number, sizeof(number), "%d", version_num);
+        version = number;
+    }
+    return err_set(err, "server version %s is not supported: pgdirect supports PostgreSQL %d to %d",
+                   version, PG_SESSION_MAJOR_MIN, PG_SESSION_MAJOR_MAX);
 }
 
 void pg_session_close(pg_session *s)

@@ -13,6 +13,15 @@
 
 #include "util/error.h"
 
+/*
+ * The server versions pgdirect knows: their backup functions, WAL page
+ * magic, data directory layout and backup_manifest format are the ones the
+ * code and the version matrix of the tests cover. Any other is refused
+ * before a backup starts rather than guessed at.
+ */
+#define PG_SESSION_MAJOR_MIN 14
+#define PG_SESSION_MAJOR_MAX 18
+
 typedef struct pg_session {
     PGconn *conn;
     int version_num; /* 150004 */
@@ -29,16 +38,26 @@ typedef struct pg_tablespace {
     char name[128];
 } pg_tablespace;
 
-/* Connect (conninfo may be empty: libpq's PG* variables apply) and read server facts. */
+/*
+ * Connect (conninfo may be empty: libpq's PG* variables apply) and read
+ * server facts; a server outside PG_SESSION_MAJOR_MIN..MAX is refused.
+ */
 bool pg_session_open(pg_session *s, const char *conninfo, pgd_error *err);
 void pg_session_close(pg_session *s);
 
-/* pg_backup_start / pg_start_backup(label, fast, false). */
+/*
+ * Whether pgdirect supports a server of version `version_num` (150004);
+ * `version` is the server's own text for the message ("13.16"), or NULL.
+ */
+bool pg_session_check_version(int version_num, const char *version, pgd_error *err);
+
+/* pg_backup_start (15+) / pg_start_backup(label, fast, false) (14). */
 bool pg_session_backup_start(pg_session *s, const char *label, bool fast, char *start_lsn,
                              size_t lsn_len, pgd_error *err);
 
 /*
- * pg_backup_stop(wait) / pg_stop_backup(false, wait). With wait_for_archive
+ * pg_backup_stop(wait) (15+) / pg_stop_backup(false, wait) (14): the same
+ * three columns (lsn, labelfile, spcmapfile). With wait_for_archive
  * the server blocks until its archiver has archived the backup's WAL, with
  * no time limit; a caller that checks the repository itself, under its own
  * deadline, passes false. Strings malloc'd.

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/text.h"
+
 void manifest_init(manifest *m)
 {
     memset(m, 0, sizeof(*m));
@@ -17,6 +19,11 @@ void manifest_free(manifest *m)
 {
     for (size_t i = 0; i < m->nfiles; i++)
         free(m->files[i].path);
+    for (size_t i = 0; i < m->nlinks; i++) {
+        free(m->links[i].path);
+        free(m->links[i].target);
+    }
+    free(m->links);
     for (size_t i = 0; i < m->npartitions; i++)
         free(m->partitions[i].name);
     for (size_t i = 0; i < m->ntablespaces; i++) {
@@ -47,6 +54,31 @@ bool manifest_add_file(manifest *m, const manifest_file *f, pgd_error *err)
     if (m->files[m->nfiles].path == NULL)
         return err_set(err, "out of memory");
     m->nfiles++;
+    return true;
+}
+
+bool manifest_add_link(manifest *m, const manifest_link *l, pgd_error *err)
+{
+    manifest_link *added;
+
+    if (m->nlinks == m->cap_links) {
+        size_t cap = m->cap_links ? m->cap_links * 2 : 16;
+        manifest_link *grown = realloc(m->links, cap * sizeof(*grown));
+        if (grown == NULL)
+            return err_set(err, "out of memory");
+        m->links = grown;
+        m->cap_links = cap;
+    }
+    added = &m->links[m->nlinks];
+    *added = *l;
+    added->path = strdup(l->path);
+    added->target = strdup(l->target);
+    if (added->path == NULL || added->target == NULL) {
+        free(added->path);
+        free(added->target);
+        return err_set(err, "out of memory");
+    }
+    m->nlinks++;
     return true;
 }
 
@@ -83,7 +115,7 @@ bool manifest_add_tablespace(manifest *m, uint32_t oid, const char *name, const 
     return true;
 }
 
-static json_t *crc_json(uint32_t crc)
+static json_t *manifest_crc_json(uint32_t crc)
 {
     char hex[9];
 
@@ -91,42 +123,15 @@ static json_t *crc_json(uint32_t crc)
     return json_string(hex);
 }
 
-/* A growing text buffer; each manifest element is serialised on its own and appended. */
-typedef struct json_text {
-    char *data;
-    size_t len, cap;
-    bool failed;
-} json_text;
-
-static void text_add(json_text *t, const char *s)
-{
-    size_t n = strlen(s);
-
-    if (t->failed)
-        return;
-    if (t->len + n + 1 > t->cap) {
-        size_t cap = (t->len + n + 1) * 2;
-        char *grown = realloc(t->data, cap);
-        if (grown == NULL) {
-            t->failed = true;
-            return;
-        }
-        t->data = grown;
-        t->cap = cap;
-    }
-    memcpy(t->data + t->len, s, n + 1);
-    t->len += n;
-}
-
-/* Append one small JSON value and free it. */
-static void text_add_json(json_t *v, json_text *t)
+/* Append one small JSON value, serialised on its own, and free it. */
+static void manifest_append_json(text_buf *t, json_t *v)
 {
     char *s = v ? json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY) : NULL;
 
     if (s == NULL)
         t->failed = true;
     else
-        text_add(t, s);
+        text_buf_append(t, s);
     free(s);
     json_decref(v);
 }
@@ -137,30 +142,29 @@ static void text_add_json(json_t *v, json_text *t)
  */
 bool manifest_to_json(const manifest *m, char **json, pgd_error *err)
 {
-    json_text t = {0};
+    text_buf t = {0};
 
-    text_add(&t, "{\n \"format\": ");
-    text_add_json(json_integer(MANIFEST_FORMAT), &t);
-    text_add(&t, ",\n \"id\": ");
-    text_add_json(json_string(m->id), &t);
-    text_add(&t, ",\n \"compression\": ");
-    text_add_json(json_string(compress_name(m->compression)), &t);
-    text_add(&t, ",\n \"partitions\": [");
+    text_buf_append(&t, "{\n \"format\": ");
+    manifest_append_json(&t, json_integer(MANIFEST_FORMAT));
+    text_buf_append(&t, ",\n \"id\": ");
+    manifest_append_json(&t, json_string(m->id));
+    text_buf_append(&t, ",\n \"compression\": ");
+    manifest_append_json(&t, json_string(compress_name(m->compression)));
+    text_buf_append(&t, ",\n \"partitions\": [");
     for (size_t i = 0; i < m->npartitions; i++) {
-        text_add(&t, i ? ",\n  " : "\n  ");
-        text_add_json(json_pack("{s:s, s:I, s:o}", "name", m->partitions[i].name, "size",
-                                (json_int_t)m->partitions[i].size, "crc32c",
-                                crc_json(m->partitions[i].crc)),
-                      &t);
+        text_buf_append(&t, i ? ",\n  " : "\n  ");
+        manifest_append_json(&t, json_pack("{s:s, s:I, s:o}", "name", m->partitions[i].name, "size",
+                                           (json_int_t)m->partitions[i].size, "crc32c",
+                                           manifest_crc_json(m->partitions[i].crc)));
     }
-    text_add(&t, "\n ],\n \"tablespaces\": [");
+    text_buf_append(&t, "\n ],\n \"tablespaces\": [");
     for (size_t i = 0; i < m->ntablespaces; i++) {
-        text_add(&t, i ? ",\n  " : "\n  ");
-        text_add_json(json_pack("{s:I, s:s, s:s}", "oid", (json_int_t)m->tablespaces[i].oid, "name",
-                                m->tablespaces[i].name, "location", m->tablespaces[i].location),
-                      &t);
+        text_buf_append(&t, i ? ",\n  " : "\n  ");
+        manifest_append_json(
+            &t, json_pack("{s:I, s:s, s:s}", "oid", (json_int_t)m->tablespaces[i].oid, "name",
+                          m->tablespaces[i].name, "location", m->tablespaces[i].location));
     }
-    text_add(&t, "\n ],\n \"files\": [");
+    text_buf_append(&t, "\n ],\n \"files\": [");
     for (size_t i = 0; i < m->nfiles; i++) {
         const manifest_file *f = &m->files[i];
         json_t *o =
@@ -168,26 +172,32 @@ bool manifest_to_json(const manifest *m, char **json, pgd_error *err)
                       "mode", (json_int_t)f->mode, "mtime", (json_int_t)f->mtime);
         if (o != NULL && !f->is_dir) {
             json_object_set_new(o, "size", json_integer((json_int_t)f->size));
-            json_object_set_new(o, "crc32c", crc_json(f->crc));
+            json_object_set_new(o, "crc32c", manifest_crc_json(f->crc));
             json_object_set_new(o, "partition", json_integer(f->partition));
         }
-        text_add(&t, i ? ",\n  " : "\n  ");
-        text_add_json(o, &t);
+        text_buf_append(&t, i ? ",\n  " : "\n  ");
+        manifest_append_json(&t, o);
     }
-    text_add(&t, "\n ],\n \"backup_label\": ");
-    text_add_json(json_string(m->backup_label ? m->backup_label : ""), &t);
-    text_add(&t, ",\n \"tablespace_map\": ");
-    text_add_json(json_string(m->tablespace_map ? m->tablespace_map : ""), &t);
-    text_add(&t, "\n}\n");
-    if (t.failed) {
-        free(t.data);
+    for (size_t i = 0; i < m->nlinks; i++) {
+        const manifest_link *l = &m->links[i];
+        text_buf_append(&t, i || m->nfiles ? ",\n  " : "\n  ");
+        manifest_append_json(&t, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I}", "path", l->path,
+                                           "type", "link", "target", l->target, "mode",
+                                           (json_int_t)l->mode, "mtime", (json_int_t)l->mtime,
+                                           "partition", (json_int_t)l->partition));
+    }
+    text_buf_append(&t, "\n ],\n \"backup_label\": ");
+    manifest_append_json(&t, json_string(m->backup_label ? m->backup_label : ""));
+    text_buf_append(&t, ",\n \"tablespace_map\": ");
+    manifest_append_json(&t, json_string(m->tablespace_map ? m->tablespace_map : ""));
+    text_buf_append(&t, "\n}\n");
+    *json = text_buf_take(&t);
+    if (*json == NULL)
         return err_set(err, "could not serialise manifest of backup \"%s\"", m->id);
-    }
-    *json = t.data;
     return true;
 }
 
-static bool parse_crc(const char *hex, uint32_t *out)
+static bool manifest_parse_crc(const char *hex, uint32_t *out)
 {
     char *end;
     unsigned long v;
@@ -201,7 +211,7 @@ static bool parse_crc(const char *hex, uint32_t *out)
     return true;
 }
 
-static char *dup_or_empty(const char *s)
+static char *manifest_dup_or_empty(const char *s)
 {
     return strdup(s != NULL ? s : "");
 }
@@ -235,8 +245,8 @@ bool manifest_from_json(manifest *m, const char *json, const char *what, pgd_err
         goto done;
     }
     m->id = strdup(id);
-    m->backup_label = dup_or_empty(label);
-    m->tablespace_map = dup_or_empty(spcmap);
+    m->backup_label = manifest_dup_or_empty(label);
+    m->tablespace_map = manifest_dup_or_empty(spcmap);
     json_array_foreach(parts, i, v)
     {
         const char *name, *crc;
@@ -244,7 +254,7 @@ bool manifest_from_json(manifest *m, const char *json, const char *what, pgd_err
         uint32_t crcv;
         if (json_unpack_ex(v, &jerr, 0, "{s:s, s:I, s:s}", "name", &name, "size", &size, "crc32c",
                            &crc) != 0 ||
-            size < 0 || !parse_crc(crc, &crcv)) {
+            size < 0 || !manifest_parse_crc(crc, &crcv)) {
             err_set(err, "invalid partition %zu in %s", i, what);
             goto done;
         }
@@ -267,22 +277,37 @@ bool manifest_from_json(manifest *m, const char *json, const char *what, pgd_err
     json_array_foreach(files, i, v)
     {
         manifest_file f = {0};
-        const char *path, *type, *crc = NULL;
+        const char *path, *type, *crc = NULL, *target = NULL;
         json_int_t mode, mtime, size = 0, partition = 0;
 
-        if (json_unpack_ex(v, &jerr, 0, "{s:s, s:s, s:I, s:I, s?I, s?s, s?I}", "path", &path,
+        if (json_unpack_ex(v, &jerr, 0, "{s:s, s:s, s:I, s:I, s?I, s?s, s?I, s?s}", "path", &path,
                            "type", &type, "mode", &mode, "mtime", &mtime, "size", &size, "crc32c",
-                           &crc, "partition", &partition) != 0) {
+                           &crc, "partition", &partition, "target", &target) != 0) {
             err_set(err, "invalid file entry %zu in %s: %s", i, what, jerr.text);
             goto done;
+        }
+        if (strcmp(type, "link") == 0) {
+            manifest_link l = {.path = (char *)path,
+                               .target = (char *)target,
+                               .mode = (uint32_t)mode & 07777,
+                               .mtime = mtime,
+                               .partition = (uint32_t)partition};
+            if (target == NULL || target[0] == '\0' || partition < 1 ||
+                (size_t)partition > m->npartitions) {
+                err_set(err, "invalid link entry \"%s\" in %s", path, what);
+                goto done;
+            }
+            if (!manifest_add_link(m, &l, err))
+                goto done;
+            continue;
         }
         f.path = (char *)path;
         f.is_dir = strcmp(type, "dir") == 0;
         f.mode = (uint32_t)mode & 07777;
         f.mtime = mtime;
         if (!f.is_dir) {
-            if (strcmp(type, "file") != 0 || size < 0 || !parse_crc(crc, &f.crc) || partition < 1 ||
-                (size_t)partition > m->npartitions) {
+            if (strcmp(type, "file") != 0 || size < 0 || !manifest_parse_crc(crc, &f.crc) ||
+                partition < 1 || (size_t)partition > m->npartitions) {
                 err_set(err, "invalid file entry \"%s\" in %s", path, what);
                 goto done;
             }
@@ -302,24 +327,32 @@ done:
     return ok;
 }
 
-static int file_cmp(const void *a, const void *b)
+static int manifest_file_cmp(const void *a, const void *b)
 {
     return strcmp(((const manifest_file *)a)->path, ((const manifest_file *)b)->path);
+}
+
+static int manifest_link_cmp(const void *a, const void *b)
+{
+    return strcmp(((const manifest_link *)a)->path, ((const manifest_link *)b)->path);
 }
 
 void manifest_build_index(manifest *m)
 {
     if (m->nfiles > 1)
-        qsort(m->files, m->nfiles, sizeof(*m->files), file_cmp);
+        qsort(m->files, m->nfiles, sizeof(*m->files), manifest_file_cmp);
+    if (m->nlinks > 1)
+        qsort(m->links, m->nlinks, sizeof(*m->links), manifest_link_cmp);
 }
 
-long manifest_find(const manifest *m, const char *path)
+/* Binary search of `path` in n elements of `size` bytes whose first member is their path. */
+static long manifest_search(const void *base, size_t n, size_t size, const char *path)
 {
-    size_t lo = 0, hi = m->nfiles;
+    size_t lo = 0, hi = n;
 
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(path, m->files[mid].path);
+        int c = strcmp(path, *(char *const *)((const char *)base + mid * size));
         if (c == 0)
             return (long)mid;
         if (c < 0)
@@ -328,4 +361,14 @@ long manifest_find(const manifest *m, const char *path)
             lo = mid + 1;
     }
     return -1;
+}
+
+long manifest_find(const manifest *m, const char *path)
+{
+    return manifest_search(m->files, m->nfiles, sizeof(*m->files), path);
+}
+
+long manifest_find_link(const manifest *m, const char *path)
+{
+    return manifest_search(m->links, m->nlinks, sizeof(*m->links), path);
 }

@@ -6,12 +6,18 @@
  *   partitions[]          name, size (stored bytes), crc32c of the stored bytes
  *   tablespaces[]         oid, name, location (the pg_tblspc link target)
  *   files[]               path (relative to PGDATA, tablespace files under
- *                         pg_tblspc/<oid>/), type "file"|"dir", mode, mtime,
- *                         and for files: size, crc32c (hex), partition (1-based)
+ *                         pg_tblspc/<oid>/), type "file"|"dir"|"link", mode,
+ *                         mtime; for files: size, crc32c (hex), partition
+ *                         (1-based); for links: target (as readlink gives
+ *                         it) and partition (where its tar entry is)
  *   backup_label, tablespace_map   text returned by pg_backup_stop
  *
  * Files are stored in partition order; a file that vanished during the
- * backup is not listed.
+ * backup is not listed. Links are symbolic links of the data directory
+ * other than the tablespace links (pg/datadir.h); manifests written before
+ * links were recorded simply have none. In memory they are kept apart from
+ * files and directories (links[]): they have no data to check, restore
+ * creates them last, and PostgreSQL's backup_manifest lists none.
  */
 #ifndef PGD_MANIFEST_H
 #define PGD_MANIFEST_H
@@ -35,6 +41,14 @@ typedef struct manifest_file {
     uint32_t partition;
 } manifest_file;
 
+typedef struct manifest_link {
+    char *path;
+    char *target;
+    uint32_t mode;
+    int64_t mtime;
+    uint32_t partition;
+} manifest_link;
+
 typedef struct manifest_partition {
     char *name;
     uint64_t size;
@@ -52,6 +66,8 @@ typedef struct manifest {
     compress_kind compression;
     manifest_file *files;
     size_t nfiles, cap_files;
+    manifest_link *links;
+    size_t nlinks, cap_links;
     manifest_partition *partitions;
     size_t npartitions;
     manifest_tablespace *tablespaces;
@@ -64,6 +80,7 @@ void manifest_init(manifest *m);
 void manifest_free(manifest *m);
 
 bool manifest_add_file(manifest *m, const manifest_file *f, pgd_error *err);
+bool manifest_add_link(manifest *m, const manifest_link *l, pgd_error *err);
 bool manifest_add_partition(manifest *m, const char *name, uint64_t size, uint32_t crc,
                             pgd_error *err);
 bool manifest_add_tablespace(manifest *m, uint32_t oid, const char *name, const char *location,
@@ -74,8 +91,11 @@ bool manifest_to_json(const manifest *m, char **json, pgd_error *err);
 /* Parse and validate types; `what` names the object in errors. */
 bool manifest_from_json(manifest *m, const char *json, const char *what, pgd_error *err);
 
-/* Index of the file by path (binary search after manifest_sort_index); -1 if absent. */
+/* Sort files and links by path, for manifest_find and manifest_find_link. */
 void manifest_build_index(manifest *m);
+/* Index of the file or directory at `path` (binary search); -1 if absent. */
 long manifest_find(const manifest *m, const char *path);
+/* Index of the link at `path` (binary search); -1 if absent. */
+long manifest_find_link(const manifest *m, const char *path);
 
 #endif

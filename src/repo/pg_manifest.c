@@ -1,5 +1,6 @@
 /*
- * pg_manifest.c - write a PostgreSQL backup_manifest.
+ * pg_manifest.c - write a PostgreSQL backup_manifest (format in
+ * pg_manifest.h).
  */
 #define _GNU_SOURCE
 #include "repo/pg_manifest.h"
@@ -14,6 +15,10 @@
 #include "util/crc32c.h"
 
 #define SHA256_LEN 32
+/* PostgreSQL 17 writes manifest version 2, with the System-Identifier. */
+#define PG_VERSION_MANIFEST_V2 170000
+#define MANIFEST_V1            1
+#define MANIFEST_V2            2
 
 typedef struct text_buf {
     char *data;
@@ -80,15 +85,37 @@ static void add_file(text_buf *b, bool first, const char *path, uint64_t size, i
                crc >> 24);
 }
 
-bool pg_manifest_build(const manifest *m, int64_t label_mtime, uint32_t timeline,
-                       const char *start_lsn, const char *stop_lsn, char **out, pgd_error *err)
+int pg_manifest_version(int pg_version_num)
+{
+    return pg_version_num >= PG_VERSION_MANIFEST_V2 ? MANIFEST_V2 : MANIFEST_V1;
+}
+
+/*
+ * The System-Identifier goes into the manifest as a bare JSON number that
+ * PostgreSQL parses with strtou64: digits only, at most 20 of them.
+ */
+static bool system_identifier_valid(const char *sysid)
+{
+    size_t n = strspn(sysid, "0123456789");
+
+    return n > 0 && n <= 20 && sysid[n] == '\0';
+}
+
+bool pg_manifest_build(const manifest *m, const backup_info *bi, char **out, pgd_error *err)
 {
     text_buf b = {0};
     unsigned char digest[SHA256_LEN];
     unsigned int dlen = 0;
+    int version = pg_manifest_version(bi->pg_version_num);
 
-    buf_printf(&b, "{ \"PostgreSQL-Backup-Manifest-Version\": 1,\n\"Files\": [\n");
-    add_file(&b, true, "backup_label", strlen(m->backup_label), label_mtime,
+    if (version == MANIFEST_V2 && !system_identifier_valid(bi->system_identifier))
+        return err_set(err, "invalid system identifier \"%s\" for backup_manifest",
+                       bi->system_identifier);
+    buf_printf(&b, "{ \"PostgreSQL-Backup-Manifest-Version\": %d,\n", version);
+    if (version == MANIFEST_V2)
+        buf_printf(&b, "\"System-Identifier\": %s,\n", bi->system_identifier);
+    buf_printf(&b, "\"Files\": [\n");
+    add_file(&b, true, "backup_label", strlen(m->backup_label), bi->stop_time,
              crc32c(m->backup_label, strlen(m->backup_label)));
     for (size_t i = 0; i < m->nfiles; i++)
         if (!m->files[i].is_dir)
@@ -97,7 +124,7 @@ bool pg_manifest_build(const manifest *m, int64_t label_mtime, uint32_t timeline
     buf_printf(&b,
                "\n],\n\"WAL-Ranges\": [\n{ \"Timeline\": %u, \"Start-LSN\": \"%s\", "
                "\"End-LSN\": \"%s\" }\n],\n",
-               timeline, start_lsn, stop_lsn);
+               bi->timeline, bi->start_lsn, bi->stop_lsn);
     if (b.oom) {
         free(b.data);
         return err_set(err, "out of memory");

@@ -12,6 +12,8 @@
 #define USTAR_SIZE_MAX  077777777777ULL /* 11 octal digits */
 #define PAX_RECORDS_MAX (64 * 1024)
 #define SKIP_CHUNK      (64 * 1024)
+/* an entry's data plus padding must fit in the 64-bit counters (and off_t) */
+#define TAR_SIZE_MAX ((uint64_t)INT64_MAX - TAR_BLOCK)
 
 typedef struct ustar_header {
     char name[100];
@@ -35,7 +37,7 @@ typedef struct ustar_header {
 
 _Static_assert(sizeof(ustar_header) == TAR_BLOCK, "ustar header is one block");
 
-static const char zero_block[TAR_BLOCK];
+static const char tar_zero_block[TAR_BLOCK];
 
 void tar_entry_free(tar_entry *e)
 {
@@ -45,7 +47,7 @@ void tar_entry_free(tar_entry *e)
 }
 
 /* width-1 zero-padded octal digits and a NUL; the caller keeps value in range */
-static void put_octal(char *field, size_t width, uint64_t value)
+static void tar_put_octal(char *field, size_t width, uint64_t value)
 {
     field[width - 1] = '\0';
     for (size_t i = width - 1; i-- > 0;) {
@@ -55,14 +57,14 @@ static void put_octal(char *field, size_t width, uint64_t value)
 }
 
 /* A ustar name field need not be NUL-terminated when full. */
-static void put_name(char *field, size_t width, const char *s)
+static void tar_put_name(char *field, size_t width, const char *s)
 {
     size_t len = strlen(s);
 
     memcpy(field, s, len < width ? len : width);
 }
 
-static unsigned header_checksum(const ustar_header *h)
+static unsigned tar_header_checksum(const ustar_header *h)
 {
     const unsigned char *p = (const unsigned char *)h;
     unsigned sum = 0;
@@ -74,7 +76,7 @@ static unsigned header_checksum(const ustar_header *h)
 }
 
 /* Append one "LEN key=value\n" record; LEN counts the whole record, itself included. */
-static bool pax_append(char *buf, size_t *used, const char *key, const char *value)
+static bool tar_pax_append(char *buf, size_t *used, const char *key, const char *value)
 {
     size_t body = strlen(key) + strlen(value) + 3; /* ' ' '=' '\n' */
     size_t digits = 1, total;
@@ -93,24 +95,24 @@ static bool pax_append(char *buf, size_t *used, const char *key, const char *val
     return true;
 }
 
-static bool write_block_header(out_stream *out, char type, const char *name, const char *link,
-                               uint64_t size, uint32_t mode, int64_t mtime, pgd_error *err)
+static bool tar_write_block_header(out_stream *out, char type, const char *name, const char *link,
+                                   uint64_t size, uint32_t mode, int64_t mtime, pgd_error *err)
 {
     ustar_header h;
 
     memset(&h, 0, sizeof(h));
-    put_name(h.name, sizeof(h.name), name);
+    tar_put_name(h.name, sizeof(h.name), name);
     if (link != NULL)
-        put_name(h.linkname, sizeof(h.linkname), link);
-    put_octal(h.mode, sizeof(h.mode), mode & 07777);
-    put_octal(h.uid, sizeof(h.uid), 0);
-    put_octal(h.gid, sizeof(h.gid), 0);
-    put_octal(h.size, sizeof(h.size), size > USTAR_SIZE_MAX ? 0 : size);
-    put_octal(h.mtime, sizeof(h.mtime), mtime < 0 ? 0 : (uint64_t)mtime);
+        tar_put_name(h.linkname, sizeof(h.linkname), link);
+    tar_put_octal(h.mode, sizeof(h.mode), mode & 07777);
+    tar_put_octal(h.uid, sizeof(h.uid), 0);
+    tar_put_octal(h.gid, sizeof(h.gid), 0);
+    tar_put_octal(h.size, sizeof(h.size), size > USTAR_SIZE_MAX ? 0 : size);
+    tar_put_octal(h.mtime, sizeof(h.mtime), mtime < 0 ? 0 : (uint64_t)mtime);
     h.typeflag = type;
     memcpy(h.magic, "ustar", 6);
     memcpy(h.version, "00", 2);
-    put_octal(h.chksum, 7, header_checksum(&h));
+    tar_put_octal(h.chksum, 7, tar_header_checksum(&h));
     h.chksum[7] = ' ';
     return out_write(out, &h, sizeof(h), err);
 }
@@ -128,31 +130,32 @@ bool tar_write_header(out_stream *out, const tar_entry *e, pgd_error *err)
         bool ok = records != NULL;
 
         if (ok && long_name)
-            ok = pax_append(records, &used, "path", e->path);
+            ok = tar_pax_append(records, &used, "path", e->path);
         if (ok && long_link)
-            ok = pax_append(records, &used, "linkpath", e->linkpath);
+            ok = tar_pax_append(records, &used, "linkpath", e->linkpath);
         if (ok && big) {
             snprintf(num, sizeof(num), "%llu", (unsigned long long)e->size);
-            ok = pax_append(records, &used, "size", num);
+            ok = tar_pax_append(records, &used, "size", num);
         }
         if (!ok) {
             free(records);
             return err_set(err, "could not build pax header for \"%s\"", e->path);
         }
-        ok = write_block_header(out, 'x', "././@PaxHeader", NULL, used, 0644, e->mtime, err) &&
+        ok = tar_write_block_header(out, 'x', "././@PaxHeader", NULL, used, 0644, e->mtime, err) &&
              out_write(out, records, used, err) && tar_write_zeros(out, tar_padding(used), err);
         free(records);
         if (!ok)
             return false;
     }
-    return write_block_header(out, e->type, e->path, e->linkpath, e->size, e->mode, e->mtime, err);
+    return tar_write_block_header(out, e->type, e->path, e->linkpath, e->size, e->mode, e->mtime,
+                                  err);
 }
 
 bool tar_write_zeros(out_stream *out, uint64_t count, pgd_error *err)
 {
     while (count > 0) {
         size_t n = count < TAR_BLOCK ? (size_t)count : TAR_BLOCK;
-        if (!out_write(out, zero_block, n, err))
+        if (!out_write(out, tar_zero_block, n, err))
             return false;
         count -= n;
     }
@@ -173,7 +176,7 @@ void tar_reader_init(tar_reader *r, in_stream *in, const char *name)
     r->name = name;
 }
 
-static bool parse_octal(const char *field, size_t width, uint64_t *out)
+static bool tar_parse_octal(const char *field, size_t width, uint64_t *out)
 {
     uint64_t v = 0;
     size_t i = 0;
@@ -194,7 +197,37 @@ static bool parse_octal(const char *field, size_t width, uint64_t *out)
     return true;
 }
 
-static bool read_exact(tar_reader *r, void *buf, size_t len, pgd_error *err)
+/* Device numbers: writers leave them empty (NUL or spaces) or write octal. */
+static bool tar_parse_octal_or_blank(const char *field, size_t width, uint64_t *out)
+{
+    size_t i = 0;
+
+    while (i < width && (field[i] == ' ' || field[i] == '\0'))
+        i++;
+    if (i == width) {
+        *out = 0;
+        return true;
+    }
+    return tar_parse_octal(field, width, out);
+}
+
+/* Decimal digits only (no sign, space or base prefix), no overflow. */
+static bool tar_parse_decimal(const char *s, size_t len, uint64_t *out)
+{
+    uint64_t v = 0;
+
+    if (len == 0)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9' || v > (UINT64_MAX - (uint64_t)(s[i] - '0')) / 10)
+            return false;
+        v = v * 10 + (uint64_t)(s[i] - '0');
+    }
+    *out = v;
+    return true;
+}
+
+static bool tar_read_exact(tar_reader *r, void *buf, size_t len, pgd_error *err)
 {
     size_t n;
 
@@ -205,40 +238,40 @@ static bool read_exact(tar_reader *r, void *buf, size_t len, pgd_error *err)
     return true;
 }
 
-static bool skip_bytes(tar_reader *r, uint64_t count, pgd_error *err)
+static bool tar_skip_bytes(tar_reader *r, uint64_t count, pgd_error *err)
 {
     char buf[SKIP_CHUNK];
 
     while (count > 0) {
         size_t n = count < sizeof(buf) ? (size_t)count : sizeof(buf);
-        if (!read_exact(r, buf, n, err))
+        if (!tar_read_exact(r, buf, n, err))
             return false;
         count -= n;
     }
     return true;
 }
 
-static char *dup_field(const char *field, size_t width)
+static char *tar_dup_field(const char *field, size_t width)
 {
     return strndup(field, strnlen(field, width));
 }
 
 /* Parse pax records into overrides of path/linkpath/size. */
-static bool parse_pax(tar_reader *r, char *rec, size_t len, char **path, char **link,
-                      uint64_t *size, bool *has_size, pgd_error *err)
+static bool tar_parse_pax(tar_reader *r, char *rec, size_t len, char **path, char **link,
+                          uint64_t *size, bool *has_size, pgd_error *err)
 {
     size_t pos = 0;
 
     while (pos < len) {
-        char *end;
-        unsigned long reclen = strtoul(rec + pos, &end, 10);
+        size_t digits = strspn(rec + pos, "0123456789");
+        uint64_t reclen;
         char *key, *eq, *value;
 
-        if (end == rec + pos || *end != ' ' || reclen == 0 || reclen > len - pos ||
-            rec[pos + reclen - 1] != '\n')
+        if (!tar_parse_decimal(rec + pos, digits, &reclen) || rec[pos + digits] != ' ' ||
+            reclen <= digits + 1 || reclen > len - pos || rec[pos + reclen - 1] != '\n')
             return err_set(err, "tar archive \"%s\" has a malformed pax header", r->name);
         rec[pos + reclen - 1] = '\0';
-        key = end + 1;
+        key = rec + pos + digits + 1;
         eq = strchr(key, '=');
         if (eq == NULL)
             return err_set(err, "tar archive \"%s\" has a malformed pax record", r->name);
@@ -251,9 +284,7 @@ static bool parse_pax(tar_reader *r, char *rec, size_t len, char **path, char **
             free(*link);
             *link = strdup(value);
         } else if (strcmp(key, "size") == 0) {
-            char *vend;
-            *size = strtoull(value, &vend, 10);
-            if (vend == value || *vend != '\0')
+            if (!tar_parse_decimal(value, strlen(value), size) || *size > TAR_SIZE_MAX)
                 return err_set(err, "tar archive \"%s\" has an invalid pax size \"%s\"", r->name,
                                value);
             *has_size = true;
@@ -272,28 +303,34 @@ bool tar_reader_next(tar_reader *r, tar_entry *e, bool *end, pgd_error *err)
 
     memset(e, 0, sizeof(*e));
     *end = false;
-    if (!skip_bytes(r, r->data_left + r->pad_left, err))
+    if (!tar_skip_bytes(r, r->data_left + r->pad_left, err))
         return false;
     r->data_left = r->pad_left = 0;
 
     for (;;) {
         ustar_header h;
-        uint64_t size, mode, mtime, sum;
+        uint64_t size, mode, mtime, sum, id, dev;
 
-        if (!read_exact(r, &h, sizeof(h), err))
+        if (!tar_read_exact(r, &h, sizeof(h), err))
             goto done;
-        if (memcmp(&h, zero_block, TAR_BLOCK) == 0) {
+        if (memcmp(&h, tar_zero_block, TAR_BLOCK) == 0) {
             *end = true;
             ok = true;
             goto done;
         }
-        if (!parse_octal(h.chksum, sizeof(h.chksum), &sum) || sum != header_checksum(&h)) {
+        if (!tar_parse_octal(h.chksum, sizeof(h.chksum), &sum) || sum != tar_header_checksum(&h)) {
             err_set(err, "tar archive \"%s\" has a corrupt header (bad checksum)", r->name);
             goto done;
         }
-        if (!parse_octal(h.size, sizeof(h.size), &size) ||
-            !parse_octal(h.mode, sizeof(h.mode), &mode) ||
-            !parse_octal(h.mtime, sizeof(h.mtime), &mtime)) {
+        /* every numeric field must parse, those we do not use too: a sign of a forged header */
+        if (!tar_parse_octal(h.size, sizeof(h.size), &size) ||
+            !tar_parse_octal(h.mode, sizeof(h.mode), &mode) ||
+            !tar_parse_octal(h.mtime, sizeof(h.mtime), &mtime) ||
+            !tar_parse_octal(h.uid, sizeof(h.uid), &id) ||
+            !tar_parse_octal(h.gid, sizeof(h.gid), &id) ||
+            !tar_parse_octal_or_blank(h.devmajor, sizeof(h.devmajor), &dev) ||
+            !tar_parse_octal_or_blank(h.devminor, sizeof(h.devminor), &dev) ||
+            size > TAR_SIZE_MAX) {
             err_set(err, "tar archive \"%s\" has a corrupt header (bad number)", r->name);
             goto done;
         }
@@ -308,13 +345,13 @@ bool tar_reader_next(tar_reader *r, tar_entry *e, bool *end, pgd_error *err)
                 err_set(err, "out of memory");
                 goto done;
             }
-            if (!read_exact(r, rec, size, err) || !skip_bytes(r, tar_padding(size), err)) {
+            if (!tar_read_exact(r, rec, size, err) || !tar_skip_bytes(r, tar_padding(size), err)) {
                 free(rec);
                 goto done;
             }
             rec[size] = '\0';
             if (h.typeflag == 'x' &&
-                !parse_pax(r, rec, size, &pax_path, &pax_link, &pax_size, &has_pax_size, err)) {
+                !tar_parse_pax(r, rec, size, &pax_path, &pax_link, &pax_size, &has_pax_size, err)) {
                 free(rec);
                 goto done;
             }
@@ -333,20 +370,20 @@ bool tar_reader_next(tar_reader *r, tar_entry *e, bool *end, pgd_error *err)
             e->path = pax_path;
             pax_path = NULL;
         } else if (h.prefix[0] != '\0' && memcmp(h.magic, "ustar", 5) == 0) {
-            char *prefix = dup_field(h.prefix, sizeof(h.prefix));
-            char *name = dup_field(h.name, sizeof(h.name));
+            char *prefix = tar_dup_field(h.prefix, sizeof(h.prefix));
+            char *name = tar_dup_field(h.name, sizeof(h.name));
             if (prefix != NULL && name != NULL && asprintf(&e->path, "%s/%s", prefix, name) < 0)
                 e->path = NULL;
             free(prefix);
             free(name);
         } else {
-            e->path = dup_field(h.name, sizeof(h.name));
+            e->path = tar_dup_field(h.name, sizeof(h.name));
         }
         if (pax_link != NULL) {
             e->linkpath = pax_link;
             pax_link = NULL;
         } else if (h.linkname[0] != '\0') {
-            e->linkpath = dup_field(h.linkname, sizeof(h.linkname));
+            e->linkpath = tar_dup_field(h.linkname, sizeof(h.linkname));
         }
         if (e->path == NULL) {
             err_set(err, "out of memory");
@@ -379,7 +416,7 @@ bool tar_reader_data(tar_reader *r, void *buf, size_t len, size_t *n, pgd_error 
     *n = 0;
     if (want == 0)
         return true;
-    if (!read_exact(r, buf, want, err))
+    if (!tar_read_exact(r, buf, want, err))
         return false;
     r->data_left -= want;
     *n = want;

@@ -7,8 +7,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,14 +17,39 @@
 #include "compress/compress.h"
 #include "repo/layout.h"
 #include "repo/tar.h"
+#include "restore/durable.h"
 #include "util/crc32c.h"
 #include "util/log.h"
 #include "util/progress.h"
+#include "util/work_pool.h"
+#include "util/text.h"
 
 #define EXTRACT_CHUNK  (1024 * 1024)
 #define TABLESPACE_DIR "pg_tblspc/"
+/*
+ * pg_control is written under a temporary name and renamed only once
+ * everything else is on disk (extract_publish_control): a restore killed
+ * midway, or cut by a power loss, leaves a directory PostgreSQL refuses to
+ * start, not one it would start from a checkpoint that matches none of its
+ * files.
+ */
+#define EXTRACT_PG_CONTROL     "global/pg_control"
+#define EXTRACT_PG_CONTROL_TMP ".pgdirect-restoring"
 
-bool restore_path_is_safe(const char *path)
+/* a large file's writeback starts every this many bytes, not only at its end */
+#define EXTRACT_WRITEBACK_EVERY (32 * 1024 * 1024)
+
+/*
+ * The most a restored file or directory may allow: what PostgreSQL itself
+ * creates with group access (initdb -g), never set-id or sticky bits. The
+ * owner always keeps read and write (and search on directories).
+ */
+#define EXTRACT_DIR_MODE_MAX  0750
+#define EXTRACT_DIR_MODE_MIN  0700
+#define EXTRACT_FILE_MODE_MAX 0640
+#define EXTRACT_FILE_MODE_MIN 0600
+
+bool extract_path_is_safe(const char *path)
 {
     const char *p = path;
 
@@ -46,12 +69,37 @@ bool restore_path_is_safe(const char *path)
     return true;
 }
 
+uint32_t extract_mode(uint32_t mode, bool is_dir)
+{
+    return is_dir ? (mode & EXTRACT_DIR_MODE_MAX) | EXTRACT_DIR_MODE_MIN
+                  : (mode & EXTRACT_FILE_MODE_MAX) | EXTRACT_FILE_MODE_MIN;
+}
+
+bool extract_partition_name_is_valid(const char *name, compress_kind kind)
+{
+    static const char prefix[] = "part_";
+    const char *digits = name + strlen(prefix);
+    char expected[LAYOUT_PATH_MAX];
+    unsigned long number;
+    char *end;
+
+    /* exactly what layout_partition_name writes: never a path */
+    if (strncmp(name, prefix, strlen(prefix)) != 0 || *digits < '0' || *digits > '9')
+        return false;
+    errno = 0;
+    number = strtoul(digits, &end, 10);
+    if (errno != 0 || number == 0 || number > UINT32_MAX)
+        return false;
+    layout_partition_name((unsigned)number, kind, expected, sizeof(expected));
+    return strcmp(name, expected) == 0;
+}
+
 bool extract_dest_path(const extract_plan *p, const char *path, char *out, size_t outlen,
                        pgd_error *err)
 {
     const char *base = p->target, *rest = path;
 
-    if (!restore_path_is_safe(path))
+    if (!extract_path_is_safe(path))
         return err_set(err,
                        "refusing path \"%s\" in backup \"%s\": it would land outside the "
                        "target directory",
@@ -78,7 +126,7 @@ bool extract_dest_path(const extract_plan *p, const char *path, char *out, size_
     return true;
 }
 
-static bool make_dir(const char *dest, uint32_t mode, pgd_error *err)
+static bool extract_make_dir(const char *dest, uint32_t mode, pgd_error *err)
 {
     struct stat st;
 
@@ -88,7 +136,7 @@ static bool make_dir(const char *dest, uint32_t mode, pgd_error *err)
         if (lstat(dest, &st) != 0 || !S_ISDIR(st.st_mode))
             return err_set(err, "\"%s\" exists and is not a directory", dest);
     }
-    if (chmod(dest, mode & 07777 ? mode & 07777 : 0700) != 0)
+    if (chmod(dest, extract_mode(mode, true)) != 0)
         return err_errno(err, errno, "could not set mode of directory \"%s\"", dest);
     return true;
 }
@@ -102,7 +150,61 @@ bool extract_make_dirs(const extract_plan *p, pgd_error *err)
         if (!f->is_dir)
             continue;
         if (!extract_dest_path(p, f->path, dest, sizeof(dest), err) ||
-            !make_dir(dest, f->mode, err))
+            !extract_make_dir(dest, f->mode, err))
+            return false;
+    }
+    return true;
+}
+
+/* Where a file of the backup is written: pg_control under its temporary name. */
+static bool extract_file_dest(const extract_plan *p, const char *path, char *out, size_t outlen,
+                              pgd_error *err)
+{
+    size_t n;
+
+    if (!extract_dest_path(p, path, out, outlen, err))
+        return false;
+    if (strcmp(path, EXTRACT_PG_CONTROL) != 0)
+        return true;
+    n = strlen(out);
+    if (!str_format(out + n, outlen - n, "%s", EXTRACT_PG_CONTROL_TMP))
+        return err_set(err, "path too long: \"%s%s\"", out, EXTRACT_PG_CONTROL_TMP);
+    return true;
+}
+
+bool extract_publish_control(const extract_plan *p, pgd_error *err)
+{
+    char tmp[PATH_MAX], dest[PATH_MAX], dir[PATH_MAX];
+    char *slash;
+    durable_list *l;
+    bool ok;
+
+    if (manifest_find(p->m, EXTRACT_PG_CONTROL) < 0)
+        return true; /* nothing to publish; PostgreSQL will not start without it anyway */
+    if (!extract_file_dest(p, EXTRACT_PG_CONTROL, tmp, sizeof(tmp), err) ||
+        !extract_dest_path(p, EXTRACT_PG_CONTROL, dest, sizeof(dest), err))
+        return false;
+    snprintf(dir, sizeof(dir), "%s", dest);
+    slash = strrchr(dir, '/');
+    *slash = '\0';
+    if (rename(tmp, dest) != 0)
+        return err_errno(err, errno, "could not rename file \"%s\" to \"%s\"", tmp, dest);
+    /* the rename is durable once the directory is; the file was fsynced already */
+    l = durable_list_new();
+    if (l == NULL)
+        return err_set(err, "out of memory");
+    ok = durable_list_add(l, dest, false, err) && durable_list_add(l, dir, true, err) &&
+         durable_list_sync(l, 1, err);
+    durable_list_free(l);
+    return ok;
+}
+
+bool extract_list_durable(const extract_plan *p, durable_list *l, pgd_error *err)
+{
+    for (size_t i = 0; i < p->m->nfiles; i++) {
+        char dest[PATH_MAX];
+        if (!extract_file_dest(p, p->m->files[i].path, dest, sizeof(dest), err) ||
+            !durable_list_add(l, dest, p->m->files[i].is_dir, err))
             return false;
     }
     return true;
@@ -110,23 +212,16 @@ bool extract_make_dirs(const extract_plan *p, pgd_error *err)
 
 typedef struct extract_shared {
     const extract_plan *p;
-    atomic_size_t next_partition;
-    atomic_bool failed;
-    atomic_uint_fast64_t bytes;
-    atomic_int running;
-    unsigned char *restored; /* per manifest file */
-    pthread_mutex_t lock;
-    pgd_error err;
+    unsigned char *restored;   /* per manifest file */
+    unsigned char *links_seen; /* per manifest link: its tar entry was found */
 } extract_shared;
 
 typedef struct extract_worker {
     extract_shared *sh;
-    pthread_t thread;
     char *buf;
-    pgd_error err;
 } extract_worker;
 
-static bool write_all(int fd, const char *buf, size_t len, const char *dest, pgd_error *err)
+static bool extract_write_all(int fd, const char *buf, size_t len, const char *dest, pgd_error *err)
 {
     while (len > 0) {
         ssize_t n = write(fd, buf, len);
@@ -140,67 +235,87 @@ static bool write_all(int fd, const char *buf, size_t len, const char *dest, pgd
     return true;
 }
 
-static bool extract_file(extract_worker *w, tar_reader *tr, const tar_entry *e, size_t part_idx,
-                         const char *part_name)
+/* The data of a file's tar entry into a new file, checked against the manifest's CRC-32C. */
+static bool extract_file_data(extract_worker *w, work_pool *pool, tar_reader *tr, int fd,
+                              const char *dest, const tar_entry *e, const manifest_file *f,
+                              const char *part_name, pgd_error *err)
+{
+    const extract_plan *p = w->sh->p;
+    uint32_t crc = CRC32C_INIT;
+    uint64_t left = f->size, written = 0, flushed = 0;
+
+    /* a file that shrank during the backup is zero-padded in the tar: keep the manifest size */
+    while (left > 0) {
+        size_t n;
+        if (work_pool_stopping(pool))
+            return false;
+        if (!tar_reader_data(tr, w->buf, left < EXTRACT_CHUNK ? (size_t)left : EXTRACT_CHUNK, &n,
+                             err))
+            return false;
+        if (n == 0)
+            return err_set(err, "file \"%s\" in backup \"%s\" ends early", e->path, p->backup_id);
+        crc = crc32c_update(crc, w->buf, n);
+        if (!extract_write_all(fd, w->buf, n, dest, err))
+            return false;
+        left -= n;
+        written += n;
+        if (written - flushed >= EXTRACT_WRITEBACK_EVERY) {
+            durable_start_writeback(fd, (off_t)flushed, (off_t)(written - flushed));
+            flushed = written;
+        }
+        work_pool_advance(pool, n);
+    }
+    if (crc32c_final(crc) != f->crc)
+        return err_set(err,
+                       "checksum mismatch for file \"%s\" in backup \"%s\" (partition \"%s\"): "
+                       "%08x, the manifest says %08x",
+                       e->path, p->backup_id, part_name, crc32c_final(crc), f->crc);
+    /* the final fsync pass (restore/durable.h) finds it written already */
+    durable_start_writeback(fd, (off_t)flushed, 0);
+    return true;
+}
+
+static bool extract_file(extract_worker *w, work_pool *pool, tar_reader *tr, const tar_entry *e,
+                         size_t part_idx, const char *part_name, pgd_error *err)
 {
     const extract_plan *p = w->sh->p;
     long idx = manifest_find(p->m, e->path);
     const manifest_file *f;
     char dest[PATH_MAX];
-    uint32_t crc = CRC32C_INIT;
-    uint64_t left;
     struct timespec times[2];
     int fd;
 
     /* the path first: a hostile name is refused as such, whatever the manifest says */
-    if (!extract_dest_path(p, e->path, dest, sizeof(dest), &w->err))
+    if (!extract_file_dest(p, e->path, dest, sizeof(dest), err))
         return false;
     if (idx < 0 || p->m->files[idx].is_dir || p->m->files[idx].partition != part_idx + 1)
-        return err_set(&w->err,
+        return err_set(err,
                        "file \"%s\" in partition \"%s\" of backup \"%s\" is not in "
                        "the manifest",
                        e->path, part_name, p->backup_id);
     f = &p->m->files[idx];
     if (e->size < f->size)
-        return err_set(&w->err,
+        return err_set(err,
                        "file \"%s\" in backup \"%s\" is truncated: %llu bytes, the "
                        "manifest says %llu",
                        e->path, p->backup_id, (unsigned long long)e->size,
                        (unsigned long long)f->size);
     fd = open(dest, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
-        return err_errno(&w->err, errno, "could not create file \"%s\"", dest);
-    /* a file that shrank during the backup is zero-padded in the tar: keep the manifest size */
-    left = f->size;
-    while (left > 0) {
-        size_t n;
-        if (!tar_reader_data(tr, w->buf, left < EXTRACT_CHUNK ? (size_t)left : EXTRACT_CHUNK, &n,
-                             &w->err))
-            goto fail;
-        if (n == 0) {
-            err_set(&w->err, "file \"%s\" in backup \"%s\" ends early", e->path, p->backup_id);
-            goto fail;
-        }
-        crc = crc32c_update(crc, w->buf, n);
-        if (!write_all(fd, w->buf, n, dest, &w->err))
-            goto fail;
-        left -= n;
-        atomic_fetch_add(&w->sh->bytes, n);
-    }
-    if (crc32c_final(crc) != f->crc) {
-        err_set(&w->err,
-                "checksum mismatch for file \"%s\" in backup \"%s\" (partition \"%s\"): "
-                "%08x, the manifest says %08x",
-                e->path, p->backup_id, part_name, crc32c_final(crc), f->crc);
+        return err_errno(err, errno, "could not create file \"%s\"", dest);
+    if (!extract_file_data(w, pool, tr, fd, dest, e, f, part_name, err))
         goto fail;
-    }
     times[0].tv_sec = times[1].tv_sec = (time_t)f->mtime;
     times[0].tv_nsec = times[1].tv_nsec = 0;
-    if (fchmod(fd, f->mode) != 0 || futimens(fd, times) != 0) {
-        err_errno(&w->err, errno, "could not set mode or time of \"%s\"", dest);
+    if (fchmod(fd, extract_mode(f->mode, false)) != 0 || futimens(fd, times) != 0) {
+        err_errno(err, errno, "could not set mode or time of \"%s\"", dest);
         goto fail;
     }
-    close(fd);
+    if (close(fd) != 0) {
+        err_errno(err, errno, "could not close file \"%s\"", dest);
+        unlink(dest);
+        return false;
+    }
     w->sh->restored[idx] = 1;
     return true;
 fail:
@@ -209,8 +324,62 @@ fail:
     return false;
 }
 
-static bool extract_partition(extract_worker *w, size_t part_idx)
+/* A link's tar entry must be the manifest's; links_create makes it, after every file. */
+static bool extract_link_entry(extract_worker *w, const tar_entry *e, size_t part_idx,
+                               const char *part_name, pgd_error *err)
 {
+    const extract_plan *p = w->sh->p;
+    char dest[PATH_MAX];
+    long idx;
+
+    if (!extract_dest_path(p, e->path, dest, sizeof(dest), err))
+        return false;
+    idx = manifest_find_link(p->m, e->path);
+    if (idx < 0 || p->m->links[idx].partition != part_idx + 1 || e->linkpath == NULL ||
+        strcmp(e->linkpath, p->m->links[idx].target) != 0)
+        return err_set(err,
+                       "refusing link \"%s\" -> \"%s\" in partition \"%s\" of backup \"%s\": "
+                       "the manifest does not list it",
+                       e->path, e->linkpath ? e->linkpath : "", part_name, p->backup_id);
+    w->sh->links_seen[idx] = 1;
+    return true;
+}
+
+/* One entry of a partition: a file is written, a directory or link checked against the manifest. */
+static bool extract_entry(extract_worker *w, work_pool *pool, tar_reader *tr, const tar_entry *e,
+                          size_t part_idx, const char *part_name, pgd_error *err)
+{
+    const extract_plan *p = w->sh->p;
+    char dest[PATH_MAX];
+
+    switch (e->type) {
+    case TAR_FILE:
+        return extract_file(w, pool, tr, e, part_idx, part_name, err);
+    case TAR_DIR:
+        return extract_dest_path(p, e->path, dest, sizeof(dest), err) &&
+               (manifest_find(p->m, e->path) >= 0 ||
+                err_set(err,
+                        "directory \"%s\" in partition \"%s\" of backup \"%s\" is not in the "
+                        "manifest",
+                        e->path, part_name, p->backup_id));
+    case TAR_SYMLINK:
+        return extract_link_entry(w, e, part_idx, part_name, err);
+    case TAR_HARDLINK:
+        return err_set(err,
+                       "refusing hard link \"%s\" -> \"%s\" in partition \"%s\" of backup "
+                       "\"%s\": pgdirect never writes one",
+                       e->path, e->linkpath ? e->linkpath : "", part_name, p->backup_id);
+    default:
+        return err_set(err,
+                       "refusing entry \"%s\" of type '%c' in partition \"%s\" of backup \"%s\"",
+                       e->path, e->type, part_name, p->backup_id);
+    }
+}
+
+/* A task of the work pool: partition number `part_idx`, every entry, then its size and CRC. */
+static bool extract_partition(work_pool *pool, void *worker, size_t part_idx, pgd_error *err)
+{
+    extract_worker *w = worker;
     const extract_plan *p = w->sh->p;
     const manifest_partition *part = &p->m->partitions[part_idx];
     char path[LAYOUT_PATH_MAX];
@@ -219,84 +388,41 @@ static bool extract_partition(extract_worker *w, size_t part_idx)
     bool missing, end = false, ok = true;
 
     layout_backup_object(p->backup_id, part->name, path, sizeof(path));
-    in = storage_read_open(p->repo, path, &missing, &w->err);
+    in = storage_read_open(p->repo, path, &missing, err);
     if (in == NULL)
-        return missing ? err_set(&w->err,
+        return missing ? err_set(err,
                                  "partition \"%s\" of backup \"%s\" is missing from "
                                  "repository \"%s\"",
                                  part->name, p->backup_id, p->repo->uri)
                        : false;
-    in = crc_in_new(in, path, part->size, part->crc, &w->err);
+    in = crc_in_new(in, path, part->size, part->crc, err);
     if (in != NULL)
-        in = decompress_in_new(compress_from_suffix(part->name), in, path, &w->err);
+        in = decompress_in_new(compress_from_suffix(part->name), in, path, err);
     if (in == NULL)
         return false;
     tar_reader_init(&tr, in, path);
-    while (ok && !end && !atomic_load(&w->sh->failed)) {
+    while (ok && !end) {
         tar_entry e;
-        char dest[PATH_MAX];
-
-        if (!tar_reader_next(&tr, &e, &end, &w->err)) {
+        if (work_pool_stopping(pool) || !tar_reader_next(&tr, &e, &end, err)) {
             ok = false;
             break;
         }
-        if (end)
-            break;
-        if (e.type == TAR_FILE) {
-            ok = extract_file(w, &tr, &e, part_idx, part->name);
-        } else if (e.type == TAR_DIR) {
-            ok = extract_dest_path(p, e.path, dest, sizeof(dest), &w->err) &&
-                 (manifest_find(p->m, e.path) >= 0 ||
-                  err_set(&w->err,
-                          "directory \"%s\" in partition \"%s\" of backup \"%s\" is not "
-                          "in the manifest",
-                          e.path, part->name, p->backup_id));
-        } else if (e.type == TAR_SYMLINK || e.type == TAR_HARDLINK) {
-            ok = err_set(&w->err,
-                         "refusing link \"%s\" -> \"%s\" in partition \"%s\" of backup "
-                         "\"%s\": links could point outside the target directory",
-                         e.path, e.linkpath ? e.linkpath : "", part->name, p->backup_id);
-        } else {
-            ok = err_set(&w->err,
-                         "refusing entry \"%s\" of type '%c' in partition \"%s\" of "
-                         "backup \"%s\"",
-                         e.path, e.type, part->name, p->backup_id);
-        }
+        if (!end)
+            ok = extract_entry(w, pool, &tr, &e, part_idx, part->name, err);
         tar_entry_free(&e);
     }
     /* drain to the end so the partition's size and CRC-32C are checked */
-    if (ok && end) {
-        size_t n;
-        do {
-            ok = in_read(in, w->buf, EXTRACT_CHUNK, &n, &w->err);
-        } while (ok && n > 0);
+    while (ok) {
+        size_t n = 0;
+        ok = in_read(in, w->buf, EXTRACT_CHUNK, &n, err);
+        if (n == 0)
+            break;
     }
     in_close(in);
     return ok;
 }
 
-static void *extract_main(void *arg)
-{
-    extract_worker *w = arg;
-    extract_shared *sh = w->sh;
-
-    while (!atomic_load(&sh->failed)) {
-        size_t idx = atomic_fetch_add(&sh->next_partition, 1);
-        if (idx >= sh->p->m->npartitions)
-            break;
-        if (!extract_partition(w, idx)) {
-            pthread_mutex_lock(&sh->lock);
-            if (!sh->err.set)
-                sh->err = w->err;
-            pthread_mutex_unlock(&sh->lock);
-            atomic_store(&sh->failed, true);
-        }
-    }
-    atomic_fetch_sub(&sh->running, 1);
-    return NULL;
-}
-
-static uint64_t manifest_bytes(const manifest *m)
+static uint64_t extract_manifest_bytes(const manifest *m)
 {
     uint64_t total = 0;
 
@@ -305,67 +431,54 @@ static uint64_t manifest_bytes(const manifest *m)
     return total;
 }
 
+/* Every file and link of the manifest was found in its partition. */
+static bool extract_check_complete(const extract_plan *p, const extract_shared *sh, pgd_error *err)
+{
+    for (size_t i = 0; i < p->m->nfiles; i++)
+        if (!p->m->files[i].is_dir && !sh->restored[i])
+            return err_set(err, "file \"%s\" of backup \"%s\" was not found in partition \"%s\"",
+                           p->m->files[i].path, p->backup_id,
+                           p->m->partitions[p->m->files[i].partition - 1].name);
+    for (size_t i = 0; i < p->m->nlinks; i++)
+        if (!sh->links_seen[i])
+            return err_set(err, "link \"%s\" of backup \"%s\" was not found in partition \"%s\"",
+                           p->m->links[i].path, p->backup_id,
+                           p->m->partitions[p->m->links[i].partition - 1].name);
+    return true;
+}
+
 bool extract_partitions(const extract_plan *p, uint64_t *bytes, pgd_error *err)
 {
     extract_shared sh = {.p = p};
     extract_worker *workers = calloc((size_t)p->concurrency, sizeof(*workers));
     progress_meter meter;
-    int started = 0;
+    work_pool_job job = {.threads = (unsigned)p->concurrency,
+                         .ntasks = p->m->npartitions,
+                         .workers = workers,
+                         .worker_size = sizeof(*workers),
+                         .run = extract_partition,
+                         .thread_name = "restore thread",
+                         .cancel = p->cancel,
+                         .progress = &meter};
+    bool ok = workers != NULL;
 
+    *bytes = 0;
     sh.restored = calloc(p->m->nfiles ? p->m->nfiles : 1, 1);
-    if (workers == NULL || sh.restored == NULL) {
-        free(workers);
-        free(sh.restored);
-        return err_set(err, "out of memory");
+    sh.links_seen = calloc(p->m->nlinks ? p->m->nlinks : 1, 1);
+    ok = ok && sh.restored != NULL && sh.links_seen != NULL;
+    for (int i = 0; ok && i < p->concurrency; i++) {
+        workers[i] = (extract_worker){.sh = &sh, .buf = malloc(EXTRACT_CHUNK)};
+        ok = workers[i].buf != NULL;
     }
-    pthread_mutex_init(&sh.lock, NULL);
-    progress_start(&meter, p->progress, manifest_bytes(p->m));
-    for (int i = 0; i < p->concurrency; i++) {
-        workers[i].sh = &sh;
-        workers[i].buf = malloc(EXTRACT_CHUNK);
-        if (workers[i].buf == NULL) {
-            err_set(&sh.err, "out of memory");
-            atomic_store(&sh.failed, true);
-            break;
-        }
-        atomic_fetch_add(&sh.running, 1);
-        if (pthread_create(&workers[i].thread, NULL, extract_main, &workers[i]) != 0) {
-            atomic_fetch_sub(&sh.running, 1);
-            err_set(&sh.err, "could not start restore thread %d", i);
-            atomic_store(&sh.failed, true);
-            break;
-        }
-        started++;
-    }
-    while (atomic_load(&sh.running) > 0) {
-        struct timespec ts = {0, 10 * 1000 * 1000}; /* progress and prompt exit */
-        nanosleep(&ts, NULL);
-        progress_update(&meter, atomic_load(&sh.bytes));
-    }
-    for (int i = 0; i < started; i++)
-        pthread_join(workers[i].thread, NULL);
+    if (!ok)
+        err_set(err, "out of memory");
+    progress_start(&meter, p->progress, extract_manifest_bytes(p->m));
+    ok = ok && work_pool_run(&job, bytes, err) && extract_check_complete(p, &sh, err);
     progress_finish(&meter);
-    for (int i = 0; i < p->concurrency; i++)
+    for (int i = 0; workers != NULL && i < p->concurrency; i++)
         free(workers[i].buf);
     free(workers);
-    pthread_mutex_destroy(&sh.lock);
-    if (!sh.err.set) {
-        for (size_t i = 0; i < p->m->nfiles; i++) {
-            if (!p->m->files[i].is_dir && !sh.restored[i]) {
-                err_set(&sh.err,
-                        "file \"%s\" of backup \"%s\" was not found in partition "
-                        "\"%s\"",
-                        p->m->files[i].path, p->backup_id,
-                        p->m->partitions[p->m->files[i].partition - 1].name);
-                break;
-            }
-        }
-    }
     free(sh.restored);
-    *bytes = atomic_load(&sh.bytes);
-    if (sh.err.set) {
-        *err = sh.err;
-        return false;
-    }
-    return true;
+    free(sh.links_seen);
+    return ok;
 }

@@ -3,18 +3,22 @@
  * parallel, verifying every file against the manifest.
  *
  * A backup is untrusted input. Every path, from the manifest or a tar
- * header, must be relative and free of "." / ".." / empty components;
- * links in a partition are refused (pgdirect never writes one; tablespace
- * links are made by restore itself from the manifest); files are created
- * with O_EXCL | O_NOFOLLOW, so nothing is ever written through a link.
+ * header, must be relative and free of "." / ".." / empty components; a
+ * link entry in a partition must be the manifest's, and is not created
+ * here (restore/links.h makes the links once every file is written; the
+ * tablespace links are made by restore itself); hard links are refused;
+ * files are created with O_EXCL | O_NOFOLLOW, so nothing is ever written
+ * through a link.
  */
 #ifndef PGD_EXTRACT_H
 #define PGD_EXTRACT_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "repo/manifest.h"
+#include "restore/durable.h"
 #include "storage/storage.h"
 #include "util/error.h"
 
@@ -26,10 +30,21 @@ typedef struct extract_plan {
     const char *const *spc_dest; /* per m->tablespaces[i]: absolute destination, exists */
     int concurrency;
     bool progress;
+    const volatile sig_atomic_t *cancel; /* optional: non-zero (a signal came) stops and fails */
 } extract_plan;
 
 /* A relative path with no empty, "." or ".." component. */
-bool restore_path_is_safe(const char *path);
+bool extract_path_is_safe(const char *path);
+
+/* A partition name as the backup writes it (part_NNNN.tar + the codec's suffix). */
+bool extract_partition_name_is_valid(const char *name, compress_kind kind);
+
+/*
+ * The mode a restored file or directory gets for `mode` from the manifest:
+ * at most 0750 / 0640 (PostgreSQL's modes with group access), no set-id or
+ * sticky bits, always readable and writable by the owner.
+ */
+uint32_t extract_mode(uint32_t mode, bool is_dir);
 
 /* Where `path` (a backup path) lands: under the target or a tablespace destination. */
 bool extract_dest_path(const extract_plan *p, const char *path, char *out, size_t outlen,
@@ -37,6 +52,16 @@ bool extract_dest_path(const extract_plan *p, const char *path, char *out, size_
 
 /* Create every directory of the manifest (parents first). */
 bool extract_make_dirs(const extract_plan *p, pgd_error *err);
+
+/* Every file and directory of the manifest, where it was restored, for the final fsync pass. */
+bool extract_list_durable(const extract_plan *p, durable_list *l, pgd_error *err);
+
+/*
+ * Rename pg_control, written under a temporary name so that an unfinished
+ * restore cannot be started, to its own and make that durable: the last
+ * step of a restore, after extract_list_durable's files are synced.
+ */
+bool extract_publish_control(const extract_plan *p, pgd_error *err);
 
 /* Unpack all partitions and check that every manifest file was restored intact. */
 bool extract_partitions(const extract_plan *p, uint64_t *bytes, pgd_error *err);

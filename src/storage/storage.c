@@ -8,38 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "storage/s3/s3.h"
+
 #define SMALL_OBJECT_MAX (256u * 1024 * 1024)
 
-static storage *open_s3(const char *uri, const s3_settings *s3, pgd_error *err)
-{
-    const char *rest = uri + 5, *slash = strchr(rest, '/');
-    char bucket[64];
-    size_t blen = slash ? (size_t)(slash - rest) : strlen(rest);
-    s3_settings defaults = {0};
-
-    if (blen < 3 || blen > 63) {
-        err_set(err,
-                "invalid repository \"%s\": expected s3://bucket/prefix with a bucket name "
-                "of 3 to 63 characters",
-                uri);
-        return NULL;
-    }
-    for (size_t i = 0; i < blen; i++) {
-        char c = rest[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) {
-            err_set(err,
-                    "invalid repository \"%s\": bucket names hold lower-case letters, "
-                    "digits, '-' and '.'",
-                    uri);
-            return NULL;
-        }
-    }
-    memcpy(bucket, rest, blen);
-    bucket[blen] = '\0';
-    return storage_s3_new(bucket, slash ? slash + 1 : "", s3 ? s3 : &defaults, err);
-}
-
-storage *storage_open(const char *uri, const s3_settings *s3, pgd_error *err)
+storage *storage_open(const char *uri, const struct s3_options *s3, pgd_error *err)
 {
     if (uri == NULL || uri[0] == '\0') {
         err_set(err, "no repository given (--repo)");
@@ -48,7 +21,7 @@ storage *storage_open(const char *uri, const s3_settings *s3, pgd_error *err)
     if (strcmp(uri, "null:") == 0)
         return storage_null_new(err);
     if (strncmp(uri, "s3://", 5) == 0)
-        return open_s3(uri, s3, err);
+        return s3_storage_open(uri, s3, err);
     if (strncmp(uri, "file://", 7) == 0) {
         if (uri[7] != '/') {
             err_set(err, "invalid repository \"%s\": expected file:///absolute/path", uri);

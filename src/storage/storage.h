@@ -52,26 +52,18 @@ struct storage {
     uint64_t stream_memory; /* buffers one open writer holds (upload parts) */
 };
 
-/* Settings of the S3 back end (options and AWS_* variables); zero means default. */
-typedef struct s3_settings {
-    const char *endpoint; /* http(s)://host[:port]; default AWS_ENDPOINT_URL or AWS */
-    bool host_style;      /* virtual-hosted bucket.host instead of host/bucket */
-    const char *region;
-    const char *access_key, *secret_key, *session_token;
-    const char *storage_class; /* x-amz-storage-class */
-    const char *sse;           /* x-amz-server-side-encryption */
-    uint64_t part_size;
-    unsigned upload_concurrency;
-    unsigned download_concurrency;
-    unsigned retries;
-    long timeout_s;
-} s3_settings;
+/*
+ * Settings of back ends that need more than a URI are each back end's own
+ * business: the S3 driver's are declared in storage/s3/s3.h, filled by the
+ * command, and forwarded here untouched.
+ */
+struct s3_options;
 
 /*
  * "file:///path", a plain absolute or relative path, "null:" (keeps
- * nothing), or "s3://bucket/prefix" (s3 may be NULL for a local repository).
+ * nothing), or "s3://bucket/prefix" (s3 may be NULL: defaults and AWS_*).
  */
-storage *storage_open(const char *uri, const s3_settings *s3, pgd_error *err);
+storage *storage_open(const char *uri, const struct s3_options *s3, pgd_error *err);
 void storage_free(storage *s);
 
 /* Remove many objects (batched where the back end can). */
@@ -120,7 +112,5 @@ static inline bool storage_remove(storage *s, const char *path, pgd_error *err)
 /* Back ends. */
 storage *storage_fs_new(const char *root, pgd_error *err);
 storage *storage_null_new(pgd_error *err); /* keeps nothing: read-speed benchmarks */
-storage *storage_s3_new(const char *bucket, const char *prefix, const s3_settings *s3,
-                        pgd_error *err);
 
 #endif

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/units.h"
+
 #define DEFAULT_CONFIG_PATH "/etc/pgdirect.conf"
 
 typedef struct opt_def {
@@ -106,6 +108,10 @@ static const opt_def opt_defs[OPT_COUNT] = {
                            "what the server does at the target (PostgreSQL default: pause)"},
     [OPT_TABLESPACE_MAP] = {"tablespace-map", "OLD=NEW", NULL, CMD_RESTORE, true,
                             "restore the tablespace at OLD into NEW (repeatable)"},
+    [OPT_ALLOW_EXTERNAL_LINKS] = {"allow-external-links", NULL, "off", CMD_RESTORE, false,
+                                  "restore symbolic links that point outside the target "
+                                  "directory (e.g. a postgresql.conf linked into /etc) as they "
+                                  "are"},
     [OPT_JSON] = {"json", NULL, "off", CMD_LIST | CMD_CACHE | CMD_TUNE, false,
                   "machine-readable output"},
     [OPT_DATABASE] = {"database", "NAME", NULL, CMD_CACHE, true,
@@ -473,46 +479,6 @@ bool opt_bool(const pgd_options *opts, opt_id id, bool *out, pgd_error *err)
     return true;
 }
 
-bool parse_size(const char *text, uint64_t *out)
-{
-    static const struct {
-        const char *suffix;
-        uint64_t mult;
-    } units[] = {{"", 1},
-                 {"B", 1},
-                 {"k", 1024},
-                 {"K", 1024},
-                 {"KB", 1024},
-                 {"KiB", 1024},
-                 {"M", 1024 * 1024},
-                 {"MB", 1024 * 1024},
-                 {"MiB", 1024 * 1024},
-                 {"G", 1024ULL * 1024 * 1024},
-                 {"GB", 1024ULL * 1024 * 1024},
-                 {"GiB", 1024ULL * 1024 * 1024},
-                 {"T", 1024ULL * 1024 * 1024 * 1024},
-                 {"TB", 1024ULL * 1024 * 1024 * 1024},
-                 {"TiB", 1024ULL * 1024 * 1024 * 1024}};
-    char *end;
-    unsigned long long v;
-
-    if (text == NULL || !isdigit((unsigned char)text[0]))
-        return false;
-    errno = 0;
-    v = strtoull(text, &end, 10);
-    if (errno != 0)
-        return false;
-    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-        if (strcmp(end, units[i].suffix) == 0) {
-            if (v > UINT64_MAX / units[i].mult)
-                return false;
-            *out = v * units[i].mult;
-            return true;
-        }
-    }
-    return false;
-}
-
 bool opt_size(const pgd_options *opts, opt_id id, uint64_t min, uint64_t max, uint64_t *out,
               pgd_error *err)
 {
@@ -521,7 +487,7 @@ bool opt_size(const pgd_options *opts, opt_id id, uint64_t min, uint64_t max, ui
 
     if (s == NULL)
         return err_set(err, "option \"--%s\" is required", opt_defs[id].name);
-    if (!parse_size(s, &v) || v < min || v > max)
+    if (!units_parse_size(s, &v) || v < min || v > max)
         return err_set(err,
                        "invalid value \"%s\" for option \"--%s\"%s: expected a size from "
                        "%llu to %llu bytes (suffixes KiB, MiB, GiB)",

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "util/error.h"
+#include "util/units.h"
 
 typedef enum {
     CMD_BACKUP = 1 << 0,
@@ -58,6 +59,7 @@ typedef enum {
     OPT_TARGET_XID,
     OPT_TARGET_ACTION,
     OPT_TABLESPACE_MAP,
+    OPT_ALLOW_EXTERNAL_LINKS,
     OPT_JSON,
     OPT_DATABASE,
     OPT_RELATION,
@@ -124,7 +126,13 @@ bool opt_size(const pgd_options *opts, opt_id id, uint64_t min, uint64_t max, ui
 /* One of a '|'-separated list of words; returns its index. */
 bool opt_enum(const pgd_options *opts, opt_id id, const char *choices, int *out, pgd_error *err);
 
-/* "64MiB", "1GiB", "4096", "1G" -> bytes. */
-bool parse_size(const char *text, uint64_t *out);
+/*
+ * The name units_parse_size had before util/units.h: kept only for call
+ * sites in files other branches are changing now. Use units_parse_size.
+ */
+static inline bool parse_size(const char *text, uint64_t *out)
+{
+    return units_parse_size(text, out);
+}
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * progress.c - the progress line and human-readable numbers.
+ * progress.c - the progress line.
  */
 #include "util/progress.h"
 
@@ -7,9 +7,9 @@
 #include <time.h>
 
 #include "util/log.h"
+#include "util/units.h"
 
-#define PROGRESS_INTERVAL 0.5 /* seconds between redraws */
-#define MB                1e6
+#define MB 1e6
 
 double clock_seconds(void)
 {
@@ -32,14 +32,14 @@ void progress_update(progress_meter *m, uint64_t done)
     double now = clock_seconds(), elapsed = now - m->start, rate;
     char done_s[32], total_s[32], eta_s[32], line[160];
 
-    if (!m->enabled || now - m->last_print < PROGRESS_INTERVAL)
+    if (!m->enabled || now - m->last_print < PROGRESS_INTERVAL_S)
         return;
     m->last_print = now;
     rate = elapsed > 0 ? (double)done / elapsed : 0;
-    format_bytes(done, done_s, sizeof(done_s));
-    format_bytes(m->total, total_s, sizeof(total_s));
+    units_format_bytes(done, done_s, sizeof(done_s));
+    units_format_bytes(m->total, total_s, sizeof(total_s));
     if (rate > 0 && m->total > done)
-        format_duration((double)(m->total - done) / rate, eta_s, sizeof(eta_s));
+        units_format_duration((double)(m->total - done) / rate, eta_s, sizeof(eta_s));
     else
         snprintf(eta_s, sizeof(eta_s), "-");
     snprintf(line, sizeof(line), "%s / %s (%.0f%%)  %.1f MB/s  ETA %s", done_s, total_s,
@@ -51,32 +51,4 @@ void progress_finish(progress_meter *m)
 {
     if (m->enabled)
         log_progress_end();
-}
-
-void format_bytes(uint64_t bytes, char *out, size_t outlen)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-    double v = (double)bytes;
-    int u = 0;
-
-    while (v >= 1024 && u < 5) {
-        v /= 1024;
-        u++;
-    }
-    if (u == 0)
-        snprintf(out, outlen, "%llu B", (unsigned long long)bytes);
-    else
-        snprintf(out, outlen, v < 10 ? "%.1f %s" : "%.0f %s", v, units[u]);
-}
-
-void format_duration(double seconds, char *out, size_t outlen)
-{
-    long s = (long)(seconds + 0.5);
-
-    if (seconds < 60)
-        snprintf(out, outlen, "%.1fs", seconds);
-    else if (s < 3600)
-        snprintf(out, outlen, "%ldm%02lds", s / 60, s % 60);
-    else
-        snprintf(out, outlen, "%ldh%02ldm", s / 3600, (s % 3600) / 60);
 }

@@ -6,7 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-static int cmp_double(const void *a, const void *b)
+static int stats_cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
 
@@ -20,7 +20,7 @@ double stats_percentile(double *values, size_t n, double p)
 
     if (n == 0)
         return 0;
-    qsort(values, n, sizeof(double), cmp_double);
+    qsort(values, n, sizeof(double), stats_cmp_double);
     if (p <= 0)
         return values[0];
     if (p >= 100)

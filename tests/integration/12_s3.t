@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
-# The core scenario against an S3-compatible server (s3rver on 127.0.0.1,
-# which checks our Signature V4 signatures): WAL archived to S3, a backup
-# under pgbench load with small parts (multipart uploads), restore to a
-# named restore point through ranged GETs, data equal; a multipart object
+# The core scenario against an S3-compatible server: moto checking every
+# request's Signature V4 against an IAM access key (S3_SERVER=moto, the
+# default), or s3rver (S3_SERVER=s3rver, run by 26_s3_s3rver.t). The
+# repository's prefix holds a space, '+', 'é' and '&', so every key is one
+# S3 refuses when it is signed other than as sent. WAL archived to S3, a
+# backup under pgbench load with small parts (multipart uploads), restore to
+# a named restore point through ranged GETs, data equal; a multipart object
 # round-trips byte-identical; listing pages past 1,000 keys; bad input.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_s3.sh"
 setup_tmp
 trap 's3_stop; cleanup_all' EXIT
 s3_start
-REPO="s3://$S3_BUCKET/cluster1"
+PREFIX="clu ster+é&1"
+REPO="s3://$S3_BUCKET/$PREFIX"
 pg_init "$T/data"
+# the prefix holds shell metacharacters: quote it for archive_command's shell
+cat >>"$T/data/postgresql.conf" <<CONF
+archive_command = '"$PGD" wal-push --repo "$REPO" %p'
+CONF
 pg_start "$T/data"
 as_pg "$PG_BIN/pgbench" -i -s 3 -q >/dev/null 2>&1 || bail "pgbench -i failed"
 archive_all "$PGPORT"
@@ -24,7 +32,7 @@ out=$(pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --s3-part-s
 ok $? "backup to S3 under pgbench load succeeds"
 like "$out" "backup [0-9T]+F complete" "with its summary"
 wait $load
-parts=$(grep -c "uploadId=" "$T/s3rver.log")
+parts=$(grep -c "uploadId=" "$S3_LOG")
 cmp_ok "$parts" ">" 2 "multipart uploads were used ($parts part requests)"
 id=$(pgd list --repo "$REPO" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["id"])')
 like "$id" "^[0-9]{8}T[0-9]{6}F$" "list shows the backup in S3"
@@ -60,23 +68,21 @@ pgd wal-fetch --repo "$REPO" --download-concurrency 4 "$seg" "$T/fetched"
 cmp -s "$T/$seg" "$T/fetched"
 ok $? "and downloads byte-identical through ranged GETs"
 
-# listing beyond one page: 1,200 more sentinels written by botocore
-/usr/bin/python3 - "$AWS_ENDPOINT_URL" "$S3_BUCKET" <<'PY'
+# listing beyond one page: 1,200 more sentinels written by boto3
+"$S3_PYTHON" - "$S3_BUCKET" "$PREFIX" <<'PY'
 import json, sys
-import botocore.session
-endpoint, bucket = sys.argv[1], sys.argv[2]
-s3 = botocore.session.get_session().create_client(
-    "s3", endpoint_url=endpoint, region_name="us-east-1",
-    aws_access_key_id="S3RVER", aws_secret_access_key="S3RVER")
-src = s3.list_objects_v2(Bucket=bucket, Prefix="cluster1/backups/", Delimiter="/")
+import boto3
+bucket, prefix = sys.argv[1], sys.argv[2]
+s3 = boto3.client("s3")  # endpoint and credentials from the AWS_* variables
+src = s3.list_objects_v2(Bucket=bucket, Prefix=prefix + "/backups/", Delimiter="/")
 key = [c["Key"] for c in src["Contents"] if c["Key"].endswith(".done.json")][0]
 info = json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
 for i in range(1200):
     bid = "20010101T%06dF" % i
     info["id"] = bid
-    s3.put_object(Bucket=bucket, Key="cluster1/backups/%s.done.json" % bid, Body=json.dumps(info))
+    s3.put_object(Bucket=bucket, Key="%s/backups/%s.done.json" % (prefix, bid), Body=json.dumps(info))
 PY
-ok $? "botocore wrote 1,200 more sentinels"
+ok $? "boto3 wrote 1,200 more sentinels"
 n=$(pgd list --repo "$REPO" --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
 is "$n" "1201" "list pages through ListObjectsV2 continuation tokens (1,201 backups)"
 
@@ -84,7 +90,11 @@ is "$n" "1201" "list pages through ListObjectsV2 continuation tokens (1,201 back
 expect_s3_error() {
     local desc=$1
     expect_error "$@"
-    if printf '%s' "$EXPECT_OUT" | grep -q "S3RVER"; then ok 1 "$desc: no credential in the message"; else ok 0 "$desc: no credential in the message"; fi
+    if printf '%s' "$EXPECT_OUT" | grep -qF -e "$AWS_ACCESS_KEY_ID" -e "$AWS_SECRET_ACCESS_KEY"; then
+        ok 1 "$desc: no credential in the message"
+    else
+        ok 0 "$desc: no credential in the message"
+    fi
 }
 expect_s3_error "malformed s3 URI" 'invalid repository "s3://A_B/x"' pgd list --repo "s3://A_B/x"
 expect_s3_error "missing credentials" "no credentials for s3://$S3_BUCKET: set AWS_ACCESS_KEY_ID" \

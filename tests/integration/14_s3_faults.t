@@ -26,13 +26,6 @@ proxy_start
 REPO="s3://$S3_BUCKET/faults"
 via_proxy() { local AWS_ENDPOINT_URL=$PROXY_URL; "$@"; }
 
-# todo_ok EXIT_STATUS DESCRIPTION REASON: ok, for a known product defect (a TAP TODO:
-# reported, not counted as a failure, and shown as "unexpectedly succeeded" once fixed)
-todo_ok() {
-    TAP_N=$((TAP_N + 1))
-    if [ "$1" -eq 0 ]; then echo "ok $TAP_N - $2 # TODO $3"; else echo "not ok $TAP_N - $2 # TODO $3"; fi
-}
-
 # bucket_parts PREFIX: how many partitions are under PREFIX, asked of the server directly
 bucket_parts() {
     /usr/bin/python3 - "$AWS_ENDPOINT_URL" "$S3_BUCKET" "$1" <<'PY'
@@ -115,8 +108,7 @@ new_segment $seg
 proxy_rules '[{"method": "PUT", "path": "'$seg'", "fault": "503"}]'
 expect_error "503 on every PUT" "$seg" via_proxy as_pg "$PGD" wal-push --repo "$REPO" --s3-retries 2 "$T/$seg"
 printf '%s' "$EXPECT_OUT" | grep -q "HTTP 503"
-todo_ok $? "503 on every PUT: the error gives the cause (HTTP 503)" \
-    "wal_archive_push clears the upload's error and reports 'could not archive WAL file' alone"
+ok $? "503 on every PUT: the error gives the cause (HTTP 503)"
 is "$(proxy_count method=PUT path~$seg fault=503)" "3" "503 on every PUT: the PUT was tried 3 times"
 is "$(proxy_count method=PUT fault=pass)" "0" "503 on every PUT: none reached the server"
 out=$(as_pg "$PGD" wal-fetch --repo "$REPO" "$seg" "$T/back" 2>&1)
@@ -202,7 +194,6 @@ cmp_ok "$(proxy_count method=PUT path~/part_ fault=lost)" ">=" 2 \
 is "$(proxy_count method=PUT path~'\.done\.json$')" "0" "no sentinel was written"
 left=$(bucket_parts faults3/backups/)
 [ "$left" = "0" ]
-todo_ok $? "no partition of it is left in the bucket ($left left)" \
-    "a failed backup deletes only the partitions whose PUT was acknowledged"
+ok $? "no partition of it is left in the bucket ($left left): the failed backup removes everything under its id"
 proxy_explain
 done_testing

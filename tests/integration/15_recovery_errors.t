@@ -124,13 +124,16 @@ pg_stop "$RDIR"
 # S3: recover up to the first marker and shut down (the backup's WAL is replayed), stop
 # S3, then let recovery go on: it must stop, not take the unreachable repository for
 # the end of the archive
-restore_to "$S3REPO" --target-name after1 --target-action shutdown
+# the restore reaches S3 through the fault proxy (its restore_command carries the proxy's
+# endpoint), so the repository can go away and come back without losing what it holds
+proxy_start
+AWS_ENDPOINT_URL=$PROXY_URL restore_to "$S3REPO" --target-name after1 --target-action shutdown
 as_pg "$PG_BIN/pg_ctl" -D "$RDIR" -l "$RDIR.log" -w -t 120 start >/dev/null 2>&1
 for _ in $(seq 1 600); do [ -f "$RDIR/postmaster.pid" ] || break; sleep 0.2; done
 ok $([ ! -f "$RDIR/postmaster.pid" ] && echo 0 || echo 1) "S3: recovery reached the first marker and shut down"
 like "$(cat "$RDIR.log")" "recovery stopping at restore point \"after1\"" "S3: (at the restore point)"
 sed -i "/^recovery_target/d" "$RDIR/postgresql.auto.conf"
-s3_stop
+proxy_rules '[{"fault": "503"}]'
 start_restored
 is "$?" "1" "S3 repository gone: the restored server stops instead of finishing recovery"
 promoted=0
@@ -140,7 +143,8 @@ like "$(grep 'pgdirect: error' "$RDIR.log" | tail -1)" "[0-9A-F]{8}([0-9A-F]{16}
     "S3 repository gone: pgdirect's line names the segment and the repository"
 like "$(grep FATAL "$RDIR.log" | tail -1)" "from archive: child process exited with exit code 254" \
     "S3 repository gone: PostgreSQL stopped recovery (FATAL, exit code 254)"
-s3_start
+cmp_ok "$(proxy_count fault=503)" ">" 0 "S3 repository gone: every request was refused (503)"
+proxy_rules '[]'
 start_restored
 ok $? "S3 back: the same restored directory recovers to the end"
 is "$(markers)" "1,2,3" "S3 back: every marker row is there"

@@ -96,24 +96,17 @@ is "$?" "254" "wal-fetch from a bucket that does not exist: exit 254"
 like "$out" "^pgdirect: error: .*$seg2.*NoSuchBucket" "and one line that says so"
 
 # in standby mode, an S3 repository that keeps failing after retries (503) is worth waiting
-# for: exit 1 with a warning, and PostgreSQL asks again. It depends on the S3 driver
-# marking such errors transient (pgd_error.transient), which comes from another branch.
+# for: exit 1 with a warning, and PostgreSQL asks again (the S3 driver marks errors that
+# outlast their retries transient).
 proxy_start
-echo "503 always" >"$PROXY_CONTROL"
+proxy_rules '[{"fault": "503"}]'
 mkdir -p "$T/sb" && touch "$T/sb/standby.signal" && chown -R postgres "$T/sb"
 out=$(cd "$T/sb" && AWS_ENDPOINT_URL=$PROXY_URL pgd wal-fetch --repo "s3://$S3_BUCKET/wal" \
       --s3-retries 1 "$seg2" "$T/f" 2>&1)
 rc=$?
-todo="# TODO until src/storage/s3.c marks errors that outlast their retries transient"
-TAP_N=$((TAP_N + 1))
-[ "$rc" = 1 ] && echo "ok $TAP_N - standby, S3 unavailable: exit 1 $todo" ||
-    echo "not ok $TAP_N - standby, S3 unavailable: exit 1 (got $rc) $todo"
-TAP_N=$((TAP_N + 1))
-if printf '%s' "$out" | grep -Eq "^pgdirect: warning: .*$seg2.*503.*standby"; then
-    echo "ok $TAP_N - and one warning line naming the file $todo"
-else
-    echo "not ok $TAP_N - and one warning line naming the file $todo"
-fi
+is "$rc" "1" "standby, S3 unavailable: exit 1 (PostgreSQL asks again)"
+like "$out" "^pgdirect: warning: .*$seg2.*503.*standby" "and one warning line naming the file"
+is "$(printf '%s\n' "$out" | wc -l)" "1" "(one line)"
 out=$(AWS_ENDPOINT_URL=$PROXY_URL pgd wal-fetch --repo "s3://$S3_BUCKET/wal" --s3-retries 1 \
       "$seg2" "$T/f" 2>&1)
 is "$?" "254" "not in standby mode, S3 unavailable: exit 254"

@@ -1,14 +1,50 @@
 # lib.sh - shared by the integration tests (bash, TAP output for prove).
 #
-# Each test gets its own throwaway PostgreSQL 15 cluster on a free port, run
+# Each test gets its own throwaway PostgreSQL cluster on a free port, run
 # as the postgres user (PostgreSQL refuses root) from a private directory
 # under /tmp that postgres can enter, with its own copy of the pgdirect
 # binary: archive_command and restore_command run as postgres and must not
-# depend on where the checkout lives.
+# depend on where the checkout lives. PGDIRECT_TEST_PG picks the server's
+# major version (14 to 18; 15, Debian's, by default): see pg_bin_install.
 
 set -u
 
-PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
+# ---- the PostgreSQL under test ----
+#
+# 15 is Debian's, whole. 14, 16, 17 and 18 are the server builds of the npm
+# packages pinned in tests/pg/package-lock.json (scripts/setup.sh installs
+# them): postgres, initdb, pg_ctl, their libraries and contrib modules, and
+# no client tools. PG_BIN is then a directory that holds, as links:
+#  - postgres, initdb, pg_ctl of that version;
+#  - psql and pgbench from Debian's 15 (their protocol works with every
+#    server version);
+#  - pg_verifybackup from Debian's 15 for 14 and 16, whose backup_manifest
+#    is version 1 like 15's (use -n: its pg_waldump reads 15's WAL only);
+# and nothing else: tools that must match the server (pg_verifybackup for
+# 17+, which reads manifest version 2, pg_waldump, pg_checksums, pg_amcheck,
+# pg_controldata) are absent; a test asks pg_tool and skips, saying why.
+PG_DEBIAN_BIN=/usr/lib/postgresql/15/bin
+PG_MAJOR=${PGDIRECT_TEST_PG:-15}
+PG_PACKAGES_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../pg" && pwd)
+# root-owned, so that nobody but root can swap the binaries the tests run
+PG_CACHE_DIR=/var/cache/pgdirect-tests/pg
+PG_PACKAGE_VERSION=""
+case $PG_MAJOR in
+15) PG_BIN=${PG_BIN:-$PG_DEBIAN_BIN} ;;
+14 | 16 | 17 | 18)
+    PG_PACKAGE_VERSION=$(python3 -c 'import json, sys
+print(json.load(open(sys.argv[1]))["packages"]["node_modules/pg" + sys.argv[2]]["version"])' \
+        "$PG_PACKAGES_DIR/package-lock.json" "$PG_MAJOR" 2>/dev/null) ||
+        { echo "Bail out! no PostgreSQL $PG_MAJOR in tests/pg/package-lock.json"; exit 255; }
+    PG_BIN=$PG_CACHE_DIR/$PG_PACKAGE_VERSION/bin
+    ;;
+*)
+    echo "Bail out! PGDIRECT_TEST_PG=$PG_MAJOR: the tests run PostgreSQL 14, 15, 16, 17 or 18"
+    exit 255
+    ;;
+esac
+export PGDIRECT_TEST_PG=$PG_MAJOR
+
 PGDIRECT_BIN=${PGDIRECT_BIN:?PGDIRECT_BIN must point at the pgdirect binary}
 PGD_PAGECACHE=${PGD_PAGECACHE:-}
 
@@ -103,6 +139,7 @@ require_pagecache() {
 setup_tmp() {
     [ "$(id -u)" -eq 0 ] || bail "integration tests run as root (they start servers as postgres)"
     id postgres >/dev/null 2>&1 || bail "no postgres user: install postgresql-15"
+    pg_bin_install
     T=$(mktemp -d /tmp/pgdirect-test.XXXXXX)
     chmod 755 "$T"
     mkdir -p "$T/bin"
@@ -138,12 +175,71 @@ free_port() {
     bail "no free port"
 }
 
-# pg_init DATADIR: initdb with checksums and WAL archiving through pgdirect
+# pg_bin_install: for a server from tests/pg, put its build (once per
+# package version) where postgres can run it, with PG_BIN beside it (see
+# "the PostgreSQL under test" above). A copy made by a run that was killed is
+# never used: each is built aside and renamed into place whole.
+pg_bin_install() {
+    local pkg dest tmp t missing
+    [ -n "$PG_PACKAGE_VERSION" ] || return 0
+    dest=$(dirname "$PG_BIN")
+    [ -x "$dest/native/bin/postgres" ] && [ -L "$dest/bin/psql" ] && return 0
+    pkg=$PG_PACKAGES_DIR/node_modules/pg$PG_MAJOR
+    [ -x "$pkg/native/bin/postgres" ] ||
+        bail "PostgreSQL $PG_MAJOR is not installed in tests/pg: run scripts/setup.sh"
+    [ "$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["version"])' \
+        "$pkg/package.json")" = "$PG_PACKAGE_VERSION" ] ||
+        bail "tests/pg/node_modules/pg$PG_MAJOR is not the version of package-lock.json ($PG_PACKAGE_VERSION): run scripts/setup.sh"
+    # the package restores its library links in a postinstall step that
+    # ignores its own failures: a library that does not resolve fails here
+    missing=$(ldd "$pkg/native/bin/postgres" "$pkg/native/bin/initdb" 2>&1 | grep 'not found')
+    [ -z "$missing" ] || bail "PostgreSQL $PG_MAJOR in tests/pg lacks libraries ($missing): run scripts/setup.sh"
+    mkdir -p "$PG_CACHE_DIR" && chmod 755 /var/cache/pgdirect-tests "$PG_CACHE_DIR" ||
+        bail "could not create $PG_CACHE_DIR"
+    tmp=$(mktemp -d "$PG_CACHE_DIR/.install.XXXXXX") || bail "could not create a directory in $PG_CACHE_DIR"
+    cp -a "$pkg/native" "$tmp/native" && mkdir "$tmp/bin" || { rm -rf "$tmp"; bail "could not copy PostgreSQL $PG_MAJOR to $tmp"; }
+    for t in postgres initdb pg_ctl; do ln -s "../native/bin/$t" "$tmp/bin/$t"; done
+    for t in psql pgbench; do ln -s "$PG_DEBIAN_BIN/$t" "$tmp/bin/$t"; done
+    [ "$PG_MAJOR" -le 16 ] && ln -s "$PG_DEBIAN_BIN/pg_verifybackup" "$tmp/bin/pg_verifybackup"
+    chmod -R go-w "$tmp" && chmod -R a+rX "$tmp" && chmod 755 "$tmp"
+    # a concurrent test may have put the same copy in place first: keep its
+    mv -T "$tmp" "$dest" 2>/dev/null || rm -rf "$tmp"
+    [ -x "$dest/native/bin/postgres" ] && [ -L "$dest/bin/psql" ] ||
+        bail "could not install PostgreSQL $PG_MAJOR in $dest (an incomplete copy? remove it)"
+}
+
+# pg_tool NAME: the path of client tool NAME fit for this server version, or
+# false (pg_tool_missing says why): tests skip what needs a missing one
+pg_tool() {
+    [ -x "$PG_BIN/$1" ] || return 1
+    echo "$PG_BIN/$1"
+}
+
+pg_tool_missing() { # pg_tool_missing NAME: why pg_tool NAME is false, one line
+    case $1 in
+    pg_verifybackup)
+        echo "no pg_verifybackup $PG_MAJOR here (the npm package has only the server; Debian's 15 reads backup_manifest version 1 only, PostgreSQL $PG_MAJOR writes version 2)" ;;
+    *) echo "no $1 $PG_MAJOR here (the npm package has only postgres, initdb and pg_ctl; Debian has $1 15 only)" ;;
+    esac
+}
+
+# pg_init DATADIR [INITDB_OPTIONS...]: initdb with checksums (unless
+# --no-data-checksums, which also holds on 18, where initdb turns them on
+# by default) and WAL archiving through pgdirect
 pg_init() {
-    local data=$1
+    local data=$1 checksums=--data-checksums a
+    local -a opts=()
+    shift
+    for a in "$@"; do
+        case $a in
+        --no-data-checksums) checksums=$([ "$PG_MAJOR" -ge 18 ] && echo --no-data-checksums) ;;
+        *) opts+=("$a") ;;
+        esac
+    done
+    [ -n "$checksums" ] && opts+=("$checksums")
     PGPORT=$(free_port)
     export PGPORT
-    as_pg "$PG_BIN/initdb" -D "$data" -U postgres --data-checksums -A trust >"$T/initdb.log" 2>&1 ||
+    as_pg "$PG_BIN/initdb" -D "$data" -U postgres -A trust "${opts[@]}" >"$T/initdb.log" 2>&1 ||
         bail "initdb failed: $(tail -3 "$T/initdb.log")"
     cat >>"$data/postgresql.conf" <<CONF
 port = $PGPORT
@@ -194,10 +290,11 @@ pgbench_hash() { # pgbench_hash PORT
 archive_all() { # archive_all PORT
     local port=$1 seg
     seg=$(psql_at "$port" "SELECT pg_walfile_name(pg_switch_wal())")
-    for _ in $(seq 1 300); do
+    for _ in $(seq 1 600); do
         case $REPO in
         s3://*) as_pg "$PGD" wal-fetch --repo "$REPO" "$seg" "$T/probe_wal" 2>/dev/null && return 0 ;;
-        *) [ -n "$(ls "$REPO/wal/${seg:0:8}/$seg"* 2>/dev/null)" ] && return 0 ;;
+        # the object itself, not wal-push's "<segment>.lz4.tmp.<pid>.<n>", which exists before it
+        *) ls "$REPO/wal/${seg:0:8}" 2>/dev/null | grep -Eq "^$seg(\.lz4|\.zst)?\$" && return 0 ;;
         esac
         sleep 0.2
     done
@@ -273,3 +370,10 @@ open(path, "wb").write(out)
 PY
     chown postgres "$2"
 }
+
+# tap_skip DESCRIPTION REASON: a TAP test that was not run, and why
+tap_skip() {
+    TAP_N=$((TAP_N + 1))
+    echo "ok $TAP_N - $1 # skip $2"
+}
+

@@ -1,25 +1,89 @@
-# lib_s3.sh - start s3rver (npm, tests/s3) on 127.0.0.1 for a test, with its
-# own data directory and a bucket; stopped with the test. s3rver checks
-# Signature V4 with its fixed credentials S3RVER / S3RVER.
+# lib_s3.sh - an S3 server on 127.0.0.1 for a test, with its own data and a
+# bucket ($S3_BUCKET); stopped with the test (s3_stop).
+#
+# S3_SERVER=moto (the default): tests/s3/moto_server.py, moto with IAM
+#   authentication, which checks every request's Signature V4 against an
+#   access key created through its IAM API, over the request target as sent
+#   (as AWS does). Also exports MOTO_DENIED_ACCESS_KEY_ID and
+#   MOTO_DENIED_SECRET_ACCESS_KEY: a user with no permission at all.
+# S3_SERVER=s3rver: s3rver (npm, tests/s3), a second implementation we
+#   claim to work with; it does not check signatures.
+#
+# Exports AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION and
+# AWS_ENDPOINT_URL for pgdirect and boto3, S3_PORT, and S3_LOG: one line per
+# request with its method and target ("PUT /bucket/key?partNumber=1&...").
+# $S3_PYTHON runs Python with boto3 (the pyenv python3, as on CI).
 
 S3RVER=${S3RVER:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../s3" && pwd)/node_modules/.bin/s3rver}
+MOTO_SERVER=$(cd "$(dirname "${BASH_SOURCE[0]}")/../s3" && pwd)/moto_server.py
+S3_SERVER=${S3_SERVER:-moto}
+S3_PYTHON=${S3_PYTHON:-python3}
 S3_BUCKET=pgdirect-test
 S3_PID=""
+S3_LOG=""
 
-s3_start() {
-    [ -x "$S3RVER" ] || bail "s3rver is not installed: run scripts/setup.sh"
-    S3_PORT=$(free_port)
-    mkdir -p "$T/s3data"
-    # s3rver's continuation tokens use a cipher OpenSSL 3 keeps in its legacy provider
-    NODE_OPTIONS=--openssl-legacy-provider "$S3RVER" -d "$T/s3data" -a 127.0.0.1 -p "$S3_PORT" \
-        --configure-bucket "$S3_BUCKET" >"$T/s3rver.log" 2>&1 &
-    S3_PID=$!
-    for _ in $(seq 1 100); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$S3_PORT") 2>/dev/null && break
+s3_require_python() {
+    "$S3_PYTHON" -c 'import moto, boto3' 2>/dev/null ||
+        bail "$S3_PYTHON cannot import moto and boto3: run scripts/setup.sh"
+}
+
+# PGD_STORAGE: the pgd-storage helper (tests/tools/pgd_storage.c), built next to pgd-pagecache
+s3_require_storage_tool() {
+    PGD_STORAGE=${PGD_STORAGE:-$(dirname "${PGD_PAGECACHE:-/nonexistent/x}")/pgd-storage}
+    [ -x "$PGD_STORAGE" ] || bail "no pgd-storage helper at $PGD_STORAGE (set PGD_STORAGE or PGD_PAGECACHE)"
+}
+
+# s3_wait_port PORT: until something listens there (20 s at most)
+s3_wait_port() {
+    local deadline=$((SECONDS + 20))
+    while [ $SECONDS -lt $deadline ]; do
+        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
         sleep 0.1
     done
-    export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1
-    export AWS_ENDPOINT_URL="http://127.0.0.1:$S3_PORT"
+    return 1
+}
+
+s3_start_moto() {
+    local env_file="$T/moto.env" deadline=$((SECONDS + 60))
+    s3_require_python
+    S3_LOG="$T/moto.log"
+    : >"$S3_LOG"
+    "$S3_PYTHON" "$MOTO_SERVER" "$S3_PORT" "$env_file" "$S3_LOG" "$S3_BUCKET" "$@" \
+        >"$T/moto.out" 2>&1 &
+    S3_PID=$!
+    while [ ! -f "$env_file" ] && [ $SECONDS -lt $deadline ]; do
+        kill -0 "$S3_PID" 2>/dev/null || bail "moto_server.py exited: $(tail -3 "$T/moto.out")"
+        sleep 0.1
+    done
+    [ -f "$env_file" ] || bail "moto_server.py did not come up: $(tail -3 "$T/moto.out")"
+    # shellcheck disable=SC1090
+    . "$env_file"
+    export MOTO_DENIED_ACCESS_KEY_ID MOTO_DENIED_SECRET_ACCESS_KEY
+    export AWS_ACCESS_KEY_ID=$MOTO_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY=$MOTO_SECRET_ACCESS_KEY
+}
+
+s3_start_s3rver() {
+    [ -x "$S3RVER" ] || bail "s3rver is not installed: run scripts/setup.sh"
+    mkdir -p "$T/s3data"
+    S3_LOG="$T/s3rver.log"
+    # s3rver's continuation tokens use a cipher OpenSSL 3 keeps in its legacy provider
+    NODE_OPTIONS=--openssl-legacy-provider "$S3RVER" -d "$T/s3data" -a 127.0.0.1 -p "$S3_PORT" \
+        --configure-bucket "$S3_BUCKET" >"$S3_LOG" 2>&1 &
+    S3_PID=$!
+    s3_wait_port "$S3_PORT" || bail "s3rver did not come up: $(tail -3 "$S3_LOG")"
+    export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER
+}
+
+# s3_start [EXTRA_BUCKET...]
+s3_start() {
+    S3_PORT=$(free_port)
+    case "$S3_SERVER" in
+    moto) s3_start_moto "$@" ;;
+    s3rver) s3_start_s3rver ;;
+    *) bail "S3_SERVER=$S3_SERVER: expected moto or s3rver" ;;
+    esac
+    export AWS_REGION=us-east-1 AWS_ENDPOINT_URL="http://127.0.0.1:$S3_PORT"
+    export S3_PORT S3_LOG
 }
 
 s3_stop() {

@@ -122,6 +122,71 @@ static void test_walk_applies_exclusions_and_follows_tablespaces(void **state)
     rm_rf(root);
 }
 
+/*
+ * Links other than pg_tblspc/<oid> are recorded, not followed (a loop would
+ * never end; a linked file would be backed up as if it lived here); pg_wal
+ * as a link is recorded as the directory it stands for.
+ */
+static void test_walk_records_links_as_links(void **state)
+{
+    char *root = test_tmpdir();
+    char pgdata[4200], wal[4200], conf[4200], path[4300];
+    datadir dd;
+    pgd_error err = {0};
+
+    (void)state;
+    snprintf(pgdata, sizeof(pgdata), "%s/data", root);
+    snprintf(wal, sizeof(wal), "%s/wal", root);
+    snprintf(conf, sizeof(conf), "%s/etc.conf", root);
+    mkdirs(pgdata, "base/5");
+    mkdirs(root, "wal/archive_status");
+    touch(root, "etc.conf", 42);
+    touch(root, "wal/000000010000000000000001", 100);
+    touch(pgdata, "base/5/1259", 8192);
+    snprintf(path, sizeof(path), "%s/loop", pgdata);
+    assert_int_equal(symlink(".", path), 0);
+    snprintf(path, sizeof(path), "%s/postgresql.conf", pgdata);
+    assert_int_equal(symlink(conf, path), 0);
+    snprintf(path, sizeof(path), "%s/pg_wal", pgdata);
+    assert_int_equal(symlink(wal, path), 0);
+    snprintf(path, sizeof(path), "%s/base/5/dangling", pgdata);
+    assert_int_equal(symlink("nowhere", path), 0);
+    snprintf(path, sizeof(path), "%s/postmaster.pid", pgdata);
+    assert_int_equal(symlink(conf, path), 0); /* excluded by name, link or not */
+    /* pg_tblspc itself moved elsewhere: followed, its tablespace links with it */
+    mkdirs(root, "tblspc");
+    mkdirs(root, "ts/PG_15_202209061/5");
+    touch(root, "ts/PG_15_202209061/5/16385", 8192);
+    snprintf(path, sizeof(path), "%s/pg_tblspc", pgdata);
+    snprintf(conf + strlen(root), sizeof(conf) - strlen(root), "/tblspc");
+    assert_int_equal(symlink(conf, path), 0);
+    snprintf(path, sizeof(path), "%s/tblspc/16384", root);
+    snprintf(conf + strlen(root), sizeof(conf) - strlen(root), "/ts");
+    assert_int_equal(symlink(conf, path), 0);
+    snprintf(conf + strlen(root), sizeof(conf) - strlen(root), "/etc.conf");
+
+    assert_true(datadir_walk(&dd, pgdata, 150004, &err));
+    assert_non_null(find(&dd, "loop"));
+    assert_string_equal(find(&dd, "loop")->link, ".");
+    assert_false(find(&dd, "loop")->is_dir);
+    assert_int_equal(find(&dd, "loop")->size, 0);
+    assert_null(find(&dd, "loop/base"));
+    assert_string_equal(find(&dd, "postgresql.conf")->link, conf);
+    assert_int_equal(find(&dd, "postgresql.conf")->size, 0);
+    assert_string_equal(find(&dd, "base/5/dangling")->link, "nowhere");
+    assert_null(find(&dd, "base/5/1259")->link);
+    assert_null(find(&dd, "postmaster.pid"));
+    assert_true(find(&dd, "pg_wal")->is_dir);
+    assert_null(find(&dd, "pg_wal")->link);
+    assert_non_null(find(&dd, "pg_wal/archive_status"));
+    assert_null(find(&dd, "pg_wal/000000010000000000000001"));
+    assert_true(find(&dd, "pg_tblspc")->is_dir);
+    assert_non_null(find(&dd, "pg_tblspc/16384/PG_15_202209061/5/16385"));
+    assert_int_equal(dd.ntablespaces, 1);
+    datadir_free(&dd);
+    rm_rf(root);
+}
+
 static void test_walk_of_missing_dir_names_it(void **state)
 {
     datadir dd;
@@ -138,6 +203,7 @@ int main(void)
         cmocka_unit_test(test_exclusion_rules),
         cmocka_unit_test(test_walk_applies_exclusions_and_follows_tablespaces),
         cmocka_unit_test(test_walk_of_missing_dir_names_it),
+        cmocka_unit_test(test_walk_records_links_as_links),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

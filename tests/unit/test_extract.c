@@ -7,17 +7,17 @@
 static void test_safe_paths(void **state)
 {
     (void)state;
-    assert_true(restore_path_is_safe("base/1/1259"));
-    assert_true(restore_path_is_safe("PG_VERSION"));
-    assert_true(restore_path_is_safe("a..b/c"));
-    assert_false(restore_path_is_safe(""));
-    assert_false(restore_path_is_safe("/etc/passwd"));
-    assert_false(restore_path_is_safe("../escape"));
-    assert_false(restore_path_is_safe("base/../../escape"));
-    assert_false(restore_path_is_safe("base/.."));
-    assert_false(restore_path_is_safe("./base"));
-    assert_false(restore_path_is_safe("base//1"));
-    assert_false(restore_path_is_safe("base/"));
+    assert_true(extract_path_is_safe("base/1/1259"));
+    assert_true(extract_path_is_safe("PG_VERSION"));
+    assert_true(extract_path_is_safe("a..b/c"));
+    assert_false(extract_path_is_safe(""));
+    assert_false(extract_path_is_safe("/etc/passwd"));
+    assert_false(extract_path_is_safe("../escape"));
+    assert_false(extract_path_is_safe("base/../../escape"));
+    assert_false(extract_path_is_safe("base/.."));
+    assert_false(extract_path_is_safe("./base"));
+    assert_false(extract_path_is_safe("base//1"));
+    assert_false(extract_path_is_safe("base/"));
 }
 
 static void test_dest_paths(void **state)
@@ -47,11 +47,40 @@ static void test_dest_paths(void **state)
     manifest_free(&m);
 }
 
+static void test_modes_are_masked(void **state)
+{
+    (void)state;
+    assert_int_equal(extract_mode(06777, false), 0640);
+    assert_int_equal(extract_mode(0600, false), 0600);
+    assert_int_equal(extract_mode(0, false), 0600);
+    assert_int_equal(extract_mode(0644, false), 0640);
+    assert_int_equal(extract_mode(01777, true), 0750);
+    assert_int_equal(extract_mode(0700, true), 0700);
+    assert_int_equal(extract_mode(0, true), 0700);
+}
+
+static void test_partition_names(void **state)
+{
+    (void)state;
+    assert_true(extract_partition_name_is_valid("part_0001.tar.lz4", COMPRESS_LZ4));
+    assert_true(extract_partition_name_is_valid("part_12345.tar.zst", COMPRESS_ZSTD));
+    assert_true(extract_partition_name_is_valid("part_0002.tar", COMPRESS_NONE));
+    assert_false(extract_partition_name_is_valid("part_0001.tar.zst", COMPRESS_LZ4));
+    assert_false(extract_partition_name_is_valid("../../etc/hostname", COMPRESS_NONE));
+    assert_false(extract_partition_name_is_valid("part_0000.tar", COMPRESS_NONE));
+    assert_false(extract_partition_name_is_valid("part_1.tar", COMPRESS_NONE));
+    assert_false(extract_partition_name_is_valid("part_0001.tar/../x", COMPRESS_NONE));
+    assert_false(extract_partition_name_is_valid("part_-001.tar", COMPRESS_NONE));
+    assert_false(extract_partition_name_is_valid("", COMPRESS_NONE));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_safe_paths),
         cmocka_unit_test(test_dest_paths),
+        cmocka_unit_test(test_modes_are_masked),
+        cmocka_unit_test(test_partition_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

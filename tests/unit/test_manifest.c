@@ -65,6 +65,67 @@ static void test_round_trip(void **state)
     manifest_free(&back);
 }
 
+/* Links round-trip as "link" entries of files[], kept apart from files in memory. */
+static void test_links_round_trip(void **state)
+{
+    manifest m, back;
+    pgd_error err = {0};
+    char *json;
+    manifest_file f = {.path = "base/1/1259", .size = 1, .mode = 0600, .partition = 1};
+    manifest_link l1 = {.path = "postgresql.conf",
+                        .target = "/etc/postgresql/15/main/postgresql.conf",
+                        .mode = 0777,
+                        .mtime = 9,
+                        .partition = 1};
+    manifest_link l2 = {.path = "loop", .target = ".", .mode = 0777, .partition = 1};
+
+    (void)state;
+    manifest_init(&m);
+    m.id = strdup("20261129T215959F");
+    assert_true(manifest_add_partition(&m, "part_0001.tar.lz4", 1000, 1, &err));
+    assert_true(manifest_add_file(&m, &f, &err));
+    assert_true(manifest_add_link(&m, &l1, &err));
+    assert_true(manifest_add_link(&m, &l2, &err));
+    assert_true(manifest_to_json(&m, &json, &err));
+    assert_non_null(strstr(json, "\"type\":\"link\""));
+    assert_true(manifest_from_json(&back, json, "test manifest", &err));
+    assert_int_equal(back.nfiles, 1);
+    assert_int_equal(back.nlinks, 2);
+    manifest_build_index(&back);
+    assert_int_equal(manifest_find_link(&back, "loop"), 0);
+    assert_string_equal(back.links[1].path, "postgresql.conf");
+    assert_string_equal(back.links[1].target, "/etc/postgresql/15/main/postgresql.conf");
+    assert_int_equal(back.links[1].mtime, 9);
+    assert_int_equal(back.links[1].partition, 1);
+    assert_int_equal(manifest_find_link(&back, "base/1/1259"), -1);
+    assert_int_equal(manifest_find(&back, "loop"), -1);
+    free(json);
+    manifest_free(&m);
+    manifest_free(&back);
+}
+
+/* A manifest written before links were recorded (no "link" entry) reads as one without links. */
+static void test_manifest_without_links_reads(void **state)
+{
+    manifest m;
+    pgd_error err = {0};
+
+    (void)state;
+    assert_true(manifest_from_json(
+        &m,
+        "{\"format\": 1, \"id\": \"a\", \"compression\": \"lz4\", \"partitions\": [{\"name\": "
+        "\"part_0001.tar.lz4\", \"size\": 1, \"crc32c\": \"00000000\"}], \"tablespaces\": [], "
+        "\"files\": [{\"path\": \"x\", \"type\": \"file\", \"mode\": 384, \"mtime\": 0, "
+        "\"size\": 1, \"crc32c\": \"00000000\", \"partition\": 1}], \"backup_label\": \"\", "
+        "\"tablespace_map\": \"\"}",
+        "old manifest", &err));
+    assert_int_equal(m.nfiles, 1);
+    assert_int_equal(m.nlinks, 0);
+    manifest_build_index(&m);
+    assert_int_equal(manifest_find_link(&m, "x"), -1);
+    manifest_free(&m);
+}
+
 static void expect_invalid(const char *json, const char *fragment)
 {
     manifest m;
@@ -94,6 +155,15 @@ static void test_invalid_manifests_are_refused(void **state)
                    "[{\"name\": \"p\", \"size\": 1, \"crc32c\": \"zz\"}], \"tablespaces\": [], "
                    "\"files\": []}",
                    "invalid partition 0");
+    /* a link without a target, and one in a partition that does not exist */
+    expect_invalid("{\"format\": 1, \"id\": \"a\", \"compression\": \"lz4\", \"partitions\": [], "
+                   "\"tablespaces\": [], \"files\": [{\"path\": \"l\", \"type\": \"link\", "
+                   "\"mode\": 511, \"mtime\": 0, \"partition\": 1}]}",
+                   "invalid link entry \"l\"");
+    expect_invalid("{\"format\": 1, \"id\": \"a\", \"compression\": \"lz4\", \"partitions\": [], "
+                   "\"tablespaces\": [], \"files\": [{\"path\": \"l\", \"type\": \"link\", "
+                   "\"target\": \".\", \"mode\": 511, \"mtime\": 0, \"partition\": 1}]}",
+                   "invalid link entry \"l\"");
 }
 
 int main(void)
@@ -101,6 +171,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_invalid_manifests_are_refused),
+        cmocka_unit_test(test_links_round_trip),
+        cmocka_unit_test(test_manifest_without_links_reads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,8 @@
 /*
  * test_pipeline.c - covers src/backup/pipeline.c: files that vanish, grow or
  * shrink between the walk and the read; partitions; CRCs; a reader thread
- * that cannot start.
+ * that cannot start; filters plugged in front (pages whole, with their
+ * block numbers; a filter that replaces a file); links.
  *
  * Linked with -Wl,--wrap=io_engine_new: engine_fail_at = N makes the Nth
  * engine the pipeline creates fail, as io_uring_queue_init can.
@@ -137,13 +138,13 @@ static void test_vanished_grown_shrunk(void **state)
     assert_true(res.read_modes & (1u << READ_MODE_DIRECT));
 
     assert_true(files[0].done);
-    assert_int_equal(files[0].stored_size, 10000); /* read to its size at walk time */
-    assert_int_equal(files[0].crc, crc32c(content, 10000));
+    assert_int_equal(files[0].result.size, 10000); /* read to its size at walk time */
+    assert_int_equal(files[0].result.crc, crc32c(content, 10000));
     assert_true(files[1].done);
-    assert_int_equal(files[1].stored_size, 3000); /* recorded at its new size */
-    assert_int_equal(files[1].crc, crc32c(content, 3000));
+    assert_int_equal(files[1].result.size, 3000); /* recorded at its new size */
+    assert_int_equal(files[1].result.crc, crc32c(content, 3000));
     assert_true(files[2].done);
-    assert_int_equal(files[2].crc, crc32c(content, 12345));
+    assert_int_equal(files[2].result.crc, crc32c(content, 12345));
     assert_false(files[3].done); /* skipped */
     assert_true(files[4].done);
     assert_int_equal(res.bytes_read, 10000 + 3000 + 12345);
@@ -289,8 +290,8 @@ static void big_file_with(io_engine_kind engine, read_mode mode)
                            .partition_size = 1 << 30,
                            .mode = mode};
     assert_true(pipeline_run(&cfg, files, 1, &res, &err));
-    assert_int_equal(files[0].stored_size, len);
-    assert_int_equal(files[0].crc, crc32c(content, len));
+    assert_int_equal(files[0].result.size, len);
+    assert_int_equal(files[0].result.crc, crc32c(content, len));
     got = entry_data(repo, res.partitions[0].name, "base/1/big", &size);
     assert_non_null(got);
     assert_int_equal(size, len);
@@ -313,7 +314,7 @@ static void test_big_file_io_uring(void **state)
     char why[128];
 
     (void)state;
-    if (!io_uring_available(why, sizeof(why)))
+    if (!io_engine_uring_available(why, sizeof(why)))
         skip();
     big_file_with(IO_ENGINE_URING, READ_MODE_DIRECT);
 }
@@ -322,6 +323,271 @@ static void test_big_file_cache_neutral(void **state)
 {
     (void)state;
     big_file_with(IO_ENGINE_THREADS, READ_MODE_CACHE_NEUTRAL);
+}
+
+/*
+ * A filter as a page checksum or delta filter will be: it records, for
+ * each page of a relation file, the absolute block number, and checks
+ * that chunks hold whole pages.
+ */
+typedef struct spy_record {
+    bool relation;
+    uint32_t segment;
+    uint32_t blocks[64];
+    size_t nblocks;
+    bool split_page; /* a chunk that did not start on a page boundary */
+} spy_record;
+
+/* What the spy of the pipeline's single thread saw: it outlives the filter. */
+static spy_record spy_seen;
+
+typedef struct page_spy {
+    file_filter base;
+    spy_record *seen;
+} page_spy;
+
+static bool spy_begin(file_filter *f, const file_filter_file *file, pgd_error *err)
+{
+    spy_record *p = ((page_spy *)f)->seen;
+
+    p->relation = file->is_relation;
+    p->segment = file->segment;
+    return file_filter_begin(f->next, file, err);
+}
+
+static bool spy_data(file_filter *f, file_chunk *chunk, pgd_error *err)
+{
+    spy_record *p = ((page_spy *)f)->seen;
+
+    if (p->relation) {
+        if (chunk->offset % PG_PAGE_SIZE != 0)
+            p->split_page = true;
+        for (size_t off = 0; off < chunk->len && p->nblocks < 64; off += PG_PAGE_SIZE)
+            p->blocks[p->nblocks++] =
+                p->segment * PG_SEGMENT_PAGES + (uint32_t)((chunk->offset + off) / PG_PAGE_SIZE);
+    }
+    return file_filter_data(f->next, chunk, err);
+}
+
+static bool spy_end(file_filter *f, file_filter_result *result, pgd_error *err)
+{
+    return file_filter_end(f->next, result, err);
+}
+
+static void spy_free(file_filter *f)
+{
+    file_filter_free(f->next);
+    free(f);
+}
+
+static const file_filter_ops spy_ops = {spy_begin, spy_data, spy_end, spy_free};
+
+static file_filter *spy_make(file_filter *next, void *arg, pgd_error *err)
+{
+    page_spy *p = calloc(1, sizeof(*p));
+
+    (void)arg;
+    (void)err;
+    p->base = (file_filter){.ops = &spy_ops, .next = next};
+    p->seen = &spy_seen;
+    memset(&spy_seen, 0, sizeof(spy_seen));
+    return &p->base;
+}
+
+/* Pages of a relation file reach a filter whole, with their block numbers, whatever the read size.
+ */
+static void test_a_filter_sees_every_page_with_its_block_number(void **state)
+{
+    enum { PAGES = 5 };
+    char *dir = test_tmpdir();
+    char path[4200];
+    unsigned char *content = malloc(PAGES * PG_PAGE_SIZE);
+    pgd_error err = {0};
+    storage *repo = repo_in(dir);
+    pipeline_result res;
+    file_filter_maker spy = {spy_make, NULL};
+
+    (void)state;
+    fill_pattern(content, PAGES * PG_PAGE_SIZE, 21);
+    snprintf(path, sizeof(path), "%s/16384.1", dir);
+    write_test_file(path, content, PAGES * PG_PAGE_SIZE);
+    /* 3 blocks of 4 KiB per read: not a whole number of pages */
+    pipeline_file files[] = {{.path = "base/1/16384.1",
+                              .source = path,
+                              .size = PAGES * PG_PAGE_SIZE,
+                              .mode = 0600,
+                              .read_size = 3 * BLOCK_SIZE}};
+    pipeline_config cfg = {.repo = repo,
+                           .backup_id = ID,
+                           .compression = COMPRESS_NONE,
+                           .read_size = BLOCK_SIZE,
+                           .workers = 1,
+                           .depth = 2,
+                           .engine = IO_ENGINE_THREADS,
+                           .partition_size = 1 << 30,
+                           .mode = READ_MODE_DIRECT,
+                           .filters = &spy,
+                           .nfilters = 1};
+    assert_true(pipeline_run(&cfg, files, 1, &res, &err));
+    assert_true(spy_seen.relation);
+    assert_false(spy_seen.split_page);
+    assert_int_equal(spy_seen.nblocks, PAGES);
+    for (uint32_t i = 0; i < PAGES; i++)
+        assert_int_equal(spy_seen.blocks[i], PG_SEGMENT_PAGES + i); /* segment 1 */
+    assert_int_equal(files[0].result.crc, crc32c(content, PAGES * PG_PAGE_SIZE));
+    pipeline_result_free(&res);
+    free(content);
+    storage_free(repo);
+    rm_rf(dir);
+}
+
+/*
+ * A filter that replaces a file's bytes, as a delta filter will: it passes
+ * nothing of the file on and, at its end, a small file of its own. The
+ * partition holds that instead, and the result describes it.
+ */
+typedef struct replacer {
+    file_filter base;
+    file_filter_file file;
+    char name[256];
+    char text[64];
+    uint64_t pages;
+} replacer;
+
+static bool replacer_begin(file_filter *f, const file_filter_file *file, pgd_error *err)
+{
+    replacer *r = (replacer *)f;
+
+    (void)err;
+    r->file = *file;
+    r->pages = 0;
+    return true; /* nothing passed on yet: the size is not known */
+}
+
+static bool replacer_data(file_filter *f, file_chunk *chunk, pgd_error *err)
+{
+    (void)err;
+    ((replacer *)f)->pages += (chunk->len + PG_PAGE_SIZE - 1) / PG_PAGE_SIZE;
+    return true;
+}
+
+static bool replacer_end(file_filter *f, file_filter_result *result, pgd_error *err)
+{
+    replacer *r = (replacer *)f;
+    file_filter_file out = r->file;
+    file_chunk chunk;
+
+    snprintf(r->name, sizeof(r->name), "%s.increment", r->file.path);
+    snprintf(r->text, sizeof(r->text), "%llu pages", (unsigned long long)r->pages);
+    out.path = r->name;
+    out.size = strlen(r->text);
+    chunk = (file_chunk){.data = (unsigned char *)r->text, .len = out.size, .room = out.size};
+    return file_filter_begin(f->next, &out, err) && file_filter_data(f->next, &chunk, err) &&
+           file_filter_end(f->next, result, err);
+}
+
+static const file_filter_ops replacer_ops = {replacer_begin, replacer_data, replacer_end, spy_free};
+
+static file_filter *replacer_make(file_filter *next, void *arg, pgd_error *err)
+{
+    replacer *r = calloc(1, sizeof(*r));
+
+    (void)arg;
+    (void)err;
+    r->base = (file_filter){.ops = &replacer_ops, .next = next};
+    return &r->base;
+}
+
+static void test_a_filter_can_replace_the_file(void **state)
+{
+    char *dir = test_tmpdir();
+    char path[4200];
+    unsigned char content[3 * PG_PAGE_SIZE];
+    pgd_error err = {0};
+    storage *repo = repo_in(dir);
+    pipeline_result res;
+    file_filter_maker make = {replacer_make, NULL};
+    uint64_t size;
+    unsigned char *got;
+
+    (void)state;
+    fill_pattern(content, sizeof(content), 4);
+    snprintf(path, sizeof(path), "%s/16384", dir);
+    write_test_file(path, content, sizeof(content));
+    pipeline_file files[] = {
+        {.path = "base/1/16384", .source = path, .size = sizeof(content), .mode = 0600}};
+    pipeline_config cfg = {.repo = repo,
+                           .backup_id = ID,
+                           .compression = COMPRESS_LZ4,
+                           .read_size = PG_PAGE_SIZE,
+                           .workers = 1,
+                           .depth = 2,
+                           .engine = IO_ENGINE_THREADS,
+                           .partition_size = 1 << 30,
+                           .mode = READ_MODE_DIRECT,
+                           .filters = &make,
+                           .nfilters = 1};
+    assert_true(pipeline_run(&cfg, files, 1, &res, &err));
+    assert_null(entry_data(repo, res.partitions[0].name, "base/1/16384", &size));
+    got = entry_data(repo, res.partitions[0].name, "base/1/16384.increment", &size);
+    assert_non_null(got);
+    assert_int_equal(size, strlen("3 pages"));
+    assert_memory_equal(got, "3 pages", size);
+    assert_int_equal(files[0].result.size, size); /* the stored bytes, checksummed */
+    assert_int_equal(files[0].result.crc, crc32c("3 pages", size));
+    free(got);
+    pipeline_result_free(&res);
+    storage_free(repo);
+    rm_rf(dir);
+}
+
+/* A symbolic link is a tar link entry: no data, its target kept. */
+static void test_a_link_is_stored_as_a_link_entry(void **state)
+{
+    char *dir = test_tmpdir();
+    pgd_error err = {0};
+    storage *repo = repo_in(dir);
+    pipeline_result res;
+    char obj[LAYOUT_PATH_MAX];
+    bool missing, end = false, found = false;
+    in_stream *in;
+    tar_reader r;
+
+    (void)state;
+    pipeline_file files[] = {{.path = "postgresql.conf",
+                              .source = "/nonexistent",
+                              .link = "/etc/pg.conf",
+                              .mode = 0777}};
+    pipeline_config cfg = {.repo = repo,
+                           .backup_id = ID,
+                           .compression = COMPRESS_NONE,
+                           .read_size = PG_PAGE_SIZE,
+                           .workers = 1,
+                           .depth = 1,
+                           .engine = IO_ENGINE_THREADS,
+                           .partition_size = 1 << 30,
+                           .mode = READ_MODE_DIRECT};
+    assert_true(pipeline_run(&cfg, files, 1, &res, &err));
+    assert_true(files[0].done);
+    assert_int_equal(files[0].partition, res.partitions[0].number);
+    layout_backup_object(ID, res.partitions[0].name, obj, sizeof(obj));
+    in = storage_read_open(repo, obj, &missing, &err);
+    tar_reader_init(&r, in, obj);
+    while (!end) {
+        tar_entry e;
+        assert_true(tar_reader_next(&r, &e, &end, &err));
+        if (!end && strcmp(e.path, "postgresql.conf") == 0) {
+            assert_int_equal(e.type, TAR_SYMLINK);
+            assert_string_equal(e.linkpath, "/etc/pg.conf");
+            found = true;
+        }
+        tar_entry_free(&e);
+    }
+    assert_true(found);
+    in_close(in);
+    pipeline_result_free(&res);
+    storage_free(repo);
+    rm_rf(dir);
 }
 
 int main(void)
@@ -333,6 +599,9 @@ int main(void)
         cmocka_unit_test(test_big_file_threads),
         cmocka_unit_test(test_big_file_io_uring),
         cmocka_unit_test(test_big_file_cache_neutral),
+        cmocka_unit_test(test_a_filter_sees_every_page_with_its_block_number),
+        cmocka_unit_test(test_a_filter_can_replace_the_file),
+        cmocka_unit_test(test_a_link_is_stored_as_a_link_entry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 /*
- * test_sigv4.c - covers src/storage/sigv4.c: every case of AWS's Signature
+ * test_sigv4.c - covers src/storage/s3/sigv4.c: every case of AWS's Signature
  * Version 4 test suite (tests/data/sigv4, copied from ../shared/testdata: canonical request, string
  * to sign, Authorization header), and the S3 reference signatures of
  * S3-EXAMPLES.md there (Range, x-amz-content-sha256, storage class, query
@@ -9,7 +9,7 @@
 
 #include <dirent.h>
 
-#include "storage/sigv4.h"
+#include "storage/s3/sigv4.h"
 
 #define MAX_HEADERS 32
 
@@ -216,7 +216,8 @@ static void test_s3_examples(void **state)
                             {"x-amz-content-sha256", body_hash},
                             {"x-amz-date", S3_DATE},
                             {"x-amz-storage-class", "REDUCED_REDUNDANCY"}};
-        expect_s3("PUT", "/test$file.text", NULL, h, 5, body_hash,
+        /* S3 paths are given as sent: the example's "/test$file.text", encoded once */
+        expect_s3("PUT", "/test%24file.text", NULL, h, 5, body_hash,
                   "98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd");
     }
     {
@@ -229,25 +230,99 @@ static void test_s3_examples(void **state)
     }
 }
 
+static void expect_encoded(const char *in, bool keep_slash, const char *want)
+{
+    char *e = sigv4_uri_encode(in, keep_slash);
+
+    assert_string_equal(e, want);
+    free(e);
+}
+
 static void test_uri_encoding(void **state)
 {
-    char *e;
+    (void)state;
+    expect_encoded("a b/c~d$e", true, "a%20b/c~d%24e");
+    expect_encoded("a/b", false, "a%2Fb");
+    /* the reserved characters of the keys S3 refused when they were encoded twice */
+    expect_encoded("a+b&c=d%e", true, "a%2Bb%26c%3Dd%25e");
+    expect_encoded("\xc3\xa9", true, "%C3%A9"); /* é in UTF-8, whatever the locale */
+    expect_encoded("AZaz09-_.~", false, "AZaz09-_.~");
+}
+
+/* The canonical request's second line for an S3 path. */
+static char *s3_canonical_uri(const char *path, const char *query)
+{
+    sigv4_header h[] = {{"host", "h"}, {"x-amz-date", S3_DATE}};
+    sigv4_request r = {"GET", path, query, h, 2, EMPTY_HASH, true};
+    char *creq = sigv4_canonical_request(&r, NULL), *line;
+    char *nl = strchr(creq, '\n'), *end = strchr(nl + 1, '\n');
+
+    line = strndup(nl + 1, (size_t)(end - nl - 1));
+    free(creq);
+    return line;
+}
+
+/* An S3 path is signed exactly as sent: an encoded key is not encoded again. */
+static void test_s3_path_signed_as_sent(void **state)
+{
+    char *uri;
 
     (void)state;
-    e = sigv4_uri_encode("a b/c~d$e", true);
-    assert_string_equal(e, "a%20b/c~d%24e");
-    free(e);
-    e = sigv4_uri_encode("a/b", false);
-    assert_string_equal(e, "a%2Fb");
-    free(e);
+    uri = s3_canonical_uri("/bucket/clu%20ster%2B%C3%A9%261/wal", NULL);
+    assert_string_equal(uri, "/bucket/clu%20ster%2B%C3%A9%261/wal");
+    free(uri);
+    uri = s3_canonical_uri("/bucket/a/../b//c", NULL); /* and never normalised */
+    assert_string_equal(uri, "/bucket/a/../b//c");
+    free(uri);
+}
+
+/* The canonical query: pairs decoded, encoded canonically, sorted; a bare name gets "=". */
+static void test_canonical_query(void **state)
+{
+    sigv4_header h[] = {{"host", "h"}};
+    struct {
+        const char *query, *want;
+    } cases[] = {
+        {"uploads", "uploads="},
+        {"partNumber=3&uploadId=a%2Bb", "partNumber=3&uploadId=a%2Bb"},
+        {"uploadId=x&partNumber=10", "partNumber=10&uploadId=x"},
+        {"prefix=a%20b%2Bc%26d%C3%A9&list-type=2", "list-type=2&prefix=a%20b%2Bc%26d%C3%A9"},
+        {"prefix=a%2fb", "prefix=a%2Fb"},
+        {"delete", "delete="},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        sigv4_request r = {"GET", "/", cases[i].query, h, 1, EMPTY_HASH, true};
+        char *creq = sigv4_canonical_request(&r, NULL);
+        char *q = strchr(strchr(creq, '\n') + 1, '\n') + 1;
+        *strchr(q, '\n') = '\0';
+        if (strcmp(q, cases[i].want) != 0)
+            fail_msg("query %s: got %s, want %s", cases[i].query, q, cases[i].want);
+        free(creq);
+    }
+}
+
+/* Header names are lower-cased and values folded whatever the locale says is a space. */
+static void test_signed_headers_list(void **state)
+{
+    sigv4_header h[] = {{"X-Amz-Date", S3_DATE}, {"Host", "h"}, {"Range", "  bytes=0-0  "}};
+    sigv4_request r = {"GET", "/k", NULL, h, 3, EMPTY_HASH, true};
+    char *signed_headers = NULL, *creq = sigv4_canonical_request(&r, &signed_headers);
+
+    (void)state;
+    assert_string_equal(signed_headers, "host;range;x-amz-date");
+    assert_non_null(strstr(creq, "\nrange:bytes=0-0\n"));
+    free(signed_headers);
+    free(creq);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_aws_suite),
-        cmocka_unit_test(test_s3_examples),
-        cmocka_unit_test(test_uri_encoding),
+        cmocka_unit_test(test_aws_suite),       cmocka_unit_test(test_s3_examples),
+        cmocka_unit_test(test_uri_encoding),    cmocka_unit_test(test_s3_path_signed_as_sent),
+        cmocka_unit_test(test_canonical_query), cmocka_unit_test(test_signed_headers_list),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -169,6 +169,94 @@ static void test_missing_end_marker_is_an_error(void **state)
     mem_out_free(&m);
 }
 
+/* A ustar header block with a correct checksum; fields given as raw text. */
+static void raw_header(char *block, const char *name, char type, const char *size, const char *uid)
+{
+    unsigned sum = 0;
+
+    memset(block, 0, TAR_BLOCK);
+    memcpy(block, name, strlen(name));
+    memcpy(block + 100, "0000644", 7); /* mode */
+    memcpy(block + 108, uid, strlen(uid));
+    memcpy(block + 116, "0000000", 7); /* gid */
+    memcpy(block + 124, size, strlen(size));
+    memcpy(block + 136, "00000000000", 11); /* mtime */
+    block[156] = type;
+    memcpy(block + 257, "ustar", 6);
+    memcpy(block + 263, "00", 2);
+    memset(block + 148, ' ', 8);
+    for (int i = 0; i < TAR_BLOCK; i++)
+        sum += (unsigned char)block[i];
+    snprintf(block + 148, 8, "%06o", sum);
+    block[155] = ' ';
+}
+
+/* Read the first entry of `data`; returns whether it was accepted, the error in err. */
+static bool read_first(const char *data, size_t len, pgd_error *err)
+{
+    in_stream *in = mem_in_new(data, len, err);
+    tar_reader r;
+    tar_entry e;
+    bool end, ok;
+
+    tar_reader_init(&r, in, "forged.tar");
+    ok = tar_reader_next(&r, &e, &end, err);
+    if (ok)
+        tar_entry_free(&e);
+    in_close(in);
+    return ok;
+}
+
+static void test_pax_size_that_overflows_is_refused(void **state)
+{
+    static const char *const sizes[] = {"99999999999999999999999",
+                                        "18446744073709551615",
+                                        "9223372036854775807",
+                                        "-1",
+                                        " 5",
+                                        "+5",
+                                        "0x10",
+                                        ""};
+    char data[TAR_BLOCK * 5];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        char rec[128];
+        pgd_error err = {0};
+        int len = (int)strlen(sizes[i]) + (int)strlen(" size=\n");
+        int digits = len + 2 >= 100 ? 3 : len + 2 >= 10 ? 2 : 1;
+        char size_field[16];
+
+        /* "LEN size=VALUE\n" where LEN counts itself */
+        snprintf(rec, sizeof(rec), "%d size=%s\n", len + digits, sizes[i]);
+        snprintf(size_field, sizeof(size_field), "%011o", (unsigned)strlen(rec));
+        memset(data, 0, sizeof(data));
+        raw_header(data, "././@PaxHeader", 'x', size_field, "0000000");
+        memcpy(data + TAR_BLOCK, rec, strlen(rec));
+        raw_header(data + 2 * TAR_BLOCK, "a", '0', "00000000000", "0000000");
+        assert_false(read_first(data, sizeof(data), &err));
+        assert_non_null(strstr(err.msg, "pax"));
+    }
+}
+
+static void test_numeric_field_that_does_not_parse_is_refused(void **state)
+{
+    char data[TAR_BLOCK * 3];
+    pgd_error err = {0};
+
+    (void)state;
+    memset(data, 0, sizeof(data));
+    raw_header(data, "a", '0', "00000000000", "0000000");
+    assert_true(read_first(data, sizeof(data), &err));
+    raw_header(data, "a", '0', "00000000000", "00x0000"); /* uid */
+    assert_false(read_first(data, sizeof(data), &err));
+    assert_non_null(strstr(err.msg, "bad number"));
+    err_clear(&err);
+    raw_header(data, "a", '0', "\x80\x01", "0000000"); /* base-256: our writer never uses it */
+    assert_false(read_first(data, sizeof(data), &err));
+    assert_non_null(strstr(err.msg, "bad number"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -177,6 +265,8 @@ int main(void)
         cmocka_unit_test(test_corrupt_header_is_refused),
         cmocka_unit_test(test_truncated_archive_is_an_error),
         cmocka_unit_test(test_missing_end_marker_is_an_error),
+        cmocka_unit_test(test_pax_size_that_overflows_is_refused),
+        cmocka_unit_test(test_numeric_field_that_does_not_parse_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

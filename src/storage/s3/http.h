@@ -1,6 +1,7 @@
 /*
  * http.h - one HTTP(S) connection through libcurl, reused across requests
  * (keep-alive), with stall detection. TLS is libcurl's (OpenSSL build).
+ * The S3 driver's transport: it knows nothing of S3.
  */
 #ifndef PGD_HTTP_H
 #define PGD_HTTP_H
@@ -19,12 +20,16 @@ typedef struct http_header_list {
 } http_header_list;
 
 typedef struct http_response {
-    long status;
-    char *body; /* NUL-terminated, malloc'd; NULL when empty */
+    long status; /* 0 when no HTTP answer arrived */
+    char *body; /* NUL-terminated, malloc'd; NULL when empty or received into the caller's buffer */
     size_t body_len;
-    char etag[128];
+    char *etag;          /* ETag header as received (quotes kept), malloc'd; NULL when absent */
+    char *content_range; /* Content-Range header, malloc'd; NULL when absent */
     uint64_t content_length;
+    bool has_content_length;
     bool transport_error; /* no HTTP answer: reset, timeout, refused */
+    bool overflow;  /* the body was larger than the caller's buffer (or than any answer may be) */
+    bool into_used; /* the body went to the caller's buffer (2xx only) */
 } http_response;
 
 /* timeout_s: a response that makes no progress for this long is abandoned. */
@@ -32,10 +37,13 @@ http_client *http_client_new(long timeout_s, pgd_error *err);
 void http_client_free(http_client *c);
 
 /*
- * Perform one request. false only for transport failures (with *err and
- * resp->transport_error set); HTTP errors come back as resp->status.
- * When into != NULL the body is written there (at most into_cap bytes)
- * instead of being allocated.
+ * Perform one request. Returns true when a whole HTTP answer arrived, whatever
+ * its status; false with *err set on a transport failure (resp->transport_error)
+ * or when the body did not fit the caller's buffer (resp->overflow, with
+ * resp->status set): the caller must never take either for success.
+ * When into != NULL a 2xx body is written there (at most into_cap bytes)
+ * instead of being allocated; other answers' bodies are always allocated. resp must be freed with
+ * http_response_free whatever the outcome.
  */
 bool http_perform(http_client *c, const char *method, const char *url,
                   const http_header_list *headers, const void *body, size_t body_len, void *into,

@@ -9,7 +9,9 @@
  *                       "aws4_request"
  *
  * S3 differs from other services: its paths are neither normalised nor
- * double-encoded, and it signs x-amz-content-sha256.
+ * encoded a second time (the canonical URI is the path exactly as sent,
+ * each segment encoded once by sigv4_uri_encode), and it signs
+ * x-amz-content-sha256.
  */
 #ifndef PGD_SIGV4_H
 #define PGD_SIGV4_H
@@ -28,12 +30,18 @@ typedef struct sigv4_header {
 
 typedef struct sigv4_request {
     const char *method;
-    const char *path;            /* as sent, before encoding: "/bucket/key name" */
+    /*
+     * S3 (s3 = true): the path as sent on the wire, already encoded once
+     * ("/bucket/key%20name"); it is signed verbatim, so the signature covers
+     * exactly what the server receives. Other services: the path before
+     * encoding; it is normalised and encoded here, as their suite expects.
+     */
+    const char *path;
     const char *query;           /* raw, without '?'; NULL or "" when none */
     const sigv4_header *headers; /* every header to sign (host and x-amz-date included) */
     size_t nheaders;
     const char *payload_hash; /* hex SHA-256 of the body */
-    bool s3;                  /* S3 rules for the path */
+    bool s3;                  /* S3 rules for the path (see path) */
 } sigv4_request;
 
 typedef struct sigv4_credentials {

@@ -1,0 +1,64 @@
+/*
+ * filter_crc.c - size and CRC-32C of a file's bytes (see filter_crc.h).
+ */
+#include "backup/filter_crc.h"
+
+#include <stdlib.h>
+
+#include "util/crc32c.h"
+
+typedef struct filter_crc {
+    file_filter base;
+    uint64_t bytes;
+    uint32_t crc;
+} filter_crc;
+
+static bool filter_crc_begin(file_filter *f, const file_filter_file *file, pgd_error *err)
+{
+    filter_crc *c = (filter_crc *)f;
+
+    c->bytes = 0;
+    c->crc = CRC32C_INIT;
+    return file_filter_begin(f->next, file, err);
+}
+
+static bool filter_crc_data(file_filter *f, file_chunk *chunk, pgd_error *err)
+{
+    filter_crc *c = (filter_crc *)f;
+
+    c->crc = crc32c_update(c->crc, chunk->data, chunk->len);
+    c->bytes += chunk->len;
+    return file_filter_data(f->next, chunk, err);
+}
+
+static bool filter_crc_end(file_filter *f, file_filter_result *result, pgd_error *err)
+{
+    filter_crc *c = (filter_crc *)f;
+
+    result->size = c->bytes;
+    result->crc = crc32c_final(c->crc);
+    return file_filter_end(f->next, result, err);
+}
+
+static void filter_crc_free(file_filter *f)
+{
+    file_filter_free(f->next);
+    free(f);
+}
+
+static const file_filter_ops filter_crc_ops = {filter_crc_begin, filter_crc_data, filter_crc_end,
+                                               filter_crc_free};
+
+file_filter *filter_crc_new(file_filter *next, pgd_error *err)
+{
+    filter_crc *c = calloc(1, sizeof(*c));
+
+    if (c == NULL) {
+        file_filter_free(next);
+        err_set(err, "out of memory");
+        return NULL;
+    }
+    c->base.ops = &filter_crc_ops;
+    c->base.next = next;
+    return &c->base;
+}

@@ -1,0 +1,183 @@
+/*
+ * record.c - a backup's manifest, sentinel and labels, built from what
+ * the run learned and written in the order record.h explains.
+ */
+#include "backup/record.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "repo/layout.h"
+#include "repo/pg_manifest.h"
+
+#define RECORD_TYPE_FULL "full"
+
+/* "direct", or the one mode every file used, or "mixed". */
+static const char *record_read_mode(unsigned modes, read_mode asked)
+{
+    for (int m = READ_MODE_DIRECT; m <= READ_MODE_CACHE_NEUTRAL; m++)
+        if (modes == (1u << m))
+            return read_mode_name((read_mode)m);
+    if (modes == 0)
+        return read_mode_name(asked);
+    return "mixed (cache-neutral where O_DIRECT was refused)";
+}
+
+void record_init(backup_record *r)
+{
+    memset(&r->info, 0, sizeof(r->info));
+    manifest_init(&r->m);
+}
+
+void record_free(backup_record *r)
+{
+    manifest_free(&r->m);
+}
+
+/* The sentinel's fields: where the backup's WAL starts and ends, and what the run was. */
+static bool record_build_info(backup_info *bi, const record_facts *f, const char *backup_label,
+                              pgd_error *err)
+{
+    uint64_t lsn;
+
+    snprintf(bi->id, sizeof(bi->id), "%s", f->id);
+    snprintf(bi->type, sizeof(bi->type), RECORD_TYPE_FULL);
+    snprintf(bi->label, sizeof(bi->label), "%s", f->label);
+    bi->start_time = f->start_time;
+    bi->stop_time = f->stop_time;
+    snprintf(bi->start_lsn, sizeof(bi->start_lsn), "%s", f->start_lsn);
+    snprintf(bi->stop_lsn, sizeof(bi->stop_lsn), "%s", f->stop_lsn);
+    if (!pg_label_timeline(backup_label, &bi->timeline))
+        return err_set(err, "backup_label returned by the server has no START TIMELINE line");
+    /* what the backup needs: WAL from its start segment to its stop segment */
+    if (!pg_parse_lsn(f->start_lsn, &lsn) || f->pg->wal_segment_size == 0)
+        return err_set(err, "the server returned an invalid start WAL location \"%s\"",
+                       f->start_lsn);
+    pg_wal_file_name(bi->timeline, lsn, f->pg->wal_segment_size, false, bi->start_wal);
+    if (!pg_parse_lsn(f->stop_lsn, &lsn))
+        return err_set(err, "the server returned an invalid stop WAL location \"%s\"", f->stop_lsn);
+    pg_wal_file_name(bi->timeline, lsn, f->pg->wal_segment_size, true, bi->stop_wal);
+    snprintf(bi->system_identifier, sizeof(bi->system_identifier), "%s", f->pg->system_identifier);
+    bi->pg_version_num = f->pg->version_num;
+    snprintf(bi->tool_version, sizeof(bi->tool_version), "%s", f->tool_version);
+    snprintf(bi->compression, sizeof(bi->compression), "%s", compress_name(f->compression));
+    snprintf(bi->read_mode, sizeof(bi->read_mode), "%s",
+             record_read_mode(f->res->read_modes, f->mode));
+    bi->size = f->res->bytes_read;
+    bi->compressed_size = f->res->bytes_stored;
+    return true;
+}
+
+/* Its number in the manifest's partitions array (1-based) for a pipeline partition number. */
+static uint32_t record_partition_index(const pipeline_result *res, uint32_t number)
+{
+    for (size_t k = 0; k < res->npartitions; k++)
+        if (res->partitions[k].number == number)
+            return (uint32_t)k + 1;
+    return 0;
+}
+
+static bool record_add_file(manifest *m, const pipeline_file *f, const pipeline_result *res,
+                            pgd_error *err)
+{
+    uint32_t partition = record_partition_index(res, f->partition);
+
+    if (f->link != NULL) {
+        manifest_link l = {.path = (char *)f->path,
+                           .target = (char *)f->link,
+                           .mode = f->mode,
+                           .mtime = f->mtime,
+                           .partition = partition};
+        return manifest_add_link(m, &l, err);
+    }
+    manifest_file mf = {.path = (char *)f->path,
+                        .is_dir = f->is_dir,
+                        .size = f->result.size,
+                        .mode = f->mode,
+                        .mtime = f->mtime,
+                        .crc = f->result.crc,
+                        .partition = partition};
+    return manifest_add_file(m, &mf, err);
+}
+
+static bool record_build_manifest(manifest *m, const record_facts *f, pgd_error *err)
+{
+    const datadir *dd = f->dd;
+
+    m->id = strdup(f->id);
+    m->compression = f->compression;
+    if (m->id == NULL)
+        return err_set(err, "out of memory");
+    for (size_t i = 0; i < f->res->npartitions; i++)
+        if (!manifest_add_partition(m, f->res->partitions[i].name, f->res->partitions[i].size,
+                                    f->res->partitions[i].crc, err))
+            return false;
+    for (size_t i = 0; i < dd->ntablespaces; i++) {
+        const char *name = "";
+        for (size_t k = 0; k < f->nspcs; k++)
+            if (f->spcs[k].oid == dd->tablespaces[i].oid)
+                name = f->spcs[k].name;
+        if (!manifest_add_tablespace(m, dd->tablespaces[i].oid, name, dd->tablespaces[i].location,
+                                     err))
+            return false;
+    }
+    /* a file that vanished during the backup is not listed */
+    for (size_t i = 0; i < f->nfiles; i++)
+        if (f->files[i].done && !record_add_file(m, &f->files[i], f->res, err))
+            return false;
+    return true;
+}
+
+bool record_build(backup_record *r, const record_facts *facts, pgd_error *err)
+{
+    if (r->m.backup_label == NULL)
+        return err_set(err, "the server returned no backup_label");
+    if (r->m.tablespace_map == NULL && (r->m.tablespace_map = strdup("")) == NULL)
+        return err_set(err, "out of memory");
+    if (!record_build_info(&r->info, facts, r->m.backup_label, err) ||
+        !record_build_manifest(&r->m, facts, err))
+        return false;
+    r->info.files = r->m.nfiles;
+    return true;
+}
+
+static bool record_put(storage *repo, const char *id, const char *name, const char *text,
+                       pgd_error *err)
+{
+    char path[LAYOUT_PATH_MAX];
+
+    layout_backup_object(id, name, path, sizeof(path));
+    return storage_put(repo, path, text, strlen(text), STORAGE_WRITE_NO_REPLACE, err);
+}
+
+bool record_write(storage *repo, const backup_record *r, pgd_error *err)
+{
+    const char *id = r->info.id;
+    char *json = NULL;
+    bool ok;
+
+    ok = record_put(repo, id, "backup_label", r->m.backup_label, err) &&
+         (r->m.tablespace_map[0] == '\0' ||
+          record_put(repo, id, "tablespace_map", r->m.tablespace_map, err)) &&
+         manifest_to_json(&r->m, &json, err) && record_put(repo, id, MANIFEST_NAME, json, err);
+    free(json);
+    json = NULL;
+    ok = ok && pg_manifest_build(&r->m, &r->info, &json, err) &&
+         record_put(repo, id, PG_MANIFEST_NAME, json, err);
+    free(json);
+    return ok;
+}
+
+bool record_publish(storage *repo, const backup_record *r, pgd_error *err)
+{
+    char path[LAYOUT_PATH_MAX], *json;
+    bool ok;
+
+    if (!backup_info_to_json(&r->info, &json, err))
+        return false;
+    layout_sentinel_path(r->info.id, path, sizeof(path));
+    ok = storage_put(repo, path, json, strlen(json), STORAGE_WRITE_NO_REPLACE, err);
+    free(json);
+    return ok;
+}

@@ -1,0 +1,159 @@
+/*
+ * durable.c - writeback started early, then one parallel fsync pass over
+ * everything a restore wrote (see durable.h).
+ */
+#define _GNU_SOURCE
+#include "restore/durable.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/text.h"
+#include "util/work_pool.h"
+
+#define DURABLE_GROW 1024
+
+typedef struct durable_entry {
+    char *path;
+    bool is_dir;
+} durable_entry;
+
+struct durable_list {
+    durable_entry *entries;
+    size_t n, cap;
+};
+
+durable_list *durable_list_new(void)
+{
+    return calloc(1, sizeof(durable_list));
+}
+
+void durable_list_free(durable_list *l)
+{
+    if (l == NULL)
+        return;
+    for (size_t i = 0; i < l->n; i++)
+        free(l->entries[i].path);
+    free(l->entries);
+    free(l);
+}
+
+bool durable_list_add(durable_list *l, const char *path, bool is_dir, pgd_error *err)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap + DURABLE_GROW;
+        durable_entry *grown = realloc(l->entries, cap * sizeof(*grown));
+        if (grown == NULL)
+            return err_set(err, "out of memory");
+        l->entries = grown;
+        l->cap = cap;
+    }
+    l->entries[l->n].path = strdup(path);
+    if (l->entries[l->n].path == NULL)
+        return err_set(err, "out of memory");
+    l->entries[l->n++].is_dir = is_dir;
+    return true;
+}
+
+size_t durable_list_count(const durable_list *l)
+{
+    return l->n;
+}
+
+static bool durable_fsync(const durable_entry *e, pgd_error *err)
+{
+    const char *what = e->is_dir ? "directory" : "file";
+    int fd = open(e->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (e->is_dir ? O_DIRECTORY : 0));
+
+    /*
+     * As PostgreSQL's fsync_fname: a directory we may not read (a parent of
+     * the target owned by someone else, mode 0711) cannot be opened to be
+     * synced; nothing better can be done, so it is skipped.
+     */
+    if (fd < 0 && e->is_dir && errno == EACCES)
+        return true;
+    if (fd < 0)
+        return err_errno(err, errno, "could not open %s \"%s\" to fsync it", what, e->path);
+    /* and some file systems cannot fsync a directory at all */
+    if (fsync(fd) != 0 && !(e->is_dir && (errno == EBADF || errno == EINVAL))) {
+        int e_fsync = errno;
+        close(fd);
+        return err_errno(err, e_fsync, "could not fsync %s \"%s\"", what, e->path);
+    }
+    if (close(fd) != 0)
+        return err_errno(err, errno, "could not close %s \"%s\"", what, e->path);
+    return true;
+}
+
+/* A task of the work pool: entry number `i`; the threads need no state of their own. */
+static bool durable_task(work_pool *pool, void *worker, size_t i, pgd_error *err)
+{
+    const durable_list *l = *(const durable_list **)worker;
+
+    (void)pool;
+    return durable_fsync(&l->entries[i], err);
+}
+
+bool durable_list_sync(durable_list *l, int threads, pgd_error *err)
+{
+    const durable_list **workers;
+    work_pool_job job = {.ntasks = l->n,
+                         .worker_size = sizeof(*workers),
+                         .run = durable_task,
+                         .thread_name = "fsync thread"};
+    bool ok;
+
+    if (l->n == 0)
+        return true;
+    job.threads = threads < 1 ? 1 : (size_t)threads > l->n ? (unsigned)l->n : (unsigned)threads;
+    workers = calloc(job.threads, sizeof(*workers));
+    if (workers == NULL)
+        return err_set(err, "out of memory");
+    for (unsigned i = 0; i < job.threads; i++)
+        workers[i] = l;
+    job.workers = workers;
+    ok = work_pool_run(&job, NULL, err);
+    free(workers);
+    return ok;
+}
+
+bool durable_write_file(const char *dir, const char *name, const char *text, int flags,
+                        durable_list *l, pgd_error *err)
+{
+    char path[PATH_MAX];
+    size_t len = strlen(text);
+    ssize_t n = 0;
+    int fd;
+
+    if (!str_format(path, sizeof(path), "%s/%s", dir, name))
+        return err_set(err, "path too long: \"%s/%s\"", dir, name);
+    fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | flags, 0600);
+    if (fd < 0)
+        return err_errno(err, errno, "could not create file \"%s\"", path);
+    while (len > 0 && (n = write(fd, text, len)) > 0) {
+        text += n;
+        len -= (size_t)n;
+    }
+    if (len > 0) {
+        int e = n < 0 ? errno : ENOSPC;
+        close(fd);
+        return err_errno(err, e, "could not write file \"%s\"", path);
+    }
+    if (close(fd) != 0)
+        return err_errno(err, errno, "could not close file \"%s\"", path);
+    return durable_list_add(l, path, false, err);
+}
+
+void durable_start_writeback(int fd, off_t offset, off_t len)
+{
+    /*
+     * Only a hint: it fails on file systems without it (ENOSYS, EINVAL), and
+     * a write error it would report is reported again by the final fsync,
+     * which is the check that counts.
+     */
+    (void)sync_file_range(fd, offset, len, SYNC_FILE_RANGE_WRITE);
+}

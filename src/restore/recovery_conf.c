@@ -1,0 +1,296 @@
+/*
+ * recovery_conf.c - recovery settings: inherited ones stripped, ours quoted
+ * for PostgreSQL's configuration parser and for /bin/sh, and written.
+ */
+#define _GNU_SOURCE
+#include "restore/recovery_conf.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "util/log.h"
+#include "util/text.h"
+
+#define SETTING_NAME_MAX     128
+#define PG_VERSION_AUTO_CONF 120000 /* recovery settings in postgresql.conf from PG 12 */
+#define AUTO_CONF_NAME       "postgresql.auto.conf"
+#define AUTO_CONF_MAX        (16 * 1024 * 1024) /* ALTER SYSTEM writes a few lines */
+
+static const char *const recovery_settings[] = {
+    /* Write-Ahead Log / Archive Recovery */
+    "restore_command", "archive_cleanup_command", "recovery_end_command",
+    /* Write-Ahead Log / Recovery Target */
+    "recovery_target", "recovery_target_action", "recovery_target_inclusive", "recovery_target_lsn",
+    "recovery_target_name", "recovery_target_time", "recovery_target_timeline",
+    "recovery_target_xid",
+    /* Replication / Standby Servers: where WAL comes from, when it is applied */
+    "primary_conninfo", "primary_slot_name", "wal_receiver_create_temp_slot",
+    "recovery_min_apply_delay", "promote_trigger_file",
+    /* recovery.conf names before PostgreSQL 12 */
+    "standby_mode", "trigger_file"};
+
+bool recovery_conf_is_recovery_setting(const char *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof(recovery_settings) / sizeof(recovery_settings[0]); i++)
+        if (strlen(recovery_settings[i]) == len &&
+            strncasecmp(recovery_settings[i], name, len) == 0)
+            return true;
+    return false;
+}
+
+/* A GUC name as the configuration lexer reads it: letters, digits, '_', '.', bytes >= 0x80. */
+static size_t recovery_conf_name_length(const char *p)
+{
+    size_t n = 0;
+
+    if (!(isalpha((unsigned char)p[0]) || p[0] == '_' || (unsigned char)p[0] >= 0x80))
+        return 0;
+    while (isalnum((unsigned char)p[n]) || p[n] == '_' || p[n] == '.' ||
+           (unsigned char)p[n] >= 0x80)
+        n++;
+    return n;
+}
+
+/* Add name to the ", "-separated list once, however often the file sets it. */
+static void recovery_conf_note_removed(FILE *removed, char *seen, size_t seenlen, const char *name,
+                                       size_t len)
+{
+    char key[SETTING_NAME_MAX + 3]; /* ",name," */
+    size_t n = len < SETTING_NAME_MAX ? len : SETTING_NAME_MAX;
+
+    key[0] = ',';
+    for (size_t i = 0; i < n; i++)
+        key[i + 1] = (char)tolower((unsigned char)name[i]);
+    key[n + 1] = ',';
+    key[n + 2] = '\0';
+    if (strstr(seen, key) != NULL || strlen(seen) + n + 1 >= seenlen)
+        return;
+    fprintf(removed, "%s%.*s", seen[1] != '\0' ? ", " : "", (int)n, key + 1);
+    strcat(seen, key + 1); /* seen stays ",a,b," */
+}
+
+bool recovery_conf_strip(const char *text, char **kept, char **removed, pgd_error *err)
+{
+    size_t kept_len, removed_len;
+    FILE *k = open_memstream(kept, &kept_len);
+    FILE *r = open_memstream(removed, &removed_len);
+    char seen[sizeof(recovery_settings) / sizeof(recovery_settings[0]) * (SETTING_NAME_MAX + 1)] =
+        ",";
+    const char *line = text;
+
+    if (k == NULL || r == NULL) {
+        if (k != NULL) {
+            fclose(k);
+            free(*kept);
+        }
+        if (r != NULL) {
+            fclose(r);
+            free(*removed);
+        }
+        return err_set(err, "out of memory");
+    }
+    while (*line != '\0') {
+        size_t linelen = strcspn(line, "\n");
+        size_t full = linelen + (line[linelen] == '\n');
+        const char *p = line + strspn(line, " \t");
+        size_t namelen = recovery_conf_name_length(p);
+
+        /* "name = value" or "name value"; comments and blank lines have no name */
+        if (namelen > 0 && recovery_conf_is_recovery_setting(p, namelen))
+            recovery_conf_note_removed(r, seen, sizeof(seen), p, namelen);
+        else
+            fwrite(line, 1, full, k);
+        line += full;
+    }
+    if ((fclose(k) != 0) | (fclose(r) != 0)) {
+        free(*kept);
+        free(*removed);
+        return err_set(err, "out of memory");
+    }
+    return true;
+}
+
+void recovery_conf_append(FILE *out, const char *key, const char *value)
+{
+    fprintf(out, "%s = '", key);
+    for (const unsigned char *p = (const unsigned char *)value; *p != '\0'; p++) {
+        /* the lexer's STRING: no raw newline, '' for ', backslash escapes */
+        if (*p == '\'')
+            fputs("''", out);
+        else if (*p == '\\')
+            fputs("\\\\", out);
+        else if (*p == '\n')
+            fputs("\\n", out);
+        else if (*p == '\r')
+            fputs("\\r", out);
+        else if (*p == '\t')
+            fputs("\\t", out);
+        else if (*p < 0x20 || *p == 0x7f)
+            fprintf(out, "\\%03o", *p);
+        else
+            fputc(*p, out);
+    }
+    fputs("'\n", out);
+}
+
+/* One word for /bin/sh: as is when it holds only safe characters, else in single quotes. */
+static void recovery_conf_shell_word(FILE *out, const char *word)
+{
+    static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                               "0123456789/._-:+=@,";
+
+    if (word[0] != '\0' && strspn(word, safe) == strlen(word)) {
+        fputs(word, out);
+        return;
+    }
+    fputc('\'', out);
+    for (const char *p = word; *p != '\0'; p++) {
+        if (*p == '\'')
+            fputs("'\\''", out);
+        else
+            fputc(*p, out);
+    }
+    fputc('\'', out);
+}
+
+bool recovery_conf_restore_command(const char *exe, const char *const *args, size_t nargs,
+                                   char **out, pgd_error *err)
+{
+    char *words = NULL, *cmd = NULL;
+    size_t words_len, cmd_len;
+    FILE *w = open_memstream(&words, &words_len), *c;
+
+    if (w == NULL)
+        return err_set(err, "out of memory");
+    recovery_conf_shell_word(w, exe);
+    fputs(" wal-fetch", w);
+    for (size_t i = 0; i < nargs; i++) {
+        fputc(' ', w);
+        recovery_conf_shell_word(w, args[i]);
+    }
+    if (fclose(w) != 0 || (c = open_memstream(&cmd, &cmd_len)) == NULL) {
+        free(words);
+        return err_set(err, "out of memory");
+    }
+    /* PostgreSQL replaces %f, %p, %r and %%: a '%' of a path must not become one of them */
+    for (const char *p = words; *p != '\0'; p++) {
+        if (*p == '%')
+            fputc('%', c);
+        fputc(*p, c);
+    }
+    fputs(" %f %p", c);
+    free(words);
+    if (fclose(c) != 0) {
+        free(cmd);
+        return err_set(err, "out of memory");
+    }
+    *out = cmd;
+    return true;
+}
+
+/*
+ * The restored postgresql.auto.conf ("" when the backup has none), at most
+ * AUTO_CONF_MAX. Never through a link: a crafted backup's link would make
+ * us read, as root, whatever it points to.
+ */
+static bool recovery_conf_read_auto(const char *target, char **text, pgd_error *err)
+{
+    char path[PATH_MAX];
+    FILE *f;
+    size_t n;
+    int fd;
+
+    *text = NULL;
+    if (!str_format(path, sizeof(path), "%s/%s", target, AUTO_CONF_NAME))
+        return err_set(err, "path too long: \"%s/%s\"", target, AUTO_CONF_NAME);
+    fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT)
+        return (*text = strdup("")) != NULL || err_set(err, "out of memory");
+    if (fd < 0 || (f = fdopen(fd, "r")) == NULL) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return err_errno(err, e, "could not open file \"%s\"", path);
+    }
+    *text = malloc(AUTO_CONF_MAX + 1);
+    if (*text == NULL) {
+        fclose(f);
+        return err_set(err, "out of memory");
+    }
+    n = fread(*text, 1, AUTO_CONF_MAX + 1, f);
+    if (ferror(f) || n > AUTO_CONF_MAX) {
+        fclose(f);
+        free(*text);
+        *text = NULL;
+        return err_set(err, "could not read file \"%s\": %s", path,
+                       n > AUTO_CONF_MAX ? "larger than 16 MiB" : "read error");
+    }
+    fclose(f);
+    (*text)[n] = '\0';
+    return true;
+}
+
+/* What postgresql.auto.conf keeps of the restored one; "" before PostgreSQL 12. */
+static bool recovery_conf_kept(const recovery_conf_request *req, char **kept, pgd_error *err)
+{
+    char *old, *removed;
+    bool ok;
+
+    *kept = NULL;
+    if (req->pg_version_num < PG_VERSION_AUTO_CONF)
+        return (*kept = strdup("")) != NULL || err_set(err, "out of memory");
+    if (!recovery_conf_read_auto(req->target, &old, err))
+        return false;
+    ok = recovery_conf_strip(old, kept, &removed, err);
+    free(old);
+    if (!ok)
+        return false;
+    if (removed[0] != '\0')
+        log_info("removed recovery settings inherited from the backup's %s: %s", AUTO_CONF_NAME,
+                 removed);
+    free(removed);
+    return true;
+}
+
+bool recovery_conf_write(const recovery_conf_request *req, durable_list *l, pgd_error *err)
+{
+    char *kept, *conf = NULL;
+    size_t conf_len;
+    FILE *out;
+    bool ok;
+
+    if (!recovery_conf_kept(req, &kept, err))
+        return false;
+    out = open_memstream(&conf, &conf_len);
+    if (out == NULL) {
+        free(kept);
+        return err_set(err, "out of memory");
+    }
+    if (kept[0] != '\0')
+        fprintf(out, "%s%s", kept, kept[strlen(kept) - 1] == '\n' ? "" : "\n");
+    free(kept);
+    fprintf(out, "# added by pgdirect restore of backup %s\n", req->backup_id);
+    recovery_conf_append(out, "restore_command", req->restore_command);
+    if (req->target_key != NULL)
+        recovery_conf_append(out, req->target_key, req->target_value);
+    if (req->target_action != NULL)
+        recovery_conf_append(out, "recovery_target_action", req->target_action);
+    if (fclose(out) != 0) {
+        free(conf);
+        return err_set(err, "out of memory");
+    }
+    if (req->pg_version_num < PG_VERSION_AUTO_CONF)
+        ok = durable_write_file(req->target, "recovery.conf", conf, O_EXCL, l, err);
+    else
+        ok = durable_write_file(req->target, AUTO_CONF_NAME, conf, O_TRUNC, l, err) &&
+             durable_write_file(req->target, "recovery.signal", "", O_EXCL, l, err);
+    free(conf);
+    return ok;
+}

@@ -1,0 +1,35 @@
+/*
+ * recovery_target.h - check recovery targets before a restore writes
+ * anything.
+ *
+ * PostgreSQL reads the target only when the restored server starts; a
+ * value it rejects then means a restore that looked fine and a server that
+ * will not start. Each check accepts a subset of what PostgreSQL accepts,
+ * chosen so the value means the same thing on every server:
+ *
+ *   time  ISO 8601 date and time WITH a zone: "2026-11-29 21:00:00+00",
+ *         "2026-11-29T21:00:00.5Z", "2026-11-29 22:00 Europe/Berlin".
+ *         Without a zone the server would read it in its own TimeZone
+ *         setting, which need not be the zone of whoever chose the time.
+ *         Zone names are those of the tz database the system provides
+ *         ($TZDIR, else /usr/share/zoneinfo), as PostgreSQL built with
+ *         system tzdata uses.
+ *   lsn   X/X, 1 to 8 hex digits each (pg_lsn)
+ *   xid   a transaction id or an xid8 (epoch << 32 | xid), decimal; its
+ *         low 32 bits a normal xid (3 or more)
+ *   name  a restore point name: not empty, shorter than 64 bytes
+ *         (MAXFNAMELEN, as pg_create_restore_point requires)
+ */
+#ifndef PGD_RECOVERY_TARGET_H
+#define PGD_RECOVERY_TARGET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Each returns false and a reason ("expected ...") in why. */
+bool recovery_target_check_time(const char *value, char *why, size_t whylen);
+bool recovery_target_check_lsn(const char *value, char *why, size_t whylen);
+bool recovery_target_check_xid(const char *value, char *why, size_t whylen);
+bool recovery_target_check_name(const char *value, char *why, size_t whylen);
+
+#endif

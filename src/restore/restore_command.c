@@ -1,0 +1,130 @@
+/*
+ * restore_command.c - wal-fetch and the repository options it needs, for
+ * the restored server (see restore_command.h).
+ */
+#define _GNU_SOURCE
+#include "restore/restore_command.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "restore/recovery_conf.h"
+
+#define RESTORE_COMMAND_ARGS_MAX 24
+#define S3_SCHEME                "s3://"
+#define S3_REGION_DEFAULT        "us-east-1" /* as the S3 back end */
+#define S3_ENDPOINT_MAX          512
+#define SELF_EXE                 "/proc/self/exe"
+
+/* Arguments of wal-fetch (malloc'd). */
+typedef struct restore_command_args {
+    char *v[RESTORE_COMMAND_ARGS_MAX];
+    size_t n;
+} restore_command_args;
+
+bool restore_command_repo_is_s3(const storage *repo)
+{
+    return strncmp(repo->uri, S3_SCHEME, strlen(S3_SCHEME)) == 0;
+}
+
+static void restore_command_args_free(restore_command_args *a)
+{
+    for (size_t i = 0; i < a->n; i++)
+        free(a->v[i]);
+    a->n = 0;
+}
+
+static bool restore_command_arg(restore_command_args *a, const char *flag, const char *value,
+                                pgd_error *err)
+{
+    if (a->n + 2 > RESTORE_COMMAND_ARGS_MAX)
+        return err_set(err, "too many restore_command arguments");
+    a->v[a->n] = strdup(flag);
+    if (a->v[a->n] == NULL)
+        return err_set(err, "out of memory");
+    a->n++;
+    a->v[a->n] = strdup(value);
+    if (a->v[a->n] == NULL)
+        return err_set(err, "out of memory");
+    a->n++;
+    return true;
+}
+
+static const char *restore_command_env(const char *name)
+{
+    const char *v = getenv(name);
+
+    return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+static bool restore_command_s3_args(const pgd_options *opts, const storage *repo,
+                                    restore_command_args *a, pgd_error *err)
+{
+    const char *region = opt_str(opts, OPT_S3_REGION);
+    char endpoint[S3_ENDPOINT_MAX];
+
+    if (region == NULL || region[0] == '\0')
+        region = restore_command_env("AWS_REGION");
+    if (region == NULL)
+        region = restore_command_env("AWS_DEFAULT_REGION");
+    if (region == NULL)
+        region = S3_REGION_DEFAULT;
+    if (opt_str(opts, OPT_S3_ENDPOINT) != NULL && opt_str(opts, OPT_S3_ENDPOINT)[0] != '\0')
+        snprintf(endpoint, sizeof(endpoint), "%s", opt_str(opts, OPT_S3_ENDPOINT));
+    else if (restore_command_env("AWS_ENDPOINT_URL") != NULL)
+        snprintf(endpoint, sizeof(endpoint), "%s", restore_command_env("AWS_ENDPOINT_URL"));
+    else
+        snprintf(endpoint, sizeof(endpoint), "https://s3.%s.amazonaws.com", region);
+    return restore_command_arg(a, "--repo", repo->uri, err) &&
+           restore_command_arg(a, "--s3-endpoint", endpoint, err) &&
+           restore_command_arg(a, "--s3-region", region, err) &&
+           restore_command_arg(a, "--s3-uri-style", opt_str(opts, OPT_S3_URI_STYLE), err) &&
+           restore_command_arg(a, "--s3-retries", opt_str(opts, OPT_S3_RETRIES), err) &&
+           restore_command_arg(a, "--s3-timeout", opt_str(opts, OPT_S3_TIMEOUT), err) &&
+           restore_command_arg(a, "--download-concurrency", opt_str(opts, OPT_DOWNLOAD_CONCURRENCY),
+                               err);
+}
+
+static bool restore_command_args_of(const pgd_options *opts, const storage *repo,
+                                    restore_command_args *a, pgd_error *err)
+{
+    char path[PATH_MAX];
+
+    if (restore_command_repo_is_s3(repo)) {
+        if (!restore_command_s3_args(opts, repo, a, err))
+            return false;
+    } else {
+        /* the server runs restore_command in the data directory: a relative path would move */
+        if (realpath(repo->uri, path) == NULL)
+            return err_errno(err, errno, "could not resolve repository \"%s\"", repo->uri);
+        if (!restore_command_arg(a, "--repo", path, err))
+            return false;
+    }
+    if (!opt_is_set(opts, OPT_CONFIG))
+        return true;
+    /* the file may hold what no flag carries; flags win over it, as here */
+    if (realpath(opt_str(opts, OPT_CONFIG), path) == NULL)
+        return err_errno(err, errno, "could not resolve config file \"%s\"",
+                         opt_str(opts, OPT_CONFIG));
+    return restore_command_arg(a, "--config", path, err);
+}
+
+bool restore_command_build(const pgd_options *opts, const storage *repo, char **out, pgd_error *err)
+{
+    restore_command_args a = {.n = 0};
+    char exe[PATH_MAX];
+    ssize_t exe_len = readlink(SELF_EXE, exe, sizeof(exe) - 1);
+    bool ok;
+
+    if (exe_len < 0)
+        return err_errno(err, errno, "could not find the pgdirect executable");
+    exe[exe_len] = '\0';
+    ok = restore_command_args_of(opts, repo, &a, err) &&
+         recovery_conf_restore_command(exe, (const char *const *)a.v, a.n, out, err);
+    restore_command_args_free(&a);
+    return ok;
+}

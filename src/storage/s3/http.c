@@ -1,0 +1,296 @@
+/*
+ * http.c - the S3 driver's transport: a libcurl easy handle per client,
+ * reused for keep-alive. Only http and https, no redirects followed.
+ */
+#define _GNU_SOURCE
+#include "storage/s3/http.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define HTTP_CONNECT_TIMEOUT_S 10
+#define HTTP_LOW_SPEED_BYTES   1L /* a stall, not a slow transfer, is what times out */
+/* an answer received into memory (XML: a listing page is ~1 MiB) never grows past this */
+#define HTTP_BODY_MAX (64u * 1024 * 1024)
+
+struct http_client {
+    CURL *curl;
+    long timeout_s;
+};
+
+static pthread_once_t http_curl_once = PTHREAD_ONCE_INIT;
+
+static void http_curl_init_once(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+http_client *http_client_new(long timeout_s, pgd_error *err)
+{
+    http_client *c = calloc(1, sizeof(*c));
+
+    pthread_once(&http_curl_once, http_curl_init_once);
+    if (c == NULL || (c->curl = curl_easy_init()) == NULL) {
+        free(c);
+        err_set(err, "could not initialise libcurl");
+        return NULL;
+    }
+    c->timeout_s = timeout_s;
+    return c;
+}
+
+void http_client_free(http_client *c)
+{
+    if (c == NULL)
+        return;
+    curl_easy_cleanup(c->curl);
+    free(c);
+}
+
+/*
+ * Where a body goes: a 2xx answer into the caller's buffer when there is
+ * one (a ranged GET), anything else into memory of its own, so an error's
+ * XML can be read whatever was asked for.
+ */
+typedef struct http_sink {
+    CURL *h;
+    char *into;
+    size_t into_cap;
+    bool decided; /* fixed or not, at the first byte, from the status */
+    char *buf;
+    size_t len, cap;
+    bool fixed; /* caller's buffer */
+    bool overflow;
+    bool oom;
+} http_sink;
+
+static void http_sink_decide(http_sink *s)
+{
+    long status = 0;
+
+    curl_easy_getinfo(s->h, CURLINFO_RESPONSE_CODE, &status);
+    s->fixed = s->into != NULL && status >= 200 && status < 300;
+    if (s->fixed) {
+        s->buf = s->into;
+        s->cap = s->into_cap;
+    }
+    s->decided = true;
+}
+
+static size_t http_on_body(char *data, size_t size, size_t nmemb, void *arg)
+{
+    http_sink *s = arg;
+    size_t n = size * nmemb;
+
+    if (!s->decided)
+        http_sink_decide(s);
+
+    if (s->len + n + (s->fixed ? 0 : 1) > s->cap) {
+        if (s->fixed || s->len + n + 1 > HTTP_BODY_MAX) {
+            s->overflow = true;
+            return 0;
+        }
+        size_t cap = (s->len + n + 1) * 2;
+        char *grown = realloc(s->buf, cap);
+        if (grown == NULL) {
+            s->oom = true;
+            return 0;
+        }
+        s->buf = grown;
+        s->cap = cap;
+    }
+    memcpy(s->buf + s->len, data, n);
+    s->len += n;
+    return n;
+}
+
+/* The value of "Name: value\r\n" when the line is that header, malloc'd. */
+static char *http_header_value(const char *line, size_t n, const char *name)
+{
+    size_t nl = strlen(name);
+    const char *v;
+    size_t len;
+
+    if (n <= nl || strncasecmp(line, name, nl) != 0 || line[nl] != ':')
+        return NULL;
+    v = line + nl + 1;
+    len = n - nl - 1;
+    while (len > 0 && (*v == ' ' || *v == '\t'))
+        v++, len--;
+    while (len > 0 && (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' '))
+        len--;
+    return strndup(v, len);
+}
+
+static size_t http_on_header(char *data, size_t size, size_t nmemb, void *arg)
+{
+    http_response *r = arg;
+    size_t n = size * nmemb;
+    char *v;
+
+    if (n >= 5 && strncmp(data, "HTTP/", 5) == 0) { /* a new response: forget an interim one */
+        free(r->etag);
+        free(r->content_range);
+        r->etag = r->content_range = NULL;
+        r->content_length = 0;
+        r->has_content_length = false;
+    } else if ((v = http_header_value(data, n, "ETag")) != NULL) {
+        free(r->etag);
+        r->etag = v;
+    } else if ((v = http_header_value(data, n, "Content-Range")) != NULL) {
+        free(r->content_range);
+        r->content_range = v;
+    } else if ((v = http_header_value(data, n, "Content-Length")) != NULL) {
+        char *end;
+        r->content_length = strtoull(v, &end, 10);
+        r->has_content_length = v[0] >= '0' && v[0] <= '9' && *end == '\0';
+        free(v);
+    }
+    return n;
+}
+
+typedef struct http_source {
+    const char *data;
+    size_t len, pos;
+} http_source;
+
+static size_t http_on_read(char *buf, size_t size, size_t nmemb, void *arg)
+{
+    http_source *s = arg;
+    size_t n = size * nmemb;
+
+    if (n > s->len - s->pos)
+        n = s->len - s->pos;
+    memcpy(buf, s->data + s->pos, n);
+    s->pos += n;
+    return n;
+}
+
+/*
+ * libcurl rewinds the body when it resends a request: on a kept-alive
+ * connection that the server had closed, or after a redirect. Without this
+ * it fails the request with "rewinding of the data stream failed" instead
+ * of resending it.
+ */
+static int http_on_seek(void *arg, curl_off_t offset, int origin)
+{
+    http_source *s = arg;
+
+    if (origin != SEEK_SET || offset < 0 || (uint64_t)offset > s->len)
+        return CURL_SEEKFUNC_CANTSEEK;
+    s->pos = (size_t)offset;
+    return CURL_SEEKFUNC_OK;
+}
+
+static void http_set_method(CURL *h, const char *method, http_source *src)
+{
+    if (strcmp(method, "HEAD") == 0) {
+        curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+    } else if (strcmp(method, "PUT") == 0 || strcmp(method, "POST") == 0) {
+        curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+        curl_easy_setopt(h, CURLOPT_READFUNCTION, http_on_read);
+        curl_easy_setopt(h, CURLOPT_READDATA, src);
+        curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, http_on_seek);
+        curl_easy_setopt(h, CURLOPT_SEEKDATA, src);
+        curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)src->len);
+        if (strcmp(method, "POST") == 0)
+            curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "POST");
+    } else if (strcmp(method, "GET") != 0) {
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    }
+}
+
+bool http_perform(http_client *c, const char *method, const char *url,
+                  const http_header_list *headers, const void *body, size_t body_len, void *into,
+                  size_t into_cap, http_response *resp, pgd_error *err)
+{
+    CURL *h = c->curl;
+    struct curl_slist *list = NULL;
+    http_sink s = {.h = h, .into = into, .into_cap = into_cap};
+    http_source src = {body, body_len, 0};
+    CURLcode rc;
+
+    memset(resp, 0, sizeof(*resp));
+    for (size_t i = 0; i < headers->n; i++)
+        list = curl_slist_append(list, headers->items[i]);
+    /* libcurl adds these on its own otherwise */
+    list = curl_slist_append(list, "Expect:");
+    list = curl_slist_append(list, "Accept:");
+    curl_easy_reset(h);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, list);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, (long)HTTP_CONNECT_TIMEOUT_S);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, HTTP_LOW_SPEED_BYTES);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, c->timeout_s);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, http_on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, http_on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, resp);
+    http_set_method(h, method, &src);
+    rc = curl_easy_perform(h);
+    curl_slist_free_all(list);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
+    if (!s.fixed) {
+        if (s.buf != NULL)
+            s.buf[s.len] = '\0';
+        resp->body = s.buf;
+    }
+    resp->body_len = s.len;
+    resp->into_used = s.fixed;
+    if (rc == CURLE_WRITE_ERROR && s.overflow) {
+        resp->overflow = true;
+        return err_set(err, "%s %s: the response (HTTP %ld) is larger than the %zu bytes %s",
+                       method, url, resp->status, s.fixed ? into_cap : (size_t)HTTP_BODY_MAX,
+                       s.fixed ? "asked for" : "an answer may take");
+    }
+    if (rc == CURLE_WRITE_ERROR && s.oom)
+        return err_set(err, "%s %s: out of memory for the response", method, url);
+    if (rc != CURLE_OK) {
+        resp->transport_error = true;
+        resp->status = 0;
+        return err_set(err, "%s %s: %s", method, url, curl_easy_strerror(rc));
+    }
+    return true;
+}
+
+void http_response_free(http_response *r)
+{
+    free(r->body);
+    free(r->etag);
+    free(r->content_range);
+    r->body = r->etag = r->content_range = NULL;
+}
+
+bool http_headers_add(http_header_list *h, const char *fmt, ...)
+{
+    char **grown = realloc(h->items, (h->n + 1) * sizeof(char *));
+    va_list ap;
+    int rc;
+
+    if (grown == NULL)
+        return false;
+    h->items = grown;
+    va_start(ap, fmt);
+    rc = vasprintf(&h->items[h->n], fmt, ap);
+    va_end(ap);
+    if (rc < 0)
+        return false;
+    h->n++;
+    return true;
+}
+
+void http_headers_free(http_header_list *h)
+{
+    for (size_t i = 0; i < h->n; i++)
+        free(h->items[i]);
+    free(h->items);
+    h->items = NULL;
+    h->n = 0;
+}

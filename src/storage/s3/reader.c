@@ -1,0 +1,273 @@
+/*
+ * reader.c - an S3 object read as a stream: a HEAD for its size and ETag,
+ * then ranged GETs, download_concurrency ranges in flight, each slot
+ * fetching ranges i, i + n, i + 2n... and waiting until its range is
+ * consumed. Also the existence check.
+ *
+ * Every range must come back as asked: 206 with the Content-Range asked for
+ * (or 200 for a whole object asked in one range), exactly that many bytes,
+ * of the version the HEAD saw (If-Match: its ETag), so an object replaced
+ * midway or a server that ignores Range is an error, never a spliced file.
+ */
+#define _GNU_SOURCE
+#include "storage/s3/internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define S3_HTTP_OK      200
+#define S3_HTTP_PARTIAL 206
+
+typedef struct s3_range_slot {
+    char *buf;
+    size_t len;
+    uint64_t offset;
+    bool ready, failed;
+    pgd_error err;
+} s3_range_slot;
+
+typedef struct s3_reader {
+    in_stream base;
+    s3_storage *s;
+    char *path;
+    char *etag; /* of the version the HEAD saw; NULL when the server gave none */
+    uint64_t size, consumed;
+    unsigned nslots, head;
+    s3_range_slot *slots;
+    size_t pos; /* within slots[head] */
+    pthread_t *threads;
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    bool stopping;
+} s3_reader;
+
+typedef struct s3_fetch_arg {
+    s3_reader *r;
+    unsigned index;
+} s3_fetch_arg;
+
+/* HEAD: *exists, and the size and ETag of what exists (etag may be NULL: not wanted). */
+static bool s3_reader_head(s3_storage *s, const char *path, bool *exists, uint64_t *size,
+                           char **etag, pgd_error *err)
+{
+    s3_answer a;
+    s3_call call = {.method = "HEAD", .path = path, .expect_missing = true};
+    bool ok = s3_request(s, &call, &a, err);
+
+    if (ok && !a.missing && !a.http.has_content_length)
+        ok = err_set(err, "HEAD of \"%s\" in s3://%s returned no Content-Length", path, s->bucket);
+    if (ok) {
+        *exists = !a.missing;
+        *size = a.http.content_length;
+        if (etag != NULL) {
+            *etag = a.missing || a.http.etag == NULL ? NULL : strdup(a.http.etag);
+            if (!a.missing && a.http.etag != NULL && *etag == NULL)
+                ok = err_set(err, "out of memory");
+        }
+    }
+    s3_answer_free(&a);
+    return ok;
+}
+
+bool s3_reader_exists(storage *st, const char *path, bool *exists, pgd_error *err)
+{
+    uint64_t size;
+
+    return s3_reader_head((s3_storage *)st, path, exists, &size, NULL, err);
+}
+
+/* The range came back as asked? */
+static bool s3_reader_check_range(const s3_reader *r, const s3_answer *a, uint64_t off, size_t len,
+                                  const char *range, pgd_error *err)
+{
+    char want[96];
+
+    snprintf(want, sizeof(want), "bytes %llu-%llu/%llu", (unsigned long long)off,
+             (unsigned long long)(off + len - 1), (unsigned long long)r->size);
+    if (a->http.status == S3_HTTP_PARTIAL) {
+        if (a->http.content_range == NULL || strcmp(a->http.content_range, want) != 0)
+            return err_set(err,
+                           "GET of \"%s\" in s3://%s returned Content-Range \"%s\" for %s "
+                           "(expected \"%s\": the object changed or the server is wrong)",
+                           r->path, r->s->bucket,
+                           a->http.content_range ? a->http.content_range : "", range, want);
+    } else if (!(a->http.status == S3_HTTP_OK && off == 0 && len == r->size)) {
+        return err_set(err,
+                       "GET of \"%s\" in s3://%s answered HTTP %ld to %s: the server ignored "
+                       "the range",
+                       r->path, r->s->bucket, a->http.status, range);
+    }
+    if (!a->http.into_used || a->http.body_len != len)
+        return err_set(err, "GET of \"%s\" in s3://%s returned %zu bytes for %s", r->path,
+                       r->s->bucket, a->http.body_len, range);
+    return true;
+}
+
+static bool s3_reader_fetch(s3_reader *r, s3_range_slot *sl, pgd_error *err)
+{
+    char range[64];
+    s3_answer a;
+    const char *extra[] = {"range", range, r->etag ? "if-match" : NULL, r->etag, NULL};
+    bool ok;
+
+    snprintf(range, sizeof(range), "bytes=%llu-%llu", (unsigned long long)sl->offset,
+             (unsigned long long)(sl->offset + sl->len - 1));
+    s3_call call = {
+        .method = "GET", .path = r->path, .extra = extra, .into = sl->buf, .into_cap = sl->len};
+    ok = s3_request(r->s, &call, &a, err) &&
+         s3_reader_check_range(r, &a, sl->offset, sl->len, range, err);
+    s3_answer_free(&a);
+    return ok;
+}
+
+static void *s3_reader_fetcher_main(void *arg)
+{
+    s3_fetch_arg *fa = arg;
+    s3_reader *r = fa->r;
+    unsigned idx = fa->index;
+
+    pthread_mutex_lock(&r->lock);
+    for (;;) {
+        s3_range_slot *sl = &r->slots[idx];
+        pgd_error err = {0};
+        bool ok;
+
+        while (!r->stopping && (sl->ready || sl->failed))
+            pthread_cond_wait(&r->changed, &r->lock);
+        if (r->stopping || sl->offset >= r->size)
+            break;
+        sl->len =
+            (size_t)(r->size - sl->offset < S3_RANGE_SIZE ? r->size - sl->offset : S3_RANGE_SIZE);
+        pthread_mutex_unlock(&r->lock);
+        ok = s3_reader_fetch(r, sl, &err);
+        pthread_mutex_lock(&r->lock);
+        if (ok) {
+            sl->ready = true;
+        } else {
+            sl->failed = true;
+            sl->err = err;
+        }
+        pthread_cond_broadcast(&r->changed);
+    }
+    pthread_mutex_unlock(&r->lock);
+    free(fa);
+    return NULL;
+}
+
+static bool s3_reader_read(in_stream *is, void *buf, size_t len, size_t *n, pgd_error *err)
+{
+    s3_reader *r = (s3_reader *)is;
+    s3_range_slot *sl;
+
+    *n = 0;
+    if (r->consumed >= r->size)
+        return true;
+    sl = &r->slots[r->head];
+    pthread_mutex_lock(&r->lock);
+    while (!sl->ready && !sl->failed)
+        pthread_cond_wait(&r->changed, &r->lock);
+    pthread_mutex_unlock(&r->lock);
+    if (sl->failed) {
+        *err = sl->err;
+        return false;
+    }
+    *n = len < sl->len - r->pos ? len : sl->len - r->pos;
+    memcpy(buf, sl->buf + r->pos, *n);
+    r->pos += *n;
+    r->consumed += *n;
+    if (r->pos == sl->len) { /* give the slot its next range */
+        pthread_mutex_lock(&r->lock);
+        sl->offset += (uint64_t)r->nslots * S3_RANGE_SIZE;
+        sl->ready = false;
+        pthread_cond_broadcast(&r->changed);
+        pthread_mutex_unlock(&r->lock);
+        r->pos = 0;
+        r->head = (r->head + 1) % r->nslots;
+    }
+    return true;
+}
+
+static void s3_reader_close(in_stream *is)
+{
+    s3_reader *r = (s3_reader *)is;
+
+    pthread_mutex_lock(&r->lock);
+    r->stopping = true;
+    pthread_cond_broadcast(&r->changed);
+    pthread_mutex_unlock(&r->lock);
+    for (unsigned i = 0; r->threads && i < r->nslots; i++)
+        if (r->threads[i])
+            pthread_join(r->threads[i], NULL);
+    for (unsigned i = 0; r->slots && i < r->nslots; i++)
+        free(r->slots[i].buf);
+    free(r->slots);
+    free(r->threads);
+    free(r->path);
+    free(r->etag);
+    pthread_mutex_destroy(&r->lock);
+    pthread_cond_destroy(&r->changed);
+    free(r);
+}
+
+static const in_stream_ops s3_reader_ops = {s3_reader_read, s3_reader_close};
+
+static bool s3_reader_start(s3_reader *r, pgd_error *err)
+{
+    r->slots = calloc(r->nslots, sizeof(*r->slots));
+    r->threads = calloc(r->nslots, sizeof(pthread_t));
+    if (r->path == NULL || r->slots == NULL || r->threads == NULL)
+        return err_set(err, "out of memory");
+    for (unsigned i = 0; i < r->nslots; i++) {
+        s3_fetch_arg *fa = malloc(sizeof(*fa));
+        r->slots[i].offset = (uint64_t)i * S3_RANGE_SIZE;
+        r->slots[i].buf = r->slots[i].offset < r->size ? malloc(S3_RANGE_SIZE) : NULL;
+        if (fa == NULL || (r->slots[i].offset < r->size && r->slots[i].buf == NULL)) {
+            free(fa);
+            return err_set(err, "out of memory");
+        }
+        fa->r = r;
+        fa->index = i;
+        if (pthread_create(&r->threads[i], NULL, s3_reader_fetcher_main, fa) != 0) {
+            free(fa);
+            return err_set(err, "could not start download threads");
+        }
+    }
+    return true;
+}
+
+in_stream *s3_reader_open(storage *st, const char *path, bool *missing, pgd_error *err)
+{
+    s3_storage *s = (s3_storage *)st;
+    s3_reader *r;
+    bool exists;
+    uint64_t size;
+    char *etag = NULL;
+
+    *missing = false;
+    if (!s3_reader_head(s, path, &exists, &size, &etag, err))
+        return NULL;
+    if (!exists) {
+        *missing = true;
+        return NULL;
+    }
+    r = calloc(1, sizeof(*r));
+    if (r == NULL) {
+        free(etag);
+        err_set(err, "out of memory");
+        return NULL;
+    }
+    r->base.ops = &s3_reader_ops;
+    r->s = s;
+    r->path = strdup(path);
+    r->etag = etag;
+    r->size = size;
+    r->nslots = s->download_concurrency;
+    pthread_mutex_init(&r->lock, NULL);
+    pthread_cond_init(&r->changed, NULL);
+    if (!s3_reader_start(r, err)) {
+        s3_reader_close(&r->base);
+        return NULL;
+    }
+    return &r->base;
+}

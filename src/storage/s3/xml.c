@@ -1,0 +1,524 @@
+/*
+ * xml.c - S3's XML answers, read with libxml2: errors, the upload id of a
+ * new multipart upload, the outcome of completing one, a ListObjectsV2 page,
+ * a DeleteObjects result, the multipart uploads in progress and their parts;
+ * and keys escaped for the DeleteObjects body.
+ *
+ * Answers are untrusted input: parsed without network access, without
+ * entity substitution, and a document with a DTD is refused (S3 never sends
+ * one; entity expansion is how a hostile document grows). Elements are
+ * matched by local name, whatever namespace the server declares. libxml2's
+ * own error printing is off: a malformed answer is reported once, by us.
+ */
+#define _GNU_SOURCE
+#include "storage/s3/internal.h"
+
+#include <errno.h>
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define S3_XML_PARSE_OPTIONS (XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING)
+#define S3_XML_SIZE_DIGITS   20 /* UINT64_MAX */
+
+static pthread_once_t s3_xml_once = PTHREAD_ONCE_INIT;
+
+static void s3_xml_init_once(void)
+{
+    xmlInitParser();
+}
+
+void s3_xml_init(void)
+{
+    pthread_once(&s3_xml_once, s3_xml_init_once);
+}
+
+/* The document, or NULL with err set (err may be NULL: then just NULL). */
+static xmlDocPtr s3_xml_read(const char *body, size_t len, pgd_error *err)
+{
+    xmlDocPtr doc;
+
+    s3_xml_init();
+    if (body == NULL || len == 0) {
+        err_set(err, "the answer is empty");
+        return NULL;
+    }
+    if (len > INT32_MAX) {
+        err_set(err, "the answer is too large");
+        return NULL;
+    }
+    doc = xmlReadMemory(body, (int)len, NULL, NULL, S3_XML_PARSE_OPTIONS);
+    if (doc == NULL) {
+        const xmlError *e = xmlGetLastError();
+        char msg[S3_MESSAGE_MAX];
+        snprintf(msg, sizeof(msg), "%s", e && e->message ? e->message : "not XML");
+        msg[strcspn(msg, "\r\n")] = '\0';
+        err_set(err, "the answer is not well-formed XML: %s", msg);
+        return NULL;
+    }
+    if (doc->intSubset != NULL || xmlDocGetRootElement(doc) == NULL) {
+        xmlFreeDoc(doc);
+        err_set(err, "the answer is not an S3 document (it has a DTD or no root)");
+        return NULL;
+    }
+    return doc;
+}
+
+static bool s3_xml_named(xmlNodePtr n, const char *name)
+{
+    return n != NULL && n->type == XML_ELEMENT_NODE && xmlStrcmp(n->name, BAD_CAST name) == 0;
+}
+
+static xmlNodePtr s3_xml_child(xmlNodePtr parent, const char *name)
+{
+    for (xmlNodePtr c = parent ? parent->children : NULL; c; c = c->next)
+        if (s3_xml_named(c, name))
+            return c;
+    return NULL;
+}
+
+/* The text of child `name`, malloc'd (entities decoded), or NULL when absent. */
+static char *s3_xml_child_text(xmlNodePtr parent, const char *name, bool *oom)
+{
+    xmlNodePtr c = s3_xml_child(parent, name);
+    xmlChar *t;
+    char *out;
+
+    if (c == NULL)
+        return NULL;
+    t = xmlNodeGetContent(c);
+    out = strdup(t ? (const char *)t : "");
+    xmlFree(t);
+    if (out == NULL && oom != NULL)
+        *oom = true;
+    return out;
+}
+
+/* Server text for a one-line message: cut to fit, control characters replaced. */
+static void s3_xml_copy_line(char *dst, size_t cap, const char *src)
+{
+    snprintf(dst, cap, "%s", src ? src : "");
+    for (char *c = dst; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = ' ';
+}
+
+static void s3_xml_fault_from(xmlNodePtr error, s3_xml_fault *f)
+{
+    char *code = s3_xml_child_text(error, "Code", NULL);
+    char *message = s3_xml_child_text(error, "Message", NULL);
+
+    s3_xml_copy_line(f->code, sizeof(f->code), code);
+    s3_xml_copy_line(f->message, sizeof(f->message), message);
+    free(code);
+    free(message);
+}
+
+/*
+ * The document of an answer whose root must be `want` (or `alias`, another
+ * server's name for it), with that root in *root; NULL with err set
+ * otherwise, an <Error> reported with its code and message.
+ */
+static xmlDocPtr s3_xml_open(const char *body, size_t len, const char *want, const char *alias,
+                             xmlNodePtr *root, pgd_error *err)
+{
+    xmlDocPtr doc = s3_xml_read(body, len, err);
+
+    if (doc == NULL)
+        return NULL;
+    *root = xmlDocGetRootElement(doc);
+    if (s3_xml_named(*root, want) || (alias != NULL && s3_xml_named(*root, alias)))
+        return doc;
+    if (s3_xml_named(*root, "Error")) {
+        s3_xml_fault f;
+        s3_xml_fault_from(*root, &f);
+        err_set(err, "the answer is an error: %s%s%s", f.code[0] ? f.code : "(no code)",
+                f.message[0] ? ": " : "", f.message);
+    } else {
+        err_set(err, "the answer is a <%s>, not a %s", (const char *)(*root)->name, want);
+    }
+    xmlFreeDoc(doc);
+    return NULL;
+}
+
+bool s3_xml_error(const char *body, size_t len, s3_xml_fault *fault)
+{
+    xmlDocPtr doc = s3_xml_read(body, len, NULL);
+    xmlNodePtr root;
+    bool is_error;
+
+    if (doc == NULL)
+        return false;
+    root = xmlDocGetRootElement(doc);
+    is_error = s3_xml_named(root, "Error");
+    if (is_error)
+        s3_xml_fault_from(root, fault);
+    xmlFreeDoc(doc);
+    return is_error;
+}
+
+bool s3_xml_upload_id(const char *body, size_t len, char **upload_id, pgd_error *err)
+{
+    xmlNodePtr root;
+    xmlDocPtr doc = s3_xml_open(body, len, "InitiateMultipartUploadResult", NULL, &root, err);
+    bool oom = false;
+
+    *upload_id = NULL;
+    if (doc == NULL)
+        return false;
+    *upload_id = s3_xml_child_text(root, "UploadId", &oom);
+    xmlFreeDoc(doc);
+    if (oom)
+        return err_set(err, "out of memory");
+    if (*upload_id == NULL || (*upload_id)[0] == '\0') {
+        free(*upload_id);
+        *upload_id = NULL;
+        return err_set(err, "the answer has no UploadId");
+    }
+    return true;
+}
+
+bool s3_xml_complete(const char *body, size_t len, s3_xml_fault *fault, pgd_error *err)
+{
+    xmlDocPtr doc = s3_xml_read(body, len, err);
+    xmlNodePtr root;
+    bool done = false;
+
+    memset(fault, 0, sizeof(*fault));
+    if (doc == NULL)
+        return false;
+    root = xmlDocGetRootElement(doc);
+    /* AWS's root is ...Result; moto names it ...Response */
+    if (s3_xml_named(root, "CompleteMultipartUploadResult") ||
+        s3_xml_named(root, "CompleteMultipartUploadResponse")) {
+        done = true;
+    } else if (s3_xml_named(root, "Error")) {
+        s3_xml_fault_from(root, fault);
+        if (fault->code[0] == '\0')
+            snprintf(fault->code, sizeof(fault->code), "Error");
+    } else {
+        err_set(err, "the answer is a <%s>, not a CompleteMultipartUploadResult",
+                (const char *)root->name);
+    }
+    xmlFreeDoc(doc);
+    return done;
+}
+
+static bool s3_xml_parse_size(const char *text, uint64_t *size)
+{
+    char *end;
+    unsigned long long v;
+
+    if (text == NULL || text[0] < '0' || text[0] > '9' || strlen(text) > S3_XML_SIZE_DIGITS)
+        return false;
+    errno = 0;
+    v = strtoull(text, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return false;
+    *size = v;
+    return true;
+}
+
+void s3_xml_listing_free(s3_xml_listing *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->entries[i].name);
+    free(l->entries);
+    free(l->next_token);
+    memset(l, 0, sizeof(*l));
+}
+
+static bool s3_xml_listing_add(s3_xml_listing *l, char *name, uint64_t size, bool is_prefix)
+{
+    s3_xml_entry *grown = realloc(l->entries, (l->n + 1) * sizeof(*grown));
+
+    if (grown == NULL) {
+        free(name);
+        return false;
+    }
+    l->entries = grown;
+    l->entries[l->n++] = (s3_xml_entry){name, size, is_prefix};
+    return true;
+}
+
+/* One <Contents> or <CommonPrefixes> element into the listing. */
+static bool s3_xml_listing_entry(xmlNodePtr c, s3_xml_listing *out, pgd_error *err)
+{
+    bool oom = false, is_prefix = s3_xml_named(c, "CommonPrefixes");
+    char *name = s3_xml_child_text(c, is_prefix ? "Prefix" : "Key", &oom);
+    char *size = is_prefix ? NULL : s3_xml_child_text(c, "Size", &oom);
+    uint64_t bytes = 0;
+
+    if (oom) {
+        free(name);
+        free(size);
+        return err_set(err, "out of memory");
+    }
+    if (name == NULL || name[0] == '\0') {
+        free(name);
+        free(size);
+        return err_set(err, "a <%s> has no %s", (const char *)c->name,
+                       is_prefix ? "Prefix" : "Key");
+    }
+    if (!is_prefix && !s3_xml_parse_size(size, &bytes)) {
+        err_set(err, "key \"%s\" has %s size \"%s\"", name, size ? "an invalid" : "no",
+                size ? size : "");
+        free(name);
+        free(size);
+        return false;
+    }
+    free(size);
+    if (!s3_xml_listing_add(out, name, bytes, is_prefix))
+        return err_set(err, "out of memory");
+    return true;
+}
+
+/* IsTruncated, which must be there and be "true" or "false". */
+static bool s3_xml_truncated(xmlNodePtr root, bool *truncated, pgd_error *err)
+{
+    bool oom = false;
+    char *t = s3_xml_child_text(root, "IsTruncated", &oom);
+    bool ok = t != NULL && (strcmp(t, "true") == 0 || strcmp(t, "false") == 0);
+
+    if (oom)
+        ok = err_set(err, "out of memory");
+    else if (!ok)
+        err_set(err, "IsTruncated is %s%s%s", t ? "\"" : "missing", t ? t : "", t ? "\"" : "");
+    else
+        *truncated = strcmp(t, "true") == 0;
+    free(t);
+    return ok;
+}
+
+bool s3_xml_listing_parse(const char *body, size_t len, s3_xml_listing *out, pgd_error *err)
+{
+    xmlNodePtr root;
+    xmlDocPtr doc = s3_xml_open(body, len, "ListBucketResult", NULL, &root, err);
+    bool ok = true, oom = false;
+
+    memset(out, 0, sizeof(*out));
+    if (doc == NULL)
+        return false;
+    for (xmlNodePtr c = root->children; c && ok; c = c->next)
+        if (s3_xml_named(c, "Contents") || s3_xml_named(c, "CommonPrefixes"))
+            ok = s3_xml_listing_entry(c, out, err);
+    if (ok && (ok = s3_xml_truncated(root, &out->truncated, err))) {
+        out->next_token = s3_xml_child_text(root, "NextContinuationToken", &oom);
+        if (oom)
+            ok = err_set(err, "out of memory");
+        /* a page that says there is more must say where it continues */
+        else if (out->truncated && (out->next_token == NULL || out->next_token[0] == '\0'))
+            ok = err_set(err, "IsTruncated is true but there is no NextContinuationToken");
+    }
+    xmlFreeDoc(doc);
+    if (!ok)
+        s3_xml_listing_free(out);
+    return ok;
+}
+
+void s3_xml_delete_failures_free(s3_xml_delete_failure *f, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(f[i].key);
+    free(f);
+}
+
+bool s3_xml_delete_result(const char *body, size_t len, s3_xml_delete_failure **failures, size_t *n,
+                          pgd_error *err)
+{
+    xmlNodePtr root;
+    xmlDocPtr doc = s3_xml_open(body, len, "DeleteResult", NULL, &root, err);
+    bool ok = true;
+
+    *failures = NULL;
+    *n = 0;
+    if (doc == NULL)
+        return false;
+    for (xmlNodePtr c = root->children; c && ok; c = c->next) {
+        s3_xml_delete_failure *grown;
+        bool oom = false;
+        if (!s3_xml_named(c, "Error"))
+            continue;
+        grown = realloc(*failures, (*n + 1) * sizeof(*grown));
+        if (grown == NULL) {
+            ok = err_set(err, "out of memory");
+            break;
+        }
+        *failures = grown;
+        grown[*n].key = s3_xml_child_text(c, "Key", &oom);
+        s3_xml_fault_from(c, &grown[*n].fault);
+        (*n)++;
+        if (oom)
+            ok = err_set(err, "out of memory");
+        else if (grown[*n - 1].key == NULL)
+            grown[*n - 1].key = strdup("(no key)");
+    }
+    xmlFreeDoc(doc);
+    if (!ok) {
+        s3_xml_delete_failures_free(*failures, *n);
+        *failures = NULL;
+        *n = 0;
+    }
+    return ok;
+}
+
+bool s3_xml_time(const char *text, int64_t *out)
+{
+    struct tm tm;
+    const char *rest;
+
+    memset(&tm, 0, sizeof(tm));
+    if (text == NULL || (rest = strptime(text, "%Y-%m-%dT%H:%M:%S", &tm)) == NULL)
+        return false;
+    if (*rest == '.')
+        for (rest++; *rest >= '0' && *rest <= '9'; rest++)
+            ;
+    if (strcmp(rest, "Z") != 0)
+        return false;
+    *out = (int64_t)timegm(&tm);
+    return true;
+}
+
+void s3_xml_uploads_free(s3_xml_uploads *u)
+{
+    for (size_t i = 0; i < u->n; i++) {
+        free(u->items[i].key);
+        free(u->items[i].upload_id);
+    }
+    free(u->items);
+    free(u->next_key_marker);
+    free(u->next_upload_id_marker);
+    memset(u, 0, sizeof(*u));
+}
+
+static bool s3_xml_upload_add(xmlNodePtr c, s3_xml_uploads *out, pgd_error *err)
+{
+    bool oom = false;
+    char *key = s3_xml_child_text(c, "Key", &oom), *id = s3_xml_child_text(c, "UploadId", &oom);
+    char *initiated = s3_xml_child_text(c, "Initiated", &oom);
+    s3_xml_upload *grown;
+    int64_t when;
+    bool ok = true;
+
+    if (oom)
+        ok = err_set(err, "out of memory");
+    else if (key == NULL || key[0] == '\0' || id == NULL || id[0] == '\0')
+        ok = err_set(err, "an <Upload> has no Key or UploadId");
+    else if (!s3_xml_time(initiated, &when))
+        ok = err_set(err, "upload of \"%s\" has an invalid Initiated \"%s\"", key,
+                     initiated ? initiated : "");
+    else if ((grown = realloc(out->items, (out->n + 1) * sizeof(*grown))) == NULL)
+        ok = err_set(err, "out of memory");
+    free(initiated);
+    if (!ok) {
+        free(key);
+        free(id);
+        return false;
+    }
+    out->items = grown;
+    out->items[out->n++] = (s3_xml_upload){key, id, when};
+    return true;
+}
+
+bool s3_xml_uploads_parse(const char *body, size_t len, s3_xml_uploads *out, pgd_error *err)
+{
+    xmlNodePtr root;
+    xmlDocPtr doc = s3_xml_open(body, len, "ListMultipartUploadsResult", NULL, &root, err);
+    bool ok = true, oom = false;
+
+    memset(out, 0, sizeof(*out));
+    if (doc == NULL)
+        return false;
+    for (xmlNodePtr c = root->children; c && ok; c = c->next)
+        if (s3_xml_named(c, "Upload"))
+            ok = s3_xml_upload_add(c, out, err);
+    if (ok)
+        ok = s3_xml_truncated(root, &out->truncated, err);
+    if (ok && out->truncated) {
+        out->next_key_marker = s3_xml_child_text(root, "NextKeyMarker", &oom);
+        out->next_upload_id_marker = s3_xml_child_text(root, "NextUploadIdMarker", &oom);
+        if (oom)
+            ok = err_set(err, "out of memory");
+        else if (out->next_key_marker == NULL || out->next_key_marker[0] == '\0')
+            ok = err_set(err, "IsTruncated is true but there is no NextKeyMarker");
+    }
+    xmlFreeDoc(doc);
+    if (!ok)
+        s3_xml_uploads_free(out);
+    return ok;
+}
+
+bool s3_xml_parts_parse(const char *body, size_t len, int64_t *latest, bool *truncated,
+                        char **next_marker, pgd_error *err)
+{
+    xmlNodePtr root;
+    /* AWS's root is ListPartsResult; moto names it ListPartsResponse */
+    xmlDocPtr doc = s3_xml_open(body, len, "ListPartsResult", "ListPartsResponse", &root, err);
+    bool ok = true, oom = false;
+
+    *latest = 0;
+    *next_marker = NULL;
+    if (doc == NULL)
+        return false;
+    for (xmlNodePtr c = root->children; c && ok; c = c->next) {
+        char *t;
+        int64_t when;
+        if (!s3_xml_named(c, "Part"))
+            continue;
+        t = s3_xml_child_text(c, "LastModified", &oom);
+        if (oom)
+            ok = err_set(err, "out of memory");
+        else if (!s3_xml_time(t, &when))
+            ok = err_set(err, "a part has an invalid LastModified \"%s\"", t ? t : "");
+        else if (when > *latest)
+            *latest = when;
+        free(t);
+    }
+    if (ok)
+        ok = s3_xml_truncated(root, truncated, err);
+    if (ok && *truncated) {
+        *next_marker = s3_xml_child_text(root, "NextPartNumberMarker", &oom);
+        if (oom)
+            ok = err_set(err, "out of memory");
+        else if (*next_marker == NULL || (*next_marker)[0] == '\0')
+            ok = err_set(err, "IsTruncated is true but there is no NextPartNumberMarker");
+    }
+    xmlFreeDoc(doc);
+    if (!ok) {
+        free(*next_marker);
+        *next_marker = NULL;
+    }
+    return ok;
+}
+
+char *s3_xml_escape(const char *text)
+{
+    size_t len = 0;
+    char *out, *p;
+
+    for (const char *c = text; *c; c++)
+        len += *c == '&' ? 5 : (*c == '<' || *c == '>') ? 4 : (*c == '"' || *c == '\'') ? 6 : 1;
+    out = malloc(len + 1);
+    if (out == NULL)
+        return NULL;
+    p = out;
+    for (const char *c = text; *c; c++) {
+        const char *rep = *c == '&'    ? "&amp;"
+                          : *c == '<'  ? "&lt;"
+                          : *c == '>'  ? "&gt;"
+                          : *c == '"'  ? "&quot;"
+                          : *c == '\'' ? "&apos;"
+                                       : NULL;
+        if (rep != NULL) {
+            memcpy(p, rep, strlen(rep));
+            p += strlen(rep);
+        } else {
+            *p++ = *c;
+        }
+    }
+    *p = '\0';
+    return out;
+}
