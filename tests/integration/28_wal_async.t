@@ -8,7 +8,10 @@
 # repository holds another file under its name. When the backlog passes
 # --archive-push-queue-max nothing is dropped or acknowledged unstored: every call warns, and
 # everything arrives once the repository works again. A full spool file system makes the
-# command archive directly, and say so. An S3 repository works the same way.
+# command archive directly, and say so; so does a spool directory it may not write. The spool
+# holds no record of a file PostgreSQL no longer has ready. A server stopped at once in the
+# middle of pushes, its pusher killed, archives everything once restarted. An S3 repository
+# works the same way.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_s3.sh"
 setup_tmp
@@ -114,6 +117,50 @@ cmp_ok "$checked" ">" "0" "the .done files were looked at ($checked)"
 is "$bad" "0" "wal-fetch serves every acknowledged segment (checked on the way)"
 is "$differ" "0" "with the content PostgreSQL had"
 is "$(ls "$SPOOL"/push-*/out | grep -vc '\.ok$')" "0" "no half-written record left in the spool"
+# the spool is bounded: a record lives only while PostgreSQL has its file ready (.done: removed)
+stale_records() { # how many records are of files PostgreSQL no longer has ready
+    local f n=0
+    for f in "$SPOOL"/push-*/out/*.ok; do
+        [ -e "$f" ] || continue
+        [ -f "$T/data/pg_wal/archive_status/$(basename "$f" .ok).ready" ] || n=$((n + 1))
+    done
+    echo "$n"
+}
+no_stale_records() { [ "$(stale_records)" = "0" ]; }
+switch_wal >/dev/null # keeps the pusher at work while it tidies
+ok $(wait_until 60 no_stale_records && echo 0 || echo 1) \
+    "the spool is bounded: no record outlives its .ready file ($(stale_records) left of $(ls "$SPOOL"/push-*/out | wc -l))"
+
+# ---- PostgreSQL stopped at once in the middle of pushes, its pusher killed, restarted ----
+# done_in_repo: how many .done segments are missing from the repository or differ from pg_wal
+done_in_repo() {
+    local f seg n=0
+    for f in "$T"/data/pg_wal/archive_status/*.done; do
+        seg=$(basename "$f" .done)
+        if ! pgd wal-fetch --repo "$REPO" "$seg" "$T/fetched/r.$seg" 2>/dev/null; then
+            n=$((n + 1)) && diag "acknowledged, not in the repository: $seg"
+        elif [ -f "$T/data/pg_wal/$seg" ] && ! cmp -s "$T/fetched/r.$seg" "$T/data/pg_wal/$seg"; then
+            n=$((n + 1)) && diag "acknowledged with other content: $seg"
+        fi
+        rm -f "$T/fetched/r.$seg"
+    done
+    echo "$n"
+}
+as_pg "$PG_BIN/pgbench" -n -c 4 -j 2 -T 900 >>"$T/pgbench.log" 2>&1 &
+bench=$!
+pgbench_wait_writing "$PGPORT"
+wait_until 60 pusher_alive
+held=$(ls "$REPO/wal/00000001" | wc -l)
+wait_until 60 repo_holds_more_than $((held + 3))
+p=$(pusher_pid)
+as_pg "$PG_BIN/pg_ctl" -D "$T/data" -m immediate stop >/dev/null
+kill -9 "$p" 2>/dev/null
+wait "$bench" 2>/dev/null
+pg_start "$T/data"
+last=$(switch_wal)
+ok $(wait_until 120 archived "$last" && echo 0 || echo 1) \
+    "after an immediate stop mid-push and a killed pusher, the restarted server archives up to $last"
+is "$(done_in_repo)" "0" "every .done segment is in the repository, with the content PostgreSQL had"
 
 # ---- one pusher per data directory and repository ----
 # a data directory of our own, with ready files and no pusher yet
@@ -138,6 +185,15 @@ is "$fails" "0" "six archive_commands at once for one data directory all succeed
 FS=$(ls -d "$SPOOL"/push-* | while read -r d; do grep -q "$F" "$d/info" && echo "$d"; done)
 is "$(grep -c "started" "$FS/log")" "1" "and one pusher did the work (one lock per data directory and repository)"
 is "$(ls "$FR/wal/00000001" | wc -l)" "6" "all six are in the repository"
+
+# ---- a spool directory the server may not write: the command archives directly, and says so ----
+mkdir -p "$T/rospool" && chmod 755 "$T/rospool" # root's
+s=000000010000000000000042
+EXPECT_OUT=$(cd "$F" && pgd wal-push --archive-async --spool-path "$T/rospool/spool" --repo "$T/ro_repo" "pg_wal/$s" 2>&1)
+is "$?" "0" "with a spool directory it may not create, wal-push --archive-async still archives"
+like "$EXPECT_OUT" "warning: .*Permission denied.*archiving \"pg_wal/$s\" directly" "and says why it archived directly"
+ls "$T/ro_repo/wal/00000001/$s".* >/dev/null 2>&1
+ok $? "$s is in that repository"
 
 # ---- never acknowledged on a record of other content, never over another file ----
 s=000000010000000000000041
