@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# wal_rate.sh - WAL at the rate it is made, against S3 (s3rver on 127.0.0.1, tests/s3), in
-# one run:
+# wal_rate.sh - WAL at the rate it is made, against the tests' S3 server on 127.0.0.1 (moto by
+# default, as tests/integration/lib_s3.sh starts it; S3_SERVER=s3rver for the other), in one run:
 #   1. pgbench at full speed for DURATION seconds, archive_command synchronous, then the same
 #      with --archive-async: segments archived per second while it runs, the .ready backlog
 #      (largest, at the end) and how long the backlog takes to drain once pgbench stops;
@@ -24,22 +24,24 @@ CONCURRENCY=${CONCURRENCY:-4}
 CLIENTS=${CLIENTS:-4}
 BUILD=${BUILD:-$ROOT/build}
 PG_BIN=/usr/lib/postgresql/15/bin
-S3RVER=$ROOT/tests/s3/node_modules/.bin/s3rver
 OUT=${OUT:-$ROOT/bench/results/$(date -u +%F)-wal-rate.md}
 SEG=$((16 * 1024 * 1024))
 [ "$(id -u)" -eq 0 ] || { echo "wal_rate.sh: run as root" >&2; exit 1; }
-[ -x "$S3RVER" ] || { echo "wal_rate.sh: run scripts/setup.sh first (s3rver)" >&2; exit 1; }
 [ -x "$BUILD/pgdirect" ] || { echo "wal_rate.sh: build first (make)" >&2; exit 1; }
 
 D=$(mktemp -d /tmp/pgdirect-walrate.XXXXXX)
 chmod 755 "$D"; mkdir -p "$D/bin"; cp "$BUILD/pgdirect" "$D/bin/"; chown -R postgres:postgres "$D"
 PGD="$D/bin/pgdirect"
-PORT=$((20000 + RANDOM % 10000)); S3PORT=$((30000 + RANDOM % 10000))
-export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1
-export AWS_ENDPOINT_URL=http://127.0.0.1:$S3PORT
+PORT=$((20000 + RANDOM % 10000))
+# the tests' S3 server (lib_s3.sh wants T, bail and free_port); it exports the AWS_* variables
+T=$D
+bail() { echo "wal_rate.sh: $*" >&2; exit 1; }
+free_port() { echo $((30000 + RANDOM % 10000)); }
+# shellcheck source=tests/integration/lib_s3.sh
+. "$ROOT/tests/integration/lib_s3.sh"
 pg() { runuser -u postgres -- env PGHOST="$D" PGPORT="${P:-$PORT}" PGUSER=postgres PGDATABASE=postgres \
-        AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1 \
-        AWS_ENDPOINT_URL="$AWS_ENDPOINT_URL" "$@"; }
+        AWS_ACCESS_KEY_ID="$AWS_ACCESS_KEY_ID" AWS_SECRET_ACCESS_KEY="$AWS_SECRET_ACCESS_KEY" \
+        AWS_REGION="$AWS_REGION" AWS_ENDPOINT_URL="$AWS_ENDPOINT_URL" "$@"; }
 q() { pg "$PG_BIN/psql" -XAtq -v ON_ERROR_STOP=1 -c "$1"; }
 stop_background() { # pushers and prefetchers outlive the commands that start them
     local l
@@ -49,14 +51,11 @@ stop_background() { # pushers and prefetchers outlive the commands that start th
 cleanup() {
     for d in "$D"/data "$D"/r_*; do pg "$PG_BIN/pg_ctl" -D "$d" -m immediate stop >/dev/null 2>&1 || true; done
     stop_background
-    kill "$S3PID" 2>/dev/null || true
+    s3_stop
     rm -rf "$D"
 }
-NODE_OPTIONS=--openssl-legacy-provider "$S3RVER" -d "$D/s3" -a 127.0.0.1 -p "$S3PORT" \
-    --configure-bucket bench >"$D/s3rver.log" 2>&1 &
-S3PID=$!
 trap cleanup EXIT
-for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$S3PORT") 2>/dev/null && break; sleep 0.1; done
+s3_start bench
 
 now() { date +%s.%N; }
 say() { echo "wal_rate: $*" >&2; }
@@ -187,11 +186,11 @@ R_PLAIN=$(recover plain PGDIRECT_PREFETCH=0)
 R_PREFETCH=$(recover prefetch PGDIRECT_PREFETCH="$PREFETCH")
 
 {
-    echo "# WAL at the rate it is made: archiving and recovery against S3 (s3rver on 127.0.0.1), $(date -u +%F)"
+    echo "# WAL at the rate it is made: archiving and recovery against S3 ($S3_SERVER on 127.0.0.1), $(date -u +%F)"
     echo
     echo "Command: \`bash bench/wal_rate.sh $DURATION $WAL_GB $BACKLOG\` (PREFETCH=$PREFETCH, CONCURRENCY=$CONCURRENCY," \
          "CLIENTS=$CLIENTS). PostgreSQL 15, 16 MiB segments, lz4, synchronous_commit off, pgbench scale 20 with" \
-         "tpcb-like and a 500-row insert in equal parts; s3rver is one Node.js" \
+         "tpcb-like and a 500-row insert in equal parts; the S3 server ($S3_SERVER) is one" \
          "process on the same $(nproc)-core machine and disk."
     echo
     echo "## 1. pgbench at full speed for $DURATION s"
