@@ -21,26 +21,51 @@
 #define SETTING_NAME_MAX     128
 #define PG_VERSION_AUTO_CONF 120000 /* recovery settings in postgresql.conf from PG 12 */
 #define AUTO_CONF_NAME       "postgresql.auto.conf"
-#define AUTO_CONF_MAX        (16 * 1024 * 1024) /* ALTER SYSTEM writes a few lines */
+#define CONF_FILE_NAME       "postgresql.conf"
+#define CONF_FILE_MAX        (16 * 1024 * 1024) /* configuration files are a few KiB */
 
-static const char *const recovery_settings[] = {
+/*
+ * Each recovery setting with the value PostgreSQL uses when nothing sets it:
+ * what a restore writes over one that the restored postgresql.conf sets.
+ * NULL for the names recovery.conf used before PostgreSQL 12, which no
+ * server we restore accepts in postgresql.conf.
+ */
+typedef struct recovery_setting {
+    const char *name;
+    const char *reset; /* PostgreSQL's default */
+} recovery_setting;
+
+static const recovery_setting recovery_settings[] = {
     /* Write-Ahead Log / Archive Recovery */
-    "restore_command", "archive_cleanup_command", "recovery_end_command",
+    {"restore_command", ""},
+    {"archive_cleanup_command", ""},
+    {"recovery_end_command", ""},
     /* Write-Ahead Log / Recovery Target */
-    "recovery_target", "recovery_target_action", "recovery_target_inclusive", "recovery_target_lsn",
-    "recovery_target_name", "recovery_target_time", "recovery_target_timeline",
-    "recovery_target_xid",
+    {"recovery_target", ""},
+    {"recovery_target_action", "pause"},
+    {"recovery_target_inclusive", "on"},
+    {"recovery_target_lsn", ""},
+    {"recovery_target_name", ""},
+    {"recovery_target_time", ""},
+    {"recovery_target_timeline", "latest"},
+    {"recovery_target_xid", ""},
     /* Replication / Standby Servers: where WAL comes from, when it is applied */
-    "primary_conninfo", "primary_slot_name", "wal_receiver_create_temp_slot",
-    "recovery_min_apply_delay", "promote_trigger_file",
+    {"primary_conninfo", ""},
+    {"primary_slot_name", ""},
+    {"wal_receiver_create_temp_slot", "off"},
+    {"recovery_min_apply_delay", "0"},
+    {"promote_trigger_file", ""},
     /* recovery.conf names before PostgreSQL 12 */
-    "standby_mode", "trigger_file"};
+    {"standby_mode", NULL},
+    {"trigger_file", NULL}};
+
+#define RECOVERY_SETTINGS_N (sizeof(recovery_settings) / sizeof(recovery_settings[0]))
 
 bool recovery_conf_is_recovery_setting(const char *name, size_t len)
 {
-    for (size_t i = 0; i < sizeof(recovery_settings) / sizeof(recovery_settings[0]); i++)
-        if (strlen(recovery_settings[i]) == len &&
-            strncasecmp(recovery_settings[i], name, len) == 0)
+    for (size_t i = 0; i < RECOVERY_SETTINGS_N; i++)
+        if (strlen(recovery_settings[i].name) == len &&
+            strncasecmp(recovery_settings[i].name, name, len) == 0)
             return true;
     return false;
 }
@@ -81,8 +106,7 @@ bool recovery_conf_strip(const char *text, char **kept, char **removed, pgd_erro
     size_t kept_len, removed_len;
     FILE *k = open_memstream(kept, &kept_len);
     FILE *r = open_memstream(removed, &removed_len);
-    char seen[sizeof(recovery_settings) / sizeof(recovery_settings[0]) * (SETTING_NAME_MAX + 1)] =
-        ",";
+    char seen[RECOVERY_SETTINGS_N * (SETTING_NAME_MAX + 1)] = ",";
     const char *line = text;
 
     if (k == NULL || r == NULL) {
@@ -196,11 +220,11 @@ bool recovery_conf_restore_command(const char *exe, const char *const *args, siz
 }
 
 /*
- * The restored postgresql.auto.conf ("" when the backup has none), at most
- * AUTO_CONF_MAX. Never through a link: a crafted backup's link would make
+ * A restored configuration file ("" when the backup has none), at most
+ * CONF_FILE_MAX. Never through a link: a crafted backup's link would make
  * us read, as root, whatever it points to.
  */
-static bool recovery_conf_read_auto(const char *target, char **text, pgd_error *err)
+static bool recovery_conf_read(const char *target, const char *name, char **text, pgd_error *err)
 {
     char path[PATH_MAX];
     FILE *f;
@@ -208,8 +232,8 @@ static bool recovery_conf_read_auto(const char *target, char **text, pgd_error *
     int fd;
 
     *text = NULL;
-    if (!str_format(path, sizeof(path), "%s/%s", target, AUTO_CONF_NAME))
-        return err_set(err, "path too long: \"%s/%s\"", target, AUTO_CONF_NAME);
+    if (!str_format(path, sizeof(path), "%s/%s", target, name))
+        return err_set(err, "path too long: \"%s/%s\"", target, name);
     fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT)
         return (*text = strdup("")) != NULL || err_set(err, "out of memory");
@@ -219,18 +243,18 @@ static bool recovery_conf_read_auto(const char *target, char **text, pgd_error *
             close(fd);
         return err_errno(err, e, "could not open file \"%s\"", path);
     }
-    *text = malloc(AUTO_CONF_MAX + 1);
+    *text = malloc(CONF_FILE_MAX + 1);
     if (*text == NULL) {
         fclose(f);
         return err_set(err, "out of memory");
     }
-    n = fread(*text, 1, AUTO_CONF_MAX + 1, f);
-    if (ferror(f) || n > AUTO_CONF_MAX) {
+    n = fread(*text, 1, CONF_FILE_MAX + 1, f);
+    if (ferror(f) || n > CONF_FILE_MAX) {
         fclose(f);
         free(*text);
         *text = NULL;
         return err_set(err, "could not read file \"%s\": %s", path,
-                       n > AUTO_CONF_MAX ? "larger than 16 MiB" : "read error");
+                       n > CONF_FILE_MAX ? "larger than 16 MiB" : "read error");
     }
     fclose(f);
     (*text)[n] = '\0';
@@ -246,7 +270,7 @@ static bool recovery_conf_kept(const recovery_conf_request *req, char **kept, pg
     *kept = NULL;
     if (req->pg_version_num < PG_VERSION_AUTO_CONF)
         return (*kept = strdup("")) != NULL || err_set(err, "out of memory");
-    if (!recovery_conf_read_auto(req->target, &old, err))
+    if (!recovery_conf_read(req->target, AUTO_CONF_NAME, &old, err))
         return false;
     ok = recovery_conf_strip(old, kept, &removed, err);
     free(old);
@@ -256,6 +280,58 @@ static bool recovery_conf_kept(const recovery_conf_request *req, char **kept, pg
         log_info("removed recovery settings inherited from the backup's %s: %s", AUTO_CONF_NAME,
                  removed);
     free(removed);
+    return true;
+}
+
+/* Whether `name` is one of the ", "-separated names of `list`. */
+static bool recovery_conf_listed(const char *list, const char *name)
+{
+    size_t len = strlen(name);
+
+    for (const char *p = list; *p != '\0'; p += strspn(p, ", ")) {
+        size_t n = strcspn(p, ",");
+        if (n == len && strncasecmp(p, name, len) == 0)
+            return true;
+        p += n;
+    }
+    return false;
+}
+
+/*
+ * postgresql.conf is the DBA's file and stays as restored, but recovery
+ * settings in it would still apply: an old recovery_target_time would stop
+ * "recover to the end" early, and with our own target PostgreSQL refuses
+ * to start ("multiple recovery targets"). postgresql.auto.conf is read
+ * after it and its value wins, so every recovery setting postgresql.conf
+ * sets and we do not is written back to PostgreSQL's default there. Files
+ * postgresql.conf includes are not followed.
+ */
+static bool recovery_conf_overrides(const recovery_conf_request *req, FILE *out, pgd_error *err)
+{
+    char *text, *kept, *found;
+    bool ok;
+
+    if (!recovery_conf_read(req->target, CONF_FILE_NAME, &text, err))
+        return false;
+    ok = recovery_conf_strip(text, &kept, &found, err);
+    free(text);
+    if (!ok)
+        return false;
+    free(kept);
+    for (size_t i = 0; i < RECOVERY_SETTINGS_N; i++) {
+        const recovery_setting *rs = &recovery_settings[i];
+
+        if (rs->reset == NULL || !recovery_conf_listed(found, rs->name) ||
+            strcmp(rs->name, "restore_command") == 0 ||
+            (req->target_key != NULL && strcmp(rs->name, req->target_key) == 0) ||
+            (req->target_action != NULL && strcmp(rs->name, "recovery_target_action") == 0))
+            continue;
+        recovery_conf_append(out, rs->name, rs->reset);
+    }
+    if (found[0] != '\0')
+        log_info("recovery settings of the backup's %s overridden in %s: %s", CONF_FILE_NAME,
+                 AUTO_CONF_NAME, found);
+    free(found);
     return true;
 }
 
@@ -282,9 +358,14 @@ bool recovery_conf_write(const recovery_conf_request *req, durable_list *l, pgd_
         recovery_conf_append(out, req->target_key, req->target_value);
     if (req->target_action != NULL)
         recovery_conf_append(out, "recovery_target_action", req->target_action);
+    ok = req->pg_version_num < PG_VERSION_AUTO_CONF || recovery_conf_overrides(req, out, err);
     if (fclose(out) != 0) {
         free(conf);
         return err_set(err, "out of memory");
+    }
+    if (!ok) {
+        free(conf);
+        return false;
     }
     if (req->pg_version_num < PG_VERSION_AUTO_CONF)
         ok = durable_write_file(req->target, "recovery.conf", conf, O_EXCL, l, err);

@@ -5,7 +5,8 @@
 # - a restore point name holding ' and \ reaches the server intact;
 # - recovery settings inherited from the backup (a backup of a cluster that
 #   was itself restored to a time) are removed: a later "recover to the end"
-#   reaches the end;
+#   reaches the end; recovery settings in the backup's postgresql.conf are
+#   reset to their defaults in postgresql.auto.conf, read after it;
 # - restore_command carries the repository options the restore used,
 #   resolved (flags, PGDIRECT_*, AWS_*, the config file), never a secret: a
 #   restore from S3 given --s3-endpoint as a flag only recovers from S3 in a
@@ -78,6 +79,8 @@ is "$(psql_at "$port2" "SELECT count(*) FROM t")" "2000" "cluster 2 stopped at t
 REPO2="$T/repo2"
 psql_at "$port2" "ALTER SYSTEM SET archive_mode = on" >/dev/null
 psql_at "$port2" "ALTER SYSTEM SET archive_command = '$PGD wal-push --repo $REPO2 %p'" >/dev/null
+# and a DBA left a recovery target in postgresql.conf (ignored by a running primary)
+printf "recovery_target_time = '%s'\nrecovery_target_action = 'promote'\n" "$time_1" >>"$T/c2/postgresql.conf"
 pg_stop "$T/c2"
 pg_start "$T/c2" "$port2"
 grep -qF "recovery_target_time = '$time_1'" "$T/c2/postgresql.auto.conf"
@@ -96,13 +99,19 @@ REPO=$REPO_SAVED
 is "$(psql_at "$port3" "SELECT count(*), md5(string_agg(id || v, ',' ORDER BY id)) FROM t")" \
     "$want_end" "cluster 3 reached the end: data equal cluster 2 now"
 conf=$(cat "$T/c3/postgresql.auto.conf")
-ok $(echo "$conf" | grep -qE "recovery_target_(time|action)" && echo 1 || echo 0) \
+ok $(echo "$conf" | grep -qE "recovery_target_time = '.+'|recovery_target_action = 'promote'" && echo 1 || echo 0) \
     "cluster 3's postgresql.auto.conf holds no inherited recovery target"
 is "$(echo "$conf" | grep -c '^restore_command')" "1" "and one restore_command"
 like "$(echo "$conf" | grep '^restore_command')" "--repo $REPO2 " "the restore's own"
 like "$(cat "$T/c3.restore.log")" \
     "removed recovery settings inherited from the backup's postgresql.auto.conf: .*recovery_target_time" \
     "the restore said which settings it removed"
+like "$(cat "$T/c3.restore.log")" \
+    "recovery settings of the backup's postgresql.conf overridden in postgresql.auto.conf: recovery_target_time, recovery_target_action" \
+    "and which settings of postgresql.conf it overrode"
+like "$conf" "recovery_target_time = ''" "postgresql.conf's recovery_target_time is reset in postgresql.auto.conf"
+grep -qF "recovery_target_time = '$time_1'" "$T/c3/postgresql.conf"
+ok $? "postgresql.conf itself is left as the backup had it"
 pg_stop "$T/c3"
 pg_stop "$T/c2"
 

@@ -3,6 +3,8 @@
  */
 #include "helpers.h"
 
+#include <limits.h>
+
 #include "restore/recovery_conf.h"
 
 static void test_strip_removes_recovery_settings_only(void **state)
@@ -64,12 +66,90 @@ static void test_restore_command_quotes_words_and_percent(void **state)
     free(cmd);
 }
 
+/* Write `text` to dir/name. */
+static void write_text(const char *dir, const char *name, const char *text)
+{
+    char path[PATH_MAX];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+}
+
+static char *read_text(const char *dir, const char *name)
+{
+    char path[PATH_MAX];
+    static char buf[4096];
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static void test_postgresql_conf_recovery_settings_are_overridden(void **state)
+{
+    char dir[] = "/tmp/pgd-recovery-conf-XXXXXX";
+    durable_list *l = durable_list_new();
+    pgd_error err = {0};
+    recovery_conf_request req = {.pg_version_num = 150000,
+                                 .backup_id = "20260101T000000F",
+                                 .restore_command = "pgdirect wal-fetch %f %p",
+                                 .target_key = "recovery_target_lsn",
+                                 .target_value = "0/3000000"};
+    const char *conf;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    assert_non_null(l);
+    req.target = dir;
+    write_text(dir, "postgresql.conf",
+               "port = 5433\n"
+               "recovery_target_time = '2020-01-01 00:00:00+00'\n"
+               "#recovery_target_xid = '7'\n"
+               "recovery_target_lsn = '0/1000000'\n"
+               "Recovery_Target_Action = 'promote'\n"
+               "restore_command = 'cp /old/%f %p'\n"
+               "primary_conninfo = 'host=old'\n");
+    write_text(dir, "postgresql.auto.conf", "work_mem = '64MB'\n");
+    assert_true(recovery_conf_write(&req, l, &err));
+    conf = read_text(dir, "postgresql.auto.conf");
+    /* read after postgresql.conf, so these win; ours stand, the rest go back to the defaults */
+    assert_string_equal(conf, "work_mem = '64MB'\n"
+                              "# added by pgdirect restore of backup 20260101T000000F\n"
+                              "restore_command = 'pgdirect wal-fetch %f %p'\n"
+                              "recovery_target_lsn = '0/3000000'\n"
+                              "recovery_target_action = 'pause'\n"
+                              "recovery_target_time = ''\n"
+                              "primary_conninfo = ''\n");
+    /* postgresql.conf itself is the DBA's and stays as it was */
+    assert_non_null(strstr(read_text(dir, "postgresql.conf"), "recovery_target_time = '2020"));
+    durable_list_free(l);
+    for (const char *const *n = (const char *const[]){"postgresql.conf", "postgresql.auto.conf",
+                                                      "recovery.signal", NULL};
+         *n != NULL; n++) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/%s", dir, *n);
+        assert_int_equal(unlink(path), 0);
+    }
+    assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_strip_removes_recovery_settings_only),
         cmocka_unit_test(test_values_are_quoted_for_the_config_parser),
         cmocka_unit_test(test_restore_command_quotes_words_and_percent),
+        cmocka_unit_test(test_postgresql_conf_recovery_settings_are_overridden),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
