@@ -70,6 +70,16 @@
 #define WAL_LOG_NAME     "log"
 #define WAL_LOG_OLD_NAME "log.old"
 #define WAL_REPO_ID_MAX  2048
+/* --archive-push-concurrency: a bound that keeps a typo from opening hundreds of uploads */
+#define WAL_PUSH_CONCURRENCY_MAX 64
+/* --archive-timeout: a day; PostgreSQL retries a failed archive_command anyway */
+#define WAL_ARCHIVE_TIMEOUT_MAX_S 86400
+/* the settings fingerprint: 16 hex digits and a terminator, with room */
+#define WAL_SETTINGS_LEN 32
+/* "2026-11-30 19:31:21 UTC" with room */
+#define WAL_WHEN_LEN 64
+/* why a prefetched file was not served: one short clause */
+#define WAL_WHY_LEN 256
 
 /* What the background process tells the command that started it (first byte on the pipe). */
 #define SPAWN_STARTED 'S' /* took the lock: it is running */
@@ -356,10 +366,11 @@ static bool wal_async_push_settings(const pgd_options *opts, wal_push_settings *
 {
     long concurrency;
 
-    if (!opt_int(opts, OPT_ARCHIVE_PUSH_CONCURRENCY, 1, 64, &concurrency, err) ||
+    if (!opt_int(opts, OPT_ARCHIVE_PUSH_CONCURRENCY, 1, WAL_PUSH_CONCURRENCY_MAX, &concurrency,
+                 err) ||
         !opt_size(opts, OPT_ARCHIVE_PUSH_QUEUE_MAX, WAL_SEG_SIZE_MIN, UINT64_MAX, &s->queue_max,
                   err) ||
-        !opt_int(opts, OPT_ARCHIVE_TIMEOUT, 1, 86400, &s->timeout_s, err) ||
+        !opt_int(opts, OPT_ARCHIVE_TIMEOUT, 1, WAL_ARCHIVE_TIMEOUT_MAX_S, &s->timeout_s, err) ||
         !command_compression(opts, &s->kind, &s->level, err))
         return false;
     s->concurrency = (unsigned)concurrency;
@@ -426,7 +437,7 @@ static int wal_async_pusher_main(const pgd_options *opts, const wal_push_setting
         .tick_arg = (void *)dir,
     };
     pgd_error err = {0};
-    char when[64];
+    char when[WAL_WHEN_LEN];
     bool ok;
 
     wal_async_when(when, sizeof(when));
@@ -469,7 +480,7 @@ typedef struct wal_push_call {
     char dir[WAL_SPOOL_PATH_MAX];
     wal_push_settings s;
     wal_file_sum sum;
-    char settings[32]; /* wal_async_settings() */
+    char settings[WAL_SETTINGS_LEN]; /* wal_async_settings() */
 } wal_push_call;
 
 /* Where the call's file, pg_wal and data directory are; false: push directly (said why). */
@@ -629,7 +640,7 @@ static int wal_async_fetcher_main(const pgd_options *opts, unsigned concurrency,
         .tick_arg = (void *)dir,
     };
     pgd_error err = {0};
-    char when[64];
+    char when[WAL_WHEN_LEN];
     bool ok;
 
     wal_async_when(when, sizeof(when));
@@ -662,7 +673,7 @@ static void wal_async_fetch_spooled(const char *dir, const char *datadir, const 
     uint64_t sysid = wal_spool_control_sysid(datadir);
     long deadline = wal_async_now_ms() + WAL_PREFETCH_WAIT_S * 1000L, pause = WAL_POLL_MIN_MS;
     pgd_error err = {0};
-    char why[256];
+    char why[WAL_WHY_LEN];
 
     *served = false;
     for (;;) {
@@ -714,7 +725,7 @@ static bool wal_async_fetch_ahead(const pgd_options *opts, const char *dir, cons
     wal_fetch_request req = {.count = prefetch}, old;
     pgd_error err = {0};
     bool missing, held, started, daemon = false;
-    char settings[32];
+    char settings[WAL_SETTINGS_LEN];
     int lock_fd;
 
     wal_async_settings(opts, settings, sizeof(settings));
