@@ -22,6 +22,7 @@ BACKLOG=${3:-64}
 PREFETCH=${PREFETCH:-8}
 CONCURRENCY=${CONCURRENCY:-4}
 CLIENTS=${CLIENTS:-4}
+RESTORE_TIMEOUT=${RESTORE_TIMEOUT:-600}
 BUILD=${BUILD:-$ROOT/build}
 PG_BIN=/usr/lib/postgresql/15/bin
 OUT=${OUT:-$ROOT/bench/results/$(date -u +%F)-wal-rate.md}
@@ -123,8 +124,8 @@ full_speed() { # full_speed MODE PREFIX: "mode seg_made archived_per_s max_ready
     echo "$mode $(( (l1 - l0) / SEG )) $(echo "($a1 - $a0) / ($t1 - $t0)" | bc -l) $max $r $(echo "$t2 - $t1" | bc -l)"
 }
 say "1. pgbench at full speed for $DURATION s, synchronous then asynchronous archiving"
-F_SYNC=$(full_speed sync_cmd full-sync)
-F_ASYNC=$(full_speed async_cmd full-async)
+F_SYNC=$(full_speed sync_cmd full-sync); say "   $F_SYNC"
+F_ASYNC=$(full_speed async_cmd full-async); say "   $F_ASYNC"
 stop_background
 
 # ---- 2. a backlog archived ----
@@ -146,8 +147,8 @@ drain() { # drain MODE PREFIX: "mode segments seconds per_s"
     echo "$mode $n $(echo "$t1 - $t0" | bc -l) $(echo "$n / ($t1 - $t0)" | bc -l)"
 }
 say "2. a backlog of $BACKLOG segments archived, synchronous then asynchronous"
-B_SYNC=$(drain sync_cmd drain-sync)
-B_ASYNC=$(drain async_cmd drain-async)
+B_SYNC=$(drain sync_cmd drain-sync); say "   $B_SYNC"
+B_ASYNC=$(drain async_cmd drain-async); say "   $B_ASYNC"
 stop_background
 
 # ---- 3. recovery of ~WAL_GB with and without prefetch ----
@@ -168,12 +169,15 @@ stop_background
 recover() { # recover LABEL [ENV=VALUE...]: "label seconds rows"
     local label=$1 dir="$D/r_$1" t0 t1 rows
     shift
-    pg "$PGD" restore LATEST --repo "$R" --target-dir "$dir" >/dev/null 2>&1
+    # a slow test server (moto keeps objects in memory and copies them per ranged GET) needs time
+    pg "$PGD" restore LATEST --repo "$R" --target-dir "$dir" --s3-timeout "$RESTORE_TIMEOUT" >"$dir.restore.log" 2>&1 ||
+        { echo "wal_rate: restore failed: $(tail -1 "$dir.restore.log")" >&2; exit 1; }
     P=$((PORT + 1))
     printf "port = $P\narchive_mode = off\n" >>"$dir/postgresql.auto.conf"
     sync; echo 3 >/proc/sys/vm/drop_caches
     t0=$(now)
-    pg env "$@" "$PG_BIN/pg_ctl" -D "$dir" -l "$dir.log" -w -t 3600 start >/dev/null
+    pg env "$@" "$PG_BIN/pg_ctl" -D "$dir" -l "$dir.log" -w -t 3600 start >/dev/null ||
+        { echo "wal_rate: the $label server did not start: $(tail -1 "$dir.log")" >&2; exit 1; }
     until [ "$(P=$P q "SELECT pg_is_in_recovery()" 2>/dev/null)" = "f" ]; do sleep 0.1; done
     t1=$(now)
     rows=$(P=$P q "SELECT count(*) FROM pgbench_history")/$(P=$P q "SELECT count(*) FROM bulk")
@@ -182,8 +186,8 @@ recover() { # recover LABEL [ENV=VALUE...]: "label seconds rows"
     rm -rf "$dir"
     echo "$label $(echo "$t1 - $t0" | bc -l) $rows"
 }
-R_PLAIN=$(recover plain PGDIRECT_PREFETCH=0)
-R_PREFETCH=$(recover prefetch PGDIRECT_PREFETCH="$PREFETCH")
+R_PLAIN=$(recover plain PGDIRECT_PREFETCH=0) || exit 1; say "   $R_PLAIN"
+R_PREFETCH=$(recover prefetch PGDIRECT_PREFETCH="$PREFETCH") || exit 1; say "   $R_PREFETCH"
 
 {
     echo "# WAL at the rate it is made: archiving and recovery against S3 ($S3_SERVER on 127.0.0.1), $(date -u +%F)"
