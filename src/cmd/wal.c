@@ -9,6 +9,10 @@
  * the time: the next timeline's history, the segment after the last). Any
  * other outcome, a usage error included, prints one line and exits with
  * EXIT_WAL_FATAL, which stops recovery instead (cmd.h).
+ *
+ * --archive-async and --prefetch (cmd/wal_async.c) only change how fast:
+ * what PostgreSQL is told is decided by the same checks, or by these
+ * direct commands, which they fall back to.
  */
 #include <libgen.h>
 #include <limits.h>
@@ -18,7 +22,9 @@
 
 #include "cmd/cmd.h"
 #include "cmd/common.h"
+#include "cmd/wal_async.h"
 #include "repo/wal_archive.h"
+#include "repo/wal_spool.h"
 #include "util/log.h"
 
 /* In the data directory, which is restore_command's working directory (PostgreSQL >= 12). */
@@ -29,7 +35,15 @@ static const command_help push_help = {
     "Archive one WAL file (archive_command = 'pgdirect wal-push %p'). The file is checked\n"
     "against its name first (a segment's size, page headers and record checksums). Pushing\n"
     "the same file again succeeds; a different file under an archived name is an error,\n"
-    "whatever the compression of either."};
+    "whatever the compression of either.\n"
+    "With --archive-async, a background pusher (one per data directory and repository,\n"
+    "started by this command when none runs) archives every file PostgreSQL marks ready in\n"
+    "pg_wal/archive_status, --archive-push-concurrency at a time, and records each one in\n"
+    "the spool once the repository has confirmed it. This command exits 0 only when that\n"
+    "record (fsynced) is of exactly this file; it waits up to --archive-timeout, reports\n"
+    "the pusher's error for the file, and archives the file itself when the spool cannot\n"
+    "be written. More WAL waiting than --archive-push-queue-max is warned about on every\n"
+    "call; nothing is dropped."};
 
 static const command_help fetch_help = {
     CMD_WAL_FETCH, "usage: pgdirect wal-fetch [OPTIONS] NAME DEST",
@@ -43,16 +57,50 @@ static const command_help fetch_help = {
     "       of the archive.\n"
     "In standby mode (standby.signal in the data directory) a repository that is unreachable\n"
     "after retries exits 1 with a warning instead: a standby does not promote, it tries\n"
-    "again. Corruption stays fatal there too."};
+    "again. Corruption stays fatal there too.\n"
+    "With --prefetch N (also PGDIRECT_PREFETCH in the server's environment, or\n"
+    "\"prefetch = N\" in the config file, with no change to restore_command), a background\n"
+    "fetcher downloads the N segments after each one served into the spool, checked as\n"
+    "above; they are served from there after their size and CRC are checked again. Whether\n"
+    "a file is archived (exit 1) is only ever decided by a look at the repository."};
 
-int cmd_wal_push(int argc, char **argv)
+/* Push the file at `path` now (archive_command without --archive-async). */
+static int wal_push_direct(const pgd_options *opts, const char *path)
 {
-    pgd_options opts;
     pgd_error err = {0};
     storage *repo = NULL;
     compress_kind kind;
     wal_push_result result;
     int level, rc;
+
+    if (!command_compression(opts, &kind, &level, &err) ||
+        (repo = command_open_repo(opts, &err)) == NULL ||
+        !wal_archive_push(repo, path, kind, level, &result, &err)) {
+        rc = command_fail(&err);
+    } else {
+        if (result == WAL_PUSH_IDENTICAL)
+            log_info("WAL file \"%s\" was already archived with the same content", path);
+        rc = EXIT_OK;
+    }
+    /* housekeeping after a push that worked: a failing repository gets one error line */
+    if (rc == EXIT_OK) {
+        char copy[PATH_MAX];
+        pgd_error sweep = {0};
+
+        snprintf(copy, sizeof(copy), "%s", path);
+        if (!wal_archive_remove_stale_temp(repo, basename(copy), &sweep))
+            log_warn("%s", sweep.msg);
+    }
+    storage_free(repo);
+    return rc;
+}
+
+int cmd_wal_push(int argc, char **argv)
+{
+    pgd_options opts;
+    pgd_error err = {0};
+    bool async;
+    int rc;
 
     if (!command_start(&opts, &push_help, 1, argc, argv, &rc))
         return rc;
@@ -61,25 +109,12 @@ int cmd_wal_push(int argc, char **argv)
         options_free(&opts);
         return EXIT_USAGE;
     }
-    if (!command_compression(&opts, &kind, &level, &err) ||
-        (repo = command_open_repo(&opts, &err)) == NULL ||
-        !wal_archive_push(repo, opts.args[0], kind, level, &result, &err)) {
+    if (!opt_bool(&opts, OPT_ARCHIVE_ASYNC, &async, &err))
         rc = command_fail(&err);
-    } else {
-        if (result == WAL_PUSH_IDENTICAL)
-            log_info("WAL file \"%s\" was already archived with the same content", opts.args[0]);
-        rc = EXIT_OK;
-    }
-    /* housekeeping after a push that worked: a failing repository gets one error line */
-    if (rc == EXIT_OK) {
-        char path[PATH_MAX];
-        pgd_error sweep = {0};
-
-        snprintf(path, sizeof(path), "%s", opts.args[0]);
-        if (!wal_archive_remove_stale_temp(repo, basename(path), &sweep))
-            log_warn("%s", sweep.msg);
-    }
-    storage_free(repo);
+    else if (async)
+        rc = wal_async_push(&opts, opts.args[0], wal_push_direct);
+    else
+        rc = wal_push_direct(&opts, opts.args[0]);
     options_free(&opts);
     return rc;
 }
@@ -99,12 +134,28 @@ static int wal_fetch_fail(const char *name, pgd_error *err)
     return EXIT_WAL_FATAL;
 }
 
+/* Fetch `name` from the repository now; the exit status PostgreSQL must see. */
+static int wal_fetch_direct(const pgd_options *opts, const char *name, const char *dest)
+{
+    pgd_error err = {0};
+    storage *repo = NULL;
+    bool found = false;
+    int rc;
+
+    if ((repo = command_open_repo(opts, &err)) == NULL ||
+        !wal_archive_fetch(repo, name, dest, &found, &err))
+        rc = wal_fetch_fail(name, &err);
+    else
+        rc = found ? EXIT_OK : EXIT_WAL_NOT_ARCHIVED;
+    storage_free(repo);
+    return rc;
+}
+
 int cmd_wal_fetch(int argc, char **argv)
 {
     pgd_options opts;
     pgd_error err = {0};
-    storage *repo = NULL;
-    bool found = false;
+    long prefetch;
     int rc;
 
     if (!command_start(&opts, &fetch_help, 2, argc, argv, &rc))
@@ -114,12 +165,13 @@ int cmd_wal_fetch(int argc, char **argv)
         options_free(&opts);
         return EXIT_WAL_FATAL;
     }
-    if ((repo = command_open_repo(&opts, &err)) == NULL ||
-        !wal_archive_fetch(repo, opts.args[0], opts.args[1], &found, &err))
-        rc = wal_fetch_fail(opts.args[0], &err);
-    else
-        rc = found ? EXIT_OK : EXIT_WAL_NOT_ARCHIVED;
-    storage_free(repo);
+    if (!opt_int(&opts, OPT_PREFETCH, 0, WAL_PREFETCH_MAX, &prefetch, &err)) {
+        command_fail(&err);
+        rc = EXIT_WAL_FATAL;
+    } else {
+        rc = wal_async_fetch(&opts, opts.args[0], opts.args[1], (unsigned)prefetch,
+                             wal_fetch_direct);
+    }
     options_free(&opts);
     return rc;
 }

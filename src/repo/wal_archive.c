@@ -23,6 +23,7 @@
 
 #include "pg/wal_segment.h"
 #include "repo/layout.h"
+#include "util/crc32c.h"
 
 #define WAL_IO_CHUNK (1024 * 1024)
 
@@ -324,6 +325,12 @@ static bool wal_archive_store_once(storage *repo, const char *name, compress_kin
 bool wal_archive_push(storage *repo, const char *local_path, compress_kind kind, int level,
                       wal_push_result *result, pgd_error *err)
 {
+    return wal_archive_push_sum(repo, local_path, kind, level, result, NULL, err);
+}
+
+bool wal_archive_push_sum(storage *repo, const char *local_path, compress_kind kind, int level,
+                          wal_push_result *result, wal_file_sum *sum, pgd_error *err)
+{
     char pathcopy[PATH_MAX], name[NAME_MAX + 1];
     char *data = NULL;
     size_t len = 0;
@@ -343,6 +350,10 @@ bool wal_archive_push(storage *repo, const char *local_path, compress_kind kind,
         err_prefix(err, "refusing to archive \"%s\"", local_path);
     else
         ok = wal_archive_store_once(repo, name, kind, level, data, len, result, err);
+    if (ok && sum != NULL) {
+        sum->size = len;
+        sum->crc = crc32c(data, len);
+    }
     free(data);
     return ok;
 }
@@ -388,9 +399,15 @@ static bool wal_archive_check_present(storage *repo, pgd_error *err)
     return true;
 }
 
-/* Write everything `in` yields to `dest` through a temporary file, then rename. */
-static bool wal_archive_write_local(in_stream *in, const char *dest, pgd_error *err)
+/*
+ * Write everything `in` yields to `dest` through a temporary file, then
+ * rename; sum (may be NULL) gets the size and CRC-32C of what was written.
+ */
+static bool wal_archive_write_local(in_stream *in, const char *dest, bool durable,
+                                    wal_file_sum *sum, pgd_error *err)
 {
+    uint64_t size = 0;
+    uint32_t crc = CRC32C_INIT;
     char tmp[PATH_MAX];
     char *buf = malloc(WAL_IO_CHUNK);
     int fd = -1;
@@ -410,6 +427,9 @@ static bool wal_archive_write_local(in_stream *in, const char *dest, pgd_error *
             goto fail;
         if (n == 0)
             break;
+        size += n;
+        if (sum != NULL)
+            crc = crc32c_update(crc, buf, n);
         while (off < n) {
             ssize_t w = write(fd, buf + off, n - off);
             if (w < 0 && errno == EINTR)
@@ -421,17 +441,25 @@ static bool wal_archive_write_local(in_stream *in, const char *dest, pgd_error *
             off += (size_t)w;
         }
     }
-    if (fsync(fd) != 0) {
+    if (durable && fsync(fd) != 0) {
         err_errno(err, errno, "could not fsync file \"%s\"", tmp);
         goto fail;
     }
-    close(fd);
+    if (close(fd) != 0) {
+        fd = -1;
+        err_errno(err, errno, "could not write file \"%s\"", tmp);
+        goto fail;
+    }
     fd = -1;
     if (rename(tmp, dest) != 0) {
         err_errno(err, errno, "could not rename \"%s\" to \"%s\"", tmp, dest);
         goto fail;
     }
     free(buf);
+    if (sum != NULL) {
+        sum->size = size;
+        sum->crc = crc32c_final(crc);
+    }
     return true;
 fail:
     if (fd >= 0)
@@ -443,6 +471,12 @@ fail:
 
 bool wal_archive_fetch(storage *repo, const char *name, const char *dest, bool *found,
                        pgd_error *err)
+{
+    return wal_archive_fetch_sum(repo, name, dest, true, found, NULL, err);
+}
+
+bool wal_archive_fetch_sum(storage *repo, const char *name, const char *dest, bool durable,
+                           bool *found, wal_file_sum *sum, pgd_error *err)
 {
     char path[LAYOUT_PATH_MAX];
     compress_kind kind;
@@ -468,7 +502,7 @@ bool wal_archive_fetch(storage *repo, const char *name, const char *dest, bool *
         in = wal_segment_check_in_new(in, name, err);
     if (in == NULL)
         return false;
-    ok = wal_archive_write_local(in, dest, err);
+    ok = wal_archive_write_local(in, dest, durable, sum, err);
     in_close(in);
     return ok;
 }

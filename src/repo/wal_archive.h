@@ -6,10 +6,17 @@
 #define PGD_WAL_ARCHIVE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "compress/compress.h"
 #include "storage/storage.h"
 #include "util/error.h"
+
+/* What a push stored or a fetch wrote: the spool records it (repo/wal_spool.h). */
+typedef struct wal_file_sum {
+    uint64_t size;
+    uint32_t crc; /* CRC-32C of the uncompressed content */
+} wal_file_sum;
 
 typedef enum {
     WAL_PUSH_STORED,    /* newly archived */
@@ -38,6 +45,9 @@ bool wal_archive_find(storage *repo, const char *name, bool *found, compress_kin
  */
 bool wal_archive_push(storage *repo, const char *local_path, compress_kind kind, int level,
                       wal_push_result *result, pgd_error *err);
+/* The same, telling the size and CRC-32C of the file it pushed (sum may be NULL). */
+bool wal_archive_push_sum(storage *repo, const char *local_path, compress_kind kind, int level,
+                          wal_push_result *result, wal_file_sum *sum, pgd_error *err);
 
 /* Remove what killed pushes left in the directory of WAL file `name`. */
 bool wal_archive_remove_stale_temp(storage *repo, const char *name, pgd_error *err);
@@ -51,6 +61,13 @@ bool wal_archive_remove_stale_temp(storage *repo, const char *name, pgd_error *e
  */
 bool wal_archive_fetch(storage *repo, const char *name, const char *dest, bool *found,
                        pgd_error *err);
+/*
+ * The same, telling the size and CRC-32C of what it wrote to dest (sum may
+ * be NULL); durable: fsync dest before it gets its name. The prefetch spool
+ * does without, because it checks a file's CRC before serving it.
+ */
+bool wal_archive_fetch_sum(storage *repo, const char *name, const char *dest, bool durable,
+                           bool *found, wal_file_sum *sum, pgd_error *err);
 
 /* Wait up to timeout_s for `name` to be archived. */
 bool wal_archive_wait(storage *repo, const char *name, int timeout_s, pgd_error *err);

@@ -101,9 +101,11 @@ static const opt_def opt_defs[OPT_COUNT] = {
     [OPT_LABEL] = {"label", "TEXT", "pgdirect", CMD_BACKUP, false, "backup label"},
     [OPT_ARCHIVE_CHECK] = {"archive-check", "on|off", "on", CMD_BACKUP, false,
                            "require archive_mode and wait until the backup's WAL is in the repo"},
-    [OPT_ARCHIVE_TIMEOUT] = {"archive-timeout", "SECONDS", "60", CMD_BACKUP | CMD_CHECK, false,
-                             "how long to wait for the backup's (check: a switched) WAL to reach "
-                             "the repository"},
+    [OPT_ARCHIVE_TIMEOUT] = {"archive-timeout", "SECONDS", "60",
+                             CMD_BACKUP | CMD_CHECK | CMD_WAL_PUSH, false,
+                             "how long to wait for WAL to reach the repository (backup: its WAL; "
+                             "check: a switched segment; wal-push --archive-async: the file, "
+                             "pushed in the background)"},
     [OPT_CHECKSUM_ERRORS] = {"checksum-errors", "warn|fail", "warn", CMD_BACKUP, false,
                              "pages failing their data checksum: warn (the backup succeeds), or "
                              "fail (the backup completes, is marked, and pgdirect exits 3)"},
@@ -158,6 +160,26 @@ static const opt_def opt_defs[OPT_COUNT] = {
     [OPT_DRY_RUN] = {"dry-run", NULL, "off", CMD_DELETE, false,
                      "print what would be removed, remove nothing"},
     [OPT_ALL] = {"all", NULL, "off", CMD_VERIFY, false, "every backup in the repository"},
+    [OPT_ARCHIVE_ASYNC] = {"archive-async", "on|off", "off", CMD_WAL_PUSH, false,
+                           "a background pusher archives every segment PostgreSQL marks ready, "
+                           "several at a time; this command waits for its record of the file"},
+    [OPT_ARCHIVE_PUSH_CONCURRENCY] = {"archive-push-concurrency", "N", "4", CMD_WAL_PUSH, false,
+                                      "pushes in flight in the background pusher (memory: N "
+                                      "segments; 4 keeps an S3 round trip per segment off the "
+                                      "critical path on 2 cores)"},
+    [OPT_ARCHIVE_PUSH_QUEUE_MAX] = {"archive-push-queue-max", "BYTES", "4GiB", CMD_WAL_PUSH, false,
+                                    "WAL waiting for the archive beyond which every call warns; "
+                                    "nothing is ever dropped or acknowledged unstored"},
+    [OPT_SPOOL_PATH] = {"spool-path", "DIR", NULL, CMD_WAL_PUSH | CMD_WAL_FETCH, false,
+                        "records of --archive-async and files of --prefetch (default: "
+                        "pgdirect-spool next to the data directory, on its file system and "
+                        "writable by its owner)"},
+    [OPT_PREFETCH] = {"prefetch", "N", "0", CMD_WAL_FETCH, false,
+                      "keep the N segments after each one served downloaded and checked in the "
+                      "spool (0..64; spool: N segments)"},
+    [OPT_PREFETCH_CONCURRENCY] = {"prefetch-concurrency", "N", "4", CMD_WAL_FETCH, false,
+                                  "downloads in flight for --prefetch (S3 memory: N x "
+                                  "download-concurrency x 8MiB)"},
     [OPT_HELP] = {"help", NULL, "off", CMD_ALL, false, "show this help"},
 };
 

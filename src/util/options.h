@@ -91,6 +91,13 @@ typedef enum {
     OPT_GARBAGE_AGE,
     OPT_DRY_RUN,
     OPT_ALL,
+    /* asynchronous WAL archiving and prefetching (cmd/wal_async.c) */
+    OPT_ARCHIVE_ASYNC,
+    OPT_ARCHIVE_PUSH_CONCURRENCY,
+    OPT_ARCHIVE_PUSH_QUEUE_MAX,
+    OPT_SPOOL_PATH,
+    OPT_PREFETCH,
+    OPT_PREFETCH_CONCURRENCY,
     OPT_HELP,
     OPT_COUNT
 } opt_id;

@@ -1,0 +1,229 @@
+#!/usr/bin/env bash
+# wal_rate.sh - WAL at the rate it is made, against the tests' S3 server on 127.0.0.1 (moto by
+# default, as tests/integration/lib_s3.sh starts it; S3_SERVER=s3rver for the other), in one run:
+#   1. pgbench at full speed for DURATION seconds, archive_command synchronous, then the same
+#      with --archive-async: segments archived per second while it runs, the .ready backlog
+#      (largest, at the end) and how long the backlog takes to drain once pgbench stops;
+#   2. a backlog of BACKLOG segments made with archiving paused (archive_command = ''), then
+#      archived: segments per second, synchronous vs asynchronous;
+#   3. recovery of ~WAL_GB of archived WAL: the same backup restored twice, without and with
+#      --prefetch (PGDIRECT_PREFETCH in the server's environment), time from start to the end
+#      of recovery, and the ratio (goal: prefetch <= 0.5x). Both restores must end with the
+#      source's data.
+#
+#   bash bench/wal_rate.sh [DURATION_S] [WAL_GB] [BACKLOG]    (as root; `make` first)
+#   defaults 60 s, 2 GB, 64 segments; small values keep a run short when others test.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+DURATION=${1:-60}
+WAL_GB=${2:-2}
+BACKLOG=${3:-64}
+PREFETCH=${PREFETCH:-8}
+CONCURRENCY=${CONCURRENCY:-4}
+CLIENTS=${CLIENTS:-4}
+RESTORE_TIMEOUT=${RESTORE_TIMEOUT:-600}
+BUILD=${BUILD:-$ROOT/build}
+PG_BIN=/usr/lib/postgresql/15/bin
+OUT=${OUT:-$ROOT/bench/results/$(date -u +%F)-wal-rate.md}
+SEG=$((16 * 1024 * 1024))
+[ "$(id -u)" -eq 0 ] || { echo "wal_rate.sh: run as root" >&2; exit 1; }
+[ -x "$BUILD/pgdirect" ] || { echo "wal_rate.sh: build first (make)" >&2; exit 1; }
+
+D=$(mktemp -d /tmp/pgdirect-walrate.XXXXXX)
+chmod 755 "$D"; mkdir -p "$D/bin"; cp "$BUILD/pgdirect" "$D/bin/"; chown -R postgres:postgres "$D"
+PGD="$D/bin/pgdirect"
+PORT=$((20000 + RANDOM % 10000))
+# the tests' S3 server (lib_s3.sh wants T, bail and free_port); it exports the AWS_* variables
+T=$D
+bail() { echo "wal_rate.sh: $*" >&2; exit 1; }
+free_port() { echo $((30000 + RANDOM % 10000)); }
+# shellcheck source=tests/integration/lib_s3.sh
+. "$ROOT/tests/integration/lib_s3.sh"
+pg() { runuser -u postgres -- env PGHOST="$D" PGPORT="${P:-$PORT}" PGUSER=postgres PGDATABASE=postgres \
+        AWS_ACCESS_KEY_ID="$AWS_ACCESS_KEY_ID" AWS_SECRET_ACCESS_KEY="$AWS_SECRET_ACCESS_KEY" \
+        AWS_REGION="$AWS_REGION" AWS_ENDPOINT_URL="$AWS_ENDPOINT_URL" "$@"; }
+q() { pg "$PG_BIN/psql" -XAtq -v ON_ERROR_STOP=1 -c "$1"; }
+stop_background() { # pushers and prefetchers outlive the commands that start them
+    local l
+    for l in "$D"/pgdirect-spool/*/lock; do [ -f "$l" ] && kill "$(cat "$l")" 2>/dev/null || true; done
+    return 0
+}
+cleanup() {
+    for d in "$D"/data "$D"/r_*; do pg "$PG_BIN/pg_ctl" -D "$d" -m immediate stop >/dev/null 2>&1 || true; done
+    stop_background
+    s3_stop
+    rm -rf "$D"
+}
+trap cleanup EXIT
+s3_start bench
+
+now() { date +%s.%N; }
+say() { echo "wal_rate: $*" >&2; }
+sync_cmd() { echo "$PGD wal-push --repo s3://bench/$1 %p"; }
+async_cmd() { echo "$PGD wal-push --archive-async --archive-push-concurrency $CONCURRENCY --repo s3://bench/$1 %p"; }
+set_archive_command() {
+    q "ALTER SYSTEM SET archive_command = '$1'" >/dev/null
+    q "SELECT pg_reload_conf()" >/dev/null
+}
+ready() { ls "$D/data/pg_wal/archive_status" | grep -c '\.ready$' || true; }
+archived_count() { q "SELECT archived_count FROM pg_stat_archiver"; }
+lsn_bytes() { q "SELECT pg_current_wal_lsn() - '0/0'"; }
+wait_drained() { while [ "$(ready)" -gt 0 ]; do sleep 0.2; done; }
+stop_load() { # stop_load PID: end the load's sessions, then wait for pgbench
+    q "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pgbench'" >/dev/null
+    wait "$1" 2>/dev/null || true
+}
+switch_wal() { # a row committed (a statement of its own: psql -c "a; b" is one transaction), then a switch
+    q "INSERT INTO pgbench_history SELECT 1, 1, 1, 1, now()" >/dev/null
+    q "SELECT pg_switch_wal()" >/dev/null
+}
+
+pg "$PG_BIN/initdb" -D "$D/data" -U postgres -A trust >/dev/null
+cat >>"$D/data/postgresql.conf" <<CONF
+port = $PORT
+listen_addresses = ''
+unix_socket_directories = '$D'
+wal_level = replica
+archive_mode = on
+archive_command = ''
+max_wal_size = 8GB
+checkpoint_timeout = 30min
+shared_buffers = 256MB
+autovacuum = off
+# full speed: commits do not wait for their WAL flush, so the WAL rate is what the CPUs make
+synchronous_commit = off
+CONF
+pg "$PG_BIN/pg_ctl" -D "$D/data" -l "$D/log" -w start >/dev/null
+pg "$PG_BIN/pgbench" -i -s 20 -q >/dev/null 2>&1
+# the load: pgbench's tpcb-like transactions, and as many that insert 500 rows of 64 random hex
+# characters (~50 kB of WAL each): tpcb-like alone writes ~0.5 MB/s of WAL here once its
+# full-page images are written, too little to find where archiving stops keeping up
+q "CREATE TABLE bulk (v text)" >/dev/null
+echo "INSERT INTO bulk SELECT md5(random()::text) || md5(random()::text) FROM generate_series(1, 500);" >"$D/bulk.sql"
+chown postgres "$D/bulk.sql"
+load() { # load SECONDS
+    pg "$PG_BIN/pgbench" -n -c "$CLIENTS" -j 2 -b tpcb-like@1 -f "$D/bulk.sql@1" -T "$1"
+}
+
+# ---- 1. pgbench at full speed ----
+full_speed() { # full_speed MODE PREFIX: "mode seg_made archived_per_s max_ready end_ready drain_s"
+    local mode=$1 prefix=$2 a0 a1 l0 l1 t0 t1 t2 max=0 r
+    set_archive_command "$($mode "$prefix")"
+    switch_wal; wait_drained
+    a0=$(archived_count); l0=$(lsn_bytes); t0=$(now)
+    load "$DURATION" >/dev/null 2>&1 &
+    local bench=$!
+    while kill -0 "$bench" 2>/dev/null; do
+        r=$(ready); [ "$r" -gt "$max" ] && max=$r
+        sleep 1
+    done
+    wait "$bench" || true
+    t1=$(now); a1=$(archived_count); l1=$(lsn_bytes); r=$(ready)
+    switch_wal; wait_drained; t2=$(now)
+    echo "$mode $(( (l1 - l0) / SEG )) $(echo "($a1 - $a0) / ($t1 - $t0)" | bc -l) $max $r $(echo "$t2 - $t1" | bc -l)"
+}
+say "1. pgbench at full speed for $DURATION s, synchronous then asynchronous archiving"
+F_SYNC=$(full_speed sync_cmd full-sync); say "   $F_SYNC"
+F_ASYNC=$(full_speed async_cmd full-async); say "   $F_ASYNC"
+stop_background
+
+# ---- 2. a backlog archived ----
+drain() { # drain MODE PREFIX: "mode segments seconds per_s"
+    local mode=$1 prefix=$2 l0 t0 t1 n
+    set_archive_command ""
+    l0=$(lsn_bytes)
+    load 3600 >/dev/null 2>&1 &
+    local bench=$!
+    while [ $(( ($(lsn_bytes) - l0) / SEG )) -lt "$BACKLOG" ]; do sleep 0.5; done
+    stop_load "$bench"
+    switch_wal
+    n=$(ready)
+    sync; echo 3 >/proc/sys/vm/drop_caches
+    t0=$(now)
+    set_archive_command "$($mode "$prefix")"
+    wait_drained
+    t1=$(now)
+    echo "$mode $n $(echo "$t1 - $t0" | bc -l) $(echo "$n / ($t1 - $t0)" | bc -l)"
+}
+say "2. a backlog of $BACKLOG segments archived, synchronous then asynchronous"
+B_SYNC=$(drain sync_cmd drain-sync); say "   $B_SYNC"
+B_ASYNC=$(drain async_cmd drain-async); say "   $B_ASYNC"
+stop_background
+
+# ---- 3. recovery of ~WAL_GB with and without prefetch ----
+say "3. $WAL_GB GB of WAL recovered, without then with --prefetch $PREFETCH"
+R=s3://bench/recovery
+set_archive_command "$(async_cmd recovery)"
+pg "$PGD" backup --repo "$R" --pgdata "$D/data" --checkpoint fast >/dev/null 2>&1
+l0=$(lsn_bytes)
+load 36000 >/dev/null 2>&1 &
+bench=$!
+target=$(echo "$WAL_GB * 1000000000 / 1" | bc)
+while [ $(( $(lsn_bytes) - l0 )) -lt "$target" ]; do sleep 1; done
+stop_load "$bench"
+switch_wal; wait_drained
+WAL_BYTES=$(( $(lsn_bytes) - l0 ))
+SRC_ROWS=$(q "SELECT count(*) FROM pgbench_history")/$(q "SELECT count(*) FROM bulk")
+stop_background
+recover() { # recover LABEL [ENV=VALUE...]: "label seconds rows"
+    local label=$1 dir="$D/r_$1" t0 t1 rows
+    shift
+    # a slow test server (moto keeps objects in memory and copies them per ranged GET) needs time
+    pg "$PGD" restore LATEST --repo "$R" --target-dir "$dir" --s3-timeout "$RESTORE_TIMEOUT" >"$dir.restore.log" 2>&1 ||
+        { echo "wal_rate: restore failed: $(tail -1 "$dir.restore.log")" >&2; exit 1; }
+    P=$((PORT + 1))
+    printf "port = $P\narchive_mode = off\n" >>"$dir/postgresql.auto.conf"
+    sync; echo 3 >/proc/sys/vm/drop_caches
+    t0=$(now)
+    pg env "$@" "$PG_BIN/pg_ctl" -D "$dir" -l "$dir.log" -w -t 3600 start >/dev/null ||
+        { echo "wal_rate: the $label server did not start: $(tail -1 "$dir.log")" >&2; exit 1; }
+    until [ "$(P=$P q "SELECT pg_is_in_recovery()" 2>/dev/null)" = "f" ]; do sleep 0.1; done
+    t1=$(now)
+    rows=$(P=$P q "SELECT count(*) FROM pgbench_history")/$(P=$P q "SELECT count(*) FROM bulk")
+    pg "$PG_BIN/pg_ctl" -D "$dir" -m fast -w stop >/dev/null
+    stop_background
+    rm -rf "$dir"
+    echo "$label $(echo "$t1 - $t0" | bc -l) $rows"
+}
+R_PLAIN=$(recover plain PGDIRECT_PREFETCH=0) || exit 1; say "   $R_PLAIN"
+R_PREFETCH=$(recover prefetch PGDIRECT_PREFETCH="$PREFETCH") || exit 1; say "   $R_PREFETCH"
+
+{
+    echo "# WAL at the rate it is made: archiving and recovery against S3 ($S3_SERVER on 127.0.0.1), $(date -u +%F)"
+    echo
+    echo "Command: \`bash bench/wal_rate.sh $DURATION $WAL_GB $BACKLOG\` (PREFETCH=$PREFETCH, CONCURRENCY=$CONCURRENCY," \
+         "CLIENTS=$CLIENTS). PostgreSQL 15, 16 MiB segments, lz4, synchronous_commit off, pgbench scale 20 with" \
+         "tpcb-like and a 500-row insert in equal parts; the S3 server ($S3_SERVER) is one" \
+         "process on the same $(nproc)-core machine and disk."
+    echo
+    echo "## 1. pgbench at full speed for $DURATION s"
+    echo
+    echo "| archive_command | segments made | archived per s (during) | largest .ready backlog | backlog when pgbench stopped | drained after (s) |"
+    echo "|---|---|---|---|---|---|"
+    for row in "$F_SYNC" "$F_ASYNC"; do
+        set -- $row
+        printf '| %s | %s | %.2f | %s | %s | %.1f |\n' "${1%_cmd}" "$2" "$3" "$4" "$5" "$6"
+    done
+    echo
+    echo "## 2. a backlog archived (archiving paused, then resumed)"
+    echo
+    echo "| archive_command | segments | seconds | segments per s | vs sync |"
+    echo "|---|---|---|---|---|"
+    s_rate=$(echo "$B_SYNC" | awk '{print $4}')
+    for row in "$B_SYNC" "$B_ASYNC"; do
+        set -- $row
+        printf '| %s | %s | %.1f | %.2f | %.2fx |\n' "${1%_cmd}" "$2" "$3" "$4" "$(echo "$4 / $s_rate" | bc -l)"
+    done
+    echo
+    echo "## 3. recovery of $(echo "$WAL_BYTES / 1000000000" | bc -l | xargs printf '%.2f') GB of archived WAL"
+    echo
+    echo "| restore_command | seconds to the end of recovery | vs without prefetch | rows of pgbench_history/bulk (source: $SRC_ROWS) |"
+    echo "|---|---|---|---|"
+    p_sec=$(echo "$R_PLAIN" | awk '{print $2}')
+    for row in "$R_PLAIN" "$R_PREFETCH"; do
+        set -- $row
+        printf '| wal-fetch (%s) | %.1f | %.2fx | %s |\n' "$1" "$2" "$(echo "$2 / $p_sec" | bc -l)" "$3"
+    done
+} >"$OUT"
+cat "$OUT"

@@ -1,0 +1,37 @@
+/*
+ * wal_async.h - wal-push --archive-async and wal-fetch --prefetch: the part
+ * PostgreSQL runs (wait for the background pusher's record of one file;
+ * serve one segment from the prefetch spool) and the start of the
+ * background processes themselves (repo/wal_pusher.h, repo/wal_prefetch.h).
+ *
+ * Both fall back to the direct command (passed in) whenever the spool
+ * cannot do its part, and say so: the spool makes WAL faster, it never
+ * decides what PostgreSQL is told.
+ */
+#ifndef PGD_CMD_WAL_ASYNC_H
+#define PGD_CMD_WAL_ASYNC_H
+
+#include "util/options.h"
+
+/* Push the file at `path` now; returns the exit status (cmd/wal.c). */
+typedef int (*wal_direct_push_fn)(const pgd_options *opts, const char *path);
+/* Fetch `name` to `dest` from the repository now; returns the exit status (cmd/wal.c). */
+typedef int (*wal_direct_fetch_fn)(const pgd_options *opts, const char *name, const char *dest);
+
+/*
+ * wal-push --archive-async PATH: exits 0 only once the spool holds a
+ * record, written after the repository confirmed the store, of exactly
+ * this file. Returns the exit status (in the background pusher it starts:
+ * the pusher's, once it is done).
+ */
+int wal_async_push(const pgd_options *opts, const char *path, wal_direct_push_fn direct);
+
+/*
+ * wal-fetch --prefetch N NAME DEST: serve NAME from the spool if it was
+ * prefetched and is intact, else fetch it directly; then ask the
+ * background fetcher for the N segments after it.
+ */
+int wal_async_fetch(const pgd_options *opts, const char *name, const char *dest, unsigned prefetch,
+                    wal_direct_fetch_fn direct);
+
+#endif

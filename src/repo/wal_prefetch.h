@@ -1,0 +1,37 @@
+/*
+ * wal_prefetch.h - the background fetcher of wal-fetch --prefetch N: keeps
+ * the N segments after the one PostgreSQL was last served downloaded in the
+ * spool (repo/wal_spool.h), several at a time, so that the next
+ * restore_command finds its segment on local disk.
+ *
+ * Each download is checked exactly as a direct fetch checks it (repo/
+ * wal_archive.h, pg/wal_segment.h) and made visible under a name that
+ * carries its size and CRC-32C, which wal-fetch verifies again before it
+ * serves the file. What the fetcher cannot find or cannot fetch is only
+ * left out of the spool: whether a segment is archived is decided by the
+ * direct fetch of the restore_command that asks for it, never here.
+ */
+#ifndef PGD_WAL_PREFETCH_H
+#define PGD_WAL_PREFETCH_H
+
+#include <stdbool.h>
+
+#include "storage/storage.h"
+#include "util/error.h"
+
+typedef struct wal_prefetch_config {
+    const char *spool_dir; /* fetch-<key> (repo/wal_spool.h) */
+    unsigned concurrency;  /* downloads in flight */
+    int idle_exit_s;       /* stop when no new request came for this long */
+    storage *(*open_repo)(void *arg, pgd_error *err);
+    void *open_arg;
+    /* the settings it runs with: when a command records others in the spool, it stops */
+    const char *settings;
+    void (*tick)(void *arg); /* between scans; may be NULL */
+    void *tick_arg;
+} wal_prefetch_config;
+
+/* Keep the requested segments downloaded until no request came for idle_exit_s. */
+bool wal_prefetch_run(const wal_prefetch_config *cfg, pgd_error *err);
+
+#endif

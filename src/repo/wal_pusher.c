@@ -1,0 +1,427 @@
+/*
+ * wal_pusher.c - the background pusher of wal-push --archive-async (what
+ * it promises is in wal_pusher.h).
+ *
+ * One thread scans archive_status and the spool's records every
+ * WAL_PUSHER_POLL_MS, or at once when a command pokes the spool's wake
+ * FIFO, and queues every ready file that has no record yet;
+ * `concurrency` workers push them. The scan compares and queues under the
+ * lock the workers take to finish a file, and a worker writes its record
+ * before it lets go of the file: so the scan sees each file either in
+ * flight or recorded, never neither, and never queues a pushed file twice.
+ */
+#define _GNU_SOURCE
+#include "repo/wal_pusher.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pg/wal_segment.h"
+#include "repo/layout.h"
+#include "repo/wal_archive.h"
+#include "repo/wal_spool.h"
+#include "util/log.h"
+
+#define WAL_PUSHER_POLL_MS   100
+#define WAL_STATUS_DIR       "archive_status"
+#define WAL_READY_EXT        ".ready"
+#define WAL_TIMELINES_SWEPT  64 /* timelines whose stale temporary objects this run removed */
+#define WAL_PUSHER_NAME_SIZE WAL_NAME_MAX
+
+/* A list of WAL file names. */
+typedef struct wal_pusher_names {
+    char (*v)[WAL_PUSHER_NAME_SIZE];
+    size_t n, cap;
+} wal_pusher_names;
+
+static bool wal_pusher_names_add(wal_pusher_names *l, const char *name)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        char(*grown)[WAL_PUSHER_NAME_SIZE] = realloc(l->v, cap * sizeof(*l->v));
+        if (grown == NULL)
+            return false;
+        l->v = grown;
+        l->cap = cap;
+    }
+    snprintf(l->v[l->n++], WAL_PUSHER_NAME_SIZE, "%s", name);
+    return true;
+}
+
+static void wal_pusher_names_remove(wal_pusher_names *l, const char *name)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        if (strcmp(l->v[i], name) == 0) {
+            memmove(l->v[i], l->v[i + 1], (l->n - i - 1) * sizeof(*l->v));
+            l->n--;
+            return;
+        }
+    }
+}
+
+/*
+ * Timeline history files first (a standby or a restore looking for the
+ * new timeline needs them, and PostgreSQL archives them first too), then
+ * by name, which is WAL order.
+ */
+static int wal_pusher_names_order(const void *a, const void *b)
+{
+    bool ha = wal_segment_file_kind(a) == WAL_FILE_HISTORY;
+    bool hb = wal_segment_file_kind(b) == WAL_FILE_HISTORY;
+
+    if (ha != hb)
+        return ha ? -1 : 1;
+    return strcmp(a, b);
+}
+
+static int wal_pusher_names_strcmp(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+/* Is `name` in l, sorted by `order`? (A scan compares thousands of names: not one by one.) */
+static bool wal_pusher_names_sorted_has(const wal_pusher_names *l, const char *name,
+                                        int (*order)(const void *, const void *))
+{
+    return l->n > 0 && bsearch(name, l->v, l->n, sizeof(*l->v), order) != NULL;
+}
+
+/* The WAL files marked ready in pg_wal/archive_status, in push order. *gone: no such dir. */
+static bool wal_pusher_ready(const char *pg_wal, wal_pusher_names *out, bool *gone, pgd_error *err)
+{
+    char path[WAL_SPOOL_PATH_MAX];
+    struct dirent *de;
+    DIR *d;
+
+    out->n = 0;
+    *gone = false;
+    snprintf(path, sizeof(path), "%s/" WAL_STATUS_DIR, pg_wal);
+    d = opendir(path);
+    if (d == NULL) {
+        if (errno == ENOENT) {
+            *gone = true;
+            return true;
+        }
+        return err_errno(err, errno, "could not open directory \"%s\"", path);
+    }
+    while ((errno = 0, de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name), ext = strlen(WAL_READY_EXT);
+        char name[WAL_PUSHER_NAME_SIZE];
+
+        if (len <= ext || len - ext >= sizeof(name) ||
+            strcmp(de->d_name + len - ext, WAL_READY_EXT) != 0)
+            continue;
+        memcpy(name, de->d_name, len - ext);
+        name[len - ext] = '\0';
+        if (wal_segment_file_kind(name) == WAL_FILE_UNKNOWN)
+            continue;
+        if (!wal_pusher_names_add(out, name)) {
+            closedir(d);
+            return err_set(err, "out of memory");
+        }
+    }
+    if (errno != 0) {
+        int e = errno;
+        closedir(d);
+        return err_errno(err, e, "could not read directory \"%s\"", path);
+    }
+    closedir(d);
+    if (out->n > 0)
+        qsort(out->v, out->n, sizeof(*out->v), wal_pusher_names_order);
+    return true;
+}
+
+typedef struct wal_pusher {
+    const wal_pusher_config *cfg;
+    storage *repo;
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    wal_pusher_names queue;    /* to push, in order */
+    wal_pusher_names busy;     /* being pushed */
+    wal_pusher_names recorded; /* scan: files with a record */
+    wal_pusher_names ready;    /* scan: files PostgreSQL marked ready, in push order */
+    wal_pusher_names known;    /* scan: recorded, in flight or queued, sorted by name */
+    char swept[WAL_TIMELINES_SWEPT][WAL_TIMELINE_LEN + 1];
+    size_t nswept;
+    bool stop;
+    pgd_error spool_err; /* the spool could not be written: stop */
+} wal_pusher;
+
+/* Remove, once per timeline and run, the temporary objects killed pushes left in the repository. */
+static void wal_pusher_sweep_repo(wal_pusher *p, const char *name)
+{
+    char tli[WAL_TIMELINE_LEN + 1];
+    pgd_error err = {0};
+    bool seen = false;
+
+    snprintf(tli, sizeof(tli), "%.*s", WAL_TIMELINE_LEN, name);
+    pthread_mutex_lock(&p->lock);
+    for (size_t i = 0; i < p->nswept && !seen; i++)
+        seen = strcmp(p->swept[i], tli) == 0;
+    if (!seen && p->nswept < WAL_TIMELINES_SWEPT)
+        snprintf(p->swept[p->nswept++], sizeof(p->swept[0]), "%s", tli);
+    pthread_mutex_unlock(&p->lock);
+    if (!seen && !wal_archive_remove_stale_temp(p->repo, name, &err))
+        log_warn("%s", err.msg);
+}
+
+/* Push one file and record the outcome; false when the record cannot be written. */
+static bool wal_pusher_push_one(wal_pusher *p, const char *name, pgd_error *spool_err)
+{
+    char path[WAL_SPOOL_PATH_MAX + WAL_NAME_MAX];
+    pgd_error err = {0};
+    wal_push_result result;
+    wal_file_sum sum;
+
+    snprintf(path, sizeof(path), "%s/" WAL_STATUS_DIR "/%s" WAL_READY_EXT, p->cfg->pg_wal, name);
+    if (access(path, F_OK) != 0 && errno == ENOENT)
+        return true; /* acknowledged since it was queued: PostgreSQL may recycle the file */
+    snprintf(path, sizeof(path), "%s/%s", p->cfg->pg_wal, name);
+    if (wal_archive_push_sum(p->repo, path, p->cfg->kind, p->cfg->level, &result, &sum, &err)) {
+        if (wal_spool_record_ok(p->cfg->spool_dir, name, &sum, &err)) {
+            log_debug("archived WAL file \"%s\"%s", name,
+                      result == WAL_PUSH_IDENTICAL ? " (it was already, with the same content)"
+                                                   : "");
+            wal_pusher_sweep_repo(p, name);
+            return true;
+        }
+        err_prefix(&err, "WAL file \"%s\" was archived, but the spool cannot say so", name);
+    }
+    log_warn("%s", err.msg);
+    if (wal_spool_record_error(p->cfg->spool_dir, name, err.msg, spool_err))
+        return true;
+    err_prefix(spool_err, "could not record the outcome of archiving \"%s\" (%s)", name, err.msg);
+    return false;
+}
+
+static void *wal_pusher_worker(void *arg)
+{
+    wal_pusher *p = arg;
+
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        char name[WAL_PUSHER_NAME_SIZE];
+        pgd_error spool_err = {0};
+        bool ok;
+
+        while (!p->stop && p->queue.n == 0)
+            pthread_cond_wait(&p->changed, &p->lock);
+        if (p->stop)
+            break;
+        snprintf(name, sizeof(name), "%s", p->queue.v[0]);
+        wal_pusher_names_remove(&p->queue, name);
+        if (!wal_pusher_names_add(&p->busy, name)) {
+            err_set(&p->spool_err, "out of memory");
+            p->stop = true;
+            break;
+        }
+        pthread_mutex_unlock(&p->lock);
+        ok = wal_pusher_push_one(p, name, &spool_err);
+        pthread_mutex_lock(&p->lock);
+        wal_pusher_names_remove(&p->busy, name);
+        if (!ok) {
+            if (!p->spool_err.set)
+                p->spool_err = spool_err;
+            p->stop = true;
+        }
+        pthread_cond_broadcast(&p->changed);
+    }
+    pthread_cond_broadcast(&p->changed);
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+/* A record: remember it, or remove it when PostgreSQL no longer has the file ready. */
+static bool wal_pusher_note_record(void *arg, const char *name, wal_record_kind kind,
+                                   pgd_error *err)
+{
+    wal_pusher *p = arg;
+
+    if (kind == WAL_RECORD_NONE)
+        return true;
+    if (!wal_pusher_names_sorted_has(&p->ready, name, wal_pusher_names_order))
+        /* acknowledged (.done) or gone: the record has served */
+        return wal_spool_record_remove(p->cfg->spool_dir, name, kind, err);
+    if (!wal_pusher_names_add(&p->recorded, name))
+        return err_set(err, "out of memory");
+    return true;
+}
+
+/* One scan: queue what is ready and neither recorded nor in flight. *idle: nothing to do. */
+static bool wal_pusher_scan(wal_pusher *p, bool *idle, bool *gone, pgd_error *err)
+{
+    bool ok;
+
+    if (!wal_pusher_ready(p->cfg->pg_wal, &p->ready, gone, err))
+        return false;
+    if (*gone)
+        return true;
+    pthread_mutex_lock(&p->lock);
+    p->recorded.n = 0;
+    ok = wal_spool_record_list(p->cfg->spool_dir, wal_pusher_note_record, p, err);
+    for (size_t i = p->queue.n; i-- > 0;) /* acknowledged some other way meanwhile */
+        if (!wal_pusher_names_sorted_has(&p->ready, p->queue.v[i], wal_pusher_names_order))
+            wal_pusher_names_remove(&p->queue, p->queue.v[i]);
+    p->known.n = 0;
+    for (size_t i = 0; ok && i < p->recorded.n + p->busy.n + p->queue.n; i++) {
+        const char *name = i < p->recorded.n ? p->recorded.v[i]
+                           : i < p->recorded.n + p->busy.n
+                               ? p->busy.v[i - p->recorded.n]
+                               : p->queue.v[i - p->recorded.n - p->busy.n];
+        if (!wal_pusher_names_add(&p->known, name))
+            ok = err_set(err, "out of memory");
+    }
+    if (ok && p->known.n > 0)
+        qsort(p->known.v, p->known.n, sizeof(*p->known.v), wal_pusher_names_strcmp);
+    for (size_t i = 0; ok && i < p->ready.n; i++)
+        if (!wal_pusher_names_sorted_has(&p->known, p->ready.v[i], wal_pusher_names_strcmp) &&
+            !wal_pusher_names_add(&p->queue, p->ready.v[i]))
+            ok = err_set(err, "out of memory");
+    *idle = p->queue.n == 0 && p->busy.n == 0;
+    pthread_cond_broadcast(&p->changed);
+    pthread_mutex_unlock(&p->lock);
+    return ok;
+}
+
+/* Every ready file without a record gets `msg` as its error record (the repository failed). */
+static bool wal_pusher_fail_all(wal_pusher *p, const char *msg, pgd_error *err)
+{
+    bool gone;
+    wal_push_record rec;
+
+    if (!wal_pusher_ready(p->cfg->pg_wal, &p->ready, &gone, err))
+        return false;
+    for (size_t i = 0; i < p->ready.n; i++) {
+        if (!wal_spool_record_read(p->cfg->spool_dir, p->ready.v[i], &rec, err))
+            return false;
+        if (rec.kind == WAL_RECORD_NONE &&
+            !wal_spool_record_error(p->cfg->spool_dir, p->ready.v[i], msg, err))
+            return false;
+    }
+    return true;
+}
+
+bool wal_pusher_run(const wal_pusher_config *cfg, pgd_error *err)
+{
+    wal_pusher p = {.cfg = cfg};
+    pthread_t *threads;
+    unsigned started = 0;
+    time_t idle_since = time(NULL);
+    pgd_error open_err = {0};
+    bool ok = true;
+    int wake;
+
+    if (!wal_spool_record_sweep(cfg->spool_dir, err) ||
+        !wal_spool_wake_open(cfg->spool_dir, &wake, err))
+        return false;
+    p.repo = cfg->open_repo(cfg->open_arg, &open_err);
+    if (p.repo == NULL) {
+        log_error("%s", open_err.msg);
+        ok = wal_pusher_fail_all(&p, open_err.msg, err);
+        free(p.ready.v);
+        close(wake);
+        return ok;
+    }
+    threads = calloc(cfg->concurrency, sizeof(*threads));
+    pthread_mutex_init(&p.lock, NULL);
+    pthread_cond_init(&p.changed, NULL);
+    if (threads == NULL)
+        ok = err_set(err, "out of memory");
+    for (; ok && started < cfg->concurrency; started++)
+        if (pthread_create(&threads[started], NULL, wal_pusher_worker, &p) != 0)
+            ok = err_set(err, "could not start a pusher thread");
+    while (ok) {
+        bool idle = false, gone = false, stop;
+
+        bool changed = false;
+
+        if (!wal_pusher_scan(&p, &idle, &gone, err) ||
+            (cfg->settings != NULL &&
+             !wal_spool_settings_changed(cfg->spool_dir, cfg->settings, &changed, err))) {
+            ok = false;
+            break;
+        }
+        if (changed) {
+            log_info("archive_command runs with other settings now: stopping for a pusher with "
+                     "those");
+            break;
+        }
+        pthread_mutex_lock(&p.lock);
+        stop = p.stop;
+        pthread_mutex_unlock(&p.lock);
+        if (stop || gone)
+            break;
+        if (!idle)
+            idle_since = time(NULL);
+        else if (time(NULL) - idle_since >= cfg->idle_exit_s)
+            break;
+        if (cfg->tick != NULL)
+            cfg->tick(cfg->tick_arg);
+        wal_spool_wake_wait(wake, WAL_PUSHER_POLL_MS);
+    }
+    pthread_mutex_lock(&p.lock);
+    p.stop = true;
+    pthread_cond_broadcast(&p.changed);
+    pthread_mutex_unlock(&p.lock);
+    for (unsigned i = 0; i < started; i++)
+        pthread_join(threads[i], NULL);
+    if (ok && p.spool_err.set) {
+        *err = p.spool_err;
+        ok = false;
+    }
+    pthread_cond_destroy(&p.changed);
+    pthread_mutex_destroy(&p.lock);
+    free(threads);
+    free(p.queue.v);
+    free(p.busy.v);
+    free(p.recorded.v);
+    free(p.ready.v);
+    free(p.known.v);
+    storage_free(p.repo);
+    close(wake);
+    return ok;
+}
+
+/* Remember each ".ok" record (sorted afterwards). */
+static bool wal_pusher_note_ok(void *arg, const char *name, wal_record_kind kind, pgd_error *err)
+{
+    if (kind == WAL_RECORD_OK && !wal_pusher_names_add(arg, name))
+        return err_set(err, "out of memory");
+    return true;
+}
+
+bool wal_pusher_backlog(const char *pg_wal, const char *spool_dir, uint64_t *bytes, unsigned *files,
+                        pgd_error *err)
+{
+    wal_pusher_names ready = {0}, stored = {0};
+    bool gone, ok;
+
+    *bytes = 0;
+    *files = 0;
+    ok = wal_pusher_ready(pg_wal, &ready, &gone, err) &&
+         wal_spool_record_list(spool_dir, wal_pusher_note_ok, &stored, err);
+    if (ok && stored.n > 0)
+        qsort(stored.v, stored.n, sizeof(*stored.v), wal_pusher_names_strcmp);
+    for (size_t i = 0; ok && i < ready.n; i++) {
+        char path[WAL_SPOOL_PATH_MAX + WAL_NAME_MAX];
+        struct stat st;
+
+        if (wal_pusher_names_sorted_has(&stored, ready.v[i], wal_pusher_names_strcmp))
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", pg_wal, ready.v[i]);
+        if (stat(path, &st) == 0) {
+            *bytes += (uint64_t)st.st_size;
+            (*files)++;
+        }
+    }
+    free(ready.v);
+    free(stored.v);
+    return ok;
+}

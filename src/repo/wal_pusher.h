@@ -1,0 +1,52 @@
+/*
+ * wal_pusher.h - the background pusher of wal-push --archive-async: pushes
+ * every WAL file PostgreSQL has marked ready (pg_wal/archive_status/
+ * <wal>.ready), several at a time and ahead of being asked, and records
+ * each outcome in the spool (repo/wal_spool.h), where the archive_command
+ * that PostgreSQL runs for that file finds it.
+ *
+ * A push is the same as a direct wal-push (repo/wal_archive.h: checked,
+ * no-replace, never two files under one name); the ".ok" record is written
+ * and fsynced only after the repository confirmed it. A failed push leaves
+ * an ".error" record, and the file is not tried again until the
+ * archive_command has read that record (and removed it): PostgreSQL's own
+ * retries pace the pusher's.
+ */
+#ifndef PGD_WAL_PUSHER_H
+#define PGD_WAL_PUSHER_H
+
+#include <stdbool.h>
+
+#include "compress/compress.h"
+#include "storage/storage.h"
+#include "util/error.h"
+
+typedef struct wal_pusher_config {
+    const char *pg_wal;    /* absolute path of the cluster's pg_wal */
+    const char *spool_dir; /* push-<key> (repo/wal_spool.h) */
+    unsigned concurrency;  /* pushes in flight */
+    compress_kind kind;
+    int level;
+    int idle_exit_s; /* stop after this long with nothing to push */
+    /* opens the repository (in the pusher's process; shared by its threads) */
+    storage *(*open_repo)(void *arg, pgd_error *err);
+    void *open_arg;
+    /* the settings it runs with: when a command records others in the spool, it stops */
+    const char *settings;
+    /* called between scans (the caller rotates its log there); may be NULL */
+    void (*tick)(void *arg);
+    void *tick_arg;
+} wal_pusher_config;
+
+/*
+ * Push ready files until nothing has been left to push for idle_exit_s,
+ * or the data directory's archive_status is gone. False when the spool
+ * cannot be written (then nothing it pushes could be acknowledged).
+ */
+bool wal_pusher_run(const wal_pusher_config *cfg, pgd_error *err);
+
+/* The files of pg_wal waiting for the archive: ready and not yet recorded as pushed. */
+bool wal_pusher_backlog(const char *pg_wal, const char *spool_dir, uint64_t *bytes, unsigned *files,
+                        pgd_error *err);
+
+#endif
