@@ -166,14 +166,15 @@ static void test_residency_pages_of_a_file(void **state)
     assert_true(residency_pages_of_file(AT_FDCWD, path, path, &res, &missing, &err));
     assert_int_equal(res.size, PAGES * page - 100);
     assert_int_equal(res.npages, PAGES);
-    for (int i = 0; i < PAGES; i++)
+    /* from page 1: valgrind reads the first page of every file mapped (is it ELF?) */
+    for (int i = 1; i < PAGES; i++)
         assert_int_equal(res.vec[i] & 1, 0);
     free(res.vec);
     /* pages 2 and 5 back in */
     assert_int_equal(pread(fd, buf, sizeof(buf), 2 * (off_t)page), sizeof(buf));
     assert_int_equal(pread(fd, buf, sizeof(buf), 5 * (off_t)page), sizeof(buf));
     assert_true(residency_pages_of_file(AT_FDCWD, path, path, &res, &missing, &err));
-    for (int i = 0; i < PAGES; i++)
+    for (int i = 1; i < PAGES; i++)
         if ((res.vec[i] & 1) != (i == 2 || i == 5))
             fail_msg("page %d: resident %d", i, res.vec[i] & 1);
     free(res.vec);
