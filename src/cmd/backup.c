@@ -405,6 +405,9 @@ static bool backup_standby_timeline(backup_run *r, pgd_error *err)
         return err_set(err, "backup_label returned by the server has no START TIMELINE line");
     if (!pg_session_min_recovery_timeline(&r->pg, &stop_tli, err))
         return false;
+    if (stop_tli == 0)
+        return err_set(err, "the standby has no minimum recovery point timeline in pg_control: "
+                            "its stop point cannot be placed on a timeline");
     if (stop_tli != start_tli)
         return err_set(err,
                        "the standby's timeline changed during the backup (from %u at the start "
