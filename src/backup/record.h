@@ -48,6 +48,7 @@ typedef struct record_facts {
     const pipeline_result *res;
     const char *page_checksums; /* "verified", "off", "not verified" (backup_info.h) */
     bool checksum_errors_fail;  /* --checksum-errors fail: bad pages mark the backup */
+    bool from_standby;          /* read from a hot standby */
 } record_facts;
 
 void record_init(backup_record *r);

@@ -41,12 +41,14 @@ bool source_check(const pg_session *pg, const char *pgdata, const char *pgdata_r
                        "data directory \"%s\" is not the one of the server (its "
                        "data_directory is \"%s\")",
                        pgdata, pg->data_directory);
-    if (archive_check && strcmp(pg->archive_mode, "off") == 0)
+    /*
+     * A standby archives nothing unless archive_mode = always: its primary
+     * archives the WAL, and the backup waits for it in the repository under
+     * --archive-timeout whatever the standby's own archive_mode says.
+     */
+    if (archive_check && !pg->in_recovery && strcmp(pg->archive_mode, "off") == 0)
         return err_set(err, "archive_mode is off on the server: the WAL this backup needs would "
                             "not be archived (set archive_command = 'pgdirect wal-push %%p', or "
-                            "--archive-check=off)");
-    if (archive_check && pg->in_recovery && strcmp(pg->archive_mode, "always") != 0)
-        return err_set(err, "backing up a standby needs archive_mode = always there (or "
                             "--archive-check=off)");
     return true;
 }

@@ -79,6 +79,7 @@ typedef struct backup_settings {
     bool fast_checkpoint, archive_check, progress;
     int archive_timeout;
     bool verify_checksums, checksum_errors_fail;
+    bool standby_only; /* refuse a primary */
 } backup_settings;
 
 /* "auto" -> IO_PLAN_AUTO, else an integer in [1, max]. */
@@ -125,6 +126,7 @@ static bool backup_read_settings(const pgd_options *opts, backup_settings *s, pg
         !opt_int(opts, OPT_ARCHIVE_TIMEOUT, 1, ARCHIVE_TIMEOUT_MAX, &timeout, err) ||
         !opt_enum(opts, OPT_CHECKSUM_ERRORS, "warn|fail", &checksum_errors, err) ||
         !opt_bool(opts, OPT_NO_VERIFY_CHECKSUMS, &no_verify, err) ||
+        !opt_bool(opts, OPT_STANDBY_ONLY, &s->standby_only, err) ||
         !command_progress(opts, &s->progress, err))
         return false;
     if (strcmp(opt_str(opts, OPT_MAX_MEMORY), "auto") == 0)
@@ -321,11 +323,19 @@ static bool backup_begin(backup_run *r, pgd_error *err)
         return false;
     r->t0 = clock_seconds();
     r->start_time = time(NULL);
-    if (!source_check(&r->pg, s->pgdata, s->pgdata_real, s->archive_check, err) ||
-        !(r->claimed = backup_id_claim(r->repo, (time_t)r->start_time, r->id, err)))
+    if (!source_check(&r->pg, s->pgdata, s->pgdata_real, s->archive_check, err))
         return false;
-    log_info("backup %s of \"%s\" (PostgreSQL %s) to \"%s\": %s checkpoint", r->id, s->pgdata,
-             r->pg.version, r->repo->uri, s->fast_checkpoint ? "fast" : "spread");
+    /* before the id is claimed: a refused run writes nothing */
+    if (s->standby_only && !r->pg.in_recovery)
+        return err_set(err, "the server is a primary (pg_is_in_recovery() is false): "
+                            "--standby-only backs up only a hot standby");
+    if (!(r->claimed = backup_id_claim(r->repo, (time_t)r->start_time, r->id, err)))
+        return false;
+    log_info("backup %s of \"%s\" (PostgreSQL %s%s) to \"%s\": %s checkpoint", r->id, s->pgdata,
+             r->pg.version, r->pg.in_recovery ? ", a standby" : "", r->repo->uri,
+             r->pg.in_recovery    ? "restartpoint"
+             : s->fast_checkpoint ? "fast"
+                                  : "spread");
     return pg_session_backup_start(&r->pg, s->label, s->fast_checkpoint, r->start_lsn,
                                    sizeof(r->start_lsn), err) &&
            !backup_interrupted();
@@ -378,6 +388,48 @@ static bool backup_copy(backup_run *r, pgd_error *err)
     return true;
 }
 
+/*
+ * A backup of a standby is consistent only if the standby stayed one, on
+ * one timeline, from start to stop: promoted, it would mix pages of two
+ * histories (PostgreSQL's own pg_backup_stop refuses too, "the standby was
+ * promoted during online backup"); a timeline switch upstream would put
+ * the stop point on a timeline the backup's WAL names do not follow.
+ */
+static bool backup_standby_still(backup_run *r, pgd_error *err)
+{
+    bool in_recovery;
+
+    if (!r->pg.in_recovery)
+        return true;
+    if (!pg_session_in_recovery(&r->pg, &in_recovery, err))
+        return false;
+    if (!in_recovery)
+        return err_set(err, "the standby was promoted during the backup (it is no longer in "
+                            "recovery): its files mix two timelines, take a new backup");
+    return true;
+}
+
+static bool backup_standby_timeline(backup_run *r, pgd_error *err)
+{
+    uint32_t start_tli, stop_tli;
+
+    if (!r->pg.in_recovery)
+        return true;
+    if (!pg_label_timeline(r->rec.m.backup_label, &start_tli))
+        return err_set(err, "backup_label returned by the server has no START TIMELINE line");
+    if (!pg_session_min_recovery_timeline(&r->pg, &stop_tli, err))
+        return false;
+    if (stop_tli == 0)
+        return err_set(err, "the standby has no minimum recovery point timeline in pg_control: "
+                            "its stop point cannot be placed on a timeline");
+    if (stop_tli != start_tli)
+        return err_set(err,
+                       "the standby's timeline changed during the backup (from %u at the start "
+                       "to %u at the stop): take a new backup",
+                       start_tli, stop_tli);
+    return true;
+}
+
 /* pg_backup_stop, the labels and manifests, the WAL in the repository, the sentinel. */
 static bool backup_finish(backup_run *r, pgd_error *err)
 {
@@ -399,18 +451,26 @@ static bool backup_finish(backup_run *r, pgd_error *err)
                           .nfiles = r->dd.n,
                           .res = &r->res,
                           .page_checksums = r->page_checksums,
-                          .checksum_errors_fail = s->checksum_errors_fail};
+                          .checksum_errors_fail = s->checksum_errors_fail,
+                          .from_standby = r->pg.in_recovery};
 
     /* with --archive-check we wait for the WAL in the repository ourselves, with a deadline */
-    if (!pg_session_backup_stop(&r->pg, !s->archive_check, r->stop_lsn, sizeof(r->stop_lsn),
+    if (!backup_standby_still(r, err) ||
+        !pg_session_backup_stop(&r->pg, !s->archive_check, r->stop_lsn, sizeof(r->stop_lsn),
                                 &r->rec.m.backup_label, &r->rec.m.tablespace_map, err) ||
-        backup_interrupted())
+        !backup_standby_timeline(r, err) || backup_interrupted())
         return false;
     facts.stop_time = time(NULL);
     if (!record_build(&r->rec, &facts, err) || !record_write(r->repo, &r->rec, err))
         return false;
     if (s->archive_check) {
-        log_info("waiting for WAL %s..%s to reach the repository", bi->start_wal, bi->stop_wal);
+        if (r->pg.in_recovery)
+            log_info("waiting up to %d s for WAL %s..%s to reach the repository: a standby's "
+                     "WAL is archived by its primary (or by itself with archive_mode = always), "
+                     "and %s only once the primary has switched to the next WAL file",
+                     s->archive_timeout, bi->start_wal, bi->stop_wal, bi->stop_wal);
+        else
+            log_info("waiting for WAL %s..%s to reach the repository", bi->start_wal, bi->stop_wal);
         if (!wal_archive_wait(r->repo, bi->start_wal, s->archive_timeout, err) ||
             !wal_archive_wait(r->repo, bi->stop_wal, s->archive_timeout, err))
             return false;

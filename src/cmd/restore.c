@@ -77,6 +77,8 @@ typedef struct restore_settings {
     const char *target;
     const char *target_key, *target_value; /* recovery_target_* */
     const char *target_action;
+    bool standby;                 /* standby.signal: a new replica */
+    const char *primary_conninfo; /* with standby, or NULL */
     int concurrency;
     bool progress;
     bool allow_external_links;
@@ -165,6 +167,15 @@ static bool restore_read_settings(const pgd_options *opts, restore_settings *s, 
     s->concurrency = (int)concurrency;
     s->tablespace_map = opts->v[OPT_TABLESPACE_MAP].values;
     s->ntablespace_map = opts->v[OPT_TABLESPACE_MAP].nvalues;
+    if (!opt_bool(opts, OPT_STANDBY, &s->standby, err))
+        return false;
+    s->primary_conninfo = opt_str(opts, OPT_PRIMARY_CONNINFO);
+    if (s->primary_conninfo != NULL && !s->standby)
+        return err_set(err, "option \"--primary-conninfo\" needs --standby");
+    /* a standby replays for as long as it runs: a target would end it */
+    if (s->standby && s->target_key != NULL)
+        return err_set(err, "option \"--standby\" cannot be combined with a recovery target "
+                            "(--target-time, --target-lsn, --target-name, --target-xid)");
     return command_progress(opts, &s->progress, err) &&
            opt_bool(opts, OPT_ALLOW_EXTERNAL_LINKS, &s->allow_external_links, err);
 }
@@ -193,10 +204,16 @@ static void restore_log_complete(const restore_run *r, double sync_secs)
     units_format_bytes(r->bytes, size_s, sizeof(size_s));
     units_format_duration(secs, time_s, sizeof(time_s));
     units_format_duration(sync_secs, sync_s, sizeof(sync_s));
-    log_info("restore of backup %s complete: %s in %s (%.1f MB/s, %s of it waiting for the disk "
-             "in the final fsync pass); start the server to recover%s%s%s",
-             r->bi.id, size_s, time_s, secs > 0 ? (double)r->bytes / secs / 1e6 : 0.0, sync_s,
-             key ? " to " : "", key ? key : "", key ? "" : " to the end of the archive");
+    if (r->s->standby)
+        log_info("restore of backup %s complete: %s in %s (%.1f MB/s, %s of it waiting for the "
+                 "disk in the final fsync pass); start the server to run it as a standby%s",
+                 r->bi.id, size_s, time_s, secs > 0 ? (double)r->bytes / secs / 1e6 : 0.0, sync_s,
+                 r->s->primary_conninfo ? " streaming from --primary-conninfo" : "");
+    else
+        log_info("restore of backup %s complete: %s in %s (%.1f MB/s, %s of it waiting for the "
+                 "disk in the final fsync pass); start the server to recover%s%s%s",
+                 r->bi.id, size_s, time_s, secs > 0 ? (double)r->bytes / secs / 1e6 : 0.0, sync_s,
+                 key ? " to " : "", key ? key : "", key ? "" : " to the end of the archive");
 }
 
 /* Everything that can be decided or refused before the first write. */
@@ -263,7 +280,9 @@ static bool restore_write(restore_run *r, const char **spc_dest, pgd_error *err)
                                       .restore_command = r->restore_command,
                                       .target_key = s->target_key,
                                       .target_value = s->target_value,
-                                      .target_action = s->target_action};
+                                      .target_action = s->target_action,
+                                      .standby = s->standby,
+                                      .primary_conninfo = s->primary_conninfo};
     double t_sync;
     bool ok;
 

@@ -265,6 +265,28 @@ bool pg_session_backup_stop(pg_session *s, bool wait_for_archive, char *stop_lsn
     return true;
 }
 
+bool pg_session_in_recovery(pg_session *s, bool *in_recovery, pgd_error *err)
+{
+    char buf[16];
+
+    if (!fetch_one(s, "SELECT pg_catalog.pg_is_in_recovery()::text", buf, sizeof(buf), err))
+        return false;
+    *in_recovery = strcmp(buf, "true") == 0;
+    return true;
+}
+
+bool pg_session_min_recovery_timeline(pg_session *s, uint32_t *tli, pgd_error *err)
+{
+    char buf[16];
+
+    if (!fetch_one(s,
+                   "SELECT min_recovery_end_timeline::text FROM pg_catalog.pg_control_recovery()",
+                   buf, sizeof(buf), err))
+        return false;
+    *tli = (uint32_t)strtoul(buf, NULL, 10);
+    return true;
+}
+
 bool pg_session_tablespaces(pg_session *s, pg_tablespace **out, size_t *count, pgd_error *err)
 {
     PGresult *res = run(s,

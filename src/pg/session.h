@@ -76,6 +76,16 @@ bool pg_session_cancel_arm(pg_session *s, pgd_error *err);
 void pg_session_cancel_request(void);
 void pg_session_cancel_disarm(void);
 
+/* pg_is_in_recovery() now: whether the server is (still) a standby. */
+bool pg_session_in_recovery(pg_session *s, bool *in_recovery, pgd_error *err);
+
+/*
+ * The timeline of a standby's stop point: pg_control's
+ * minRecoveryPointTLI (pg_control_recovery()), which is what
+ * pg_backup_stop on a standby takes its stop LSN from.
+ */
+bool pg_session_min_recovery_timeline(pg_session *s, uint32_t *tli, pgd_error *err);
+
 /* User tablespaces (oid, name). *out malloc'd. */
 bool pg_session_tablespaces(pg_session *s, pg_tablespace **out, size_t *count, pgd_error *err);
 

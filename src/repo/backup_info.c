@@ -31,7 +31,8 @@ bool backup_info_to_json(const backup_info *bi, char **json, pgd_error *err)
             0 ||
         json_object_set_new(o, "checksum_error_files",
                             json_integer((json_int_t)bi->checksum_error_files)) != 0 ||
-        json_object_set_new(o, "checksum_failed", json_boolean(bi->checksum_failed)) != 0) {
+        json_object_set_new(o, "checksum_failed", json_boolean(bi->checksum_failed)) != 0 ||
+        json_object_set_new(o, "from_standby", json_boolean(bi->from_standby)) != 0) {
         json_decref(o);
         return err_set(err, "could not build sentinel of backup \"%s\"", bi->id);
     }
@@ -77,7 +78,7 @@ bool backup_info_from_json(backup_info *bi, const char *json, const char *what, 
     const char *id, *type, *label, *start_lsn, *stop_lsn, *start_wal, *stop_wal, *sysid,
         *tool_version, *compression, *read_mode, *bad;
     json_int_t start_time, stop_time, timeline, size, csize, files;
-    int pgver;
+    int pgver, from_standby = 0;
 
     memset(bi, 0, sizeof(*bi));
     if (o == NULL)
@@ -108,6 +109,12 @@ bool backup_info_from_json(backup_info *bi, const char *json, const char *what, 
         json_decref(o);
         return false;
     }
+    /* absent from sentinels written before standbys were backed up: a primary's */
+    if (json_unpack_ex(o, &jerr, 0, "{s?b}", "from_standby", &from_standby) != 0) {
+        json_decref(o);
+        return err_set(err, "invalid %s: %s", what, jerr.text);
+    }
+    bi->from_standby = from_standby != 0;
     COPY_FIELD(bi->id, id);
     COPY_FIELD(bi->type, type);
     COPY_FIELD(bi->label, label);

@@ -39,6 +39,8 @@ typedef struct backup_info {
     char page_checksums[16];
     uint64_t pages_checked, checksum_errors, checksum_error_files;
     bool checksum_failed;
+    /* taken from a hot standby; false in sentinels written before standbys were backed up */
+    bool from_standby;
     /* set by backup_info_scan when the sentinel is unreadable: only id and damage are valid */
     bool damaged;
     char damage[PGD_ERROR_MAX];

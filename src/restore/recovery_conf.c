@@ -336,7 +336,8 @@ static bool recovery_conf_overrides(const recovery_conf_request *req, FILE *out,
         if (rs->reset == NULL || !recovery_conf_listed(found, rs->name) ||
             strcmp(rs->name, "restore_command") == 0 ||
             (req->target_key != NULL && strcmp(rs->name, req->target_key) == 0) ||
-            (req->target_action != NULL && strcmp(rs->name, "recovery_target_action") == 0))
+            (req->target_action != NULL && strcmp(rs->name, "recovery_target_action") == 0) ||
+            (req->primary_conninfo != NULL && strcmp(rs->name, "primary_conninfo") == 0))
             continue;
         recovery_conf_append(out, rs->name, rs->reset);
     }
@@ -370,6 +371,10 @@ bool recovery_conf_write(const recovery_conf_request *req, durable_list *l, pgd_
         recovery_conf_append(out, req->target_key, req->target_value);
     if (req->target_action != NULL)
         recovery_conf_append(out, "recovery_target_action", req->target_action);
+    if (req->standby && req->pg_version_num < PG_VERSION_AUTO_CONF)
+        recovery_conf_append(out, "standby_mode", "on");
+    if (req->primary_conninfo != NULL)
+        recovery_conf_append(out, "primary_conninfo", req->primary_conninfo);
     ok = req->pg_version_num < PG_VERSION_AUTO_CONF || recovery_conf_overrides(req, out, err);
     if (fclose(out) != 0) {
         free(conf);
@@ -383,7 +388,8 @@ bool recovery_conf_write(const recovery_conf_request *req, durable_list *l, pgd_
         ok = durable_write_file(req->target, "recovery.conf", conf, O_EXCL, l, err);
     else
         ok = durable_write_file(req->target, AUTO_CONF_NAME, conf, O_TRUNC, l, err) &&
-             durable_write_file(req->target, "recovery.signal", "", O_EXCL, l, err);
+             durable_write_file(req->target, req->standby ? "standby.signal" : "recovery.signal",
+                                "", O_EXCL, l, err);
     free(conf);
     return ok;
 }

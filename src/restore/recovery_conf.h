@@ -60,14 +60,16 @@ typedef struct recovery_conf_request {
     const char *restore_command; /* as PostgreSQL will run it (restore/restore_command.h) */
     const char *target_key;      /* recovery_target_time...; NULL: to the end of the archive */
     const char *target_value;
-    const char *target_action; /* recovery_target_action, or NULL */
+    const char *target_action;    /* recovery_target_action, or NULL */
+    bool standby;                 /* standby.signal (standby_mode before 12): a new replica */
+    const char *primary_conninfo; /* written when set (with standby); wins over inherited ones */
 } recovery_conf_request;
 
 /*
  * PostgreSQL >= 12: postgresql.auto.conf (the restored one, never read
  * through a link, without its inherited recovery settings, which are
- * logged) with ours appended, and recovery.signal. Before 12:
- * recovery.conf. Every file written is added to `l`.
+ * logged) with ours appended, and recovery.signal (standby.signal for
+ * a standby). Before 12: recovery.conf. Every file written is added to `l`.
  */
 bool recovery_conf_write(const recovery_conf_request *req, durable_list *l, pgd_error *err);
 

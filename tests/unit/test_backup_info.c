@@ -55,6 +55,7 @@ static void put_sentinel_checked(storage *repo, const char *id, uint64_t bad, bo
     bi.checksum_errors = bad;
     bi.checksum_error_files = bad > 0;
     bi.checksum_failed = failed;
+    bi.from_standby = true;
     assert_true(backup_info_to_json(&bi, &json, &err));
     put_sentinel_text(repo, id, json);
     free(json);
@@ -196,6 +197,7 @@ static void test_checksum_counts_round_trip(void **state)
     assert_int_equal(bi.checksum_errors, 2);
     assert_int_equal(bi.checksum_error_files, 1);
     assert_true(bi.checksum_failed);
+    assert_true(bi.from_standby);
     storage_free(repo);
     rm_rf(dir);
 }
@@ -205,8 +207,8 @@ static void test_sentinel_without_checksum_fields_loads(void **state)
 {
     char *dir = test_tmpdir();
     storage *repo = repo_in(dir);
-    const char *keys[] = {"page_checksums", "pages_checked", "checksum_errors",
-                          "checksum_error_files", "checksum_failed"};
+    const char *keys[] = {"page_checksums",       "pages_checked",   "checksum_errors",
+                          "checksum_error_files", "checksum_failed", "from_standby"};
     backup_info bi = {0};
     pgd_error err = {0};
     bool missing = false;
@@ -228,6 +230,7 @@ static void test_sentinel_without_checksum_fields_loads(void **state)
     assert_string_equal(bi.page_checksums, "");
     assert_int_equal(bi.checksum_errors, 0);
     assert_false(bi.checksum_failed);
+    assert_false(bi.from_standby);
     free(old);
     free(json);
     json_decref(o);

@@ -182,6 +182,42 @@ static void test_postgresql_conf_read_through_its_link(void **state)
     assert_int_equal(rmdir(dir), 0);
 }
 
+/* --standby: standby.signal, and our primary_conninfo wins over both inherited ones. */
+static void test_standby_writes_standby_signal_and_primary_conninfo(void **state)
+{
+    char dir[] = "/tmp/pgd-recovery-conf-XXXXXX";
+    durable_list *l = durable_list_new();
+    pgd_error err = {0};
+    recovery_conf_request req = {.pg_version_num = 150000,
+                                 .backup_id = "20260101T000000F",
+                                 .restore_command = "pgdirect wal-fetch %f %p",
+                                 .standby = true,
+                                 .primary_conninfo = "host=new application_name='r1'"};
+    char path[PATH_MAX];
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    assert_non_null(l);
+    req.target = dir;
+    write_text(dir, "postgresql.conf", "primary_conninfo = 'host=old'\n");
+    write_text(dir, "postgresql.auto.conf", "primary_conninfo = 'host=older'\n");
+    assert_true(recovery_conf_write(&req, l, &err));
+    assert_string_equal(read_text(dir, "postgresql.auto.conf"),
+                        "# added by pgdirect restore of backup 20260101T000000F\n"
+                        "restore_command = 'pgdirect wal-fetch %f %p'\n"
+                        "primary_conninfo = 'host=new application_name=''r1'''\n");
+    snprintf(path, sizeof(path), "%s/recovery.signal", dir);
+    assert_int_equal(access(path, F_OK), -1);
+    durable_list_free(l);
+    for (const char *const *n = (const char *const[]){"postgresql.conf", "postgresql.auto.conf",
+                                                      "standby.signal", NULL};
+         *n != NULL; n++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, *n);
+        assert_int_equal(unlink(path), 0);
+    }
+    assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -190,6 +226,7 @@ int main(void)
         cmocka_unit_test(test_restore_command_quotes_words_and_percent),
         cmocka_unit_test(test_postgresql_conf_recovery_settings_are_overridden),
         cmocka_unit_test(test_postgresql_conf_read_through_its_link),
+        cmocka_unit_test(test_standby_writes_standby_signal_and_primary_conninfo),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
