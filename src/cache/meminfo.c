@@ -12,7 +12,7 @@
 #define CGROUP_ROOT "/sys/fs/cgroup"
 #define TEXT_MAX    (64 * 1024)
 
-static bool read_text(const char *path, char *buf, size_t len)
+static bool meminfo_read_text(const char *path, char *buf, size_t len)
 {
     FILE *f = fopen(path, "r");
     size_t n;
@@ -25,7 +25,7 @@ static bool read_text(const char *path, char *buf, size_t len)
     return true;
 }
 
-static bool field_kb(const char *text, const char *key, uint64_t *bytes)
+static bool meminfo_field_kb(const char *text, const char *key, uint64_t *bytes)
 {
     const char *p = text;
     size_t klen = strlen(key);
@@ -42,8 +42,9 @@ static bool field_kb(const char *text, const char *key, uint64_t *bytes)
 
 bool meminfo_parse(const char *text, meminfo *out)
 {
-    return field_kb(text, "MemFree", &out->mem_free) && field_kb(text, "Cached", &out->cached) &&
-           field_kb(text, "Dirty", &out->dirty);
+    return meminfo_field_kb(text, "MemFree", &out->mem_free) &&
+           meminfo_field_kb(text, "Cached", &out->cached) &&
+           meminfo_field_kb(text, "Dirty", &out->dirty);
 }
 
 bool meminfo_read(meminfo *out, pgd_error *err)
@@ -53,7 +54,7 @@ bool meminfo_read(meminfo *out, pgd_error *err)
 
     if (text == NULL)
         return err_set(err, "out of memory");
-    ok = read_text("/proc/meminfo", text, TEXT_MAX) && meminfo_parse(text, out);
+    ok = meminfo_read_text("/proc/meminfo", text, TEXT_MAX) && meminfo_parse(text, out);
     free(text);
     return ok || err_set(err, "could not read /proc/meminfo");
 }
@@ -85,7 +86,7 @@ bool cgroup_page_cache(uint64_t *bytes, bool *found, char *cgroup_path, size_t p
         free(stat_text);
         return err_set(err, "out of memory");
     }
-    if (!read_text("/proc/self/cgroup", self, TEXT_MAX)) {
+    if (!meminfo_read_text("/proc/self/cgroup", self, TEXT_MAX)) {
         free(self);
         free(stat_text);
         return true; /* no cgroups */
@@ -105,7 +106,8 @@ bool cgroup_page_cache(uint64_t *bytes, bool *found, char *cgroup_path, size_t p
         if (snprintf(path, sizeof(path), "%s%s%s/memory.stat", CGROUP_ROOT, v2 ? "" : "/memory",
                      c2 + 1) >= (int)sizeof(path))
             continue;
-        if (!read_text(path, stat_text, TEXT_MAX) || !cgroup_parse_stat(stat_text, v2, bytes))
+        if (!meminfo_read_text(path, stat_text, TEXT_MAX) ||
+            !cgroup_parse_stat(stat_text, v2, bytes))
             continue;
         snprintf(cgroup_path, pathlen, "%s", c2 + 1);
         *found = true;

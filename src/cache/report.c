@@ -47,9 +47,10 @@ void cache_add_segment(cache_figures *f, uint64_t size, const unsigned char *os_
     }
 }
 
-static void add_note(cache_report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void cache_add_note(cache_report *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
-static void add_note(cache_report *r, const char *fmt, ...)
+static void cache_add_note(cache_report *r, const char *fmt, ...)
 {
     char **grown = realloc(r->notes, (r->nnotes + 1) * sizeof(char *));
     va_list ap;
@@ -63,7 +64,7 @@ static void add_note(cache_report *r, const char *fmt, ...)
     va_end(ap);
 }
 
-static cache_row *new_row(cache_report *r)
+static cache_row *cache_new_row(cache_report *r)
 {
     if (r->n == r->cap) {
         size_t cap = r->cap ? r->cap * 2 : 256;
@@ -138,9 +139,9 @@ unsigned char *cache_sb_map(const pg_buffer *bufs, size_t nbufs, uint32_t fileno
     return map;
 }
 
-static cache_row *fork_row(cache_report *r, const char *db, const pg_relation *rel, int fork)
+static cache_row *cache_fork_row(cache_report *r, const char *db, const pg_relation *rel, int fork)
 {
-    cache_row *row = new_row(r);
+    cache_row *row = cache_new_row(r);
 
     if (row == NULL)
         return NULL;
@@ -262,9 +263,9 @@ static const char *cache_dir_of(cache_dir *d, const char *pgdata, const char *fi
  * has no row, except the main fork, which every relation with storage has. Returns false only on
  * a hard error.
  */
-static bool collect_fork(cache_report *r, const char *pgdata, cache_dir *dir, const char *db,
-                         const pg_relation *rel, int fork, const pg_buffer *bufs, size_t nbufs,
-                         bool *unreadable, pgd_error *err)
+static bool cache_collect_fork(cache_report *r, const char *pgdata, cache_dir *dir, const char *db,
+                               const pg_relation *rel, int fork, const pg_buffer *bufs,
+                               size_t nbufs, bool *unreadable, pgd_error *err)
 {
     size_t os_page = (size_t)sysconf(_SC_PAGESIZE);
     const char *base = cache_dir_of(dir, pgdata, rel->filepath);
@@ -298,12 +299,12 @@ static bool collect_fork(cache_report *r, const char *pgdata, cache_dir *dir, co
             *unreadable = true;
             if (stat(path, &st) != 0)
                 break;
-            if (row == NULL && (row = fork_row(r, db, rel, fork)) == NULL)
+            if (row == NULL && (row = cache_fork_row(r, db, rel, fork)) == NULL)
                 return err_set(err, "out of memory");
             cache_add_segment(&row->f, (uint64_t)st.st_size, NULL, os_page, NULL);
             continue;
         }
-        if (row == NULL && (row = fork_row(r, db, rel, fork)) == NULL) {
+        if (row == NULL && (row = cache_fork_row(r, db, rel, fork)) == NULL) {
             free(res.vec);
             return err_set(err, "out of memory");
         }
@@ -320,13 +321,13 @@ static bool collect_fork(cache_report *r, const char *pgdata, cache_dir *dir, co
         free(sb);
         free(res.vec);
     }
-    if (row == NULL && fork == 0 && fork_row(r, db, rel, fork) == NULL)
+    if (row == NULL && fork == 0 && cache_fork_row(r, db, rel, fork) == NULL)
         return err_set(err, "out of memory");
     return true;
 }
 
-static bool collect_database(cache_report *r, const cache_request *req, const char *pgdata,
-                             const char *db, bool include_shared, pgd_error *err)
+static bool cache_collect_database(cache_report *r, const cache_request *req, const char *pgdata,
+                                   const char *db, bool include_shared, pgd_error *err)
 {
     PGconn *conn = pg_connect_db(req->conninfo, db, err);
     pg_relation *rels = NULL;
@@ -345,27 +346,28 @@ static bool collect_database(cache_report *r, const cache_request *req, const ch
     if (bstatus == BUFFERCACHE_OK)
         r->shared_buffers_known = true;
     else if (bstatus == BUFFERCACHE_NOT_INSTALLED)
-        add_note(r,
-                 "pg_buffercache is not installed in database \"%s\": its shared_buffers "
-                 "column is empty (CREATE EXTENSION pg_buffercache)",
-                 db);
+        cache_add_note(r,
+                       "pg_buffercache is not installed in database \"%s\": its shared_buffers "
+                       "column is empty (CREATE EXTENSION pg_buffercache)",
+                       db);
     else
-        add_note(r,
-                 "no permission to read pg_buffercache in database \"%s\": its "
-                 "shared_buffers column is empty (GRANT pg_monitor)",
-                 db);
+        cache_add_note(r,
+                       "no permission to read pg_buffercache in database \"%s\": its "
+                       "shared_buffers column is empty (GRANT pg_monitor)",
+                       db);
     for (size_t i = 0; i < nrels; i++) {
         if (rels[i].shared && !include_shared)
             continue;
         for (int fork = 0; fork < NFORKS; fork++)
-            if (!collect_fork(r, pgdata, &dir, db, &rels[i], fork, bufs, nbufs, &unreadable, err))
+            if (!cache_collect_fork(r, pgdata, &dir, db, &rels[i], fork, bufs, nbufs, &unreadable,
+                                    err))
                 goto done;
     }
     if (unreadable)
-        add_note(r,
-                 "some relation files of database \"%s\" under \"%s\" could not be read: "
-                 "their OS page cache column is empty (run as the postgres OS user or root)",
-                 db, pgdata);
+        cache_add_note(r,
+                       "some relation files of database \"%s\" under \"%s\" could not be read: "
+                       "their OS page cache column is empty (run as the postgres OS user or root)",
+                       db, pgdata);
     else if (nrels > 0)
         r->os_known = true;
     ok = true;
@@ -401,10 +403,10 @@ bool cache_collect(const cache_request *req, cache_report *out, pgd_error *err)
     PQfinish(conn);
     if (ok && req->databases != NULL) {
         for (size_t i = 0; ok && i < req->ndatabases; i++)
-            ok = collect_database(out, req, pgdata, req->databases[i], i == 0, err);
+            ok = cache_collect_database(out, req, pgdata, req->databases[i], i == 0, err);
     } else {
         for (size_t i = 0; ok && i < ndbs; i++)
-            ok = collect_database(out, req, pgdata, dbs[i], i == 0, err);
+            ok = cache_collect_database(out, req, pgdata, dbs[i], i == 0, err);
     }
     for (size_t i = 0; i < ndbs; i++)
         free(dbs[i]);
@@ -423,7 +425,7 @@ void cache_report_free(cache_report *r)
     memset(r, 0, sizeof(*r));
 }
 
-static int size_desc(const void *a, const void *b)
+static int cache_size_desc(const void *a, const void *b)
 {
     const cache_row *ra = a, *rb = b;
 
@@ -435,7 +437,7 @@ static int size_desc(const void *a, const void *b)
 void cache_sort_by_size(cache_report *r)
 {
     if (r->n > 1)
-        qsort(r->rows, r->n, sizeof(*r->rows), size_desc);
+        qsort(r->rows, r->n, sizeof(*r->rows), cache_size_desc);
 }
 
 cache_figures cache_totals(const cache_report *r)

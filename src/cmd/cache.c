@@ -29,14 +29,14 @@ static const command_help cache_help = {
 
 static volatile sig_atomic_t stop_watch;
 
-static void on_signal(int sig)
+static void cmd_cache_on_signal(int sig)
 {
     (void)sig;
     stop_watch = 1;
 }
 
 /* "pgbench_*" -> "pgbench\_%" (SQL LIKE), so users need not know LIKE's rules. */
-static char *glob_to_like(const char *glob)
+static char *cmd_cache_glob_to_like(const char *glob)
 {
     char *out = malloc(strlen(glob) * 2 + 1), *p = out;
 
@@ -57,13 +57,13 @@ static char *glob_to_like(const char *glob)
     return out;
 }
 
-static double pct(uint64_t part, uint64_t whole)
+static double cmd_cache_pct(uint64_t part, uint64_t whole)
 {
     return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
-static void print_row(const char *db, const char *name, const char *kind, const char *fork,
-                      const cache_figures *f, const cache_report *r)
+static void cmd_cache_print_row(const char *db, const char *name, const char *kind,
+                                const char *fork, const cache_figures *f, const cache_report *r)
 {
     char size[32], sb[32], os[32], disk[32];
 
@@ -73,17 +73,17 @@ static void print_row(const char *db, const char *name, const char *kind, const 
     units_format_bytes(f->disk_only, disk, sizeof(disk));
     printf("%-12s %-40s %-8s %-4s %10s", db, name, kind, fork, size);
     if (r->shared_buffers_known)
-        printf(" %10s %5.1f%%", sb, pct(f->shared_buffers, f->size));
+        printf(" %10s %5.1f%%", sb, cmd_cache_pct(f->shared_buffers, f->size));
     else
         printf(" %10s %6s", "-", "");
     if (r->os_known)
-        printf(" %10s %5.1f%% %10s %5.1f%%\n", os, pct(f->os_cache, f->size), disk,
-               pct(f->disk_only, f->size));
+        printf(" %10s %5.1f%% %10s %5.1f%%\n", os, cmd_cache_pct(f->os_cache, f->size), disk,
+               cmd_cache_pct(f->disk_only, f->size));
     else
         printf(" %10s %6s %10s %6s\n", "-", "", "-", "");
 }
 
-static void print_table(const cache_report *r, size_t top)
+static void cmd_cache_print_table(const cache_report *r, size_t top)
 {
     cache_figures t = cache_totals(r);
     size_t n = top && top < r->n ? top : r->n;
@@ -91,14 +91,14 @@ static void print_table(const cache_report *r, size_t top)
     printf("%-12s %-40s %-8s %-4s %10s %17s %17s %17s\n", "DATABASE", "RELATION", "KIND", "FORK",
            "SIZE", "SHARED_BUFFERS", "OS PAGE CACHE", "DISK ONLY");
     for (size_t i = 0; i < n; i++)
-        print_row(r->rows[i].database, r->rows[i].name, r->rows[i].kind, r->rows[i].fork,
-                  &r->rows[i].f, r);
+        cmd_cache_print_row(r->rows[i].database, r->rows[i].name, r->rows[i].kind, r->rows[i].fork,
+                            &r->rows[i].f, r);
     if (n < r->n)
         printf("(%zu more relation forks not shown; totals include them)\n", r->n - n);
-    print_row("", "TOTAL", "", "", &t, r);
+    cmd_cache_print_row("", "TOTAL", "", "", &t, r);
 }
 
-static json_t *figures_json(const cache_figures *f, const cache_report *r)
+static json_t *cmd_cache_figures_json(const cache_figures *f, const cache_report *r)
 {
     json_t *o = json_pack("{s:I}", "size", (json_int_t)f->size);
 
@@ -113,7 +113,7 @@ static json_t *figures_json(const cache_figures *f, const cache_report *r)
     return o;
 }
 
-static bool print_json(const cache_report *r, size_t top, pgd_error *err)
+static bool cmd_cache_print_json(const cache_report *r, size_t top, pgd_error *err)
 {
     json_t *root = json_object(), *rows = json_array(), *notes = json_array();
     cache_figures t = cache_totals(r);
@@ -123,7 +123,7 @@ static bool print_json(const cache_report *r, size_t top, pgd_error *err)
     for (size_t i = 0; i < n; i++) {
         json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "database", r->rows[i].database, "relation",
                               r->rows[i].name, "kind", r->rows[i].kind, "fork", r->rows[i].fork);
-        json_t *f = figures_json(&r->rows[i].f, r);
+        json_t *f = cmd_cache_figures_json(&r->rows[i].f, r);
         json_object_update(o, f);
         json_decref(f);
         json_array_append_new(rows, o);
@@ -131,7 +131,7 @@ static bool print_json(const cache_report *r, size_t top, pgd_error *err)
     for (size_t i = 0; i < r->nnotes; i++)
         json_array_append_new(notes, json_string(r->notes[i]));
     json_object_set_new(root, "relations", rows);
-    json_object_set_new(root, "totals", figures_json(&t, r));
+    json_object_set_new(root, "totals", cmd_cache_figures_json(&t, r));
     json_object_set_new(root, "notes", notes);
     text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
     json_decref(root);
@@ -142,9 +142,9 @@ static bool print_json(const cache_report *r, size_t top, pgd_error *err)
     return true;
 }
 
-static bool watch(const cache_request *req, double interval, long count, pgd_error *err)
+static bool cmd_cache_watch(const cache_request *req, double interval, long count, pgd_error *err)
 {
-    struct sigaction sa = {.sa_handler = on_signal};
+    struct sigaction sa = {.sa_handler = cmd_cache_on_signal};
 
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
@@ -189,7 +189,7 @@ static bool watch(const cache_request *req, double interval, long count, pgd_err
     return true;
 }
 
-static bool parse_interval(const char *text, double *out)
+static bool cmd_cache_parse_interval(const char *text, double *out)
 {
     char *end;
     double v = strtod(text, &end);
@@ -226,21 +226,21 @@ int cmd_cache(int argc, char **argv)
     if (req.ndatabases == 0)
         req.databases = NULL;
     if (opt_str(&opts, OPT_RELATION) != NULL &&
-        (like = glob_to_like(opt_str(&opts, OPT_RELATION))) == NULL) {
+        (like = cmd_cache_glob_to_like(opt_str(&opts, OPT_RELATION))) == NULL) {
         rc = command_fail(&err);
         goto done;
     }
     req.like = like;
     if (opt_str(&opts, OPT_WATCH) != NULL) {
         double interval;
-        if (!parse_interval(opt_str(&opts, OPT_WATCH), &interval)) {
+        if (!cmd_cache_parse_interval(opt_str(&opts, OPT_WATCH), &interval)) {
             err_set(&err,
                     "invalid value \"%s\" for option \"--watch\": expected seconds from "
                     "0.1 to 86400",
                     opt_str(&opts, OPT_WATCH));
             rc = command_fail(&err);
         } else {
-            rc = watch(&req, interval, count, &err) ? EXIT_OK : command_fail(&err);
+            rc = cmd_cache_watch(&req, interval, count, &err) ? EXIT_OK : command_fail(&err);
         }
         goto done;
     }
@@ -250,11 +250,11 @@ int cmd_cache(int argc, char **argv)
     }
     cache_sort_by_size(&r);
     if (json) {
-        rc = print_json(&r, (size_t)top, &err) ? EXIT_OK : command_fail(&err);
+        rc = cmd_cache_print_json(&r, (size_t)top, &err) ? EXIT_OK : command_fail(&err);
     } else {
         for (size_t i = 0; i < r.nnotes; i++)
             log_warn("%s", r.notes[i]);
-        print_table(&r, (size_t)top);
+        cmd_cache_print_table(&r, (size_t)top);
         rc = EXIT_OK;
     }
 done:

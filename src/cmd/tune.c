@@ -24,7 +24,7 @@ static const command_help tune_help = {
     "and each tablespace (found through pg_tblspc), and the facts behind it: the block device,\n"
     "its RAID layout, drive type, block sizes, and the CPU count."};
 
-static json_t *place_json(const io_plan_place *p)
+static json_t *cmd_tune_place_json(const io_plan_place *p)
 {
     const device_facts *d = &p->dev;
 
@@ -41,7 +41,7 @@ static json_t *place_json(const io_plan_place *p)
                      (int)p->decision.concurrency, "why", p->decision.why);
 }
 
-static void print_plan(const io_plan *plan, unsigned cpus, uint64_t cap, bool json)
+static void cmd_tune_print_plan(const io_plan *plan, unsigned cpus, uint64_t cap, bool json)
 {
     if (json) {
         json_t *root = json_pack(
@@ -52,7 +52,7 @@ static void print_plan(const io_plan *plan, unsigned cpus, uint64_t cap, bool js
         json_t *places = json_array();
         char *text;
         for (size_t i = 0; i < plan->nplaces; i++)
-            json_array_append_new(places, place_json(&plan->places[i]));
+            json_array_append_new(places, cmd_tune_place_json(&plan->places[i]));
         json_object_set_new(root, "places", places);
         text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
         printf("%s\n", text);
@@ -140,7 +140,7 @@ int cmd_tune(int argc, char **argv)
             locations[i] = spcs.tablespaces[i].location;
         }
         if (io_plan_make(&req, &plan, &err)) {
-            print_plan(&plan, cpus, cap, json);
+            cmd_tune_print_plan(&plan, cpus, cap, json);
             rc = EXIT_OK;
         } else {
             rc = command_fail(&err);

@@ -23,7 +23,7 @@
 
 #define STACK_DEPTH_MAX 8
 
-static bool read_line(const char *dir, const char *file, char *out, size_t outlen)
+static bool device_read_line(const char *dir, const char *file, char *out, size_t outlen)
 {
     char path[PATH_MAX];
     FILE *f;
@@ -41,14 +41,14 @@ static bool read_line(const char *dir, const char *file, char *out, size_t outle
     return true;
 }
 
-static uint64_t read_u64(const char *dir, const char *file, uint64_t dflt)
+static uint64_t device_read_u64(const char *dir, const char *file, uint64_t dflt)
 {
     char buf[64];
 
-    return read_line(dir, file, buf, sizeof(buf)) ? strtoull(buf, NULL, 10) : dflt;
+    return device_read_line(dir, file, buf, sizeof(buf)) ? strtoull(buf, NULL, 10) : dflt;
 }
 
-static bool exists(const char *dir, const char *file)
+static bool device_exists(const char *dir, const char *file)
 {
     char path[PATH_MAX];
     struct stat st;
@@ -57,7 +57,7 @@ static bool exists(const char *dir, const char *file)
     return stat(path, &st) == 0;
 }
 
-static void base_name(const char *dir, char *out, size_t outlen)
+static void device_base_name(const char *dir, char *out, size_t outlen)
 {
     char resolved[PATH_MAX];
     const char *slash;
@@ -68,7 +68,7 @@ static void base_name(const char *dir, char *out, size_t outlen)
     str_format(out, outlen, "%s", slash ? slash + 1 : resolved);
 }
 
-static void append(char *stack, size_t len, const char *fmt, const char *a)
+static void device_append(char *stack, size_t len, const char *fmt, const char *a)
 {
     size_t n = strlen(stack);
 
@@ -79,7 +79,7 @@ static void append(char *stack, size_t len, const char *fmt, const char *a)
  * Walk one device directory: a leaf drive, or a dm/md device whose members
  * are in slaves/. Accumulates drives, rotational, nvme into *f.
  */
-static void walk(const char *dir, device_facts *f, int depth, bool outermost)
+static void device_walk(const char *dir, device_facts *f, int depth, bool outermost)
 {
     char disk_dir[PATH_MAX], name[DEVICE_NAME_MAX], level[32] = "";
     char slaves[PATH_MAX];
@@ -90,32 +90,33 @@ static void walk(const char *dir, device_facts *f, int depth, bool outermost)
     if (depth > STACK_DEPTH_MAX)
         return;
     /* a partition's queue and slaves belong to its disk */
-    str_format(disk_dir, sizeof(disk_dir), exists(dir, "partition") ? "%s/.." : "%s", dir);
-    base_name(disk_dir, name, sizeof(name));
+    str_format(disk_dir, sizeof(disk_dir), device_exists(dir, "partition") ? "%s/.." : "%s", dir);
+    device_base_name(disk_dir, name, sizeof(name));
     if (outermost) {
         str_format(f->disk, sizeof(f->disk), "%s", name);
-        f->logical_block_size = (unsigned)read_u64(disk_dir, "queue/logical_block_size", 512);
-        f->optimal_io_size = read_u64(disk_dir, "queue/optimal_io_size", 0);
+        f->logical_block_size =
+            (unsigned)device_read_u64(disk_dir, "queue/logical_block_size", 512);
+        f->optimal_io_size = device_read_u64(disk_dir, "queue/optimal_io_size", 0);
     }
     if (strlen(f->stack) > 0)
-        append(f->stack, sizeof(f->stack), " -> %s", name);
+        device_append(f->stack, sizeof(f->stack), " -> %s", name);
     else
-        append(f->stack, sizeof(f->stack), "%s", name);
+        device_append(f->stack, sizeof(f->stack), "%s", name);
 
-    if (exists(disk_dir, "dm/name")) {
+    if (device_exists(disk_dir, "dm/name")) {
         f->device_mapper = true;
-    } else if (read_line(disk_dir, "md/level", level, sizeof(level))) {
+    } else if (device_read_line(disk_dir, "md/level", level, sizeof(level))) {
         if (f->md_level[0] == '\0') {
             str_format(f->md_level, sizeof(f->md_level), "%s", level);
-            f->md_raid_disks = (unsigned)read_u64(disk_dir, "md/raid_disks", 0);
-            f->md_chunk_size = read_u64(disk_dir, "md/chunk_size", 0);
+            f->md_raid_disks = (unsigned)device_read_u64(disk_dir, "md/raid_disks", 0);
+            f->md_chunk_size = device_read_u64(disk_dir, "md/chunk_size", 0);
         }
         {
             char desc[96];
             str_format(desc, sizeof(desc), " (%s, %u drives, %llu KiB chunks)", level,
-                       (unsigned)read_u64(disk_dir, "md/raid_disks", 0),
-                       (unsigned long long)read_u64(disk_dir, "md/chunk_size", 0) / 1024);
-            append(f->stack, sizeof(f->stack), "%s", desc);
+                       (unsigned)device_read_u64(disk_dir, "md/raid_disks", 0),
+                       (unsigned long long)device_read_u64(disk_dir, "md/chunk_size", 0) / 1024);
+            device_append(f->stack, sizeof(f->stack), "%s", desc);
         }
     }
     str_format(slaves, sizeof(slaves), "%s/slaves", disk_dir);
@@ -129,14 +130,14 @@ static void walk(const char *dir, device_facts *f, int depth, bool outermost)
         for (unsigned i = 0; i < members; i++) {
             char member[PATH_MAX];
             str_format(member, sizeof(member), "%s/%s", slaves, names[i]);
-            walk(member, f, depth + 1, false);
+            device_walk(member, f, depth + 1, false);
         }
     }
     if (members > 0)
         return;
     /* a leaf: a drive */
     f->drives++;
-    if (read_u64(disk_dir, "queue/rotational", 0) == 1)
+    if (device_read_u64(disk_dir, "queue/rotational", 0) == 1)
         f->rotational = true;
     if (strncmp(name, "nvme", 4) != 0)
         f->nvme = false;
@@ -155,9 +156,9 @@ bool device_facts_for_dev(const char *sysfs_root, unsigned major, unsigned minor
     if (stat(dir, &st) != 0)
         return err_errno(err, errno, "no block device %u:%u in \"%s/dev/block\"", major, minor,
                          sysfs_root);
-    base_name(dir, out->name, sizeof(out->name));
+    device_base_name(dir, out->name, sizeof(out->name));
     out->nvme = true; /* until a drive says otherwise */
-    walk(dir, out, 0, true);
+    device_walk(dir, out, 0, true);
     if (out->drives == 0) {
         out->drives = 1;
         out->nvme = false;

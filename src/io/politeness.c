@@ -42,7 +42,7 @@ bool politeness_nice(int increment, pgd_error *err)
     return true;
 }
 
-static bool write_text(const char *dir, const char *file, const char *text)
+static bool politeness_write_text(const char *dir, const char *file, const char *text)
 {
     char path[1024];
     FILE *f;
@@ -55,7 +55,7 @@ static bool write_text(const char *dir, const char *file, const char *text)
 }
 
 /* This process's cgroup path for controller `ctl` ("cpu" on v1, "" for v2). */
-static bool own_cgroup(const char *ctl, char *out, size_t outlen)
+static bool politeness_own_cgroup(const char *ctl, char *out, size_t outlen)
 {
     FILE *f = fopen("/proc/self/cgroup", "r");
     char line[1024];
@@ -88,12 +88,12 @@ bool politeness_cpu_weight(unsigned weight, cpu_cgroup *cg, pgd_error *err)
     memset(cg, 0, sizeof(*cg));
     snprintf(pid, sizeof(pid), "%ld", (long)getpid());
     if (v1) {
-        if (!own_cgroup("cpu", own, sizeof(own)))
+        if (!politeness_own_cgroup("cpu", own, sizeof(own)))
             return err_set(err, "could not find this process's cpu cgroup");
         str_format(cg->parent, sizeof(cg->parent), CGROUP_ROOT "/cpu%s", own);
         snprintf(value, sizeof(value), "%u", weight * CPU_SHARES_DEFAULT / 100);
     } else {
-        if (!own_cgroup("", own, sizeof(own)))
+        if (!politeness_own_cgroup("", own, sizeof(own)))
             return err_set(err, "no cgroup v1 cpu controller and no cgroup v2 hierarchy");
         str_format(cg->parent, sizeof(cg->parent), CGROUP_ROOT "%s", own);
         snprintf(value, sizeof(value), "%u", weight);
@@ -106,8 +106,8 @@ bool politeness_cpu_weight(unsigned weight, cpu_cgroup *cg, pgd_error *err)
         cg->dir[0] = '\0';
         return err_errno(err, e, "could not create a cgroup under \"%s\"", cg->parent);
     }
-    if (!write_text(cg->dir, v1 ? "cpu.shares" : "cpu.weight", value) ||
-        !write_text(cg->dir, "cgroup.procs", pid)) {
+    if (!politeness_write_text(cg->dir, v1 ? "cpu.shares" : "cpu.weight", value) ||
+        !politeness_write_text(cg->dir, "cgroup.procs", pid)) {
         int e = errno;
         rmdir(cg->dir);
         err_errno(err, e, "could not set the CPU weight in \"%s\"", cg->dir);
@@ -124,7 +124,7 @@ void politeness_cpu_release(cpu_cgroup *cg)
     if (cg->dir[0] == '\0')
         return;
     snprintf(pid, sizeof(pid), "%ld", (long)getpid());
-    write_text(cg->parent, "cgroup.procs", pid);
+    politeness_write_text(cg->parent, "cgroup.procs", pid);
     rmdir(cg->dir);
     cg->dir[0] = '\0';
 }

@@ -31,7 +31,7 @@ static const char *const content_excluded_dirs[] = {"pg_wal",       "pg_stat_tmp
                                                     "pg_dynshmem",  "pg_notify",   "pg_serial",
                                                     "pg_snapshots", "pg_subtrans", NULL};
 
-static bool in_list(const char *const *list, const char *name)
+static bool datadir_in_list(const char *const *list, const char *name)
 {
     for (; *list != NULL; list++)
         if (strcmp(*list, name) == 0)
@@ -61,9 +61,9 @@ bool datadir_excluded(const char *parent, const char *name, bool is_dir, bool *k
     *keep_dir_only = false;
     if (strncmp(name, "pgsql_tmp", 9) == 0 || strncmp(name, "pg_internal.init", 16) == 0)
         return true;
-    if (top && !is_dir && in_list(excluded_top_files, name))
+    if (top && !is_dir && datadir_in_list(excluded_top_files, name))
         return true;
-    if (top && is_dir && in_list(content_excluded_dirs, name)) {
+    if (top && is_dir && datadir_in_list(content_excluded_dirs, name)) {
         *keep_dir_only = true;
         return false;
     }
@@ -78,7 +78,7 @@ typedef struct walk_ctx {
     pgd_error *err;
 } walk_ctx;
 
-static bool add_entry(walk_ctx *c, const char *rel, const char *abs, const struct stat *st)
+static bool datadir_add_entry(walk_ctx *c, const char *rel, const char *abs, const struct stat *st)
 {
     datadir *dd = c->dd;
     datadir_entry *e;
@@ -109,7 +109,7 @@ static bool add_entry(walk_ctx *c, const char *rel, const char *abs, const struc
 }
 
 /* Leading decimal relfilenode of a relation file name, or 0. */
-static unsigned long relfilenode_of(const char *name)
+static unsigned long datadir_relfilenode_of(const char *name)
 {
     if (!isdigit((unsigned char)name[0]))
         return 0;
@@ -121,14 +121,14 @@ typedef struct name_list {
     size_t n, cap;
 } name_list;
 
-static void name_list_free(name_list *l)
+static void datadir_name_list_free(name_list *l)
 {
     for (size_t i = 0; i < l->n; i++)
         free(l->names[i]);
     free(l->names);
 }
 
-static bool read_names(const char *abs, name_list *l, pgd_error *err)
+static bool datadir_read_names(const char *abs, name_list *l, pgd_error *err)
 {
     DIR *d = opendir(abs);
     struct dirent *de;
@@ -190,7 +190,7 @@ static bool datadir_is_init_fork(const char *name)
     return digits > 0 && strncmp(name + digits, INIT_FORK, strlen(INIT_FORK)) == 0;
 }
 
-static bool init_forks_collect(const name_list *names, init_forks *out, pgd_error *err)
+static bool datadir_init_forks_collect(const name_list *names, init_forks *out, pgd_error *err)
 {
     size_t n = 0;
 
@@ -203,25 +203,25 @@ static bool init_forks_collect(const name_list *names, init_forks *out, pgd_erro
         return err_set(err, "out of memory");
     for (size_t i = 0; i < names->n; i++)
         if (datadir_is_init_fork(names->names[i]))
-            out->nodes[out->n++] = relfilenode_of(names->names[i]);
+            out->nodes[out->n++] = datadir_relfilenode_of(names->names[i]);
     qsort(out->nodes, out->n, sizeof(*out->nodes), datadir_node_cmp);
     return true;
 }
 
 /* Is `name` a non-init fork of a relation that has an init fork in this directory? */
-static bool is_unlogged_fork(const init_forks *inits, const char *name)
+static bool datadir_is_unlogged_fork(const init_forks *inits, const char *name)
 {
-    unsigned long node = relfilenode_of(name);
+    unsigned long node = datadir_relfilenode_of(name);
 
     if (node == 0 || inits->n == 0 || strstr(name, INIT_FORK) != NULL)
         return false;
     return bsearch(&node, inits->nodes, inits->n, sizeof(*inits->nodes), datadir_node_cmp) != NULL;
 }
 
-static bool walk_dir(walk_ctx *c, const char *abs, const char *rel, bool is_db_parent,
-                     bool is_db_dir);
+static bool datadir_walk_dir(walk_ctx *c, const char *abs, const char *rel, bool is_db_parent,
+                             bool is_db_dir);
 
-static bool join(char *out, size_t outlen, const char *a, const char *b, pgd_error *err)
+static bool datadir_join(char *out, size_t outlen, const char *a, const char *b, pgd_error *err)
 {
     if ((size_t)snprintf(out, outlen, "%s%s%s", a, a[0] ? "/" : "", b) >= outlen)
         return err_set(err, "path too long: \"%s/%s\"", a, b);
@@ -263,7 +263,8 @@ static bool datadir_tablespace_add(datadir *dd, const char *link_abs, const char
     return true;
 }
 
-static bool walk_tablespace(walk_ctx *c, const char *link_abs, const char *rel, const char *name)
+static bool datadir_walk_tablespace(walk_ctx *c, const char *link_abs, const char *rel,
+                                    const char *name)
 {
     char target[PATH_MAX];
     name_list names;
@@ -275,7 +276,7 @@ static bool walk_tablespace(walk_ctx *c, const char *link_abs, const char *rel, 
         return true;
 
     /* Only this server version's directory: others are left from before pg_upgrade. */
-    if (!read_names(target, &names, c->err))
+    if (!datadir_read_names(target, &names, c->err))
         return false;
     for (size_t i = 0; ok && i < names.n; i++) {
         char sub_abs[PATH_MAX], sub_rel[PATH_MAX];
@@ -283,17 +284,18 @@ static bool walk_tablespace(walk_ctx *c, const char *link_abs, const char *rel, 
 
         if (strncmp(names.names[i], c->version_prefix, strlen(c->version_prefix)) != 0)
             continue;
-        ok = join(sub_abs, sizeof(sub_abs), target, names.names[i], c->err) &&
-             join(sub_rel, sizeof(sub_rel), rel, names.names[i], c->err);
+        ok = datadir_join(sub_abs, sizeof(sub_abs), target, names.names[i], c->err) &&
+             datadir_join(sub_rel, sizeof(sub_rel), rel, names.names[i], c->err);
         if (!ok)
             break;
         if (stat(sub_abs, &st) != 0) {
             ok = err_errno(c->err, errno, "could not stat \"%s\"", sub_abs);
             break;
         }
-        ok = add_entry(c, sub_rel, sub_abs, &st) && walk_dir(c, sub_abs, sub_rel, true, false);
+        ok = datadir_add_entry(c, sub_rel, sub_abs, &st) &&
+             datadir_walk_dir(c, sub_abs, sub_rel, true, false);
     }
-    name_list_free(&names);
+    datadir_name_list_free(&names);
     return ok;
 }
 
@@ -303,7 +305,8 @@ static bool walk_tablespace(walk_ctx *c, const char *link_abs, const char *rel, 
  * *st becomes the directory's (the target's when it is one). pg_tblspc as
  * a link is followed: the tablespace links are in it.
  */
-static bool walk_link_is_dir(const char *parent, const char *name, const char *abs, struct stat *st)
+static bool datadir_walk_link_is_dir(const char *parent, const char *name, const char *abs,
+                                     struct stat *st)
 {
     struct stat target;
     bool keep_dir_only;
@@ -320,7 +323,8 @@ static bool walk_link_is_dir(const char *parent, const char *name, const char *a
 }
 
 /* A symbolic link, recorded with its target. */
-static bool walk_add_link(walk_ctx *c, const char *rel, const char *abs, const struct stat *st)
+static bool datadir_walk_add_link(walk_ctx *c, const char *rel, const char *abs,
+                                  const struct stat *st)
 {
     char target[PATH_MAX];
     ssize_t len = readlink(abs, target, sizeof(target) - 1);
@@ -333,7 +337,7 @@ static bool walk_add_link(walk_ctx *c, const char *rel, const char *abs, const s
     if (len < 0)
         return err_errno(c->err, errno, "could not read symbolic link \"%s\"", abs);
     target[len] = '\0';
-    if (!add_entry(c, rel, abs, st))
+    if (!datadir_add_entry(c, rel, abs, st))
         return false;
     e = &c->dd->entries[c->dd->n - 1];
     e->size = 0;
@@ -341,17 +345,17 @@ static bool walk_add_link(walk_ctx *c, const char *rel, const char *abs, const s
     return e->link != NULL || err_set(c->err, "out of memory");
 }
 
-static bool walk_dir(walk_ctx *c, const char *abs, const char *rel, bool is_db_parent,
-                     bool is_db_dir)
+static bool datadir_walk_dir(walk_ctx *c, const char *abs, const char *rel, bool is_db_parent,
+                             bool is_db_dir)
 {
     name_list names;
     init_forks inits = {0};
     bool ok = true;
 
-    if (!read_names(abs, &names, c->err))
+    if (!datadir_read_names(abs, &names, c->err))
         return false;
-    if (is_db_dir && !init_forks_collect(&names, &inits, c->err)) {
-        name_list_free(&names);
+    if (is_db_dir && !datadir_init_forks_collect(&names, &inits, c->err)) {
+        datadir_name_list_free(&names);
         return false;
     }
     for (size_t i = 0; ok && i < names.n; i++) {
@@ -360,8 +364,8 @@ static bool walk_dir(walk_ctx *c, const char *abs, const char *rel, bool is_db_p
         bool keep_dir_only;
         struct stat st;
 
-        ok = join(child_abs, sizeof(child_abs), abs, name, c->err) &&
-             join(child_rel, sizeof(child_rel), rel, name, c->err);
+        ok = datadir_join(child_abs, sizeof(child_abs), abs, name, c->err) &&
+             datadir_join(child_rel, sizeof(child_rel), rel, name, c->err);
         if (!ok)
             break;
         if (lstat(child_abs, &st) != 0) {
@@ -373,13 +377,13 @@ static bool walk_dir(walk_ctx *c, const char *abs, const char *rel, bool is_db_p
             break;
         }
         if (S_ISLNK(st.st_mode) && strcmp(rel, TABLESPACE_DIR) == 0) {
-            ok = walk_tablespace(c, child_abs, child_rel, name);
+            ok = datadir_walk_tablespace(c, child_abs, child_rel, name);
             continue;
         }
         /* other links are recorded as links, or as the directory they stand for (datadir.h) */
-        if (S_ISLNK(st.st_mode) && !walk_link_is_dir(rel, name, child_abs, &st)) {
+        if (S_ISLNK(st.st_mode) && !datadir_walk_link_is_dir(rel, name, child_abs, &st)) {
             if (!datadir_excluded(rel, name, false, &keep_dir_only))
-                ok = walk_add_link(c, child_rel, child_abs, &st);
+                ok = datadir_walk_add_link(c, child_rel, child_abs, &st);
             continue;
         }
         if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
@@ -388,24 +392,26 @@ static bool walk_dir(walk_ctx *c, const char *abs, const char *rel, bool is_db_p
         }
         if (datadir_excluded(rel, name, S_ISDIR(st.st_mode), &keep_dir_only))
             continue;
-        if (is_db_dir && S_ISREG(st.st_mode) && is_unlogged_fork(&inits, name))
+        if (is_db_dir && S_ISREG(st.st_mode) && datadir_is_unlogged_fork(&inits, name))
             continue;
-        if (!add_entry(c, child_rel, child_abs, &st))
+        if (!datadir_add_entry(c, child_rel, child_abs, &st))
             break;
         if (!S_ISDIR(st.st_mode))
             continue;
         if (keep_dir_only) {
             if (strcmp(name, "pg_wal") == 0) {
                 struct stat status_st = st;
-                ok = join(child_rel, sizeof(child_rel), "pg_wal", "archive_status", c->err) &&
-                     add_entry(c, child_rel, child_abs, &status_st);
+                ok = datadir_join(child_rel, sizeof(child_rel), "pg_wal", "archive_status",
+                                  c->err) &&
+                     datadir_add_entry(c, child_rel, child_abs, &status_st);
             }
             continue;
         }
-        ok = walk_dir(c, child_abs, child_rel, strcmp(child_rel, "base") == 0, is_db_parent);
+        ok =
+            datadir_walk_dir(c, child_abs, child_rel, strcmp(child_rel, "base") == 0, is_db_parent);
     }
     free(inits.nodes);
-    name_list_free(&names);
+    datadir_name_list_free(&names);
     return ok && !c->err->set;
 }
 
@@ -415,7 +421,7 @@ bool datadir_walk(datadir *dd, const char *pgdata, int pg_version_num, pgd_error
 
     memset(dd, 0, sizeof(*dd));
     snprintf(c.version_prefix, sizeof(c.version_prefix), "PG_%d_", pg_version_num / 10000);
-    if (!walk_dir(&c, pgdata, "", false, false)) {
+    if (!datadir_walk_dir(&c, pgdata, "", false, false)) {
         datadir_free(dd);
         return false;
     }
@@ -429,20 +435,20 @@ bool datadir_tablespaces(datadir *dd, const char *pgdata, pgd_error *err)
     bool ok = true, skipped;
 
     memset(dd, 0, sizeof(*dd));
-    if (!join(dir, sizeof(dir), pgdata, TABLESPACE_DIR, err))
+    if (!datadir_join(dir, sizeof(dir), pgdata, TABLESPACE_DIR, err))
         return false;
     if (access(dir, F_OK) != 0 && errno == ENOENT)
         return true;
-    if (!read_names(dir, &names, err))
+    if (!datadir_read_names(dir, &names, err))
         return false;
     for (size_t i = 0; ok && i < names.n; i++) {
         char link_abs[PATH_MAX];
 
-        ok = join(link_abs, sizeof(link_abs), dir, names.names[i], err) &&
+        ok = datadir_join(link_abs, sizeof(link_abs), dir, names.names[i], err) &&
              datadir_tablespace_add(dd, link_abs, names.names[i], target, sizeof(target), &skipped,
                                     err);
     }
-    name_list_free(&names);
+    datadir_name_list_free(&names);
     if (!ok)
         datadir_free(dd);
     return ok;

@@ -34,8 +34,8 @@ PGconn *pg_connect_db(const char *conninfo, const char *dbname, pgd_error *err)
 }
 
 /* `sql` with no parameter, or with one ($1) when nparams is 1 (param may be NULL). */
-static PGresult *query(PGconn *conn, const char *sql, int nparams, const char *param,
-                       pgd_error *err)
+static PGresult *pg_relations_query(PGconn *conn, const char *sql, int nparams, const char *param,
+                                    pgd_error *err)
 {
     const char *params[1] = {param};
     PGresult *res = PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
@@ -61,7 +61,7 @@ bool pg_relations_list(PGconn *conn, const char *like, pg_relation **out, size_t
         "FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
         "WHERE c.relpersistence <> 't' AND pg_catalog.pg_relation_filepath(c.oid) IS NOT NULL "
         "  AND ($1::text IS NULL OR c.relname LIKE $1::text)";
-    PGresult *res = query(conn, sql, 1, like, err);
+    PGresult *res = pg_relations_query(conn, sql, 1, like, err);
     int n;
 
     *out = NULL;
@@ -94,10 +94,10 @@ bool pg_buffercache_read(PGconn *conn, pg_buffer **out, size_t *count, buffercac
 
     *out = NULL;
     *count = 0;
-    res = query(conn,
-                "SELECT count(*) FROM pg_catalog.pg_extension WHERE extname = "
-                "'pg_buffercache'",
-                0, NULL, err);
+    res = pg_relations_query(conn,
+                             "SELECT count(*) FROM pg_catalog.pg_extension WHERE extname = "
+                             "'pg_buffercache'",
+                             0, NULL, err);
     if (res == NULL)
         return false;
     if (strcmp(PQgetvalue(res, 0, 0), "0") == 0) {
@@ -140,10 +140,11 @@ bool pg_buffercache_read(PGconn *conn, pg_buffer **out, size_t *count, buffercac
 
 bool pg_databases(PGconn *conn, char ***names, size_t *count, pgd_error *err)
 {
-    PGresult *res = query(conn,
-                          "SELECT datname FROM pg_catalog.pg_database WHERE datallowconn "
-                          "ORDER BY datname",
-                          0, NULL, err);
+    PGresult *res =
+        pg_relations_query(conn,
+                           "SELECT datname FROM pg_catalog.pg_database WHERE datallowconn "
+                           "ORDER BY datname",
+                           0, NULL, err);
     int n;
 
     *names = NULL;
@@ -164,10 +165,10 @@ bool pg_databases(PGconn *conn, char ***names, size_t *count, pgd_error *err)
 
 bool pg_data_directory(PGconn *conn, char *out, size_t outlen, pgd_error *err)
 {
-    PGresult *res = query(conn,
-                          "SELECT setting FROM pg_catalog.pg_settings WHERE name = "
-                          "'data_directory'",
-                          0, NULL, err);
+    PGresult *res = pg_relations_query(conn,
+                                       "SELECT setting FROM pg_catalog.pg_settings WHERE name = "
+                                       "'data_directory'",
+                                       0, NULL, err);
 
     if (res == NULL)
         return false;

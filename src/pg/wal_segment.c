@@ -126,28 +126,28 @@ struct wal_segment_check {
     size_t text_len;
 };
 
-static uint16_t wsc_get16(const unsigned char *p)
+static uint16_t wal_segment_get16(const unsigned char *p)
 {
     uint16_t v;
     memcpy(&v, p, sizeof(v));
     return v;
 }
 
-static uint32_t wsc_get32(const unsigned char *p)
+static uint32_t wal_segment_get32(const unsigned char *p)
 {
     uint32_t v;
     memcpy(&v, p, sizeof(v));
     return v;
 }
 
-static uint64_t wsc_get64(const unsigned char *p)
+static uint64_t wal_segment_get64(const unsigned char *p)
 {
     uint64_t v;
     memcpy(&v, p, sizeof(v));
     return v;
 }
 
-static bool wsc_is_hex(const char *s, size_t n)
+static bool wal_segment_is_hex(const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         if (!isxdigit((unsigned char)s[i]) || islower((unsigned char)s[i]))
@@ -155,7 +155,7 @@ static bool wsc_is_hex(const char *s, size_t n)
     return true;
 }
 
-static uint32_t wsc_hex32(const char *s)
+static uint32_t wal_segment_hex32(const char *s)
 {
     char buf[9];
 
@@ -168,25 +168,26 @@ wal_file_kind wal_segment_file_kind(const char *name)
 {
     size_t len = strlen(name);
 
-    if (len == WAL_NAME_LEN && wsc_is_hex(name, WAL_NAME_LEN))
+    if (len == WAL_NAME_LEN && wal_segment_is_hex(name, WAL_NAME_LEN))
         return WAL_FILE_SEGMENT;
-    if (len == WAL_PARTIAL_NAME && wsc_is_hex(name, WAL_NAME_LEN) &&
+    if (len == WAL_PARTIAL_NAME && wal_segment_is_hex(name, WAL_NAME_LEN) &&
         strcmp(name + WAL_NAME_LEN, ".partial") == 0)
         return WAL_FILE_PARTIAL;
-    if (len == WAL_HISTORY_NAME && wsc_is_hex(name, WAL_TLI_LEN) &&
+    if (len == WAL_HISTORY_NAME && wal_segment_is_hex(name, WAL_TLI_LEN) &&
         strcmp(name + WAL_TLI_LEN, ".history") == 0)
         return WAL_FILE_HISTORY;
-    if (len == WAL_BACKUP_NAME && wsc_is_hex(name, WAL_NAME_LEN) && name[WAL_NAME_LEN] == '.' &&
-        wsc_is_hex(name + WAL_NAME_LEN + 1, 8) && strcmp(name + WAL_NAME_LEN + 9, ".backup") == 0)
+    if (len == WAL_BACKUP_NAME && wal_segment_is_hex(name, WAL_NAME_LEN) &&
+        name[WAL_NAME_LEN] == '.' && wal_segment_is_hex(name + WAL_NAME_LEN + 1, 8) &&
+        strcmp(name + WAL_NAME_LEN + 9, ".backup") == 0)
         return WAL_FILE_BACKUP;
     return WAL_FILE_UNKNOWN;
 }
 
 /* Fail the check: "WAL segment "NAME" <what>". The first failure is final. */
-static bool wsc_fail(wal_segment_check *c, pgd_error *err, const char *fmt, ...)
+static bool wal_segment_fail(wal_segment_check *c, pgd_error *err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-static bool wsc_fail(wal_segment_check *c, pgd_error *err, const char *fmt, ...)
+static bool wal_segment_fail(wal_segment_check *c, pgd_error *err, const char *fmt, ...)
 {
     char what[PGD_ERROR_MAX];
     const char *noun = c->kind == WAL_FILE_HISTORY  ? "timeline history file"
@@ -222,10 +223,10 @@ wal_segment_check *wal_segment_check_new(const char *name, pgd_error *err)
     }
     snprintf(c->name, sizeof(c->name), "%s", name);
     c->kind = kind;
-    c->name_tli = wsc_hex32(name);
+    c->name_tli = wal_segment_hex32(name);
     if (kind == WAL_FILE_SEGMENT || kind == WAL_FILE_PARTIAL || kind == WAL_FILE_BACKUP) {
-        c->name_log = wsc_hex32(name + 8);
-        c->name_seg = wsc_hex32(name + 16);
+        c->name_log = wal_segment_hex32(name + 8);
+        c->name_seg = wal_segment_hex32(name + 16);
     }
     c->state = WSC_PAGE0;
     return c;
@@ -242,65 +243,69 @@ void wal_segment_check_free(wal_segment_check *c)
 /* ---- segments: page headers ---- */
 
 /* The long header of the first page: the segment's identity. */
-static bool wsc_first_page(wal_segment_check *c, pgd_error *err)
+static bool wal_segment_first_page(wal_segment_check *c, pgd_error *err)
 {
     const unsigned char *p = c->page;
-    uint16_t info = wsc_get16(p + PAGE_INFO_OFF);
-    uint32_t tli = wsc_get32(p + PAGE_TLI_OFF);
-    uint64_t addr = wsc_get64(p + PAGE_ADDR_OFF);
+    uint16_t info = wal_segment_get16(p + PAGE_INFO_OFF);
+    uint32_t tli = wal_segment_get32(p + PAGE_TLI_OFF);
+    uint64_t addr = wal_segment_get64(p + PAGE_ADDR_OFF);
     uint64_t per_log;
     bool known = false;
 
-    c->magic = wsc_get16(p + PAGE_MAGIC_OFF);
+    c->magic = wal_segment_get16(p + PAGE_MAGIC_OFF);
     for (size_t i = 0; i < sizeof(wal_versions) / sizeof(wal_versions[0]); i++)
         known = known || wal_versions[i].magic == c->magic;
     if (!known)
-        return wsc_fail(c, err,
-                        "is not WAL of a version this pgdirect knows (" WAL_VERSIONS_KNOWN
-                        "): page magic 0x%04X",
-                        c->magic);
+        return wal_segment_fail(c, err,
+                                "is not WAL of a version this pgdirect knows (" WAL_VERSIONS_KNOWN
+                                "): page magic 0x%04X",
+                                c->magic);
     if ((info & ~XLP_ALL_FLAGS) != 0 || !(info & XLP_LONG_HEADER))
-        return wsc_fail(c, err, "is corrupt: invalid flags 0x%04X in its first page header", info);
-    c->seg_size = wsc_get32(p + PAGE_SEG_SIZE_OFF);
-    c->page_size = wsc_get32(p + PAGE_BLCKSZ_OFF);
+        return wal_segment_fail(c, err, "is corrupt: invalid flags 0x%04X in its first page header",
+                                info);
+    c->seg_size = wal_segment_get32(p + PAGE_SEG_SIZE_OFF);
+    c->page_size = wal_segment_get32(p + PAGE_BLCKSZ_OFF);
     if (c->seg_size < WAL_SEG_SIZE_MIN || c->seg_size > WAL_SEG_SIZE_MAX ||
         (c->seg_size & (c->seg_size - 1)) != 0)
-        return wsc_fail(c, err,
-                        "is corrupt: segment size %u in its header is not a power of two from "
-                        "1 MiB to 1 GiB",
-                        c->seg_size);
+        return wal_segment_fail(
+            c, err,
+            "is corrupt: segment size %u in its header is not a power of two from "
+            "1 MiB to 1 GiB",
+            c->seg_size);
     if (c->page_size < WAL_PAGE_SIZE_MIN || c->page_size > WAL_PAGE_SIZE_MAX ||
         (c->page_size & (c->page_size - 1)) != 0)
-        return wsc_fail(c, err,
-                        "is corrupt: WAL page size %u in its header is not a power of two from "
-                        "1 kB to 64 kB",
-                        c->page_size);
+        return wal_segment_fail(
+            c, err,
+            "is corrupt: WAL page size %u in its header is not a power of two from "
+            "1 kB to 64 kB",
+            c->page_size);
     per_log = (UINT64_C(1) << 32) / c->seg_size;
     if (c->name_seg >= per_log)
-        return wsc_fail(c, err,
-                        "is not the segment its name says: a name's last 8 digits "
-                        "count segments of %u bytes, there are only %" PRIu64 " per log",
-                        c->seg_size, per_log);
+        return wal_segment_fail(c, err,
+                                "is not the segment its name says: a name's last 8 digits "
+                                "count segments of %u bytes, there are only %" PRIu64 " per log",
+                                c->seg_size, per_log);
     c->seg_lsn = ((uint64_t)c->name_log << 32) + (uint64_t)c->name_seg * c->seg_size;
     if (addr != c->seg_lsn)
-        return wsc_fail(c, err,
-                        "is not the segment its name says: its first page is at %X/%X, "
-                        "the name says %X/%X",
-                        LSN_ARGS(addr), LSN_ARGS(c->seg_lsn));
+        return wal_segment_fail(c, err,
+                                "is not the segment its name says: its first page is at %X/%X, "
+                                "the name says %X/%X",
+                                LSN_ARGS(addr), LSN_ARGS(c->seg_lsn));
     /*
      * The first segment of a new timeline starts with a copy of its
      * parent's last segment, pages that keep the parent's (lower) timeline.
      */
     if (tli == 0 || tli > c->name_tli)
-        return wsc_fail(c, err,
-                        "is not the segment its name says: its first page is on timeline %u, "
-                        "the name says %u",
-                        tli, c->name_tli);
+        return wal_segment_fail(
+            c, err,
+            "is not the segment its name says: its first page is on timeline %u, "
+            "the name says %u",
+            tli, c->name_tli);
     c->page_tli = tli;
     if (c->kind == WAL_FILE_PARTIAL) {
         c->state = WSC_UNCHECKED; /* records stop anywhere in a .partial */
     } else if (info & XLP_FIRST_IS_CONTRECORD) {
-        c->cont_left = wsc_get32(p + PAGE_REM_LEN_OFF);
+        c->cont_left = wal_segment_get32(p + PAGE_REM_LEN_OFF);
         c->state = WSC_CONT;
     } else {
         c->state = WSC_RECORD;
@@ -309,39 +314,40 @@ static bool wsc_first_page(wal_segment_check *c, pgd_error *err)
 }
 
 /* Bytes of the open record still to come, header included (xlp_rem_len). */
-static uint32_t wsc_record_remaining(const wal_segment_check *c)
+static uint32_t wal_segment_record_remaining(const wal_segment_check *c)
 {
     if (c->rec_have < REC_HEADER_SIZE)
-        return wsc_get32(c->rec + REC_TOT_LEN_OFF) - (uint32_t)c->rec_have;
+        return wal_segment_get32(c->rec + REC_TOT_LEN_OFF) - (uint32_t)c->rec_have;
     return c->rec_left;
 }
 
 /* A page header after the first: the same segment, and what it says about records. */
-static bool wsc_next_page(wal_segment_check *c, pgd_error *err)
+static bool wal_segment_next_page(wal_segment_check *c, pgd_error *err)
 {
     const unsigned char *p = c->page;
     uint64_t page_lsn = c->seg_lsn + c->size - PAGE_SHORT_HEADER;
-    uint16_t magic = wsc_get16(p + PAGE_MAGIC_OFF);
-    uint16_t info = wsc_get16(p + PAGE_INFO_OFF);
-    uint32_t tli = wsc_get32(p + PAGE_TLI_OFF);
-    uint64_t addr = wsc_get64(p + PAGE_ADDR_OFF);
-    uint32_t rem = wsc_get32(p + PAGE_REM_LEN_OFF);
+    uint16_t magic = wal_segment_get16(p + PAGE_MAGIC_OFF);
+    uint16_t info = wal_segment_get16(p + PAGE_INFO_OFF);
+    uint32_t tli = wal_segment_get32(p + PAGE_TLI_OFF);
+    uint64_t addr = wal_segment_get64(p + PAGE_ADDR_OFF);
+    uint32_t rem = wal_segment_get32(p + PAGE_REM_LEN_OFF);
     bool cont = (info & XLP_FIRST_IS_CONTRECORD) != 0;
     bool open = c->state == WSC_CONT || (c->state == WSC_RECORD && c->rec_have > 0);
 
     if (magic != c->magic || (info & ~XLP_ALL_FLAGS) != 0 || (info & XLP_LONG_HEADER))
-        return wsc_fail(c, err,
-                        "is corrupt: invalid page header at %X/%X (magic 0x%04X, flags "
-                        "0x%04X)",
-                        LSN_ARGS(page_lsn), magic, info);
+        return wal_segment_fail(c, err,
+                                "is corrupt: invalid page header at %X/%X (magic 0x%04X, flags "
+                                "0x%04X)",
+                                LSN_ARGS(page_lsn), magic, info);
     if (addr != page_lsn)
-        return wsc_fail(c, err, "is corrupt: the page at %X/%X says it is at %X/%X",
-                        LSN_ARGS(page_lsn), LSN_ARGS(addr));
+        return wal_segment_fail(c, err, "is corrupt: the page at %X/%X says it is at %X/%X",
+                                LSN_ARGS(page_lsn), LSN_ARGS(addr));
     if (tli < c->page_tli || tli > c->name_tli)
-        return wsc_fail(c, err,
-                        "is corrupt: the page at %X/%X is on timeline %u, after pages on %u, in "
-                        "a segment of timeline %u",
-                        LSN_ARGS(page_lsn), tli, c->page_tli, c->name_tli);
+        return wal_segment_fail(
+            c, err,
+            "is corrupt: the page at %X/%X is on timeline %u, after pages on %u, in "
+            "a segment of timeline %u",
+            LSN_ARGS(page_lsn), tli, c->page_tli, c->name_tli);
     c->page_tli = tli;
     if (open && (info & XLP_FIRST_IS_OVERWRITE_CONTRECORD)) {
         /* the open record was cut off by a crash; records restart here */
@@ -351,52 +357,53 @@ static bool wsc_next_page(wal_segment_check *c, pgd_error *err)
         return true;
     }
     if (!open && cont)
-        return wsc_fail(c, err,
-                        "is corrupt: the page at %X/%X continues a record, but none is "
-                        "open before it",
-                        LSN_ARGS(page_lsn));
+        return wal_segment_fail(c, err,
+                                "is corrupt: the page at %X/%X continues a record, but none is "
+                                "open before it",
+                                LSN_ARGS(page_lsn));
     if (!open)
         return true;
     if (c->state == WSC_RECORD && c->rec_have < sizeof(uint32_t))
-        return wsc_fail(c, err, "is corrupt: the record at %X/%X is cut by a page boundary",
-                        LSN_ARGS(c->rec_lsn));
-    if (!cont || rem != (c->state == WSC_CONT ? c->cont_left : wsc_record_remaining(c)))
-        return wsc_fail(c, err,
-                        "is corrupt: the page at %X/%X does not continue the record before it "
-                        "(%u bytes to go, the page says %u)",
-                        LSN_ARGS(page_lsn),
-                        c->state == WSC_CONT ? c->cont_left : wsc_record_remaining(c),
-                        cont ? rem : 0);
+        return wal_segment_fail(c, err, "is corrupt: the record at %X/%X is cut by a page boundary",
+                                LSN_ARGS(c->rec_lsn));
+    if (!cont || rem != (c->state == WSC_CONT ? c->cont_left : wal_segment_record_remaining(c)))
+        return wal_segment_fail(
+            c, err,
+            "is corrupt: the page at %X/%X does not continue the record before it "
+            "(%u bytes to go, the page says %u)",
+            LSN_ARGS(page_lsn),
+            c->state == WSC_CONT ? c->cont_left : wal_segment_record_remaining(c), cont ? rem : 0);
     return true;
 }
 
 /* ---- segments: records ---- */
 
 /* The record header is complete: check what can be checked before its data. */
-static bool wsc_record_header(wal_segment_check *c, pgd_error *err)
+static bool wal_segment_record_header(wal_segment_check *c, pgd_error *err)
 {
-    uint32_t tot_len = wsc_get32(c->rec + REC_TOT_LEN_OFF);
-    uint64_t prev = wsc_get64(c->rec + REC_PREV_OFF);
+    uint32_t tot_len = wal_segment_get32(c->rec + REC_TOT_LEN_OFF);
+    uint64_t prev = wal_segment_get64(c->rec + REC_PREV_OFF);
 
     if (c->prev_known && prev != c->prev_lsn)
-        return wsc_fail(c, err,
-                        "is corrupt: the record at %X/%X links back to %X/%X instead of the "
-                        "record before it at %X/%X",
-                        LSN_ARGS(c->rec_lsn), LSN_ARGS(prev), LSN_ARGS(c->prev_lsn));
+        return wal_segment_fail(
+            c, err,
+            "is corrupt: the record at %X/%X links back to %X/%X instead of the "
+            "record before it at %X/%X",
+            LSN_ARGS(c->rec_lsn), LSN_ARGS(prev), LSN_ARGS(c->prev_lsn));
     c->rec_left = tot_len - REC_HEADER_SIZE;
     c->crc = CRC32C_INIT;
     return true;
 }
 
 /* The record's last byte has passed: its CRC, and whether the segment ends here. */
-static bool wsc_record_end(wal_segment_check *c, pgd_error *err)
+static bool wal_segment_record_end(wal_segment_check *c, pgd_error *err)
 {
     uint32_t crc = crc32c_final(crc32c_update(c->crc, c->rec, REC_CRC_OFF));
     uint8_t info = c->rec[REC_INFO_OFF], rmid = c->rec[REC_RMID_OFF];
 
-    if (crc != wsc_get32(c->rec + REC_CRC_OFF))
-        return wsc_fail(c, err, "is corrupt: incorrect checksum of the record at %X/%X",
-                        LSN_ARGS(c->rec_lsn));
+    if (crc != wal_segment_get32(c->rec + REC_CRC_OFF))
+        return wal_segment_fail(c, err, "is corrupt: incorrect checksum of the record at %X/%X",
+                                LSN_ARGS(c->rec_lsn));
     c->prev_lsn = c->rec_lsn;
     c->prev_known = true;
     c->rec_have = 0;
@@ -407,8 +414,8 @@ static bool wsc_record_end(wal_segment_check *c, pgd_error *err)
 }
 
 /* Consume up to n bytes of record data or header at the current offset; returns bytes used. */
-static size_t wsc_record_bytes(wal_segment_check *c, const unsigned char *p, size_t n,
-                               pgd_error *err)
+static size_t wal_segment_record_bytes(wal_segment_check *c, const unsigned char *p, size_t n,
+                                       pgd_error *err)
 {
     size_t used = 0;
 
@@ -424,14 +431,14 @@ static size_t wsc_record_bytes(wal_segment_check *c, const unsigned char *p, siz
         c->rec_have += k;
         used = k;
         if (!had_len && c->rec_have >= sizeof(uint32_t) &&
-            wsc_get32(c->rec + REC_TOT_LEN_OFF) < REC_HEADER_SIZE) {
-            wsc_fail(c, err, "is corrupt: invalid record length %u at %X/%X",
-                     wsc_get32(c->rec + REC_TOT_LEN_OFF), LSN_ARGS(c->rec_lsn));
+            wal_segment_get32(c->rec + REC_TOT_LEN_OFF) < REC_HEADER_SIZE) {
+            wal_segment_fail(c, err, "is corrupt: invalid record length %u at %X/%X",
+                             wal_segment_get32(c->rec + REC_TOT_LEN_OFF), LSN_ARGS(c->rec_lsn));
             return 0;
         }
         if (c->rec_have < REC_HEADER_SIZE)
             return used;
-        if (!wsc_record_header(c, err))
+        if (!wal_segment_record_header(c, err))
             return 0;
     }
     if (used < n && c->rec_left > 0) {
@@ -440,7 +447,7 @@ static size_t wsc_record_bytes(wal_segment_check *c, const unsigned char *p, siz
         c->rec_left -= (uint32_t)k;
         used += k;
     }
-    if (c->rec_left == 0 && !wsc_record_end(c, err))
+    if (c->rec_left == 0 && !wal_segment_record_end(c, err))
         return 0;
     return used;
 }
@@ -449,7 +456,8 @@ static size_t wsc_record_bytes(wal_segment_check *c, const unsigned char *p, siz
  * Feed n bytes that all lie in one page, after its header, at c->size.
  * Returns false on corruption.
  */
-static bool wsc_page_data(wal_segment_check *c, const unsigned char *p, size_t n, pgd_error *err)
+static bool wal_segment_page_data(wal_segment_check *c, const unsigned char *p, size_t n,
+                                  pgd_error *err)
 {
     while (n > 0) {
         size_t k;
@@ -469,7 +477,7 @@ static bool wsc_page_data(wal_segment_check *c, const unsigned char *p, size_t n
                 c->state = WSC_RECORD;
             break;
         case WSC_RECORD:
-            k = wsc_record_bytes(c, p, n, err);
+            k = wal_segment_record_bytes(c, p, n, err);
             if (c->failed)
                 return false;
             break;
@@ -484,8 +492,8 @@ static bool wsc_page_data(wal_segment_check *c, const unsigned char *p, size_t n
     return true;
 }
 
-static bool wsc_segment_update(wal_segment_check *c, const unsigned char *p, size_t len,
-                               pgd_error *err)
+static bool wal_segment_update_segment(wal_segment_check *c, const unsigned char *p, size_t len,
+                                       pgd_error *err)
 {
     while (len > 0) {
         uint64_t in_page;
@@ -504,12 +512,13 @@ static bool wsc_segment_update(wal_segment_check *c, const unsigned char *p, siz
             p += k;
             len -= k;
             if (in_page + k == header &&
-                !(header == PAGE_LONG_HEADER ? wsc_first_page(c, err) : wsc_next_page(c, err)))
+                !(header == PAGE_LONG_HEADER ? wal_segment_first_page(c, err)
+                                             : wal_segment_next_page(c, err)))
                 return false;
             continue;
         }
         k = c->page_size - in_page < len ? c->page_size - in_page : len;
-        if (!wsc_page_data(c, p, k, err))
+        if (!wal_segment_page_data(c, p, k, err))
             return false;
         p += k;
         len -= k;
@@ -517,28 +526,29 @@ static bool wsc_segment_update(wal_segment_check *c, const unsigned char *p, siz
     return true;
 }
 
-static bool wsc_segment_finish(wal_segment_check *c, pgd_error *err)
+static bool wal_segment_finish_segment(wal_segment_check *c, pgd_error *err)
 {
     if (c->seg_size == 0)
-        return wsc_fail(c, err, "is truncated: %" PRIu64 " bytes, not even its first page header",
-                        c->size);
+        return wal_segment_fail(
+            c, err, "is truncated: %" PRIu64 " bytes, not even its first page header", c->size);
     if (c->size < c->seg_size)
-        return wsc_fail(c, err, "is truncated: %" PRIu64 " bytes of a %u-byte segment", c->size,
-                        c->seg_size);
+        return wal_segment_fail(c, err, "is truncated: %" PRIu64 " bytes of a %u-byte segment",
+                                c->size, c->seg_size);
     if (c->size > c->seg_size)
-        return wsc_fail(c, err,
-                        "has %" PRIu64 " bytes, more than the segment size %u in its header",
-                        c->size, c->seg_size);
+        return wal_segment_fail(
+            c, err, "has %" PRIu64 " bytes, more than the segment size %u in its header", c->size,
+            c->seg_size);
     /* a record still open runs on into the next segment: checked with that one by PostgreSQL */
     return true;
 }
 
-static bool wsc_text_update(wal_segment_check *c, const void *data, size_t len, pgd_error *err)
+static bool wal_segment_update_text(wal_segment_check *c, const void *data, size_t len,
+                                    pgd_error *err)
 {
     char *grown;
 
     if (c->text_len + len > WAL_TEXT_MAX)
-        return wsc_fail(c, err, "is larger than %u bytes", WAL_TEXT_MAX);
+        return wal_segment_fail(c, err, "is larger than %u bytes", WAL_TEXT_MAX);
     grown = realloc(c->text, c->text_len + len + 1);
     if (grown == NULL)
         return err_set(err, "out of memory");
@@ -547,7 +557,7 @@ static bool wsc_text_update(wal_segment_check *c, const void *data, size_t len, 
     c->text_len += len;
     c->text[c->text_len] = '\0';
     if (memchr(data, '\0', len) != NULL)
-        return wsc_fail(c, err, "is corrupt: it holds a NUL byte");
+        return wal_segment_fail(c, err, "is corrupt: it holds a NUL byte");
     return true;
 }
 
@@ -558,8 +568,8 @@ bool wal_segment_check_update(wal_segment_check *c, const void *data, size_t len
     if (c->failed)
         return err_set(err, "WAL file \"%s\" failed its check already", c->name);
     if (c->kind == WAL_FILE_HISTORY || c->kind == WAL_FILE_BACKUP)
-        return wsc_text_update(c, data, len, err);
-    return wsc_segment_update(c, data, len, err);
+        return wal_segment_update_text(c, data, len, err);
+    return wal_segment_update_segment(c, data, len, err);
 }
 
 bool wal_segment_check_finish(wal_segment_check *c, pgd_error *err)
@@ -574,7 +584,7 @@ bool wal_segment_check_finish(wal_segment_check *c, pgd_error *err)
         c->failed = !wal_backup_history_check(c->name, c->text, c->text_len, err);
         return !c->failed;
     default:
-        return wsc_segment_finish(c, err);
+        return wal_segment_finish_segment(c, err);
     }
 }
 
@@ -599,7 +609,7 @@ typedef struct wsc_in {
     bool done;
 } wsc_in;
 
-static bool wsc_in_read(in_stream *s, void *buf, size_t len, size_t *n, pgd_error *err)
+static bool wal_segment_in_read(in_stream *s, void *buf, size_t len, size_t *n, pgd_error *err)
 {
     wsc_in *w = (wsc_in *)s;
 
@@ -614,7 +624,7 @@ static bool wsc_in_read(in_stream *s, void *buf, size_t len, size_t *n, pgd_erro
     return wal_segment_check_finish(w->check, err);
 }
 
-static void wsc_in_close(in_stream *s)
+static void wal_segment_in_close(in_stream *s)
 {
     wsc_in *w = (wsc_in *)s;
 
@@ -623,7 +633,7 @@ static void wsc_in_close(in_stream *s)
     free(w);
 }
 
-static const in_stream_ops wsc_in_ops = {wsc_in_read, wsc_in_close};
+static const in_stream_ops wsc_in_ops = {wal_segment_in_read, wal_segment_in_close};
 
 in_stream *wal_segment_check_in_new(in_stream *src, const char *name, pgd_error *err)
 {

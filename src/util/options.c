@@ -202,7 +202,7 @@ static int opt_lookup(const char *name, size_t len)
     return -1;
 }
 
-static const char *source_name(opt_source src);
+static const char *options_source_name(opt_source src);
 
 static bool opt_store(pgd_options *opts, int id, const char *value, opt_source src)
 {
@@ -227,7 +227,7 @@ static bool opt_store(pgd_options *opts, int id, const char *value, opt_source s
     return true;
 }
 
-static bool add_arg(pgd_options *opts, const char *arg)
+static bool options_add_arg(pgd_options *opts, const char *arg)
 {
     char **grown = realloc(opts->args, (opts->nargs + 1) * sizeof(char *));
 
@@ -238,7 +238,7 @@ static bool add_arg(pgd_options *opts, const char *arg)
     return true;
 }
 
-static bool is_bool_word(const char *s)
+static bool options_is_bool_word(const char *s)
 {
     static const char *const words[] = {"on", "off", "true", "false", "yes", "no"};
 
@@ -248,7 +248,7 @@ static bool is_bool_word(const char *s)
     return false;
 }
 
-static bool parse_cli(pgd_options *opts, int argc, char **argv, pgd_error *err)
+static bool options_parse_cli(pgd_options *opts, int argc, char **argv, pgd_error *err)
 {
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i];
@@ -257,14 +257,14 @@ static bool parse_cli(pgd_options *opts, int argc, char **argv, pgd_error *err)
 
         if (strcmp(arg, "--") == 0) {
             while (++i < argc)
-                if (!add_arg(opts, argv[i]))
+                if (!options_add_arg(opts, argv[i]))
                     return err_set(err, "out of memory");
             break;
         }
         if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0') {
             if (arg[0] == '-' && arg[1] != '\0')
                 return err_set(err, "unknown option \"%s\" (see --help)", arg);
-            if (!add_arg(opts, arg))
+            if (!options_add_arg(opts, arg))
                 return err_set(err, "out of memory");
             continue;
         }
@@ -277,7 +277,7 @@ static bool parse_cli(pgd_options *opts, int argc, char **argv, pgd_error *err)
         if (eq != NULL)
             value = eq + 1;
         else if (opt_defs[id].metavar != NULL && strcmp(opt_defs[id].metavar, "on|off") == 0 &&
-                 i + 1 < argc && is_bool_word(argv[i + 1]))
+                 i + 1 < argc && options_is_bool_word(argv[i + 1]))
             value = argv[++i];
         else if (opt_defs[id].metavar == NULL || strcmp(opt_defs[id].metavar, "on|off") == 0)
             value = "on";
@@ -292,7 +292,7 @@ static bool parse_cli(pgd_options *opts, int argc, char **argv, pgd_error *err)
     return true;
 }
 
-static void env_name(const char *opt, char *out, size_t outlen)
+static void options_env_name(const char *opt, char *out, size_t outlen)
 {
     size_t n = (size_t)snprintf(out, outlen, "PGDIRECT_");
 
@@ -301,7 +301,7 @@ static void env_name(const char *opt, char *out, size_t outlen)
     out[n] = '\0';
 }
 
-static bool parse_env(pgd_options *opts, pgd_error *err)
+static bool options_parse_env(pgd_options *opts, pgd_error *err)
 {
     char name[128];
 
@@ -310,7 +310,7 @@ static bool parse_env(pgd_options *opts, pgd_error *err)
 
         if (opts->v[id].nvalues > 0 || id == OPT_HELP)
             continue;
-        env_name(opt_defs[id].name, name, sizeof(name));
+        options_env_name(opt_defs[id].name, name, sizeof(name));
         value = getenv(name);
         if (value != NULL && !opt_store(opts, id, value, SRC_ENV))
             return err_set(err, "out of memory");
@@ -318,7 +318,7 @@ static bool parse_env(pgd_options *opts, pgd_error *err)
     return true;
 }
 
-static char *trim(char *s)
+static char *options_trim(char *s)
 {
     char *end;
 
@@ -336,7 +336,7 @@ static char *trim(char *s)
  * other commands are allowed, so one file serves every command, but a name
  * no command knows is an error: a typo must not be silently ignored.
  */
-static bool parse_config(pgd_options *opts, pgd_error *err)
+static bool options_parse_config(pgd_options *opts, pgd_error *err)
 {
     const char *path = opt_str(opts, OPT_CONFIG);
     bool explicit_path = opt_is_set(opts, OPT_CONFIG);
@@ -354,7 +354,7 @@ static bool parse_config(pgd_options *opts, pgd_error *err)
         return err_errno(err, errno, "could not open config file \"%s\"", path);
     }
     while (fgets(line, sizeof(line), f) != NULL) {
-        char *s = trim(line), *eq, *key, *value;
+        char *s = options_trim(line), *eq, *key, *value;
         int id;
 
         lineno++;
@@ -367,8 +367,8 @@ static bool parse_config(pgd_options *opts, pgd_error *err)
                            lineno);
         }
         *eq = '\0';
-        key = trim(s);
-        value = trim(eq + 1);
+        key = options_trim(s);
+        value = options_trim(eq + 1);
         id = opt_lookup(key, strlen(key));
         if (id < 0 || id == OPT_CONFIG || id == OPT_HELP) {
             fclose(f);
@@ -393,7 +393,7 @@ static bool parse_config(pgd_options *opts, pgd_error *err)
  * would fail only later as an unknown word. One rule for every option and
  * every source; the config file's "name = value" spacing is gone by now.
  */
-static bool check_spacing(const pgd_options *opts, pgd_error *err)
+static bool options_check_spacing(const pgd_options *opts, pgd_error *err)
 {
     for (int id = 0; id < OPT_COUNT; id++) {
         const opt_value *v = &opts->v[id];
@@ -407,7 +407,7 @@ static bool check_spacing(const pgd_options *opts, pgd_error *err)
                 return err_set(err,
                                "invalid value \"%s\" for option \"--%s\"%s: leading or trailing "
                                "white space",
-                               s, opt_defs[id].name, source_name(v->source));
+                               s, opt_defs[id].name, options_source_name(v->source));
         }
     }
     return true;
@@ -417,13 +417,13 @@ bool options_parse(pgd_options *opts, unsigned command, int argc, char **argv, p
 {
     memset(opts, 0, sizeof(*opts));
     opts->command = command;
-    if (!parse_cli(opts, argc, argv, err))
+    if (!options_parse_cli(opts, argc, argv, err))
         return false;
     if (opt_is_set(opts, OPT_HELP))
         return true;
     /* before the config file is opened: its path may be the malformed value */
-    if (!parse_env(opts, err) || !check_spacing(opts, err) || !parse_config(opts, err) ||
-        !check_spacing(opts, err))
+    if (!options_parse_env(opts, err) || !options_check_spacing(opts, err) ||
+        !options_parse_config(opts, err) || !options_check_spacing(opts, err))
         return false;
     for (int id = 0; id < OPT_COUNT; id++)
         if (opts->v[id].nvalues == 0 && opt_defs[id].def != NULL &&
@@ -483,10 +483,10 @@ bool opt_is_set(const pgd_options *opts, opt_id id)
 
 const char *opt_source_note(const pgd_options *opts, opt_id id)
 {
-    return source_name(opts->v[id].source);
+    return options_source_name(opts->v[id].source);
 }
 
-static const char *source_name(opt_source src)
+static const char *options_source_name(opt_source src)
 {
     switch (src) {
     case SRC_CLI:
@@ -514,7 +514,7 @@ bool opt_int(const pgd_options *opts, opt_id id, long min, long max, long *out, 
         return err_set(err,
                        "invalid value \"%s\" for option \"--%s\"%s: expected an integer from "
                        "%ld to %ld",
-                       s, opt_defs[id].name, source_name(opts->v[id].source), min, max);
+                       s, opt_defs[id].name, options_source_name(opts->v[id].source), min, max);
     *out = v;
     return true;
 }
@@ -541,7 +541,7 @@ bool opt_size(const pgd_options *opts, opt_id id, uint64_t min, uint64_t max, ui
         return err_set(err,
                        "invalid value \"%s\" for option \"--%s\"%s: expected a size from "
                        "%llu to %llu bytes (suffixes KiB, MiB, GiB)",
-                       s, opt_defs[id].name, source_name(opts->v[id].source),
+                       s, opt_defs[id].name, options_source_name(opts->v[id].source),
                        (unsigned long long)min, (unsigned long long)max);
     *out = v;
     return true;
@@ -567,7 +567,7 @@ bool opt_enum(const pgd_options *opts, opt_id id, const char *choices, int *out,
         idx++;
     }
     return err_set(err, "invalid value \"%s\" for option \"--%s\"%s: expected one of %s", s,
-                   opt_defs[id].name, source_name(opts->v[id].source),
+                   opt_defs[id].name, options_source_name(opts->v[id].source),
                    opt_defs[id].metavar ? opt_defs[id].metavar : choices);
 }
 
@@ -622,8 +622,8 @@ bool opt_duration(const pgd_options *opts, opt_id id, int64_t min, int64_t max, 
         return err_set(err,
                        "invalid value \"%s\" for option \"--%s\"%s: expected a duration from "
                        "%lld to %lld seconds (suffixes s, m, h, d, w)",
-                       s, opt_defs[id].name, source_name(opts->v[id].source), (long long)min,
-                       (long long)max);
+                       s, opt_defs[id].name, options_source_name(opts->v[id].source),
+                       (long long)min, (long long)max);
     *out = v;
     return true;
 }
@@ -725,7 +725,7 @@ bool opt_point_in_time(const pgd_options *opts, opt_id id, int64_t now, int64_t 
                    "invalid value \"%s\" for option \"--%s\"%s: expected an age such as 14d or "
                    "a date and time with a zone such as \"2026-11-29 21:00:00+00\" (a time "
                    "without a zone is refused: whose clock would it be?)",
-                   s, opt_defs[id].name, source_name(opts->v[id].source));
+                   s, opt_defs[id].name, options_source_name(opts->v[id].source));
 }
 
 /* ---- the manual page ---- */
