@@ -62,6 +62,7 @@ integration: all asan
 # CI: the ASan tests and the integration suite run once, on the coverage
 # build (ASan+UBSan with gcov counters), and the floors are checked after.
 check: unit unit-valgrind
+	python3 scripts/static_prefix.py
 	$(MAKE) coverage-reset
 	GCOV_PREFIX=$(COVERAGE_GCDA) GCOV_PREFIX_STRIP=0 \
 	  $(MAKE) unit-asan integration integration-matrix ASAN_BUILD=$(COVERAGE_BUILD)

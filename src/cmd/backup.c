@@ -496,7 +496,7 @@ static void backup_run_free(backup_run *r)
  * The backup; *marked when it completed but pages failed their checksum
  * under --checksum-errors fail (err then says so).
  */
-static bool run_backup(const backup_settings *s, storage *repo, bool *marked, pgd_error *err)
+static bool cmd_backup_run(const backup_settings *s, storage *repo, bool *marked, pgd_error *err)
 {
     backup_run r = {.s = s, .repo = repo};
     bool ok;
@@ -551,9 +551,9 @@ int cmd_backup(int argc, char **argv)
         rc = command_fail(&err);
     } else {
         interrupt_catch(backup_on_signal);
-        rc = !run_backup(&s, repo, &marked, &err) ? command_fail(&err)
-             : marked                             ? (command_fail(&err), EXIT_CHECKSUM_ERRORS)
-                                                  : EXIT_OK;
+        rc = !cmd_backup_run(&s, repo, &marked, &err) ? command_fail(&err)
+             : marked                                 ? (command_fail(&err), EXIT_CHECKSUM_ERRORS)
+                                                      : EXIT_OK;
     }
     storage_free(repo);
     options_free(&opts);

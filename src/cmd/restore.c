@@ -304,8 +304,8 @@ static bool restore_write(restore_run *r, const char **spc_dest, pgd_error *err)
     return ok;
 }
 
-static bool run_restore(const restore_settings *s, const pgd_options *opts, storage *repo,
-                        pgd_error *err)
+static bool cmd_restore_run(const restore_settings *s, const pgd_options *opts, storage *repo,
+                            pgd_error *err)
 {
     restore_run r = {.s = s, .repo = repo, .sync = durable_list_new(), .t0 = clock_seconds()};
     const char **spc_dest = NULL;
@@ -355,7 +355,7 @@ int cmd_restore(int argc, char **argv)
     } else if ((repo = command_open_repo(&opts, &err)) == NULL) {
         rc = command_fail(&err);
     } else {
-        rc = run_restore(&s, &opts, repo, &err) ? EXIT_OK : command_fail(&err);
+        rc = cmd_restore_run(&s, &opts, repo, &err) ? EXIT_OK : command_fail(&err);
     }
     storage_free(repo);
     options_free(&opts);

@@ -17,7 +17,7 @@
 #define PG_VERSION_NEW_NAMES 150000 /* pg_backup_start/stop; 14 has pg_start/stop_backup */
 
 /* libpq messages span lines; ours are one line. */
-static void one_line(char *s)
+static void pg_session_one_line(char *s)
 {
     char *w = s;
 
@@ -35,7 +35,7 @@ static void one_line(char *s)
 void pg_error_line(PGconn *conn, const char *fallback, char *out, size_t outlen)
 {
     snprintf(out, outlen, "%s", conn ? PQerrorMessage(conn) : fallback);
-    one_line(out);
+    pg_session_one_line(out);
 }
 
 /*
@@ -57,14 +57,14 @@ static void pg_session_notice(void *arg, const PGresult *res)
              hint ? " (hint: " : "", hint ? hint : "");
     if (hint != NULL && strlen(msg) + 1 < sizeof(msg))
         strcat(msg, ")");
-    one_line(msg);
+    pg_session_one_line(msg);
     if (severity != NULL && strcmp(severity, "WARNING") == 0)
         log_warn("server: %s", msg);
     else
         log_info("server: %s", msg);
 }
 
-static bool query_error(pg_session *s, const char *what, PGresult *res, pgd_error *err)
+static bool pg_session_query_error(pg_session *s, const char *what, PGresult *res, pgd_error *err)
 {
     char msg[PGD_ERROR_MAX];
 
@@ -74,13 +74,13 @@ static bool query_error(pg_session *s, const char *what, PGresult *res, pgd_erro
 }
 
 /* Run a query expected to return `rows` rows (or -1: any) of `cols` columns. */
-static PGresult *run(pg_session *s, const char *sql, int nparams, const char *const *params,
-                     int cols, pgd_error *err)
+static PGresult *pg_session_run(pg_session *s, const char *sql, int nparams,
+                                const char *const *params, int cols, pgd_error *err)
 {
     PGresult *res = PQexecParams(s->conn, sql, nparams, NULL, params, NULL, NULL, 0);
 
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        query_error(s, sql, res, err);
+        pg_session_query_error(s, sql, res, err);
         return NULL;
     }
     if (PQnfields(res) != cols) {
@@ -91,9 +91,10 @@ static PGresult *run(pg_session *s, const char *sql, int nparams, const char *co
     return res;
 }
 
-static bool fetch_one(pg_session *s, const char *sql, char *out, size_t outlen, pgd_error *err)
+static bool pg_session_fetch_one(pg_session *s, const char *sql, char *out, size_t outlen,
+                                 pgd_error *err)
 {
-    PGresult *res = run(s, sql, 0, NULL, 1, err);
+    PGresult *res = pg_session_run(s, sql, 0, NULL, 1, err);
 
     if (res == NULL)
         return false;
@@ -130,25 +131,30 @@ bool pg_session_open(pg_session *s, const char *conninfo, pgd_error *err)
         pg_session_close(s);
         return false;
     }
-    if (!fetch_one(s, "SHOW server_version", s->version, sizeof(s->version), err) ||
-        !fetch_one(s, "SELECT setting FROM pg_catalog.pg_settings WHERE name = 'data_directory'",
-                   s->data_directory, sizeof(s->data_directory), err) ||
-        !fetch_one(s, "SHOW archive_mode", s->archive_mode, sizeof(s->archive_mode), err) ||
-        !fetch_one(s, "SELECT pg_catalog.pg_is_in_recovery()::text", buf, sizeof(buf), err))
+    if (!pg_session_fetch_one(s, "SHOW server_version", s->version, sizeof(s->version), err) ||
+        !pg_session_fetch_one(
+            s, "SELECT setting FROM pg_catalog.pg_settings WHERE name = 'data_directory'",
+            s->data_directory, sizeof(s->data_directory), err) ||
+        !pg_session_fetch_one(s, "SHOW archive_mode", s->archive_mode, sizeof(s->archive_mode),
+                              err) ||
+        !pg_session_fetch_one(s, "SELECT pg_catalog.pg_is_in_recovery()::text", buf, sizeof(buf),
+                              err))
         goto fail;
     s->in_recovery = strcmp(buf, "true") == 0;
-    if (!fetch_one(s, "SHOW data_checksums", buf, sizeof(buf), err))
+    if (!pg_session_fetch_one(s, "SHOW data_checksums", buf, sizeof(buf), err))
         goto fail;
     s->data_checksums = strcmp(buf, "on") == 0;
-    if (!fetch_one(s,
-                   "SELECT (setting::bigint * CASE unit WHEN '8kB' THEN 8192 WHEN 'MB' THEN "
-                   "1048576 ELSE 1 END)::text FROM pg_catalog.pg_settings WHERE name = "
-                   "'wal_segment_size'",
-                   buf, sizeof(buf), err))
+    if (!pg_session_fetch_one(
+            s,
+            "SELECT (setting::bigint * CASE unit WHEN '8kB' THEN 8192 WHEN 'MB' THEN "
+            "1048576 ELSE 1 END)::text FROM pg_catalog.pg_settings WHERE name = "
+            "'wal_segment_size'",
+            buf, sizeof(buf), err))
         goto fail;
     s->wal_segment_size = strtoull(buf, NULL, 10);
-    if (!fetch_one(s, "SELECT system_identifier::text FROM pg_catalog.pg_control_system()",
-                   s->system_identifier, sizeof(s->system_identifier), err))
+    if (!pg_session_fetch_one(s,
+                              "SELECT system_identifier::text FROM pg_catalog.pg_control_system()",
+                              s->system_identifier, sizeof(s->system_identifier), err))
         goto fail;
     if (s->data_directory[0] == '\0') {
         err_set(err, "could not read the server's data_directory: the role needs superuser or "
@@ -231,7 +237,7 @@ bool pg_session_backup_start(pg_session *s, const char *label, bool fast, char *
     const char *sql = s->version_num >= PG_VERSION_NEW_NAMES
                           ? "SELECT pg_catalog.pg_backup_start($1, $2)::text"
                           : "SELECT pg_catalog.pg_start_backup($1, $2, false)::text";
-    PGresult *res = run(s, sql, 2, params, 1, err);
+    PGresult *res = pg_session_run(s, sql, 2, params, 1, err);
 
     if (res == NULL)
         return false;
@@ -249,7 +255,7 @@ bool pg_session_backup_stop(pg_session *s, bool wait_for_archive, char *stop_lsn
                             "pg_catalog.pg_backup_stop($1)"
                           : "SELECT lsn::text, labelfile, spcmapfile FROM "
                             "pg_catalog.pg_stop_backup(false, $1)";
-    PGresult *res = run(s, sql, 1, params, 3, err);
+    PGresult *res = pg_session_run(s, sql, 1, params, 3, err);
 
     if (res == NULL)
         return false;
@@ -269,7 +275,8 @@ bool pg_session_in_recovery(pg_session *s, bool *in_recovery, pgd_error *err)
 {
     char buf[16];
 
-    if (!fetch_one(s, "SELECT pg_catalog.pg_is_in_recovery()::text", buf, sizeof(buf), err))
+    if (!pg_session_fetch_one(s, "SELECT pg_catalog.pg_is_in_recovery()::text", buf, sizeof(buf),
+                              err))
         return false;
     *in_recovery = strcmp(buf, "true") == 0;
     return true;
@@ -279,9 +286,9 @@ bool pg_session_min_recovery_timeline(pg_session *s, uint32_t *tli, pgd_error *e
 {
     char buf[16];
 
-    if (!fetch_one(s,
-                   "SELECT min_recovery_end_timeline::text FROM pg_catalog.pg_control_recovery()",
-                   buf, sizeof(buf), err))
+    if (!pg_session_fetch_one(
+            s, "SELECT min_recovery_end_timeline::text FROM pg_catalog.pg_control_recovery()", buf,
+            sizeof(buf), err))
         return false;
     *tli = (uint32_t)strtoul(buf, NULL, 10);
     return true;
@@ -289,10 +296,11 @@ bool pg_session_min_recovery_timeline(pg_session *s, uint32_t *tli, pgd_error *e
 
 bool pg_session_tablespaces(pg_session *s, pg_tablespace **out, size_t *count, pgd_error *err)
 {
-    PGresult *res = run(s,
-                        "SELECT oid::text, spcname FROM pg_catalog.pg_tablespace WHERE spcname "
-                        "NOT IN ('pg_default', 'pg_global') ORDER BY oid",
-                        0, NULL, 2, err);
+    PGresult *res =
+        pg_session_run(s,
+                       "SELECT oid::text, spcname FROM pg_catalog.pg_tablespace WHERE spcname "
+                       "NOT IN ('pg_default', 'pg_global') ORDER BY oid",
+                       0, NULL, 2, err);
     int n;
 
     *out = NULL;

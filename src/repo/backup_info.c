@@ -165,8 +165,8 @@ typedef struct id_list {
     size_t n, cap;
 } id_list;
 
-static bool collect_sentinel(void *arg, const char *name, uint64_t size, bool is_dir,
-                             pgd_error *err)
+static bool backup_info_collect_sentinel(void *arg, const char *name, uint64_t size, bool is_dir,
+                                         pgd_error *err)
 {
     id_list *l = arg;
     size_t len = strlen(name), slen = strlen(SENTINEL_SUFFIX);
@@ -190,7 +190,7 @@ static bool collect_sentinel(void *arg, const char *name, uint64_t size, bool is
     return true;
 }
 
-static int id_cmp(const void *a, const void *b)
+static int backup_info_id_cmp(const void *a, const void *b)
 {
     return strcmp(a, b);
 }
@@ -203,12 +203,12 @@ bool backup_info_scan(storage *repo, backup_info **out, size_t *count, pgd_error
 
     *out = NULL;
     *count = 0;
-    if (!storage_list(repo, BACKUPS_DIR, collect_sentinel, &ids, err)) {
+    if (!storage_list(repo, BACKUPS_DIR, backup_info_collect_sentinel, &ids, err)) {
         free(ids.ids);
         return false;
     }
     if (ids.n > 1)
-        qsort(ids.ids, ids.n, sizeof(*ids.ids), id_cmp);
+        qsort(ids.ids, ids.n, sizeof(*ids.ids), backup_info_id_cmp);
     if (ids.n > 0 && (infos = calloc(ids.n, sizeof(*infos))) == NULL) {
         free(ids.ids);
         return err_set(err, "out of memory");
@@ -274,7 +274,7 @@ static const char *backup_info_unusable(const backup_info *bi, char *buf, size_t
     return buf;
 }
 
-static bool resolve_latest(storage *repo, backup_info *bi, pgd_error *err)
+static bool backup_info_resolve_latest(storage *repo, backup_info *bi, pgd_error *err)
 {
     backup_info *all;
     size_t n, usable;
@@ -310,7 +310,7 @@ bool backup_info_resolve(storage *repo, const char *id_or_latest, backup_info *b
     bool missing = false;
 
     if (strcmp(id_or_latest, "LATEST") == 0)
-        return resolve_latest(repo, bi, err);
+        return backup_info_resolve_latest(repo, bi, err);
     if (!layout_is_backup_id(id_or_latest))
         return err_set(err,
                        "invalid backup id \"%s\": expected LATEST or an id like "
