@@ -57,8 +57,15 @@ warm_field() { # warm_field KEY: summed over warm's forks
 }
 warm_pct() { python3 -c "print(round(100.0 * $(warm_field os_cache) / $(warm_field size), 2))"; }
 
-q "SELECT pg_prewarm('warm', 'read')" >/dev/null
-is "$(warm_pct)" "100.0" "warm is fully cached after being read once"
+# Read until fully cached (a few pages read once were seen missing, before any backup ran, in
+# one run of the whole suite): what is measured is what the backup does to a warm table.
+for try in 1 2 3 4 5; do
+    q "SELECT pg_prewarm('warm', 'read')" >/dev/null
+    pct=$(warm_pct)
+    [ "$pct" = "100.0" ] && break
+    diag "warm is $pct % cached after read number $try; reading it again"
+done
+is "$pct" "100.0" "warm is fully cached after being read"
 evicted_before=$(warm_field evicted_pages)
 cache_before=$(cgroup_cache_bytes)
 
