@@ -163,10 +163,20 @@ as_pg() {
         PGHOST="$T" PGPORT="${PGPORT:-}" PGUSER=postgres PGDATABASE=postgres "$@"
 }
 
+# Outside the kernel's ephemeral range: a port taken from inside it can become the
+# source port of some outgoing connection between this check and the bind (moto
+# once failed to start with "Address already in use" that way).
 free_port() {
-    local p
+    local p lo hi base span
+    read -r lo hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || { lo=32768; hi=60999; }
+    if [ "$lo" -ge 21000 ]; then
+        base=20000 span=$((lo - 20000))
+    else
+        base=$((hi + 1)) span=$((65536 - hi - 1))
+    fi
+    [ "$span" -gt 0 ] || bail "no port range outside the ephemeral range $lo-$hi"
     for _ in $(seq 1 200); do
-        p=$((20000 + RANDOM % 20000))
+        p=$((base + (RANDOM * 32768 + RANDOM) % span))
         if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
             echo "$p"
             return
