@@ -262,14 +262,17 @@ if mount -t tmpfs -o size=1m tmpfs "$FULL" 2>/dev/null; then
     q "SELECT pg_reload_conf()" >/dev/null
     seg=$(switch_wal)
     ok $(wait_until 60 archived "$seg" && echo 0 || echo 1) "with a spool on a small file system, $seg is archived"
+    # full to the last page: 64 KiB blocks leave up to 64 KiB free, enough for the spool's records
     dd if=/dev/zero of="$FULL/filler" bs=64k 2>/dev/null
+    dd if=/dev/zero of="$FULL/filler.4k" bs=4k 2>/dev/null
+    dd if=/dev/zero of="$FULL/filler.1" bs=1 2>/dev/null
     seg=$(switch_wal)
     ok $(wait_until 60 archived "$seg" && echo 0 || echo 1) "with that file system full, $seg is still archived"
     like "$(grep "$seg" "$T/data.log" | grep warning | head -1)" "No space left on device.*archiving .*$seg.* directly" \
         "and PostgreSQL's log says the spool is full and the file was archived directly"
     ls "$REPO/wal/00000001/$seg".* >/dev/null 2>&1
     ok $? "$seg is in the repository"
-    rm -f "$FULL/filler"
+    rm -f "$FULL/filler" "$FULL/filler.4k" "$FULL/filler.1"
     stop_pushers
     umount -l "$FULL"
 else
