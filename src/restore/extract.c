@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "compress/compress.h"
+#include "pg/relfile.h"
 #include "repo/layout.h"
 #include "repo/tar.h"
 #include "restore/durable.h"
@@ -26,15 +27,6 @@
 
 #define EXTRACT_CHUNK  (1024 * 1024)
 #define TABLESPACE_DIR "pg_tblspc/"
-/*
- * pg_control is written under a temporary name and renamed only once
- * everything else is on disk (extract_publish_control): a restore killed
- * midway, or cut by a power loss, leaves a directory PostgreSQL refuses to
- * start, not one it would start from a checkpoint that matches none of its
- * files.
- */
-#define EXTRACT_PG_CONTROL     "global/pg_control"
-#define EXTRACT_PG_CONTROL_TMP ".pgdirect-restoring"
 
 /* a large file's writeback starts every this many bytes, not only at its end */
 #define EXTRACT_WRITEBACK_EVERY (32 * 1024 * 1024)
@@ -219,6 +211,7 @@ typedef struct extract_shared {
 typedef struct extract_worker {
     extract_shared *sh;
     char *buf;
+    char *cmp; /* restore --delta: what the file holds where buf goes */
 } extract_worker;
 
 static bool extract_write_all(int fd, const char *buf, size_t len, const char *dest, pgd_error *err)
@@ -235,10 +228,81 @@ static bool extract_write_all(int fd, const char *buf, size_t len, const char *d
     return true;
 }
 
-/* The data of a file's tar entry into a new file, checked against the manifest's CRC-32C. */
+static bool extract_pwrite_all(int fd, const char *buf, size_t len, uint64_t off, const char *dest,
+                               pgd_error *err)
+{
+    while (len > 0) {
+        ssize_t n = pwrite(fd, buf, len, (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return err_errno(err, errno, "could not write file \"%s\"", dest);
+        buf += n;
+        off += (uint64_t)n;
+        len -= (size_t)n;
+    }
+    return true;
+}
+
+/* Up to len bytes of the file at off into buf; fewer at its end. */
+static bool extract_pread_full(int fd, char *buf, size_t len, uint64_t off, size_t *got,
+                               const char *dest, pgd_error *err)
+{
+    *got = 0;
+    while (*got < len) {
+        ssize_t n = pread(fd, buf + *got, len - *got, (off_t)(off + *got));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return err_errno(err, errno, "could not read file \"%s\"", dest);
+        if (n == 0)
+            break;
+        *got += (size_t)n;
+    }
+    return true;
+}
+
+/*
+ * restore --delta: buf[0..n), the backup's bytes at `off`, compared page
+ * by page with what the file holds there; runs of differing pages written.
+ */
+static bool extract_delta_write(extract_worker *w, int fd, const char *dest, const char *buf,
+                                size_t n, uint64_t off, bool *changed, pgd_error *err)
+{
+    size_t got, run = 0, run_len = 0;
+    uint64_t same = 0;
+
+    if (!extract_pread_full(fd, w->cmp, n, off, &got, dest, err))
+        return false;
+    for (size_t at = 0; at < n; at += PG_PAGE_SIZE) {
+        size_t len = n - at < PG_PAGE_SIZE ? n - at : PG_PAGE_SIZE;
+        if (at + len <= got && memcmp(buf + at, w->cmp + at, len) == 0) {
+            same += len;
+            if (run_len > 0 && !extract_pwrite_all(fd, buf + run, run_len, off + run, dest, err))
+                return false;
+            run_len = 0;
+            continue;
+        }
+        if (run_len == 0)
+            run = at;
+        run_len += len;
+    }
+    if (run_len > 0 && !extract_pwrite_all(fd, buf + run, run_len, off + run, dest, err))
+        return false;
+    if (same < n)
+        *changed = true;
+    __atomic_add_fetch(w->sh->p->unchanged, same, __ATOMIC_RELAXED);
+    return true;
+}
+
+/*
+ * The data of a file's tar entry into the file, checked against the
+ * manifest's CRC-32C: a new file written through, or (restore --delta) an
+ * existing one compared first; *changed when anything was written.
+ */
 static bool extract_file_data(extract_worker *w, work_pool *pool, tar_reader *tr, int fd,
                               const char *dest, const tar_entry *e, const manifest_file *f,
-                              const char *part_name, pgd_error *err)
+                              const char *part_name, bool *changed, pgd_error *err)
 {
     const extract_plan *p = w->sh->p;
     uint32_t crc = CRC32C_INIT;
@@ -255,7 +319,8 @@ static bool extract_file_data(extract_worker *w, work_pool *pool, tar_reader *tr
         if (n == 0)
             return err_set(err, "file \"%s\" in backup \"%s\" ends early", e->path, p->backup_id);
         crc = crc32c_update(crc, w->buf, n);
-        if (!extract_write_all(fd, w->buf, n, dest, err))
+        if (p->delta ? !extract_delta_write(w, fd, dest, w->buf, n, written, changed, err)
+                     : !extract_write_all(fd, w->buf, n, dest, err))
             return false;
         left -= n;
         written += n;
@@ -283,6 +348,8 @@ static bool extract_file(extract_worker *w, work_pool *pool, tar_reader *tr, con
     const manifest_file *f;
     char dest[PATH_MAX];
     struct timespec times[2];
+    struct stat st;
+    bool changed;
     int fd;
 
     /* the path first: a hostile name is refused as such, whatever the manifest says */
@@ -300,27 +367,53 @@ static bool extract_file(extract_worker *w, work_pool *pool, tar_reader *tr, con
                        "manifest says %llu",
                        e->path, p->backup_id, (unsigned long long)e->size,
                        (unsigned long long)f->size);
-    fd = open(dest, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    /* read and write with --delta: every page is compared first */
+    fd = open(dest, (p->delta ? O_RDWR : O_WRONLY) | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+              0600);
+    changed = fd >= 0;
+    if (fd < 0 && errno == EEXIST && p->delta)
+        fd = open(dest, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return err_errno(err, errno, "could not create file \"%s\"", dest);
-    if (!extract_file_data(w, pool, tr, fd, dest, e, f, part_name, err))
+    if (fstat(fd, &st) != 0) {
+        err_errno(err, errno, "could not stat file \"%s\"", dest);
         goto fail;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        err_set(err, "could not write file \"%s\": it is not a regular file", dest);
+        goto fail;
+    }
+    if (!extract_file_data(w, pool, tr, fd, dest, e, f, part_name, &changed, err))
+        goto fail;
+    if ((uint64_t)st.st_size > f->size) {
+        if (ftruncate(fd, (off_t)f->size) != 0) {
+            err_errno(err, errno, "could not truncate file \"%s\"", dest);
+            goto fail;
+        }
+        changed = true;
+    }
     times[0].tv_sec = times[1].tv_sec = (time_t)f->mtime;
     times[0].tv_nsec = times[1].tv_nsec = 0;
-    if (fchmod(fd, extract_mode(f->mode, false)) != 0 || futimens(fd, times) != 0) {
+    /* a file that already matched is left as it is, its mtime too */
+    if (((st.st_mode & 07777) != extract_mode(f->mode, false) &&
+         fchmod(fd, extract_mode(f->mode, false)) != 0) ||
+        (changed && futimens(fd, times) != 0)) {
         err_errno(err, errno, "could not set mode or time of \"%s\"", dest);
         goto fail;
     }
     if (close(fd) != 0) {
         err_errno(err, errno, "could not close file \"%s\"", dest);
-        unlink(dest);
+        if (!p->delta)
+            unlink(dest);
         return false;
     }
     w->sh->restored[idx] = 1;
     return true;
 fail:
     close(fd);
-    unlink(dest);
+    /* an existing file's old bytes are gone already; delta_dir.h's retired pg_control guards it */
+    if (!p->delta)
+        unlink(dest);
     return false;
 }
 
@@ -467,16 +560,20 @@ bool extract_partitions(const extract_plan *p, uint64_t *bytes, pgd_error *err)
     sh.links_seen = calloc(p->m->nlinks ? p->m->nlinks : 1, 1);
     ok = ok && sh.restored != NULL && sh.links_seen != NULL;
     for (int i = 0; ok && i < p->concurrency; i++) {
-        workers[i] = (extract_worker){.sh = &sh, .buf = malloc(EXTRACT_CHUNK)};
-        ok = workers[i].buf != NULL;
+        workers[i] = (extract_worker){.sh = &sh,
+                                      .buf = malloc(EXTRACT_CHUNK),
+                                      .cmp = p->delta ? malloc(EXTRACT_CHUNK) : NULL};
+        ok = workers[i].buf != NULL && (!p->delta || workers[i].cmp != NULL);
     }
     if (!ok)
         err_set(err, "out of memory");
     progress_start(&meter, p->progress, extract_manifest_bytes(p->m));
     ok = ok && work_pool_run(&job, bytes, err) && extract_check_complete(p, &sh, err);
     progress_finish(&meter);
-    for (int i = 0; workers != NULL && i < p->concurrency; i++)
+    for (int i = 0; workers != NULL && i < p->concurrency; i++) {
         free(workers[i].buf);
+        free(workers[i].cmp);
+    }
     free(workers);
     free(sh.restored);
     free(sh.links_seen);

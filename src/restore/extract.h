@@ -22,6 +22,16 @@
 #include "storage/storage.h"
 #include "util/error.h"
 
+/*
+ * pg_control is written under a temporary name and renamed only once
+ * everything else is on disk (extract_publish_control): a restore killed
+ * midway, or cut by a power loss, leaves a directory PostgreSQL refuses to
+ * start, not one it would start from a checkpoint that matches none of its
+ * files.
+ */
+#define EXTRACT_PG_CONTROL     "global/pg_control"
+#define EXTRACT_PG_CONTROL_TMP ".pgdirect-restoring"
+
 typedef struct extract_plan {
     storage *repo;
     const char *backup_id;
@@ -31,6 +41,15 @@ typedef struct extract_plan {
     int concurrency;
     bool progress;
     const volatile sig_atomic_t *cancel; /* optional: non-zero (a signal came) stops and fails */
+    /*
+     * restore --delta: files may exist already (restore/delta_dir.h has
+     * removed what must not be written through). Each page is compared with
+     * what is there and written only when it differs; a longer file is
+     * truncated; a file that matched keeps its mtime. *unchanged (required
+     * then) adds the bytes that did not have to be written.
+     */
+    bool delta;
+    uint64_t *unchanged;
 } extract_plan;
 
 /* A relative path with no empty, "." or ".." component. */

@@ -137,6 +137,9 @@ static const opt_def opt_defs[OPT_COUNT] = {
                                   "restore symbolic links that point outside the target "
                                   "directory (e.g. a postgresql.conf linked into /etc) as they "
                                   "are"},
+    [OPT_DELTA] = {"delta", NULL, "off", CMD_RESTORE, false,
+                   "restore into an existing data directory of the same system (stopped): "
+                   "write only what differs, remove what the backup does not have"},
     [OPT_JSON] = {"json", NULL, "off", CMD_LIST | CMD_CACHE | CMD_TUNE | CMD_CHECK | CMD_VERIFY,
                   false, "machine-readable output"},
     [OPT_DATABASE] = {"database", "NAME", NULL, CMD_CACHE, true,
