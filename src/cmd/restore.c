@@ -35,7 +35,10 @@
 #include "cmd/common.h"
 #include "repo/backup_info.h"
 #include "repo/manifest.h"
+#include "repo/layout.h"
+#include "repo/pg_manifest.h"
 #include "restore/backup_read.h"
+#include "restore/chain.h"
 #include "restore/delta_dir.h"
 #include "restore/durable.h"
 #include "restore/extract.h"
@@ -197,6 +200,8 @@ typedef struct restore_run {
     storage *repo;
     backup_info bi;
     manifest m;
+    chain chain;           /* a delta's parents, newest first; empty for a full backup */
+    extract_older *older;  /* the same, as extract reads them */
     const char **dest;     /* per tablespace: where it goes (--tablespace-map applied) */
     target_dir *dirs;      /* [0] the target directory, [1 + i] tablespace i */
     size_t ndirs;          /* allocated (and to clean up on failure) */
@@ -242,8 +247,20 @@ static bool restore_plan(restore_run *r, const pgd_options *opts, pgd_error *err
     if (!backup_info_resolve(r->repo, s->id, &r->bi, err) ||
         (s->delta && !delta_dir_check(s->target, r->bi.system_identifier, err)) ||
         !backup_read_manifest(r->repo, r->bi.id, s->allow_external_links, &r->m, err) ||
+        !chain_load(r->repo, &r->bi, &r->m, s->allow_external_links, &r->chain, err) ||
         !restore_command_build(opts, r->repo, &r->restore_command, err))
         return false;
+    if (r->chain.n > 0 && s->delta)
+        return err_set(err, "restore --delta of a delta backup is not supported yet: restore "
+                            "it into an empty directory");
+    if (r->chain.n > 0) {
+        r->older = calloc(r->chain.n, sizeof(*r->older));
+        if (r->older == NULL)
+            return err_set(err, "out of memory");
+        for (size_t i = 0; i < r->chain.n; i++)
+            r->older[i] = (extract_older){.backup_id = r->chain.parents[i].bi.id,
+                                          .m = &r->chain.parents[i].m};
+    }
     r->dest = calloc(r->m.ntablespaces + 1, sizeof(*r->dest));
     r->dirs = calloc(r->m.ntablespaces + 1, sizeof(*r->dirs));
     if (r->dest == NULL || r->dirs == NULL)
@@ -265,6 +282,10 @@ static bool restore_prepare(restore_run *r, pgd_error *err)
         return false;
     log_info("restoring backup %s (%llu files, %zu partitions) to \"%s\"", r->bi.id,
              (unsigned long long)r->bi.files, r->m.npartitions, r->dirs[0].real);
+    if (r->chain.n > 0)
+        log_info("backup %s is a delta: its chain of %zu older backups down to full backup %s "
+                 "is assembled in one pass",
+                 r->bi.id, r->chain.n, r->chain.parents[r->chain.n - 1].bi.id);
     if (restore_command_repo_is_s3(r->repo))
         log_info("restore_command carries no S3 credentials: the server needs "
                  "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in its own environment");
@@ -281,6 +302,25 @@ static bool restore_list_durable(const restore_run *r, const extract_plan *plan,
            extract_list_durable(plan, r->sync, err);
 }
 
+/*
+ * backup_manifest, for pg_verifybackup: a full backup's own; for a delta,
+ * built from what was assembled (extract rewrote each assembled file's
+ * entry), as pg_combinebackup does.
+ */
+static bool restore_pg_manifest(const restore_run *r, const char *target, pgd_error *err)
+{
+    char *text;
+    bool ok;
+
+    if (r->chain.n == 0)
+        return backup_read_pg_manifest(r->repo, r->bi.id, target, r->sync, err);
+    if (!pg_manifest_build(&r->m, &r->bi, &text, err))
+        return false;
+    ok = durable_write_file(target, PG_MANIFEST_NAME, text, O_EXCL, r->sync, err);
+    free(text);
+    return ok;
+}
+
 /* Unpack into the prepared directories, write the recovery setup, make it all durable. */
 static bool restore_write(restore_run *r, const char **spc_dest, pgd_error *err)
 {
@@ -295,7 +335,9 @@ static bool restore_write(restore_run *r, const char **spc_dest, pgd_error *err)
                          .progress = s->progress,
                          .cancel = interrupt_flag(),
                          .delta = s->delta,
-                         .unchanged = &r->unchanged};
+                         .unchanged = &r->unchanged,
+                         .older = r->older,
+                         .nolder = r->chain.n};
     recovery_conf_request recovery = {.target = target,
                                       .pg_version_num = r->bi.pg_version_num,
                                       .backup_id = r->bi.id,
@@ -320,8 +362,8 @@ static bool restore_write(restore_run *r, const char **spc_dest, pgd_error *err)
     ok = ok && extract_make_dirs(&plan, err) && tablespaces_link(target, &r->m, r->dirs, err) &&
          extract_partitions(&plan, &r->bytes, err) && links_create(&plan, err) &&
          durable_write_file(target, "backup_label", r->m.backup_label, O_EXCL, r->sync, err) &&
-         backup_read_pg_manifest(r->repo, r->bi.id, target, r->sync, err) &&
-         recovery_conf_write(&recovery, r->sync, err) && restore_list_durable(r, &plan, err);
+         restore_pg_manifest(r, target, err) && recovery_conf_write(&recovery, r->sync, err) &&
+         restore_list_durable(r, &plan, err);
     t_sync = clock_seconds();
     ok = ok &&
          durable_list_sync(r->sync,
@@ -367,6 +409,8 @@ static bool cmd_restore_run(const restore_settings *s, const pgd_options *opts, 
     durable_list_free(r.sync);
     free(r.dest);
     free(r.dirs);
+    free(r.older);
+    chain_free(&r.chain);
     manifest_free(&r.m);
     return ok;
 }

@@ -122,8 +122,7 @@ bool delta_dir_check(const char *dir, const char *system_identifier, pgd_error *
     if (!str_format(control, sizeof(control), "%s/" EXTRACT_PG_CONTROL, dir))
         return err_set(err, "path too long: \"%s/" EXTRACT_PG_CONTROL "\"", dir);
     if (lstat(control, &st) != 0 &&
-        !str_format(control, sizeof(control), "%s/" EXTRACT_PG_CONTROL EXTRACT_PG_CONTROL_TMP,
-                    dir))
+        !str_format(control, sizeof(control), "%s/" EXTRACT_PG_CONTROL EXTRACT_PG_CONTROL_TMP, dir))
         return err_set(err, "path too long: \"%s\"", dir);
     if (lstat(control, &st) != 0 || !S_ISREG(st.st_mode))
         return err_set(err,
@@ -258,9 +257,8 @@ static delta_verdict delta_dir_judge(const delta_walk *w, const char *bpath, con
     }
     idx = manifest_find_link(m, bpath);
     if (idx >= 0)
-        return S_ISLNK(st->st_mode) && delta_dir_link_is(disk, m->links[idx].target)
-                   ? DELTA_KEEP
-                   : DELTA_REMOVE;
+        return S_ISLNK(st->st_mode) && delta_dir_link_is(disk, m->links[idx].target) ? DELTA_KEEP
+                                                                                     : DELTA_REMOVE;
     return in_tablespace && top ? DELTA_NOT_OURS : DELTA_REMOVE;
 }
 

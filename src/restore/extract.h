@@ -32,6 +32,12 @@
 #define EXTRACT_PG_CONTROL     "global/pg_control"
 #define EXTRACT_PG_CONTROL_TMP ".pgdirect-restoring"
 
+/* A parent of a delta backup, as restore/chain.h loaded it. */
+typedef struct extract_older {
+    const char *backup_id;
+    const manifest *m;
+} extract_older;
+
 typedef struct extract_plan {
     storage *repo;
     const char *backup_id;
@@ -50,6 +56,22 @@ typedef struct extract_plan {
      */
     bool delta;
     uint64_t *unchanged;
+    /*
+     * A delta backup: its parents, newest first, down to the full backup.
+     * Its increments are assembled in one pass per backup, newest first:
+     * each file is created at its final size with the newest backup's
+     * pages; an older backup's partitions are read only while some file
+     * still needs data, and of them only the entries of such files. An
+     * older increment fills the pages not written yet, an older whole file
+     * every page not written yet, and completes the file. A page below the
+     * final size that no backup supplied is an error, never zeros. Every
+     * entry is checked against its own backup's manifest, an increment's own
+     * CRCs too. Afterwards each assembled file's entry of m says what was
+     * assembled (increment false, its size and the CRC-32C of its bytes as
+     * read back), for the restored backup_manifest.
+     */
+    const extract_older *older;
+    size_t nolder;
 } extract_plan;
 
 /* A relative path with no empty, "." or ".." component. */
