@@ -64,7 +64,8 @@ bool increment_encode_header(unsigned char *buf, uint64_t file_size, uint64_t th
 
     for (uint32_t i = 0; i < nblocks; i++)
         if (block[i] >= pages || (i > 0 && block[i] <= block[i - 1]))
-            return err_set(err, "invalid increment: block %u (entry %u) out of order or past %llu pages",
+            return err_set(err,
+                           "invalid increment: block %u (entry %u) out of order or past %llu pages",
                            block[i], i, (unsigned long long)pages);
     memset(buf, 0, INCREMENT_FIXED_SIZE);
     memcpy(buf, INCREMENT_MAGIC, sizeof(INCREMENT_MAGIC));
@@ -136,9 +137,8 @@ static bool increment_reader_fixed(increment_reader *r, pgd_error *err)
                  (unsigned long long)r->file_size);
         return increment_reader_fail(r, err, why);
     }
-    if (r->check_expect &&
-        (r->nblocks != r->expect_blocks || r->file_size != r->expect_file_size ||
-         increment_size(r->nblocks) != r->expect_size)) {
+    if (r->check_expect && (r->nblocks != r->expect_blocks || r->file_size != r->expect_file_size ||
+                            increment_size(r->nblocks) != r->expect_size)) {
         snprintf(why, sizeof(why),
                  "it holds %u blocks of a %llu-byte file, the manifest says %u blocks of a "
                  "%llu-byte file in %llu bytes",
@@ -221,8 +221,8 @@ bool increment_reader_feed(increment_reader *r, const void *data, size_t len, in
             continue;
         }
         if (pos < pages_end) {
-            take = INCREMENT_PAGE_SIZE - r->page_fill < len ? INCREMENT_PAGE_SIZE - r->page_fill
-                                                            : len;
+            take =
+                INCREMENT_PAGE_SIZE - r->page_fill < len ? INCREMENT_PAGE_SIZE - r->page_fill : len;
             memcpy(r->page + r->page_fill, p, take);
             r->page_fill += (uint32_t)take;
             r->pages_crc = crc32c_update(r->pages_crc, p, take);

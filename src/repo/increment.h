@@ -75,11 +75,11 @@ typedef struct increment_reader {
     uint64_t file_size, threshold_lsn;
     uint32_t *block;
     /* stream state */
-    uint64_t consumed;       /* bytes fed so far */
+    uint64_t consumed; /* bytes fed so far */
     unsigned char fixed[INCREMENT_FIXED_SIZE];
-    uint32_t header_crc;     /* running, over [0, 32+4K) */
-    uint32_t pages_crc;      /* running, over the pages */
-    unsigned char *page;     /* the page being assembled */
+    uint32_t header_crc; /* running, over [0, 32+4K) */
+    uint32_t pages_crc;  /* running, over the pages */
+    unsigned char *page; /* the page being assembled */
     uint32_t page_fill, next_page;
     unsigned char tail[INCREMENT_CRC_SIZE];
     bool failed;
