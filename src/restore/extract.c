@@ -568,6 +568,8 @@ static bool extract_increment(extract_worker *w, work_pool *pool, tar_reader *tr
     }
     ok = ok && increment_reader_finish(&ir, err);
     increment_reader_free(&ir);
+    if (!ok && err->msg[0] != '\0' && strstr(err->msg, sh->lid) == NULL)
+        err_prefix(err, "backup \"%s\" (partition \"%s\")", sh->lid, part_name);
     if (ok && crc32c_final(crc) != lf->crc)
         ok = err_set(err,
                      "checksum mismatch for file \"%s\" in backup \"%s\" (partition \"%s\"): "
