@@ -104,10 +104,10 @@ archive_all "$PGPORT"
 is "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["parent"])' "$REPO/backups/$d3.done.json" 2>/dev/null ||
     grep -o '"parent": *"[^"]*"' "$REPO/backups/$d3.done.json" | sed 's/.*"\([^"]*\)"$/\1/')" "$d2" \
     "the newest delta's parent is the middle one"
-ls "$REPO/backups/$d2" | grep -q . || bail "no directory for $d2"
-cmp_ok "$(find "$REPO/backups/$d2" -name 'part_*' -printf '%s\n' | awk '{s+=$1} END {print s}')" "<" \
+ls "$REPO/backups/$d3" | grep -q . || bail "no directory for $d3"
+cmp_ok "$(find "$REPO/backups/$d3" -name 'part_*' -printf '%s\n' | awk '{s+=$1} END {print s}')" "<" \
     "$(find "$REPO/backups/$full" -name 'part_*' -printf '%s\n' | awk '{s+=$1} END {print s}')" \
-    "a delta stores less than the full backup"
+    "the last delta stores less than the full backup (the middle one holds a new database)"
 
 # ---- each backup restored to the point after it ----
 check_restore() { # check_restore ID NAME [restore options]
@@ -130,6 +130,9 @@ check_restore() { # check_restore ID NAME [restore options]
     pg_stop "$dir"
     rm -rf "$dir"
 }
+out=$(pgd verify "$d3" --repo "$REPO" 2>&1)
+ok $? "verify of the newest delta checks its chain and finds it good" || diag "$out"
+like "$out" "4 backups verified: good" "all four members were verified"
 check_restore "$full" rp1 --target-name rp1 --target-action promote
 check_restore "$d1" rp2 --target-name rp2 --target-action promote
 like "$(cat "$T/r_rp2.restore.log")" "is a delta: its chain of 1 older backups down to full backup $full" \
@@ -164,6 +167,10 @@ with tarfile.open(path) as t:
 with open(path, "r+b") as f:
     f.seek(at); b = f.read(1); f.seek(at); f.write(bytes([b[0] ^ 1]))
 PY
+out=$(pgd verify "$d3" --repo "$REPO" 2>&1)
+is "$?" "3" "verify of the newest delta says its chain is damaged (exit 3)"
+like "$(echo "$out" | grep -A1 "^backup $d2: DAMAGED")" "problem: .*$vtar" "naming the middle backup's file"
+like "$out" "its parent $d2 is damaged" "and why the newest cannot be restored"
 out=$(pgd restore "$d3" --repo "$REPO" --target-dir "$T/r_flip" 2>&1)
 isnt "$?" "0" "restore of the newest delta fails when a page of the middle one is damaged"
 like "$out" "$vtar.* in backup \"$d2\"|backup \"$d2\".*$vtar" "the error names the middle backup and the file"
@@ -176,6 +183,9 @@ expect_error "a delta whose parent is gone" \
     "backup \"$d2\" needs its parent \"$d1\", which is not in the repository" \
     as_pg "$PGD" restore "$d3" --repo "$REPO" --target-dir "$T/r_orphan"
 ok $([ ! -e "$T/r_orphan" ] && echo 0 || echo 1) "refused before anything is written"
+out=$(pgd verify "$d3" --repo "$REPO" 2>&1)
+is "$?" "3" "verify of a delta whose chain lost a member: damaged"
+like "$out" "needs its parent \"$d1\", which is not in the repository" "naming the missing parent"
 mv "$T/d1.done.json" "$REPO/backups/$d1.done.json"
 
 done_testing
