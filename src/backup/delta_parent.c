@@ -125,8 +125,7 @@ bool delta_parent_choose(storage *repo, const delta_parent_request *req, delta_p
         if (!backup_info_load(repo, req->from, &out->info, &missing, &lerr)) {
             if (missing) {
                 *usage_error = true;
-                return err_set(err,
-                               "--delta-from: backup \"%s\" not found in repository \"%s\"",
+                return err_set(err, "--delta-from: backup \"%s\" not found in repository \"%s\"",
                                req->from, repo->uri);
             }
             if (lerr.transient) {
@@ -155,8 +154,9 @@ bool delta_parent_choose(storage *repo, const delta_parent_request *req, delta_p
                                    "backup %s is marked: %llu pages failed their data checksum",
                                    bi->id, (unsigned long long)bi->checksum_errors);
     if (strcmp(bi->system_identifier, req->system_identifier) != 0)
-        return delta_parent_refuse(out, "backup %s is of another system (system identifier %s, "
-                                        "the server's is %s)",
+        return delta_parent_refuse(out,
+                                   "backup %s is of another system (system identifier %s, "
+                                   "the server's is %s)",
                                    bi->id, bi->system_identifier, req->system_identifier);
     if (!pg_parse_lsn(bi->start_lsn, &out->start_lsn))
         return delta_parent_refuse(out, "backup %s is damaged: invalid start_lsn \"%s\"", bi->id,

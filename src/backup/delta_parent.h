@@ -40,11 +40,11 @@ typedef struct delta_parent_request {
 } delta_parent_request;
 
 typedef struct delta_parent {
-    bool found;          /* false: take a full, `why` says why */
+    bool found; /* false: take a full, `why` says why */
     char why[PGD_ERROR_MAX];
-    backup_info info;    /* the parent's sentinel */
-    manifest m;          /* its manifest, indexed */
-    uint64_t start_lsn;  /* the page LSN threshold: the parent's start */
+    backup_info info;   /* the parent's sentinel */
+    manifest m;         /* its manifest, indexed */
+    uint64_t start_lsn; /* the page LSN threshold: the parent's start */
 } delta_parent;
 
 /*

@@ -18,15 +18,15 @@
 #include "util/log.h"
 
 /* PageHeaderData (storage/bufpage.h): where the fields PageIsVerified checks live */
-#define FILTER_DELTA_OFF_FLAGS     10
-#define FILTER_DELTA_OFF_LOWER     12
-#define FILTER_DELTA_OFF_UPPER     14
-#define FILTER_DELTA_OFF_SPECIAL   16
-#define FILTER_DELTA_HEADER_SIZE   24     /* SizeOfPageHeaderData */
-#define FILTER_DELTA_VALID_FLAGS   0x0007 /* PD_VALID_FLAG_BITS */
-#define FILTER_DELTA_MAXALIGN      8
-#define FILTER_DELTA_REREAD_CHUNK  (1024 * 1024)
-#define FILTER_DELTA_GROW_PAGES    64 /* the page buffer's first size */
+#define FILTER_DELTA_OFF_FLAGS    10
+#define FILTER_DELTA_OFF_LOWER    12
+#define FILTER_DELTA_OFF_UPPER    14
+#define FILTER_DELTA_OFF_SPECIAL  16
+#define FILTER_DELTA_HEADER_SIZE  24     /* SizeOfPageHeaderData */
+#define FILTER_DELTA_VALID_FLAGS  0x0007 /* PD_VALID_FLAG_BITS */
+#define FILTER_DELTA_MAXALIGN     8
+#define FILTER_DELTA_REREAD_CHUNK (1024 * 1024)
+#define FILTER_DELTA_GROW_PAGES   64 /* the page buffer's first size */
 
 typedef struct filter_delta {
     file_filter base;
@@ -93,8 +93,7 @@ static bool filter_delta_begin(file_filter *f, const file_filter_file *file, pgd
     slash = strrchr(file->path, '/');
     if (slash == NULL ||
         (size_t)snprintf(d->inc_path, sizeof(d->inc_path), "%.*s/" INCREMENT_TAR_PREFIX "%s",
-                         (int)(slash - file->path), file->path,
-                         slash + 1) >= sizeof(d->inc_path)) {
+                         (int)(slash - file->path), file->path, slash + 1) >= sizeof(d->inc_path)) {
         d->collecting = false;
         return file_filter_begin(f->next, file, err);
     }
@@ -200,9 +199,9 @@ static bool filter_delta_data(file_filter *f, file_chunk *chunk, pgd_error *err)
         if (!filter_delta_room(d, err, &over))
             return false;
         if (over) {
-            log_info("\"%s\": more changed pages than the delta buffer holds (%zu MiB a "
-                     "thread): stored whole",
-                     d->file.path, d->cfg.max_buffer >> 20);
+            log_info("\"%s\": more changed pages than the delta buffer holds (%zu KiB a "
+                     "thread, half of --max-memory): stored whole",
+                     d->file.path, d->cfg.max_buffer >> 10);
             if (!filter_delta_go_whole(d, chunk->offset, err))
                 return false;
             break;
@@ -260,8 +259,7 @@ static bool filter_delta_end(file_filter *f, file_filter_result *result, pgd_err
     result->file_size = d->received;
     if (d->collecting) {
         /* the pages were chosen within the bound; a file that shrank keeps only those below */
-        while (d->npages > 0 &&
-               d->block[d->npages - 1] >= increment_file_pages(d->received))
+        while (d->npages > 0 && d->block[d->npages - 1] >= increment_file_pages(d->received))
             d->npages--;
         result->inc_blocks = (uint32_t)d->npages;
         if (!filter_delta_emit(d, err))

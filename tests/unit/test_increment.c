@@ -41,8 +41,8 @@ static unsigned char *build(const uint32_t *blocks, uint32_t n, size_t *len)
     assert_true(increment_encode_header(buf, TEST_FILE_SIZE, TEST_LSN, blocks, n, &err));
     for (uint32_t i = 0; i < n; i++) {
         memset(buf + hdr + (uint64_t)i * INCREMENT_PAGE_SIZE, 'a' + (int)i, INCREMENT_PAGE_SIZE);
-        crc = crc32c_update(crc, buf + hdr + (uint64_t)i * INCREMENT_PAGE_SIZE,
-                            INCREMENT_PAGE_SIZE);
+        crc =
+            crc32c_update(crc, buf + hdr + (uint64_t)i * INCREMENT_PAGE_SIZE, INCREMENT_PAGE_SIZE);
     }
     increment_encode_trailer(buf + size - INCREMENT_CRC_SIZE, crc32c_final(crc));
     *len = size;
@@ -149,7 +149,8 @@ static void test_bad_page_size(void **state)
     free(buf);
 }
 
-/* Rewrite block entry i and recompute the header CRC, so only the order/range check can catch it. */
+/* Rewrite block entry i and recompute the header CRC, so only the order/range check can catch it.
+ */
 static void set_block(unsigned char *buf, uint32_t nblocks, uint32_t i, uint32_t v)
 {
     unsigned char *p = buf + INCREMENT_FIXED_SIZE + 4 * i;
