@@ -199,9 +199,9 @@ static bool filter_delta_data(file_filter *f, file_chunk *chunk, pgd_error *err)
         if (!filter_delta_room(d, err, &over))
             return false;
         if (over) {
-            log_info("\"%s\": more changed pages than the delta buffer holds (%zu MiB a "
-                     "thread): stored whole",
-                     d->file.path, d->cfg.max_buffer >> 20);
+            log_info("\"%s\": more changed pages than the delta buffer holds (%zu KiB a "
+                     "thread, half of --max-memory): stored whole",
+                     d->file.path, d->cfg.max_buffer >> 10);
             if (!filter_delta_go_whole(d, chunk->offset, err))
                 return false;
             break;

@@ -350,14 +350,14 @@ static bool backup_choose_parent(backup_run *r, pgd_error *err)
 }
 
 /*
- * A delta's filter, after the page checks: the changed pages of each file
- * are held until its end, up to what --max-memory leaves after the read
- * buffers, split between the reader threads (DELTA_BUFFER_MIN at least).
+ * A delta's filter, after the page checks. The changed pages of each file
+ * are held until its end: a delta gives half of --max-memory to the read
+ * plan and half to these, split between the reader threads
+ * (DELTA_BUFFER_MIN at least).
  */
 static void backup_plan_delta(backup_run *r)
 {
-    uint64_t left = r->s->max_memory > r->plan.memory ? r->s->max_memory - r->plan.memory : 0;
-    uint64_t per = left / (r->plan.workers > 0 ? (uint64_t)r->plan.workers : 1);
+    uint64_t per = r->s->max_memory / 2 / (r->plan.workers > 0 ? (uint64_t)r->plan.workers : 1);
 
     if (!r->parent.found)
         return;
@@ -427,7 +427,8 @@ static bool backup_copy(backup_run *r, pgd_error *err)
 
     if (!pg_session_tablespaces(&r->pg, &r->spcs, &r->nspcs, err) ||
         !datadir_walk(&r->dd, s->pgdata_real, r->pg.version_num, err) ||
-        !io_plan_for_datadir(&req, &r->dd, s->max_memory, &r->plan, err) ||
+        !io_plan_for_datadir(&req, &r->dd, r->parent.found ? s->max_memory / 2 : s->max_memory,
+                             &r->plan, err) ||
         (r->files = file_queue_build(&r->dd, &r->plan, err)) == NULL)
         return false;
     if (!backup_plan_page_checks(r, err))
