@@ -250,9 +250,6 @@ static bool restore_plan(restore_run *r, const pgd_options *opts, pgd_error *err
         !chain_load(r->repo, &r->bi, &r->m, s->allow_external_links, &r->chain, err) ||
         !restore_command_build(opts, r->repo, &r->restore_command, err))
         return false;
-    if (r->chain.n > 0 && s->delta)
-        return err_set(err, "restore --delta of a delta backup is not supported yet: restore "
-                            "it into an empty directory");
     if (r->chain.n > 0) {
         r->older = calloc(r->chain.n, sizeof(*r->older));
         if (r->older == NULL)

@@ -280,17 +280,18 @@ static bool extract_pread_full(int fd, char *buf, size_t len, uint64_t off, size
  * restore --delta: buf[0..n), the backup's bytes at `off`, compared page
  * by page with what the file holds there; runs of differing pages written.
  */
-static bool extract_delta_write(extract_worker *w, int fd, const char *dest, const char *buf,
-                                size_t n, uint64_t off, bool *changed, pgd_error *err)
+static bool extract_delta_write(const extract_plan *p, char *cmp, int fd, const char *dest,
+                                const char *buf, size_t n, uint64_t off, bool *changed,
+                                pgd_error *err)
 {
     size_t got, run = 0, run_len = 0;
     uint64_t same = 0;
 
-    if (!extract_pread_full(fd, w->cmp, n, off, &got, dest, err))
+    if (!extract_pread_full(fd, cmp, n, off, &got, dest, err))
         return false;
     for (size_t at = 0; at < n; at += PG_PAGE_SIZE) {
         size_t len = n - at < PG_PAGE_SIZE ? n - at : PG_PAGE_SIZE;
-        if (at + len <= got && memcmp(buf + at, w->cmp + at, len) == 0) {
+        if (at + len <= got && memcmp(buf + at, cmp + at, len) == 0) {
             same += len;
             if (run_len > 0 && !extract_pwrite_all(fd, buf + run, run_len, off + run, dest, err))
                 return false;
@@ -305,8 +306,19 @@ static bool extract_delta_write(extract_worker *w, int fd, const char *dest, con
         return false;
     if (same < n)
         *changed = true;
-    __atomic_add_fetch(w->sh->p->unchanged, same, __ATOMIC_RELAXED);
+    __atomic_add_fetch(p->unchanged, same, __ATOMIC_RELAXED);
     return true;
+}
+
+/* A page of an assembled file: written, or with restore --delta only when it differs. */
+static bool extract_put(const extract_plan *p, char *cmp, int fd, const char *dest, const char *buf,
+                        size_t n, uint64_t off, pgd_error *err)
+{
+    bool changed = false;
+
+    if (p->delta)
+        return extract_delta_write(p, cmp, fd, dest, buf, n, off, &changed, err);
+    return extract_pwrite_all(fd, buf, n, off, dest, err);
 }
 
 /*
@@ -333,7 +345,7 @@ static bool extract_file_data(extract_worker *w, work_pool *pool, tar_reader *tr
         if (n == 0)
             return err_set(err, "file \"%s\" in backup \"%s\" ends early", e->path, p->backup_id);
         crc = crc32c_update(crc, w->buf, n);
-        if (p->delta ? !extract_delta_write(w, fd, dest, w->buf, n, written, changed, err)
+        if (p->delta ? !extract_delta_write(p, w->cmp, fd, dest, w->buf, n, written, changed, err)
                      : !extract_write_all(fd, w->buf, n, dest, err))
             return false;
         left -= n;
@@ -476,6 +488,8 @@ static bool extract_layer_file(const extract_shared *sh, const char *path, const
 }
 
 typedef struct extract_page_sink {
+    const extract_plan *p;
+    char *cmp; /* restore --delta: compare before writing */
     int fd;
     const char *dest;
     extract_asm *a;
@@ -494,7 +508,7 @@ static bool extract_increment_page(void *arg, uint32_t block, const unsigned cha
         return true;
     len = k->final_size - off < INCREMENT_PAGE_SIZE ? (size_t)(k->final_size - off)
                                                     : INCREMENT_PAGE_SIZE;
-    if (!extract_pwrite_all(k->fd, (const char *)page, len, off, k->dest, err))
+    if (!extract_put(k->p, k->cmp, k->fd, k->dest, (const char *)page, len, off, err))
         return false;
     extract_bit_set(k->a->done, block);
     return true;
@@ -513,7 +527,7 @@ static bool extract_increment(extract_worker *w, work_pool *pool, tar_reader *tr
     const manifest_file *lf;
     long nidx;
     char dest[PATH_MAX];
-    extract_page_sink sink = {.fd = -1, .dest = dest};
+    extract_page_sink sink = {.p = p, .cmp = w->cmp, .fd = -1, .dest = dest};
     increment_reader ir;
     uint32_t crc = CRC32C_INIT;
     uint64_t left;
@@ -538,7 +552,12 @@ static bool extract_increment(extract_worker *w, work_pool *pool, tar_reader *tr
         if (sink.a->done == NULL)
             return err_set(err, "out of memory");
         sink.a->need = true;
-        sink.fd = open(dest, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        /* restore --delta: an existing file (restore/delta_dir.h kept only a plain one) is reused
+         */
+        sink.fd = open(dest,
+                       p->delta ? O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC
+                                : O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                       0600);
         if (sink.fd < 0)
             return err_errno(err, errno, "could not create file \"%s\"", dest);
         if (ftruncate(sink.fd, (off_t)sink.final_size) != 0) {
@@ -547,7 +566,7 @@ static bool extract_increment(extract_worker *w, work_pool *pool, tar_reader *tr
             return false;
         }
     } else {
-        sink.fd = open(dest, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+        sink.fd = open(dest, (p->delta ? O_RDWR : O_WRONLY) | O_NOFOLLOW | O_CLOEXEC);
         if (sink.fd < 0)
             return err_errno(err, errno, "could not open file \"%s\"", dest);
     }
@@ -610,7 +629,7 @@ static bool extract_older_whole(extract_worker *w, work_pool *pool, tar_reader *
                        e->path, sh->lid, (unsigned long long)e->size, (unsigned long long)lf->size);
     a = &sh->asm_[nidx];
     final_size = p->m->files[nidx].file_size;
-    fd = open(dest, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+    fd = open(dest, (p->delta ? O_RDWR : O_WRONLY) | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return err_errno(err, errno, "could not open file \"%s\"", dest);
     /* the bitmap is only updated at the end: a page may straddle two chunks */
@@ -635,7 +654,8 @@ static bool extract_older_whole(extract_worker *w, work_pool *pool, tar_reader *
             if (end > final_size)
                 end = final_size;
             if (!extract_bit_get(a->done, block))
-                ok = extract_pwrite_all(fd, w->buf + (at - off), (size_t)(end - at), at, dest, err);
+                ok = extract_put(p, w->cmp, fd, dest, w->buf + (at - off), (size_t)(end - at), at,
+                                 err);
             at = end;
         }
         off += n;

@@ -149,6 +149,19 @@ like "$(cat "$T/r_rp2.restore.log")" "is a delta: its chain of 1 older backups d
 check_restore "$d2" rp3 --target-name rp3 --target-action promote
 check_restore "$d3" end
 
+# ---- restore --delta of the newest delta over a restore of the full backup ----
+pgd restore "$full" --repo "$REPO" --target-dir "$T/r_over" >/dev/null 2>&1 || bail "restore of $full failed"
+pgd restore "$d3" --repo "$REPO" --target-dir "$T/r_fresh" >/dev/null 2>&1 || bail "restore of $d3 failed"
+pgd restore "$d3" --repo "$REPO" --target-dir "$T/r_over" --delta >"$T/r_over.log" 2>&1
+ok $? "restore --delta of the newest delta over a restore of the full backup" || sed 's/^/# /' "$T/r_over.log"
+like "$(cat "$T/r_over.log")" "[1-9][0-9]* bytes of [0-9]+ .* did not have to be written" \
+    "it reports the bytes it did not have to write"
+is "$(diff -r --no-dereference "$T/r_fresh" "$T/r_over" 2>&1 | head -5)" "" \
+    "the result equals a fresh restore of the delta, file by file"
+out=$(as_pg "$PG_BIN/pg_verifybackup" -n "$T/r_over" 2>&1)
+ok $? "pg_verifybackup -n accepts it" || diag "$out"
+rm -rf "$T/r_over" "$T/r_fresh"
+
 # ---- a flipped byte in a page of the middle delta that the newest needs ----
 victim=$(python3 - "$REPO/backups" "$d2" "$d3" <<'PY'
 import json, sys, os

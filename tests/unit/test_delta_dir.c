@@ -8,10 +8,10 @@
 
 #include "restore/delta_dir.h"
 
-#define SYSID        UINT64_C(7412345678901234567)
-#define SYSID_TEXT   "7412345678901234567"
-#define OTHER_TEXT   "1111111111111111111"
-#define PID_NO_SUCH  "999999999\n"
+#define SYSID       UINT64_C(7412345678901234567)
+#define SYSID_TEXT  "7412345678901234567"
+#define OTHER_TEXT  "1111111111111111111"
+#define PID_NO_SUCH "999999999\n"
 
 static void make_datadir(const char *dir)
 {
@@ -109,8 +109,8 @@ static void test_retired_pg_control_still_tells_the_system(void **state)
 
 static void add(manifest *m, const char *path, bool is_dir)
 {
-    manifest_file f = {.path = (char *)path, .is_dir = is_dir, .mode = is_dir ? 0700 : 0600,
-                       .partition = 1};
+    manifest_file f = {
+        .path = (char *)path, .is_dir = is_dir, .mode = is_dir ? 0700 : 0600, .partition = 1};
     pgd_error err = {0};
 
     assert_true(manifest_add_file(m, &f, &err));
