@@ -7,11 +7,15 @@
  * reports; the modules do the work:
  *
  *   plan     which backup (repo/backup_info.h); its manifest, checked
- *            (restore/backup_read.h, restore/links.h); the restore_command
+ *            (restore/backup_read.h, restore/links.h); a delta's chain
+ *            (restore/chain.h); with --delta, whether the existing target
+ *            may be reused (restore/delta_dir.h); the restore_command
  *            (restore/restore_command.h); where each tablespace goes
  *            (restore/tablespaces.h). Everything that can be checked is
  *            checked before anything is written.
- *   prepare  the target and tablespace directories (restore/target_dir.h)
+ *   prepare  the target and tablespace directories (restore/target_dir.h);
+ *            with --delta, pg_control moved aside and what the backup does
+ *            not have removed (restore/delta_dir.h)
  *   write    directories, tablespace links, the partitions' files
  *            (restore/extract.h), the backup's links, backup_label,
  *            backup_manifest and the recovery settings

@@ -1,5 +1,9 @@
 /*
- * extract.c - parallel, verified extraction of backup partitions.
+ * extract.c - parallel, verified extraction of backup partitions: a full
+ * backup's files written as they come; a delta's increments assembled
+ * from its chain, newest backup first (extract_plan.older); with restore
+ * --delta, every page compared with what the file holds before it is
+ * written.
  */
 #define _GNU_SOURCE
 #include "restore/extract.h"

@@ -8,7 +8,9 @@
  * here (restore/links.h makes the links once every file is written; the
  * tablespace links are made by restore itself); hard links are refused;
  * files are created with O_EXCL | O_NOFOLLOW, so nothing is ever written
- * through a link.
+ * through a link (restore --delta opens existing files with O_NOFOLLOW,
+ * after restore/delta_dir.h removed every link and hard-linked file in
+ * their place).
  */
 #ifndef PGD_EXTRACT_H
 #define PGD_EXTRACT_H
