@@ -30,6 +30,7 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -376,6 +377,16 @@ static bool restore_write(restore_run *r, const char **spc_dest, pgd_error *err)
     return ok;
 }
 
+/* After a failed --delta: pg_control was moved aside (restore/delta_dir.h), so say how to go on. */
+static bool restore_control_retired(const target_dir *d)
+{
+    char path[PATH_MAX];
+
+    return d->real[0] != '\0' &&
+           (size_t)snprintf(path, sizeof(path), "%s/" EXTRACT_PG_CONTROL, d->real) < sizeof(path) &&
+           access(path, F_OK) != 0;
+}
+
 static bool cmd_restore_run(const restore_settings *s, const pgd_options *opts, storage *repo,
                             pgd_error *err)
 {
@@ -395,7 +406,7 @@ static bool cmd_restore_run(const restore_settings *s, const pgd_options *opts, 
     if (!ok) {
         for (size_t i = 0; i < r.ndirs; i++)
             target_dir_cleanup(&r.dirs[i]);
-        if (s->delta && r.ndirs > 0 && r.dirs[0].reused)
+        if (s->delta && r.ndirs > 0 && r.dirs[0].reused && restore_control_retired(&r.dirs[0]))
             log_warn("the target directory \"%s\" is partly restored and has no "
                      "global/pg_control: run restore --delta again",
                      r.dirs[0].path);
