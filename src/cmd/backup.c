@@ -336,6 +336,7 @@ static bool backup_choose_parent(backup_run *r, pgd_error *err)
     delta_parent_request req = {.from = r->s->delta_from,
                                 .max_steps = r->s->delta_max_steps,
                                 .system_identifier = r->pg.system_identifier,
+                                .pg_version_num = r->pg.version_num,
                                 .pgdata = r->s->pgdata_real};
 
     if (!pg_session_timeline(&r->pg, &req.timeline, err) ||

@@ -90,11 +90,11 @@ typedef struct run {
 static void run_setup(run *r, uint64_t parent_size, size_t max_buffer, const char *extra_parent)
 {
     manifest_file pf = {.path = "base/5/16384", .size = parent_size, .file_size = parent_size};
-    manifest_file fsm = {.path = "base/5/16384_fsm", .size = 3 * PG_PAGE_SIZE,
-                         .file_size = 3 * PG_PAGE_SIZE};
+    manifest_file fsm = {
+        .path = "base/5/16384_fsm", .size = 3 * PG_PAGE_SIZE, .file_size = 3 * PG_PAGE_SIZE};
     manifest_file vm = {.path = "base/5/16384_vm", .size = PG_PAGE_SIZE, .file_size = PG_PAGE_SIZE};
-    filter_delta_config cfg = {.threshold_lsn = THRESHOLD, .max_buffer = max_buffer,
-                               .reread = READ_MODE_BUFFERED};
+    filter_delta_config cfg = {
+        .threshold_lsn = THRESHOLD, .max_buffer = max_buffer, .reread = READ_MODE_BUFFERED};
     pgd_error err = {0};
 
     memset(r, 0, sizeof(*r));
@@ -174,8 +174,8 @@ static void decode(const sink *s, uint64_t file_size, decoded *d)
     pgd_error err = {0};
 
     memset(d, 0, sizeof(*d));
-    assert_true(increment_reader_init(&rd, s->path, true, s->len, file_size, s->seen.inc_blocks,
-                                      &err));
+    assert_true(
+        increment_reader_init(&rd, s->path, true, s->len, file_size, s->seen.inc_blocks, &err));
     if (!increment_reader_feed(&rd, s->data, s->len, decoded_page, d, &err) ||
         !increment_reader_finish(&rd, &err))
         fail_msg("decode: %s", err.msg);
@@ -330,10 +330,8 @@ static void test_buffer_bound_goes_whole(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_header_validity),
-        cmocka_unit_test(test_page_rules),
-        cmocka_unit_test(test_short_last_page),
-        cmocka_unit_test(test_whole_files),
+        cmocka_unit_test(test_header_validity),         cmocka_unit_test(test_page_rules),
+        cmocka_unit_test(test_short_last_page),         cmocka_unit_test(test_whole_files),
         cmocka_unit_test(test_buffer_bound_goes_whole),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
