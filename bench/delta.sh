@@ -58,8 +58,8 @@ trap cleanup EXIT
 
 # every file of the cluster out of the page cache, one by one (after fdatasync)
 evict() { find "$D/data" -type f -print0 | xargs -0 -n 200 sh -c 'for f; do "$0" evict "$f" >/dev/null 2>&1 || true; done' "$PC"; }
-# percent of the cluster's pages in the page cache
-resident() { find "$D/data" -type f -print0 | xargs -0 "$PC" total | awk '{print $3}'; }
+# percent of the cluster's data files (base/, global/; not the WAL the server writes meanwhile) in the page cache
+resident() { find "$D/data/base" "$D/data/global" -type f -print0 | xargs -0 "$PC" total | awk '{print $3}'; }
 # timed NAME CMD...: evict, run as postgres under /usr/bin/time; raw/NAME gets "wall user sys maxrss_kib
 # resident_after_%"; a failed command ends the run (no silent zeros)
 timed() {
@@ -74,7 +74,7 @@ timed() {
     echo "$(cat "$D/time.$name") $(resident)" >"$OUT/raw/$name"
 }
 field() { awk -v i="$2" '{print $i}' "$OUT/raw/$1"; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "n/a" }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b > 0) printf "%.3f", a / b; else print "n/a" }'; }
 update_1pct() { # update_1pct K: the K-th contiguous 1 % of pgbench_accounts
     local rows=$((SCALE * 100000)) lo hi
     lo=$((rows / 100 * $1 + 1))
@@ -164,7 +164,7 @@ rm -rf "$D/r_chain"
     echo
     echo "Each backup timed with the cluster's files evicted first (per file, not drop_caches); lz4 everywhere."
     echo
-    echo "| | wall s | peak RSS MiB | stored bytes | cluster resident after % |"
+    echo "| | wall s | peak RSS MiB | stored bytes | data files resident after % |"
     echo "|---|---|---|---|---|"
     echo "| pgdirect full | $(field full 1) | $(($(field full 4) / 1024)) | $FULL_STORED | $(field full 5) |"
     echo "| pgdirect --delta | $(field delta 1) | $(($(field delta 4) / 1024)) | $DELTA_STORED | $(field delta 5) |"
