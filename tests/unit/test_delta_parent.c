@@ -16,7 +16,8 @@ static void test_timeline_rule(void **state)
     (void)state;
     assert_true(delta_parent_timeline_ok(3, 0x9000000, 3, NULL));
     assert_true(delta_parent_timeline_ok(1, 0x2000000, 3, HISTORY_3));
-    assert_false(delta_parent_timeline_ok(1, 0x3000000, 3, HISTORY_3)); /* at the switch: after it */
+    assert_false(
+        delta_parent_timeline_ok(1, 0x3000000, 3, HISTORY_3)); /* at the switch: after it */
     assert_true(delta_parent_timeline_ok(2, 0x4FFFFFF, 3, HISTORY_3));
     assert_false(delta_parent_timeline_ok(2, 0x5000028, 3, HISTORY_3));
     assert_false(delta_parent_timeline_ok(4, 0x1000000, 3, HISTORY_3)); /* a later timeline */
