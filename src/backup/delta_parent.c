@@ -15,6 +15,7 @@
 #include "repo/layout.h"
 #include "restore/backup_read.h"
 
+#define PG_MAJOR_DIVISOR         10000 /* server_version_num: major * 10000 + minor, from 10 on */
 #define DELTA_PARENT_HISTORY_MAX (1024 * 1024) /* a history file is a line per timeline */
 
 void delta_parent_free(delta_parent *p)
@@ -158,6 +159,12 @@ bool delta_parent_choose(storage *repo, const delta_parent_request *req, delta_p
                                    "backup %s is of another system (system identifier %s, "
                                    "the server's is %s)",
                                    bi->id, bi->system_identifier, req->system_identifier);
+    if (bi->pg_version_num / PG_MAJOR_DIVISOR != req->pg_version_num / PG_MAJOR_DIVISOR)
+        return delta_parent_refuse(
+            out,
+            "backup %s is of another PostgreSQL release (%d, the server's is "
+            "%d)",
+            bi->id, bi->pg_version_num, req->pg_version_num);
     if (!pg_parse_lsn(bi->start_lsn, &out->start_lsn))
         return delta_parent_refuse(out, "backup %s is damaged: invalid start_lsn \"%s\"", bi->id,
                                    bi->start_lsn);

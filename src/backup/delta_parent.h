@@ -7,7 +7,8 @@
  * damaged makes a full, with the warning saying so, rather than a delta on
  * an older one that the user did not expect). It serves when:
  *   - its sentinel loads and it is not marked checksum_failed;
- *   - it is of the same system identifier;
+ *   - it is of the same system identifier and PostgreSQL major release
+ *     (pages of another release's files are not comparable by LSN alone);
  *   - its timeline is the server's current one, or an ancestor of it whose
  *     switch point (pg_wal/<tli>.history) is after the parent's start LSN;
  *   - every member of its chain down to a full is present and readable;
@@ -35,6 +36,7 @@ typedef struct delta_parent_request {
     const char *from;              /* an id or "LATEST" */
     uint32_t max_steps;            /* deltas a chain may hold */
     const char *system_identifier; /* the server's */
+    int pg_version_num;            /* the server's (the major release must match) */
     uint32_t timeline;             /* the server's current timeline */
     const char *pgdata;            /* where pg_wal/<tli>.history is read */
 } delta_parent_request;

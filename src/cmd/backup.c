@@ -155,6 +155,13 @@ static bool backup_read_settings(const pgd_options *opts, backup_settings *s, pg
     s->archive_timeout = (int)timeout;
     s->verify_checksums = !no_verify;
     s->checksum_errors_fail = checksum_errors == 1;
+    /* on the command line without --delta they would be ignored: a full the caller did not ask for
+     */
+    if (!s->delta && (opts->v[OPT_DELTA_FROM].source == SRC_CLI ||
+                      opts->v[OPT_DELTA_MAX_STEPS].source == SRC_CLI))
+        return err_set(err, "option \"--%s\" needs --delta",
+                       opts->v[OPT_DELTA_FROM].source == SRC_CLI ? opt_name(OPT_DELTA_FROM)
+                                                                 : opt_name(OPT_DELTA_MAX_STEPS));
     s->delta_max_steps = (uint32_t)max_steps;
     s->delta_from = opt_str(opts, OPT_DELTA_FROM);
     s->conninfo = opt_str(opts, OPT_DBNAME);
@@ -336,6 +343,7 @@ static bool backup_choose_parent(backup_run *r, pgd_error *err)
     delta_parent_request req = {.from = r->s->delta_from,
                                 .max_steps = r->s->delta_max_steps,
                                 .system_identifier = r->pg.system_identifier,
+                                .pg_version_num = r->pg.version_num,
                                 .pgdata = r->s->pgdata_real};
 
     if (!pg_session_timeline(&r->pg, &req.timeline, err) ||

@@ -151,13 +151,28 @@ is "$RC" "2" "--delta-from naming no backup exits 2"
 like "$(tail -1 "$T/b4.err")" 'backup "20200101T000000F" not found' "naming it"
 is "$(newest)" "$F3" "and no backup was taken"
 is "$(ls "$REPO/backups" | grep -vc done.json)" "$(ls "$REPO/backups" | grep -c done.json)" "nor anything claimed"
+out=$(pgd backup --repo "$REPO" --pgdata "$T/data" --delta-from "$D1" 2>&1)
+is "$?" "2" "--delta-from without --delta exits 2"
+like "$out" 'option "--delta-from" needs --delta' "saying so"
+is "$(newest)" "$F3" "and takes no backup"
 q "UPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid BETWEEN 1 AND 100"
+hot_rel=$(q "SELECT pg_relation_filepath('hot')")
+q "DROP TABLE hot"
 delta_backup b5 --delta-from "$D1"
 is "$RC" "0" "--delta-from an older delta succeeds"
 D5=$(newest)
 is "$(sentinel "$D5" parent)/$(sentinel "$D5" depth)" "$D1/2" "its parent is the one named"
+# hot came after D1 (new in D2) and was dropped before D5: gone[] is measured against the
+# parent, so a delta on D2 must list it
+is "$(jq -r --arg p "$hot_rel" '.files[] | select(.path == $p) | has("increment")' "$REPO/backups/$D2/manifest.json")" \
+    "false" "a table new since the parent is stored whole"
+delta_backup b5b --delta-from "$D2"
+is "$RC" "0" "a delta on top of $D2 succeeds"
+is "$(jq -r --arg p "$hot_rel" '[.gone[] | select(. == $p)] | length' "$REPO/backups/$(newest)/manifest.json")" \
+    "1" "the dropped table is listed in gone[]"
 
 # ---- fallback: the newest backup damaged ----
+D5=$(newest)
 cp "$REPO/backups/$D5.done.json" "$T/d5.saved"
 echo '{"broken": ' >"$REPO/backups/$D5.done.json"
 delta_backup b6
