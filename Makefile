@@ -30,7 +30,7 @@ UNITDIR     ?= $(PREFIX)/lib/systemd/system
 UNITS       := $(wildcard examples/systemd/*.service examples/systemd/*.timer)
 
 .PHONY: all asan unit unit-asan unit-valgrind integration check demo format clean bench bench-quick bench-io bench-s3 \
-        install uninstall
+        install uninstall bench-delta
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -120,6 +120,10 @@ bench-io: all
 
 bench-s3: all
 	bash bench/s3.sh
+
+# delta backups vs fulls and pgBackRest incr (issue 10); BENCH_DELTA_ARGS='--scale 5' for a short run
+bench-delta: all
+	bash bench/delta.sh $(BENCH_DELTA_ARGS)
 
 # ---- coverage ----
 # The ASan+UBSan build with gcov counters. Its counters are written under

@@ -148,15 +148,46 @@ static bool backup_id_try(storage *repo, const char *id, time_t start, bool *tak
     return true;
 }
 
+/* Whether the id of the same second and the other kind holds anything (a claim, a sentinel). */
+static bool backup_id_sibling_taken(storage *repo, const char *id, bool *taken, pgd_error *err)
+{
+    char sibling[BACKUP_ID_LEN + 1], path[LAYOUT_PATH_MAX];
+    backup_id_names names = {0};
+    bool sentinel;
+
+    memcpy(sibling, id, sizeof(sibling));
+    sibling[BACKUP_ID_LEN - 1] = id[BACKUP_ID_LEN - 1] == 'D' ? 'F' : 'D';
+    layout_sentinel_path(sibling, path, sizeof(path));
+    if (!storage_exists(repo, path, &sentinel, err) || !backup_id_list(repo, sibling, &names, err))
+        return false;
+    *taken = sentinel || names.n > 0;
+    backup_id_names_free(&names);
+    return true;
+}
+
 bool backup_id_claim(storage *repo, time_t start, char id[BACKUP_ID_LEN + 1], pgd_error *err)
+{
+    return backup_id_claim_kind(repo, start, false, id, err);
+}
+
+bool backup_id_claim_kind(storage *repo, time_t start, bool delta, char id[BACKUP_ID_LEN + 1],
+                          pgd_error *err)
 {
     char first[BACKUP_ID_LEN + 1];
 
     layout_backup_id(start, first);
+    first[BACKUP_ID_LEN - 1] = delta ? 'D' : 'F';
     for (int i = 0; i < BACKUP_ID_CLAIM_TRIES; i++) {
         bool taken;
 
         layout_backup_id(start + i, id);
+        id[BACKUP_ID_LEN - 1] = delta ? 'D' : 'F';
+        if (!backup_id_sibling_taken(repo, id, &taken, err)) {
+            err_prefix(err, "could not claim backup id %s", id);
+            return false;
+        }
+        if (taken)
+            continue;
         if (!backup_id_try(repo, id, start, &taken, err)) {
             err_prefix(err, "could not claim backup id %s", id);
             return false;

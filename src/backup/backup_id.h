@@ -28,6 +28,14 @@
 bool backup_id_claim(storage *repo, time_t start, char id[BACKUP_ID_LEN + 1], pgd_error *err);
 
 /*
+ * The same for a full (id ending F) or a delta (ending D). A second that
+ * holds a backup of the other kind counts as taken too: ids sort by time,
+ * and a delta must never sort before its parent (D < F in the same second).
+ */
+bool backup_id_claim_kind(storage *repo, time_t start, bool delta, char id[BACKUP_ID_LEN + 1],
+                          pgd_error *err);
+
+/*
  * Remove everything backup `id` wrote: its sentinel, every object under
  * backups/<id>/ and, last, its claim and the directory. On failure err
  * names the cause and what is left in the repository.

@@ -4,7 +4,7 @@
  * interface.
  *
  *   read buffer -> [page checksums] -> [delta pages] -> size, CRC-32C -> tar entry -> partition
- *                  filter_page_checksum.h  (to come)   filter_crc.h     filter_tar.h   stream
+ *                  filter_page_checksum.h  filter_delta.h  filter_crc.h  filter_tar.h   stream
  *
  * The chain ends at the tar writer; from there the partition's own stream
  * filters (io/stream.h: compressor, CRC-32C of the stored bytes, storage)
@@ -74,6 +74,10 @@ typedef struct file_filter_result {
     uint32_t pages_bad;
     uint32_t pages_reread; /* failed as first read, so read again from the device */
     uint32_t bad_blocks[FILE_FILTER_BAD_BLOCKS_MAX]; /* absolute block numbers, the first ones */
+    /* filter_delta: stored as an increment of file_size bytes' file, inc_blocks pages */
+    bool increment;
+    uint64_t file_size;
+    uint32_t inc_blocks;
 } file_filter_result;
 
 typedef struct file_filter file_filter;

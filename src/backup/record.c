@@ -11,7 +11,8 @@
 #include "repo/layout.h"
 #include "repo/pg_manifest.h"
 
-#define RECORD_TYPE_FULL "full"
+#define RECORD_TYPE_FULL  "full"
+#define RECORD_TYPE_DELTA "delta"
 
 /* "direct", or the one mode every file used, or "mixed". */
 static const char *record_read_mode(unsigned modes, read_mode asked)
@@ -57,7 +58,12 @@ static bool record_build_info(backup_info *bi, const record_facts *f, const char
     uint64_t lsn;
 
     snprintf(bi->id, sizeof(bi->id), "%s", f->id);
-    snprintf(bi->type, sizeof(bi->type), RECORD_TYPE_FULL);
+    snprintf(bi->type, sizeof(bi->type), f->parent != NULL ? RECORD_TYPE_DELTA : RECORD_TYPE_FULL);
+    if (f->parent != NULL) {
+        snprintf(bi->parent, sizeof(bi->parent), "%s", f->parent->id);
+        snprintf(bi->parent_start_lsn, sizeof(bi->parent_start_lsn), "%s", f->parent->start_lsn);
+        bi->depth = f->parent->depth + 1;
+    }
     snprintf(bi->label, sizeof(bi->label), "%s", f->label);
     bi->start_time = f->start_time;
     bi->stop_time = f->stop_time;
@@ -115,12 +121,44 @@ static bool record_add_file(manifest *m, const pipeline_file *f, const pipeline_
                         .mtime = f->mtime,
                         .crc = f->result.crc,
                         .partition = partition,
-                        .pages_bad = f->result.pages_bad};
+                        .pages_bad = f->result.pages_bad,
+                        .increment = f->result.increment,
+                        .file_size = f->result.increment ? f->result.file_size : f->result.size,
+                        .inc_blocks = f->result.inc_blocks};
 
     _Static_assert(MANIFEST_BAD_BLOCKS_MAX == FILE_FILTER_BAD_BLOCKS_MAX,
                    "the manifest lists the bad blocks the filter keeps");
     memcpy(mf.bad_blocks, f->result.bad_blocks, sizeof(mf.bad_blocks));
     return manifest_add_file(m, &mf, err);
+}
+
+static int record_path_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A delta's gone[]: what the parent's manifest lists and this one does not. */
+static bool record_gone(manifest *m, const manifest *parent, pgd_error *err)
+{
+    size_t n = m->nfiles + m->nlinks, k = 0;
+    char **paths = malloc((n ? n : 1) * sizeof(*paths));
+    bool ok = true;
+
+    if (paths == NULL)
+        return err_set(err, "out of memory");
+    for (size_t i = 0; i < m->nfiles; i++)
+        paths[k++] = m->files[i].path;
+    for (size_t i = 0; i < m->nlinks; i++)
+        paths[k++] = m->links[i].path;
+    qsort(paths, n, sizeof(*paths), record_path_cmp);
+    for (size_t i = 0; ok && i < parent->nfiles + parent->nlinks; i++) {
+        char *path =
+            i < parent->nfiles ? parent->files[i].path : parent->links[i - parent->nfiles].path;
+        if (bsearch(&path, paths, n, sizeof(*paths), record_path_cmp) == NULL)
+            ok = manifest_add_gone(m, path, err);
+    }
+    free(paths);
+    return ok;
 }
 
 static bool record_build_manifest(manifest *m, const record_facts *f, pgd_error *err)
@@ -129,6 +167,9 @@ static bool record_build_manifest(manifest *m, const record_facts *f, pgd_error 
 
     m->id = strdup(f->id);
     m->compression = f->compression;
+    m->delta = f->parent != NULL;
+    if (m->delta && (m->parent = strdup(f->parent->id)) == NULL)
+        return err_set(err, "out of memory");
     if (m->id == NULL)
         return err_set(err, "out of memory");
     for (size_t i = 0; i < f->res->npartitions; i++)
@@ -148,7 +189,7 @@ static bool record_build_manifest(manifest *m, const record_facts *f, pgd_error 
     for (size_t i = 0; i < f->nfiles; i++)
         if (f->files[i].done && !record_add_file(m, &f->files[i], f->res, err))
             return false;
-    return true;
+    return f->parent_manifest == NULL || record_gone(m, f->parent_manifest, err);
 }
 
 bool record_build(backup_record *r, const record_facts *facts, pgd_error *err)

@@ -49,6 +49,9 @@ typedef struct record_facts {
     const char *page_checksums; /* "verified", "off", "not verified" (backup_info.h) */
     bool checksum_errors_fail;  /* --checksum-errors fail: bad pages mark the backup */
     bool from_standby;          /* read from a hot standby */
+    /* a delta: its parent's sentinel and manifest (NULL for a full) */
+    const backup_info *parent;
+    const manifest *parent_manifest;
 } record_facts;
 
 void record_init(backup_record *r);

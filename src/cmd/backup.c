@@ -32,6 +32,8 @@
 #include <unistd.h>
 
 #include "backup/backup_id.h"
+#include "backup/delta_parent.h"
+#include "backup/filter_delta.h"
 #include "backup/file_queue.h"
 #include "backup/filter_page_checksum.h"
 #include "backup/io_plan.h"
@@ -54,11 +56,15 @@
 #define NICE_MAX            19 /* the highest nice value there is */
 #define ARCHIVE_TIMEOUT_MAX (24 * 60 * 60)
 #define SYSFS_ROOT          "/sys"
+/* the least a reader thread may hold of a delta's changed pages of one file */
+#define DELTA_BUFFER_MIN (1024 * 1024ULL)
 
 static const command_help backup_help = {
     CMD_BACKUP, "usage: pgdirect backup [OPTIONS]",
     "Take a full backup of the running cluster at --pgdata (or $PGDATA) into the repository,\n"
-    "reading data files with direct I/O so the backup leaves the page cache as it was."};
+    "reading data files with direct I/O so the backup leaves the page cache as it was.\n"
+    "With --delta, store only the pages changed since a parent backup (id ending D); the\n"
+    "chain is capped by --delta-max-steps (default 6), after which a full is taken."};
 
 typedef struct backup_settings {
     const char *pgdata;
@@ -80,6 +86,9 @@ typedef struct backup_settings {
     int archive_timeout;
     bool verify_checksums, checksum_errors_fail;
     bool standby_only; /* refuse a primary */
+    bool delta;
+    const char *delta_from; /* an id or LATEST */
+    uint32_t delta_max_steps;
 } backup_settings;
 
 /* "auto" -> IO_PLAN_AUTO, else an integer in [1, max]. */
@@ -105,7 +114,7 @@ static bool backup_auto_or_int(const pgd_options *opts, opt_id id, long max, uns
 
 static bool backup_read_settings(const pgd_options *opts, backup_settings *s, pgd_error *err)
 {
-    long timeout, weight, nice_increment;
+    long timeout, weight, nice_increment, max_steps;
     int checkpoint, engine, mode, io_class, checksum_errors;
     bool no_verify;
 
@@ -127,6 +136,8 @@ static bool backup_read_settings(const pgd_options *opts, backup_settings *s, pg
         !opt_enum(opts, OPT_CHECKSUM_ERRORS, "warn|fail", &checksum_errors, err) ||
         !opt_bool(opts, OPT_NO_VERIFY_CHECKSUMS, &no_verify, err) ||
         !opt_bool(opts, OPT_STANDBY_ONLY, &s->standby_only, err) ||
+        !opt_bool(opts, OPT_DELTA, &s->delta, err) ||
+        !opt_int(opts, OPT_DELTA_MAX_STEPS, 0, DELTA_MAX_STEPS_MAX, &max_steps, err) ||
         !command_progress(opts, &s->progress, err))
         return false;
     if (strcmp(opt_str(opts, OPT_MAX_MEMORY), "auto") == 0)
@@ -144,6 +155,15 @@ static bool backup_read_settings(const pgd_options *opts, backup_settings *s, pg
     s->archive_timeout = (int)timeout;
     s->verify_checksums = !no_verify;
     s->checksum_errors_fail = checksum_errors == 1;
+    /* on the command line without --delta they would be ignored: a full the caller did not ask for
+     */
+    if (!s->delta && (opts->v[OPT_DELTA_FROM].source == SRC_CLI ||
+                      opts->v[OPT_DELTA_MAX_STEPS].source == SRC_CLI))
+        return err_set(err, "option \"--%s\" needs --delta",
+                       opts->v[OPT_DELTA_FROM].source == SRC_CLI ? opt_name(OPT_DELTA_FROM)
+                                                                 : opt_name(OPT_DELTA_MAX_STEPS));
+    s->delta_max_steps = (uint32_t)max_steps;
+    s->delta_from = opt_str(opts, OPT_DELTA_FROM);
     s->conninfo = opt_str(opts, OPT_DBNAME);
     s->label = opt_str(opts, OPT_LABEL);
     s->pgdata = opt_str(opts, OPT_PGDATA) != NULL ? opt_str(opts, OPT_PGDATA) : getenv("PGDATA");
@@ -167,7 +187,10 @@ typedef struct backup_run {
     pipeline_result res;
     backup_record rec;
     filter_page_checksum_config page_check;
-    file_filter_maker filters[1];
+    delta_parent parent; /* parent.found: this run is a delta */
+    filter_delta_config delta;
+    bool usage_error; /* --delta-from names no backup: the caller's mistake */
+    file_filter_maker filters[2];
     size_t nfilters;
     const char *page_checksums; /* what the sentinel says: "verified", "off", "not verified" */
     uint64_t pages_reread;      /* pages that failed as first read and were read again */
@@ -251,6 +274,9 @@ static void backup_log_complete(const backup_run *r)
                  (unsigned long long)bi->checksum_error_files, (unsigned long long)r->pages_reread);
     else
         snprintf(pages_s, sizeof(pages_s), "%s", bi->page_checksums);
+    if (bi->parent[0] != '\0')
+        log_info("backup %s is a delta of %s (depth %u): %s read, %s stored", bi->id, bi->parent,
+                 bi->depth, size_s, stored_s);
     log_info("backup %s complete: %s read, %s stored (%s), %llu files, %s, %.1f MB/s "
              "(files read at %.1f MB/s), read mode %s, peak RSS %ld MiB, page checksums: %s",
              bi->id, size_s, stored_s, bi->compression, (unsigned long long)bi->files, time_s,
@@ -311,6 +337,45 @@ static void backup_log_bad_pages(backup_run *r)
     }
 }
 
+/* --delta: the parent, or the one warning line that says why this run is a full. */
+static bool backup_choose_parent(backup_run *r, pgd_error *err)
+{
+    delta_parent_request req = {.from = r->s->delta_from,
+                                .max_steps = r->s->delta_max_steps,
+                                .system_identifier = r->pg.system_identifier,
+                                .pg_version_num = r->pg.version_num,
+                                .pgdata = r->s->pgdata_real};
+
+    if (!pg_session_timeline(&r->pg, &req.timeline, err) ||
+        !delta_parent_choose(r->repo, &req, &r->parent, &r->usage_error, err))
+        return false;
+    if (!r->parent.found)
+        log_warn("taking a full backup instead of a delta: %s", r->parent.why);
+    else
+        log_info("delta on top of backup %s (depth %u): pages with an LSN at or after %s",
+                 r->parent.info.id, r->parent.info.depth + 1, r->parent.info.start_lsn);
+    return true;
+}
+
+/*
+ * A delta's filter, after the page checks. The changed pages of each file
+ * are held until its end: a delta gives half of --max-memory to the read
+ * plan and half to these, split between the reader threads
+ * (DELTA_BUFFER_MIN at least).
+ */
+static void backup_plan_delta(backup_run *r)
+{
+    uint64_t per = r->s->max_memory / 2 / (r->plan.workers > 0 ? (uint64_t)r->plan.workers : 1);
+
+    if (!r->parent.found)
+        return;
+    r->delta = (filter_delta_config){.threshold_lsn = r->parent.start_lsn,
+                                     .parent = &r->parent.m,
+                                     .max_buffer = per > DELTA_BUFFER_MIN ? per : DELTA_BUFFER_MIN,
+                                     .reread = READ_MODE_DIRECT};
+    r->filters[r->nfilters++] = (file_filter_maker){filter_delta_make, &r->delta};
+}
+
 /* The repository, the server, the id (claimed before anything is written), pg_backup_start. */
 static bool backup_begin(backup_run *r, pgd_error *err)
 {
@@ -329,7 +394,10 @@ static bool backup_begin(backup_run *r, pgd_error *err)
     if (s->standby_only && !r->pg.in_recovery)
         return err_set(err, "the server is a primary (pg_is_in_recovery() is false): "
                             "--standby-only backs up only a hot standby");
-    if (!(r->claimed = backup_id_claim(r->repo, (time_t)r->start_time, r->id, err)))
+    if (s->delta && !backup_choose_parent(r, err))
+        return false;
+    if (!(r->claimed =
+              backup_id_claim_kind(r->repo, (time_t)r->start_time, r->parent.found, r->id, err)))
         return false;
     log_info("backup %s of \"%s\" (PostgreSQL %s%s) to \"%s\": %s checkpoint", r->id, s->pgdata,
              r->pg.version, r->pg.in_recovery ? ", a standby" : "", r->repo->uri,
@@ -367,11 +435,13 @@ static bool backup_copy(backup_run *r, pgd_error *err)
 
     if (!pg_session_tablespaces(&r->pg, &r->spcs, &r->nspcs, err) ||
         !datadir_walk(&r->dd, s->pgdata_real, r->pg.version_num, err) ||
-        !io_plan_for_datadir(&req, &r->dd, s->max_memory, &r->plan, err) ||
+        !io_plan_for_datadir(&req, &r->dd, r->parent.found ? s->max_memory / 2 : s->max_memory,
+                             &r->plan, err) ||
         (r->files = file_queue_build(&r->dd, &r->plan, err)) == NULL)
         return false;
     if (!backup_plan_page_checks(r, err))
         return false;
+    backup_plan_delta(r);
     backup_log_plan(r);
     backup_be_polite(s, &r->cpu_cg);
     cfg.filters = r->filters;
@@ -452,7 +522,9 @@ static bool backup_finish(backup_run *r, pgd_error *err)
                           .res = &r->res,
                           .page_checksums = r->page_checksums,
                           .checksum_errors_fail = s->checksum_errors_fail,
-                          .from_standby = r->pg.in_recovery};
+                          .from_standby = r->pg.in_recovery,
+                          .parent = r->parent.found ? &r->parent.info : NULL,
+                          .parent_manifest = r->parent.found ? &r->parent.m : NULL};
 
     /* with --archive-check we wait for the WAL in the repository ourselves, with a deadline */
     if (!backup_standby_still(r, err) ||
@@ -488,6 +560,7 @@ static void backup_run_free(backup_run *r)
     io_plan_free(&r->plan);
     datadir_free(&r->dd);
     record_free(&r->rec);
+    delta_parent_free(&r->parent);
     pg_session_cancel_disarm();
     pg_session_close(&r->pg);
 }
@@ -496,13 +569,16 @@ static void backup_run_free(backup_run *r)
  * The backup; *marked when it completed but pages failed their checksum
  * under --checksum-errors fail (err then says so).
  */
-static bool cmd_backup_run(const backup_settings *s, storage *repo, bool *marked, pgd_error *err)
+static bool cmd_backup_run(const backup_settings *s, storage *repo, bool *marked, bool *usage,
+                           pgd_error *err)
 {
     backup_run r = {.s = s, .repo = repo};
     bool ok;
 
     record_init(&r.rec);
+    manifest_init(&r.parent.m);
     ok = backup_begin(&r, err) && backup_copy(&r, err) && backup_finish(&r, err);
+    *usage = r.usage_error;
     if (ok)
         backup_log_complete(&r);
     *marked = ok && r.rec.info.checksum_failed;
@@ -537,7 +613,7 @@ int cmd_backup(int argc, char **argv)
     pgd_error err = {0};
     backup_settings s;
     storage *repo = NULL;
-    bool marked = false;
+    bool marked = false, usage = false;
     int rc;
 
     if (!command_start(&opts, &backup_help, 0, argc, argv, &rc))
@@ -551,9 +627,10 @@ int cmd_backup(int argc, char **argv)
         rc = command_fail(&err);
     } else {
         interrupt_catch(backup_on_signal);
-        rc = !cmd_backup_run(&s, repo, &marked, &err) ? command_fail(&err)
-             : marked                                 ? (command_fail(&err), EXIT_CHECKSUM_ERRORS)
-                                                      : EXIT_OK;
+        rc = !cmd_backup_run(&s, repo, &marked, &usage, &err)
+                 ? (usage ? (command_fail(&err), EXIT_USAGE) : command_fail(&err))
+             : marked ? (command_fail(&err), EXIT_CHECKSUM_ERRORS)
+                      : EXIT_OK;
     }
     storage_free(repo);
     options_free(&opts);

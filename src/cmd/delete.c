@@ -265,33 +265,6 @@ static bool delete_scan_dirs(delete_run *r, pgd_error *err)
     return true;
 }
 
-/* A delta's parent, from its sentinel: backup_info does not carry it (yet). */
-static bool delete_read_parent(delete_run *r, retention_backup *b, pgd_error *err)
-{
-    char path[LAYOUT_PATH_MAX];
-    const char *parent = NULL;
-    bool missing = false;
-    char *text;
-    size_t len;
-    json_t *o;
-
-    layout_sentinel_path(b->id, path, sizeof(path));
-    if (!storage_get(r->repo, path, &text, &len, &missing, err)) {
-        if (!missing)
-            return false;
-        b->damaged = true; /* removed since it was listed: nothing to keep it for */
-        return true;
-    }
-    o = json_loads(text, 0, NULL);
-    free(text);
-    if (o != NULL && json_unpack(o, "{s:s}", "parent", &parent) == 0 && layout_is_backup_id(parent))
-        snprintf(b->parent, sizeof(b->parent), "%s", parent);
-    else
-        b->damaged = true; /* a delta without its parent cannot be restored */
-    json_decref(o);
-    return true;
-}
-
 static bool delete_scan_backups(delete_run *r, pgd_error *err)
 {
     if (!backup_info_scan(r->repo, &r->infos, &r->n, err))
@@ -312,8 +285,10 @@ static bool delete_scan_backups(delete_run *r, pgd_error *err)
         b->stop_time = bi->stop_time;
         if (!pg_parse_lsn(bi->start_lsn, &b->start_lsn))
             b->start_lsn = 0;
-        if (bi->id[BACKUP_ID_LEN - 1] == 'D' && !delete_read_parent(r, b, err))
-            return false;
+        /* the sentinel's parent (repo/backup_info.h); a delta without one cannot be restored */
+        if (!str_format(b->parent, sizeof(b->parent), "%s", bi->parent) ||
+            (bi->id[BACKUP_ID_LEN - 1] == 'D' && !layout_is_backup_id(b->parent)))
+            b->damaged = true;
     }
     return true;
 }

@@ -20,7 +20,8 @@ static const command_help list_help = {
     CMD_LIST, "usage: pgdirect list [--json] [OPTIONS]",
     "List the complete backups in the repository, oldest first. A backup that is still\n"
     "running or was interrupted is not shown: it has no sentinel yet. A backup whose\n"
-    "sentinel cannot be read is shown with status \"damaged\" and the reason."};
+    "sentinel cannot be read is shown with status \"damaged\" and the reason. A delta\n"
+    "backup shows its parent and its depth in the chain."};
 
 /* BAD PAGES: pages that failed their data checksum; "off": the cluster has none; "-": not verified.
  */
@@ -32,21 +33,26 @@ static void list_bad_pages(const backup_info *b, char *out, size_t len)
         snprintf(out, len, "%s", strcmp(b->page_checksums, "off") == 0 ? "off" : "-");
 }
 
-/* STATUS comes last, so scripts that read the columns before it by position keep working. */
+/*
+ * STATUS comes last, so scripts that read the columns before it by position keep working.
+ * A delta shows its PARENT and its DEPTH in the chain (0: a full); READ is what the backup
+ * read from PGDATA, STORED what it wrote (a delta reads everything, stores what changed).
+ */
 static void list_print_table(const backup_info *b, size_t n)
 {
-    printf("%-17s  %-4s  %-20s  %9s  %10s  %10s  %5s  %-12s  %-12s  %-24s  %9s  %s\n", "ID", "TYPE",
-           "STARTED (UTC)", "DURATION", "SIZE", "STORED", "RATIO", "START LSN", "STOP LSN",
-           "WAL START", "BAD PAGES", "STATUS");
+    printf("%-17s  %-5s  %-17s  %5s  %-20s  %9s  %10s  %10s  %5s  %-12s  %-12s  %-24s  %9s  %s\n",
+           "ID", "TYPE", "PARENT", "DEPTH", "STARTED (UTC)", "DURATION", "READ", "STORED", "RATIO",
+           "START LSN", "STOP LSN", "WAL START", "BAD PAGES", "STATUS");
     for (size_t i = 0; i < n; i++) {
         char started[32], dur[32], size[32], stored[32], bad[24];
         struct tm tm;
         time_t t = (time_t)b[i].start_time;
 
         if (b[i].damaged) {
-            printf("%-17s  %-4s  %-20s  %9s  %10s  %10s  %5s  %-12s  %-12s  %-24s  %9s  damaged: "
-                   "%s\n",
-                   b[i].id, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", b[i].damage);
+            printf(
+                "%-17s  %-5s  %-17s  %5s  %-20s  %9s  %10s  %10s  %5s  %-12s  %-12s  %-24s  %9s  "
+                "damaged: %s\n",
+                b[i].id, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", b[i].damage);
             continue;
         }
         list_bad_pages(&b[i], bad, sizeof(bad));
@@ -55,8 +61,10 @@ static void list_print_table(const backup_info *b, size_t n)
         units_format_duration((double)(b[i].stop_time - b[i].start_time), dur, sizeof(dur));
         units_format_bytes(b[i].size, size, sizeof(size));
         units_format_bytes(b[i].compressed_size, stored, sizeof(stored));
-        printf("%-17s  %-4s  %-20s  %9s  %10s  %10s  %5.2f  %-12s  %-12s  %-24s  %9s  %s\n",
-               b[i].id, b[i].type, started, dur, size, stored,
+        printf("%-17s  %-5s  %-17s  %5u  %-20s  %9s  %10s  %10s  %5.2f  %-12s  %-12s  %-24s  %9s  "
+               "%s\n",
+               b[i].id, b[i].type[0] ? b[i].type : "full", b[i].parent[0] ? b[i].parent : "-",
+               b[i].depth, started, dur, size, stored,
                b[i].compressed_size ? (double)b[i].size / (double)b[i].compressed_size : 0.0,
                b[i].start_lsn, b[i].stop_lsn, b[i].start_wal, bad,
                b[i].checksum_failed ? "checksum errors (--checksum-errors fail)" : "ok");

@@ -7,11 +7,15 @@
  * reports; the modules do the work:
  *
  *   plan     which backup (repo/backup_info.h); its manifest, checked
- *            (restore/backup_read.h, restore/links.h); the restore_command
+ *            (restore/backup_read.h, restore/links.h); a delta's chain
+ *            (restore/chain.h); with --delta, whether the existing target
+ *            may be reused (restore/delta_dir.h); the restore_command
  *            (restore/restore_command.h); where each tablespace goes
  *            (restore/tablespaces.h). Everything that can be checked is
  *            checked before anything is written.
- *   prepare  the target and tablespace directories (restore/target_dir.h)
+ *   prepare  the target and tablespace directories (restore/target_dir.h);
+ *            with --delta, pg_control moved aside and what the backup does
+ *            not have removed (restore/delta_dir.h)
  *   write    directories, tablespace links, the partitions' files
  *            (restore/extract.h), the backup's links, backup_label,
  *            backup_manifest and the recovery settings
@@ -26,6 +30,7 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +40,11 @@
 #include "cmd/common.h"
 #include "repo/backup_info.h"
 #include "repo/manifest.h"
+#include "repo/layout.h"
+#include "repo/pg_manifest.h"
 #include "restore/backup_read.h"
+#include "restore/chain.h"
+#include "restore/delta_dir.h"
 #include "restore/durable.h"
 #include "restore/extract.h"
 #include "restore/links.h"
@@ -60,6 +69,14 @@ static const command_help restore_help = {
     "Restore a backup into an empty directory and configure recovery from the WAL archive,\n"
     "optionally to a target (--target-time, --target-lsn, --target-name, --target-xid).\n"
     "\n"
+    "--delta restores into an existing, stopped data directory of the same system (a former\n"
+    "primary, a broken standby): every page is compared with what is there and written only\n"
+    "when it differs, files and directories the backup does not have are removed, and the\n"
+    "bytes that did not have to be written are reported. A running server (postmaster.pid\n"
+    "naming a live process) or a directory of another system is refused. Until it completes,\n"
+    "the directory has no global/pg_control and cannot be started; run it again after a\n"
+    "failure.\n"
+    "\n"
     "--target-time takes an ISO 8601 date and time WITH a zone (\"2026-11-29 21:00:00+00\",\n"
     "\"2026-11-29T22:00:00 Europe/Berlin\"): without one the server would read it in its own\n"
     "TimeZone setting, which need not be yours. --target-lsn is X/X in hex, --target-xid a\n"
@@ -82,6 +99,7 @@ typedef struct restore_settings {
     int concurrency;
     bool progress;
     bool allow_external_links;
+    bool delta;                  /* reuse an existing data directory: write only what differs */
     char *const *tablespace_map; /* OLD=NEW values */
     size_t ntablespace_map;
 } restore_settings;
@@ -177,7 +195,8 @@ static bool restore_read_settings(const pgd_options *opts, restore_settings *s, 
         return err_set(err, "option \"--standby\" cannot be combined with a recovery target "
                             "(--target-time, --target-lsn, --target-name, --target-xid)");
     return command_progress(opts, &s->progress, err) &&
-           opt_bool(opts, OPT_ALLOW_EXTERNAL_LINKS, &s->allow_external_links, err);
+           opt_bool(opts, OPT_ALLOW_EXTERNAL_LINKS, &s->allow_external_links, err) &&
+           opt_bool(opts, OPT_DELTA, &s->delta, err);
 }
 
 /* One restore: what is decided before writing, then what is written. */
@@ -186,12 +205,15 @@ typedef struct restore_run {
     storage *repo;
     backup_info bi;
     manifest m;
+    chain chain;           /* a delta's parents, newest first; empty for a full backup */
+    extract_older *older;  /* the same, as extract reads them */
     const char **dest;     /* per tablespace: where it goes (--tablespace-map applied) */
     target_dir *dirs;      /* [0] the target directory, [1 + i] tablespace i */
     size_t ndirs;          /* allocated (and to clean up on failure) */
     durable_list *sync;    /* everything written, for the final fsync pass */
     char *restore_command; /* as PostgreSQL will run it */
     uint64_t bytes;
+    uint64_t unchanged; /* --delta: bytes that matched and were not written */
     double t0;
 } restore_run;
 
@@ -202,6 +224,12 @@ static void restore_log_complete(const restore_run *r, double sync_secs)
     const char *key = r->s->target_key;
 
     units_format_bytes(r->bytes, size_s, sizeof(size_s));
+    if (r->s->delta) {
+        char same_s[32];
+        units_format_bytes(r->unchanged, same_s, sizeof(same_s));
+        log_info("%llu bytes of %llu (%s of %s) did not have to be written",
+                 (unsigned long long)r->unchanged, (unsigned long long)r->bytes, same_s, size_s);
+    }
     units_format_duration(secs, time_s, sizeof(time_s));
     units_format_duration(sync_secs, sync_s, sizeof(sync_s));
     if (r->s->standby)
@@ -222,9 +250,19 @@ static bool restore_plan(restore_run *r, const pgd_options *opts, pgd_error *err
     const restore_settings *s = r->s;
 
     if (!backup_info_resolve(r->repo, s->id, &r->bi, err) ||
+        (s->delta && !delta_dir_check(s->target, r->bi.system_identifier, err)) ||
         !backup_read_manifest(r->repo, r->bi.id, s->allow_external_links, &r->m, err) ||
+        !chain_load(r->repo, &r->bi, &r->m, s->allow_external_links, &r->chain, err) ||
         !restore_command_build(opts, r->repo, &r->restore_command, err))
         return false;
+    if (r->chain.n > 0) {
+        r->older = calloc(r->chain.n, sizeof(*r->older));
+        if (r->older == NULL)
+            return err_set(err, "out of memory");
+        for (size_t i = 0; i < r->chain.n; i++)
+            r->older[i] = (extract_older){.backup_id = r->chain.parents[i].bi.id,
+                                          .m = &r->chain.parents[i].m};
+    }
     r->dest = calloc(r->m.ntablespaces + 1, sizeof(*r->dest));
     r->dirs = calloc(r->m.ntablespaces + 1, sizeof(*r->dirs));
     if (r->dest == NULL || r->dirs == NULL)
@@ -237,14 +275,19 @@ static bool restore_plan(restore_run *r, const pgd_options *opts, pgd_error *err
 /* The first writes: the directories, each destination logged before (restore_plan). */
 static bool restore_prepare(restore_run *r, pgd_error *err)
 {
-    bool ok = target_dir_prepare(&r->dirs[0], r->s->target, "target directory", err);
-
+    bool (*prepare)(target_dir *, const char *, const char *, pgd_error *) =
+        r->s->delta ? target_dir_prepare_existing : target_dir_prepare;
+    bool ok = prepare(&r->dirs[0], r->s->target, "target directory", err);
     for (size_t i = 1; ok && i < r->ndirs; i++)
-        ok = target_dir_prepare(&r->dirs[i], r->dest[i - 1], "tablespace directory", err);
+        ok = prepare(&r->dirs[i], r->dest[i - 1], "tablespace directory", err);
     if (!ok)
         return false;
     log_info("restoring backup %s (%llu files, %zu partitions) to \"%s\"", r->bi.id,
              (unsigned long long)r->bi.files, r->m.npartitions, r->dirs[0].real);
+    if (r->chain.n > 0)
+        log_info("backup %s is a delta: its chain of %zu older backups down to full backup %s "
+                 "is assembled in one pass",
+                 r->bi.id, r->chain.n, r->chain.parents[r->chain.n - 1].bi.id);
     if (restore_command_repo_is_s3(r->repo))
         log_info("restore_command carries no S3 credentials: the server needs "
                  "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in its own environment");
@@ -261,6 +304,25 @@ static bool restore_list_durable(const restore_run *r, const extract_plan *plan,
            extract_list_durable(plan, r->sync, err);
 }
 
+/*
+ * backup_manifest, for pg_verifybackup: a full backup's own; for a delta,
+ * built from what was assembled (extract rewrote each assembled file's
+ * entry), as pg_combinebackup does.
+ */
+static bool restore_pg_manifest(const restore_run *r, const char *target, pgd_error *err)
+{
+    char *text;
+    bool ok;
+
+    if (r->chain.n == 0)
+        return backup_read_pg_manifest(r->repo, r->bi.id, target, r->sync, err);
+    if (!pg_manifest_build(&r->m, &r->bi, &text, err))
+        return false;
+    ok = durable_write_file(target, PG_MANIFEST_NAME, text, O_EXCL, r->sync, err);
+    free(text);
+    return ok;
+}
+
 /* Unpack into the prepared directories, write the recovery setup, make it all durable. */
 static bool restore_write(restore_run *r, const char **spc_dest, pgd_error *err)
 {
@@ -273,7 +335,11 @@ static bool restore_write(restore_run *r, const char **spc_dest, pgd_error *err)
                          .spc_dest = spc_dest,
                          .concurrency = s->concurrency,
                          .progress = s->progress,
-                         .cancel = interrupt_flag()};
+                         .cancel = interrupt_flag(),
+                         .delta = s->delta,
+                         .unchanged = &r->unchanged,
+                         .older = r->older,
+                         .nolder = r->chain.n};
     recovery_conf_request recovery = {.target = target,
                                       .pg_version_num = r->bi.pg_version_num,
                                       .backup_id = r->bi.id,
@@ -284,15 +350,22 @@ static bool restore_write(restore_run *r, const char **spc_dest, pgd_error *err)
                                       .standby = s->standby,
                                       .primary_conninfo = s->primary_conninfo};
     double t_sync;
-    bool ok;
+    size_t removed = 0;
+    bool ok = true;
 
     for (size_t i = 1; i < r->ndirs; i++)
         spc_dest[i - 1] = r->dirs[i].real;
-    ok = extract_make_dirs(&plan, err) && tablespaces_link(target, &r->m, r->dirs, err) &&
+    if (s->delta) {
+        ok = delta_dir_retire_control(&plan, err) &&
+             delta_dir_remove_extra(&plan, r->dirs, &removed, err);
+        if (ok && removed > 0)
+            log_info("removed %zu files and directories the backup does not have", removed);
+    }
+    ok = ok && extract_make_dirs(&plan, err) && tablespaces_link(target, &r->m, r->dirs, err) &&
          extract_partitions(&plan, &r->bytes, err) && links_create(&plan, err) &&
          durable_write_file(target, "backup_label", r->m.backup_label, O_EXCL, r->sync, err) &&
-         backup_read_pg_manifest(r->repo, r->bi.id, target, r->sync, err) &&
-         recovery_conf_write(&recovery, r->sync, err) && restore_list_durable(r, &plan, err);
+         restore_pg_manifest(r, target, err) && recovery_conf_write(&recovery, r->sync, err) &&
+         restore_list_durable(r, &plan, err);
     t_sync = clock_seconds();
     ok = ok &&
          durable_list_sync(r->sync,
@@ -302,6 +375,16 @@ static bool restore_write(restore_run *r, const char **spc_dest, pgd_error *err)
     if (ok)
         restore_log_complete(r, clock_seconds() - t_sync);
     return ok;
+}
+
+/* After a failed --delta: pg_control was moved aside (restore/delta_dir.h), so say how to go on. */
+static bool restore_control_retired(const target_dir *d)
+{
+    char path[PATH_MAX];
+
+    return d->real[0] != '\0' &&
+           (size_t)snprintf(path, sizeof(path), "%s/" EXTRACT_PG_CONTROL, d->real) < sizeof(path) &&
+           access(path, F_OK) != 0;
 }
 
 static bool cmd_restore_run(const restore_settings *s, const pgd_options *opts, storage *repo,
@@ -323,6 +406,10 @@ static bool cmd_restore_run(const restore_settings *s, const pgd_options *opts, 
     if (!ok) {
         for (size_t i = 0; i < r.ndirs; i++)
             target_dir_cleanup(&r.dirs[i]);
+        if (s->delta && r.ndirs > 0 && r.dirs[0].reused && restore_control_retired(&r.dirs[0]))
+            log_warn("the target directory \"%s\" is partly restored and has no "
+                     "global/pg_control: run restore --delta again",
+                     r.dirs[0].path);
         err_prefix(err, "restore of backup %s failed", r.bi.id[0] ? r.bi.id : s->id);
     }
     for (size_t i = 0; i < r.ndirs; i++)
@@ -334,6 +421,8 @@ static bool cmd_restore_run(const restore_settings *s, const pgd_options *opts, 
     durable_list_free(r.sync);
     free(r.dest);
     free(r.dirs);
+    free(r.older);
+    chain_free(&r.chain);
     manifest_free(&r.m);
     return ok;
 }

@@ -20,6 +20,8 @@
 #include "cmd/cmd.h"
 #include "cmd/common.h"
 #include "repo/backup_info.h"
+#include "repo/layout.h"
+#include "restore/chain.h"
 #include "restore/verify.h"
 #include "util/interrupt.h"
 #include "util/log.h"
@@ -36,6 +38,9 @@ static const command_help verify_help = {
     "the manifest against the partitions, and the WAL from the backup's start to its stop\n"
     "segment (without it the backup cannot be restored) and on from there: the point-in-time\n"
     "window, up to the first missing segment. Nothing is written to the repository.\n"
+    "A delta backup is verified with its chain (its parents down to the full backup, each\n"
+    "against its own manifest, increments against their own CRCs too); a delta whose parent\n"
+    "is damaged or missing is damaged.\n"
     "\n"
     "Exit status: 0 every backup verified is good; 3 at least one is damaged (each problem is\n"
     "named); 1 verify could not run (repository unreachable, interrupted); 2 usage error."};
@@ -161,7 +166,39 @@ static bool verify_still_there(storage *repo, const backup_info *bi, pgd_error *
     return true; /* a sentinel that cannot be read now: the damage stands */
 }
 
-/* The backups to verify: one (an id or LATEST) or every one, the damaged ones included. */
+/*
+ * A delta is verified with its chain: its parents are put before it, the
+ * full backup first, as far as they can be read (verify_backup reports a
+ * chain that is broken).
+ */
+static bool verify_select_chain(storage *repo, backup_info **out, size_t *n, pgd_error *err)
+{
+    while ((*out)[0].parent[0] != '\0' && *n < CHAIN_MEMBERS_MAX) {
+        backup_info parent;
+        backup_info *grown;
+        pgd_error e = {0};
+        bool missing = false;
+        if (!layout_is_backup_id((*out)[0].parent) ||
+            !backup_info_load(repo, (*out)[0].parent, &parent, &missing, &e)) {
+            if (e.transient) {
+                *err = e;
+                return false;
+            }
+            break;
+        }
+        grown = realloc(*out, (*n + 1) * sizeof(**out));
+        if (grown == NULL)
+            return err_set(err, "out of memory");
+        memmove(grown + 1, grown, *n * sizeof(*grown));
+        grown[0] = parent;
+        *out = grown;
+        (*n)++;
+    }
+    return true;
+}
+
+/* The backups to verify: one (an id or LATEST) with its chain, or every one, the damaged ones
+ * included. */
 static bool verify_select(storage *repo, const verify_settings *s, backup_info **out, size_t *n,
                           pgd_error *err)
 {
@@ -173,17 +210,22 @@ static bool verify_select(storage *repo, const verify_settings *s, backup_info *
     if ((*out = calloc(1, sizeof(**out))) == NULL)
         return err_set(err, "out of memory");
     *n = 1;
-    return backup_info_resolve(repo, s->id, *out, err);
+    if (!backup_info_resolve(repo, s->id, *out, err))
+        return false;
+    return verify_select_chain(repo, out, n, err);
 }
 
 static int verify_run(const verify_settings *s, storage *repo, pgd_error *err)
 {
     backup_info *infos = NULL;
     size_t n = 0, damaged = 0;
+    unsigned char *bad = NULL; /* per backup verified: damaged */
     json_t *arr = s->json ? json_array() : NULL;
     bool ok;
 
     ok = verify_select(repo, s, &infos, &n, err);
+    if (ok && (bad = calloc(n ? n : 1, 1)) == NULL)
+        ok = err_set(err, "out of memory");
     if (ok)
         interrupt_catch(NULL);
     for (size_t i = 0; ok && i < n; i++) {
@@ -206,6 +248,13 @@ static int verify_run(const verify_settings *s, storage *repo, pgd_error *err)
             ok = false;
             break;
         }
+        /* parents come first (ids sort by time): a delta of a damaged chain cannot be restored */
+        for (size_t j = 0; j < i && infos[i].parent[0] != '\0'; j++)
+            if (strcmp(infos[j].id, infos[i].parent) == 0 && bad != NULL && bad[j])
+                verify_problem(&r, "its parent %s is damaged, and it cannot be restored without it",
+                               infos[i].parent);
+        if (bad != NULL)
+            bad[i] = r.damaged;
         damaged += r.damaged;
         if (arr != NULL)
             json_array_append_new(arr, verify_to_json(&infos[i], &r));
@@ -226,6 +275,7 @@ static int verify_run(const verify_settings *s, storage *repo, pgd_error *err)
         json_decref(o);
     }
     json_decref(arr);
+    free(bad);
     free(infos);
     if (ok && (fflush(stdout) != 0 || ferror(stdout)))
         ok = err_set(err, "could not write to standard output");

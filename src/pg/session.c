@@ -350,3 +350,14 @@ bool pg_label_timeline(const char *labelfile, uint32_t *tli)
     *tli = (uint32_t)strtoul(p + strlen("START TIMELINE: "), NULL, 10);
     return *tli > 0;
 }
+
+bool pg_session_timeline(pg_session *s, uint32_t *tli, pgd_error *err)
+{
+    char buf[16];
+
+    if (!pg_session_fetch_one(s, "SELECT timeline_id::text FROM pg_catalog.pg_control_checkpoint()",
+                              buf, sizeof(buf), err))
+        return false;
+    *tli = (uint32_t)strtoul(buf, NULL, 10);
+    return *tli > 0 || err_set(err, "the server reported no timeline");
+}

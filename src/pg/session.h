@@ -99,4 +99,7 @@ void pg_wal_file_name(uint32_t tli, uint64_t lsn, uint64_t segsize, bool prev, c
 /* "START TIMELINE: 1" from a backup_label. */
 bool pg_label_timeline(const char *labelfile, uint32_t *tli);
 
+/* The server's current timeline: its last checkpoint's (pg_control_checkpoint()). */
+bool pg_session_timeline(pg_session *s, uint32_t *tli, pgd_error *err);
+
 #endif

@@ -32,7 +32,10 @@ bool backup_info_to_json(const backup_info *bi, char **json, pgd_error *err)
         json_object_set_new(o, "checksum_error_files",
                             json_integer((json_int_t)bi->checksum_error_files)) != 0 ||
         json_object_set_new(o, "checksum_failed", json_boolean(bi->checksum_failed)) != 0 ||
-        json_object_set_new(o, "from_standby", json_boolean(bi->from_standby)) != 0) {
+        json_object_set_new(o, "from_standby", json_boolean(bi->from_standby)) != 0 ||
+        json_object_set_new(o, "parent", json_string(bi->parent)) != 0 ||
+        json_object_set_new(o, "depth", json_integer(bi->depth)) != 0 ||
+        json_object_set_new(o, "parent_start_lsn", json_string(bi->parent_start_lsn)) != 0) {
         json_decref(o);
         return err_set(err, "could not build sentinel of backup \"%s\"", bi->id);
     }
@@ -68,6 +71,35 @@ static bool backup_info_checksums_from_json(backup_info *bi, json_t *o, const ch
     bi->checksum_errors = (uint64_t)errors;
     bi->checksum_error_files = (uint64_t)files;
     bi->checksum_failed = failed != 0;
+    return true;
+}
+
+/*
+ * type, parent, depth, parent_start_lsn: absent from sentinels written
+ * before deltas (a full, depth 0). A delta must name a valid parent id and
+ * have a depth of at least 1; a full ("full", or "" as unit tests
+ * write it) has neither.
+ */
+static bool backup_info_delta_from_json(backup_info *bi, json_t *o, const char *type,
+                                        const char *what, pgd_error *err)
+{
+    json_error_t jerr;
+    const char *parent = "", *plsn = "";
+    json_int_t depth = 0;
+    bool delta = strcmp(type, "delta") == 0;
+
+    if (json_unpack_ex(o, &jerr, 0, "{s?s, s?I, s?s}", "parent", &parent, "depth", &depth,
+                       "parent_start_lsn", &plsn) != 0)
+        return err_set(err, "invalid %s: %s", what, jerr.text);
+    if (!delta && strcmp(type, "full") != 0 && type[0] != '\0')
+        return err_set(err, "invalid %s: bad \"type\"", what);
+    if (delta ? !layout_is_backup_id(parent) : parent[0] != '\0')
+        return err_set(err, "invalid %s: bad \"parent\"", what);
+    if (delta ? depth < 1 || depth > UINT32_MAX : depth != 0)
+        return err_set(err, "invalid %s: bad \"depth\"", what);
+    COPY_FIELD(bi->parent, parent);
+    COPY_FIELD(bi->parent_start_lsn, plsn);
+    bi->depth = (uint32_t)depth;
     return true;
 }
 
@@ -115,6 +147,10 @@ bool backup_info_from_json(backup_info *bi, const char *json, const char *what, 
         return err_set(err, "invalid %s: %s", what, jerr.text);
     }
     bi->from_standby = from_standby != 0;
+    if (!backup_info_delta_from_json(bi, o, type, what, err)) {
+        json_decref(o);
+        return false;
+    }
     COPY_FIELD(bi->id, id);
     COPY_FIELD(bi->type, type);
     COPY_FIELD(bi->label, label);

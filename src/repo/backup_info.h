@@ -16,7 +16,11 @@
 
 typedef struct backup_info {
     char id[32];
-    char type[8]; /* "full" */
+    char type[8]; /* "full" or "delta" */
+    /* a delta's parent id ("" for a full), its place in the chain (0 for a full) */
+    char parent[32];
+    uint32_t depth;
+    char parent_start_lsn[PG_LSN_TEXT]; /* the page-LSN threshold a delta used */
     char label[128];
     int64_t start_time, stop_time; /* Unix seconds, UTC */
     char start_lsn[PG_LSN_TEXT], stop_lsn[PG_LSN_TEXT];

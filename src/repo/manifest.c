@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "repo/increment.h"
 #include "util/text.h"
 
 void manifest_init(manifest *m)
@@ -36,6 +37,10 @@ void manifest_free(manifest *m)
     free(m->id);
     free(m->backup_label);
     free(m->tablespace_map);
+    free(m->parent);
+    for (size_t i = 0; i < m->ngone; i++)
+        free(m->gone[i]);
+    free(m->gone);
     manifest_init(m);
 }
 
@@ -79,6 +84,22 @@ bool manifest_add_link(manifest *m, const manifest_link *l, pgd_error *err)
         return err_set(err, "out of memory");
     }
     m->nlinks++;
+    return true;
+}
+
+bool manifest_add_gone(manifest *m, const char *path, pgd_error *err)
+{
+    if (m->ngone == m->cap_gone) {
+        size_t cap = m->cap_gone ? m->cap_gone * 2 : 16;
+        char **grown = realloc(m->gone, cap * sizeof(*grown));
+        if (grown == NULL)
+            return err_set(err, "out of memory");
+        m->gone = grown;
+        m->cap_gone = cap;
+    }
+    if ((m->gone[m->ngone] = strdup(path)) == NULL)
+        return err_set(err, "out of memory");
+    m->ngone++;
     return true;
 }
 
@@ -145,9 +166,21 @@ bool manifest_to_json(const manifest *m, char **json, pgd_error *err)
     text_buf t = {0};
 
     text_buf_append(&t, "{\n \"format\": ");
-    manifest_append_json(&t, json_integer(MANIFEST_FORMAT));
+    manifest_append_json(&t, json_integer(m->delta ? MANIFEST_FORMAT_DELTA : MANIFEST_FORMAT));
     text_buf_append(&t, ",\n \"id\": ");
     manifest_append_json(&t, json_string(m->id));
+    text_buf_append(&t, ",\n \"type\": ");
+    manifest_append_json(&t, json_string(m->delta ? "delta" : "full"));
+    if (m->delta) {
+        text_buf_append(&t, ",\n \"parent\": ");
+        manifest_append_json(&t, json_string(m->parent ? m->parent : ""));
+        text_buf_append(&t, ",\n \"gone\": [");
+        for (size_t i = 0; i < m->ngone; i++) {
+            text_buf_append(&t, i ? ",\n  " : "\n  ");
+            manifest_append_json(&t, json_string(m->gone[i]));
+        }
+        text_buf_append(&t, m->ngone ? "\n ]" : "]");
+    }
     text_buf_append(&t, ",\n \"compression\": ");
     manifest_append_json(&t, json_string(compress_name(m->compression)));
     text_buf_append(&t, ",\n \"partitions\": [");
@@ -175,6 +208,10 @@ bool manifest_to_json(const manifest *m, char **json, pgd_error *err)
             json_object_set_new(o, "crc32c", manifest_crc_json(f->crc));
             json_object_set_new(o, "partition", json_integer(f->partition));
         }
+        if (o != NULL && !f->is_dir && f->increment)
+            json_object_set_new(o, "increment",
+                                json_pack("{s:I, s:I}", "file_size", (json_int_t)f->file_size,
+                                          "blocks", (json_int_t)f->inc_blocks));
         if (o != NULL && f->pages_bad > 0) {
             json_t *blocks = json_array();
             for (uint32_t b = 0; b < f->pages_bad && b < MANIFEST_BAD_BLOCKS_MAX; b++)
@@ -237,6 +274,63 @@ static void manifest_parse_bad_blocks(json_t *blocks, manifest_file *f)
     }
 }
 
+/*
+ * type, parent and gone[]: a format 2 manifest must be a delta with a
+ * parent, a format 1 one a full (type absent in manifests written before
+ * deltas).
+ */
+static bool manifest_delta_from_json(manifest *m, json_t *root, bool format_delta, const char *what,
+                                     pgd_error *err)
+{
+    json_error_t jerr;
+    const char *type = "full", *parent = "";
+    json_t *gone = NULL, *v;
+    size_t i;
+
+    if (json_unpack_ex(root, &jerr, 0, "{s?s, s?s, s?o}", "type", &type, "parent", &parent, "gone",
+                       &gone) != 0)
+        return err_set(err, "invalid %s: %s", what, jerr.text);
+    m->delta = strcmp(type, "delta") == 0;
+    if ((!m->delta && strcmp(type, "full") != 0) || m->delta != format_delta ||
+        (m->delta && parent[0] == '\0') || (gone != NULL && !json_is_array(gone)))
+        return err_set(err, "invalid %s: type \"%s\" with format %d%s", what, type,
+                       format_delta ? MANIFEST_FORMAT_DELTA : MANIFEST_FORMAT,
+                       m->delta && parent[0] == '\0' ? " and no parent" : "");
+    if (m->delta && (m->parent = strdup(parent)) == NULL)
+        return err_set(err, "out of memory");
+    json_array_foreach(gone, i, v)
+    {
+        if (!json_is_string(v))
+            return err_set(err, "invalid %s: gone entry %zu is not a path", what, i);
+        if (!manifest_add_gone(m, json_string_value(v), err))
+            return false;
+    }
+    return true;
+}
+
+/* A file's "increment" object, only in a delta's manifest. */
+static bool manifest_increment_from_json(const manifest *m, json_t *inc, manifest_file *f)
+{
+    json_error_t jerr;
+    json_int_t file_size, blocks;
+
+    if (inc == NULL) {
+        f->file_size = f->size;
+        return true;
+    }
+    if (!m->delta ||
+        json_unpack_ex(inc, &jerr, 0, "{s:I, s:I}", "file_size", &file_size, "blocks", &blocks) !=
+            0 ||
+        file_size < 0 || blocks < 0 || blocks > UINT32_MAX ||
+        (uint64_t)blocks * INCREMENT_PAGE_SIZE > (uint64_t)file_size + INCREMENT_PAGE_SIZE - 1 ||
+        f->size != increment_size((uint32_t)blocks))
+        return false;
+    f->increment = true;
+    f->file_size = (uint64_t)file_size;
+    f->inc_blocks = (uint32_t)blocks;
+    return true;
+}
+
 bool manifest_from_json(manifest *m, const char *json, const char *what, pgd_error *err)
 {
     json_error_t jerr;
@@ -256,11 +350,13 @@ bool manifest_from_json(manifest *m, const char *json, const char *what, pgd_err
         err_set(err, "invalid %s: %s", what, jerr.text);
         goto done;
     }
-    if (format != MANIFEST_FORMAT) {
-        err_set(err, "%s has format %lld; this pgdirect reads format %d", what, (long long)format,
-                MANIFEST_FORMAT);
+    if (format != MANIFEST_FORMAT && format != MANIFEST_FORMAT_DELTA) {
+        err_set(err, "%s has format %lld; this pgdirect reads formats %d and %d", what,
+                (long long)format, MANIFEST_FORMAT, MANIFEST_FORMAT_DELTA);
         goto done;
     }
+    if (!manifest_delta_from_json(m, root, format == MANIFEST_FORMAT_DELTA, what, err))
+        goto done;
     if (!compress_parse(compression, &m->compression)) {
         err_set(err, "%s names unknown compression \"%s\"", what, compression);
         goto done;
@@ -338,6 +434,10 @@ bool manifest_from_json(manifest *m, const char *json, const char *what, pgd_err
             f.partition = (uint32_t)partition;
             f.pages_bad = (uint32_t)bad;
             manifest_parse_bad_blocks(json_object_get(v, "bad_blocks"), &f);
+            if (!manifest_increment_from_json(m, json_object_get(v, "increment"), &f)) {
+                err_set(err, "invalid increment entry of file \"%s\" in %s", path, what);
+                goto done;
+            }
         }
         if (!manifest_add_file(m, &f, err))
             goto done;

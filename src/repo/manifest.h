@@ -1,8 +1,14 @@
 /*
  * manifest.h - manifest.json: what a backup holds and how to check it.
  *
- * Format (JSON object, "format": 1):
+ * Format (JSON object, "format": 1 for a full backup, 2 for a delta, so
+ * that a reader that knows only 1 cannot take an increment for a whole file):
  *   id, compression       the backup and the codec of its partitions
+ *   type                  "full" or "delta" (absent before deltas: "full")
+ *   parent                a delta's parent backup id
+ *   gone[]                a delta's: paths of the parent's manifest that
+ *                         are not in this one (informational: files[] lists
+ *                         every file of the cluster at this backup)
  *   partitions[]          name, size (stored bytes), crc32c of the stored bytes
  *   tablespaces[]         oid, name, location (the pg_tblspc link target)
  *   files[]               path (relative to PGDATA, tablespace files under
@@ -13,6 +19,11 @@
  *                         numbers) for a relation file with pages that
  *                         failed their data checksum; for links: target (as readlink gives
  *                         it) and partition (where its tar entry is)
+ *                         In a delta, a relation file may be stored as an
+ *                         increment (repo/increment.h): "increment":
+ *                         {"file_size": N, "blocks": K}; size and crc32c
+ *                         are then those of the increment's bytes, its tar
+ *                         entry is <dir>/INCREMENTAL.<name>
  *   backup_label, tablespace_map   text returned by pg_backup_stop
  *
  * Files are stored in partition order; a file that vanished during the
@@ -33,6 +44,7 @@
 #include "util/error.h"
 
 #define MANIFEST_FORMAT         1
+#define MANIFEST_FORMAT_DELTA   2
 #define MANIFEST_BAD_BLOCKS_MAX 8
 
 typedef struct manifest_file {
@@ -45,6 +57,9 @@ typedef struct manifest_file {
     uint32_t partition;
     uint32_t pages_bad;                           /* pages that failed their data checksum */
     uint32_t bad_blocks[MANIFEST_BAD_BLOCKS_MAX]; /* the first min(pages_bad, MAX) of them */
+    bool increment;                               /* stored as an increment (delta backups only) */
+    uint64_t file_size;  /* the file's size at this backup; == size for whole files */
+    uint32_t inc_blocks; /* pages in the increment */
 } manifest_file;
 
 typedef struct manifest_link {
@@ -80,6 +95,10 @@ typedef struct manifest {
     size_t ntablespaces;
     char *backup_label;
     char *tablespace_map;
+    bool delta;   /* a delta backup: parent is set, files may be increments */
+    char *parent; /* NULL for a full */
+    char **gone;  /* paths of the parent's manifest absent from this one */
+    size_t ngone, cap_gone;
 } manifest;
 
 void manifest_init(manifest *m);
@@ -89,6 +108,7 @@ bool manifest_add_file(manifest *m, const manifest_file *f, pgd_error *err);
 bool manifest_add_link(manifest *m, const manifest_link *l, pgd_error *err);
 bool manifest_add_partition(manifest *m, const char *name, uint64_t size, uint32_t crc,
                             pgd_error *err);
+bool manifest_add_gone(manifest *m, const char *path, pgd_error *err);
 bool manifest_add_tablespace(manifest *m, uint32_t oid, const char *name, const char *location,
                              pgd_error *err);
 

@@ -1,5 +1,9 @@
 /*
- * extract.c - parallel, verified extraction of backup partitions.
+ * extract.c - parallel, verified extraction of backup partitions: a full
+ * backup's files written as they come; a delta's increments assembled
+ * from its chain, newest backup first (extract_plan.older); with restore
+ * --delta, every page compared with what the file holds before it is
+ * written.
  */
 #define _GNU_SOURCE
 #include "restore/extract.h"
@@ -15,6 +19,8 @@
 #include <unistd.h>
 
 #include "compress/compress.h"
+#include "pg/relfile.h"
+#include "repo/increment.h"
 #include "repo/layout.h"
 #include "repo/tar.h"
 #include "restore/durable.h"
@@ -26,15 +32,6 @@
 
 #define EXTRACT_CHUNK  (1024 * 1024)
 #define TABLESPACE_DIR "pg_tblspc/"
-/*
- * pg_control is written under a temporary name and renamed only once
- * everything else is on disk (extract_publish_control): a restore killed
- * midway, or cut by a power loss, leaves a directory PostgreSQL refuses to
- * start, not one it would start from a checkpoint that matches none of its
- * files.
- */
-#define EXTRACT_PG_CONTROL     "global/pg_control"
-#define EXTRACT_PG_CONTROL_TMP ".pgdirect-restoring"
 
 /* a large file's writeback starts every this many bytes, not only at its end */
 #define EXTRACT_WRITEBACK_EVERY (32 * 1024 * 1024)
@@ -210,15 +207,29 @@ bool extract_list_durable(const extract_plan *p, durable_list *l, pgd_error *err
     return true;
 }
 
+/* A file of a delta backup being assembled from its chain (extract_plan.older). */
+typedef struct extract_asm {
+    unsigned char *done; /* bitmap: pages written already, by a newer backup */
+    uint64_t pages;      /* below the final size */
+    bool need;           /* older backups must still supply pages */
+} extract_asm;
+
 typedef struct extract_shared {
     const extract_plan *p;
     unsigned char *restored;   /* per manifest file */
     unsigned char *links_seen; /* per manifest link: its tar entry was found */
+    /* the backup whose partitions are being read: p->m (layer 0), then p->older[layer - 1] */
+    const manifest *lm;
+    const char *lid;
+    size_t layer;
+    unsigned char *part_needed; /* per partition of lm (layer > 0): holds a file still needed */
+    extract_asm *asm_;          /* per file of p->m; NULL for a full backup */
 } extract_shared;
 
 typedef struct extract_worker {
     extract_shared *sh;
     char *buf;
+    char *cmp; /* restore --delta: what the file holds where buf goes */
 } extract_worker;
 
 static bool extract_write_all(int fd, const char *buf, size_t len, const char *dest, pgd_error *err)
@@ -235,10 +246,93 @@ static bool extract_write_all(int fd, const char *buf, size_t len, const char *d
     return true;
 }
 
-/* The data of a file's tar entry into a new file, checked against the manifest's CRC-32C. */
+static bool extract_pwrite_all(int fd, const char *buf, size_t len, uint64_t off, const char *dest,
+                               pgd_error *err)
+{
+    while (len > 0) {
+        ssize_t n = pwrite(fd, buf, len, (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return err_errno(err, errno, "could not write file \"%s\"", dest);
+        buf += n;
+        off += (uint64_t)n;
+        len -= (size_t)n;
+    }
+    return true;
+}
+
+/* Up to len bytes of the file at off into buf; fewer at its end. */
+static bool extract_pread_full(int fd, char *buf, size_t len, uint64_t off, size_t *got,
+                               const char *dest, pgd_error *err)
+{
+    *got = 0;
+    while (*got < len) {
+        ssize_t n = pread(fd, buf + *got, len - *got, (off_t)(off + *got));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return err_errno(err, errno, "could not read file \"%s\"", dest);
+        if (n == 0)
+            break;
+        *got += (size_t)n;
+    }
+    return true;
+}
+
+/*
+ * restore --delta: buf[0..n), the backup's bytes at `off`, compared page
+ * by page with what the file holds there; runs of differing pages written.
+ */
+static bool extract_delta_write(const extract_plan *p, char *cmp, int fd, const char *dest,
+                                const char *buf, size_t n, uint64_t off, bool *changed,
+                                pgd_error *err)
+{
+    size_t got, run = 0, run_len = 0;
+    uint64_t same = 0;
+
+    if (!extract_pread_full(fd, cmp, n, off, &got, dest, err))
+        return false;
+    for (size_t at = 0; at < n; at += PG_PAGE_SIZE) {
+        size_t len = n - at < PG_PAGE_SIZE ? n - at : PG_PAGE_SIZE;
+        if (at + len <= got && memcmp(buf + at, cmp + at, len) == 0) {
+            same += len;
+            if (run_len > 0 && !extract_pwrite_all(fd, buf + run, run_len, off + run, dest, err))
+                return false;
+            run_len = 0;
+            continue;
+        }
+        if (run_len == 0)
+            run = at;
+        run_len += len;
+    }
+    if (run_len > 0 && !extract_pwrite_all(fd, buf + run, run_len, off + run, dest, err))
+        return false;
+    if (same < n)
+        *changed = true;
+    __atomic_add_fetch(p->unchanged, same, __ATOMIC_RELAXED);
+    return true;
+}
+
+/* A page of an assembled file: written, or with restore --delta only when it differs. */
+static bool extract_put(const extract_plan *p, char *cmp, int fd, const char *dest, const char *buf,
+                        size_t n, uint64_t off, pgd_error *err)
+{
+    bool changed = false;
+
+    if (p->delta)
+        return extract_delta_write(p, cmp, fd, dest, buf, n, off, &changed, err);
+    return extract_pwrite_all(fd, buf, n, off, dest, err);
+}
+
+/*
+ * The data of a file's tar entry into the file, checked against the
+ * manifest's CRC-32C: a new file written through, or (restore --delta) an
+ * existing one compared first; *changed when anything was written.
+ */
 static bool extract_file_data(extract_worker *w, work_pool *pool, tar_reader *tr, int fd,
                               const char *dest, const tar_entry *e, const manifest_file *f,
-                              const char *part_name, pgd_error *err)
+                              const char *part_name, bool *changed, pgd_error *err)
 {
     const extract_plan *p = w->sh->p;
     uint32_t crc = CRC32C_INIT;
@@ -255,7 +349,8 @@ static bool extract_file_data(extract_worker *w, work_pool *pool, tar_reader *tr
         if (n == 0)
             return err_set(err, "file \"%s\" in backup \"%s\" ends early", e->path, p->backup_id);
         crc = crc32c_update(crc, w->buf, n);
-        if (!extract_write_all(fd, w->buf, n, dest, err))
+        if (p->delta ? !extract_delta_write(p, w->cmp, fd, dest, w->buf, n, written, changed, err)
+                     : !extract_write_all(fd, w->buf, n, dest, err))
             return false;
         left -= n;
         written += n;
@@ -283,12 +378,15 @@ static bool extract_file(extract_worker *w, work_pool *pool, tar_reader *tr, con
     const manifest_file *f;
     char dest[PATH_MAX];
     struct timespec times[2];
+    struct stat st;
+    bool changed;
     int fd;
 
     /* the path first: a hostile name is refused as such, whatever the manifest says */
     if (!extract_file_dest(p, e->path, dest, sizeof(dest), err))
         return false;
-    if (idx < 0 || p->m->files[idx].is_dir || p->m->files[idx].partition != part_idx + 1)
+    if (idx < 0 || p->m->files[idx].is_dir || p->m->files[idx].partition != part_idx + 1 ||
+        p->m->files[idx].increment)
         return err_set(err,
                        "file \"%s\" in partition \"%s\" of backup \"%s\" is not in "
                        "the manifest",
@@ -300,28 +398,300 @@ static bool extract_file(extract_worker *w, work_pool *pool, tar_reader *tr, con
                        "manifest says %llu",
                        e->path, p->backup_id, (unsigned long long)e->size,
                        (unsigned long long)f->size);
-    fd = open(dest, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    /* read and write with --delta: every page is compared first */
+    fd = open(dest, (p->delta ? O_RDWR : O_WRONLY) | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+              0600);
+    changed = fd >= 0;
+    if (fd < 0 && errno == EEXIST && p->delta)
+        fd = open(dest, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return err_errno(err, errno, "could not create file \"%s\"", dest);
-    if (!extract_file_data(w, pool, tr, fd, dest, e, f, part_name, err))
+    if (fstat(fd, &st) != 0) {
+        err_errno(err, errno, "could not stat file \"%s\"", dest);
         goto fail;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        err_set(err, "could not write file \"%s\": it is not a regular file", dest);
+        goto fail;
+    }
+    if (!extract_file_data(w, pool, tr, fd, dest, e, f, part_name, &changed, err))
+        goto fail;
+    if ((uint64_t)st.st_size > f->size) {
+        if (ftruncate(fd, (off_t)f->size) != 0) {
+            err_errno(err, errno, "could not truncate file \"%s\"", dest);
+            goto fail;
+        }
+        changed = true;
+    }
     times[0].tv_sec = times[1].tv_sec = (time_t)f->mtime;
     times[0].tv_nsec = times[1].tv_nsec = 0;
-    if (fchmod(fd, extract_mode(f->mode, false)) != 0 || futimens(fd, times) != 0) {
+    /* a file that already matched is left as it is, its mtime too */
+    if (((st.st_mode & 07777) != extract_mode(f->mode, false) &&
+         fchmod(fd, extract_mode(f->mode, false)) != 0) ||
+        (changed && futimens(fd, times) != 0)) {
         err_errno(err, errno, "could not set mode or time of \"%s\"", dest);
         goto fail;
     }
     if (close(fd) != 0) {
         err_errno(err, errno, "could not close file \"%s\"", dest);
-        unlink(dest);
+        if (!p->delta)
+            unlink(dest);
         return false;
     }
     w->sh->restored[idx] = 1;
     return true;
 fail:
     close(fd);
-    unlink(dest);
+    /* an existing file's old bytes are gone already; delta_dir.h's retired pg_control guards it */
+    if (!p->delta)
+        unlink(dest);
     return false;
+}
+
+/* "dir/INCREMENTAL.name" -> "dir/name" in out; false when the entry is not an increment. */
+static bool extract_increment_path(const char *tar_path, char *out, size_t outlen)
+{
+    const char *base = strrchr(tar_path, '/');
+    size_t dir_len, prefix = strlen(INCREMENT_TAR_PREFIX);
+
+    base = base == NULL ? tar_path : base + 1;
+    if (strncmp(base, INCREMENT_TAR_PREFIX, prefix) != 0 || base[prefix] == '\0')
+        return false;
+    dir_len = (size_t)(base - tar_path);
+    if (dir_len + strlen(base + prefix) >= outlen)
+        return false;
+    memcpy(out, tar_path, dir_len);
+    strcpy(out + dir_len, base + prefix);
+    return true;
+}
+
+static void extract_bit_set(unsigned char *bits, uint64_t i)
+{
+    bits[i / 8] |= (unsigned char)(1u << (i % 8));
+}
+
+static bool extract_bit_get(const unsigned char *bits, uint64_t i)
+{
+    return (bits[i / 8] >> (i % 8)) & 1u;
+}
+
+/* The entry of the backup being read for `path`, as it must be stored (whole or increment). */
+static bool extract_layer_file(const extract_shared *sh, const char *path, const char *tar_path,
+                               bool increment, size_t part_idx, const char *part_name,
+                               const manifest_file **out, pgd_error *err)
+{
+    long idx = manifest_find(sh->lm, path);
+
+    if (idx < 0 || sh->lm->files[idx].is_dir || sh->lm->files[idx].partition != part_idx + 1 ||
+        sh->lm->files[idx].increment != increment)
+        return err_set(err,
+                       "file \"%s\" in partition \"%s\" of backup \"%s\" is not in the manifest",
+                       tar_path, part_name, sh->lid);
+    *out = &sh->lm->files[idx];
+    return true;
+}
+
+typedef struct extract_page_sink {
+    const extract_plan *p;
+    char *cmp; /* restore --delta: compare before writing */
+    int fd;
+    const char *dest;
+    extract_asm *a;
+    uint64_t final_size;
+} extract_page_sink;
+
+/* An increment's page: written where no newer backup wrote one, and below the final size. */
+static bool extract_increment_page(void *arg, uint32_t block, const unsigned char *page,
+                                   pgd_error *err)
+{
+    extract_page_sink *k = arg;
+    uint64_t off = (uint64_t)block * INCREMENT_PAGE_SIZE;
+    size_t len;
+
+    if (block >= k->a->pages || extract_bit_get(k->a->done, block))
+        return true;
+    len = k->final_size - off < INCREMENT_PAGE_SIZE ? (size_t)(k->final_size - off)
+                                                    : INCREMENT_PAGE_SIZE;
+    if (!extract_put(k->p, k->cmp, k->fd, k->dest, (const char *)page, len, off, err))
+        return false;
+    extract_bit_set(k->a->done, block);
+    return true;
+}
+
+/*
+ * An increment entry: of the backup restored (the file is created at its
+ * final size) or of an older one (only while the file still needs pages).
+ */
+static bool extract_increment(extract_worker *w, work_pool *pool, tar_reader *tr,
+                              const tar_entry *e, const char *path, size_t part_idx,
+                              const char *part_name, pgd_error *err)
+{
+    extract_shared *sh = w->sh;
+    const extract_plan *p = sh->p;
+    const manifest_file *lf;
+    long nidx;
+    char dest[PATH_MAX];
+    extract_page_sink sink = {.p = p, .cmp = w->cmp, .fd = -1, .dest = dest};
+    increment_reader ir;
+    uint32_t crc = CRC32C_INIT;
+    uint64_t left;
+    bool ok;
+
+    if (!extract_file_dest(p, path, dest, sizeof(dest), err) ||
+        !extract_layer_file(sh, path, e->path, true, part_idx, part_name, &lf, err))
+        return false;
+    nidx = manifest_find(p->m, path);
+    if (sh->layer > 0 && (nidx < 0 || p->m->files[nidx].is_dir || !sh->asm_[nidx].need))
+        return true; /* no newer backup needs it: its data is skipped */
+    if (e->size < lf->size)
+        return err_set(err,
+                       "file \"%s\" in backup \"%s\" is truncated: %llu bytes, the manifest says "
+                       "%llu",
+                       e->path, sh->lid, (unsigned long long)e->size, (unsigned long long)lf->size);
+    sink.a = &sh->asm_[nidx];
+    sink.final_size = p->m->files[nidx].file_size;
+    if (sh->layer == 0) {
+        sink.a->pages = increment_file_pages(sink.final_size);
+        sink.a->done = calloc(sink.a->pages / 8 + 1, 1);
+        if (sink.a->done == NULL)
+            return err_set(err, "out of memory");
+        sink.a->need = true;
+        /* restore --delta: an existing file (restore/delta_dir.h kept only a plain one) is reused
+         */
+        sink.fd = open(dest,
+                       p->delta ? O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC
+                                : O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                       0600);
+        if (sink.fd < 0)
+            return err_errno(err, errno, "could not create file \"%s\"", dest);
+        if (ftruncate(sink.fd, (off_t)sink.final_size) != 0) {
+            err_errno(err, errno, "could not extend file \"%s\"", dest);
+            close(sink.fd);
+            return false;
+        }
+    } else {
+        sink.fd = open(dest, (p->delta ? O_RDWR : O_WRONLY) | O_NOFOLLOW | O_CLOEXEC);
+        if (sink.fd < 0)
+            return err_errno(err, errno, "could not open file \"%s\"", dest);
+    }
+    ok = increment_reader_init(&ir, e->path, true, lf->size, lf->file_size, lf->inc_blocks, err);
+    for (left = lf->size; ok && left > 0;) {
+        size_t n = 0;
+        ok = !work_pool_stopping(pool) &&
+             tar_reader_data(tr, w->buf, left < EXTRACT_CHUNK ? (size_t)left : EXTRACT_CHUNK, &n,
+                             err);
+        if (ok && n == 0)
+            ok = err_set(err, "file \"%s\" in backup \"%s\" ends early", e->path, sh->lid);
+        if (!ok)
+            break;
+        crc = crc32c_update(crc, w->buf, n);
+        ok = increment_reader_feed(&ir, w->buf, n, extract_increment_page, &sink, err);
+        left -= n;
+        work_pool_advance(pool, n);
+    }
+    ok = ok && increment_reader_finish(&ir, err);
+    increment_reader_free(&ir);
+    if (!ok && err->msg[0] != '\0' && strstr(err->msg, sh->lid) == NULL)
+        err_prefix(err, "backup \"%s\" (partition \"%s\")", sh->lid, part_name);
+    if (ok && crc32c_final(crc) != lf->crc)
+        ok = err_set(err,
+                     "checksum mismatch for file \"%s\" in backup \"%s\" (partition \"%s\"): "
+                     "%08x, the manifest says %08x",
+                     e->path, sh->lid, part_name, crc32c_final(crc), lf->crc);
+    if (close(sink.fd) != 0 && ok)
+        ok = err_errno(err, errno, "could not close file \"%s\"", dest);
+    if (ok && sh->layer == 0)
+        sh->restored[nidx] = 1;
+    return ok;
+}
+
+/* An older backup's whole copy of a file still being assembled: it fills what is missing. */
+static bool extract_older_whole(extract_worker *w, work_pool *pool, tar_reader *tr,
+                                const tar_entry *e, size_t part_idx, const char *part_name,
+                                pgd_error *err)
+{
+    extract_shared *sh = w->sh;
+    const extract_plan *p = sh->p;
+    const manifest_file *lf;
+    long nidx = manifest_find(p->m, e->path);
+    extract_asm *a;
+    char dest[PATH_MAX];
+    uint32_t crc = CRC32C_INIT;
+    uint64_t off = 0, final_size, own_pages;
+    int fd;
+    bool ok = true;
+
+    if (!extract_file_dest(p, e->path, dest, sizeof(dest), err) ||
+        !extract_layer_file(sh, e->path, e->path, false, part_idx, part_name, &lf, err))
+        return false;
+    if (nidx < 0 || p->m->files[nidx].is_dir || sh->asm_[nidx].done == NULL || !sh->asm_[nidx].need)
+        return true;
+    if (e->size < lf->size)
+        return err_set(err,
+                       "file \"%s\" in backup \"%s\" is truncated: %llu bytes, the manifest says "
+                       "%llu",
+                       e->path, sh->lid, (unsigned long long)e->size, (unsigned long long)lf->size);
+    a = &sh->asm_[nidx];
+    final_size = p->m->files[nidx].file_size;
+    fd = open(dest, (p->delta ? O_RDWR : O_WRONLY) | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return err_errno(err, errno, "could not open file \"%s\"", dest);
+    /* the bitmap is only updated at the end: a page may straddle two chunks */
+    while (ok && off < lf->size) {
+        size_t n = 0;
+        uint64_t at;
+        ok = !work_pool_stopping(pool) &&
+             tar_reader_data(tr, w->buf,
+                             lf->size - off < EXTRACT_CHUNK ? (size_t)(lf->size - off)
+                                                            : EXTRACT_CHUNK,
+                             &n, err);
+        if (ok && n == 0)
+            ok = err_set(err, "file \"%s\" in backup \"%s\" ends early", e->path, sh->lid);
+        if (!ok)
+            break;
+        crc = crc32c_update(crc, w->buf, n);
+        for (at = off; ok && at < off + n && at < final_size;) {
+            uint64_t block = at / INCREMENT_PAGE_SIZE;
+            uint64_t end = (block + 1) * INCREMENT_PAGE_SIZE;
+            if (end > off + n)
+                end = off + n;
+            if (end > final_size)
+                end = final_size;
+            if (!extract_bit_get(a->done, block))
+                ok = extract_put(p, w->cmp, fd, dest, w->buf + (at - off), (size_t)(end - at), at,
+                                 err);
+            at = end;
+        }
+        off += n;
+        work_pool_advance(pool, n);
+    }
+    if (ok && crc32c_final(crc) != lf->crc)
+        ok = err_set(err,
+                     "checksum mismatch for file \"%s\" in backup \"%s\" (partition \"%s\"): "
+                     "%08x, the manifest says %08x",
+                     e->path, sh->lid, part_name, crc32c_final(crc), lf->crc);
+    if (close(fd) != 0 && ok)
+        ok = err_errno(err, errno, "could not close file \"%s\"", dest);
+    if (!ok)
+        return false;
+    own_pages = increment_file_pages(lf->size);
+    for (uint64_t b = 0; b < own_pages && b < a->pages; b++)
+        extract_bit_set(a->done, b);
+    /* the base of the file: nothing older can add to it */
+    a->need = false;
+    return true;
+}
+
+/* A file entry of an older backup of the chain: used only when a file still needs it. */
+static bool extract_older_file(extract_worker *w, work_pool *pool, tar_reader *tr,
+                               const tar_entry *e, size_t part_idx, const char *part_name,
+                               pgd_error *err)
+{
+    char path[PATH_MAX];
+
+    if (extract_increment_path(e->path, path, sizeof(path)))
+        return extract_increment(w, pool, tr, e, path, part_idx, part_name, err);
+    return extract_older_whole(w, pool, tr, e, part_idx, part_name, err);
 }
 
 /* A link's tar entry must be the manifest's; links_create makes it, after every file. */
@@ -352,8 +722,16 @@ static bool extract_entry(extract_worker *w, work_pool *pool, tar_reader *tr, co
     const extract_plan *p = w->sh->p;
     char dest[PATH_MAX];
 
+    char real[PATH_MAX];
+
+    /* an older backup of a chain: only its files' data matters, the newest decides the rest */
+    if (w->sh->layer > 0)
+        return e->type == TAR_FILE ? extract_older_file(w, pool, tr, e, part_idx, part_name, err)
+                                   : true;
     switch (e->type) {
     case TAR_FILE:
+        if (p->m->delta && extract_increment_path(e->path, real, sizeof(real)))
+            return extract_increment(w, pool, tr, e, real, part_idx, part_name, err);
         return extract_file(w, pool, tr, e, part_idx, part_name, err);
     case TAR_DIR:
         return extract_dest_path(p, e->path, dest, sizeof(dest), err) &&
@@ -381,19 +759,22 @@ static bool extract_partition(work_pool *pool, void *worker, size_t part_idx, pg
 {
     extract_worker *w = worker;
     const extract_plan *p = w->sh->p;
-    const manifest_partition *part = &p->m->partitions[part_idx];
+    const manifest_partition *part = &w->sh->lm->partitions[part_idx];
     char path[LAYOUT_PATH_MAX];
     tar_reader tr;
     in_stream *in;
     bool missing, end = false, ok = true;
 
-    layout_backup_object(p->backup_id, part->name, path, sizeof(path));
+    /* an older backup's partition with nothing a newer one still needs is not read at all */
+    if (w->sh->layer > 0 && !w->sh->part_needed[part_idx])
+        return true;
+    layout_backup_object(w->sh->lid, part->name, path, sizeof(path));
     in = storage_read_open(p->repo, path, &missing, err);
     if (in == NULL)
         return missing ? err_set(err,
                                  "partition \"%s\" of backup \"%s\" is missing from "
                                  "repository \"%s\"",
-                                 part->name, p->backup_id, p->repo->uri)
+                                 part->name, w->sh->lid, p->repo->uri)
                        : false;
     in = crc_in_new(in, path, part->size, part->crc, err);
     if (in != NULL)
@@ -447,9 +828,111 @@ static bool extract_check_complete(const extract_plan *p, const extract_shared *
     return true;
 }
 
+/* Which partitions of the backup now read hold a file that still needs data; false if none. */
+static bool extract_mark_needed(extract_shared *sh)
+{
+    const manifest *lm = sh->lm;
+    bool any = false;
+
+    memset(sh->part_needed, 0, lm->npartitions ? lm->npartitions : 1);
+    for (size_t j = 0; j < lm->nfiles; j++) {
+        long nidx;
+        if (lm->files[j].is_dir || lm->files[j].partition == 0 ||
+            lm->files[j].partition > lm->npartitions)
+            continue;
+        nidx = manifest_find(sh->p->m, lm->files[j].path);
+        if (nidx >= 0 && sh->asm_[nidx].need) {
+            sh->part_needed[lm->files[j].partition - 1] = 1;
+            any = true;
+        }
+    }
+    return any;
+}
+
+/* Read an assembled file back: its CRC-32C for the restored backup_manifest; its mode and time. */
+static bool extract_assembled_file(const extract_plan *p, manifest_file *f, char *buf,
+                                   pgd_error *err)
+{
+    char dest[PATH_MAX];
+    struct timespec times[2] = {{.tv_sec = (time_t)f->mtime}, {.tv_sec = (time_t)f->mtime}};
+    uint32_t crc = CRC32C_INIT;
+    uint64_t total = 0;
+    ssize_t n;
+    int fd;
+
+    if (!extract_file_dest(p, f->path, dest, sizeof(dest), err))
+        return false;
+    fd = open(dest, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return err_errno(err, errno, "could not open file \"%s\"", dest);
+    while ((n = read(fd, buf, EXTRACT_CHUNK)) > 0) {
+        crc = crc32c_update(crc, buf, (size_t)n);
+        total += (uint64_t)n;
+    }
+    if (n < 0 || fchmod(fd, extract_mode(f->mode, false)) != 0 || futimens(fd, times) != 0) {
+        int e = errno;
+        close(fd);
+        return err_errno(err, e, "could not read or set mode or time of \"%s\"", dest);
+    }
+    durable_start_writeback(fd, 0, 0);
+    close(fd);
+    if (total != f->file_size)
+        return err_set(err, "file \"%s\" has %llu bytes after assembly, not %llu", dest,
+                       (unsigned long long)total, (unsigned long long)f->file_size);
+    f->size = f->file_size;
+    f->crc = crc32c_final(crc);
+    f->increment = false;
+    f->inc_blocks = 0;
+    return true;
+}
+
+/* Every page of every assembled file was supplied; then each is read back (see extract.h). */
+static bool extract_assembled_finish(const extract_plan *p, const extract_shared *sh, char *buf,
+                                     pgd_error *err)
+{
+    for (size_t i = 0; i < p->m->nfiles; i++) {
+        const extract_asm *a = &sh->asm_[i];
+        if (a->done == NULL)
+            continue;
+        for (uint64_t b = 0; b < a->pages; b++)
+            if (!extract_bit_get(a->done, b))
+                return err_set(err,
+                               "block %llu of file \"%s\" of backup \"%s\" is in no backup of "
+                               "its chain",
+                               (unsigned long long)b, p->m->files[i].path, p->backup_id);
+        if (!extract_assembled_file(p, &p->m->files[i], buf, err))
+            return false;
+    }
+    return true;
+}
+
+/* The older backups of a delta's chain, newest first, while files still need data. */
+static bool extract_older_layers(const extract_plan *p, extract_shared *sh, work_pool_job *job,
+                                 uint64_t *bytes, pgd_error *err)
+{
+    for (size_t k = 0; k < p->nolder; k++) {
+        uint64_t layer_bytes = 0;
+        sh->lm = p->older[k].m;
+        sh->lid = p->older[k].backup_id;
+        sh->layer = k + 1;
+        free(sh->part_needed);
+        sh->part_needed = calloc(sh->lm->npartitions ? sh->lm->npartitions : 1, 1);
+        if (sh->part_needed == NULL)
+            return err_set(err, "out of memory");
+        if (!extract_mark_needed(sh))
+            break;
+        log_debug("reading the pages still needed from backup %s", sh->lid);
+        job->ntasks = sh->lm->npartitions;
+        if (!work_pool_run(job, &layer_bytes, err))
+            return false;
+        *bytes += layer_bytes;
+    }
+    return true;
+}
+
 bool extract_partitions(const extract_plan *p, uint64_t *bytes, pgd_error *err)
 {
-    extract_shared sh = {.p = p};
+    extract_shared sh = {.p = p, .lm = p->m, .lid = p->backup_id};
     extract_worker *workers = calloc((size_t)p->concurrency, sizeof(*workers));
     progress_meter meter;
     work_pool_job job = {.threads = (unsigned)p->concurrency,
@@ -466,19 +949,32 @@ bool extract_partitions(const extract_plan *p, uint64_t *bytes, pgd_error *err)
     sh.restored = calloc(p->m->nfiles ? p->m->nfiles : 1, 1);
     sh.links_seen = calloc(p->m->nlinks ? p->m->nlinks : 1, 1);
     ok = ok && sh.restored != NULL && sh.links_seen != NULL;
+    if (ok && p->m->delta)
+        ok = (sh.asm_ = calloc(p->m->nfiles ? p->m->nfiles : 1, sizeof(*sh.asm_))) != NULL;
     for (int i = 0; ok && i < p->concurrency; i++) {
-        workers[i] = (extract_worker){.sh = &sh, .buf = malloc(EXTRACT_CHUNK)};
-        ok = workers[i].buf != NULL;
+        workers[i] = (extract_worker){.sh = &sh,
+                                      .buf = malloc(EXTRACT_CHUNK),
+                                      .cmp = p->delta ? malloc(EXTRACT_CHUNK) : NULL};
+        ok = workers[i].buf != NULL && (!p->delta || workers[i].cmp != NULL);
     }
     if (!ok)
         err_set(err, "out of memory");
     progress_start(&meter, p->progress, extract_manifest_bytes(p->m));
     ok = ok && work_pool_run(&job, bytes, err) && extract_check_complete(p, &sh, err);
+    if (ok && sh.asm_ != NULL)
+        ok = extract_older_layers(p, &sh, &job, bytes, err) &&
+             extract_assembled_finish(p, &sh, workers[0].buf, err);
     progress_finish(&meter);
-    for (int i = 0; workers != NULL && i < p->concurrency; i++)
+    for (int i = 0; workers != NULL && i < p->concurrency; i++) {
         free(workers[i].buf);
+        free(workers[i].cmp);
+    }
     free(workers);
     free(sh.restored);
     free(sh.links_seen);
+    free(sh.part_needed);
+    for (size_t i = 0; sh.asm_ != NULL && i < p->m->nfiles; i++)
+        free(sh.asm_[i].done);
+    free(sh.asm_);
     return ok;
 }

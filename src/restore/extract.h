@@ -8,7 +8,9 @@
  * here (restore/links.h makes the links once every file is written; the
  * tablespace links are made by restore itself); hard links are refused;
  * files are created with O_EXCL | O_NOFOLLOW, so nothing is ever written
- * through a link.
+ * through a link (restore --delta opens existing files with O_NOFOLLOW,
+ * after restore/delta_dir.h removed every link and hard-linked file in
+ * their place).
  */
 #ifndef PGD_EXTRACT_H
 #define PGD_EXTRACT_H
@@ -22,6 +24,22 @@
 #include "storage/storage.h"
 #include "util/error.h"
 
+/*
+ * pg_control is written under a temporary name and renamed only once
+ * everything else is on disk (extract_publish_control): a restore killed
+ * midway, or cut by a power loss, leaves a directory PostgreSQL refuses to
+ * start, not one it would start from a checkpoint that matches none of its
+ * files.
+ */
+#define EXTRACT_PG_CONTROL     "global/pg_control"
+#define EXTRACT_PG_CONTROL_TMP ".pgdirect-restoring"
+
+/* A parent of a delta backup, as restore/chain.h loaded it. */
+typedef struct extract_older {
+    const char *backup_id;
+    const manifest *m;
+} extract_older;
+
 typedef struct extract_plan {
     storage *repo;
     const char *backup_id;
@@ -31,6 +49,31 @@ typedef struct extract_plan {
     int concurrency;
     bool progress;
     const volatile sig_atomic_t *cancel; /* optional: non-zero (a signal came) stops and fails */
+    /*
+     * restore --delta: files may exist already (restore/delta_dir.h has
+     * removed what must not be written through). Each page is compared with
+     * what is there and written only when it differs; a longer file is
+     * truncated; a file that matched keeps its mtime. *unchanged (required
+     * then) adds the bytes that did not have to be written.
+     */
+    bool delta;
+    uint64_t *unchanged;
+    /*
+     * A delta backup: its parents, newest first, down to the full backup.
+     * Its increments are assembled in one pass per backup, newest first:
+     * each file is created at its final size with the newest backup's
+     * pages; an older backup's partitions are read only while some file
+     * still needs data, and of them only the entries of such files. An
+     * older increment fills the pages not written yet, an older whole file
+     * every page not written yet, and completes the file. A page below the
+     * final size that no backup supplied is an error, never zeros. Every
+     * entry is checked against its own backup's manifest, an increment's own
+     * CRCs too. Afterwards each assembled file's entry of m says what was
+     * assembled (increment false, its size and the CRC-32C of its bytes as
+     * read back), for the restored backup_manifest.
+     */
+    const extract_older *older;
+    size_t nolder;
 } extract_plan;
 
 /* A relative path with no empty, "." or ".." component. */

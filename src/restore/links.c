@@ -225,6 +225,23 @@ bool links_check(const manifest *m, const char *backup_id, bool allow_external, 
     return true;
 }
 
+bool links_make(const char *target, const char *path, bool reuse, int *errnum)
+{
+    char buf[PATH_MAX];
+    ssize_t n;
+
+    if (symlink(target, path) == 0)
+        return true;
+    *errnum = errno;
+    if (errno != EEXIST || !reuse)
+        return false;
+    n = readlink(path, buf, sizeof(buf) - 1);
+    if (n < 0)
+        return false;
+    buf[n] = '\0';
+    return strcmp(buf, target) == 0;
+}
+
 bool links_create(const extract_plan *p, pgd_error *err)
 {
     for (size_t i = 0; i < p->m->nlinks; i++) {
@@ -233,8 +250,9 @@ bool links_create(const extract_plan *p, pgd_error *err)
 
         if (!extract_dest_path(p, l->path, dest, sizeof(dest), err))
             return false;
-        if (symlink(l->target, dest) != 0)
-            return err_errno(err, errno, "could not create symbolic link \"%s\"", dest);
+        int e;
+        if (!links_make(l->target, dest, p->delta, &e))
+            return err_errno(err, e, "could not create symbolic link \"%s\"", dest);
     }
     return true;
 }

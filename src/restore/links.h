@@ -53,4 +53,11 @@ bool links_check(const manifest *m, const char *backup_id, bool allow_external, 
 /* Create every link of the manifest where the plan restores it. */
 bool links_create(const extract_plan *p, pgd_error *err);
 
+/*
+ * symlink(target, path); with `reuse` (restore --delta, which keeps a link
+ * that points where the backup's does: restore/delta_dir.h) such a link
+ * already there is as good as made. *errnum says why it failed.
+ */
+bool links_make(const char *target, const char *path, bool reuse, int *errnum);
+
 #endif

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "restore/links.h"
 #include "util/log.h"
 #include "util/text.h"
 
@@ -100,8 +101,9 @@ bool tablespaces_link(const char *target, const manifest *m, const target_dir *d
                         m->tablespaces[i].oid))
             return err_set(err, "path too long: \"%s/" TABLESPACES_DIR "\"", target);
         /* the destination as given: a symlink in it stays the user's choice */
-        if (symlink(dirs[i + 1].path, link_path) != 0)
-            return err_errno(err, errno, "could not create tablespace link \"%s\"", link_path);
+        int e;
+        if (!links_make(dirs[i + 1].path, link_path, dirs[0].reused, &e))
+            return err_errno(err, e, "could not create tablespace link \"%s\"", link_path);
     }
     return true;
 }

@@ -132,7 +132,21 @@ void target_dir_release(target_dir *d)
     d->locked = false;
 }
 
+static bool target_dir_take(target_dir *d, const char *path, const char *what, bool existing,
+                            pgd_error *err);
+
 bool target_dir_prepare(target_dir *d, const char *path, const char *what, pgd_error *err)
+{
+    return target_dir_take(d, path, what, false, err);
+}
+
+bool target_dir_prepare_existing(target_dir *d, const char *path, const char *what, pgd_error *err)
+{
+    return target_dir_take(d, path, what, true, err);
+}
+
+static bool target_dir_take(target_dir *d, const char *path, const char *what, bool existing,
+                            pgd_error *err)
 {
     struct stat st;
     size_t len;
@@ -151,10 +165,15 @@ bool target_dir_prepare(target_dir *d, const char *path, const char *what, pgd_e
         if (!target_dir_lock(d, what, err))
             return false;
         if (!target_dir_is_empty(d->path, what, &empty, err) ||
-            (!empty && !err_set(err, "%s \"%s\" is not empty", what, d->path))) {
+            (!empty && !existing &&
+             !err_set(err,
+                      "%s \"%s\" is not empty (--delta restores into an existing data "
+                      "directory)",
+                      what, d->path))) {
             target_dir_release(d);
             return false;
         }
+        d->reused = !empty;
         if (realpath(d->path, d->real) == NULL) {
             err_errno(err, errno, "could not resolve %s \"%s\"", what, d->path);
             target_dir_release(d);
@@ -202,7 +221,8 @@ static int target_dir_remove_entry(const char *path, const struct stat *st, int 
 
 void target_dir_cleanup(const target_dir *d)
 {
-    if (d->real[0] == '\0')
+    /* what was in it is the user's: a failed --delta leaves it as it is (see target_dir.h) */
+    if (d->real[0] == '\0' || d->reused)
         return;
     /* inside the real directory: a symlink given as the target stays a symlink */
     nftw(d->real, target_dir_remove_entry, TARGET_DIR_NFTW_FDS, FTW_DEPTH | FTW_PHYS);

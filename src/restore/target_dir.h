@@ -31,6 +31,7 @@ typedef struct target_dir {
     size_t created_from; /* length of the topmost directory we created */
     mode_t mode;         /* of a directory that existed, to put back */
     bool mode_changed;
+    bool reused; /* an existing, non-empty directory (--delta): cleanup leaves it alone */
     bool locked;
     int lock_fd;
 } target_dir;
@@ -41,6 +42,14 @@ typedef struct target_dir {
  * that already). `what` names it in errors ("target directory").
  */
 bool target_dir_prepare(target_dir *d, const char *path, const char *what, pgd_error *err);
+
+/*
+ * The same, for restore --delta: a directory that exists may also be
+ * non-empty (reused is then set). A failed restore cannot put such a
+ * directory back as it was, and must not remove the user's files:
+ * target_dir_cleanup leaves it alone.
+ */
+bool target_dir_prepare_existing(target_dir *d, const char *path, const char *what, pgd_error *err);
 
 /* After a failure: remove what the restore wrote (see above). */
 void target_dir_cleanup(const target_dir *d);

@@ -5,6 +5,8 @@
 #define _GNU_SOURCE
 #include "restore/verify.h"
 
+#include <limits.h>
+
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,10 +16,12 @@
 #include "compress/compress.h"
 #include "pg/session.h"
 #include "pg/wal_segment.h"
+#include "repo/increment.h"
 #include "repo/layout.h"
 #include "repo/manifest.h"
 #include "repo/tar.h"
 #include "restore/backup_read.h"
+#include "restore/chain.h"
 #include "util/crc32c.h"
 #include "util/work_pool.h"
 
@@ -31,10 +35,7 @@
 #define VERIFY_HEX_PART        8
 #define VERIFY_PER_LOG         UINT64_C(0x100000000)
 
-static void verify_problem(verify_result *r, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void verify_problem(verify_result *r, const char *fmt, ...)
+void verify_problem(verify_result *r, const char *fmt, ...)
 {
     va_list ap;
     char *msg = NULL;
@@ -73,9 +74,52 @@ typedef struct verify_worker {
     char *buf;
 } verify_worker;
 
+static bool verify_file_stream(verify_worker *w, work_pool *pool, tar_reader *tr,
+                               const tar_entry *e, const manifest_file *f, const char *part_name,
+                               increment_reader *ir, uint32_t *crcp, pgd_error *err);
+
+/* Pages of an increment are only checked (header, order, CRCs), never kept. */
+static bool verify_increment_page(void *arg, uint32_t block, const unsigned char *page,
+                                  pgd_error *err)
+{
+    (void)arg;
+    (void)block;
+    (void)page;
+    (void)err;
+    return true;
+}
+
 /* A file's data in the partition: its size and CRC-32C against the manifest. */
 static bool verify_file_data(verify_worker *w, work_pool *pool, tar_reader *tr, const tar_entry *e,
                              const manifest_file *f, const char *part_name, pgd_error *err)
+{
+    uint32_t crc = CRC32C_INIT;
+    increment_reader ir;
+    bool ok;
+
+    /* an increment's own structure and CRCs too (repo/increment.h) */
+    if (f->increment &&
+        !increment_reader_init(&ir, e->path, true, f->size, f->file_size, f->inc_blocks, err))
+        return false;
+    ok = verify_file_stream(w, pool, tr, e, f, part_name, f->increment ? &ir : NULL, &crc, err);
+    if (f->increment) {
+        ok = ok && increment_reader_finish(&ir, err);
+        increment_reader_free(&ir);
+    }
+    if (!ok)
+        return false;
+    if (crc32c_final(crc) != f->crc)
+        return err_set(err,
+                       "checksum mismatch for file \"%s\" in partition \"%s\": %08x, the "
+                       "manifest says %08x",
+                       e->path, part_name, crc32c_final(crc), f->crc);
+    return true;
+}
+
+/* Read a file's data to its manifest size: its CRC-32C into *crcp, an increment fed to ir. */
+static bool verify_file_stream(verify_worker *w, work_pool *pool, tar_reader *tr,
+                               const tar_entry *e, const manifest_file *f, const char *part_name,
+                               increment_reader *ir, uint32_t *crcp, pgd_error *err)
 {
     uint32_t crc = CRC32C_INIT;
     uint64_t left = f->size;
@@ -95,14 +139,29 @@ static bool verify_file_data(verify_worker *w, work_pool *pool, tar_reader *tr, 
         if (n == 0)
             return err_set(err, "file \"%s\" ends early in partition \"%s\"", e->path, part_name);
         crc = crc32c_update(crc, w->buf, n);
+        if (ir != NULL && !increment_reader_feed(ir, w->buf, n, verify_increment_page, NULL, err))
+            return false;
         left -= n;
         work_pool_advance(pool, n);
     }
-    if (crc32c_final(crc) != f->crc)
-        return err_set(err,
-                       "checksum mismatch for file \"%s\" in partition \"%s\": %08x, the "
-                       "manifest says %08x",
-                       e->path, part_name, crc32c_final(crc), f->crc);
+    *crcp = crc;
+    return true;
+}
+
+/* "dir/INCREMENTAL.name" -> "dir/name"; false when the entry is not an increment. */
+static bool verify_increment_path(const char *tar_path, char *out, size_t outlen)
+{
+    const char *base = strrchr(tar_path, '/');
+    size_t dir_len, prefix = strlen(INCREMENT_TAR_PREFIX);
+
+    base = base == NULL ? tar_path : base + 1;
+    if (strncmp(base, INCREMENT_TAR_PREFIX, prefix) != 0 || base[prefix] == '\0')
+        return false;
+    dir_len = (size_t)(base - tar_path);
+    if (dir_len + strlen(base + prefix) >= outlen)
+        return false;
+    memcpy(out, tar_path, dir_len);
+    strcpy(out + dir_len, base + prefix);
     return true;
 }
 
@@ -111,12 +170,17 @@ static bool verify_entry(verify_worker *w, work_pool *pool, tar_reader *tr, cons
                          size_t part_idx, const char *part_name, pgd_error *err)
 {
     const manifest *m = w->sh->m;
+    char real[PATH_MAX];
+    bool increment;
     long idx;
 
     switch (e->type) {
     case TAR_FILE:
-        idx = manifest_find(m, e->path);
-        if (idx < 0 || m->files[idx].is_dir || m->files[idx].partition != part_idx + 1)
+        /* a delta's increment is stored as dir/INCREMENTAL.name; the manifest has the real path */
+        increment = m->delta && verify_increment_path(e->path, real, sizeof(real));
+        idx = manifest_find(m, increment ? real : e->path);
+        if (idx < 0 || m->files[idx].is_dir || m->files[idx].partition != part_idx + 1 ||
+            m->files[idx].increment != increment)
             return err_set(err, "file \"%s\" in partition \"%s\" is not in the manifest", e->path,
                            part_name);
         if (w->sh->seen[idx])
@@ -574,6 +638,25 @@ static bool verify_objects(const verify_request *req, verify_result *r, pgd_erro
     return true;
 }
 
+/* A delta is restorable only with its whole chain: every parent there, readable, fitting. */
+static bool verify_chain(const verify_request *req, const manifest *m, verify_result *r,
+                         pgd_error *err)
+{
+    chain c;
+    pgd_error e = {0};
+
+    if (!chain_load(req->repo, req->bi, m, true, &c, &e)) {
+        if (e.transient) {
+            *err = e;
+            chain_free(&c);
+            return false;
+        }
+        verify_problem(r, "%s", e.msg);
+    }
+    chain_free(&c);
+    return true;
+}
+
 bool verify_backup(const verify_request *req, verify_result *r, pgd_error *err)
 {
     const backup_info *bi = req->bi;
@@ -603,7 +686,7 @@ bool verify_backup(const verify_request *req, verify_result *r, pgd_error *err)
                 r->files++;
         for (size_t i = 0; i < m.npartitions; i++)
             r->stored_bytes += m.partitions[i].size;
-        ok = verify_partitions(req, &m, r, err);
+        ok = verify_partitions(req, &m, r, err) && verify_chain(req, &m, r, err);
         manifest_free(&m);
     }
     return ok && verify_objects(req, r, err) && verify_wal(req, r, err);

@@ -57,4 +57,7 @@ bool verify_backup(const verify_request *req, verify_result *r, pgd_error *err);
 
 void verify_result_free(verify_result *r);
 
+/* Record a problem: the backup is damaged (a delta whose parent is, for one). */
+void verify_problem(verify_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 #endif

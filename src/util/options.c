@@ -113,6 +113,13 @@ static const opt_def opt_defs[OPT_COUNT] = {
                                  "do not verify data page checksums while reading"},
     [OPT_STANDBY_ONLY] = {"standby-only", NULL, "off", CMD_BACKUP, false,
                           "refuse to back up a primary: the server must be a hot standby"},
+    [OPT_DELTA_FROM] = {"delta-from", "ID|LATEST", "LATEST", CMD_BACKUP, false,
+                        "with --delta: the parent backup (LATEST: the newest); a parent that "
+                        "cannot serve (damaged, another system or timeline, chain too long) "
+                        "makes a full backup with a warning"},
+    [OPT_DELTA_MAX_STEPS] = {"delta-max-steps", "N", "6", CMD_BACKUP, false,
+                             "with --delta: a chain holds at most N deltas after its full "
+                             "backup; the next --delta is taken as a full"},
     [OPT_STANDBY] = {"standby", NULL, "off", CMD_RESTORE, false,
                      "restore as a standby (standby.signal instead of recovery.signal)"},
     [OPT_PRIMARY_CONNINFO] = {"primary-conninfo", "CONNINFO", NULL, CMD_RESTORE, false,
@@ -137,6 +144,10 @@ static const opt_def opt_defs[OPT_COUNT] = {
                                   "restore symbolic links that point outside the target "
                                   "directory (e.g. a postgresql.conf linked into /etc) as they "
                                   "are"},
+    [OPT_DELTA] = {"delta", NULL, "off", CMD_BACKUP | CMD_RESTORE, false,
+                   "backup: store only the pages changed since a parent backup (--delta-from); "
+                   "restore: into an existing data directory of the same system (stopped): "
+                   "write only what differs, remove what the backup does not have"},
     [OPT_JSON] = {"json", NULL, "off", CMD_LIST | CMD_CACHE | CMD_TUNE | CMD_CHECK | CMD_VERIFY,
                   false, "machine-readable output"},
     [OPT_DATABASE] = {"database", "NAME", NULL, CMD_CACHE, true,

@@ -75,6 +75,25 @@ static void test_runs_in_the_same_second_get_distinct_ids(void **state)
     rm_rf(dir);
 }
 
+/* A delta never shares a second with a full (D sorts before F): each takes the next free one. */
+static void test_a_delta_and_a_full_never_share_a_second(void **state)
+{
+    char *dir = test_tmpdir();
+    storage *repo = repo_in(dir);
+    char f[BACKUP_ID_LEN + 1], d[BACKUP_ID_LEN + 1], f2[BACKUP_ID_LEN + 1];
+    pgd_error err = {0};
+
+    (void)state;
+    assert_true(backup_id_claim_kind(repo, START, false, f, &err));
+    assert_true(backup_id_claim_kind(repo, START, true, d, &err));
+    assert_true(backup_id_claim_kind(repo, START, false, f2, &err));
+    assert_string_equal(f, "20261129T215959F");
+    assert_string_equal(d, "20261129T220000D");
+    assert_string_equal(f2, "20261129T220001F");
+    storage_free(repo);
+    rm_rf(dir);
+}
+
 /* A backup written without a claim (older version, or its killed run) keeps its second. */
 static void test_leftovers_without_a_claim_are_not_taken_over(void **state)
 {
@@ -184,6 +203,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_claim_takes_the_start_second_and_writes_the_claim),
         cmocka_unit_test(test_runs_in_the_same_second_get_distinct_ids),
+        cmocka_unit_test(test_a_delta_and_a_full_never_share_a_second),
         cmocka_unit_test(test_leftovers_without_a_claim_are_not_taken_over),
         cmocka_unit_test(test_a_repository_that_refuses_writes_is_an_error_not_a_conflict),
         cmocka_unit_test(test_discard_removes_everything_of_the_backup_only),

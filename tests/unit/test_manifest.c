@@ -1,6 +1,7 @@
 /* test_manifest.c - covers src/repo/manifest.c: round trip and validation. */
 #include "helpers.h"
 
+#include "repo/increment.h"
 #include "repo/manifest.h"
 
 static void test_round_trip(void **state)
@@ -200,6 +201,64 @@ static void test_invalid_manifests_are_refused(void **state)
                    "invalid link entry \"l\"");
 }
 
+/* A delta's manifest: format 2, parent, gone[], increments; and what a reader must refuse. */
+static void test_delta_round_trip(void **state)
+{
+    manifest m, back;
+    pgd_error err = {0};
+    char *json, *bad;
+    manifest_file inc = {.path = "base/5/16384",
+                         .size = increment_size(2),
+                         .mode = 0600,
+                         .crc = 0x11223344,
+                         .partition = 1,
+                         .increment = true,
+                         .file_size = 5 * INCREMENT_PAGE_SIZE,
+                         .inc_blocks = 2};
+    manifest_file whole = {.path = "PG_VERSION", .size = 3, .mode = 0600, .partition = 1};
+    long i;
+
+    (void)state;
+    manifest_init(&m);
+    m.id = strdup("20261129T220000D");
+    m.delta = true;
+    m.parent = strdup("20261129T215959F");
+    assert_true(manifest_add_gone(&m, "base/5/99999", &err));
+    assert_true(manifest_add_partition(&m, "part_0001.tar", 10, 1, &err));
+    assert_true(manifest_add_file(&m, &inc, &err));
+    assert_true(manifest_add_file(&m, &whole, &err));
+    assert_true(manifest_to_json(&m, &json, &err));
+    assert_non_null(strstr(json, "\"format\": 2"));
+    assert_true(manifest_from_json(&back, json, "test manifest", &err));
+    assert_true(back.delta);
+    assert_string_equal(back.parent, "20261129T215959F");
+    assert_int_equal(back.ngone, 1);
+    assert_string_equal(back.gone[0], "base/5/99999");
+    manifest_build_index(&back);
+    i = manifest_find(&back, "base/5/16384");
+    assert_true(i >= 0 && back.files[i].increment);
+    assert_int_equal(back.files[i].file_size, 5 * INCREMENT_PAGE_SIZE);
+    assert_int_equal(back.files[i].inc_blocks, 2);
+    i = manifest_find(&back, "PG_VERSION");
+    assert_true(i >= 0 && !back.files[i].increment);
+    assert_int_equal(back.files[i].file_size, 3);
+    manifest_free(&back);
+
+    /* format 2 that calls itself a full, and a format 1 with an increment, are refused */
+    bad = strdup(json);
+    memcpy(strstr(bad, "\"delta\""), "\"full\" ", 7);
+    assert_false(manifest_from_json(&back, bad, "test manifest", &err));
+    err_clear(&err);
+    free(bad);
+    m.delta = false;
+    free(json);
+    assert_true(manifest_to_json(&m, &json, &err));
+    assert_false(manifest_from_json(&back, json, "test manifest", &err));
+    assert_non_null(strstr(err.msg, "base/5/16384"));
+    free(json);
+    manifest_free(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -208,6 +267,7 @@ int main(void)
         cmocka_unit_test(test_links_round_trip),
         cmocka_unit_test(test_manifest_without_links_reads),
         cmocka_unit_test(test_bad_pages_round_trip),
+        cmocka_unit_test(test_delta_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

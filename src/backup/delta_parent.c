@@ -1,0 +1,195 @@
+/*
+ * delta_parent.c - the parent of a delta backup (see delta_parent.h).
+ */
+#define _GNU_SOURCE
+#include "backup/delta_parent.h"
+
+#include <stdarg.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pg/session.h"
+#include "repo/layout.h"
+#include "restore/backup_read.h"
+
+#define PG_MAJOR_DIVISOR         10000 /* server_version_num: major * 10000 + minor, from 10 on */
+#define DELTA_PARENT_HISTORY_MAX (1024 * 1024) /* a history file is a line per timeline */
+
+void delta_parent_free(delta_parent *p)
+{
+    manifest_free(&p->m);
+}
+
+static bool delta_parent_refuse(delta_parent *out, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static bool delta_parent_refuse(delta_parent *out, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(out->why, sizeof(out->why), fmt, ap);
+    va_end(ap);
+    out->found = false;
+    return true;
+}
+
+bool delta_parent_timeline_ok(uint32_t tli, uint64_t lsn, uint32_t current, const char *history)
+{
+    const char *line = history;
+
+    if (tli == current)
+        return true;
+    if (tli > current || history == NULL)
+        return false;
+    while (line != NULL && *line != '\0') {
+        unsigned long t;
+        unsigned hi, lo;
+        if (sscanf(line, "%lu %X/%X", &t, &hi, &lo) == 3 && t == tli)
+            return lsn < ((uint64_t)hi << 32 | lo);
+        line = strchr(line, '\n');
+        if (line != NULL)
+            line++;
+    }
+    return false;
+}
+
+/* pg_wal/<current>.history of the server's data directory, or NULL. */
+static char *delta_parent_read_history(const char *pgdata, uint32_t current)
+{
+    char path[PATH_MAX];
+    FILE *f;
+    char *text;
+    size_t n;
+
+    snprintf(path, sizeof(path), "%s/pg_wal/%08X.history", pgdata, current);
+    if ((f = fopen(path, "r")) == NULL)
+        return NULL;
+    text = malloc(DELTA_PARENT_HISTORY_MAX + 1);
+    n = text != NULL ? fread(text, 1, DELTA_PARENT_HISTORY_MAX, f) : 0;
+    fclose(f);
+    if (text != NULL)
+        text[n] = '\0';
+    return text;
+}
+
+/* The chain below `bi`: every member present and readable down to a full. */
+static bool delta_parent_chain(storage *repo, const backup_info *bi, delta_parent *out,
+                               pgd_error *err)
+{
+    backup_info cur = *bi;
+
+    for (uint32_t steps = 0; cur.parent[0] != '\0'; steps++) {
+        backup_info up;
+        pgd_error lerr = {0};
+        bool missing = false;
+        if (steps > DELTA_MAX_STEPS_MAX)
+            return delta_parent_refuse(out, "the chain of backup %s loops", bi->id);
+        if (!backup_info_load(repo, cur.parent, &up, &missing, &lerr)) {
+            if (lerr.transient) {
+                *err = lerr;
+                return false;
+            }
+            return delta_parent_refuse(out, "backup %s is damaged: its chain needs %s, which %s",
+                                       bi->id, cur.parent,
+                                       missing ? "is not in the repository" : lerr.msg);
+        }
+        cur = up;
+    }
+    out->found = true;
+    return true;
+}
+
+bool delta_parent_choose(storage *repo, const delta_parent_request *req, delta_parent *out,
+                         bool *usage_error, pgd_error *err)
+{
+    backup_info *all = NULL, *bi;
+    size_t n = 0;
+    char *history;
+    pgd_error lerr = {0};
+    bool missing = false, ok;
+
+    memset(out, 0, sizeof(*out));
+    manifest_init(&out->m);
+    *usage_error = false;
+    if (strcmp(req->from, "LATEST") != 0) {
+        if (!layout_is_backup_id(req->from)) {
+            *usage_error = true;
+            return err_set(err,
+                           "invalid value \"%s\" for option \"--delta-from\": expected LATEST or "
+                           "a backup id like 20261129T215959F",
+                           req->from);
+        }
+        if (!backup_info_load(repo, req->from, &out->info, &missing, &lerr)) {
+            if (missing) {
+                *usage_error = true;
+                return err_set(err, "--delta-from: backup \"%s\" not found in repository \"%s\"",
+                               req->from, repo->uri);
+            }
+            if (lerr.transient) {
+                *err = lerr;
+                return false;
+            }
+            return delta_parent_refuse(out, "backup %s is damaged: %s", req->from, lerr.msg);
+        }
+    } else {
+        if (!backup_info_scan(repo, &all, &n, err))
+            return false;
+        if (n == 0) {
+            free(all);
+            return delta_parent_refuse(out, "no earlier backup in repository \"%s\"", repo->uri);
+        }
+        bi = &all[n - 1];
+        out->info = *bi;
+        free(all);
+        if (out->info.damaged)
+            return delta_parent_refuse(out, "backup %s is damaged: %s", out->info.id,
+                                       out->info.damage);
+    }
+    bi = &out->info;
+    if (bi->checksum_failed)
+        return delta_parent_refuse(out,
+                                   "backup %s is marked: %llu pages failed their data checksum",
+                                   bi->id, (unsigned long long)bi->checksum_errors);
+    if (strcmp(bi->system_identifier, req->system_identifier) != 0)
+        return delta_parent_refuse(out,
+                                   "backup %s is of another system (system identifier %s, "
+                                   "the server's is %s)",
+                                   bi->id, bi->system_identifier, req->system_identifier);
+    if (bi->pg_version_num / PG_MAJOR_DIVISOR != req->pg_version_num / PG_MAJOR_DIVISOR)
+        return delta_parent_refuse(
+            out,
+            "backup %s is of another PostgreSQL release (%d, the server's is "
+            "%d)",
+            bi->id, bi->pg_version_num, req->pg_version_num);
+    if (!pg_parse_lsn(bi->start_lsn, &out->start_lsn))
+        return delta_parent_refuse(out, "backup %s is damaged: invalid start_lsn \"%s\"", bi->id,
+                                   bi->start_lsn);
+    history = bi->timeline == req->timeline ? NULL
+                                            : delta_parent_read_history(req->pgdata, req->timeline);
+    ok = delta_parent_timeline_ok(bi->timeline, out->start_lsn, req->timeline, history);
+    free(history);
+    if (!ok)
+        return delta_parent_refuse(out,
+                                   "backup %s is on timeline %u, which is not an ancestor of the "
+                                   "server's timeline %u before the backup's start %s",
+                                   bi->id, bi->timeline, req->timeline, bi->start_lsn);
+    if (bi->depth >= req->max_steps)
+        return delta_parent_refuse(out, "the chain of %s reached %u deltas (--delta-max-steps %u)",
+                                   bi->id, bi->depth, req->max_steps);
+    if (!delta_parent_chain(repo, bi, out, err) || !out->found)
+        return !err->set;
+    lerr = (pgd_error){0};
+    if (!backup_read_manifest(repo, bi->id, true, &out->m, &lerr)) {
+        if (lerr.transient) {
+            *err = lerr;
+            return false;
+        }
+        return delta_parent_refuse(out, "backup %s is damaged: %s", bi->id, lerr.msg);
+    }
+    out->found = true;
+    return true;
+}
