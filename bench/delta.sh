@@ -15,6 +15,7 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
+. "$HERE/lib.sh"
 SCALE=100
 while [ $# -gt 0 ]; do
     case $1 in
@@ -85,23 +86,7 @@ update_1pct() { # update_1pct K: the K-th contiguous 1 % of pgbench_accounts
 
 log "cluster: pgbench scale $SCALE"
 pg "$PG_BIN/initdb" -D "$D/data" -U postgres -A trust --data-checksums >/dev/null
-cat >"$D/pgbackrest.conf" <<CONF
-[global]
-repo1-path=$D/repo_pgbackrest
-compress-type=lz4
-process-max=2
-start-fast=y
-log-level-console=warn
-log-path=$D
-lock-path=$D
-
-[bench]
-pg1-path=$D/data
-pg1-socket-path=$D
-pg1-port=$PORT
-CONF
-chown postgres "$D/pgbackrest.conf"
-PGBR="pgbackrest --config=$D/pgbackrest.conf --stanza=bench"
+bench_pgbackrest_conf
 cat >>"$D/data/postgresql.conf" <<CONF
 port = $PORT
 listen_addresses = ''

@@ -32,6 +32,7 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
+. "$HERE/lib.sh"
 TABLES=25000
 TRIALS=1
 OLD_BIN=""
@@ -117,23 +118,7 @@ FILES=$(find "$D/data/base" -type f | wc -l)
 BYTES=$(du -sb --exclude=pg_wal "$D/data" | cut -f1)
 log "cluster: $FILES files under base/, $((BYTES / 1000000)) MB without pg_wal"
 
-cat >"$D/pgbackrest.conf" <<CONF
-[global]
-repo1-path=$D/repo_pgbackrest
-compress-type=lz4
-process-max=2
-start-fast=y
-log-level-console=warn
-log-path=$D
-lock-path=$D
-
-[bench]
-pg1-path=$D/data
-pg1-socket-path=$D
-pg1-port=$PORT
-CONF
-chown postgres "$D/pgbackrest.conf"
-PGBR="pgbackrest --config=$D/pgbackrest.conf --stanza=bench"
+bench_pgbackrest_conf
 pg $PGBR stanza-create >/dev/null
 
 archive_to() { # archive_to pgdirect|pgbackrest

@@ -30,6 +30,7 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
+. "$HERE/lib.sh"
 SCALE=100
 TRIALS=3
 OLD_BIN=""
@@ -105,23 +106,7 @@ q "CHECKPOINT"
 BYTES=$(du -sb --exclude=pg_wal "$D/data" | cut -f1)
 GB=$(echo "$BYTES / 1000000000" | bc -l)
 
-cat >"$D/pgbackrest.conf" <<CONF
-[global]
-repo1-path=$D/repo_pgbackrest
-compress-type=lz4
-process-max=2
-start-fast=y
-log-level-console=warn
-log-path=$D
-lock-path=$D
-
-[bench]
-pg1-path=$D/data
-pg1-socket-path=$D
-pg1-port=$PORT
-CONF
-chown postgres "$D/pgbackrest.conf"
-PGBR="pgbackrest --config=$D/pgbackrest.conf --stanza=bench"
+bench_pgbackrest_conf
 pg $PGBR stanza-create >/dev/null
 archive_to() { # archive_to pgdirect|pgbackrest
     local cmd="$D/bin/pgdirect wal-push --repo $D/repo_pgdirect %p"

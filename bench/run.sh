@@ -30,6 +30,7 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
+. "$HERE/lib.sh"
 . "$ROOT/scripts/cgroup.sh"
 
 QUICK=0
@@ -117,23 +118,8 @@ SQL
 chown postgres "$D/pk_select.sql"
 
 # pgBackRest: same parallelism as pgdirect's default, lz4, local repository
-cat >"$D/pgbackrest.conf" <<CONF
-[global]
-repo1-path=$D/repo_pgbackrest
-compress-type=lz4
-process-max=2
-start-fast=y
-log-level-console=warn
-log-path=$D
-lock-path=$D
-
-[bench]
-pg1-path=$D/data
-pg1-socket-path=$D
-pg1-port=$PORT
-CONF
-chown postgres "$D/pgbackrest.conf"
-pg pgbackrest --config="$D/pgbackrest.conf" --stanza=bench stanza-create >/dev/null
+bench_pgbackrest_conf
+pg $PGBR stanza-create >/dev/null
 stop_pg
 
 # ---- the device limit, measured now, on the same disk ----
