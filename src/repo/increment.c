@@ -56,6 +56,22 @@ uint64_t increment_file_pages(uint64_t file_size)
     return (file_size + INCREMENT_PAGE_SIZE - 1) / INCREMENT_PAGE_SIZE;
 }
 
+bool increment_file_path(const char *tar_path, char *out, size_t outlen)
+{
+    const char *base = strrchr(tar_path, '/');
+    size_t dir_len, prefix = strlen(INCREMENT_TAR_PREFIX);
+
+    base = base == NULL ? tar_path : base + 1;
+    if (strncmp(base, INCREMENT_TAR_PREFIX, prefix) != 0 || base[prefix] == '\0')
+        return false;
+    dir_len = (size_t)(base - tar_path);
+    if (dir_len + strlen(base + prefix) >= outlen)
+        return false;
+    memcpy(out, tar_path, dir_len);
+    strcpy(out + dir_len, base + prefix);
+    return true;
+}
+
 bool increment_encode_header(unsigned char *buf, uint64_t file_size, uint64_t threshold_lsn,
                              const uint32_t *block, uint32_t nblocks, pgd_error *err)
 {

@@ -46,6 +46,11 @@ uint64_t increment_header_size(uint32_t blocks);
 uint64_t increment_size(uint32_t blocks);
 /* Pages a file of `file_size` bytes has, the last partial one counted. */
 uint64_t increment_file_pages(uint64_t file_size);
+/*
+ * The file a tar entry named "dir/INCREMENTAL.name" is an increment of
+ * ("dir/name") into out; false when the entry is not an increment's.
+ */
+bool increment_file_path(const char *tar_path, char *out, size_t outlen);
 
 /*
  * Write the header of an increment (increment_header_size(nblocks) bytes)

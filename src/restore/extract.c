@@ -448,23 +448,6 @@ fail:
     return false;
 }
 
-/* "dir/INCREMENTAL.name" -> "dir/name" in out; false when the entry is not an increment. */
-static bool extract_increment_path(const char *tar_path, char *out, size_t outlen)
-{
-    const char *base = strrchr(tar_path, '/');
-    size_t dir_len, prefix = strlen(INCREMENT_TAR_PREFIX);
-
-    base = base == NULL ? tar_path : base + 1;
-    if (strncmp(base, INCREMENT_TAR_PREFIX, prefix) != 0 || base[prefix] == '\0')
-        return false;
-    dir_len = (size_t)(base - tar_path);
-    if (dir_len + strlen(base + prefix) >= outlen)
-        return false;
-    memcpy(out, tar_path, dir_len);
-    strcpy(out + dir_len, base + prefix);
-    return true;
-}
-
 static void extract_bit_set(unsigned char *bits, uint64_t i)
 {
     bits[i / 8] |= (unsigned char)(1u << (i % 8));
@@ -689,7 +672,7 @@ static bool extract_older_file(extract_worker *w, work_pool *pool, tar_reader *t
 {
     char path[PATH_MAX];
 
-    if (extract_increment_path(e->path, path, sizeof(path)))
+    if (increment_file_path(e->path, path, sizeof(path)))
         return extract_increment(w, pool, tr, e, path, part_idx, part_name, err);
     return extract_older_whole(w, pool, tr, e, part_idx, part_name, err);
 }
@@ -730,7 +713,7 @@ static bool extract_entry(extract_worker *w, work_pool *pool, tar_reader *tr, co
                                    : true;
     switch (e->type) {
     case TAR_FILE:
-        if (p->m->delta && extract_increment_path(e->path, real, sizeof(real)))
+        if (p->m->delta && increment_file_path(e->path, real, sizeof(real)))
             return extract_increment(w, pool, tr, e, real, part_idx, part_name, err);
         return extract_file(w, pool, tr, e, part_idx, part_name, err);
     case TAR_DIR:

@@ -148,23 +148,6 @@ static bool verify_file_stream(verify_worker *w, work_pool *pool, tar_reader *tr
     return true;
 }
 
-/* "dir/INCREMENTAL.name" -> "dir/name"; false when the entry is not an increment. */
-static bool verify_increment_path(const char *tar_path, char *out, size_t outlen)
-{
-    const char *base = strrchr(tar_path, '/');
-    size_t dir_len, prefix = strlen(INCREMENT_TAR_PREFIX);
-
-    base = base == NULL ? tar_path : base + 1;
-    if (strncmp(base, INCREMENT_TAR_PREFIX, prefix) != 0 || base[prefix] == '\0')
-        return false;
-    dir_len = (size_t)(base - tar_path);
-    if (dir_len + strlen(base + prefix) >= outlen)
-        return false;
-    memcpy(out, tar_path, dir_len);
-    strcpy(out + dir_len, base + prefix);
-    return true;
-}
-
 /* One tar entry: it must be the manifest's, in the partition the manifest says. */
 static bool verify_entry(verify_worker *w, work_pool *pool, tar_reader *tr, const tar_entry *e,
                          size_t part_idx, const char *part_name, pgd_error *err)
@@ -177,7 +160,7 @@ static bool verify_entry(verify_worker *w, work_pool *pool, tar_reader *tr, cons
     switch (e->type) {
     case TAR_FILE:
         /* a delta's increment is stored as dir/INCREMENTAL.name; the manifest has the real path */
-        increment = m->delta && verify_increment_path(e->path, real, sizeof(real));
+        increment = m->delta && increment_file_path(e->path, real, sizeof(real));
         idx = manifest_find(m, increment ? real : e->path);
         if (idx < 0 || m->files[idx].is_dir || m->files[idx].partition != part_idx + 1 ||
             m->files[idx].increment != increment)

@@ -263,6 +263,22 @@ static void test_disagrees_with_manifest(void **state)
     free(buf);
 }
 
+/* The file an increment's tar entry belongs to; other entries are not increments. */
+static void test_file_path(void **state)
+{
+    char out[64];
+
+    (void)state;
+    assert_true(increment_file_path("base/5/INCREMENTAL.16384.1", out, sizeof(out)));
+    assert_string_equal(out, "base/5/16384.1");
+    assert_true(increment_file_path("INCREMENTAL.x", out, sizeof(out)));
+    assert_string_equal(out, "x");
+    assert_false(increment_file_path("base/5/16384", out, sizeof(out)));
+    assert_false(increment_file_path("base/5/INCREMENTAL.", out, sizeof(out)));
+    assert_false(increment_file_path("INCREMENTAL.dir/16384", out, sizeof(out)));
+    assert_false(increment_file_path("base/5/INCREMENTAL.16384", out, 10)); /* would not fit */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -278,6 +294,7 @@ int main(void)
         cmocka_unit_test(test_pages_crc),
         cmocka_unit_test(test_truncated_and_trailing),
         cmocka_unit_test(test_disagrees_with_manifest),
+        cmocka_unit_test(test_file_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
