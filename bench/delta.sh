@@ -87,17 +87,7 @@ update_1pct() { # update_1pct K: the K-th contiguous 1 % of pgbench_accounts
 log "cluster: pgbench scale $SCALE"
 pg "$PG_BIN/initdb" -D "$D/data" -U postgres -A trust --data-checksums >/dev/null
 bench_pgbackrest_conf
-cat >>"$D/data/postgresql.conf" <<CONF
-port = $PORT
-listen_addresses = ''
-unix_socket_directories = '$D'
-shared_buffers = 128MB
-wal_level = replica
-archive_mode = on
-archive_command = '$PGD wal-push --repo $D/repo_pgdirect %p && $PGBR archive-push %p'
-max_wal_size = 4GB
-autovacuum = off
-CONF
+bench_server_conf "$PGD wal-push --repo $D/repo_pgdirect %p && $PGBR archive-push %p"
 pg "$PG_BIN/pg_ctl" -D "$D/data" -l "$D/server.log" -w start >/dev/null
 pg $PGBR stanza-create >/dev/null
 pg "$PG_BIN/pgbench" -i -s "$SCALE" -q >/dev/null 2>&1

@@ -24,3 +24,21 @@ CONF
     chown postgres "$D/pgbackrest.conf"
     PGBR="pgbackrest --config=$D/pgbackrest.conf --stanza=bench"
 }
+
+# bench_server_conf ARCHIVE_COMMAND: the settings the benchmarks' cluster at
+# $D/data runs with: reached only through the socket in $D, WAL archived by
+# ARCHIVE_COMMAND, checkpoints spaced out and autovacuum off so that neither
+# lands inside a measured backup.
+bench_server_conf() {
+    cat >>"$D/data/postgresql.conf" <<CONF
+port = $PORT
+listen_addresses = ''
+unix_socket_directories = '$D'
+shared_buffers = 128MB
+wal_level = replica
+archive_mode = on
+archive_command = '$1'
+max_wal_size = 4GB
+autovacuum = off
+CONF
+}

@@ -90,17 +90,7 @@ cc -O2 -std=gnu11 -pthread -I"$ROOT/src" -o "$D/bin/walk_old" $WALK_SRC "$D/walk
 # ---- the cluster ----
 log "cluster: $TABLES tables of 20 rows, each with a primary key and a TOAST table"
 pg "$PG_BIN/initdb" -D "$D/data" -U postgres -A trust >/dev/null
-cat >>"$D/data/postgresql.conf" <<CONF
-port = $PORT
-listen_addresses = ''
-unix_socket_directories = '$D'
-shared_buffers = 128MB
-wal_level = replica
-archive_mode = on
-archive_command = '$D/bin/pgdirect wal-push --repo $D/repo_pgdirect %p'
-max_wal_size = 4GB
-autovacuum = off
-CONF
+bench_server_conf "$D/bin/pgdirect wal-push --repo $D/repo_pgdirect %p"
 pg "$PG_BIN/pg_ctl" -D "$D/data" -l "$D/server.log" -w start >/dev/null
 q "CREATE EXTENSION pg_buffercache"
 # in transactions of 250 tables: one WAL flush per batch, not per table

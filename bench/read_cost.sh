@@ -87,17 +87,7 @@ cpu() { awk '{print $2 + $3}' "$OUT/raw/$1" | median; }
 
 log "cluster: pgbench scale $SCALE and a table of $((SCALE * 12500)) rows"
 pg "$PG_BIN/initdb" -D "$D/data" -U postgres -A trust >/dev/null
-cat >>"$D/data/postgresql.conf" <<CONF
-port = $PORT
-listen_addresses = ''
-unix_socket_directories = '$D'
-shared_buffers = 128MB
-wal_level = replica
-archive_mode = on
-archive_command = '$D/bin/pgdirect wal-push --repo $D/repo_pgdirect %p'
-max_wal_size = 4GB
-autovacuum = off
-CONF
+bench_server_conf "$D/bin/pgdirect wal-push --repo $D/repo_pgdirect %p"
 pg "$PG_BIN/pg_ctl" -D "$D/data" -l "$D/server.log" -w start >/dev/null
 pg "$PG_BIN/pgbench" -i -s "$SCALE" -q >/dev/null 2>&1
 q "CREATE TABLE extra AS SELECT g AS id, repeat('x', 300) AS pad FROM generate_series(1, $((SCALE * 12500))) g"
