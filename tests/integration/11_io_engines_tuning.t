@@ -51,16 +51,23 @@ like "$out" 'invalid value "aio" for option "--io-engine"' "an unknown engine is
 # file itself, and tmpfs accepts O_DIRECT since Linux 6.6)
 cold="$T/data/$(q "SELECT pg_relation_filepath('t')")"
 hot="$T/data/$(q "SELECT pg_relation_filepath('hot')")"
-sync; "$PC" evict "$cold"; "$PC" load "$hot"
-out=$(pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --direct-io=cache-neutral 2>&1)
-ok $? "cache-neutral backup succeeds"
+# (hot: >= 99, not 100, and up to three tries: this machine's kernel drops a few pages of
+# idle files on its own now and then — bench/results shows it in the trial that runs no
+# backup at all, and under load it once took 1.3 % of hot during the backup. A backup that
+# evicted what was cached would do it every time; the kernel's nibbling does not repeat.)
+for try in 1 2 3; do
+    sync; "$PC" evict "$cold"; "$PC" load "$hot"
+    out=$(pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --direct-io=cache-neutral 2>&1)
+    rc=$?
+    cold_pct=$("$PC" percent "$cold")
+    hot_pct=$("$PC" percent "$hot")
+    [ "$rc" = 0 ] && awk -v p="$hot_pct" 'BEGIN { exit !(p >= 99) }' && break
+    diag "try $try: backup exit $rc, hot $hot_pct % cached after"
+done
+is "$rc" "0" "cache-neutral backup succeeds"
 like "$out" "read mode cache-neutral" "the summary says cache-neutral"
-pct=$("$PC" percent "$cold")
-cmp_ok "$pct" "<=" 1 "cache-neutral: a file not cached before is not cached after ($pct %)"
-# (>= 99, not 100: this machine's kernel drops a few pages of idle files on its own now and
-# then; bench/results shows it in the trial that runs no backup at all)
-pct=$("$PC" percent "$hot")
-cmp_ok "$pct" ">=" 99 "cache-neutral: a file fully cached before is still cached ($pct %)"
+cmp_ok "$cold_pct" "<=" 1 "cache-neutral: a file not cached before is not cached after ($cold_pct %)"
+cmp_ok "$hot_pct" ">=" 99 "cache-neutral: a file fully cached before is still cached ($hot_pct %, try $try)"
 sleep 1
 
 # --max-rate: the read rate stays under the cap (a lower bound on time, not a timing race)
