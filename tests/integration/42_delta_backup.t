@@ -134,8 +134,11 @@ D2=$(newest)
 is "$(sentinel "$D2" parent)/$(sentinel "$D2" depth)" "$D1/2" "on top of the first (depth 2)"
 cold_after=$("$PC" percent "$cold")
 cmp_ok "$cold_after" "<=" 1 "the delta leaves the cold relation out of the cache ($cold_after %)"
+# (>= 97: the kernel here reclaims file pages on its own now and then — /proc/vmstat's
+# pgsteal_file grows with no kswapd or direct reclaim counted — and once took 1.1 % of hot
+# under stress-ng. A backup that dropped or pushed out cached pages would take far more.)
 hot_after=$("$PC" percent "$hot")
-cmp_ok "$hot_after" ">=" 99 "and the hot one cached ($hot_after %)"
+cmp_ok "$hot_after" ">=" 97 "and the hot one cached ($hot_after %)"
 
 # ---- fallback: --delta-max-steps ----
 delta_backup b3 --delta-max-steps 2
