@@ -25,6 +25,14 @@ stop_pushers() {
     done
     return 0
 }
+# true once no pusher holds a lock under $1
+pushers_gone() {
+    local l p
+    for l in "$1"/push-*/lock; do
+        [ -f "$l" ] && p=$(cat "$l" 2>/dev/null) && [ -n "$p" ] && kill -0 "$p" 2>/dev/null && return 1
+    done
+    return 0
+}
 trap 'stop_pushers; s3_stop; mountpoint -q "$FULL" && umount -l "$FULL"; cleanup_all' EXIT
 
 pg_init "$T/data"
@@ -262,6 +270,11 @@ if mount -t tmpfs -o size=1m tmpfs "$FULL" 2>/dev/null; then
     q "SELECT pg_reload_conf()" >/dev/null
     seg=$(switch_wal)
     ok $(wait_until 60 archived "$seg" && echo 0 || echo 1) "with a spool on a small file system, $seg is archived"
+    # A running pusher removes its records as they are read, freeing pages of the
+    # full file system under the test (it once let the next call's probe fit):
+    # stop it first, so the file system stays full.
+    stop_pushers
+    wait_until 30 pushers_gone "$FULL" || bail "the pusher on $FULL did not stop"
     # full to the last page: 64 KiB blocks leave up to 64 KiB free, enough for the spool's records
     dd if=/dev/zero of="$FULL/filler" bs=64k 2>/dev/null
     dd if=/dev/zero of="$FULL/filler.4k" bs=4k 2>/dev/null
