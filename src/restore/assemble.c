@@ -1,0 +1,355 @@
+/*
+ * assemble.c - a delta backup's files assembled from its chain, in one
+ * pass per backup, newest first (the rules are extract_plan.older's, in
+ * extract.h): a bitmap per file says which pages a newer backup wrote
+ * already; an older backup fills only the others, and its partitions are
+ * read only while some file still needs data.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "repo/increment.h"
+#include "restore/durable.h"
+#include "restore/extract_internal.h"
+#include "util/crc32c.h"
+#include "util/log.h"
+
+static void assemble_bit_set(unsigned char *bits, uint64_t i)
+{
+    bits[i / 8] |= (unsigned char)(1u << (i % 8));
+}
+
+static bool assemble_bit_get(const unsigned char *bits, uint64_t i)
+{
+    return (bits[i / 8] >> (i % 8)) & 1u;
+}
+
+/* The entry of the backup being read for `path`, as it must be stored (whole or increment). */
+static bool assemble_layer_file(const extract_shared *sh, const char *path, const char *tar_path,
+                               bool increment, size_t part_idx, const char *part_name,
+                               const manifest_file **out, pgd_error *err)
+{
+    long idx = manifest_find(sh->lm, path);
+
+    if (idx < 0 || sh->lm->files[idx].is_dir || sh->lm->files[idx].partition != part_idx + 1 ||
+        sh->lm->files[idx].increment != increment)
+        return err_set(err,
+                       "file \"%s\" in partition \"%s\" of backup \"%s\" is not in the manifest",
+                       tar_path, part_name, sh->lid);
+    *out = &sh->lm->files[idx];
+    return true;
+}
+
+typedef struct assemble_page_sink {
+    const extract_plan *p;
+    char *cmp; /* restore --delta: compare before writing */
+    int fd;
+    const char *dest;
+    extract_asm *a;
+    uint64_t final_size;
+} assemble_page_sink;
+
+/* An increment's page: written where no newer backup wrote one, and below the final size. */
+static bool assemble_increment_page(void *arg, uint32_t block, const unsigned char *page,
+                                   pgd_error *err)
+{
+    assemble_page_sink *k = arg;
+    uint64_t off = (uint64_t)block * INCREMENT_PAGE_SIZE;
+    size_t len;
+
+    if (block >= k->a->pages || assemble_bit_get(k->a->done, block))
+        return true;
+    len = k->final_size - off < INCREMENT_PAGE_SIZE ? (size_t)(k->final_size - off)
+                                                    : INCREMENT_PAGE_SIZE;
+    if (!extract_put(k->p, k->cmp, k->fd, k->dest, (const char *)page, len, off, err))
+        return false;
+    assemble_bit_set(k->a->done, block);
+    return true;
+}
+
+/*
+ * An increment entry: of the backup restored (the file is created at its
+ * final size) or of an older one (only while the file still needs pages).
+ */
+bool assemble_increment(extract_worker *w, work_pool *pool, tar_reader *tr,
+                              const tar_entry *e, const char *path, size_t part_idx,
+                              const char *part_name, pgd_error *err)
+{
+    extract_shared *sh = w->sh;
+    const extract_plan *p = sh->p;
+    const manifest_file *lf;
+    long nidx;
+    char dest[PATH_MAX];
+    assemble_page_sink sink = {.p = p, .cmp = w->cmp, .fd = -1, .dest = dest};
+    increment_reader ir;
+    uint32_t crc = CRC32C_INIT;
+    uint64_t left;
+    bool ok;
+
+    if (!extract_file_dest(p, path, dest, sizeof(dest), err) ||
+        !assemble_layer_file(sh, path, e->path, true, part_idx, part_name, &lf, err))
+        return false;
+    nidx = manifest_find(p->m, path);
+    if (sh->layer > 0 && (nidx < 0 || p->m->files[nidx].is_dir || !sh->asm_[nidx].need))
+        return true; /* no newer backup needs it: its data is skipped */
+    if (e->size < lf->size)
+        return err_set(err,
+                       "file \"%s\" in backup \"%s\" is truncated: %llu bytes, the manifest says "
+                       "%llu",
+                       e->path, sh->lid, (unsigned long long)e->size, (unsigned long long)lf->size);
+    sink.a = &sh->asm_[nidx];
+    sink.final_size = p->m->files[nidx].file_size;
+    if (sh->layer == 0) {
+        sink.a->pages = increment_file_pages(sink.final_size);
+        sink.a->done = calloc(sink.a->pages / 8 + 1, 1);
+        if (sink.a->done == NULL)
+            return err_set(err, "out of memory");
+        sink.a->need = true;
+        /* restore --delta: an existing file (restore/delta_dir.h kept only a plain one) is reused
+         */
+        sink.fd = open(dest,
+                       p->delta ? O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC
+                                : O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                       0600);
+        if (sink.fd < 0)
+            return err_errno(err, errno, "could not create file \"%s\"", dest);
+        if (ftruncate(sink.fd, (off_t)sink.final_size) != 0) {
+            err_errno(err, errno, "could not extend file \"%s\"", dest);
+            close(sink.fd);
+            return false;
+        }
+    } else {
+        sink.fd = open(dest, (p->delta ? O_RDWR : O_WRONLY) | O_NOFOLLOW | O_CLOEXEC);
+        if (sink.fd < 0)
+            return err_errno(err, errno, "could not open file \"%s\"", dest);
+    }
+    ok = increment_reader_init(&ir, e->path, true, lf->size, lf->file_size, lf->inc_blocks, err);
+    for (left = lf->size; ok && left > 0;) {
+        size_t n = 0;
+        ok = !work_pool_stopping(pool) &&
+             tar_reader_data(tr, w->buf, left < EXTRACT_CHUNK ? (size_t)left : EXTRACT_CHUNK, &n,
+                             err);
+        if (ok && n == 0)
+            ok = err_set(err, "file \"%s\" in backup \"%s\" ends early", e->path, sh->lid);
+        if (!ok)
+            break;
+        crc = crc32c_update(crc, w->buf, n);
+        ok = increment_reader_feed(&ir, w->buf, n, assemble_increment_page, &sink, err);
+        left -= n;
+        work_pool_advance(pool, n);
+    }
+    ok = ok && increment_reader_finish(&ir, err);
+    increment_reader_free(&ir);
+    if (!ok && err->msg[0] != '\0' && strstr(err->msg, sh->lid) == NULL)
+        err_prefix(err, "backup \"%s\" (partition \"%s\")", sh->lid, part_name);
+    if (ok && crc32c_final(crc) != lf->crc)
+        ok = err_set(err,
+                     "checksum mismatch for file \"%s\" in backup \"%s\" (partition \"%s\"): "
+                     "%08x, the manifest says %08x",
+                     e->path, sh->lid, part_name, crc32c_final(crc), lf->crc);
+    if (close(sink.fd) != 0 && ok)
+        ok = err_errno(err, errno, "could not close file \"%s\"", dest);
+    if (ok && sh->layer == 0)
+        sh->restored[nidx] = 1;
+    return ok;
+}
+
+/* An older backup's whole copy of a file still being assembled: it fills what is missing. */
+static bool assemble_older_whole(extract_worker *w, work_pool *pool, tar_reader *tr,
+                                const tar_entry *e, size_t part_idx, const char *part_name,
+                                pgd_error *err)
+{
+    extract_shared *sh = w->sh;
+    const extract_plan *p = sh->p;
+    const manifest_file *lf;
+    long nidx = manifest_find(p->m, e->path);
+    extract_asm *a;
+    char dest[PATH_MAX];
+    uint32_t crc = CRC32C_INIT;
+    uint64_t off = 0, final_size, own_pages;
+    int fd;
+    bool ok = true;
+
+    if (!extract_file_dest(p, e->path, dest, sizeof(dest), err) ||
+        !assemble_layer_file(sh, e->path, e->path, false, part_idx, part_name, &lf, err))
+        return false;
+    if (nidx < 0 || p->m->files[nidx].is_dir || sh->asm_[nidx].done == NULL || !sh->asm_[nidx].need)
+        return true;
+    if (e->size < lf->size)
+        return err_set(err,
+                       "file \"%s\" in backup \"%s\" is truncated: %llu bytes, the manifest says "
+                       "%llu",
+                       e->path, sh->lid, (unsigned long long)e->size, (unsigned long long)lf->size);
+    a = &sh->asm_[nidx];
+    final_size = p->m->files[nidx].file_size;
+    fd = open(dest, (p->delta ? O_RDWR : O_WRONLY) | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return err_errno(err, errno, "could not open file \"%s\"", dest);
+    /* the bitmap is only updated at the end: a page may straddle two chunks */
+    while (ok && off < lf->size) {
+        size_t n = 0;
+        uint64_t at;
+        ok = !work_pool_stopping(pool) &&
+             tar_reader_data(tr, w->buf,
+                             lf->size - off < EXTRACT_CHUNK ? (size_t)(lf->size - off)
+                                                            : EXTRACT_CHUNK,
+                             &n, err);
+        if (ok && n == 0)
+            ok = err_set(err, "file \"%s\" in backup \"%s\" ends early", e->path, sh->lid);
+        if (!ok)
+            break;
+        crc = crc32c_update(crc, w->buf, n);
+        for (at = off; ok && at < off + n && at < final_size;) {
+            uint64_t block = at / INCREMENT_PAGE_SIZE;
+            uint64_t end = (block + 1) * INCREMENT_PAGE_SIZE;
+            if (end > off + n)
+                end = off + n;
+            if (end > final_size)
+                end = final_size;
+            if (!assemble_bit_get(a->done, block))
+                ok = extract_put(p, w->cmp, fd, dest, w->buf + (at - off), (size_t)(end - at), at,
+                                 err);
+            at = end;
+        }
+        off += n;
+        work_pool_advance(pool, n);
+    }
+    if (ok && crc32c_final(crc) != lf->crc)
+        ok = err_set(err,
+                     "checksum mismatch for file \"%s\" in backup \"%s\" (partition \"%s\"): "
+                     "%08x, the manifest says %08x",
+                     e->path, sh->lid, part_name, crc32c_final(crc), lf->crc);
+    if (close(fd) != 0 && ok)
+        ok = err_errno(err, errno, "could not close file \"%s\"", dest);
+    if (!ok)
+        return false;
+    own_pages = increment_file_pages(lf->size);
+    for (uint64_t b = 0; b < own_pages && b < a->pages; b++)
+        assemble_bit_set(a->done, b);
+    /* the base of the file: nothing older can add to it */
+    a->need = false;
+    return true;
+}
+
+/* A file entry of an older backup of the chain: used only when a file still needs it. */
+bool assemble_older_file(extract_worker *w, work_pool *pool, tar_reader *tr,
+                               const tar_entry *e, size_t part_idx, const char *part_name,
+                               pgd_error *err)
+{
+    char path[PATH_MAX];
+
+    if (increment_file_path(e->path, path, sizeof(path)))
+        return assemble_increment(w, pool, tr, e, path, part_idx, part_name, err);
+    return assemble_older_whole(w, pool, tr, e, part_idx, part_name, err);
+}
+
+/* Which partitions of the backup now read hold a file that still needs data; false if none. */
+static bool assemble_mark_needed(extract_shared *sh)
+{
+    const manifest *lm = sh->lm;
+    bool any = false;
+
+    memset(sh->part_needed, 0, lm->npartitions ? lm->npartitions : 1);
+    for (size_t j = 0; j < lm->nfiles; j++) {
+        long nidx;
+        if (lm->files[j].is_dir || lm->files[j].partition == 0 ||
+            lm->files[j].partition > lm->npartitions)
+            continue;
+        nidx = manifest_find(sh->p->m, lm->files[j].path);
+        if (nidx >= 0 && sh->asm_[nidx].need) {
+            sh->part_needed[lm->files[j].partition - 1] = 1;
+            any = true;
+        }
+    }
+    return any;
+}
+
+/* Read an assembled file back: its CRC-32C for the restored backup_manifest; its mode and time. */
+static bool assemble_read_back(const extract_plan *p, manifest_file *f, char *buf,
+                                   pgd_error *err)
+{
+    char dest[PATH_MAX];
+    struct timespec times[2] = {{.tv_sec = (time_t)f->mtime}, {.tv_sec = (time_t)f->mtime}};
+    uint32_t crc = CRC32C_INIT;
+    uint64_t total = 0;
+    ssize_t n;
+    int fd;
+
+    if (!extract_file_dest(p, f->path, dest, sizeof(dest), err))
+        return false;
+    fd = open(dest, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return err_errno(err, errno, "could not open file \"%s\"", dest);
+    while ((n = read(fd, buf, EXTRACT_CHUNK)) > 0) {
+        crc = crc32c_update(crc, buf, (size_t)n);
+        total += (uint64_t)n;
+    }
+    if (n < 0 || fchmod(fd, extract_mode(f->mode, false)) != 0 || futimens(fd, times) != 0) {
+        int e = errno;
+        close(fd);
+        return err_errno(err, e, "could not read or set mode or time of \"%s\"", dest);
+    }
+    durable_start_writeback(fd, 0, 0);
+    close(fd);
+    if (total != f->file_size)
+        return err_set(err, "file \"%s\" has %llu bytes after assembly, not %llu", dest,
+                       (unsigned long long)total, (unsigned long long)f->file_size);
+    f->size = f->file_size;
+    f->crc = crc32c_final(crc);
+    f->increment = false;
+    f->inc_blocks = 0;
+    return true;
+}
+
+/* Every page of every assembled file was supplied; then each is read back (see extract.h). */
+bool assemble_finish(const extract_plan *p, const extract_shared *sh, char *buf,
+                                     pgd_error *err)
+{
+    for (size_t i = 0; i < p->m->nfiles; i++) {
+        const extract_asm *a = &sh->asm_[i];
+        if (a->done == NULL)
+            continue;
+        for (uint64_t b = 0; b < a->pages; b++)
+            if (!assemble_bit_get(a->done, b))
+                return err_set(err,
+                               "block %llu of file \"%s\" of backup \"%s\" is in no backup of "
+                               "its chain",
+                               (unsigned long long)b, p->m->files[i].path, p->backup_id);
+        if (!assemble_read_back(p, &p->m->files[i], buf, err))
+            return false;
+    }
+    return true;
+}
+
+/* The older backups of a delta's chain, newest first, while files still need data. */
+bool assemble_older_layers(const extract_plan *p, extract_shared *sh, work_pool_job *job,
+                                 uint64_t *bytes, pgd_error *err)
+{
+    for (size_t k = 0; k < p->nolder; k++) {
+        uint64_t layer_bytes = 0;
+        sh->lm = p->older[k].m;
+        sh->lid = p->older[k].backup_id;
+        sh->layer = k + 1;
+        free(sh->part_needed);
+        sh->part_needed = calloc(sh->lm->npartitions ? sh->lm->npartitions : 1, 1);
+        if (sh->part_needed == NULL)
+            return err_set(err, "out of memory");
+        if (!assemble_mark_needed(sh))
+            break;
+        log_debug("reading the pages still needed from backup %s", sh->lid);
+        job->ntasks = sh->lm->npartitions;
+        if (!work_pool_run(job, &layer_bytes, err))
+            return false;
+        *bytes += layer_bytes;
+    }
+    return true;
+}
+
