@@ -1,0 +1,312 @@
+/*
+ * verify_wal.c - the WAL a backup needs, checked in the repository (see
+ * verify_wal.h): the timeline's segments listed once, each segment from
+ * the backup's start on read and checked as wal-fetch would check it
+ * (pg/wal_segment.h), the segment size taken from the segments
+ * themselves.
+ */
+#define _GNU_SOURCE
+#include "restore/verify_wal.h"
+
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compress/compress.h"
+#include "pg/session.h"
+#include "pg/wal_segment.h"
+#include "repo/layout.h"
+#include "restore/backup_read.h"
+
+#define VERIFY_CHUNK (1024 * 1024)
+/* PostgreSQL's default segment size, taken when nothing else tells the size */
+#define VERIFY_DEFAULT_SEG_SIZE (16u * 1024 * 1024)
+/* XLogLongPageHeaderData: the short header (24 bytes), xlp_sysid (8), then xlp_seg_size */
+#define VERIFY_SEG_SIZE_OFFSET 32
+#define VERIFY_SEG_HEADER_LEN  36
+#define VERIFY_WAL_HEX         24
+#define VERIFY_HEX_PART        8
+#define VERIFY_PER_LOG         UINT64_C(0x100000000)
+
+typedef struct verify_wal_list {
+    uint32_t tli;
+    uint64_t seg_size;
+    char **names; /* object names of segments on the timeline, as listed */
+    size_t n, cap;
+} verify_wal_list;
+
+static bool verify_is_hex(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'A' && s[i] <= 'F')))
+            return false;
+    return true;
+}
+
+/* A stored segment: 24 hex digits and a codec suffix, nothing else (not .partial, not a temp). */
+static bool verify_is_segment_object(const char *name)
+{
+    const char *suffix = name + VERIFY_WAL_HEX;
+
+    if (strlen(name) < VERIFY_WAL_HEX || !verify_is_hex(name, VERIFY_WAL_HEX))
+        return false;
+    return suffix[0] == '\0' || strcmp(suffix, compress_suffix(COMPRESS_LZ4)) == 0 ||
+           strcmp(suffix, compress_suffix(COMPRESS_ZSTD)) == 0;
+}
+
+static bool verify_wal_list_cb(void *arg, const char *name, uint64_t size, bool is_dir,
+                               pgd_error *err)
+{
+    verify_wal_list *l = arg;
+
+    (void)size;
+    if (is_dir || !verify_is_segment_object(name))
+        return true;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        char **names = realloc(l->names, cap * sizeof(*names));
+        if (names == NULL)
+            return err_set(err, "out of memory");
+        l->names = names;
+        l->cap = cap;
+    }
+    if ((l->names[l->n] = strdup(name)) == NULL)
+        return err_set(err, "out of memory");
+    l->n++;
+    return true;
+}
+
+static uint64_t verify_segno(const char *name, uint64_t seg_size)
+{
+    char part[VERIFY_HEX_PART + 1];
+    uint64_t log, seg;
+
+    memcpy(part, name + VERIFY_HEX_PART, VERIFY_HEX_PART);
+    part[VERIFY_HEX_PART] = '\0';
+    log = strtoull(part, NULL, 16);
+    memcpy(part, name + 2 * VERIFY_HEX_PART, VERIFY_HEX_PART);
+    seg = strtoull(part, NULL, 16);
+    return log * (VERIFY_PER_LOG / seg_size) + seg;
+}
+
+static void verify_seg_name(uint32_t tli, uint64_t segno, uint64_t seg_size,
+                            char out[VERIFY_WAL_NAME])
+{
+    pg_wal_file_name(tli, segno * seg_size, seg_size, false, out);
+}
+
+/* The stored object of segment number `segno`, or NULL. Names sort as segment numbers do. */
+static const char *verify_wal_object(const verify_wal_list *l, uint64_t segno)
+{
+    char want[VERIFY_WAL_NAME];
+    size_t lo = 0, hi = l->n;
+
+    verify_seg_name(l->tli, segno, l->seg_size, want);
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strncmp(l->names[mid], want, VERIFY_WAL_HEX);
+        if (c == 0)
+            return l->names[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+static int verify_cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* An archived WAL object, whole, through its codec and the segment check wal-fetch makes. */
+static bool verify_read_wal(storage *repo, const char *object, unsigned char *head, size_t headlen,
+                            char *buf, bool *operational, pgd_error *err)
+{
+    char path[LAYOUT_PATH_MAX], name[VERIFY_WAL_NAME];
+    in_stream *in;
+    bool missing, ok = true;
+    size_t got = 0;
+
+    snprintf(name, sizeof(name), "%.*s", VERIFY_WAL_HEX, object);
+    layout_wal_dir(name, path, sizeof(path));
+    snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", object);
+    in = storage_read_open(repo, path, &missing, err);
+    *operational = in == NULL && !missing;
+    if (in == NULL)
+        return missing ? err_set(err, "WAL segment %s is missing from the repository", name)
+                       : false;
+    in = decompress_in_new(compress_from_suffix(object), in, path, err);
+    if (in != NULL)
+        in = wal_segment_check_in_new(in, name, err);
+    if (in == NULL)
+        return false;
+    while (ok) {
+        size_t n = 0;
+        ok = in_read(in, buf, VERIFY_CHUNK, &n, err);
+        if (n == 0)
+            break;
+        if (got < headlen) {
+            size_t take = n < headlen - got ? n : headlen - got;
+            memcpy(head + got, buf, take);
+            got += take;
+        }
+    }
+    in_close(in);
+    return ok;
+}
+
+/*
+ * The segment size: the one for which the sentinel's start and stop LSNs
+ * fall in its start and stop segments. Small LSNs fit several sizes; then
+ * the start segment's own long page header says.
+ */
+static uint64_t verify_seg_size(const backup_info *bi, uint32_t tli, const unsigned char *head,
+                                bool have_head)
+{
+    uint64_t start, stop, found = 0;
+    int matches = 0;
+    char name[VERIFY_WAL_NAME];
+
+    if (have_head) {
+        uint32_t size;
+        memcpy(&size, head + VERIFY_SEG_SIZE_OFFSET, sizeof(size));
+        if (size >= WAL_SEG_SIZE_MIN && size <= WAL_SEG_SIZE_MAX && (size & (size - 1)) == 0)
+            return size;
+    }
+    if (!pg_parse_lsn(bi->start_lsn, &start) || !pg_parse_lsn(bi->stop_lsn, &stop))
+        return 0;
+    for (uint64_t size = WAL_SEG_SIZE_MIN; size <= WAL_SEG_SIZE_MAX; size *= 2) {
+        pg_wal_file_name(tli, start, size, false, name);
+        if (strcmp(name, bi->start_wal) != 0)
+            continue;
+        pg_wal_file_name(tli, stop, size, true, name);
+        if (strcmp(name, bi->stop_wal) != 0)
+            continue;
+        if (size == VERIFY_DEFAULT_SEG_SIZE)
+            return size;
+        found = size;
+        matches++;
+    }
+    return matches == 1 ? found : 0;
+}
+
+bool verify_wal(const verify_request *req, verify_result *r, pgd_error *err)
+{
+    const backup_info *bi = req->bi;
+    verify_wal_list l = {0};
+    char dir[LAYOUT_PATH_MAX], name[VERIFY_WAL_NAME];
+    unsigned char head[VERIFY_SEG_HEADER_LEN];
+    char *buf = NULL;
+    const char *first;
+    uint64_t start_seg, stop_seg, end_seg, seg;
+    bool ok = true, have_head = false, operational = false;
+
+    if (strlen(bi->start_wal) != VERIFY_WAL_HEX || strlen(bi->stop_wal) != VERIFY_WAL_HEX ||
+        !verify_is_hex(bi->start_wal, VERIFY_WAL_HEX) ||
+        !verify_is_hex(bi->stop_wal, VERIFY_WAL_HEX)) {
+        verify_problem(r, "the sentinel names no valid start and stop WAL segment");
+        return true;
+    }
+    snprintf(name, sizeof(name), "%.*s", VERIFY_HEX_PART, bi->start_wal);
+    l.tli = (uint32_t)strtoul(name, NULL, 16);
+    layout_wal_dir(bi->start_wal, dir, sizeof(dir));
+    if (!storage_list(req->repo, dir, verify_wal_list_cb, &l, err))
+        goto out;
+    qsort(l.names, l.n, sizeof(*l.names), verify_cmp_names);
+    if ((buf = malloc(VERIFY_CHUNK)) == NULL) {
+        ok = err_set(err, "out of memory");
+        goto out;
+    }
+    /* the start segment first: its header tells the segment size */
+    first = NULL;
+    for (size_t i = 0; i < l.n; i++)
+        if (strncmp(l.names[i], bi->start_wal, VERIFY_WAL_HEX) == 0)
+            first = l.names[i];
+    if (first != NULL) {
+        pgd_error e = {0};
+        have_head = verify_read_wal(req->repo, first, head, sizeof(head), buf, &operational, &e);
+        if (!have_head && (e.transient || operational)) {
+            *err = e;
+            ok = false;
+            goto out;
+        }
+        if (!have_head)
+            verify_problem(r, "%s", e.msg);
+    }
+    l.seg_size = verify_seg_size(bi, l.tli, head, have_head);
+    if (l.seg_size == 0) {
+        verify_problem(r,
+                       "the WAL segment size cannot be told from the start segment %s or the "
+                       "sentinel's LSNs",
+                       bi->start_wal);
+        goto out;
+    }
+    r->wal_segment_size = l.seg_size;
+    start_seg = verify_segno(bi->start_wal, l.seg_size);
+    stop_seg = verify_segno(bi->stop_wal, l.seg_size);
+    if (stop_seg < start_seg || strncmp(bi->start_wal, bi->stop_wal, VERIFY_HEX_PART) != 0) {
+        verify_problem(r, "the sentinel's stop segment %s is not after its start segment %s",
+                       bi->stop_wal, bi->start_wal);
+        goto out;
+    }
+    r->restorable = true;
+    if (first == NULL) {
+        verify_problem(r, "WAL segment %s (the backup's start) is missing from the repository",
+                       bi->start_wal);
+        r->restorable = false;
+    } else if (!have_head) {
+        r->restorable = false;
+    }
+    /* every segment after the start up to the stop, read and checked */
+    for (seg = start_seg + 1; seg <= stop_seg; seg++) {
+        const char *object = verify_wal_object(&l, seg);
+        pgd_error e = {0};
+        verify_seg_name(l.tli, seg, l.seg_size, name);
+        if (object == NULL) {
+            verify_problem(r,
+                           "WAL segment %s (between the backup's start %s and stop %s) is "
+                           "missing from the repository",
+                           name, bi->start_wal, bi->stop_wal);
+            r->restorable = false;
+            continue;
+        }
+        if (!verify_read_wal(req->repo, object, head, 0, buf, &operational, &e)) {
+            if (e.transient || operational) {
+                *err = e;
+                ok = false;
+                goto out;
+            }
+            verify_problem(r, "%s", e.msg);
+            r->restorable = false;
+        }
+    }
+    if (!r->restorable)
+        goto out;
+    /* onwards: the unbroken run of segments after the stop is how far recovery can go */
+    end_seg = stop_seg;
+    while (verify_wal_object(&l, end_seg + 1) != NULL)
+        end_seg++;
+    verify_seg_name(l.tli, end_seg, l.seg_size, r->window_end_wal);
+    snprintf(r->window_end_lsn, sizeof(r->window_end_lsn), "%X/%X",
+             (uint32_t)(((end_seg + 1) * l.seg_size) >> 32),
+             (uint32_t)((end_seg + 1) * l.seg_size));
+    if (l.n > 0 && strncmp(l.names[l.n - 1], r->window_end_wal, VERIFY_WAL_HEX) > 0) {
+        verify_seg_name(l.tli, end_seg + 1, l.seg_size, r->gap_wal);
+        for (size_t i = 0; i < l.n; i++)
+            if (strncmp(l.names[i], r->gap_wal, VERIFY_WAL_HEX) > 0) {
+                snprintf(r->gap_resume_wal, sizeof(r->gap_resume_wal), "%.*s", VERIFY_WAL_HEX,
+                         l.names[i]);
+                break;
+            }
+    }
+out:
+    for (size_t i = 0; i < l.n; i++)
+        free(l.names[i]);
+    free(l.names);
+    free(buf);
+    return ok;
+}

@@ -1,0 +1,23 @@
+/*
+ * verify_wal.h - the WAL part of verify (verify.h): a backup's WAL in the
+ * repository, from its start segment to its stop segment (without which
+ * the backup cannot be restored at all), and on from there without a gap
+ * (how far a point-in-time restore can go).
+ */
+#ifndef PGD_VERIFY_WAL_H
+#define PGD_VERIFY_WAL_H
+
+#include <stdbool.h>
+
+#include "restore/verify.h"
+#include "util/error.h"
+
+/*
+ * Check req->bi's WAL and record what was found in r: problems (a segment
+ * missing, damaged or of another cluster), the segment size, and the
+ * segments a restore can reach. False only when the check itself could
+ * not be made (verify.h: what fails the call).
+ */
+bool verify_wal(const verify_request *req, verify_result *r, pgd_error *err);
+
+#endif
