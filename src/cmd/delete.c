@@ -4,7 +4,7 @@
  * with --dry-run printing exactly what would go.
  *
  * Which backups and WAL go is decided by repo/retention.c from the
- * repository's listing alone; this file gathers that listing, holds the
+ * repository's listing alone (repo/repo_contents.h); this file holds the
  * repository's "delete" lease (repo/repo_lock.h) while it removes, and
  * reports. Removal order keeps the repository consistent if the run dies
  * midway: a backup's sentinel goes first (it stops existing), dependents
@@ -17,7 +17,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,21 +27,19 @@
 #include "backup/backup_id.h"
 #include "cmd/cmd.h"
 #include "cmd/common.h"
-#include "pg/session.h"
 #include "repo/backup_info.h"
 #include "repo/layout.h"
+#include "repo/repo_contents.h"
 #include "repo/repo_lock.h"
 #include "repo/retention.h"
 #include "repo/wal_archive.h"
 #include "util/log.h"
 #include "util/text.h"
 
-#define DELETE_LOCK_NAME    "delete"
-#define DELETE_BATCH        1000 /* objects per removal request: S3 DeleteObjects' limit */
-#define DELETE_HOST_MAX     256
-#define RETAIN_FULL_MAX     100000
-#define GARBAGE_AGE_MAX     (3650LL * 24 * 3600)
-#define DELETE_TIMELINE_HEX 8
+#define DELETE_LOCK_NAME "delete"
+#define DELETE_BATCH     1000 /* objects per removal request: S3 DeleteObjects' limit */
+#define RETAIN_FULL_MAX  100000
+#define GARBAGE_AGE_MAX  (3650LL * 24 * 3600)
 
 static const command_help delete_help = {
     CMD_DELETE,
@@ -61,24 +58,11 @@ typedef struct delete_settings {
     int64_t garbage_age;
 } delete_settings;
 
-/* A directory under backups/ and, when it has no sentinel, what its claim says. */
-typedef struct delete_dir {
-    char id[BACKUP_ID_LEN + 1];
-    bool sentinel;
-    size_t objects;
-    retention_claim_state state;
-    char why[RETENTION_REASON_MAX];
-} delete_dir;
-
 typedef struct delete_run {
     const delete_settings *s;
     storage *repo;
     repo_lock *lock;
-    backup_info *infos;
-    retention_backup *backups;
-    size_t n;
-    delete_dir *dirs;
-    size_t ndirs, dircap;
+    repo_contents c;
     size_t removed_backups, removed_wal, removed_garbage;
 } delete_run;
 
@@ -114,182 +98,6 @@ static bool delete_read_settings(const pgd_options *opts, delete_settings *s, pg
     if (!s->retention && !s->garbage)
         return err_set(err, "nothing to do: give --retain-full, --retain-since, --backup or "
                             "--garbage (see --help)");
-    return true;
-}
-
-/* ---- what the repository holds ---- */
-
-static bool delete_collect_dir(void *arg, const char *name, uint64_t size, bool is_dir,
-                               pgd_error *err)
-{
-    delete_run *r = arg;
-    size_t slen = strlen(SENTINEL_SUFFIX);
-    char id[BACKUP_ID_LEN + 1];
-    bool sentinel = false;
-
-    (void)size;
-    if (!is_dir && strlen(name) == BACKUP_ID_LEN + slen &&
-        strcmp(name + BACKUP_ID_LEN, SENTINEL_SUFFIX) == 0)
-        sentinel = true;
-    else if (!is_dir || strlen(name) != BACKUP_ID_LEN)
-        return true;
-    memcpy(id, name, BACKUP_ID_LEN);
-    id[BACKUP_ID_LEN] = '\0';
-    if (!layout_is_backup_id(id))
-        return true;
-    for (size_t i = 0; i < r->ndirs; i++)
-        if (strcmp(r->dirs[i].id, id) == 0) {
-            r->dirs[i].sentinel |= sentinel;
-            return true;
-        }
-    if (r->ndirs == r->dircap) {
-        size_t cap = r->dircap ? r->dircap * 2 : 16;
-        delete_dir *grown = realloc(r->dirs, cap * sizeof(*grown));
-        if (grown == NULL)
-            return err_set(err, "out of memory");
-        r->dirs = grown;
-        r->dircap = cap;
-    }
-    memset(&r->dirs[r->ndirs], 0, sizeof(r->dirs[r->ndirs]));
-    memcpy(r->dirs[r->ndirs].id, id, sizeof(id));
-    r->dirs[r->ndirs].sentinel = sentinel;
-    r->ndirs++;
-    return true;
-}
-
-typedef struct delete_names {
-    char **names;
-    size_t n, cap;
-    bool claim;
-} delete_names;
-
-static bool delete_collect_name(void *arg, const char *name, uint64_t size, bool is_dir,
-                                pgd_error *err)
-{
-    delete_names *l = arg;
-
-    (void)size;
-    (void)is_dir;
-    if (strcmp(name, CLAIM_NAME) == 0)
-        l->claim = true;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 64;
-        char **grown = realloc(l->names, cap * sizeof(*grown));
-        if (grown == NULL)
-            return err_set(err, "out of memory");
-        l->names = grown;
-        l->cap = cap;
-    }
-    if ((l->names[l->n] = strdup(name)) == NULL)
-        return err_set(err, "out of memory");
-    l->n++;
-    return true;
-}
-
-static void delete_names_free(delete_names *l)
-{
-    for (size_t i = 0; i < l->n; i++)
-        free(l->names[i]);
-    free(l->names);
-    memset(l, 0, sizeof(*l));
-}
-
-/* Whether process `pid` of host `host` still exists, as far as this host can tell. */
-static bool delete_process_alive(const char *host, long long pid)
-{
-    char me[DELETE_HOST_MAX] = "";
-
-    if (gethostname(me, sizeof(me) - 1) != 0 || strcmp(me, host) != 0 || pid <= 0)
-        return false;
-    return kill((pid_t)pid, 0) == 0 || errno == EPERM;
-}
-
-/* What backups/<id>/claim.json says (backup/backup_id.c writes it). */
-static bool delete_read_claim(delete_run *r, const char *id, retention_claim *c, pgd_error *err)
-{
-    char path[LAYOUT_PATH_MAX];
-    json_int_t start, pid;
-    const char *host;
-    bool missing = false;
-    char *text;
-    size_t len;
-    json_t *o;
-
-    memset(c, 0, sizeof(*c));
-    layout_backup_object(id, CLAIM_NAME, path, sizeof(path));
-    if (!storage_get(r->repo, path, &text, &len, &missing, err)) {
-        if (!missing)
-            return false;
-        err_clear(err);
-        return true;
-    }
-    c->present = true;
-    o = json_loads(text, 0, NULL);
-    free(text);
-    if (o != NULL &&
-        json_unpack(o, "{s:I, s:s, s:I}", "start_time", &start, "host", &host, "pid", &pid) == 0) {
-        c->readable = true;
-        c->start_time = start;
-        c->process_alive = delete_process_alive(host, pid);
-    }
-    json_decref(o);
-    return true;
-}
-
-/* Every directory under backups/ without a sentinel: running, dead, or unknown. */
-static bool delete_scan_dirs(delete_run *r, pgd_error *err)
-{
-    int64_t now = (int64_t)time(NULL);
-
-    if (!storage_list(r->repo, BACKUPS_DIR, delete_collect_dir, r, err))
-        return false;
-    for (size_t i = 0; i < r->ndirs; i++) {
-        delete_dir *d = &r->dirs[i];
-        char dir[LAYOUT_PATH_MAX];
-        delete_names names = {0};
-        retention_claim claim;
-
-        if (d->sentinel)
-            continue;
-        layout_backup_dir(d->id, dir, sizeof(dir));
-        if (!storage_list(r->repo, dir, delete_collect_name, &names, err)) {
-            delete_names_free(&names);
-            return false;
-        }
-        d->objects = names.n;
-        delete_names_free(&names);
-        if (!delete_read_claim(r, d->id, &claim, err))
-            return false;
-        d->state = retention_claim_classify(&claim, now, r->s->garbage_age, d->why, sizeof(d->why));
-    }
-    return true;
-}
-
-static bool delete_scan_backups(delete_run *r, pgd_error *err)
-{
-    if (!backup_info_scan(r->repo, &r->infos, &r->n, err))
-        return false;
-    r->backups = calloc(r->n + 1, sizeof(*r->backups));
-    if (r->backups == NULL)
-        return err_set(err, "out of memory");
-    for (size_t i = 0; i < r->n; i++) {
-        const backup_info *bi = &r->infos[i];
-        retention_backup *b = &r->backups[i];
-
-        /* scan and sentinel checks guarantee both lengths; a cut would only mean damage */
-        b->damaged = bi->damaged || !str_format(b->id, sizeof(b->id), "%s", bi->id) ||
-                     !str_format(b->start_wal, sizeof(b->start_wal), "%s", bi->start_wal);
-        if (b->damaged)
-            continue;
-        b->start_time = bi->start_time;
-        b->stop_time = bi->stop_time;
-        if (!pg_parse_lsn(bi->start_lsn, &b->start_lsn))
-            b->start_lsn = 0;
-        /* the sentinel's parent (repo/backup_info.h); a delta without one cannot be restored */
-        if (!str_format(b->parent, sizeof(b->parent), "%s", bi->parent) ||
-            (bi->id[BACKUP_ID_LEN - 1] == 'D' && !layout_is_backup_id(b->parent)))
-            b->damaged = true;
-    }
     return true;
 }
 
@@ -345,122 +153,50 @@ static void delete_say(const delete_run *r, const char *verb, const char *done, 
 
 static bool delete_backups(delete_run *r, const retention_plan *plan, pgd_error *err)
 {
-    for (size_t i = 0; i < r->n; i++)
+    for (size_t i = 0; i < r->c.n; i++)
         if (!plan->decisions[i].remove)
-            delete_say(r, "keep", "kept", "backup", r->backups[i].id, plan->decisions[i].reason);
+            delete_say(r, "keep", "kept", "backup", r->c.backups[i].id, plan->decisions[i].reason);
     for (size_t k = 0; k < plan->nremove; k++) {
         size_t i = plan->remove_order[k];
         if (!r->s->dry_run) {
-            if (!delete_keep_lease(r, err) || !backup_id_discard(r->repo, r->backups[i].id, err))
+            if (!delete_keep_lease(r, err) || !backup_id_discard(r->repo, r->c.backups[i].id, err))
                 return false;
             r->removed_backups++;
         }
-        delete_say(r, "remove", "removed", "backup", r->backups[i].id, plan->decisions[i].reason);
+        delete_say(r, "remove", "removed", "backup", r->c.backups[i].id, plan->decisions[i].reason);
     }
     return true;
-}
-
-typedef struct delete_wal_list {
-    const char *keep_from;
-    const char *timeline;
-    char **paths;
-    size_t n, cap;
-} delete_wal_list;
-
-/* The WAL file name under a stored name: its compression suffix removed. */
-static void delete_wal_base(const char *stored, char *out, size_t outlen)
-{
-    static const compress_kind kinds[] = {COMPRESS_LZ4, COMPRESS_ZSTD};
-    size_t len = strlen(stored);
-
-    snprintf(out, outlen, "%s", stored);
-    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-        const char *suffix = compress_suffix(kinds[i]);
-        size_t slen = strlen(suffix);
-        if (len > slen && strcmp(stored + len - slen, suffix) == 0) {
-            out[len - slen] = '\0';
-            return;
-        }
-    }
-}
-
-static bool delete_collect_wal(void *arg, const char *name, uint64_t size, bool is_dir,
-                               pgd_error *err)
-{
-    delete_wal_list *l = arg;
-    char base[LAYOUT_PATH_MAX];
-
-    (void)size;
-    if (is_dir)
-        return true;
-    delete_wal_base(name, base, sizeof(base));
-    if (!retention_wal_removable(base, l->keep_from))
-        return true;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 256;
-        char **grown = realloc(l->paths, cap * sizeof(*grown));
-        if (grown == NULL)
-            return err_set(err, "out of memory");
-        l->paths = grown;
-        l->cap = cap;
-    }
-    if (asprintf(&l->paths[l->n], WAL_DIR "/%s/%s", l->timeline, name) < 0)
-        return err_set(err, "out of memory");
-    l->n++;
-    return true;
-}
-
-/* wal/<timeline>/ directories: 8 upper-case hex digits. */
-static bool delete_collect_timeline(void *arg, const char *name, uint64_t size, bool is_dir,
-                                    pgd_error *err)
-{
-    if (!is_dir || strlen(name) != DELETE_TIMELINE_HEX ||
-        strspn(name, "0123456789ABCDEF") != DELETE_TIMELINE_HEX)
-        return true;
-    return delete_collect_name(arg, name, size, is_dir, err);
-}
-
-static int delete_path_cmp(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 /* One timeline's WAL before keep_from, in batches, the lease renewed between them. */
 static bool delete_wal_timeline(delete_run *r, const char *timeline, const char *keep_from,
                                 pgd_error *err)
 {
-    delete_wal_list l = {.keep_from = keep_from, .timeline = timeline};
-    char dir[LAYOUT_PATH_MAX];
-    bool ok;
+    repo_names l;
+    bool ok = repo_contents_wal_before(r->repo, timeline, keep_from, &l, err);
 
-    snprintf(dir, sizeof(dir), WAL_DIR "/%s", timeline);
-    ok = storage_list(r->repo, dir, delete_collect_wal, &l, err);
-    if (ok && l.n > 1)
-        qsort(l.paths, l.n, sizeof(*l.paths), delete_path_cmp);
     for (size_t i = 0; ok && i < l.n; i += DELETE_BATCH) {
         size_t count = l.n - i < DELETE_BATCH ? l.n - i : DELETE_BATCH;
         if (r->s->dry_run) {
             for (size_t j = i; j < i + count; j++)
-                printf("would remove WAL file %s\n", l.paths[j]);
+                printf("would remove WAL file %s\n", l.names[j]);
             continue;
         }
         ok = delete_keep_lease(r, err) &&
-             storage_remove_many(r->repo, (const char *const *)&l.paths[i], count, err);
+             storage_remove_many(r->repo, (const char *const *)&l.names[i], count, err);
         if (ok)
             r->removed_wal += count;
     }
     if (ok && !r->s->dry_run && l.n > 0)
         printf("removed WAL of timeline %s: %zu files before segment %s\n", timeline, l.n,
                keep_from);
-    for (size_t i = 0; i < l.n; i++)
-        free(l.paths[i]);
-    free(l.paths);
+    repo_names_free(&l);
     return ok;
 }
 
 static bool delete_wal(delete_run *r, const retention_plan *plan, pgd_error *err)
 {
-    delete_names timelines = {0};
+    repo_names timelines;
     bool ok;
 
     if (plan->wal_keep_from[0] == '\0') {
@@ -470,25 +206,23 @@ static bool delete_wal(delete_run *r, const retention_plan *plan, pgd_error *err
     printf("%skeep WAL from segment %s on (the oldest kept backup's start), on every timeline, "
            "and every .history file\n",
            r->s->dry_run ? "would " : "", plan->wal_keep_from);
-    ok = storage_list(r->repo, WAL_DIR, delete_collect_timeline, &timelines, err);
-    if (ok && timelines.n > 1)
-        qsort(timelines.names, timelines.n, sizeof(*timelines.names), delete_path_cmp);
+    ok = repo_contents_wal_timelines(r->repo, &timelines, err);
     for (size_t i = 0; ok && i < timelines.n; i++)
         ok = delete_wal_timeline(r, timelines.names[i], plan->wal_keep_from, err);
-    delete_names_free(&timelines);
+    repo_names_free(&timelines);
     return ok;
 }
 
 static bool delete_running(const delete_run *r, retention_running **out, size_t *n, pgd_error *err)
 {
     *n = 0;
-    *out = calloc(r->ndirs + 1, sizeof(**out));
+    *out = calloc(r->c.ndirs + 1, sizeof(**out));
     if (*out == NULL)
         return err_set(err, "out of memory");
-    for (size_t i = 0; i < r->ndirs; i++)
-        if (!r->dirs[i].sentinel && r->dirs[i].objects > 0 &&
-            r->dirs[i].state != RETENTION_CLAIM_DEAD)
-            snprintf((*out)[(*n)++].id, sizeof((*out)[0].id), "%s", r->dirs[i].id);
+    for (size_t i = 0; i < r->c.ndirs; i++)
+        if (!r->c.dirs[i].sentinel && r->c.dirs[i].objects > 0 &&
+            r->c.dirs[i].state != RETENTION_CLAIM_DEAD)
+            snprintf((*out)[(*n)++].id, sizeof((*out)[0].id), "%s", r->c.dirs[i].id);
     return true;
 }
 
@@ -501,7 +235,7 @@ static bool delete_retention(delete_run *r, pgd_error *err)
 
     if (!delete_running(r, &running, &nrunning, err))
         return false;
-    ok = retention_plan_make(r->backups, r->n, running, nrunning, &r->s->policy, &plan, err);
+    ok = retention_plan_make(r->c.backups, r->c.n, running, nrunning, &r->s->policy, &plan, err);
     free(running);
     if (!ok)
         return false;
@@ -511,7 +245,7 @@ static bool delete_retention(delete_run *r, pgd_error *err)
 }
 
 /* Remove one dead (or named) backup directory without a sentinel. */
-static bool delete_dir_remove(delete_run *r, const delete_dir *d, pgd_error *err)
+static bool repo_dir_remove(delete_run *r, const repo_dir *d, pgd_error *err)
 {
     char dir[LAYOUT_PATH_MAX], sentinel[LAYOUT_PATH_MAX];
     bool exists = false;
@@ -534,12 +268,12 @@ static bool delete_dir_remove(delete_run *r, const delete_dir *d, pgd_error *err
 }
 
 /* --backup ID of a directory without a sentinel: the leftovers of one run, by hand. */
-static bool delete_named_dir(delete_run *r, const delete_dir *d, pgd_error *err)
+static bool delete_named_dir(delete_run *r, const repo_dir *d, pgd_error *err)
 {
     if (d->state == RETENTION_CLAIM_RUNNING)
         return err_set(err, "backup %s has no sentinel and is taken as running (%s): not removed",
                        d->id, d->why);
-    if (!delete_dir_remove(r, d, err))
+    if (!repo_dir_remove(r, d, err))
         return false;
     delete_say(r, "remove", "removed", "incomplete backup", d->id, d->why);
     return true;
@@ -550,8 +284,8 @@ static bool delete_garbage(delete_run *r, pgd_error *err)
     int64_t wal_age =
         r->s->garbage_age > WAL_STALE_TEMP_AGE_S ? r->s->garbage_age : WAL_STALE_TEMP_AGE_S;
 
-    for (size_t i = 0; i < r->ndirs; i++) {
-        const delete_dir *d = &r->dirs[i];
+    for (size_t i = 0; i < r->c.ndirs; i++) {
+        const repo_dir *d = &r->c.dirs[i];
         char dir[LAYOUT_PATH_MAX];
 
         layout_backup_dir(d->id, dir, sizeof(dir));
@@ -575,7 +309,7 @@ static bool delete_garbage(delete_run *r, pgd_error *err)
                      dir, d->why, d->id);
             continue;
         }
-        if (!delete_dir_remove(r, d, err))
+        if (!repo_dir_remove(r, d, err))
             return false;
         delete_say(r, "remove", "removed", "incomplete backup", d->id, d->why);
     }
@@ -595,12 +329,13 @@ static bool delete_execute(delete_run *r, pgd_error *err)
     if (!r->s->dry_run &&
         (r->lock = repo_lock_acquire(r->repo, DELETE_LOCK_NAME, REPO_LOCK_LEASE_S, err)) == NULL)
         return false;
-    if (!delete_scan_backups(r, err) || !delete_scan_dirs(r, err))
+    if (!repo_contents_scan_backups(r->repo, &r->c, err) ||
+        !repo_contents_scan_dirs(r->repo, r->s->garbage_age, &r->c, err))
         return false;
     if (named != NULL) {
-        for (size_t i = 0; i < r->ndirs; i++)
-            if (strcmp(r->dirs[i].id, named) == 0 && !r->dirs[i].sentinel)
-                return delete_named_dir(r, &r->dirs[i], err) &&
+        for (size_t i = 0; i < r->c.ndirs; i++)
+            if (strcmp(r->c.dirs[i].id, named) == 0 && !r->c.dirs[i].sentinel)
+                return delete_named_dir(r, &r->c.dirs[i], err) &&
                        (!r->s->garbage || delete_garbage(r, err));
     }
     if (r->s->retention && !delete_retention(r, err))
@@ -644,9 +379,7 @@ int cmd_delete(int argc, char **argv)
             log_info("delete done: %zu backups, %zu WAL files and %zu incomplete backups removed",
                      r.removed_backups, r.removed_wal, r.removed_garbage);
     }
-    free(r.infos);
-    free(r.backups);
-    free(r.dirs);
+    repo_contents_free(&r.c);
     storage_free(r.repo);
     options_free(&opts);
     if (delete_signal != 0)

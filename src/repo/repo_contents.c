@@ -1,0 +1,294 @@
+/*
+ * repo_contents.c - what a repository holds, listed for delete (see
+ * repo_contents.h).
+ */
+#define _GNU_SOURCE
+#include "repo/repo_contents.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "compress/compress.h"
+#include "pg/session.h"
+#include "util/text.h"
+
+#define REPO_HOST_MAX     256
+#define REPO_TIMELINE_HEX 8
+
+static bool repo_contents_collect_dir(void *arg, const char *name, uint64_t size, bool is_dir,
+                                      pgd_error *err)
+{
+    repo_contents *c = arg;
+    size_t slen = strlen(SENTINEL_SUFFIX);
+    char id[BACKUP_ID_LEN + 1];
+    bool sentinel = false;
+
+    (void)size;
+    if (!is_dir && strlen(name) == BACKUP_ID_LEN + slen &&
+        strcmp(name + BACKUP_ID_LEN, SENTINEL_SUFFIX) == 0)
+        sentinel = true;
+    else if (!is_dir || strlen(name) != BACKUP_ID_LEN)
+        return true;
+    memcpy(id, name, BACKUP_ID_LEN);
+    id[BACKUP_ID_LEN] = '\0';
+    if (!layout_is_backup_id(id))
+        return true;
+    for (size_t i = 0; i < c->ndirs; i++)
+        if (strcmp(c->dirs[i].id, id) == 0) {
+            c->dirs[i].sentinel |= sentinel;
+            return true;
+        }
+    if (c->ndirs == c->dircap) {
+        size_t cap = c->dircap ? c->dircap * 2 : 16;
+        repo_dir *grown = realloc(c->dirs, cap * sizeof(*grown));
+        if (grown == NULL)
+            return err_set(err, "out of memory");
+        c->dirs = grown;
+        c->dircap = cap;
+    }
+    memset(&c->dirs[c->ndirs], 0, sizeof(c->dirs[c->ndirs]));
+    memcpy(c->dirs[c->ndirs].id, id, sizeof(id));
+    c->dirs[c->ndirs].sentinel = sentinel;
+    c->ndirs++;
+    return true;
+}
+
+static bool repo_names_add(repo_names *l, char *owned, pgd_error *err)
+{
+    if (owned == NULL)
+        return err_set(err, "out of memory");
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        char **grown = realloc(l->names, cap * sizeof(*grown));
+        if (grown == NULL) {
+            free(owned);
+            return err_set(err, "out of memory");
+        }
+        l->names = grown;
+        l->cap = cap;
+    }
+    l->names[l->n++] = owned;
+    return true;
+}
+
+void repo_names_free(repo_names *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->names[i]);
+    free(l->names);
+    memset(l, 0, sizeof(*l));
+}
+
+static int repo_names_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void repo_names_sort(repo_names *l)
+{
+    if (l->n > 1)
+        qsort(l->names, l->n, sizeof(*l->names), repo_names_cmp);
+}
+
+/* A directory's objects, counted. */
+typedef struct repo_dir_count {
+    size_t n;
+} repo_dir_count;
+
+static bool repo_contents_count(void *arg, const char *name, uint64_t size, bool is_dir,
+                                pgd_error *err)
+{
+    repo_dir_count *c = arg;
+
+    (void)size;
+    (void)is_dir;
+    (void)name;
+    (void)err;
+    c->n++;
+    return true;
+}
+
+/* Whether process `pid` of host `host` still exists, as far as this host can tell. */
+static bool repo_contents_process_alive(const char *host, long long pid)
+{
+    char me[REPO_HOST_MAX] = "";
+
+    if (gethostname(me, sizeof(me) - 1) != 0 || strcmp(me, host) != 0 || pid <= 0)
+        return false;
+    return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+}
+
+/* What backups/<id>/claim.json says (backup/backup_id.c writes it). */
+static bool repo_contents_read_claim(storage *repo, const char *id, retention_claim *c,
+                                     pgd_error *err)
+{
+    char path[LAYOUT_PATH_MAX];
+    json_int_t start, pid;
+    const char *host;
+    bool missing = false;
+    char *text;
+    size_t len;
+    json_t *o;
+
+    memset(c, 0, sizeof(*c));
+    layout_backup_object(id, CLAIM_NAME, path, sizeof(path));
+    if (!storage_get(repo, path, &text, &len, &missing, err)) {
+        if (!missing)
+            return false;
+        err_clear(err);
+        return true;
+    }
+    c->present = true;
+    o = json_loads(text, 0, NULL);
+    free(text);
+    if (o != NULL &&
+        json_unpack(o, "{s:I, s:s, s:I}", "start_time", &start, "host", &host, "pid", &pid) == 0) {
+        c->readable = true;
+        c->start_time = start;
+        c->process_alive = repo_contents_process_alive(host, pid);
+    }
+    json_decref(o);
+    return true;
+}
+
+bool repo_contents_scan_dirs(storage *repo, int64_t garbage_age, repo_contents *c,
+                             pgd_error *err)
+{
+    int64_t now = (int64_t)time(NULL);
+
+    if (!storage_list(repo, BACKUPS_DIR, repo_contents_collect_dir, c, err))
+        return false;
+    for (size_t i = 0; i < c->ndirs; i++) {
+        repo_dir *d = &c->dirs[i];
+        char dir[LAYOUT_PATH_MAX];
+        repo_dir_count count = {0};
+        retention_claim claim;
+
+        if (d->sentinel)
+            continue;
+        layout_backup_dir(d->id, dir, sizeof(dir));
+        if (!storage_list(repo, dir, repo_contents_count, &count, err))
+            return false;
+        d->objects = count.n;
+        if (!repo_contents_read_claim(repo, d->id, &claim, err))
+            return false;
+        d->state = retention_claim_classify(&claim, now, garbage_age, d->why, sizeof(d->why));
+    }
+    return true;
+}
+
+bool repo_contents_scan_backups(storage *repo, repo_contents *c, pgd_error *err)
+{
+    if (!backup_info_scan(repo, &c->infos, &c->n, err))
+        return false;
+    c->backups = calloc(c->n + 1, sizeof(*c->backups));
+    if (c->backups == NULL)
+        return err_set(err, "out of memory");
+    for (size_t i = 0; i < c->n; i++) {
+        const backup_info *bi = &c->infos[i];
+        retention_backup *b = &c->backups[i];
+
+        /* scan and sentinel checks guarantee both lengths; a cut would only mean damage */
+        b->damaged = bi->damaged || !str_format(b->id, sizeof(b->id), "%s", bi->id) ||
+                     !str_format(b->start_wal, sizeof(b->start_wal), "%s", bi->start_wal);
+        if (b->damaged)
+            continue;
+        b->start_time = bi->start_time;
+        b->stop_time = bi->stop_time;
+        if (!pg_parse_lsn(bi->start_lsn, &b->start_lsn))
+            b->start_lsn = 0;
+        /* the sentinel's parent (repo/backup_info.h); a delta without one cannot be restored */
+        if (!str_format(b->parent, sizeof(b->parent), "%s", bi->parent) ||
+            (bi->id[BACKUP_ID_LEN - 1] == 'D' && !layout_is_backup_id(b->parent)))
+            b->damaged = true;
+    }
+    return true;
+}
+
+void repo_contents_free(repo_contents *c)
+{
+    free(c->infos);
+    free(c->backups);
+    free(c->dirs);
+    memset(c, 0, sizeof(*c));
+}
+
+/* wal/<timeline>/ directories: 8 upper-case hex digits. */
+static bool repo_contents_collect_timeline(void *arg, const char *name, uint64_t size,
+                                           bool is_dir, pgd_error *err)
+{
+    (void)size;
+    if (!is_dir || strlen(name) != REPO_TIMELINE_HEX ||
+        strspn(name, "0123456789ABCDEF") != REPO_TIMELINE_HEX)
+        return true;
+    return repo_names_add(arg, strdup(name), err);
+}
+
+bool repo_contents_wal_timelines(storage *repo, repo_names *out, pgd_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (!storage_list(repo, WAL_DIR, repo_contents_collect_timeline, out, err))
+        return false;
+    repo_names_sort(out);
+    return true;
+}
+
+/* The WAL file name under a stored name: its compression suffix removed. */
+static void repo_contents_wal_base(const char *stored, char *out, size_t outlen)
+{
+    static const compress_kind kinds[] = {COMPRESS_LZ4, COMPRESS_ZSTD};
+    size_t len = strlen(stored);
+
+    snprintf(out, outlen, "%s", stored);
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        const char *suffix = compress_suffix(kinds[i]);
+        size_t slen = strlen(suffix);
+        if (len > slen && strcmp(stored + len - slen, suffix) == 0) {
+            out[len - slen] = '\0';
+            return;
+        }
+    }
+}
+
+typedef struct repo_wal_before {
+    const char *keep_from;
+    const char *timeline;
+    repo_names *out;
+} repo_wal_before;
+
+static bool repo_contents_collect_wal(void *arg, const char *name, uint64_t size, bool is_dir,
+                                      pgd_error *err)
+{
+    repo_wal_before *w = arg;
+    char base[LAYOUT_PATH_MAX], *path;
+
+    (void)size;
+    if (is_dir)
+        return true;
+    repo_contents_wal_base(name, base, sizeof(base));
+    if (!retention_wal_removable(base, w->keep_from))
+        return true;
+    if (asprintf(&path, WAL_DIR "/%s/%s", w->timeline, name) < 0)
+        path = NULL;
+    return repo_names_add(w->out, path, err);
+}
+
+bool repo_contents_wal_before(storage *repo, const char *timeline, const char *keep_from,
+                              repo_names *out, pgd_error *err)
+{
+    repo_wal_before w = {.keep_from = keep_from, .timeline = timeline, .out = out};
+    char dir[LAYOUT_PATH_MAX];
+
+    memset(out, 0, sizeof(*out));
+    snprintf(dir, sizeof(dir), WAL_DIR "/%s", timeline);
+    if (!storage_list(repo, dir, repo_contents_collect_wal, &w, err))
+        return false;
+    repo_names_sort(out);
+    return true;
+}

@@ -1,0 +1,71 @@
+/*
+ * repo_contents.h - what a repository holds, as delete decides from it:
+ * the backups with a sentinel (for retention, repo/retention.h), every
+ * backup directory with what its claim says when it has no sentinel (for
+ * garbage), and the stored WAL files of each timeline.
+ *
+ * Only listings and small reads (sentinels, claims); nothing is written.
+ */
+#ifndef PGD_REPO_CONTENTS_H
+#define PGD_REPO_CONTENTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "repo/backup_info.h"
+#include "repo/layout.h"
+#include "repo/retention.h"
+#include "storage/storage.h"
+#include "util/error.h"
+
+/* A directory under backups/ and, when it has no sentinel, what its claim says. */
+typedef struct repo_dir {
+    char id[BACKUP_ID_LEN + 1];
+    bool sentinel;
+    size_t objects; /* without a sentinel: objects under it (0: nothing to remove) */
+    retention_claim_state state;
+    char why[RETENTION_REASON_MAX];
+} repo_dir;
+
+typedef struct repo_contents {
+    backup_info *infos;        /* backups with a sentinel (repo/backup_info.h) */
+    retention_backup *backups; /* the same, as retention sees them */
+    size_t n;
+    repo_dir *dirs;
+    size_t ndirs, dircap;
+} repo_contents;
+
+/* The backups with a sentinel, in infos and backups (a delta without a valid parent: damaged). */
+bool repo_contents_scan_backups(storage *repo, repo_contents *c, pgd_error *err);
+
+/*
+ * Every directory under backups/; each without a sentinel classified by its
+ * claim (running, dead, or unknown: retention_claim_classify) against
+ * garbage_age seconds.
+ */
+bool repo_contents_scan_dirs(storage *repo, int64_t garbage_age, repo_contents *c,
+                             pgd_error *err);
+
+void repo_contents_free(repo_contents *c);
+
+/* A sorted list of names or object paths; free with repo_names_free. */
+typedef struct repo_names {
+    char **names;
+    size_t n, cap;
+} repo_names;
+
+/* The timelines under wal/ (directories of 8 upper-case hex digits), sorted. */
+bool repo_contents_wal_timelines(storage *repo, repo_names *out, pgd_error *err);
+
+/*
+ * The stored WAL files of one timeline that come before segment keep_from
+ * (retention_wal_removable), as object paths, sorted; .history files are
+ * never among them.
+ */
+bool repo_contents_wal_before(storage *repo, const char *timeline, const char *keep_from,
+                              repo_names *out, pgd_error *err);
+
+void repo_names_free(repo_names *l);
+
+#endif
