@@ -2,6 +2,11 @@
  * pipeline.c - reader threads that read with O_DIRECT and write compressed
  * tar partitions. See pipeline.h for the shape and the rules on files that
  * change during the backup.
+ *
+ * About 500 lines: the reader threads, the partition writers and the queue
+ * between them share one state (the pipeline's lock, its first error, the
+ * partition being written); the per-buffer work is in the filters
+ * (backup/file_filter.h) and the reads in io/.
  */
 #define _GNU_SOURCE
 #include "backup/pipeline.h"

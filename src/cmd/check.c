@@ -10,6 +10,11 @@
  * that archive_command stores WAL in *this* repository: the segment the
  * switch completes must arrive in it. A setting that looks right proves
  * nothing when archive_command points at another directory or bucket.
+ *
+ * About 540 lines on purpose: the checks above, one function each and none
+ * over 50 lines, share one state (check_run: the session, the results) and
+ * one way of reporting (check_add); a file per check would export both for
+ * no reader's benefit. The work each check calls is in the modules.
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -2,6 +2,12 @@
  * retention.c - the retention decision: which backups and WAL files go.
  * Pure functions of the lists they are given; see retention.h for the
  * rules.
+ *
+ * About 520 lines on purpose: the rules are applied in one pass over one
+ * working state (retention_work), in the order retention.h gives them, so
+ * that the order can be read top to bottom; the WAL cut-off and the claim
+ * classification at the end are the few lines that make the same decision
+ * for WAL and for runs that never finished.
  */
 #define _GNU_SOURCE
 #include "repo/retention.h"
