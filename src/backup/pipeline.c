@@ -3,10 +3,10 @@
  * tar partitions. See pipeline.h for the shape and the rules on files that
  * change during the backup.
  *
- * About 500 lines: the reader threads, the partition writers and the queue
- * between them share one state (the pipeline's lock, its first error, the
- * partition being written); the per-buffer work is in the filters
- * (backup/file_filter.h) and the reads in io/.
+ * About 500 lines: a worker's ring of reads in flight, its filter chain and
+ * the partition it writes share one state (pipeline_worker), and the steps
+ * over it read best in one place; the per-buffer work is in the filters
+ * (backup/file_filter.h), the reads in io/ and the tar format in repo/.
  */
 #define _GNU_SOURCE
 #include "backup/pipeline.h"
