@@ -34,10 +34,12 @@ pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --compression non
 ok $? "direct-I/O backup succeeds"
 cold_after=$("$PC" percent "$cold")
 cmp_ok "$cold_after" "<=" 1 "direct I/O: the cold relation stays out of the cache ($cold_after %)"
-# (>= 99: the kernel here drops a few pages of idle files on its own now and then, see
-# the no-backup trial in bench/results)
+# (>= 97: the kernel here drops a few pages of idle files on its own now and then, see
+# the no-backup trial in bench/results; under stress-ng it took 1.3 % of a cached file
+# in test 11, with no backup evicting anything. A backup that evicted what it read would
+# leave next to nothing: the cold relation's check above is the direct-I/O proof.)
 pct=$("$PC" percent "$hot")
-cmp_ok "$pct" ">=" 99 "direct I/O: the hot relation is still cached ($pct %)"
+cmp_ok "$pct" ">=" 97 "direct I/O: the hot relation is still cached ($pct %)"
 # the backup's own output does not fill the cache either
 id=$(ls "$REPO/backups" | grep -E 'F$' | tail -1)
 part=$(ls -S "$REPO/backups/$id"/part_* | head -1)
