@@ -194,8 +194,12 @@ bool repo_contents_scan_backups(storage *repo, repo_contents *c, pgd_error *err)
         const backup_info *bi = &c->infos[i];
         retention_backup *b = &c->backups[i];
 
-        /* scan and sentinel checks guarantee both lengths; a cut would only mean damage */
-        b->damaged = bi->damaged || !str_format(b->id, sizeof(b->id), "%s", bi->id) ||
+        /*
+         * The id even of a damaged backup: retention dates it by its id and
+         * names it, and delete --backup ID must find it. Scan and sentinel
+         * checks guarantee both lengths; a cut would only mean damage.
+         */
+        b->damaged = !str_format(b->id, sizeof(b->id), "%s", bi->id) || bi->damaged ||
                      !str_format(b->start_wal, sizeof(b->start_wal), "%s", bi->start_wal);
         if (b->damaged)
             continue;
