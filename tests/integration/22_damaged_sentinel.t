@@ -69,4 +69,19 @@ like "$(grep "^$B" <<<"$out")" "^$B .* damaged: sentinel .* names backup \"$A\""
 expect_error "restore LATEST with only damaged backups" \
     "no usable backup in repository .*: the 2 there are all damaged \(the newest, $B: sentinel .* is empty\)" \
     pgd restore LATEST --repo "$REPO" --target-dir "$T/r_none"
+
+# ---- delete: a damaged backup is named by its id, and can go ----
+pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast >/dev/null 2>"$T/c.err" || bail "backup C failed"
+C=$(backup_id "$T/c.err")
+out=$(pgd delete --retain-full 1 --dry-run --repo "$REPO" 2>&1)
+is "$?" "0" "delete --retain-full 1 --dry-run succeeds with damaged backups"
+like "$(grep "backup $A" <<<"$out")" "^would remove backup $A: damaged .*started before $C, the oldest kept backup"     "a damaged backup older than the oldest kept one would go, named by its id"
+out=$(pgd delete --backup "$B" --repo "$REPO" 2>&1)
+is "$?" "0" "delete --backup of a damaged backup succeeds"
+like "$out" "removed backup $B: named by --backup" "and says so"
+ok $([ ! -e "$REPO/backups/$B.done.json" ] && [ ! -e "$REPO/backups/$B" ] && echo 0 || echo 1) \
+    "its sentinel and directory are gone"
+pgd delete --retain-full 1 --repo "$REPO" >"$T/del.out" 2>&1
+is "$?" "0" "delete --retain-full 1 succeeds"
+is "$(ls "$REPO/backups")" "$(printf '%s\n%s.done.json' "$C" "$C")" "only the good backup is left"
 done_testing
