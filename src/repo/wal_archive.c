@@ -1,5 +1,6 @@
 /*
- * wal_archive.c - push, fetch and wait for WAL files in the repository.
+ * wal_archive.c - find, fetch and wait for WAL files in the repository
+ * (pushing them is wal_archive_push.c).
  *
  * A WAL file is stored as wal/<timeline>/<name><suffix>, the suffix naming
  * its compression (.lz4, .zst, none). The promise to PostgreSQL: a push
@@ -12,360 +13,38 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "pg/wal_segment.h"
 #include "repo/layout.h"
+#include "repo/wal_archive_internal.h"
 #include "util/crc32c.h"
-
-#define WAL_IO_CHUNK (1024 * 1024)
-
-/*
- * Two pushes of different files under one name that each see the other
- * both stand down (see wal_archive_push); they try again after a random
- * pause, so that one of them goes first. Pauses grow from
- * WAL_PUSH_PAUSE_MS up to WAL_PUSH_PAUSE_MS << WAL_PUSH_ATTEMPTS.
- */
-#define WAL_PUSH_ATTEMPTS 6
-#define WAL_PUSH_PAUSE_MS 20
 
 #define WAL_WAIT_POLL_US (200 * 1000)
 
-static const compress_kind search_order[] = {COMPRESS_LZ4, COMPRESS_ZSTD, COMPRESS_NONE};
-#define NKINDS (sizeof(search_order) / sizeof(search_order[0]))
+const compress_kind wal_archive_kinds[] = {COMPRESS_LZ4, COMPRESS_ZSTD, COMPRESS_NONE};
+const size_t wal_archive_nkinds = sizeof(wal_archive_kinds) / sizeof(wal_archive_kinds[0]);
 
 bool wal_archive_find(storage *repo, const char *name, bool *found, compress_kind *kind,
                       pgd_error *err)
 {
     *found = false;
-    for (size_t i = 0; i < NKINDS; i++) {
+    for (size_t i = 0; i < wal_archive_nkinds; i++) {
         char path[LAYOUT_PATH_MAX];
-        layout_wal_path(name, search_order[i], path, sizeof(path));
+        layout_wal_path(name, wal_archive_kinds[i], path, sizeof(path));
         if (!storage_exists(repo, path, found, err))
             return false;
         if (*found) {
-            *kind = search_order[i];
+            *kind = wal_archive_kinds[i];
             return true;
         }
     }
     return true;
-}
-
-static bool wal_archive_read_local(const char *path, char **data, size_t *len, pgd_error *err)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    size_t done = 0;
-
-    if (fd < 0)
-        return err_errno(err, errno, "could not open WAL file \"%s\"", path);
-    if (fstat(fd, &st) != 0) {
-        close(fd);
-        return err_errno(err, errno, "could not stat WAL file \"%s\"", path);
-    }
-    *data = malloc((size_t)st.st_size + 1);
-    if (*data == NULL) {
-        close(fd);
-        return err_set(err, "out of memory");
-    }
-    while (done < (size_t)st.st_size) {
-        ssize_t n = read(fd, *data + done, (size_t)st.st_size - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            int e = n < 0 ? errno : EIO;
-            free(*data);
-            close(fd);
-            return err_errno(err, e, "could not read WAL file \"%s\"", path);
-        }
-        done += (size_t)n;
-    }
-    close(fd);
-    *len = done;
-    return true;
-}
-
-/*
- * Does the object of `name` with compression `kind` hold exactly `data`?
- * *missing when there is no such object (any more).
- */
-static bool wal_archive_equals(storage *repo, const char *name, compress_kind kind,
-                               const char *data, size_t len, bool *equal, bool *missing,
-                               pgd_error *err)
-{
-    char path[LAYOUT_PATH_MAX];
-    char *buf = malloc(WAL_IO_CHUNK);
-    in_stream *in;
-    size_t pos = 0;
-    bool ok = true;
-
-    *equal = false;
-    if (buf == NULL)
-        return err_set(err, "out of memory");
-    layout_wal_path(name, kind, path, sizeof(path));
-    in = storage_read_open(repo, path, missing, err);
-    if (in != NULL)
-        in = decompress_in_new(kind, in, path, err);
-    if (in == NULL) {
-        free(buf);
-        return *missing;
-    }
-    *equal = true;
-    for (;;) {
-        size_t n;
-        if (!in_read(in, buf, WAL_IO_CHUNK, &n, err)) {
-            ok = false;
-            break;
-        }
-        if (n == 0)
-            break;
-        if (pos + n > len || memcmp(buf, data + pos, n) != 0) {
-            *equal = false;
-            break;
-        }
-        pos += n;
-    }
-    if (ok && *equal && pos != len)
-        *equal = false;
-    in_close(in);
-    free(buf);
-    return ok;
-}
-
-typedef enum {
-    WAL_HELD_NOTHING, /* no object of this name */
-    WAL_HELD_SAME,    /* objects of this name, all with this content */
-    WAL_HELD_OTHER,   /* an object of this name with other content */
-} wal_held;
-
-/*
- * Compare `data` with every stored object of `name` except the one with
- * compression `skip` (pass NULL to compare all). *other_kind names an
- * object that differs.
- */
-static bool wal_archive_held(storage *repo, const char *name, const compress_kind *skip,
-                             const char *data, size_t len, wal_held *held,
-                             compress_kind *other_kind, pgd_error *err)
-{
-    *held = WAL_HELD_NOTHING;
-    for (size_t i = 0; i < NKINDS; i++) {
-        char path[LAYOUT_PATH_MAX];
-        bool exists, equal, missing;
-
-        if (skip != NULL && *skip == search_order[i])
-            continue;
-        layout_wal_path(name, search_order[i], path, sizeof(path));
-        if (!storage_exists(repo, path, &exists, err))
-            return false;
-        if (!exists)
-            continue;
-        if (!wal_archive_equals(repo, name, search_order[i], data, len, &equal, &missing, err))
-            return false;
-        if (missing) /* removed since we looked: by a push that stood down */
-            continue;
-        if (!equal) {
-            *held = WAL_HELD_OTHER;
-            *other_kind = search_order[i];
-            return true;
-        }
-        *held = WAL_HELD_SAME;
-    }
-    return true;
-}
-
-/*
- * Store `data` as the object of `name` with compression `kind`, unless such
- * an object exists: then *taken is set and there is no error. Other
- * failures keep their cause (no space, permission, the bucket).
- */
-static bool wal_archive_store(storage *repo, const char *name, compress_kind kind, int level,
-                              const char *data, size_t len, bool *taken, pgd_error *err)
-{
-    char path[LAYOUT_PATH_MAX];
-    out_stream *out;
-    bool exists;
-
-    *taken = false;
-    layout_wal_path(name, kind, path, sizeof(path));
-    out = storage_write_open(repo, path, STORAGE_WRITE_NO_REPLACE, err);
-    if (out != NULL)
-        out = compress_out_new_checksummed(kind, level, out, path, err);
-    if (out == NULL)
-        return false;
-    if (!out_write(out, data, len, err)) {
-        out_abort(out);
-        return false;
-    }
-    if (out_close(out, err))
-        return true;
-    /* NO_REPLACE: closing fails when the object exists; anything else is the cause */
-    {
-        pgd_error check = {0};
-        if (storage_exists(repo, path, &exists, &check) && exists) {
-            err_clear(err);
-            *taken = true;
-        }
-    }
-    return false;
-}
-
-/* A pause of random length that grows with the attempt (see WAL_PUSH_ATTEMPTS). */
-static void wal_archive_pause(unsigned attempt)
-{
-    struct timespec now;
-    unsigned seed;
-
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    seed = (unsigned)now.tv_nsec ^ ((unsigned)getpid() << 16);
-    usleep((useconds_t)(rand_r(&seed) % (WAL_PUSH_PAUSE_MS << attempt) + 1) * 1000);
-}
-
-/*
- * The check after storing failed (err): remove what we stored, so that a
- * failed push leaves nothing behind, and say so if that fails too.
- */
-static bool wal_archive_take_back(storage *repo, const char *name, const char *path, pgd_error *err)
-{
-    char cause[PGD_ERROR_MAX];
-    pgd_error undo = {0};
-    bool transient = err->transient, removed = storage_remove(repo, path, &undo);
-
-    snprintf(cause, sizeof(cause), "%s", err->msg);
-    err_clear(err);
-    err_set(err, "could not check the other compressions of WAL file \"%s\": %s%s%s", name, cause,
-            removed ? "" : "; could not remove what was stored either: ", removed ? "" : undo.msg);
-    if (transient)
-        err_mark_transient(err);
-    return false;
-}
-
-/*
- * Store `data` under `name`, or find it stored already.
- *
- * NO_REPLACE makes one object per suffix exclusive, but a file can stand
- * under three suffixes. So after storing its object, a push looks at the
- * other suffixes, and on finding a different file there it removes its own
- * and does not succeed. Why two different files are never both
- * acknowledged: say pushes A and B both succeed. A succeeded, so its look
- * R_A, which came after its store S_A, did not see B's object: S_B came
- * after R_A (B removes its object only when it fails). Likewise S_A came
- * after R_B. Then S_A < R_A < S_B < R_B < S_A, which cannot be.
- *
- * Both may see each other and both stand down; the loop then starts again
- * after a random pause, and the first look (before storing) lets the
- * slower one find the winner's file and fail with "different content".
- * A push that finds an identical file under any suffix has nothing to do.
- *
- * A push that fails takes its object back, so that only acknowledged files
- * stand. A third push of A's file (a standby archiving too) may have found
- * A's object and succeeded before A takes it back; A's cluster then pushes
- * the file again, which stores it again or, if B's file stands, keeps
- * failing loudly: never silently.
- */
-static bool wal_archive_store_once(storage *repo, const char *name, compress_kind kind, int level,
-                                   const char *data, size_t len, wal_push_result *result,
-                                   pgd_error *err)
-{
-    char path[LAYOUT_PATH_MAX];
-
-    layout_wal_path(name, kind, path, sizeof(path));
-    for (unsigned attempt = 1;; attempt++) {
-        wal_held held;
-        compress_kind other;
-        bool taken;
-
-        if (!wal_archive_held(repo, name, NULL, data, len, &held, &other, err))
-            return false;
-        if (held == WAL_HELD_SAME) {
-            *result = WAL_PUSH_IDENTICAL;
-            return true;
-        }
-        if (held == WAL_HELD_OTHER)
-            return err_set(err,
-                           "WAL file \"%s\" is already archived in repository \"%s\" with "
-                           "different content (as \"%s%s\")",
-                           name, repo->uri, name, compress_suffix(other));
-        if (!wal_archive_store(repo, name, kind, level, data, len, &taken, err)) {
-            if (!taken)
-                return false;
-            if (attempt == WAL_PUSH_ATTEMPTS)
-                return err_set(err, "could not archive WAL file \"%s\": \"%s\" keeps changing",
-                               name, path);
-            continue; /* someone stored this suffix meanwhile: compare with it */
-        }
-        if (!wal_archive_held(repo, name, &kind, data, len, &held, &other, err))
-            return wal_archive_take_back(repo, name, path, err);
-        if (held != WAL_HELD_OTHER) {
-            *result = WAL_PUSH_STORED;
-            return true;
-        }
-        if (!storage_remove(repo, path, err)) {
-            err_prefix(err,
-                       "WAL file \"%s\" was archived concurrently with different content (as "
-                       "\"%s%s\"), and ours could not be taken back",
-                       name, name, compress_suffix(other));
-            return false;
-        }
-        if (attempt == WAL_PUSH_ATTEMPTS)
-            return err_set(err,
-                           "WAL file \"%s\" is being archived concurrently with different "
-                           "content (as \"%s%s\") in repository \"%s\"",
-                           name, name, compress_suffix(other), repo->uri);
-        wal_archive_pause(attempt);
-    }
-}
-
-bool wal_archive_push(storage *repo, const char *local_path, compress_kind kind, int level,
-                      wal_push_result *result, pgd_error *err)
-{
-    return wal_archive_push_sum(repo, local_path, kind, level, result, NULL, err);
-}
-
-bool wal_archive_push_sum(storage *repo, const char *local_path, compress_kind kind, int level,
-                          wal_push_result *result, wal_file_sum *sum, pgd_error *err)
-{
-    char pathcopy[PATH_MAX], name[NAME_MAX + 1];
-    char *data = NULL;
-    size_t len = 0;
-    bool ok;
-
-    snprintf(pathcopy, sizeof(pathcopy), "%s", local_path);
-    snprintf(name, sizeof(name), "%s", basename(pathcopy));
-    if (wal_segment_file_kind(name) == WAL_FILE_UNKNOWN)
-        return err_set(err,
-                       "\"%s\" is not a WAL file name (expected a segment, .partial, "
-                       ".history or .backup file)",
-                       name);
-    if (!wal_archive_read_local(local_path, &data, &len, err))
-        return false;
-    ok = wal_segment_check_buffer(name, data, len, err);
-    if (!ok)
-        err_prefix(err, "refusing to archive \"%s\"", local_path);
-    else
-        ok = wal_archive_store_once(repo, name, kind, level, data, len, result, err);
-    if (ok && sum != NULL) {
-        sum->size = len;
-        sum->crc = crc32c(data, len);
-    }
-    free(data);
-    return ok;
-}
-
-bool wal_archive_remove_stale_temp(storage *repo, const char *name, pgd_error *err)
-{
-    char dir[LAYOUT_PATH_MAX];
-
-    if (wal_segment_file_kind(name) == WAL_FILE_UNKNOWN)
-        return true; /* no directory of ours to look at */
-    layout_wal_dir(name, dir, sizeof(dir));
-    return storage_remove_stale_temp(repo, dir, WAL_STALE_TEMP_AGE_S, err);
 }
 
 static bool wal_archive_count(void *arg, const char *name, uint64_t size, bool is_dir,

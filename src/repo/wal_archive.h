@@ -40,7 +40,7 @@ bool wal_archive_find(storage *repo, const char *name, bool *found, compress_kin
  * Archive `local_path` under its file name, once it is checked to be the
  * WAL file that name says (pg/wal_segment.h). Idempotent: a re-push of an
  * identical file succeeds; a different file under an archived name fails,
- * whatever the compression of either (see wal_archive.c for how two
+ * whatever the compression of either (see wal_archive_push.c for how two
  * concurrent pushes are kept from both succeeding).
  */
 bool wal_archive_push(storage *repo, const char *local_path, compress_kind kind, int level,

@@ -100,7 +100,7 @@ bool wal_spool_settings_write(const char *dir, const char *fingerprint, pgd_erro
 /* Has a command with other settings than `mine` come since? (no file: no) */
 bool wal_spool_settings_changed(const char *dir, const char *mine, bool *changed, pgd_error *err);
 
-/* ---- push records (out/) ---- */
+/* ---- push records (out/; wal_spool_record.c) ---- */
 
 typedef enum {
     WAL_RECORD_NONE,  /* nothing recorded for this file */
@@ -136,7 +136,7 @@ bool wal_spool_record_list(const char *dir, wal_spool_record_cb cb, void *arg, p
 /* Remove what a killed pusher left half-written in out/. */
 bool wal_spool_record_sweep(const char *dir, pgd_error *err);
 
-/* ---- WAL segment names ---- */
+/* ---- WAL segment names (wal_spool_segment.c) ---- */
 
 /* Timeline and segment number of a segment name, for segments of seg_size bytes. */
 bool wal_spool_segment_parse(const char *name, uint32_t seg_size, uint32_t *tli, uint64_t *segno);
@@ -150,7 +150,7 @@ bool wal_spool_segment_after(const char *name, uint32_t seg_size, unsigned n,
 bool wal_spool_segment_identity(const char *path, uint64_t *sysid, uint32_t *seg_size,
                                 pgd_error *err);
 
-/* ---- prefetch (fetch-<key>/) ---- */
+/* ---- prefetch (fetch-<key>/; wal_spool_fetch.c) ---- */
 
 #define WAL_PREFETCH_MAX 64 /* --prefetch limit: the spool holds at most this many segments */
 

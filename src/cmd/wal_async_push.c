@@ -1,0 +1,315 @@
+/*
+ * wal_async_push.c - the foreground of wal-push --archive-async: the
+ * command PostgreSQL's archiver runs exits 0 only once the spool holds the
+ * background pusher's record, written after the repository confirmed the
+ * store, of exactly this file; it starts the pusher when none runs, and
+ * archives the file itself whenever the spool cannot do its part. Also
+ * the pusher's life, once started: push until idle, then stop.
+ */
+#define _GNU_SOURCE
+#include "cmd/wal_async.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "cmd/common.h"
+#include "cmd/wal_async_internal.h"
+#include "pg/wal_segment.h"
+#include "repo/wal_pusher.h"
+#include "util/crc32c.h"
+#include "util/log.h"
+
+/*
+ * A pusher stays this long after its last push: PostgreSQL calls
+ * archive_command as soon as a segment is ready, and a pusher that is
+ * already running starts on it before that call.
+ */
+#define WAL_PUSHER_IDLE_EXIT_S 30
+/*
+ * wal-push starts the pusher again when it dies while waiting; after this
+ * many starts without a record of its file, it pushes the file itself.
+ */
+#define WAL_PUSHER_STARTS_MAX 2
+#define WAL_SUM_CHUNK         (1024 * 1024)
+/* --archive-push-concurrency: a bound that keeps a typo from opening hundreds of uploads */
+#define WAL_PUSH_CONCURRENCY_MAX 64
+/* --archive-timeout: a day; PostgreSQL retries a failed archive_command anyway */
+#define WAL_ARCHIVE_TIMEOUT_MAX_S 86400
+
+typedef struct wal_push_settings {
+    unsigned concurrency;
+    uint64_t queue_max;
+    long timeout_s;
+    compress_kind kind;
+    int level;
+} wal_push_settings;
+
+static bool wal_async_push_settings(const pgd_options *opts, wal_push_settings *s, pgd_error *err)
+{
+    long concurrency;
+
+    if (!opt_int(opts, OPT_ARCHIVE_PUSH_CONCURRENCY, 1, WAL_PUSH_CONCURRENCY_MAX, &concurrency,
+                 err) ||
+        !opt_size(opts, OPT_ARCHIVE_PUSH_QUEUE_MAX, WAL_SEG_SIZE_MIN, UINT64_MAX, &s->queue_max,
+                  err) ||
+        !opt_int(opts, OPT_ARCHIVE_TIMEOUT, 1, WAL_ARCHIVE_TIMEOUT_MAX_S, &s->timeout_s, err) ||
+        !command_compression(opts, &s->kind, &s->level, err))
+        return false;
+    s->concurrency = (unsigned)concurrency;
+    return true;
+}
+
+/* Size and CRC-32C of the local file, to compare with what the pusher recorded. */
+static bool wal_async_push_file_sum(const char *path, wal_file_sum *sum, pgd_error *err)
+{
+    unsigned char *buf = malloc(WAL_SUM_CHUNK);
+    uint32_t crc = CRC32C_INIT;
+    int fd;
+
+    sum->size = 0;
+    if (buf == NULL)
+        return err_set(err, "out of memory");
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        free(buf);
+        return err_errno(err, errno, "could not open WAL file \"%s\"", path);
+    }
+    for (;;) {
+        ssize_t n = read(fd, buf, WAL_SUM_CHUNK);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int e = errno;
+            close(fd);
+            free(buf);
+            return err_errno(err, e, "could not read WAL file \"%s\"", path);
+        }
+        if (n == 0)
+            break;
+        crc = crc32c_update(crc, buf, (size_t)n);
+        sum->size += (uint64_t)n;
+    }
+    close(fd);
+    free(buf);
+    sum->crc = crc32c_final(crc);
+    return true;
+}
+
+static bool wal_async_push_before(const struct timespec *a, const struct timespec *b)
+{
+    return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+/* The background pusher's life: push until idle, then stop. Returns its exit status. */
+static int wal_async_push_background(const pgd_options *opts, const wal_push_settings *s,
+                                     const char *pg_wal, const char *dir, const char *settings,
+                                     int lock_fd)
+{
+    wal_pusher_config cfg = {
+        .pg_wal = pg_wal,
+        .spool_dir = dir,
+        .concurrency = s->concurrency,
+        .kind = s->kind,
+        .level = s->level,
+        .idle_exit_s = WAL_PUSHER_IDLE_EXIT_S,
+        .open_repo = wal_async_daemon_open_repo,
+        .open_arg = (void *)opts,
+        .settings = settings,
+        .tick = wal_async_daemon_log_tick,
+        .tick_arg = (void *)dir,
+    };
+    pgd_error err = {0};
+    char when[WAL_WHEN_LEN];
+    bool ok;
+
+    wal_async_daemon_when(when, sizeof(when));
+    log_info("pusher %d started at %s: \"%s\" to repository \"%s\", %u at a time", (int)getpid(),
+             when, pg_wal, opt_str(opts, OPT_REPO), s->concurrency);
+    ok = wal_pusher_run(&cfg, &err);
+    if (!ok)
+        log_error("pusher %d stopped: %s", (int)getpid(), err.msg);
+    else
+        log_info("pusher %d stopped: nothing to archive for %d s", (int)getpid(),
+                 WAL_PUSHER_IDLE_EXIT_S);
+    close(lock_fd);
+    return ok ? EXIT_OK : EXIT_ERROR;
+}
+
+/* Warn when more WAL waits for the archive than --archive-push-queue-max (nothing is dropped). */
+static void wal_async_push_backlog(const char *pg_wal, const char *dir, uint64_t queue_max)
+{
+    pgd_error err = {0};
+    uint64_t bytes;
+    unsigned files;
+
+    if (!wal_pusher_backlog(pg_wal, dir, &bytes, &files, &err)) {
+        log_debug("could not measure the archive backlog: %s", err.msg);
+        return;
+    }
+    if (bytes > queue_max)
+        log_warn("%" PRIu64 " bytes of WAL (%u files) wait for the archive, more than "
+                 "--archive-push-queue-max %" PRIu64 ": the repository is not keeping up; "
+                 "nothing is dropped or acknowledged before it is stored, so pg_wal grows "
+                 "until it does",
+                 bytes, files, queue_max);
+}
+
+typedef struct wal_push_call {
+    const pgd_options *opts;
+    const char *path;
+    char name[WAL_NAME_MAX];
+    char pg_wal[PATH_MAX];
+    char dir[WAL_SPOOL_PATH_MAX];
+    wal_push_settings s;
+    wal_file_sum sum;
+    char settings[WAL_SETTINGS_LEN]; /* wal_async_settings() */
+} wal_push_call;
+
+/* Where the call's file, pg_wal and data directory are; false: push directly (said why). */
+static bool wal_async_push_locate(wal_push_call *c, bool *ready, pgd_error *err)
+{
+    char copy[PATH_MAX], pg_wal_rel[PATH_MAX], status[PATH_MAX + WAL_NAME_MAX + 32];
+    char datadir[PATH_MAX];
+
+    snprintf(copy, sizeof(copy), "%s", c->path);
+    snprintf(c->name, sizeof(c->name), "%s", basename(copy));
+    snprintf(copy, sizeof(copy), "%s", c->path);
+    snprintf(pg_wal_rel, sizeof(pg_wal_rel), "%s", dirname(copy));
+    snprintf(status, sizeof(status), "%s/archive_status/%s.ready", pg_wal_rel, c->name);
+    *ready = access(status, F_OK) == 0;
+    if (!*ready)
+        return true;
+    snprintf(copy, sizeof(copy), "%s", pg_wal_rel);
+    if (realpath(dirname(copy), datadir) == NULL)
+        return err_errno(err, errno, "could not resolve the data directory of \"%s\"", c->path);
+    if (realpath(pg_wal_rel, c->pg_wal) == NULL)
+        return err_errno(err, errno, "could not resolve directory \"%s\"", pg_wal_rel);
+    return wal_async_spool_dir(c->opts, WAL_SPOOL_PUSH, datadir, c->dir, sizeof(c->dir), err) &&
+           wal_spool_probe(c->dir, err);
+}
+
+/*
+ * Wait for the pusher's record of the file. Returns the exit status, or -1
+ * when the file must be pushed directly (said why). In a pusher this
+ * starts, *daemon is set and the pusher's status is returned.
+ */
+static int wal_async_push_wait(wal_push_call *c, bool *daemon)
+{
+    struct timespec called;
+    long deadline = wal_async_now_ms() + c->s.timeout_s * 1000, pause = WAL_POLL_MIN_MS;
+    unsigned starts = 0;
+    pgd_error err = {0};
+    bool woken = false;
+
+    clock_gettime(CLOCK_REALTIME, &called);
+    for (;;) {
+        wal_push_record rec;
+        bool held, started;
+        int lock_fd;
+
+        if (!wal_spool_record_read(c->dir, c->name, &rec, &err)) {
+            log_warn("%s; archiving \"%s\" directly", err.msg, c->name);
+            return -1;
+        }
+        if (rec.kind == WAL_RECORD_OK && rec.sum.size == c->sum.size && rec.sum.crc == c->sum.crc)
+            return EXIT_OK;
+        if (rec.kind == WAL_RECORD_OK) {
+            /* a record of another file under this name (a cluster re-created here) */
+            log_warn("the spool's record of \"%s\" is of another file: archiving it again",
+                     c->name);
+            woken = false;
+            if (!wal_spool_record_remove(c->dir, c->name, WAL_RECORD_OK, &err)) {
+                log_warn("%s; archiving \"%s\" directly", err.msg, c->name);
+                return -1;
+            }
+        } else if (rec.kind == WAL_RECORD_ERROR) {
+            if (!wal_spool_record_remove(c->dir, c->name, WAL_RECORD_ERROR, &err)) {
+                log_warn("%s; archiving \"%s\" directly", err.msg, c->name);
+                return -1;
+            }
+            /* a failure from before this call (pushed ahead) gets one more try first */
+            if (!wal_async_push_before(&rec.written, &called)) {
+                err_set(&err, "%s", rec.msg);
+                return command_fail(&err);
+            }
+            woken = false;
+        }
+        if (!wal_spool_lock_held(c->dir, &held, &err)) {
+            log_warn("%s; archiving \"%s\" directly", err.msg, c->name);
+            return -1;
+        }
+        if (held && !woken) {
+            wal_spool_wake(c->dir); /* not recorded yet: have the pusher look now */
+            woken = true;
+        }
+        if (!held) {
+            if (starts == WAL_PUSHER_STARTS_MAX) {
+                log_warn("the background pusher stopped %u times without recording \"%s\" "
+                         "(see \"%s/" WAL_LOG_NAME "\"): archiving it directly",
+                         starts, c->name, c->dir);
+                return -1;
+            }
+            if (!wal_async_daemon_spawn(c->dir, &started, daemon, &lock_fd, &err)) {
+                log_warn("%s; archiving \"%s\" directly", err.msg, c->name);
+                return -1;
+            }
+            if (*daemon)
+                return wal_async_push_background(c->opts, &c->s, c->pg_wal, c->dir, c->settings,
+                                                 lock_fd);
+            if (started)
+                starts++;
+        }
+        if (wal_async_now_ms() >= deadline) {
+            err_set(&err,
+                    "WAL file \"%s\" was not archived by the background pusher within %ld s "
+                    "(--archive-timeout; see \"%s/" WAL_LOG_NAME "\")",
+                    c->name, c->s.timeout_s, c->dir);
+            return command_fail(&err);
+        }
+        wal_async_sleep_ms(pause);
+        pause = pause * 2 > WAL_POLL_MAX_MS ? WAL_POLL_MAX_MS : pause * 2;
+    }
+}
+
+int wal_async_push(const pgd_options *opts, const char *path, wal_direct_push_fn direct)
+{
+    wal_push_call c = {.opts = opts, .path = path};
+    pgd_error err = {0};
+    bool ready, daemon = false;
+    int rc;
+
+    if (!wal_async_push_settings(opts, &c.s, &err)) {
+        log_error("%s", err.msg);
+        return EXIT_USAGE;
+    }
+    if (!wal_async_push_locate(&c, &ready, &err)) {
+        log_warn("%s; archiving \"%s\" directly", err.msg, path);
+        return direct(opts, path);
+    }
+    if (!ready) {
+        /* not PostgreSQL's archiver asking (or a file it no longer has ready): no pusher */
+        log_debug("\"%s\" is not marked ready in archive_status: archiving it directly", path);
+        return direct(opts, path);
+    }
+    if (!wal_async_push_file_sum(path, &c.sum, &err))
+        return command_fail(&err);
+    wal_async_settings(opts, c.settings, sizeof(c.settings));
+    if (!wal_spool_settings_write(c.dir, c.settings, &err)) {
+        log_warn("%s; archiving \"%s\" directly", err.msg, path);
+        return direct(opts, path);
+    }
+    wal_async_push_backlog(c.pg_wal, c.dir, c.s.queue_max);
+    rc = wal_async_push_wait(&c, &daemon);
+    if (rc < 0 && !daemon)
+        rc = direct(opts, path);
+    return rc;
+}

@@ -1,0 +1,43 @@
+/*
+ * wal_spool_internal.h - what the files of the spool share; nothing
+ * outside src/repo/wal_spool*.c includes it.
+ *
+ *   wal_spool.c          its directories, lock, wake FIFO and settings,
+ *                        and how its small text files are written and read
+ *   wal_spool_record.c   the push records in out/
+ *   wal_spool_segment.c  segment names and a segment's first page header
+ *   wal_spool_fetch.c    the prefetch request and the prefetched segments
+ */
+#ifndef PGD_WAL_SPOOL_INTERNAL_H
+#define PGD_WAL_SPOOL_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "util/error.h"
+
+#define WAL_SPOOL_OUT       "out"
+#define WAL_SPOOL_TMP_EXT   ".tmp"
+#define WAL_SPOOL_FILE_MODE 0600
+#define WAL_SPOOL_TEXT_MAX  (PGD_ERROR_MAX + 256) /* a record: a few fields or one message */
+
+/* The long header of a segment's first page (xlog_internal.h): xlp_sysid, xlp_seg_size. */
+#define WAL_PAGE_SYSID_OFF    24
+#define WAL_PAGE_SEG_SIZE_OFF 32
+#define WAL_PAGE_LONG_HEADER  40
+
+/*
+ * Write `text` to `path` through a temporary name; durable: fsync the file
+ * before the rename and the directory after it.
+ */
+bool wal_spool_write_text(const char *path, const char *text, bool durable, pgd_error *err);
+/* Read a small text file; *missing (no error) when it does not exist. */
+bool wal_spool_read_text(const char *path, char *buf, size_t buflen, bool *missing,
+                         struct timespec *mtime, pgd_error *err);
+
+/* Is seg_size a segment size initdb accepts (a power of two from 1 MiB to 1 GiB)? */
+bool wal_spool_segment_size_valid(uint32_t seg_size);
+
+#endif
