@@ -157,8 +157,7 @@ static bool repo_contents_read_claim(storage *repo, const char *id, retention_cl
     return true;
 }
 
-bool repo_contents_scan_dirs(storage *repo, int64_t garbage_age, repo_contents *c,
-                             pgd_error *err)
+bool repo_contents_scan_dirs(storage *repo, int64_t garbage_age, repo_contents *c, pgd_error *err)
 {
     int64_t now = (int64_t)time(NULL);
 
@@ -224,8 +223,8 @@ void repo_contents_free(repo_contents *c)
 }
 
 /* wal/<timeline>/ directories: 8 upper-case hex digits. */
-static bool repo_contents_collect_timeline(void *arg, const char *name, uint64_t size,
-                                           bool is_dir, pgd_error *err)
+static bool repo_contents_collect_timeline(void *arg, const char *name, uint64_t size, bool is_dir,
+                                           pgd_error *err)
 {
     (void)size;
     if (!is_dir || strlen(name) != REPO_TIMELINE_HEX ||

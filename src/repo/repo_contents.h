@@ -44,8 +44,7 @@ bool repo_contents_scan_backups(storage *repo, repo_contents *c, pgd_error *err)
  * claim (running, dead, or unknown: retention_claim_classify) against
  * garbage_age seconds.
  */
-bool repo_contents_scan_dirs(storage *repo, int64_t garbage_age, repo_contents *c,
-                             pgd_error *err);
+bool repo_contents_scan_dirs(storage *repo, int64_t garbage_age, repo_contents *c, pgd_error *err);
 
 void repo_contents_free(repo_contents *c);
 

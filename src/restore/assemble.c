@@ -34,8 +34,8 @@ static bool assemble_bit_get(const unsigned char *bits, uint64_t i)
 
 /* The entry of the backup being read for `path`, as it must be stored (whole or increment). */
 static bool assemble_layer_file(const extract_shared *sh, const char *path, const char *tar_path,
-                               bool increment, size_t part_idx, const char *part_name,
-                               const manifest_file **out, pgd_error *err)
+                                bool increment, size_t part_idx, const char *part_name,
+                                const manifest_file **out, pgd_error *err)
 {
     long idx = manifest_find(sh->lm, path);
 
@@ -59,7 +59,7 @@ typedef struct assemble_page_sink {
 
 /* An increment's page: written where no newer backup wrote one, and below the final size. */
 static bool assemble_increment_page(void *arg, uint32_t block, const unsigned char *page,
-                                   pgd_error *err)
+                                    pgd_error *err)
 {
     assemble_page_sink *k = arg;
     uint64_t off = (uint64_t)block * INCREMENT_PAGE_SIZE;
@@ -79,9 +79,8 @@ static bool assemble_increment_page(void *arg, uint32_t block, const unsigned ch
  * An increment entry: of the backup restored (the file is created at its
  * final size) or of an older one (only while the file still needs pages).
  */
-bool assemble_increment(extract_worker *w, work_pool *pool, tar_reader *tr,
-                              const tar_entry *e, const char *path, size_t part_idx,
-                              const char *part_name, pgd_error *err)
+bool assemble_increment(extract_worker *w, work_pool *pool, tar_reader *tr, const tar_entry *e,
+                        const char *path, size_t part_idx, const char *part_name, pgd_error *err)
 {
     extract_shared *sh = w->sh;
     const extract_plan *p = sh->p;
@@ -164,8 +163,8 @@ bool assemble_increment(extract_worker *w, work_pool *pool, tar_reader *tr,
 
 /* An older backup's whole copy of a file still being assembled: it fills what is missing. */
 static bool assemble_older_whole(extract_worker *w, work_pool *pool, tar_reader *tr,
-                                const tar_entry *e, size_t part_idx, const char *part_name,
-                                pgd_error *err)
+                                 const tar_entry *e, size_t part_idx, const char *part_name,
+                                 pgd_error *err)
 {
     extract_shared *sh = w->sh;
     const extract_plan *p = sh->p;
@@ -240,9 +239,8 @@ static bool assemble_older_whole(extract_worker *w, work_pool *pool, tar_reader 
 }
 
 /* A file entry of an older backup of the chain: used only when a file still needs it. */
-bool assemble_older_file(extract_worker *w, work_pool *pool, tar_reader *tr,
-                               const tar_entry *e, size_t part_idx, const char *part_name,
-                               pgd_error *err)
+bool assemble_older_file(extract_worker *w, work_pool *pool, tar_reader *tr, const tar_entry *e,
+                         size_t part_idx, const char *part_name, pgd_error *err)
 {
     char path[PATH_MAX];
 
@@ -273,8 +271,7 @@ static bool assemble_mark_needed(extract_shared *sh)
 }
 
 /* Read an assembled file back: its CRC-32C for the restored backup_manifest; its mode and time. */
-static bool assemble_read_back(const extract_plan *p, manifest_file *f, char *buf,
-                                   pgd_error *err)
+static bool assemble_read_back(const extract_plan *p, manifest_file *f, char *buf, pgd_error *err)
 {
     char dest[PATH_MAX];
     struct timespec times[2] = {{.tv_sec = (time_t)f->mtime}, {.tv_sec = (time_t)f->mtime}};
@@ -310,8 +307,7 @@ static bool assemble_read_back(const extract_plan *p, manifest_file *f, char *bu
 }
 
 /* Every page of every assembled file was supplied; then each is read back (see extract.h). */
-bool assemble_finish(const extract_plan *p, const extract_shared *sh, char *buf,
-                                     pgd_error *err)
+bool assemble_finish(const extract_plan *p, const extract_shared *sh, char *buf, pgd_error *err)
 {
     for (size_t i = 0; i < p->m->nfiles; i++) {
         const extract_asm *a = &sh->asm_[i];
@@ -331,7 +327,7 @@ bool assemble_finish(const extract_plan *p, const extract_shared *sh, char *buf,
 
 /* The older backups of a delta's chain, newest first, while files still need data. */
 bool assemble_older_layers(const extract_plan *p, extract_shared *sh, work_pool_job *job,
-                                 uint64_t *bytes, pgd_error *err)
+                           uint64_t *bytes, pgd_error *err)
 {
     for (size_t k = 0; k < p->nolder; k++) {
         uint64_t layer_bytes = 0;
@@ -352,4 +348,3 @@ bool assemble_older_layers(const extract_plan *p, extract_shared *sh, work_pool_
     }
     return true;
 }
-

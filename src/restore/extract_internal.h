@@ -76,8 +76,7 @@ bool extract_put(const extract_plan *p, char *cmp, int fd, const char *dest, con
  * (used only while the file still needs pages).
  */
 bool assemble_increment(extract_worker *w, work_pool *pool, tar_reader *tr, const tar_entry *e,
-                        const char *path, size_t part_idx, const char *part_name,
-                        pgd_error *err);
+                        const char *path, size_t part_idx, const char *part_name, pgd_error *err);
 
 /* A file entry of an older backup of the chain: used only when a file still needs it. */
 bool assemble_older_file(extract_worker *w, work_pool *pool, tar_reader *tr, const tar_entry *e,

@@ -64,8 +64,7 @@ static bool extract_pread_full(int fd, char *buf, size_t len, uint64_t off, size
  * by page with what the file holds there; runs of differing pages written.
  */
 bool extract_delta_write(const extract_plan *p, char *cmp, int fd, const char *dest,
-                                const char *buf, size_t n, uint64_t off, bool *changed,
-                                pgd_error *err)
+                         const char *buf, size_t n, uint64_t off, bool *changed, pgd_error *err)
 {
     size_t got, run = 0, run_len = 0;
     uint64_t same = 0;
@@ -95,7 +94,7 @@ bool extract_delta_write(const extract_plan *p, char *cmp, int fd, const char *d
 
 /* A page of an assembled file: written, or with restore --delta only when it differs. */
 bool extract_put(const extract_plan *p, char *cmp, int fd, const char *dest, const char *buf,
-                        size_t n, uint64_t off, pgd_error *err)
+                 size_t n, uint64_t off, pgd_error *err)
 {
     bool changed = false;
 
@@ -103,4 +102,3 @@ bool extract_put(const extract_plan *p, char *cmp, int fd, const char *dest, con
         return extract_delta_write(p, cmp, fd, dest, buf, n, off, &changed, err);
     return extract_pwrite_all(fd, buf, n, off, dest, err);
 }
-

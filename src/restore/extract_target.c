@@ -137,7 +137,7 @@ bool extract_make_dirs(const extract_plan *p, pgd_error *err)
 }
 
 bool extract_file_dest(const extract_plan *p, const char *path, char *out, size_t outlen,
-                              pgd_error *err)
+                       pgd_error *err)
 {
     size_t n;
 
@@ -188,4 +188,3 @@ bool extract_list_durable(const extract_plan *p, durable_list *l, pgd_error *err
     }
     return true;
 }
-
