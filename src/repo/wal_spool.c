@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "repo/wal_spool_internal.h"
+#include "util/sync_dir.h"
 
 #define WAL_SPOOL_INFO     "info"
 #define WAL_SPOOL_LOCK     "lock"
@@ -81,21 +82,6 @@ static bool wal_spool_mkdirs(const char *path, pgd_error *err)
     }
 }
 
-static bool wal_spool_fsync_dir(const char *dir, pgd_error *err)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-    if (fd < 0)
-        return err_errno(err, errno, "could not open spool directory \"%s\"", dir);
-    if (fsync(fd) != 0) {
-        int e = errno;
-        close(fd);
-        return err_errno(err, e, "could not fsync spool directory \"%s\"", dir);
-    }
-    close(fd);
-    return true;
-}
-
 bool wal_spool_write_text(const char *path, const char *text, bool durable, pgd_error *err)
 {
     char tmp[WAL_SPOOL_PATH_MAX + 32];
@@ -133,7 +119,7 @@ bool wal_spool_write_text(const char *path, const char *text, bool durable, pgd_
     if (durable) {
         char dir[WAL_SPOOL_PATH_MAX];
         snprintf(dir, sizeof(dir), "%s", path);
-        return wal_spool_fsync_dir(dirname(dir), err);
+        return sync_dir(dirname(dir), err);
     }
     return true;
 fail:

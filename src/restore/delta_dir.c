@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "util/log.h"
+#include "util/sync_dir.h"
 #include "util/text.h"
 
 #define DELTA_DIR_PID_FILE     "postmaster.pid"
@@ -142,8 +143,7 @@ bool delta_dir_check(const char *dir, const char *system_identifier, pgd_error *
 
 bool delta_dir_retire_control(const extract_plan *p, pgd_error *err)
 {
-    char control[PATH_MAX], tmp[PATH_MAX], dir[PATH_MAX];
-    int fd;
+    char control[PATH_MAX], tmp[PATH_MAX];
 
     if (!extract_dest_path(p, EXTRACT_PG_CONTROL, control, sizeof(control), err))
         return false;
@@ -155,18 +155,7 @@ bool delta_dir_retire_control(const extract_plan *p, pgd_error *err)
         return err_errno(err, errno, "could not rename file \"%s\" to \"%s\"", control, tmp);
     }
     /* durable before any other file changes: a crash must not bring the old one back */
-    snprintf(dir, sizeof(dir), "%s", control);
-    *strrchr(dir, '/') = '\0';
-    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return err_errno(err, errno, "could not open directory \"%s\" to fsync it", dir);
-    if (fsync(fd) != 0) {
-        int e = errno;
-        close(fd);
-        return err_errno(err, e, "could not fsync directory \"%s\"", dir);
-    }
-    close(fd);
-    return true;
+    return sync_dir_of(control, err);
 }
 
 /* rm -r without following links. */

@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/sync_dir.h"
+
 /* Write-behind window: start writeback of each window, wait for and drop the previous one. */
 #define FS_FLUSH_WINDOW (8u * 1024 * 1024)
 #define FS_READ_CHUNK   (1024 * 1024)
@@ -57,29 +59,6 @@ static bool fs_make_parents(char *full, pgd_error *err)
         }
         *p = '/';
     }
-    return true;
-}
-
-static bool fs_fsync_dir_of(const char *full, pgd_error *err)
-{
-    char dir[PATH_MAX];
-    char *slash;
-    int fd;
-
-    snprintf(dir, sizeof(dir), "%s", full);
-    slash = strrchr(dir, '/');
-    if (slash == NULL)
-        return true;
-    *(slash == dir ? slash + 1 : slash) = '\0';
-    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return err_errno(err, errno, "could not open directory \"%s\"", dir);
-    if (fsync(fd) != 0) {
-        int e = errno;
-        close(fd);
-        return err_errno(err, e, "could not fsync directory \"%s\"", dir);
-    }
-    close(fd);
     return true;
 }
 
@@ -166,7 +145,7 @@ static bool fs_writer_close(out_stream *s, pgd_error *err)
     }
     snprintf(final_path, sizeof(final_path), "%s", w->final_path);
     fs_writer_free(w, false);
-    return fs_fsync_dir_of(final_path, err);
+    return sync_dir_of(final_path, err);
 }
 
 static void fs_writer_abort(out_stream *s)

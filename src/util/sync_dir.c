@@ -1,0 +1,40 @@
+/*
+ * sync_dir.c - a directory fsynced (see sync_dir.h).
+ */
+#include "util/sync_dir.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+bool sync_dir(const char *dir, pgd_error *err)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+    if (fd < 0)
+        return err_errno(err, errno, "could not open directory \"%s\" to fsync it", dir);
+    if (fsync(fd) != 0) {
+        int e = errno;
+        close(fd);
+        return err_errno(err, e, "could not fsync directory \"%s\"", dir);
+    }
+    close(fd);
+    return true;
+}
+
+bool sync_dir_of(const char *path, pgd_error *err)
+{
+    char dir[PATH_MAX];
+    char *slash;
+
+    if ((size_t)snprintf(dir, sizeof(dir), "%s", path) >= sizeof(dir))
+        return err_set(err, "path too long: \"%s\"", path);
+    slash = strrchr(dir, '/');
+    if (slash == NULL)
+        return true;
+    *(slash == dir ? slash + 1 : slash) = '\0';
+    return sync_dir(dir, err);
+}

@@ -1,0 +1,19 @@
+/*
+ * sync_dir.h - a directory fsynced, so that a file created, renamed or
+ * removed in it is still there (or gone) after a crash: fsync of the file
+ * alone does not make its directory entry durable.
+ */
+#ifndef PGD_SYNC_DIR_H
+#define PGD_SYNC_DIR_H
+
+#include <stdbool.h>
+
+#include "util/error.h"
+
+/* fsync directory `dir`. */
+bool sync_dir(const char *dir, pgd_error *err);
+
+/* fsync the directory that holds `path` (nothing to do for a name without a slash). */
+bool sync_dir_of(const char *path, pgd_error *err);
+
+#endif
