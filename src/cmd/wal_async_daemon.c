@@ -20,6 +20,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -47,14 +48,19 @@ static bool wal_async_daemon_log_open(const char *dir, int *fd, pgd_error *err)
 {
     char path[WAL_SPOOL_PATH_MAX + 16], old[WAL_SPOOL_PATH_MAX + 16];
     struct stat st;
+    int rotate_errno = 0;
 
     snprintf(path, sizeof(path), "%s/" WAL_LOG_NAME, dir);
     snprintf(old, sizeof(old), "%s/" WAL_LOG_OLD_NAME, dir);
-    if (stat(path, &st) == 0 && st.st_size > WAL_SPOOL_LOG_MAX)
-        rename(path, old);
+    if (stat(path, &st) == 0 && st.st_size > WAL_SPOOL_LOG_MAX && rename(path, old) != 0)
+        rotate_errno = errno;
     *fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
     if (*fd < 0)
         return err_errno(err, errno, "could not open log file \"%s\"", path);
+    /* said where someone looking for the cause will read: the log that keeps growing */
+    if (rotate_errno != 0)
+        dprintf(*fd, "pgdirect: warning: could not rename log file \"%s\" to \"%s\": %s\n", path,
+                old, strerror(rotate_errno));
     return true;
 }
 

@@ -267,7 +267,11 @@ static bool wal_spool_entry_copy(int fd, const char *path, const char *dest, pgd
             off += w;
         }
     }
-    if (fsync(out) != 0 || close(out) != 0) {
+    if (fsync(out) != 0) {
+        err_errno(err, errno, "could not fsync file \"%s\"", tmp);
+        goto done; /* closed there */
+    }
+    if (close(out) != 0) {
         out = -1;
         err_errno(err, errno, "could not write file \"%s\"", tmp);
         goto done;
