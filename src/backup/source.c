@@ -52,3 +52,45 @@ bool source_check(const pg_session *pg, const char *pgdata, const char *pgdata_r
                             "--archive-check=off)");
     return true;
 }
+
+/*
+ * A backup of a standby is consistent only if the standby stayed one, on
+ * one timeline, from start to stop: promoted, it would mix pages of two
+ * histories (PostgreSQL's own pg_backup_stop refuses too, "the standby was
+ * promoted during online backup"); a timeline switch upstream would put
+ * the stop point on a timeline the backup's WAL names do not follow.
+ */
+bool source_standby_still(pg_session *pg, pgd_error *err)
+{
+    bool in_recovery;
+
+    if (!pg->in_recovery)
+        return true;
+    if (!pg_session_in_recovery(pg, &in_recovery, err))
+        return false;
+    if (!in_recovery)
+        return err_set(err, "the standby was promoted during the backup (it is no longer in "
+                            "recovery): its files mix two timelines, take a new backup");
+    return true;
+}
+
+bool source_standby_timeline(pg_session *pg, const char *backup_label, pgd_error *err)
+{
+    uint32_t start_tli, stop_tli;
+
+    if (!pg->in_recovery)
+        return true;
+    if (!pg_label_timeline(backup_label, &start_tli))
+        return err_set(err, "backup_label returned by the server has no START TIMELINE line");
+    if (!pg_session_min_recovery_timeline(pg, &stop_tli, err))
+        return false;
+    if (stop_tli == 0)
+        return err_set(err, "the standby has no minimum recovery point timeline in pg_control: "
+                            "its stop point cannot be placed on a timeline");
+    if (stop_tli != start_tli)
+        return err_set(err,
+                       "the standby's timeline changed during the backup (from %u at the start "
+                       "to %u at the stop): take a new backup",
+                       start_tli, stop_tli);
+    return true;
+}

@@ -20,4 +20,13 @@ bool source_resolve_pgdata(const char *pgdata, char *real, size_t reallen, pgd_e
 bool source_check(const pg_session *pg, const char *pgdata, const char *pgdata_real,
                   bool archive_check, pgd_error *err);
 
+/*
+ * A standby's backup is consistent only if the server stayed a standby
+ * from start to stop (not promoted) and on one timeline: false, saying
+ * which, otherwise. Both pass at once on a primary.
+ */
+bool source_standby_still(pg_session *pg, pgd_error *err);
+/* backup_label is what pg_backup_stop returned: its START TIMELINE against the stop's. */
+bool source_standby_timeline(pg_session *pg, const char *backup_label, pgd_error *err);
+
 #endif

@@ -2,8 +2,8 @@
  * backup.c - `pgdirect backup`: a full, non-exclusive backup of a running
  * cluster, read with direct I/O, into the repository.
  *
- * The command parses its options, runs the steps below in order and
- * reports; the modules do the work:
+ * The command parses its options (cmd/backup_options.h), runs the steps
+ * below in order and reports; the modules do the work:
  *
  *   begin   the repository is writable (stale temporary objects swept,
  *           backup/backup_id.h); the server is the one of --pgdata and
@@ -12,7 +12,8 @@
  *   copy    the walk (pg/datadir.h), the read plan within --max-memory
  *           (backup/io_plan.h), the queue (backup/file_queue.h), the
  *           partitions (backup/pipeline.h)
- *   finish  pg_backup_stop; labels, manifest.json and backup_manifest;
+ *   finish  a standby still one, on one timeline (backup/source.h);
+ *           pg_backup_stop; labels, manifest.json and backup_manifest;
  *           the WAL the backup needs reaches the repository; the sentinel
  *           (backup/record.h: why in this order)
  *
@@ -40,6 +41,7 @@
 #include "backup/pipeline.h"
 #include "backup/record.h"
 #include "backup/source.h"
+#include "cmd/backup_options.h"
 #include "cmd/cmd.h"
 #include "cmd/common.h"
 #include "io/politeness.h"
@@ -49,13 +51,7 @@
 #include "util/progress.h"
 #include "util/units.h"
 
-#define PARTITION_SIZE_MIN  (1024 * 1024ULL)
-#define PARTITION_SIZE_MAX  (1024ULL * 1024 * 1024 * 1024)
-#define MAX_MEMORY_MIN      (8 * 1024 * 1024ULL)
-#define CPU_WEIGHT_MAX      10000
-#define NICE_MAX            19 /* the highest nice value there is */
-#define ARCHIVE_TIMEOUT_MAX (24 * 60 * 60)
-#define SYSFS_ROOT          "/sys"
+#define SYSFS_ROOT "/sys"
 /* the least a reader thread may hold of a delta's changed pages of one file */
 #define DELTA_BUFFER_MIN (1024 * 1024ULL)
 
@@ -65,110 +61,6 @@ static const command_help backup_help = {
     "reading data files with direct I/O so the backup leaves the page cache as it was.\n"
     "With --delta, store only the pages changed since a parent backup (id ending D); the\n"
     "chain is capped by --delta-max-steps (default 6), after which a full is taken."};
-
-typedef struct backup_settings {
-    const char *pgdata;
-    char pgdata_real[PATH_MAX];
-    const char *conninfo;
-    const char *label;
-    unsigned block_count; /* IO_PLAN_AUTO or fixed */
-    unsigned concurrency; /* IO_PLAN_AUTO or fixed */
-    int engine;           /* -1: auto */
-    uint64_t partition_size;
-    uint64_t max_rate, max_memory;
-    unsigned cpu_weight;
-    int nice_increment;
-    bool io_idle;
-    compress_kind compression;
-    int compression_level;
-    read_mode mode;
-    bool fast_checkpoint, archive_check, progress;
-    int archive_timeout;
-    bool verify_checksums, checksum_errors_fail;
-    bool standby_only; /* refuse a primary */
-    bool delta;
-    const char *delta_from; /* an id or LATEST */
-    uint32_t delta_max_steps;
-} backup_settings;
-
-/* "auto" -> IO_PLAN_AUTO, else an integer in [1, max]. */
-static bool backup_auto_or_int(const pgd_options *opts, opt_id id, long max, unsigned *out,
-                               pgd_error *err)
-{
-    long v;
-
-    if (strcmp(opt_str(opts, id), "auto") == 0) {
-        *out = IO_PLAN_AUTO;
-        return true;
-    }
-    if (!opt_int(opts, id, 1, max, &v, err)) {
-        err_clear(err);
-        return err_set(err,
-                       "invalid value \"%s\" for option \"--%s\"%s: expected auto or an "
-                       "integer from 1 to %ld",
-                       opt_str(opts, id), opt_name(id), opt_source_note(opts, id), max);
-    }
-    *out = (unsigned)v;
-    return true;
-}
-
-static bool backup_read_settings(const pgd_options *opts, backup_settings *s, pgd_error *err)
-{
-    long timeout, weight, nice_increment, max_steps;
-    int checkpoint, engine, mode, io_class, checksum_errors;
-    bool no_verify;
-
-    memset(s, 0, sizeof(*s));
-    if (!backup_auto_or_int(opts, OPT_BLOCK_COUNT, IO_PLAN_BLOCK_COUNT_MAX, &s->block_count, err) ||
-        !backup_auto_or_int(opts, OPT_CONCURRENCY, IO_PLAN_CONCURRENCY_MAX, &s->concurrency, err) ||
-        !opt_size(opts, OPT_PARTITION_SIZE, PARTITION_SIZE_MIN, PARTITION_SIZE_MAX,
-                  &s->partition_size, err) ||
-        !command_compression(opts, &s->compression, &s->compression_level, err) ||
-        !opt_enum(opts, OPT_DIRECT_IO, "on|off|cache-neutral|true|false|yes|no", &mode, err) ||
-        !opt_enum(opts, OPT_IO_ENGINE, "auto|io_uring|threads", &engine, err) ||
-        !opt_size(opts, OPT_MAX_RATE, 0, UINT64_MAX, &s->max_rate, err) ||
-        !opt_int(opts, OPT_CPU_WEIGHT, 0, CPU_WEIGHT_MAX, &weight, err) ||
-        !opt_int(opts, OPT_NICE, 0, NICE_MAX, &nice_increment, err) ||
-        !opt_enum(opts, OPT_IO_CLASS, "best-effort|idle", &io_class, err) ||
-        !opt_enum(opts, OPT_CHECKPOINT, "spread|fast", &checkpoint, err) ||
-        !opt_bool(opts, OPT_ARCHIVE_CHECK, &s->archive_check, err) ||
-        !opt_int(opts, OPT_ARCHIVE_TIMEOUT, 1, ARCHIVE_TIMEOUT_MAX, &timeout, err) ||
-        !opt_enum(opts, OPT_CHECKSUM_ERRORS, "warn|fail", &checksum_errors, err) ||
-        !opt_bool(opts, OPT_NO_VERIFY_CHECKSUMS, &no_verify, err) ||
-        !opt_bool(opts, OPT_STANDBY_ONLY, &s->standby_only, err) ||
-        !opt_bool(opts, OPT_DELTA, &s->delta, err) ||
-        !opt_int(opts, OPT_DELTA_MAX_STEPS, 0, DELTA_MAX_STEPS_MAX, &max_steps, err) ||
-        !command_progress(opts, &s->progress, err))
-        return false;
-    if (strcmp(opt_str(opts, OPT_MAX_MEMORY), "auto") == 0)
-        s->max_memory = io_plan_default_memory();
-    else if (!opt_size(opts, OPT_MAX_MEMORY, MAX_MEMORY_MIN, UINT64_MAX, &s->max_memory, err))
-        return false;
-    s->mode = mode == 2                               ? READ_MODE_CACHE_NEUTRAL
-              : (mode == 0 || mode == 3 || mode == 5) ? READ_MODE_DIRECT
-                                                      : READ_MODE_BUFFERED;
-    s->engine = engine == 0 ? -1 : engine == 1 ? IO_ENGINE_URING : IO_ENGINE_THREADS;
-    s->cpu_weight = (unsigned)weight;
-    s->nice_increment = (int)nice_increment;
-    s->io_idle = io_class == 1;
-    s->fast_checkpoint = checkpoint == 1;
-    s->archive_timeout = (int)timeout;
-    s->verify_checksums = !no_verify;
-    s->checksum_errors_fail = checksum_errors == 1;
-    /* on the command line without --delta they would be ignored: a full the caller did not ask for
-     */
-    if (!s->delta && (opts->v[OPT_DELTA_FROM].source == SRC_CLI ||
-                      opts->v[OPT_DELTA_MAX_STEPS].source == SRC_CLI))
-        return err_set(err, "option \"--%s\" needs --delta",
-                       opts->v[OPT_DELTA_FROM].source == SRC_CLI ? opt_name(OPT_DELTA_FROM)
-                                                                 : opt_name(OPT_DELTA_MAX_STEPS));
-    s->delta_max_steps = (uint32_t)max_steps;
-    s->delta_from = opt_str(opts, OPT_DELTA_FROM);
-    s->conninfo = opt_str(opts, OPT_DBNAME);
-    s->label = opt_str(opts, OPT_LABEL);
-    s->pgdata = opt_str(opts, OPT_PGDATA) != NULL ? opt_str(opts, OPT_PGDATA) : getenv("PGDATA");
-    return true;
-}
 
 /* One run: everything it holds from its first step to its last. */
 typedef struct backup_run {
@@ -458,48 +350,6 @@ static bool backup_copy(backup_run *r, pgd_error *err)
     return true;
 }
 
-/*
- * A backup of a standby is consistent only if the standby stayed one, on
- * one timeline, from start to stop: promoted, it would mix pages of two
- * histories (PostgreSQL's own pg_backup_stop refuses too, "the standby was
- * promoted during online backup"); a timeline switch upstream would put
- * the stop point on a timeline the backup's WAL names do not follow.
- */
-static bool backup_standby_still(backup_run *r, pgd_error *err)
-{
-    bool in_recovery;
-
-    if (!r->pg.in_recovery)
-        return true;
-    if (!pg_session_in_recovery(&r->pg, &in_recovery, err))
-        return false;
-    if (!in_recovery)
-        return err_set(err, "the standby was promoted during the backup (it is no longer in "
-                            "recovery): its files mix two timelines, take a new backup");
-    return true;
-}
-
-static bool backup_standby_timeline(backup_run *r, pgd_error *err)
-{
-    uint32_t start_tli, stop_tli;
-
-    if (!r->pg.in_recovery)
-        return true;
-    if (!pg_label_timeline(r->rec.m.backup_label, &start_tli))
-        return err_set(err, "backup_label returned by the server has no START TIMELINE line");
-    if (!pg_session_min_recovery_timeline(&r->pg, &stop_tli, err))
-        return false;
-    if (stop_tli == 0)
-        return err_set(err, "the standby has no minimum recovery point timeline in pg_control: "
-                            "its stop point cannot be placed on a timeline");
-    if (stop_tli != start_tli)
-        return err_set(err,
-                       "the standby's timeline changed during the backup (from %u at the start "
-                       "to %u at the stop): take a new backup",
-                       start_tli, stop_tli);
-    return true;
-}
-
 /* pg_backup_stop, the labels and manifests, the WAL in the repository, the sentinel. */
 static bool backup_finish(backup_run *r, pgd_error *err)
 {
@@ -527,10 +377,10 @@ static bool backup_finish(backup_run *r, pgd_error *err)
                           .parent_manifest = r->parent.found ? &r->parent.m : NULL};
 
     /* with --archive-check we wait for the WAL in the repository ourselves, with a deadline */
-    if (!backup_standby_still(r, err) ||
+    if (!source_standby_still(&r->pg, err) ||
         !pg_session_backup_stop(&r->pg, !s->archive_check, r->stop_lsn, sizeof(r->stop_lsn),
                                 &r->rec.m.backup_label, &r->rec.m.tablespace_map, err) ||
-        !backup_standby_timeline(r, err) || backup_interrupted())
+        !source_standby_timeline(&r->pg, r->rec.m.backup_label, err) || backup_interrupted())
         return false;
     facts.stop_time = time(NULL);
     if (!record_build(&r->rec, &facts, err) || !record_write(r->repo, &r->rec, err))
