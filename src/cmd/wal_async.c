@@ -40,13 +40,14 @@ long wal_async_now_ms(void)
 /* The repository as the spool keys it: its URI and, for S3, the endpoint. */
 static void wal_async_repo_id(const pgd_options *opts, char *out, size_t outlen)
 {
-    const char *endpoint = opt_str(opts, OPT_S3_ENDPOINT);
+    const char *endpoint = opt_str(opts, OPT_S3_ENDPOINT), *repo = opt_str(opts, OPT_REPO);
 
     if (endpoint == NULL)
         endpoint = getenv("AWS_ENDPOINT_URL");
-    snprintf(out, outlen, "%s%s%s", opt_str(opts, OPT_REPO),
-             endpoint != NULL && strncmp(opt_str(opts, OPT_REPO), "s3://", 5) == 0 ? " at " : "",
-             endpoint != NULL && strncmp(opt_str(opts, OPT_REPO), "s3://", 5) == 0 ? endpoint : "");
+    if (endpoint == NULL || !storage_uri_is_s3(repo))
+        endpoint = NULL;
+    snprintf(out, outlen, "%s%s%s", repo, endpoint != NULL ? " at " : "",
+             endpoint != NULL ? endpoint : "");
 }
 
 /* The spool directory of `role` for datadir (absolute), created if missing. */

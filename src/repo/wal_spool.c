@@ -239,8 +239,9 @@ bool wal_spool_lock_take(const char *dir, int *fd, bool *busy, pgd_error *err)
         return err_errno(err, e, "could not lock file \"%s\"", path);
     }
     len = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+    errno = 0;
     if (ftruncate(*fd, 0) != 0 || pwrite(*fd, pid, (size_t)len, 0) != len) {
-        int e = errno;
+        int e = errno != 0 ? errno : EIO; /* a short write sets no errno */
         close(*fd);
         *fd = -1;
         return err_errno(err, e, "could not write lock file \"%s\"", path);

@@ -12,6 +12,11 @@
 
 #define SMALL_OBJECT_MAX (256u * 1024 * 1024)
 
+bool storage_uri_is_s3(const char *uri)
+{
+    return strncmp(uri, STORAGE_S3_SCHEME, strlen(STORAGE_S3_SCHEME)) == 0;
+}
+
 storage *storage_open(const char *uri, const struct s3_options *s3, pgd_error *err)
 {
     if (uri == NULL || uri[0] == '\0') {
@@ -20,7 +25,7 @@ storage *storage_open(const char *uri, const struct s3_options *s3, pgd_error *e
     }
     if (strcmp(uri, "null:") == 0)
         return storage_null_new(err);
-    if (strncmp(uri, "s3://", 5) == 0)
+    if (storage_uri_is_s3(uri))
         return s3_storage_open(uri, s3, err);
     if (strncmp(uri, "file://", 7) == 0) {
         if (uri[7] != '/') {

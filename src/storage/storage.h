@@ -64,6 +64,10 @@ struct s3_options;
  * nothing), or "s3://bucket/prefix" (s3 may be NULL: defaults and AWS_*).
  */
 storage *storage_open(const char *uri, const struct s3_options *s3, pgd_error *err);
+
+/* The scheme of an S3 repository's URI, and whether `uri` has it. */
+#define STORAGE_S3_SCHEME "s3://"
+bool storage_uri_is_s3(const char *uri);
 void storage_free(storage *s);
 
 /* Remove many objects (batched where the back end can). */

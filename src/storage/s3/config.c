@@ -37,9 +37,9 @@ bool s3_config_parse_uri(const char *uri, char **bucket, char **prefix, pgd_erro
     size_t blen, plen;
 
     *bucket = *prefix = NULL;
-    if (strncmp(uri, "s3://", 5) != 0)
+    if (!storage_uri_is_s3(uri))
         return err_set(err, "invalid repository \"%s\": expected s3://bucket/prefix", uri);
-    rest = uri + 5;
+    rest = uri + strlen(STORAGE_S3_SCHEME);
     slash = strchr(rest, '/');
     blen = slash ? (size_t)(slash - rest) : strlen(rest);
     if (blen < S3_BUCKET_MIN || blen > S3_BUCKET_MAX)
