@@ -22,8 +22,8 @@
 #define ARCHIVE_TIMEOUT_MAX (24 * 60 * 60)
 
 /* "auto" -> IO_PLAN_AUTO, else an integer in [1, max]. */
-static bool backup_auto_or_int(const pgd_options *opts, opt_id id, long max, unsigned *out,
-                               pgd_error *err)
+static bool backup_options_auto_or_int(const pgd_options *opts, opt_id id, long max, unsigned *out,
+                                       pgd_error *err)
 {
     long v;
 
@@ -49,8 +49,10 @@ bool backup_read_settings(const pgd_options *opts, backup_settings *s, pgd_error
     bool no_verify;
 
     memset(s, 0, sizeof(*s));
-    if (!backup_auto_or_int(opts, OPT_BLOCK_COUNT, IO_PLAN_BLOCK_COUNT_MAX, &s->block_count, err) ||
-        !backup_auto_or_int(opts, OPT_CONCURRENCY, IO_PLAN_CONCURRENCY_MAX, &s->concurrency, err) ||
+    if (!backup_options_auto_or_int(opts, OPT_BLOCK_COUNT, IO_PLAN_BLOCK_COUNT_MAX, &s->block_count,
+                                    err) ||
+        !backup_options_auto_or_int(opts, OPT_CONCURRENCY, IO_PLAN_CONCURRENCY_MAX, &s->concurrency,
+                                    err) ||
         !opt_size(opts, OPT_PARTITION_SIZE, PARTITION_SIZE_MIN, PARTITION_SIZE_MAX,
                   &s->partition_size, err) ||
         !command_compression(opts, &s->compression, &s->compression_level, err) ||

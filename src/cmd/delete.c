@@ -172,7 +172,7 @@ static bool delete_backups(delete_run *r, const retention_plan *plan, pgd_error 
 static bool delete_wal_timeline(delete_run *r, const char *timeline, const char *keep_from,
                                 pgd_error *err)
 {
-    repo_names l;
+    repo_contents_names l;
     bool ok = repo_contents_wal_before(r->repo, timeline, keep_from, &l, err);
 
     for (size_t i = 0; ok && i < l.n; i += DELETE_BATCH) {
@@ -190,13 +190,13 @@ static bool delete_wal_timeline(delete_run *r, const char *timeline, const char 
     if (ok && !r->s->dry_run && l.n > 0)
         printf("removed WAL of timeline %s: %zu files before segment %s\n", timeline, l.n,
                keep_from);
-    repo_names_free(&l);
+    repo_contents_names_free(&l);
     return ok;
 }
 
 static bool delete_wal(delete_run *r, const retention_plan *plan, pgd_error *err)
 {
-    repo_names timelines;
+    repo_contents_names timelines;
     bool ok;
 
     if (plan->wal_keep_from[0] == '\0') {
@@ -209,7 +209,7 @@ static bool delete_wal(delete_run *r, const retention_plan *plan, pgd_error *err
     ok = repo_contents_wal_timelines(r->repo, &timelines, err);
     for (size_t i = 0; ok && i < timelines.n; i++)
         ok = delete_wal_timeline(r, timelines.names[i], plan->wal_keep_from, err);
-    repo_names_free(&timelines);
+    repo_contents_names_free(&timelines);
     return ok;
 }
 
@@ -245,7 +245,7 @@ static bool delete_retention(delete_run *r, pgd_error *err)
 }
 
 /* Remove one dead (or named) backup directory without a sentinel. */
-static bool repo_dir_remove(delete_run *r, const repo_dir *d, pgd_error *err)
+static bool delete_dir_remove(delete_run *r, const repo_dir *d, pgd_error *err)
 {
     char dir[LAYOUT_PATH_MAX], sentinel[LAYOUT_PATH_MAX];
     bool exists = false;
@@ -273,7 +273,7 @@ static bool delete_named_dir(delete_run *r, const repo_dir *d, pgd_error *err)
     if (d->state == RETENTION_CLAIM_RUNNING)
         return err_set(err, "backup %s has no sentinel and is taken as running (%s): not removed",
                        d->id, d->why);
-    if (!repo_dir_remove(r, d, err))
+    if (!delete_dir_remove(r, d, err))
         return false;
     delete_say(r, "remove", "removed", "incomplete backup", d->id, d->why);
     return true;
@@ -309,7 +309,7 @@ static bool delete_garbage(delete_run *r, pgd_error *err)
                      dir, d->why, d->id);
             continue;
         }
-        if (!repo_dir_remove(r, d, err))
+        if (!delete_dir_remove(r, d, err))
             return false;
         delete_say(r, "remove", "removed", "incomplete backup", d->id, d->why);
     }

@@ -59,7 +59,7 @@ static bool repo_contents_collect_dir(void *arg, const char *name, uint64_t size
     return true;
 }
 
-static bool repo_names_add(repo_names *l, char *owned, pgd_error *err)
+static bool repo_contents_names_add(repo_contents_names *l, char *owned, pgd_error *err)
 {
     if (owned == NULL)
         return err_set(err, "out of memory");
@@ -77,7 +77,7 @@ static bool repo_names_add(repo_names *l, char *owned, pgd_error *err)
     return true;
 }
 
-void repo_names_free(repo_names *l)
+void repo_contents_names_free(repo_contents_names *l)
 {
     for (size_t i = 0; i < l->n; i++)
         free(l->names[i]);
@@ -85,15 +85,15 @@ void repo_names_free(repo_names *l)
     memset(l, 0, sizeof(*l));
 }
 
-static int repo_names_cmp(const void *a, const void *b)
+static int repo_contents_names_cmp(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void repo_names_sort(repo_names *l)
+static void repo_contents_names_sort(repo_contents_names *l)
 {
     if (l->n > 1)
-        qsort(l->names, l->n, sizeof(*l->names), repo_names_cmp);
+        qsort(l->names, l->n, sizeof(*l->names), repo_contents_names_cmp);
 }
 
 /* A directory's objects, counted. */
@@ -230,15 +230,15 @@ static bool repo_contents_collect_timeline(void *arg, const char *name, uint64_t
     if (!is_dir || strlen(name) != REPO_TIMELINE_HEX ||
         strspn(name, "0123456789ABCDEF") != REPO_TIMELINE_HEX)
         return true;
-    return repo_names_add(arg, strdup(name), err);
+    return repo_contents_names_add(arg, strdup(name), err);
 }
 
-bool repo_contents_wal_timelines(storage *repo, repo_names *out, pgd_error *err)
+bool repo_contents_wal_timelines(storage *repo, repo_contents_names *out, pgd_error *err)
 {
     memset(out, 0, sizeof(*out));
     if (!storage_list(repo, WAL_DIR, repo_contents_collect_timeline, out, err))
         return false;
-    repo_names_sort(out);
+    repo_contents_names_sort(out);
     return true;
 }
 
@@ -262,7 +262,7 @@ static void repo_contents_wal_base(const char *stored, char *out, size_t outlen)
 typedef struct repo_wal_before {
     const char *keep_from;
     const char *timeline;
-    repo_names *out;
+    repo_contents_names *out;
 } repo_wal_before;
 
 static bool repo_contents_collect_wal(void *arg, const char *name, uint64_t size, bool is_dir,
@@ -279,11 +279,11 @@ static bool repo_contents_collect_wal(void *arg, const char *name, uint64_t size
         return true;
     if (asprintf(&path, WAL_DIR "/%s/%s", w->timeline, name) < 0)
         path = NULL;
-    return repo_names_add(w->out, path, err);
+    return repo_contents_names_add(w->out, path, err);
 }
 
 bool repo_contents_wal_before(storage *repo, const char *timeline, const char *keep_from,
-                              repo_names *out, pgd_error *err)
+                              repo_contents_names *out, pgd_error *err)
 {
     repo_wal_before w = {.keep_from = keep_from, .timeline = timeline, .out = out};
     char dir[LAYOUT_PATH_MAX];
@@ -292,6 +292,6 @@ bool repo_contents_wal_before(storage *repo, const char *timeline, const char *k
     snprintf(dir, sizeof(dir), WAL_DIR "/%s", timeline);
     if (!storage_list(repo, dir, repo_contents_collect_wal, &w, err))
         return false;
-    repo_names_sort(out);
+    repo_contents_names_sort(out);
     return true;
 }

@@ -48,14 +48,14 @@ bool repo_contents_scan_dirs(storage *repo, int64_t garbage_age, repo_contents *
 
 void repo_contents_free(repo_contents *c);
 
-/* A sorted list of names or object paths; free with repo_names_free. */
-typedef struct repo_names {
+/* A sorted list of names or object paths; free with repo_contents_names_free. */
+typedef struct repo_contents_names {
     char **names;
     size_t n, cap;
-} repo_names;
+} repo_contents_names;
 
 /* The timelines under wal/ (directories of 8 upper-case hex digits), sorted. */
-bool repo_contents_wal_timelines(storage *repo, repo_names *out, pgd_error *err);
+bool repo_contents_wal_timelines(storage *repo, repo_contents_names *out, pgd_error *err);
 
 /*
  * The stored WAL files of one timeline that come before segment keep_from
@@ -63,8 +63,8 @@ bool repo_contents_wal_timelines(storage *repo, repo_names *out, pgd_error *err)
  * never among them.
  */
 bool repo_contents_wal_before(storage *repo, const char *timeline, const char *keep_from,
-                              repo_names *out, pgd_error *err);
+                              repo_contents_names *out, pgd_error *err);
 
-void repo_names_free(repo_names *l);
+void repo_contents_names_free(repo_contents_names *l);
 
 #endif

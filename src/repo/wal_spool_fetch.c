@@ -72,7 +72,7 @@ void wal_spool_part_path(const char *dir, const char *name, char *out, size_t ou
     snprintf(out, outlen, "%s/%s" WAL_SPOOL_PART_EXT, dir, name);
 }
 
-static void wal_spool_entry_path(const char *dir, const char *name, const wal_file_sum *sum,
+static void wal_spool_fetch_path(const char *dir, const char *name, const wal_file_sum *sum,
                                  char *out, size_t outlen)
 {
     snprintf(out, outlen, "%s/%s.%" PRIu64 ".%08" PRIx32, dir, name, sum->size, sum->crc);
@@ -83,7 +83,7 @@ bool wal_spool_entry_publish(const char *dir, const char *name, const char *part
 {
     char path[WAL_SPOOL_PATH_MAX + WAL_NAME_MAX + 32];
 
-    wal_spool_entry_path(dir, name, sum, path, sizeof(path));
+    wal_spool_fetch_path(dir, name, sum, path, sizeof(path));
     if (rename(part, path) != 0)
         return err_errno(err, errno, "could not rename \"%s\" to \"%s\"", part, path);
     return true;
@@ -100,7 +100,7 @@ typedef enum {
 } wal_spool_entry_type;
 
 static wal_spool_entry_type
-wal_spool_entry_parse(const char *file, char name[WAL_SEGMENT_NAME_LEN + 1], wal_file_sum *sum)
+wal_spool_fetch_parse(const char *file, char name[WAL_SEGMENT_NAME_LEN + 1], wal_file_sum *sum)
 {
     uint64_t size;
     uint32_t crc;
@@ -128,7 +128,7 @@ typedef bool (*wal_spool_entry_cb)(void *arg, const char *file, const char *name
                                    wal_spool_entry_type type, const wal_file_sum *sum,
                                    pgd_error *err);
 
-static bool wal_spool_entry_walk(const char *dir, wal_spool_entry_cb cb, void *arg, pgd_error *err)
+static bool wal_spool_fetch_walk(const char *dir, wal_spool_entry_cb cb, void *arg, pgd_error *err)
 {
     struct dirent *de;
     DIR *d = opendir(dir);
@@ -139,7 +139,7 @@ static bool wal_spool_entry_walk(const char *dir, wal_spool_entry_cb cb, void *a
     while (ok && (errno = 0, de = readdir(d)) != NULL) {
         char name[WAL_SEGMENT_NAME_LEN + 1];
         wal_file_sum sum = {0};
-        wal_spool_entry_type type = wal_spool_entry_parse(de->d_name, name, &sum);
+        wal_spool_entry_type type = wal_spool_fetch_parse(de->d_name, name, &sum);
 
         if (type != WAL_SPOOL_FILE_OTHER)
             ok = cb(arg, de->d_name, name, type, &sum, err);
@@ -157,7 +157,7 @@ typedef struct wal_spool_entry_find {
     wal_file_sum sum;
 } wal_spool_entry_find;
 
-static bool wal_spool_entry_find_one(void *arg, const char *file, const char *name,
+static bool wal_spool_fetch_find_one(void *arg, const char *file, const char *name,
                                      wal_spool_entry_type type, const wal_file_sum *sum,
                                      pgd_error *err)
 {
@@ -181,7 +181,7 @@ bool wal_spool_entry_state(const char *dir, const char *name, bool *ready, bool 
 {
     wal_spool_entry_find f = {.name = name};
 
-    if (!wal_spool_entry_walk(dir, wal_spool_entry_find_one, &f, err))
+    if (!wal_spool_fetch_walk(dir, wal_spool_fetch_find_one, &f, err))
         return false;
     *ready = f.ready;
     *partial = f.partial;
@@ -189,7 +189,7 @@ bool wal_spool_entry_state(const char *dir, const char *name, bool *ready, bool 
 }
 
 /* Read the open file `fd` through, comparing with sum; false with why set on a mismatch. */
-static bool wal_spool_entry_verify(int fd, const char *path, const wal_file_sum *sum, bool *match,
+static bool wal_spool_fetch_verify(int fd, const char *path, const wal_file_sum *sum, bool *match,
                                    char *why, size_t whylen, pgd_error *err)
 {
     unsigned char *buf = malloc(WAL_SPOOL_IO_CHUNK);
@@ -227,7 +227,7 @@ static bool wal_spool_entry_verify(int fd, const char *path, const wal_file_sum 
 }
 
 /* Copy the open file `fd` to dest through a temporary file (dest on another file system). */
-static bool wal_spool_entry_copy(int fd, const char *path, const char *dest, pgd_error *err)
+static bool wal_spool_fetch_copy(int fd, const char *path, const char *dest, pgd_error *err)
 {
     char tmp[PATH_MAX + 32];
     unsigned char *buf = malloc(WAL_SPOOL_IO_CHUNK);
@@ -309,7 +309,7 @@ uint64_t wal_spool_control_sysid(const char *datadir)
 }
 
 /* Is the segment open at fd of database system `expect`? (*sysid: the one it is of) */
-static bool wal_spool_entry_system(int fd, uint64_t expect, uint64_t *sysid)
+static bool wal_spool_fetch_system(int fd, uint64_t expect, uint64_t *sysid)
 {
     unsigned char page[WAL_PAGE_LONG_HEADER];
 
@@ -331,7 +331,7 @@ bool wal_spool_entry_take(const char *dir, const char *name, const char *dest,
 
     *result = WAL_ENTRY_MISSING;
     why[0] = '\0';
-    if (!wal_spool_entry_walk(dir, wal_spool_entry_find_one, &f, err))
+    if (!wal_spool_fetch_walk(dir, wal_spool_fetch_find_one, &f, err))
         return false;
     if (!f.ready)
         return true;
@@ -342,7 +342,7 @@ bool wal_spool_entry_take(const char *dir, const char *name, const char *dest,
             return true;
         return err_errno(err, errno, "could not open spool file \"%s\"", path);
     }
-    if (!wal_spool_entry_system(fd, expect_sysid, &sysid)) {
+    if (!wal_spool_fetch_system(fd, expect_sysid, &sysid)) {
         close(fd);
         snprintf(why, whylen, "of database system %" PRIu64 ", this one is %" PRIu64, sysid,
                  expect_sysid);
@@ -351,7 +351,7 @@ bool wal_spool_entry_take(const char *dir, const char *name, const char *dest,
             return err_errno(err, errno, "could not remove spool file \"%s\"", path);
         return true;
     }
-    if (!wal_spool_entry_verify(fd, path, &f.sum, &match, why, whylen, err)) {
+    if (!wal_spool_fetch_verify(fd, path, &f.sum, &match, why, whylen, err)) {
         close(fd);
         return false;
     }
@@ -369,7 +369,7 @@ bool wal_spool_entry_take(const char *dir, const char *name, const char *dest,
             close(fd);
             return err_errno(err, e, "could not rename \"%s\" to \"%s\"", path, dest);
         }
-        if (!wal_spool_entry_copy(fd, path, dest, err)) {
+        if (!wal_spool_fetch_copy(fd, path, dest, err)) {
             close(fd);
             return false;
         }
@@ -386,7 +386,7 @@ typedef struct wal_spool_entry_pruning {
     bool parts;
 } wal_spool_entry_pruning;
 
-static bool wal_spool_entry_prune_one(void *arg, const char *file, const char *name,
+static bool wal_spool_fetch_prune_one(void *arg, const char *file, const char *name,
                                       wal_spool_entry_type type, const wal_file_sum *sum,
                                       pgd_error *err)
 {
@@ -408,5 +408,5 @@ bool wal_spool_entry_prune(const char *dir, const wal_fetch_request *req, bool p
 {
     wal_spool_entry_pruning p = {dir, req, parts};
 
-    return wal_spool_entry_walk(dir, wal_spool_entry_prune_one, &p, err);
+    return wal_spool_fetch_walk(dir, wal_spool_fetch_prune_one, &p, err);
 }

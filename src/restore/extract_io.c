@@ -25,8 +25,8 @@ bool extract_write_all(int fd, const char *buf, size_t len, const char *dest, pg
     return true;
 }
 
-static bool extract_pwrite_all(int fd, const char *buf, size_t len, uint64_t off, const char *dest,
-                               pgd_error *err)
+static bool extract_io_pwrite_all(int fd, const char *buf, size_t len, uint64_t off,
+                                  const char *dest, pgd_error *err)
 {
     while (len > 0) {
         ssize_t n = pwrite(fd, buf, len, (off_t)off);
@@ -42,8 +42,8 @@ static bool extract_pwrite_all(int fd, const char *buf, size_t len, uint64_t off
 }
 
 /* Up to len bytes of the file at off into buf; fewer at its end. */
-static bool extract_pread_full(int fd, char *buf, size_t len, uint64_t off, size_t *got,
-                               const char *dest, pgd_error *err)
+static bool extract_io_pread_full(int fd, char *buf, size_t len, uint64_t off, size_t *got,
+                                  const char *dest, pgd_error *err)
 {
     *got = 0;
     while (*got < len) {
@@ -69,13 +69,13 @@ bool extract_delta_write(const extract_plan *p, char *cmp, int fd, const char *d
     size_t got, run = 0, run_len = 0;
     uint64_t same = 0;
 
-    if (!extract_pread_full(fd, cmp, n, off, &got, dest, err))
+    if (!extract_io_pread_full(fd, cmp, n, off, &got, dest, err))
         return false;
     for (size_t at = 0; at < n; at += PG_PAGE_SIZE) {
         size_t len = n - at < PG_PAGE_SIZE ? n - at : PG_PAGE_SIZE;
         if (at + len <= got && memcmp(buf + at, cmp + at, len) == 0) {
             same += len;
-            if (run_len > 0 && !extract_pwrite_all(fd, buf + run, run_len, off + run, dest, err))
+            if (run_len > 0 && !extract_io_pwrite_all(fd, buf + run, run_len, off + run, dest, err))
                 return false;
             run_len = 0;
             continue;
@@ -84,7 +84,7 @@ bool extract_delta_write(const extract_plan *p, char *cmp, int fd, const char *d
             run = at;
         run_len += len;
     }
-    if (run_len > 0 && !extract_pwrite_all(fd, buf + run, run_len, off + run, dest, err))
+    if (run_len > 0 && !extract_io_pwrite_all(fd, buf + run, run_len, off + run, dest, err))
         return false;
     if (same < n)
         *changed = true;
@@ -100,5 +100,5 @@ bool extract_put(const extract_plan *p, char *cmp, int fd, const char *dest, con
 
     if (p->delta)
         return extract_delta_write(p, cmp, fd, dest, buf, n, off, &changed, err);
-    return extract_pwrite_all(fd, buf, n, off, dest, err);
+    return extract_io_pwrite_all(fd, buf, n, off, dest, err);
 }

@@ -106,7 +106,7 @@ bool extract_dest_path(const extract_plan *p, const char *path, char *out, size_
     return true;
 }
 
-static bool extract_make_dir(const char *dest, uint32_t mode, pgd_error *err)
+static bool extract_target_make_dir(const char *dest, uint32_t mode, pgd_error *err)
 {
     struct stat st;
 
@@ -130,7 +130,7 @@ bool extract_make_dirs(const extract_plan *p, pgd_error *err)
         if (!f->is_dir)
             continue;
         if (!extract_dest_path(p, f->path, dest, sizeof(dest), err) ||
-            !extract_make_dir(dest, f->mode, err))
+            !extract_target_make_dir(dest, f->mode, err))
             return false;
     }
     return true;

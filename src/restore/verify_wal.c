@@ -37,7 +37,7 @@ typedef struct verify_wal_list {
     size_t n, cap;
 } verify_wal_list;
 
-static bool verify_is_hex(const char *s, size_t n)
+static bool verify_wal_is_hex(const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'A' && s[i] <= 'F')))
@@ -46,11 +46,11 @@ static bool verify_is_hex(const char *s, size_t n)
 }
 
 /* A stored segment: 24 hex digits and a codec suffix, nothing else (not .partial, not a temp). */
-static bool verify_is_segment_object(const char *name)
+static bool verify_wal_is_segment_object(const char *name)
 {
     const char *suffix = name + VERIFY_WAL_HEX;
 
-    if (strlen(name) < VERIFY_WAL_HEX || !verify_is_hex(name, VERIFY_WAL_HEX))
+    if (strlen(name) < VERIFY_WAL_HEX || !verify_wal_is_hex(name, VERIFY_WAL_HEX))
         return false;
     return suffix[0] == '\0' || strcmp(suffix, compress_suffix(COMPRESS_LZ4)) == 0 ||
            strcmp(suffix, compress_suffix(COMPRESS_ZSTD)) == 0;
@@ -62,7 +62,7 @@ static bool verify_wal_list_cb(void *arg, const char *name, uint64_t size, bool 
     verify_wal_list *l = arg;
 
     (void)size;
-    if (is_dir || !verify_is_segment_object(name))
+    if (is_dir || !verify_wal_is_segment_object(name))
         return true;
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 64;
@@ -78,7 +78,7 @@ static bool verify_wal_list_cb(void *arg, const char *name, uint64_t size, bool 
     return true;
 }
 
-static uint64_t verify_segno(const char *name, uint64_t seg_size)
+static uint64_t verify_wal_segno(const char *name, uint64_t seg_size)
 {
     char part[VERIFY_HEX_PART + 1];
     uint64_t log, seg;
@@ -91,8 +91,8 @@ static uint64_t verify_segno(const char *name, uint64_t seg_size)
     return log * (VERIFY_PER_LOG / seg_size) + seg;
 }
 
-static void verify_seg_name(uint32_t tli, uint64_t segno, uint64_t seg_size,
-                            char out[VERIFY_WAL_NAME])
+static void verify_wal_seg_name(uint32_t tli, uint64_t segno, uint64_t seg_size,
+                                char out[VERIFY_WAL_NAME])
 {
     pg_wal_file_name(tli, segno * seg_size, seg_size, false, out);
 }
@@ -103,7 +103,7 @@ static const char *verify_wal_object(const verify_wal_list *l, uint64_t segno)
     char want[VERIFY_WAL_NAME];
     size_t lo = 0, hi = l->n;
 
-    verify_seg_name(l->tli, segno, l->seg_size, want);
+    verify_wal_seg_name(l->tli, segno, l->seg_size, want);
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
         int c = strncmp(l->names[mid], want, VERIFY_WAL_HEX);
@@ -117,14 +117,14 @@ static const char *verify_wal_object(const verify_wal_list *l, uint64_t segno)
     return NULL;
 }
 
-static int verify_cmp_names(const void *a, const void *b)
+static int verify_wal_cmp_names(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 /* An archived WAL object, whole, through its codec and the segment check wal-fetch makes. */
-static bool verify_read_wal(storage *repo, const char *object, unsigned char *head, size_t headlen,
-                            char *buf, bool *operational, pgd_error *err)
+static bool verify_wal_read_wal(storage *repo, const char *object, unsigned char *head,
+                                size_t headlen, char *buf, bool *operational, pgd_error *err)
 {
     char path[LAYOUT_PATH_MAX], name[VERIFY_WAL_NAME];
     in_stream *in;
@@ -164,8 +164,8 @@ static bool verify_read_wal(storage *repo, const char *object, unsigned char *he
  * fall in its start and stop segments. Small LSNs fit several sizes; then
  * the start segment's own long page header says.
  */
-static uint64_t verify_seg_size(const backup_info *bi, uint32_t tli, const unsigned char *head,
-                                bool have_head)
+static uint64_t verify_wal_seg_size(const backup_info *bi, uint32_t tli, const unsigned char *head,
+                                    bool have_head)
 {
     uint64_t start, stop, found = 0;
     int matches = 0;
@@ -206,8 +206,8 @@ bool verify_wal(const verify_request *req, verify_result *r, pgd_error *err)
     bool ok = true, have_head = false, operational = false;
 
     if (strlen(bi->start_wal) != VERIFY_WAL_HEX || strlen(bi->stop_wal) != VERIFY_WAL_HEX ||
-        !verify_is_hex(bi->start_wal, VERIFY_WAL_HEX) ||
-        !verify_is_hex(bi->stop_wal, VERIFY_WAL_HEX)) {
+        !verify_wal_is_hex(bi->start_wal, VERIFY_WAL_HEX) ||
+        !verify_wal_is_hex(bi->stop_wal, VERIFY_WAL_HEX)) {
         verify_problem(r, "the sentinel names no valid start and stop WAL segment");
         return true;
     }
@@ -216,7 +216,7 @@ bool verify_wal(const verify_request *req, verify_result *r, pgd_error *err)
     layout_wal_dir(bi->start_wal, dir, sizeof(dir));
     if (!storage_list(req->repo, dir, verify_wal_list_cb, &l, err))
         goto out;
-    qsort(l.names, l.n, sizeof(*l.names), verify_cmp_names);
+    qsort(l.names, l.n, sizeof(*l.names), verify_wal_cmp_names);
     if ((buf = malloc(VERIFY_CHUNK)) == NULL) {
         ok = err_set(err, "out of memory");
         goto out;
@@ -228,7 +228,8 @@ bool verify_wal(const verify_request *req, verify_result *r, pgd_error *err)
             first = l.names[i];
     if (first != NULL) {
         pgd_error e = {0};
-        have_head = verify_read_wal(req->repo, first, head, sizeof(head), buf, &operational, &e);
+        have_head =
+            verify_wal_read_wal(req->repo, first, head, sizeof(head), buf, &operational, &e);
         if (!have_head && (e.transient || operational)) {
             *err = e;
             ok = false;
@@ -237,7 +238,7 @@ bool verify_wal(const verify_request *req, verify_result *r, pgd_error *err)
         if (!have_head)
             verify_problem(r, "%s", e.msg);
     }
-    l.seg_size = verify_seg_size(bi, l.tli, head, have_head);
+    l.seg_size = verify_wal_seg_size(bi, l.tli, head, have_head);
     if (l.seg_size == 0) {
         verify_problem(r,
                        "the WAL segment size cannot be told from the start segment %s or the "
@@ -246,8 +247,8 @@ bool verify_wal(const verify_request *req, verify_result *r, pgd_error *err)
         goto out;
     }
     r->wal_segment_size = l.seg_size;
-    start_seg = verify_segno(bi->start_wal, l.seg_size);
-    stop_seg = verify_segno(bi->stop_wal, l.seg_size);
+    start_seg = verify_wal_segno(bi->start_wal, l.seg_size);
+    stop_seg = verify_wal_segno(bi->stop_wal, l.seg_size);
     if (stop_seg < start_seg || strncmp(bi->start_wal, bi->stop_wal, VERIFY_HEX_PART) != 0) {
         verify_problem(r, "the sentinel's stop segment %s is not after its start segment %s",
                        bi->stop_wal, bi->start_wal);
@@ -265,7 +266,7 @@ bool verify_wal(const verify_request *req, verify_result *r, pgd_error *err)
     for (seg = start_seg + 1; seg <= stop_seg; seg++) {
         const char *object = verify_wal_object(&l, seg);
         pgd_error e = {0};
-        verify_seg_name(l.tli, seg, l.seg_size, name);
+        verify_wal_seg_name(l.tli, seg, l.seg_size, name);
         if (object == NULL) {
             verify_problem(r,
                            "WAL segment %s (between the backup's start %s and stop %s) is "
@@ -274,7 +275,7 @@ bool verify_wal(const verify_request *req, verify_result *r, pgd_error *err)
             r->restorable = false;
             continue;
         }
-        if (!verify_read_wal(req->repo, object, head, 0, buf, &operational, &e)) {
+        if (!verify_wal_read_wal(req->repo, object, head, 0, buf, &operational, &e)) {
             if (e.transient || operational) {
                 *err = e;
                 ok = false;
@@ -290,12 +291,12 @@ bool verify_wal(const verify_request *req, verify_result *r, pgd_error *err)
     end_seg = stop_seg;
     while (verify_wal_object(&l, end_seg + 1) != NULL)
         end_seg++;
-    verify_seg_name(l.tli, end_seg, l.seg_size, r->window_end_wal);
+    verify_wal_seg_name(l.tli, end_seg, l.seg_size, r->window_end_wal);
     snprintf(r->window_end_lsn, sizeof(r->window_end_lsn), "%X/%X",
              (uint32_t)(((end_seg + 1) * l.seg_size) >> 32),
              (uint32_t)((end_seg + 1) * l.seg_size));
     if (l.n > 0 && strncmp(l.names[l.n - 1], r->window_end_wal, VERIFY_WAL_HEX) > 0) {
-        verify_seg_name(l.tli, end_seg + 1, l.seg_size, r->gap_wal);
+        verify_wal_seg_name(l.tli, end_seg + 1, l.seg_size, r->gap_wal);
         for (size_t i = 0; i < l.n; i++)
             if (strncmp(l.names[i], r->gap_wal, VERIFY_WAL_HEX) > 0) {
                 snprintf(r->gap_resume_wal, sizeof(r->gap_resume_wal), "%.*s", VERIFY_WAL_HEX,

@@ -8,12 +8,12 @@
 #include "util/options_internal.h"
 
 static bool options_help_man;
-static void options_print_man(unsigned command, const char *usage, const char *summary);
+static void options_help_print_man(unsigned command, const char *usage, const char *summary);
 
 void options_print_help(unsigned command, const char *usage, const char *summary)
 {
     if (options_help_man) {
-        options_print_man(command, usage, summary);
+        options_help_print_man(command, usage, summary);
         return;
     }
     printf("%s\n\n%s\n\nOptions (also PGDIRECT_<NAME> variables and \"name = value\" in the config "
@@ -60,13 +60,13 @@ void options_man_text(const char *text)
 }
 
 /* Options every command with a repository shares, and those all commands share. */
-static bool options_shared(int id, bool *repo)
+static bool options_help_shared(int id, bool *repo)
 {
     *repo = opt_defs[id].commands == CMD_REPO_USERS;
     return *repo || opt_defs[id].commands == CMD_ALL;
 }
 
-static void options_man_entry(int id)
+static void options_help_man_entry(int id)
 {
     fputs(".TP\n\\fB", stdout);
     options_man_text("--");
@@ -87,7 +87,7 @@ static void options_man_entry(int id)
     putchar('\n');
 }
 
-static void options_print_man(unsigned command, const char *usage, const char *summary)
+static void options_help_print_man(unsigned command, const char *usage, const char *summary)
 {
     const char *synopsis =
         strncmp(usage, "usage: ", strlen("usage: ")) == 0 ? usage + strlen("usage: ") : usage;
@@ -99,8 +99,8 @@ static void options_print_man(unsigned command, const char *usage, const char *s
     options_man_text(summary);
     putchar('\n');
     for (int id = 0; id < OPT_COUNT; id++)
-        if ((opt_defs[id].commands & command) && !options_shared(id, &repo))
-            options_man_entry(id);
+        if ((opt_defs[id].commands & command) && !options_help_shared(id, &repo))
+            options_help_man_entry(id);
     fputs(".PP\n", stdout);
     options_man_text(uses_repo ? "And the REPOSITORY OPTIONS and the GENERAL OPTIONS.\n"
                                : "And the GENERAL OPTIONS.\n");
@@ -111,6 +111,6 @@ void options_print_man_shared(bool shared_repo)
     bool repo;
 
     for (int id = 0; id < OPT_COUNT; id++)
-        if (options_shared(id, &repo) && repo == shared_repo)
-            options_man_entry(id);
+        if (options_help_shared(id, &repo) && repo == shared_repo)
+            options_help_man_entry(id);
 }

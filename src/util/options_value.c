@@ -173,7 +173,7 @@ bool opt_duration(const pgd_options *opts, opt_id id, int64_t min, int64_t max, 
 }
 
 /* Exactly `n` digits at *p -> value; advances *p. */
-static bool options_digits(const char **p, int n, int *value)
+static bool options_value_digits(const char **p, int n, int *value)
 {
     *value = 0;
     for (int i = 0; i < n; i++) {
@@ -186,7 +186,7 @@ static bool options_digits(const char **p, int n, int *value)
 }
 
 /* "Z", "UTC", "+HH", "+HH:MM" or "+HHMM" (after an optional space) -> seconds east of UTC. */
-static bool options_zone(const char *p, int64_t *east)
+static bool options_value_zone(const char *p, int64_t *east)
 {
     int hours, minutes = 0, sign;
 
@@ -199,11 +199,11 @@ static bool options_zone(const char *p, int64_t *east)
     if (*p != '+' && *p != '-')
         return false;
     sign = *p++ == '-' ? -1 : 1;
-    if (!options_digits(&p, 2, &hours))
+    if (!options_value_digits(&p, 2, &hours))
         return false;
     if (*p == ':')
         p++;
-    if (*p != '\0' && !options_digits(&p, 2, &minutes))
+    if (*p != '\0' && !options_value_digits(&p, 2, &minutes))
         return false;
     if (*p != '\0' || hours > 23 || minutes > 59)
         return false;
@@ -212,7 +212,7 @@ static bool options_zone(const char *p, int64_t *east)
 }
 
 /* "YYYY-MM-DD[ T]HH:MM[:SS[.fraction]]ZONE" -> Unix seconds (the fraction dropped). */
-static bool options_timestamp(const char *text, int64_t *out)
+static bool options_value_timestamp(const char *text, int64_t *out)
 {
     const char *p = text;
     int year, month, day, hour, minute, second = 0;
@@ -220,22 +220,23 @@ static bool options_timestamp(const char *text, int64_t *out)
     int64_t east;
     time_t t;
 
-    if (!options_digits(&p, 4, &year) || *p++ != '-' || !options_digits(&p, 2, &month) ||
-        *p++ != '-' || !options_digits(&p, 2, &day) || (*p != ' ' && *p != 'T'))
+    if (!options_value_digits(&p, 4, &year) || *p++ != '-' ||
+        !options_value_digits(&p, 2, &month) || *p++ != '-' || !options_value_digits(&p, 2, &day) ||
+        (*p != ' ' && *p != 'T'))
         return false;
     p++;
-    if (!options_digits(&p, 2, &hour) || *p++ != ':' || !options_digits(&p, 2, &minute))
+    if (!options_value_digits(&p, 2, &hour) || *p++ != ':' || !options_value_digits(&p, 2, &minute))
         return false;
     if (*p == ':') {
         p++;
-        if (!options_digits(&p, 2, &second))
+        if (!options_value_digits(&p, 2, &second))
             return false;
         if (*p == '.')
             for (p++; isdigit((unsigned char)*p); p++)
                 ;
     }
     if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60 ||
-        !options_zone(p, &east))
+        !options_value_zone(p, &east))
         return false;
     memset(&tm, 0, sizeof(tm));
     tm.tm_year = year - 1900;
@@ -263,7 +264,7 @@ bool opt_point_in_time(const pgd_options *opts, opt_id id, int64_t now, int64_t 
         *out = now - ago;
         return true;
     }
-    if (options_timestamp(s, out))
+    if (options_value_timestamp(s, out))
         return true;
     return err_set(err,
                    "invalid value \"%s\" for option \"--%s\"%s: expected an age such as 14d or "

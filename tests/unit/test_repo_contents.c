@@ -197,7 +197,7 @@ static void test_wal_timelines_and_the_wal_before_a_segment(void **state)
 {
     char *dir = test_tmpdir();
     storage *repo = repo_in(dir);
-    repo_names tl, before;
+    repo_contents_names tl, before;
     pgd_error err = {0};
 
     (void)state;
@@ -220,13 +220,13 @@ static void test_wal_timelines_and_the_wal_before_a_segment(void **state)
     assert_int_equal(before.n, 2);
     assert_string_equal(before.names[0], WAL_DIR "/00000001/000000010000000000000001.lz4");
     assert_string_equal(before.names[1], WAL_DIR "/00000001/000000010000000000000002.zst");
-    repo_names_free(&before);
+    repo_contents_names_free(&before);
     /* a timeline without files before the segment, and one that does not exist */
     assert_true(
         repo_contents_wal_before(repo, "00000002", "000000010000000000000003", &before, &err));
     assert_int_equal(before.n, 0);
-    repo_names_free(&before);
-    repo_names_free(&tl);
+    repo_contents_names_free(&before);
+    repo_contents_names_free(&tl);
     storage_free(repo);
     rm_rf(dir);
 }
