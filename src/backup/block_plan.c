@@ -101,8 +101,7 @@ bool block_plan_for_file(const wal_summary *ws, const block_plan_file *f,
         out->kind = BLOCK_PLAN_WHOLE;
         return true;
     }
-    first = wal_summary_find(ws, spc, f->rel.db_oid, f->rel.relfilenode, (uint32_t)f->rel.fork,
-                             &n);
+    first = wal_summary_find(ws, spc, f->rel.db_oid, f->rel.relfilenode, (uint32_t)f->rel.fork, &n);
     limit = block_plan_limit(ws->runs + first, n);
     if (limit <= seg_start) {
         out->kind = BLOCK_PLAN_WHOLE;

@@ -100,7 +100,8 @@ static bool delta_summary_usable(const delta_summary_request *req, delta_summary
     if (!wal_summary_wait(req->pg, rg->timeline, rg->start_lsn, req->wait_ms, &reached, &at, err))
         return false;
     if (!reached) {
-        snprintf(why, why_len, "the WAL summarizer did not reach %X/%X within %d s (it is at %X/%X)",
+        snprintf(why, why_len,
+                 "the WAL summarizer did not reach %X/%X within %d s (it is at %X/%X)",
                  (unsigned)(rg->start_lsn >> 32), (unsigned)rg->start_lsn,
                  req->wait_ms / DELTA_SUMMARY_MS_PER_S, (unsigned)(at >> 32), (unsigned)at);
         return true;
@@ -134,8 +135,7 @@ bool delta_summary_plan(const delta_summary_request *req, pipeline_file *files, 
     }
     if (why[0] != '\0' || !covered) {
         wal_summary_free(&ws);
-        log_info("delta method: page-LSN scan, reading every page of the relation files: %s",
-                 why);
+        log_info("delta method: page-LSN scan, reading every page of the relation files: %s", why);
         return true;
     }
     log_info("delta method: WAL summaries from %X/%X to %X/%X on timeline %u (%zu runs of "

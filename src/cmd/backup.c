@@ -65,7 +65,8 @@ static const command_help backup_help = {
     "Take a full backup of the running cluster at --pgdata (or $PGDATA) into the repository,\n"
     "reading data files with direct I/O so the backup leaves the page cache as it was.\n"
     "With --delta, store only the pages changed since a parent backup (id ending D); the\n"
-    "chain is capped by --delta-max-steps (default 6), after which a full is taken."};
+    "chain is capped by --delta-max-steps (default 6), after which a full is taken. On\n"
+    "PostgreSQL 17+ with summarize_wal = on, only the changed blocks are read."};
 
 typedef struct backup_settings {
     const char *pgdata;

@@ -90,8 +90,7 @@ bool wal_summary_wait(pg_session *s, uint32_t tli, uint64_t lsn, int timeout_ms,
     *reached = false;
     *at = 0;
     for (;;) {
-        PGresult *res =
-            wal_summary_query(s, "the WAL summarizer's state", sql, 0, NULL, 2, err);
+        PGresult *res = wal_summary_query(s, "the WAL summarizer's state", sql, 0, NULL, 2, err);
         uint32_t got_tli = 0;
         uint64_t got_lsn = 0;
 

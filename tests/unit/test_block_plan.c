@@ -21,11 +21,17 @@
 
 static const block_plan_limits limits = {.segment_pages = SEG, .max_pages = 100000};
 
-#define CHANGE(spc, db, rel, fork, start, count) {spc, db, rel, fork, false, start, count}
-#define LIMIT(spc, db, rel, fork, at)            {spc, db, rel, fork, true, at, 1}
+#define CHANGE(spc, db, rel, fork, start, count)                                                   \
+    {                                                                                              \
+        spc, db, rel, fork, false, start, count                                                    \
+    }
+#define LIMIT(spc, db, rel, fork, at)                                                              \
+    {                                                                                              \
+        spc, db, rel, fork, true, at, 1                                                            \
+    }
 
-static block_plan plan_of(const wal_summary_run *runs, size_t n, const char *path,
-                          uint64_t pages, uint64_t parent_pages)
+static block_plan plan_of(const wal_summary_run *runs, size_t n, const char *path, uint64_t pages,
+                          uint64_t parent_pages)
 {
     wal_summary ws = {(wal_summary_run *)runs, n};
     block_plan_file f = {.size = pages * PG_PAGE_SIZE, .parent_size = parent_pages * PG_PAGE_SIZE};
