@@ -46,7 +46,8 @@ bool delta_summary_assign(const wal_summary *ws, const manifest *parent,
         pages += out->plans[i].pages;
     }
     log_info("WAL summaries: %llu relation files read only at their %llu changed or grown pages, "
-             "%llu whole (database or fork recreated), %llu by page scan (nearly all changed)",
+             "%llu whole (database or fork recreated), %llu by page scan (nearly all changed, or "
+             "more than the page buffer holds)",
              (unsigned long long)sparse, (unsigned long long)pages, (unsigned long long)whole,
              (unsigned long long)scan);
     return true;
@@ -119,20 +120,28 @@ bool delta_summary_plan(const delta_summary_request *req, pipeline_file *files, 
     block_plan_limits lim = {.segment_pages = PG_SEGMENT_PAGES,
                              .max_pages = req->max_buffer / PG_PAGE_SIZE};
     char why[PGD_ERROR_MAX];
-    bool covered = true, ok;
+    /* the runs get the room of one thread's page buffer: the pipeline has not started yet */
+    size_t max_runs = (size_t)(req->max_buffer / sizeof(wal_summary_run));
+    bool covered = true, over = false, ok;
 
     memset(out, 0, sizeof(*out));
     out->method = DELTA_METHOD_SCAN;
     if (!delta_summary_usable(req, &rg, &set, why, sizeof(why), err))
         return false;
     if (why[0] == '\0' &&
-        (!wal_summary_load(req->pg, rg.timeline, rg.parent_lsn, rg.start_lsn, &ws, err) ||
+        (!wal_summary_load(req->pg, rg.timeline, rg.parent_lsn, rg.start_lsn, max_runs, &ws, &over,
+                           err) ||
          /* again: a summary removed while its contents were read would leave blocks out */
          !wal_summary_covers(req->pg, rg.timeline, rg.parent_lsn, rg.start_lsn, &covered, why,
                              sizeof(why), err))) {
         wal_summary_free(&ws);
         return false;
     }
+    if (why[0] == '\0' && over)
+        snprintf(why, sizeof(why),
+                 "the WAL summaries name more than %zu runs of changed blocks (the memory of one "
+                 "reader thread's page buffer, half of --max-memory)",
+                 max_runs);
     if (why[0] != '\0' || !covered) {
         wal_summary_free(&ws);
         log_info("delta method: page-LSN scan, reading every page of the relation files: %s", why);

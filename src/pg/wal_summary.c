@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "util/interrupt.h"
 #include "util/progress.h"
 
 #define WAL_SUMMARY_POLL_MS    200
@@ -108,6 +109,8 @@ bool wal_summary_wait(pg_session *s, uint32_t tli, uint64_t lsn, int timeout_ms,
         }
         if (clock_seconds() >= deadline)
             return true;
+        if (interrupt_signal() != 0)
+            return err_set(err, "interrupted while waiting for the WAL summarizer");
         wal_summary_sleep_ms(WAL_SUMMARY_POLL_MS);
     }
 }
@@ -206,38 +209,66 @@ static bool wal_summary_parse_run(PGresult *res, int row, wal_summary_run *r)
     return r->count > 0;
 }
 
-bool wal_summary_load(pg_session *s, uint32_t tli, uint64_t from, uint64_t to, wal_summary *out,
-                      pgd_error *err)
+/* One row of the contents into out (grown as needed, up to max_runs: else *over). */
+static bool wal_summary_take_row(PGresult *res, wal_summary *out, size_t *cap, size_t max_runs,
+                                 bool *over, pgd_error *err)
 {
-    char tli_s[16], from_s[WAL_SUMMARY_LSN_TEXT], to_s[WAL_SUMMARY_LSN_TEXT];
+    if (*over || out->n >= max_runs) {
+        *over = true;
+        return true; /* drained, not kept */
+    }
+    if (out->n == *cap) {
+        size_t grown = *cap ? *cap * 2 : 1024;
+        wal_summary_run *runs = realloc(out->runs, grown * sizeof(*runs));
+        if (runs == NULL)
+            return err_set(err, "out of memory");
+        out->runs = runs;
+        *cap = grown;
+    }
+    if (!wal_summary_parse_run(res, 0, &out->runs[out->n]))
+        return err_set(err, "could not read the WAL summaries' contents: invalid row %zu",
+                       out->n + 1);
+    out->n++;
+    return true;
+}
+
+/*
+ * Row by row (libpq's single-row mode), so that memory holds our runs and
+ * one row, not the whole result: past max_runs the rest is drained unkept.
+ */
+bool wal_summary_load(pg_session *s, uint32_t tli, uint64_t from, uint64_t to, size_t max_runs,
+                      wal_summary *out, bool *over, pgd_error *err)
+{
+    char tli_s[16], from_s[WAL_SUMMARY_LSN_TEXT], to_s[WAL_SUMMARY_LSN_TEXT], msg[PGD_ERROR_MAX];
     const char *params[] = {tli_s, from_s, to_s};
     PGresult *res;
-    size_t n;
+    size_t cap = 0;
+    bool ok = true;
 
     memset(out, 0, sizeof(*out));
+    *over = false;
     snprintf(tli_s, sizeof(tli_s), "%u", tli);
     wal_summary_lsn_text(from, from_s);
     wal_summary_lsn_text(to, to_s);
-    res = wal_summary_query(s, "the WAL summaries' contents", wal_summary_runs_sql, 3, params,
-                            WAL_SUMMARY_RUN_FIELDS, err);
-    if (res == NULL)
-        return false;
-    n = (size_t)PQntuples(res);
-    if (n > 0 && (out->runs = calloc(n, sizeof(*out->runs))) == NULL) {
-        PQclear(res);
-        return err_set(err, "out of memory");
+    if (!PQsendQueryParams(s->conn, wal_summary_runs_sql, 3, NULL, params, NULL, NULL, 0) ||
+        !PQsetSingleRowMode(s->conn)) {
+        pg_error_line(s->conn, "", msg, sizeof(msg));
+        return err_set(err, "could not read the WAL summaries' contents: %s", msg);
     }
-    for (size_t i = 0; i < n; i++) {
-        if (!wal_summary_parse_run(res, (int)i, &out->runs[i])) {
-            PQclear(res);
-            wal_summary_free(out);
-            return err_set(err, "could not read the WAL summaries' contents: invalid row %zu",
-                           i + 1);
+    while ((res = PQgetResult(s->conn)) != NULL) {
+        ExecStatusType st = PQresultStatus(res);
+
+        if (ok && st == PGRES_SINGLE_TUPLE && PQnfields(res) == WAL_SUMMARY_RUN_FIELDS)
+            ok = wal_summary_take_row(res, out, &cap, max_runs, over, err);
+        else if (ok && st != PGRES_TUPLES_OK) {
+            pg_error_line(s->conn, "unexpected result shape", msg, sizeof(msg));
+            ok = err_set(err, "could not read the WAL summaries' contents: %s", msg);
         }
+        PQclear(res);
     }
-    out->n = n;
-    PQclear(res);
-    return true;
+    if (!ok || *over)
+        wal_summary_free(out);
+    return ok;
 }
 
 void wal_summary_free(wal_summary *ws)

@@ -66,9 +66,13 @@ bool wal_summary_wait(pg_session *s, uint32_t tli, uint64_t lsn, int timeout_ms,
 bool wal_summary_covers(pg_session *s, uint32_t tli, uint64_t from, uint64_t to, bool *covered,
                         char *why, size_t why_len, pgd_error *err);
 
-/* The changed blocks of every summary of `tli` that overlaps [from, to). */
-bool wal_summary_load(pg_session *s, uint32_t tli, uint64_t from, uint64_t to, wal_summary *out,
-                      pgd_error *err);
+/*
+ * The changed blocks of every summary of `tli` that overlaps [from, to).
+ * At most max_runs runs are kept (memory is bounded): with more, *over
+ * and nothing is returned.
+ */
+bool wal_summary_load(pg_session *s, uint32_t tli, uint64_t from, uint64_t to, size_t max_runs,
+                      wal_summary *out, bool *over, pgd_error *err);
 void wal_summary_free(wal_summary *ws);
 
 /*
