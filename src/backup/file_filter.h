@@ -53,6 +53,11 @@ typedef struct file_filter_file {
     int64_t mtime;
     bool is_relation; /* a relation data file: whole pages, segment below */
     uint32_t segment;
+    /*
+     * A delta's read plan (backup/block_plan.h), NULL when the file is read
+     * whole: with a SPARSE one only its pages follow, at their offsets.
+     */
+    const struct block_plan *plan;
 } file_filter_file;
 
 typedef struct file_chunk {

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backup/block_plan.h"
 #include "pg/page_checksum.h"
 #include "pg/relfile.h"
 #include "repo/increment.h"
@@ -32,6 +33,7 @@ typedef struct filter_delta {
     file_filter base;
     filter_delta_config cfg;
     bool collecting; /* a candidate whose pages are being chosen */
+    bool sparse;     /* read by a WAL summary plan: every page handed is a changed one */
     file_filter_file file;
     uint64_t parent_pages; /* pages the parent had: from here on the file grew */
     uint64_t received;     /* bytes of the file seen */
@@ -87,7 +89,10 @@ static bool filter_delta_begin(file_filter *f, const file_filter_file *file, pgd
     d->file = *file;
     d->received = 0;
     d->npages = 0;
-    d->collecting = filter_delta_candidate(d, file, &d->parent_pages);
+    d->sparse = file->plan != NULL && file->plan->kind == BLOCK_PLAN_SPARSE;
+    /* a plan was made for a candidate only (backup/delta_summary.h); WHOLE means whole */
+    d->collecting =
+        file->plan != NULL ? d->sparse : filter_delta_candidate(d, file, &d->parent_pages);
     if (!d->collecting)
         return file_filter_begin(f->next, file, err);
     slash = strrchr(file->path, '/');
@@ -103,8 +108,9 @@ static bool filter_delta_begin(file_filter *f, const file_filter_file *file, pgd
 static bool filter_delta_wanted(const filter_delta *d, const unsigned char *page, size_t len,
                                 uint64_t blkno)
 {
-    return len < PG_PAGE_SIZE || blkno >= d->parent_pages || page_checksum_is_zero(page) ||
-           page_checksum_lsn(page) >= d->cfg.threshold_lsn || !filter_delta_header_valid(page);
+    return d->sparse || len < PG_PAGE_SIZE || blkno >= d->parent_pages ||
+           page_checksum_is_zero(page) || page_checksum_lsn(page) >= d->cfg.threshold_lsn ||
+           !filter_delta_header_valid(page);
 }
 
 /* Room for one more page; false when the bound says the file goes whole. */
@@ -198,6 +204,9 @@ static bool filter_delta_data(file_filter *f, file_chunk *chunk, pgd_error *err)
             continue;
         if (!filter_delta_room(d, err, &over))
             return false;
+        if (over && d->sparse) /* the plan was bounded by max_buffer (backup/block_plan.h) */
+            return err_set(err, "\"%s\": more planned pages than the delta buffer holds",
+                           d->file.path);
         if (over) {
             log_info("\"%s\": more changed pages than the delta buffer holds (%zu KiB a "
                      "thread, half of --max-memory): stored whole",
@@ -256,7 +265,10 @@ static bool filter_delta_end(file_filter *f, file_filter_result *result, pgd_err
 
     result->increment = d->collecting;
     result->inc_blocks = d->collecting ? (uint32_t)d->npages : 0;
-    result->file_size = d->received;
+    /* a sparse read ends at its last run: the file is as long as it was at open */
+    result->file_size = d->sparse ? d->file.size : d->received;
+    if (d->sparse)
+        d->received = d->file.size;
     if (d->collecting) {
         /* the pages were chosen within the bound; a file that shrank keeps only those below */
         while (d->npages > 0 && d->block[d->npages - 1] >= increment_file_pages(d->received))

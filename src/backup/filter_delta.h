@@ -22,6 +22,10 @@
  *   b >= the parent's file_size / PG_PAGE_SIZE (the file grew);
  *   it is short (the file's last, partial page; zero-padded in the
  *   increment, restore cuts the file to file_size).
+ * A file with a read plan from WAL summaries (file->plan, see
+ * backup/delta_summary.h) skips these rules: SPARSE, every page handed on
+ * is stored (the plan read only changed or grown blocks) and the file's
+ * size is the one at open; WHOLE, the file is stored whole.
  * The increment's size is known only at the file's end and the tar header
  * needs it first, so the chosen pages are kept in memory, at most
  * max_buffer bytes per reader thread. A file whose chosen pages would need

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backup/block_plan.h"
 #include "backup/filter_crc.h"
 #include "backup/filter_tar.h"
 #include "io/page_residency.h"
@@ -121,22 +122,62 @@ static bool pipeline_partition_close(pipeline_worker *w, pgd_error *err)
 typedef struct pipeline_reading {
     dio_file df;
     pipeline_file *f;
-    uint64_t declared;    /* bytes promised in the tar header */
-    uint64_t next_offset; /* next read to submit */
-    uint64_t consumed;    /* bytes handed to the filters */
+    uint64_t declared;      /* bytes promised in the tar header */
+    uint64_t next_offset;   /* next read to submit */
+    uint64_t consumed;      /* bytes handed to the filters */
+    uint64_t planned;       /* bytes to hand them: declared, or a sparse plan's within it */
+    const block_plan *plan; /* SPARSE: read only its runs */
+    size_t run;             /* the plan's run the next read is in */
+    uint32_t run_done;      /* pages of that run already submitted */
     size_t read_size;
-    int head, count; /* ring of in-flight slots */
+    size_t read_size_now; /* of the next planned read */
+    int head, count;      /* ring of in-flight slots */
     bool eof;
     bool cache_neutral;
     page_residency residency;
 } pipeline_reading;
 
+/* Whether a read is left to submit: bytes before the end, or a sparse plan's runs within it. */
+static bool pipeline_more_to_read(const pipeline_reading *rd)
+{
+    if (rd->eof)
+        return false;
+    if (rd->plan == NULL)
+        return rd->next_offset < rd->declared;
+    return rd->run < rd->plan->nruns &&
+           ((uint64_t)rd->plan->runs[rd->run].start + rd->run_done) * PG_PAGE_SIZE < rd->declared;
+}
+
+/* The next read of a sparse plan: the rest of its run, at most a read size. */
+static void pipeline_next_planned(pipeline_reading *rd)
+{
+    const block_run *run = &rd->plan->runs[rd->run];
+    uint32_t pages = run->count - rd->run_done;
+
+    if (pages > rd->read_size / PG_PAGE_SIZE)
+        pages = (uint32_t)(rd->read_size / PG_PAGE_SIZE);
+    rd->next_offset = ((uint64_t)run->start + rd->run_done) * PG_PAGE_SIZE;
+    rd->run_done += pages;
+    if (rd->run_done == run->count) {
+        rd->run++;
+        rd->run_done = 0;
+    }
+    rd->read_size_now = (size_t)pages * PG_PAGE_SIZE;
+}
+
 static bool pipeline_submit_next(pipeline_worker *w, pipeline_reading *rd, pgd_error *err)
 {
     pipeline_slot *s = &w->slots[(rd->head + rd->count) % w->depth];
-    uint64_t left = rd->declared - rd->next_offset;
-    size_t len = left >= rd->read_size ? rd->read_size
-                                       : (size_t)((left + DIO_ALIGN - 1) / DIO_ALIGN * DIO_ALIGN);
+    uint64_t left;
+    size_t len, want;
+
+    want = rd->read_size;
+    if (rd->plan != NULL) {
+        pipeline_next_planned(rd);
+        want = rd->read_size_now;
+    }
+    left = rd->declared - rd->next_offset;
+    len = left >= want ? want : (size_t)((left + DIO_ALIGN - 1) / DIO_ALIGN * DIO_ALIGN);
 
     rate_limit_acquire(&w->sh->rate, len);
     s->req.fd = rd->df.fd;
@@ -207,6 +248,10 @@ static bool pipeline_consume_head(pipeline_worker *w, pipeline_reading *rd, work
     if (n < s->req.len && s->req.offset + n < rd->declared && n % DIO_ALIGN == 0 && n > 0 &&
         !pipeline_complete_short(rd, s, &n, err))
         return false;
+    if (rd->plan != NULL && n < s->req.len) { /* shrank after open: the pages asked, zeros */
+        memset((char *)s->req.buf + n, 0, s->req.len - n);
+        n = s->req.len;
+    }
     if (s->req.offset + n < rd->declared && n < s->req.len)
         rd->eof = true; /* shrank after open */
     if (s->req.offset + n > rd->declared)
@@ -266,6 +311,8 @@ static bool pipeline_reading_open(pipeline_worker *w, pipeline_reading *rd, pipe
     /* grew: read what existed at walk time; shrank: what is there now */
     rd->declared = (uint64_t)st.st_size < f->size ? (uint64_t)st.st_size : f->size;
     f->mtime = st.st_mtime;
+    rd->plan = f->plan != NULL && f->plan->kind == BLOCK_PLAN_SPARSE ? f->plan : NULL;
+    rd->planned = rd->plan != NULL ? block_plan_bytes_within(rd->plan, rd->declared) : rd->declared;
     rd->cache_neutral = read_mode_cache_neutral(rd->df.mode) && rd->declared > 0;
     if (rd->cache_neutral &&
         !page_residency_open(&rd->residency, rd->df.fd, (uint64_t)st.st_size, f->source, err)) {
@@ -278,8 +325,12 @@ static bool pipeline_reading_open(pipeline_worker *w, pipeline_reading *rd, pipe
 /* What the file filters learn about a file before its first byte. */
 static file_filter_file pipeline_filter_file(const pipeline_file *f, uint64_t declared)
 {
-    file_filter_file ff = {
-        .path = f->path, .source = f->source, .size = declared, .mode = f->mode, .mtime = f->mtime};
+    file_filter_file ff = {.path = f->path,
+                           .source = f->source,
+                           .size = declared,
+                           .mode = f->mode,
+                           .mtime = f->mtime,
+                           .plan = f->plan};
     relfile rel;
 
     if (relfile_parse(f->path, &rel)) {
@@ -305,15 +356,15 @@ static bool pipeline_backup_file(pipeline_worker *w, pipeline_file *f, work_pool
     ff = pipeline_filter_file(f, rd.declared);
     if (!file_filter_begin(w->chain, &ff, err))
         goto fail;
-    while (rd.consumed < rd.declared && !rd.eof) {
-        while (rd.count < w->depth && rd.next_offset < rd.declared && !rd.eof)
+    while (rd.consumed < rd.planned && !rd.eof) {
+        while (rd.count < w->depth && pipeline_more_to_read(&rd))
             if (!pipeline_submit_next(w, &rd, err))
                 goto fail;
         if (!pipeline_consume_head(w, &rd, pool, err) || work_pool_stopping(pool))
             goto fail;
     }
     pipeline_drain(w, &rd);
-    if (rd.consumed < rd.declared) /* the tar filter keeps the entry whole */
+    if (rd.consumed < rd.planned) /* the tar filter keeps the entry whole */
         log_info("\"%s\" shrank during the backup (%llu -> %llu bytes)", f->source,
                  (unsigned long long)rd.declared, (unsigned long long)rd.consumed);
     if (!file_filter_end(w->chain, &f->result, err))
@@ -431,7 +482,9 @@ static uint64_t pipeline_total_bytes(const pipeline_file *files, size_t n)
     uint64_t total = 0;
 
     for (size_t i = 0; i < n; i++)
-        total += files[i].size;
+        total += files[i].plan != NULL && files[i].plan->kind == BLOCK_PLAN_SPARSE
+                     ? files[i].plan->pages * PG_PAGE_SIZE
+                     : files[i].size;
     return total;
 }
 

@@ -20,6 +20,13 @@
  * which note the pages of each range that were cached before reading it
  * and afterwards drop only the others (io/page_residency.h).
  *
+ * A file with a SPARSE plan (a delta from WAL summaries) is read only at
+ * its plan's runs, each run one read (split at the read size); the filters
+ * see those pages, at their offsets. A run past the file's end at open is
+ * left out; a read cut short by a file that shrank after open is padded
+ * with zeros to the pages asked for (WAL replay of the truncation repairs
+ * them, as it does a whole file's padding).
+ *
  * Files that change under us: a file that vanished is skipped (INFO line);
  * one that grew is read up to its size at open time; one that shrank is
  * recorded at its new size (the tar entry is zero-padded to the size its
@@ -52,6 +59,8 @@ typedef struct pipeline_file {
     uint64_t size;    /* at walk time */
     uint32_t mode;
     int64_t mtime;
+    /* a delta's sparse read (backup/block_plan.h): only these blocks are read; NULL: all */
+    const struct block_plan *plan;
     /* out */
     bool done; /* stored (false: vanished) */
     file_filter_result result;

@@ -63,6 +63,8 @@ static bool record_build_info(backup_info *bi, const record_facts *f, const char
         snprintf(bi->parent, sizeof(bi->parent), "%s", f->parent->id);
         snprintf(bi->parent_start_lsn, sizeof(bi->parent_start_lsn), "%s", f->parent->start_lsn);
         bi->depth = f->parent->depth + 1;
+        snprintf(bi->delta_method, sizeof(bi->delta_method), "%s",
+                 f->delta_method != NULL ? f->delta_method : "");
     }
     snprintf(bi->label, sizeof(bi->label), "%s", f->label);
     bi->start_time = f->start_time;

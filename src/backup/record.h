@@ -52,6 +52,7 @@ typedef struct record_facts {
     /* a delta: its parent's sentinel and manifest (NULL for a full) */
     const backup_info *parent;
     const manifest *parent_manifest;
+    const char *delta_method; /* a delta: backup/delta_summary.h's DELTA_METHOD_* */
 } record_facts;
 
 void record_init(backup_record *r);

@@ -34,6 +34,7 @@
 
 #include "backup/backup_id.h"
 #include "backup/delta_parent.h"
+#include "backup/delta_summary.h"
 #include "backup/filter_delta.h"
 #include "backup/file_queue.h"
 #include "backup/filter_page_checksum.h"
@@ -60,7 +61,8 @@ static const command_help backup_help = {
     "Take a full backup of the running cluster at --pgdata (or $PGDATA) into the repository,\n"
     "reading data files with direct I/O so the backup leaves the page cache as it was.\n"
     "With --delta, store only the pages changed since a parent backup (id ending D); the\n"
-    "chain is capped by --delta-max-steps (default 6), after which a full is taken."};
+    "chain is capped by --delta-max-steps (default 6), after which a full is taken. On\n"
+    "PostgreSQL 17+ with summarize_wal = on, only the changed blocks are read."};
 
 /* One run: everything it holds from its first step to its last. */
 typedef struct backup_run {
@@ -81,7 +83,8 @@ typedef struct backup_run {
     filter_page_checksum_config page_check;
     delta_parent parent; /* parent.found: this run is a delta */
     filter_delta_config delta;
-    bool usage_error; /* --delta-from names no backup: the caller's mistake */
+    delta_summary summary; /* the delta's method and sparse read plans */
+    bool usage_error;      /* --delta-from names no backup: the caller's mistake */
     file_filter_maker filters[2];
     size_t nfilters;
     const char *page_checksums; /* what the sentinel says: "verified", "off", "not verified" */
@@ -167,8 +170,8 @@ static void backup_log_complete(const backup_run *r)
     else
         snprintf(pages_s, sizeof(pages_s), "%s", bi->page_checksums);
     if (bi->parent[0] != '\0')
-        log_info("backup %s is a delta of %s (depth %u): %s read, %s stored", bi->id, bi->parent,
-                 bi->depth, size_s, stored_s);
+        log_info("backup %s is a delta of %s (depth %u, %s): %s read, %s stored", bi->id,
+                 bi->parent, bi->depth, bi->delta_method, size_s, stored_s);
     log_info("backup %s complete: %s read, %s stored (%s), %llu files, %s, %.1f MB/s "
              "(files read at %.1f MB/s), read mode %s, peak RSS %ld MiB, page checksums: %s",
              bi->id, size_s, stored_s, bi->compression, (unsigned long long)bi->files, time_s,
@@ -255,17 +258,23 @@ static bool backup_choose_parent(backup_run *r, pgd_error *err)
  * plan and half to these, split between the reader threads
  * (DELTA_BUFFER_MIN at least).
  */
-static void backup_plan_delta(backup_run *r)
+static bool backup_plan_delta(backup_run *r, pgd_error *err)
 {
     uint64_t per = r->s->max_memory / 2 / (r->plan.workers > 0 ? (uint64_t)r->plan.workers : 1);
+    delta_summary_request req = {.pg = &r->pg,
+                                 .parent = &r->parent,
+                                 .start_lsn = r->start_lsn,
+                                 .wait_ms = DELTA_SUMMARY_WAIT_MS};
 
     if (!r->parent.found)
-        return;
+        return true;
     r->delta = (filter_delta_config){.threshold_lsn = r->parent.start_lsn,
                                      .parent = &r->parent.m,
                                      .max_buffer = per > DELTA_BUFFER_MIN ? per : DELTA_BUFFER_MIN,
                                      .reread = READ_MODE_DIRECT};
     r->filters[r->nfilters++] = (file_filter_maker){filter_delta_make, &r->delta};
+    req.max_buffer = r->delta.max_buffer;
+    return delta_summary_plan(&req, r->files, r->dd.n, &r->summary, err);
 }
 
 /* The repository, the server, the id (claimed before anything is written), pg_backup_start. */
@@ -331,9 +340,8 @@ static bool backup_copy(backup_run *r, pgd_error *err)
                              &r->plan, err) ||
         (r->files = file_queue_build(&r->dd, &r->plan, err)) == NULL)
         return false;
-    if (!backup_plan_page_checks(r, err))
+    if (!backup_plan_page_checks(r, err) || !backup_plan_delta(r, err))
         return false;
-    backup_plan_delta(r);
     backup_log_plan(r);
     backup_be_polite(s, &r->cpu_cg);
     cfg.filters = r->filters;
@@ -374,7 +382,8 @@ static bool backup_finish(backup_run *r, pgd_error *err)
                           .checksum_errors_fail = s->checksum_errors_fail,
                           .from_standby = r->pg.in_recovery,
                           .parent = r->parent.found ? &r->parent.info : NULL,
-                          .parent_manifest = r->parent.found ? &r->parent.m : NULL};
+                          .parent_manifest = r->parent.found ? &r->parent.m : NULL,
+                          .delta_method = r->summary.method};
 
     /* with --archive-check we wait for the WAL in the repository ourselves, with a deadline */
     if (!source_standby_still(&r->pg, err) ||
@@ -410,6 +419,7 @@ static void backup_run_free(backup_run *r)
     io_plan_free(&r->plan);
     datadir_free(&r->dd);
     record_free(&r->rec);
+    delta_summary_free(&r->summary);
     delta_parent_free(&r->parent);
     pg_session_cancel_disarm();
     pg_session_close(&r->pg);

@@ -35,7 +35,9 @@ bool backup_info_to_json(const backup_info *bi, char **json, pgd_error *err)
         json_object_set_new(o, "from_standby", json_boolean(bi->from_standby)) != 0 ||
         json_object_set_new(o, "parent", json_string(bi->parent)) != 0 ||
         json_object_set_new(o, "depth", json_integer(bi->depth)) != 0 ||
-        json_object_set_new(o, "parent_start_lsn", json_string(bi->parent_start_lsn)) != 0) {
+        json_object_set_new(o, "parent_start_lsn", json_string(bi->parent_start_lsn)) != 0 ||
+        (bi->delta_method[0] != '\0' &&
+         json_object_set_new(o, "delta_method", json_string(bi->delta_method)) != 0)) {
         json_decref(o);
         return err_set(err, "could not build sentinel of backup \"%s\"", bi->id);
     }
@@ -75,7 +77,7 @@ static bool backup_info_checksums_from_json(backup_info *bi, json_t *o, const ch
 }
 
 /*
- * type, parent, depth, parent_start_lsn: absent from sentinels written
+ * type, parent, depth, parent_start_lsn, delta_method: absent from sentinels written
  * before deltas (a full, depth 0). A delta must name a valid parent id and
  * have a depth of at least 1; a full ("full", or "" as unit tests
  * write it) has neither.
@@ -84,12 +86,12 @@ static bool backup_info_delta_from_json(backup_info *bi, json_t *o, const char *
                                         const char *what, pgd_error *err)
 {
     json_error_t jerr;
-    const char *parent = "", *plsn = "";
+    const char *parent = "", *plsn = "", *method = "";
     json_int_t depth = 0;
     bool delta = strcmp(type, "delta") == 0;
 
-    if (json_unpack_ex(o, &jerr, 0, "{s?s, s?I, s?s}", "parent", &parent, "depth", &depth,
-                       "parent_start_lsn", &plsn) != 0)
+    if (json_unpack_ex(o, &jerr, 0, "{s?s, s?I, s?s, s?s}", "parent", &parent, "depth", &depth,
+                       "parent_start_lsn", &plsn, "delta_method", &method) != 0)
         return err_set(err, "invalid %s: %s", what, jerr.text);
     if (!delta && strcmp(type, "full") != 0 && type[0] != '\0')
         return err_set(err, "invalid %s: bad \"type\"", what);
@@ -99,6 +101,7 @@ static bool backup_info_delta_from_json(backup_info *bi, json_t *o, const char *
         return err_set(err, "invalid %s: bad \"depth\"", what);
     COPY_FIELD(bi->parent, parent);
     COPY_FIELD(bi->parent_start_lsn, plsn);
+    COPY_FIELD(bi->delta_method, method);
     bi->depth = (uint32_t)depth;
     return true;
 }

@@ -21,6 +21,8 @@ typedef struct backup_info {
     char parent[32];
     uint32_t depth;
     char parent_start_lsn[PG_LSN_TEXT]; /* the page-LSN threshold a delta used */
+    /* how a delta found its pages: "wal-summary" or "page-scan" ("" for a full, or older) */
+    char delta_method[16];
     char label[128];
     int64_t start_time, stop_time; /* Unix seconds, UTC */
     char start_lsn[PG_LSN_TEXT], stop_lsn[PG_LSN_TEXT];

@@ -9,6 +9,7 @@
  */
 #include "helpers.h"
 
+#include "backup/block_plan.h"
 #include "backup/filter_delta.h"
 #include "pg/relfile.h"
 #include "repo/increment.h"
@@ -327,12 +328,79 @@ static void test_buffer_bound_goes_whole(void **state)
     free(on_disk);
 }
 
+/*
+ * A file read by a WAL-summary plan: every page handed on is stored, old
+ * LSN or not (the summaries said it changed), the increment's file size is
+ * the file's at open, not the end of the last page read; WHOLE passes the
+ * file through; a file not in the parent with no plan stays whole.
+ */
+static void test_sparse_plan_stores_every_page_handed(void **state)
+{
+    enum { PAGES = 10 };
+    unsigned char *data = malloc(PAGES * PG_PAGE_SIZE);
+    block_run runs[] = {{1, 1}, {6, 2}};
+    block_plan plan = {.kind = BLOCK_PLAN_SPARSE, .runs = runs, .nruns = 2, .pages = 3};
+    file_filter_file ff = {.path = "base/5/16384",
+                           .source = "/nonexistent",
+                           .size = PAGES * PG_PAGE_SIZE,
+                           .mode = 0600,
+                           .is_relation = true,
+                           .plan = &plan};
+    const uint32_t at[] = {1, 6, 7};
+    pgd_error err = {0};
+    decoded d;
+    run r;
+
+    (void)state;
+    for (uint32_t b = 0; b < PAGES; b++)
+        make_page(data + b * PG_PAGE_SIZE, OLD_LSN, (unsigned char)('a' + b));
+    run_setup(&r, PAGES * PG_PAGE_SIZE, 1 << 20, NULL);
+    assert_true(file_filter_begin(r.f, &ff, &err));
+    for (size_t i = 0; i < 3; i++) {
+        file_chunk c = {.data = data + at[i] * PG_PAGE_SIZE,
+                        .len = PG_PAGE_SIZE,
+                        .room = PG_PAGE_SIZE,
+                        .offset = (uint64_t)at[i] * PG_PAGE_SIZE};
+        assert_true(file_filter_data(r.f, &c, &err));
+    }
+    assert_true(file_filter_end(r.f, &r.s.seen, &err));
+    assert_true(r.s.seen.increment);
+    assert_int_equal(r.s.seen.file_size, PAGES * PG_PAGE_SIZE);
+    assert_int_equal(r.s.seen.inc_blocks, 3);
+    decode(&r.s, PAGES * PG_PAGE_SIZE, &d);
+    assert_int_equal(d.n, 3);
+    for (uint32_t i = 0; i < 3; i++) {
+        assert_int_equal(d.block[i], at[i]);
+        assert_int_equal(d.first[i][0], 'a' + at[i]);
+    }
+    /* WHOLE: the file's bytes pass through as they are */
+    plan.kind = BLOCK_PLAN_WHOLE;
+    free(r.s.data);
+    r.s = (sink){.base = r.s.base};
+    assert_true(file_filter_begin(r.f, &ff, &err));
+    for (size_t off = 0; off < PAGES * PG_PAGE_SIZE; off += 4 * PG_PAGE_SIZE) {
+        size_t n = PAGES * PG_PAGE_SIZE - off < 4 * PG_PAGE_SIZE ? PAGES * PG_PAGE_SIZE - off
+                                                                 : 4 * PG_PAGE_SIZE;
+        file_chunk c = {.data = data + off, .len = n, .room = n, .offset = off};
+        assert_true(file_filter_data(r.f, &c, &err));
+    }
+    assert_true(file_filter_end(r.f, &r.s.seen, &err));
+    assert_false(r.s.seen.increment);
+    assert_int_equal(r.s.len, PAGES * PG_PAGE_SIZE);
+    assert_memory_equal(r.s.data, data, PAGES * PG_PAGE_SIZE);
+    run_free(&r);
+    free(data);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_header_validity),         cmocka_unit_test(test_page_rules),
-        cmocka_unit_test(test_short_last_page),         cmocka_unit_test(test_whole_files),
+        cmocka_unit_test(test_header_validity),
+        cmocka_unit_test(test_page_rules),
+        cmocka_unit_test(test_short_last_page),
+        cmocka_unit_test(test_whole_files),
         cmocka_unit_test(test_buffer_bound_goes_whole),
+        cmocka_unit_test(test_sparse_plan_stores_every_page_handed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@
 
 #include <dirent.h>
 
+#include "backup/block_plan.h"
 #include "backup/pipeline.h"
 #include "repo/layout.h"
 #include "repo/tar.h"
@@ -542,6 +543,58 @@ static void test_a_filter_can_replace_the_file(void **state)
 }
 
 /* A symbolic link is a tar link entry: no data, its target kept. */
+/*
+ * A sparse read plan (a delta from WAL summaries): only its runs are read,
+ * each run split at the read size, and the filters see exactly those pages
+ * at their offsets; a run past the file's end at open is left out.
+ */
+static void test_a_sparse_plan_reads_only_its_runs(void **state)
+{
+    enum { PAGES = 19, WALKED = 20 };
+    char *dir = test_tmpdir();
+    char path[4200];
+    unsigned char *content = malloc(PAGES * PG_PAGE_SIZE);
+    pgd_error err = {0};
+    storage *repo = repo_in(dir);
+    pipeline_result res;
+    file_filter_maker filters[] = {{spy_make, NULL}, {replacer_make, NULL}};
+    block_run runs[] = {{2, 3}, {10, 1}, {18, 2}};
+    block_plan plan = {.kind = BLOCK_PLAN_SPARSE, .runs = runs, .nruns = 3, .pages = 6};
+    const uint32_t want[] = {2, 3, 4, 10, 18};
+
+    (void)state;
+    fill_pattern(content, PAGES * PG_PAGE_SIZE, 5);
+    snprintf(path, sizeof(path), "%s/16384", dir);
+    write_test_file(path, content, PAGES * PG_PAGE_SIZE);
+    /* walked at 20 pages, 19 at open: block 19 is not read */
+    pipeline_file files[] = {{.path = "base/1/16384",
+                              .source = path,
+                              .size = WALKED * PG_PAGE_SIZE,
+                              .mode = 0600,
+                              .read_size = 2 * PG_PAGE_SIZE,
+                              .plan = &plan}};
+    pipeline_config cfg = {.repo = repo,
+                           .backup_id = ID,
+                           .compression = COMPRESS_NONE,
+                           .read_size = BLOCK_SIZE,
+                           .workers = 1,
+                           .depth = 2,
+                           .engine = IO_ENGINE_THREADS,
+                           .partition_size = 1 << 30,
+                           .mode = READ_MODE_DIRECT,
+                           .filters = filters,
+                           .nfilters = 2};
+    assert_true(pipeline_run(&cfg, files, 1, &res, &err));
+    assert_int_equal(spy_seen.nblocks, 5);
+    for (uint32_t i = 0; i < 5; i++)
+        assert_int_equal(spy_seen.blocks[i], want[i]);
+    assert_int_equal(res.bytes_read, 5 * PG_PAGE_SIZE);
+    pipeline_result_free(&res);
+    free(content);
+    storage_free(repo);
+    rm_rf(dir);
+}
+
 static void test_a_link_is_stored_as_a_link_entry(void **state)
 {
     char *dir = test_tmpdir();
@@ -602,6 +655,7 @@ int main(void)
         cmocka_unit_test(test_a_filter_sees_every_page_with_its_block_number),
         cmocka_unit_test(test_a_filter_can_replace_the_file),
         cmocka_unit_test(test_a_link_is_stored_as_a_link_entry),
+        cmocka_unit_test(test_a_sparse_plan_reads_only_its_runs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
