@@ -3,10 +3,12 @@
  * tar partitions. See pipeline.h for the shape and the rules on files that
  * change during the backup.
  *
- * About 500 lines: a worker's ring of reads in flight, its filter chain and
- * the partition it writes share one state (pipeline_worker), and the steps
- * over it read best in one place; the per-buffer work is in the filters
- * (backup/file_filter.h), the reads in io/ and the tar format in repo/.
+ * About 560 lines: a worker's ring of reads in flight (whole files, or a
+ * delta's planned block runs), its filter chain and the partition it writes
+ * share one state (pipeline_worker), and the steps over it read best in one
+ * place; the per-buffer work is in the filters (backup/file_filter.h), which
+ * blocks a sparse read takes in backup/block_plan.h, the reads in io/ and
+ * the tar format in repo/.
  */
 #define _GNU_SOURCE
 #include "backup/pipeline.h"
