@@ -30,7 +30,7 @@ UNITDIR     ?= $(PREFIX)/lib/systemd/system
 UNITS       := $(wildcard examples/systemd/*.service examples/systemd/*.timer)
 
 .PHONY: all asan unit unit-asan unit-valgrind integration check demo format clean bench bench-quick bench-io bench-s3 \
-        install uninstall bench-delta
+        install uninstall bench-delta bench-versions
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -114,6 +114,10 @@ bench: all
 
 bench-quick: all
 	bash bench/run.sh --quick
+
+# the backup against an O_DIRECT read pass on each PostgreSQL version (14-18)
+bench-versions: all
+	bash bench/versions.sh
 
 bench-io: all
 	bash bench/io_matrix.sh
