@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "io/stream.h"
+#include "storage/storage.h"
 
 typedef struct mem_out {
     out_stream base;
@@ -102,6 +103,19 @@ static inline void fill_pattern(unsigned char *buf, size_t len, uint32_t seed)
         x ^= x << 5;
         buf[i] = (unsigned char)x;
     }
+}
+
+/* A local repository at DIR/repo (created on first write). */
+static inline storage *repo_in(const char *dir)
+{
+    char path[4200];
+    pgd_error err = {0};
+    storage *s;
+
+    snprintf(path, sizeof(path), "%s/repo", dir);
+    s = storage_open(path, NULL, &err);
+    assert_non_null(s);
+    return s;
 }
 
 #endif

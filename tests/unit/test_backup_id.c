@@ -9,18 +9,6 @@
 
 #define START 1795989599 /* 2026-11-29 21:59:59 UTC */
 
-static storage *repo_in(const char *dir)
-{
-    char path[4200];
-    pgd_error err = {0};
-    storage *s;
-
-    snprintf(path, sizeof(path), "%s/repo", dir);
-    s = storage_open(path, NULL, &err);
-    assert_non_null(s);
-    return s;
-}
-
 static bool object_exists(storage *repo, const char *path)
 {
     pgd_error err = {0};

@@ -14,18 +14,6 @@
 #define NEW_ID    "20261129T110000F"
 #define NEWEST_ID "20261129T120000F"
 
-static storage *repo_in(const char *dir)
-{
-    char path[4200];
-    pgd_error err = {0};
-    storage *s;
-
-    snprintf(path, sizeof(path), "%s/repo", dir);
-    s = storage_open(path, NULL, &err);
-    assert_non_null(s);
-    return s;
-}
-
 static void put_sentinel_text(storage *repo, const char *id, const char *text)
 {
     char path[LAYOUT_PATH_MAX];

@@ -33,18 +33,6 @@ io_engine *__wrap_io_engine_new(io_engine_kind kind, unsigned depth, pgd_error *
     return __real_io_engine_new(kind, depth, err);
 }
 
-static storage *repo_in(const char *dir)
-{
-    char path[4200];
-    pgd_error err = {0};
-    storage *s;
-
-    snprintf(path, sizeof(path), "%s/repo", dir);
-    s = storage_open(path, NULL, &err);
-    assert_non_null(s);
-    return s;
-}
-
 /* Entries in directory dir/sub (0 when it does not exist). */
 static int count_entries(const char *dir, const char *sub)
 {

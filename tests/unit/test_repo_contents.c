@@ -24,18 +24,6 @@
 #define GARBAGE_AGE 3600
 #define DAY         (24 * 3600)
 
-static storage *repo_in(const char *dir)
-{
-    char path[4200];
-    pgd_error err = {0};
-    storage *s;
-
-    snprintf(path, sizeof(path), "%s/repo", dir);
-    s = storage_open(path, NULL, &err);
-    assert_non_null(s);
-    return s;
-}
-
 static void put_text(storage *repo, const char *path, const char *text)
 {
     pgd_error err = {0};

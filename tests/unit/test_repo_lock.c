@@ -13,18 +13,6 @@
 
 #define RACERS 4
 
-static storage *repo_in(const char *dir)
-{
-    char path[4200];
-    pgd_error err = {0};
-    storage *s;
-
-    snprintf(path, sizeof(path), "%s/repo", dir);
-    s = storage_open(path, NULL, &err);
-    assert_non_null(s);
-    return s;
-}
-
 static bool exists(storage *repo, const char *path)
 {
     pgd_error err = {0};
