@@ -7,7 +7,7 @@ to pgBackRest measured in the same run.
 import statistics
 import sys
 
-out, data_bytes, fio_1m, fio_4m, scale, limit_mb, trials, mode = sys.argv[1:9]
+out, data_bytes, fio_1m, fio_4m, scale, limit_mb, trials, mode, window = sys.argv[1:10]
 data_bytes = int(data_bytes)
 fio_best = max(int(fio_1m), int(fio_4m))
 KINDS = ["none", "pgdirect", "pgdirect_buffered", "pgbackrest", "pg_basebackup"]
@@ -19,7 +19,7 @@ LABEL = {
     "pg_basebackup": "pg_basebackup -Ft client-lz4",
 }
 COLS = ["kind", "n", "wall", "cpu", "rss_kb", "unref_before", "unref_after", "lost", "evicted",
-        "growth", "p50b", "p99b", "p50d", "p99d", "p50a", "p99a"]
+        "growth", "p50b", "p99b", "p50d", "p99d", "p50a", "p99a", "nw", "p99w"]
 
 rows = {}
 with open(f"{out}/raw/trials.txt") as f:
@@ -61,6 +61,18 @@ for k in KINDS:
           f"{spread(k, 'unref_after', '{:.0f}')} % | {med(k, 'lost'):.0f} | {med(k, 'evicted'):.0f} | "
           f"{med(k, 'growth'):.0f} MiB | {med(k, 'p50d'):.0f} / {med(k, 'p99d'):.0f} | "
           f"{med(k, 'p50a'):.0f} / {med(k, 'p99a'):.0f} |")
+print()
+print(f"The same {window} s from each backup's start (longer than any backup here), whether the "
+      f"backup ran all of it or not: the queries it let through and their p99.\n")
+print(f"| trial | wall s | PK queries in the first {window} s | vs no backup | PK p99 µs, first {window} s |")
+print("|---|---|---|---|---|")
+none_nw = med("none", "nw") if "none" in rows else 0
+for k in KINDS:
+    if k not in rows:
+        continue
+    served = f"{med(k, 'nw') / none_nw:.2f}" if none_nw > 0 else "-"
+    print(f"| {LABEL[k]} | {spread(k, 'wall', '{:.1f}') if k != 'none' else '-'} | "
+          f"{med(k, 'nw'):.0f} | {served} | {spread(k, 'p99w', '{:.0f}')} |")
 print()
 print(f"Baseline latency before each backup (median over all trials): p50 "
       f"{statistics.median(float(r['p50b']) for k in rows for r in rows[k]):.0f} µs, p99 "

@@ -57,10 +57,14 @@ for c in pgbackrest fio gnuplot bc /usr/bin/time; do
 done
 
 if [ $QUICK = 1 ]; then
-    SCALE=30 UNREF_ROWS=500000 SB=64MB LIMIT_MB=400 TRIALS=${TRIALS:-2} AFTER=5 BASELINE=3
+    SCALE=30 UNREF_ROWS=500000 SB=64MB LIMIT_MB=400 TRIALS=${TRIALS:-2} AFTER=5 BASELINE=3 WINDOW=8
 else
-    SCALE=100 UNREF_ROWS=2000000 SB=128MB LIMIT_MB=1100 TRIALS=${TRIALS:-3} AFTER=10 BASELINE=5
+    SCALE=100 UNREF_ROWS=2000000 SB=128MB LIMIT_MB=1100 TRIALS=${TRIALS:-3} AFTER=10 BASELINE=5 WINDOW=15
 fi
+# WINDOW: every trial's queries are also judged over the same WINDOW seconds from its backup's
+# start (longer than the slowest tool's backup), so that a short backup is not judged on its
+# first, busiest seconds alone and a long one on its whole length: the harm a backup does is
+# what the queries of that window lost, whenever the backup ended in it.
 KINDS="none pgdirect pgdirect_buffered pgbackrest pg_basebackup"
 STAMP=$(date -u +%Y-%m-%dT%H%M%SZ)
 OUT=${OUT:-$ROOT/bench/results/$STAMP-$([ $QUICK = 1 ] && echo quick || echo full)}
@@ -197,7 +201,10 @@ run_trial() { # run_trial KIND N
     t1=$(date +%s.%N)
     mv "$D/time" "$dir/time"
     after=$(rel_json) # right at the end of the backup, before the probe refills anything
-    sleep "$AFTER"
+    # the probe runs AFTER seconds past the end, and at least to the end of the fixed window
+    local rest
+    rest=$(echo "r = $t0 + $WINDOW - $(date +%s.%N); if (r < $AFTER) r = $AFTER; r" | bc)
+    sleep "$rest"
     touch "$D/stop_probe"
     wait "$probe" 2>/dev/null || true
     kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null || true
@@ -215,16 +222,18 @@ run_trial() { # run_trial KIND N
     read -r nb p50b p99b < <("$BUILD/pgd-latency" "$tp" "$t0" "$dir"/lat.*)
     read -r nd p50d p99d < <("$BUILD/pgd-latency" "$t0" "$t1" "$dir"/lat.*)
     read -r na p50a p99a < <("$BUILD/pgd-latency" "$t1" "$(echo "$t1 + $AFTER" | bc)" "$dir"/lat.*)
+    read -r nw p50w p99w < <("$BUILD/pgd-latency" "$t0" "$(echo "$t0 + $WINDOW" | bc)" "$dir"/lat.*)
     local wall
     wall=$(echo "$t1 - $t0" | bc)
     # pages of the warmed relations that left the cache: fewer cached than before the backup
     local lost=$(( (u_os - u_os1 > 0 ? u_os - u_os1 : 0) / 4096 + (a_os - a_os1 > 0 ? a_os - a_os1 : 0) / 4096 ))
     # kind n wall cpu rss_kb unref_pct_before unref_pct_after lost_pages evicted growth_mib p50b p99b p50d p99d p50a p99a
-    printf '%s %s %.2f %.2f %s %.1f %.1f %s %s %s %s %s %s %s %s %s\n' "$kind" "$n" "$wall" \
+    #   nw p99w (queries and p99 of the fixed window)
+    printf '%s %s %.2f %.2f %s %.1f %.1f %s %s %s %s %s %s %s %s %s %s %s\n' "$kind" "$n" "$wall" \
         "$(echo "$us + $sy" | bc)" "$rss" \
         "$(echo "100 * $u_os / $u_size" | bc -l)" "$(echo "100 * $u_os1 / $u_size1" | bc -l)" "$lost" \
         "$(( (u_ev1 - u_ev0 > 0 ? u_ev1 - u_ev0 : 0) + (a_ev1 - a_ev0 > 0 ? a_ev1 - a_ev0 : 0) ))" "$growth" \
-        "$p50b" "$p99b" "$p50d" "$p99d" "$p50a" "$p99a" | tee -a "$OUT/raw/trials.txt"
+        "$p50b" "$p99b" "$p50d" "$p99d" "$p50a" "$p99a" "$nw" "$p99w" | tee -a "$OUT/raw/trials.txt"
     cp "$dir/cache.csv" "$OUT/raw/$kind.$n.cache.csv"
     echo "$t0" >"$dir/t0"
 }
@@ -241,11 +250,12 @@ cgroup_destroy
 
 # ---- report ----
 python3 "$HERE/report.py" "$OUT" "$DATA_BYTES" "$FIO_1M" "$FIO_4M" "$SCALE" "$LIMIT_MB" "$TRIALS" \
-    "$([ $QUICK = 1 ] && echo quick || echo full)" >"$OUT/report.md"
+    "$([ $QUICK = 1 ] && echo quick || echo full)" "$WINDOW" >"$OUT/report.md"
 
 # page cache over time: trial 1 of each kind, seconds since its backup started
 for kind in $KINDS; do cp "$OUT/raw/$kind.1/t0" "$OUT/raw/$kind.1.t0"; done
 bash "$HERE/plot.sh" "$OUT" "$LIMIT_MB" $KINDS
-rm -rf "$OUT"/raw/*.[0-9]  # per-trial logs and latency files: large, summarised in the report
+# per-trial logs and latency files: large, summarised in the report (KEEP_RAW=1 keeps them)
+[ "${KEEP_RAW:-0}" = 1 ] || rm -rf "$OUT"/raw/*.[0-9]
 log "report: $OUT/report.md, plot: $OUT/cache.png"
 cat "$OUT/report.md"
