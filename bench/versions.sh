@@ -45,6 +45,10 @@ server_bin() {
     v=$(python3 -c 'import json, sys
 print(json.load(open(sys.argv[1]))["packages"]["node_modules/pg" + sys.argv[2]]["version"])' \
         "$ROOT/tests/pg/package-lock.json" "$1") || return 1
+    # the tests install a version's copy on first use: do the same here (a fresh machine has none)
+    [ -x "$CACHE/$v/bin/postgres" ] ||
+        PGDIRECT_TEST_PG=$1 PGDIRECT_BIN=$BUILD/pgdirect bash -c '. "$1" && pg_bin_install' _ \
+            "$ROOT/tests/integration/lib.sh" >&2 || return 1
     [ -x "$CACHE/$v/bin/postgres" ] || return 1
     echo "$CACHE/$v/bin"
 }
