@@ -8,8 +8,8 @@
  * summarize_wal = on and 8 KiB blocks in 1 GiB segments; the parent was
  * taken on the server's current timeline (summaries are followed on one
  * timeline); the summarizer reaches this backup's start LSN within
- * DELTA_SUMMARY_WAIT_MS (it summarizes up to the checkpoint
- * pg_backup_start made); and the summaries of the timeline cover
+ * the wait given (--delta-summary-wait; it summarizes up to the
+ * checkpoint pg_backup_start made); and the summaries of the timeline cover
  * [parent's start LSN, this backup's start LSN) without a gap (a parent
  * taken before summarize_wal was turned on, or older than
  * wal_summary_keep_time, is not covered). Otherwise the whole backup uses
@@ -33,16 +33,16 @@
 #include "repo/manifest.h"
 #include "util/error.h"
 
-#define DELTA_SUMMARY_WAIT_MS 60000
-#define DELTA_METHOD_SUMMARY  "wal-summary"
-#define DELTA_METHOD_SCAN     "page-scan"
+#define DELTA_SUMMARY_WAIT_MAX_S 3600
+#define DELTA_METHOD_SUMMARY     "wal-summary"
+#define DELTA_METHOD_SCAN        "page-scan"
 
 typedef struct delta_summary_request {
     pg_session *pg;
     const delta_parent *parent; /* found */
     const char *start_lsn;      /* this backup's, as pg_backup_start returned it */
     uint64_t max_buffer;        /* bytes of pages the delta filter holds of one file */
-    int wait_ms;
+    int wait_ms;                /* for the summarizer to reach start_lsn; 0: ask once */
 } delta_summary_request;
 
 typedef struct delta_summary {

@@ -264,7 +264,7 @@ static bool backup_plan_delta(backup_run *r, pgd_error *err)
     delta_summary_request req = {.pg = &r->pg,
                                  .parent = &r->parent,
                                  .start_lsn = r->start_lsn,
-                                 .wait_ms = DELTA_SUMMARY_WAIT_MS};
+                                 .wait_ms = r->s->delta_summary_wait_s * 1000};
 
     if (!r->parent.found)
         return true;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "backup/delta_parent.h"
+#include "backup/delta_summary.h"
 #include "backup/io_plan.h"
 #include "cmd/common.h"
 #include "io/io_engine.h"
@@ -44,7 +45,7 @@ static bool backup_options_auto_or_int(const pgd_options *opts, opt_id id, long 
 
 bool backup_read_settings(const pgd_options *opts, backup_settings *s, pgd_error *err)
 {
-    long timeout, weight, nice_increment, max_steps;
+    long timeout, weight, nice_increment, max_steps, summary_wait;
     int checkpoint, engine, mode, io_class, checksum_errors;
     bool no_verify;
 
@@ -70,6 +71,7 @@ bool backup_read_settings(const pgd_options *opts, backup_settings *s, pgd_error
         !opt_bool(opts, OPT_STANDBY_ONLY, &s->standby_only, err) ||
         !opt_bool(opts, OPT_DELTA, &s->delta, err) ||
         !opt_int(opts, OPT_DELTA_MAX_STEPS, 0, DELTA_MAX_STEPS_MAX, &max_steps, err) ||
+        !opt_int(opts, OPT_DELTA_SUMMARY_WAIT, 0, DELTA_SUMMARY_WAIT_MAX_S, &summary_wait, err) ||
         !command_progress(opts, &s->progress, err))
         return false;
     if (strcmp(opt_str(opts, OPT_MAX_MEMORY), "auto") == 0)
@@ -89,12 +91,13 @@ bool backup_read_settings(const pgd_options *opts, backup_settings *s, pgd_error
     s->checksum_errors_fail = checksum_errors == 1;
     /* on the command line without --delta they would be ignored: a full the caller did not ask for
      */
-    if (!s->delta && (opts->v[OPT_DELTA_FROM].source == SRC_CLI ||
-                      opts->v[OPT_DELTA_MAX_STEPS].source == SRC_CLI))
-        return err_set(err, "option \"--%s\" needs --delta",
-                       opts->v[OPT_DELTA_FROM].source == SRC_CLI ? opt_name(OPT_DELTA_FROM)
-                                                                 : opt_name(OPT_DELTA_MAX_STEPS));
+    static const opt_id delta_only[] = {OPT_DELTA_FROM, OPT_DELTA_MAX_STEPS,
+                                        OPT_DELTA_SUMMARY_WAIT};
+    for (size_t i = 0; !s->delta && i < sizeof(delta_only) / sizeof(delta_only[0]); i++)
+        if (opts->v[delta_only[i]].source == SRC_CLI)
+            return err_set(err, "option \"--%s\" needs --delta", opt_name(delta_only[i]));
     s->delta_max_steps = (uint32_t)max_steps;
+    s->delta_summary_wait_s = (int)summary_wait;
     s->delta_from = opt_str(opts, OPT_DELTA_FROM);
     s->conninfo = opt_str(opts, OPT_DBNAME);
     s->label = opt_str(opts, OPT_LABEL);

@@ -38,6 +38,7 @@ typedef struct backup_settings {
     bool delta;
     const char *delta_from; /* an id or LATEST */
     uint32_t delta_max_steps;
+    int delta_summary_wait_s; /* for the WAL summarizer (17+) */
 } backup_settings;
 
 /* Every option of backup into s; false (err says which option and why) on a bad value. */

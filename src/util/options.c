@@ -107,6 +107,10 @@ const opt_def opt_defs[OPT_COUNT] = {
     [OPT_DELTA_MAX_STEPS] = {"delta-max-steps", "N", "6", CMD_BACKUP, false,
                              "with --delta: a chain holds at most N deltas after its full "
                              "backup; the next --delta is taken as a full"},
+    [OPT_DELTA_SUMMARY_WAIT] = {"delta-summary-wait", "SECONDS", "60", CMD_BACKUP, false,
+                                "with --delta on PostgreSQL 17+: how long to wait for the WAL "
+                                "summarizer to reach the backup's start (0: not at all); past "
+                                "it, the delta scans every page instead"},
     [OPT_STANDBY] = {"standby", NULL, "off", CMD_RESTORE, false,
                      "restore as a standby (standby.signal instead of recovery.signal)"},
     [OPT_PRIMARY_CONNINFO] = {"primary-conninfo", "CONNINFO", NULL, CMD_RESTORE, false,

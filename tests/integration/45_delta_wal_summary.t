@@ -10,7 +10,12 @@
 #   taken under pgbench load (20 tps) says it used the WAL summaries
 #   (delta_method "wal-summary") and reads at most 10 % of the bytes that the page-scan
 #   delta of the same parent reads; restored (chain of two) to a restore point after it,
-#   the pgbench tables and the cut table equal the source's there.
+#   the pgbench tables and the cut table equal the source's there;
+# - the summarizer stopped (SIGSTOP) so it cannot reach the backup's start within
+#   --delta-summary-wait 2: the page scan, the line naming the LSN and the wait;
+# - the restored cluster, promoted onto timeline 2 and archiving into the same repository:
+#   a delta of it on the timeline-1 parent uses the page scan (summaries are followed on one
+#   timeline), saying so, and its chain restores to the end of timeline 2 equal.
 # On PostgreSQL 14 to 16 (the main suite's 15 among them): the delta says the server keeps
 # no WAL summaries and uses the page scan; the rest is skipped.
 . "$(dirname "$0")/lib.sh"
@@ -20,13 +25,13 @@ pg_start "$T/data"
 
 sentinel() { jq -r ".$2" "$REPO/backups/$1.done.json"; }
 newest() { ls "$REPO/backups" | sed -n 's/\.done\.json$//p' | sort | tail -1; }
-# backup_as NAME [OPTIONS]: a backup, its log in $T/NAME.err, exit status in $RC, id in $ID,
+# backup_as NAME [OPTIONS]: a backup (of $BACKUP_PGDATA, else $T/data), its log in $T/NAME.err, exit status in $RC, id in $ID,
 # wall time in $SECS
 backup_as() {
     local name=$1 t0
     shift
     t0=$(date +%s.%N)
-    pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast "$@" >/dev/null 2>"$T/$name.err"
+    pgd backup --repo "$REPO" --pgdata "${BACKUP_PGDATA:-$T/data}" --checkpoint fast "$@" >/dev/null 2>"$T/$name.err"
     RC=$?
     SECS=$(echo "$(date +%s.%N) - $t0" | bc)
     ID=$(newest)
@@ -152,5 +157,57 @@ archive_all "$PGPORT"
 port=$(restore_and_start "$D3" "$T/r3" --target-name rp_summary --target-action promote)
 ok $? "restore of $D3 (on $F3) to rp_summary"
 is "$(pgbench_hash "$port") $(shrink_hash "$port")" "$HASH" "the restored pgbench tables and t_shrink equal the source's at rp_summary"
+
+# ---- the summarizer does not reach the backup's start in time: the page scan ----
+q "ALTER SYSTEM SET summarize_wal = on"
+q "SELECT pg_reload_conf()" >/dev/null
+summarizer=""
+for _ in $(seq 1 100); do
+    summarizer=$(q "SELECT pid FROM pg_stat_activity WHERE backend_type = 'walsummarizer'")
+    [ -n "$summarizer" ] && break
+    sleep 0.1
+done
+[ -n "$summarizer" ] || bail "no walsummarizer process after summarize_wal = on"
+kill -STOP "$summarizer"
+backup_as d5 --delta --delta-from "$F3" --delta-summary-wait 2
+kill -CONT "$summarizer"
+is "$RC/$(sentinel "$ID" delta_method)/$(sentinel "$ID" parent)" "0/page-scan/$F3" \
+    "a summarizer that does not reach the start: the page-scan delta"
+is "$(method_lines d5)" "1" "one line says so"
+like "$(method_line d5)" "page-LSN scan.*: the WAL summarizer did not reach $(sentinel "$ID" start_lsn) within 2 s \(it is at [0-9A-F]+/[0-9A-F]+\)" \
+    "naming the start LSN it waited for and the wait"
+out=$(pgd backup --repo "$REPO" --pgdata "$T/data" --delta-summary-wait 5 2>&1)
+is "$?" "2" "--delta-summary-wait without --delta: a usage error"
+like "$out" '^pgdirect: error: option "--delta-summary-wait" needs --delta$' "saying it needs --delta"
+out=$(pgd backup --repo "$REPO" --pgdata "$T/data" --delta --delta-summary-wait 100000 2>&1)
+is "$?" "2" "--delta-summary-wait past its maximum: a usage error"
+like "$out" '^pgdirect: error: .*delta-summary-wait.*3600' "naming the option and its limit"
+
+# ---- a parent on an earlier timeline: the page scan, and the chain restores ----
+# r3 was promoted onto a new timeline at rp_summary, after D3's start; it archives into the
+# same repository from here on (its history file pushed by hand, as it was made before)
+cat >>"$T/r3/postgresql.auto.conf" <<CONF
+archive_mode = on
+CONF
 pg_stop "$T/r3"
+pg_start "$T/r3" "$port"
+tli=$(psql_at "$port" "SELECT timeline_id FROM pg_control_checkpoint()")
+history=$(printf '%08X.history' "$tli")
+as_pg "$PGD" wal-push --repo "$REPO" "$T/r3/pg_wal/$history" || bail "wal-push of $history failed"
+psql_at "$port" "CREATE TABLE t_tl AS SELECT g FROM generate_series(1, 5000) g" >/dev/null
+PGPORT=$port BACKUP_PGDATA=$T/r3 backup_as d6 --delta --delta-from "$D3"
+D6=$ID
+is "$RC/$(sentinel "$D6" type)/$(sentinel "$D6" parent)" "0/delta/$D3" "a delta on timeline $tli of $D3 (timeline 1)"
+is "$(sentinel "$D6" delta_method)" "page-scan" "across a timeline switch: the page scan"
+like "$(method_line d6)" "page-LSN scan.*: the parent was taken on timeline 1, the server is on $tli" \
+    "saying the parent is on another timeline"
+psql_at "$port" "INSERT INTO t_tl SELECT g FROM generate_series(5001, 6000) g" >/dev/null
+TL_HASH="$(pgbench_hash "$port") $(psql_at "$port" "SELECT count(*) || '/' || sum(g) FROM t_tl")"
+archive_all "$port"
+pg_stop "$T/r3"
+port=$(restore_and_start "$D6" "$T/r6")
+ok $? "restore of $D6 (on $D3, on $F3) to the end of timeline $tli"
+is "$(pgbench_hash "$port") $(psql_at "$port" "SELECT count(*) || '/' || sum(g) FROM t_tl")" "$TL_HASH" \
+    "the restored cluster equals timeline $tli's at its end"
+pg_stop "$T/r6"
 done_testing
