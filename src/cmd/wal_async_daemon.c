@@ -38,7 +38,7 @@
 #define SPAWN_BUSY    'B' /* another process holds the lock */
 #define SPAWN_FAILED  'F' /* could not start; a message follows */
 
-storage *wal_async_daemon_open_repo(void *arg, pgd_error *err)
+static storage *wal_async_daemon_open_repo(void *arg, pgd_error *err)
 {
     return command_open_repo(arg, err);
 }
@@ -64,7 +64,7 @@ static bool wal_async_daemon_log_open(const char *dir, int *fd, pgd_error *err)
     return true;
 }
 
-void wal_async_daemon_log_tick(void *arg)
+static void wal_async_daemon_log_tick(void *arg)
 {
     const char *dir = arg;
     struct stat st;
@@ -78,6 +78,16 @@ void wal_async_daemon_log_tick(void *arg)
     dup2(fd, STDOUT_FILENO);
     dup2(fd, STDERR_FILENO);
     close(fd);
+}
+
+wal_daemon_hooks wal_async_daemon_hooks(const pgd_options *opts, const char *dir,
+                                        const char *settings)
+{
+    return (wal_daemon_hooks){.open_repo = wal_async_daemon_open_repo,
+                              .open_arg = (void *)opts,
+                              .settings = settings,
+                              .tick = wal_async_daemon_log_tick,
+                              .tick_arg = (void *)dir};
 }
 
 void wal_async_daemon_when(char *out, size_t outlen)

@@ -42,11 +42,7 @@ static int wal_async_fetch_background(const pgd_options *opts, unsigned concurre
         .spool_dir = dir,
         .concurrency = concurrency,
         .idle_exit_s = WAL_FETCHER_IDLE_EXIT_S,
-        .open_repo = wal_async_daemon_open_repo,
-        .open_arg = (void *)opts,
-        .settings = settings,
-        .tick = wal_async_daemon_log_tick,
-        .tick_arg = (void *)dir,
+        .hooks = wal_async_daemon_hooks(opts, dir, settings),
     };
     pgd_error err = {0};
     char when[WAL_WHEN_LEN];

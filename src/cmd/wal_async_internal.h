@@ -57,10 +57,13 @@ void wal_async_settings(const pgd_options *opts, char *out, size_t outlen);
  */
 bool wal_async_daemon_spawn(const char *dir, bool *started, bool *daemon, int *lock_fd,
                             pgd_error *err);
-/* The repository opener a background process is configured with (arg: the options). */
-storage *wal_async_daemon_open_repo(void *arg, pgd_error *err);
-/* Between scans: a log past its bound is rotated, so a long-lived process never fills a disk. */
-void wal_async_daemon_log_tick(void *arg);
+/*
+ * What the background process of spool `dir` runs with: the repository of
+ * opts, the settings recorded in the spool, and between scans its log
+ * rotated past its bound (a long-lived process never fills a disk).
+ */
+wal_daemon_hooks wal_async_daemon_hooks(const pgd_options *opts, const char *dir,
+                                        const char *settings);
 /* "2026-11-30 19:31:21 UTC": when a background process started, for its log. */
 void wal_async_daemon_when(char *out, size_t outlen);
 

@@ -121,11 +121,7 @@ static int wal_async_push_background(const pgd_options *opts, const wal_push_set
         .kind = s->kind,
         .level = s->level,
         .idle_exit_s = WAL_PUSHER_IDLE_EXIT_S,
-        .open_repo = wal_async_daemon_open_repo,
-        .open_arg = (void *)opts,
-        .settings = settings,
-        .tick = wal_async_daemon_log_tick,
-        .tick_arg = (void *)dir,
+        .hooks = wal_async_daemon_hooks(opts, dir, settings),
     };
     pgd_error err = {0};
     char when[WAL_WHEN_LEN];

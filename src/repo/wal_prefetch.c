@@ -259,7 +259,7 @@ bool wal_prefetch_run(const wal_prefetch_config *cfg, pgd_error *err)
         return true;
     if (!wal_spool_wake_open(cfg->spool_dir, &wake, err))
         return false;
-    p.repo = cfg->open_repo(cfg->open_arg, err);
+    p.repo = cfg->hooks.open_repo(cfg->hooks.open_arg, err);
     if (p.repo == NULL) {
         close(wake);
         return false;
@@ -278,8 +278,8 @@ bool wal_prefetch_run(const wal_prefetch_config *cfg, pgd_error *err)
         bool idle, changed = false;
 
         ok = wal_spool_request_read(cfg->spool_dir, &req, &missing, err) &&
-             (cfg->settings == NULL ||
-              wal_spool_settings_changed(cfg->spool_dir, cfg->settings, &changed, err));
+             (cfg->hooks.settings == NULL ||
+              wal_spool_settings_changed(cfg->spool_dir, cfg->hooks.settings, &changed, err));
         if (!ok || missing)
             break;
         if (changed) {
@@ -296,8 +296,8 @@ bool wal_prefetch_run(const wal_prefetch_config *cfg, pgd_error *err)
             break;
         if (idle && time(NULL) - last_request >= cfg->idle_exit_s)
             break;
-        if (cfg->tick != NULL)
-            cfg->tick(cfg->tick_arg);
+        if (cfg->hooks.tick != NULL)
+            cfg->hooks.tick(cfg->hooks.tick_arg);
         wal_spool_wake_wait(wake, WAL_PREFETCH_POLL_MS);
     }
     pthread_mutex_lock(&p.lock);

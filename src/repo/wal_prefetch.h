@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 
+#include "repo/wal_spool.h"
 #include "storage/storage.h"
 #include "util/error.h"
 
@@ -23,12 +24,7 @@ typedef struct wal_prefetch_config {
     const char *spool_dir; /* fetch-<key> (repo/wal_spool.h) */
     unsigned concurrency;  /* downloads in flight */
     int idle_exit_s;       /* stop when no new request came for this long */
-    storage *(*open_repo)(void *arg, pgd_error *err);
-    void *open_arg;
-    /* the settings it runs with: when a command records others in the spool, it stops */
-    const char *settings;
-    void (*tick)(void *arg); /* between scans; may be NULL */
-    void *tick_arg;
+    wal_daemon_hooks hooks;
 } wal_prefetch_config;
 
 /* Keep the requested segments downloaded until no request came for idle_exit_s. */

@@ -321,7 +321,7 @@ bool wal_pusher_run(const wal_pusher_config *cfg, pgd_error *err)
     if (!wal_spool_record_sweep(cfg->spool_dir, err) ||
         !wal_spool_wake_open(cfg->spool_dir, &wake, err))
         return false;
-    p.repo = cfg->open_repo(cfg->open_arg, &open_err);
+    p.repo = cfg->hooks.open_repo(cfg->hooks.open_arg, &open_err);
     if (p.repo == NULL) {
         log_error("%s", open_err.msg);
         ok = wal_pusher_fail_all(&p, open_err.msg, err);
@@ -343,8 +343,8 @@ bool wal_pusher_run(const wal_pusher_config *cfg, pgd_error *err)
         bool changed = false;
 
         if (!wal_pusher_scan(&p, &idle, &gone, err) ||
-            (cfg->settings != NULL &&
-             !wal_spool_settings_changed(cfg->spool_dir, cfg->settings, &changed, err))) {
+            (cfg->hooks.settings != NULL &&
+             !wal_spool_settings_changed(cfg->spool_dir, cfg->hooks.settings, &changed, err))) {
             ok = false;
             break;
         }
@@ -362,8 +362,8 @@ bool wal_pusher_run(const wal_pusher_config *cfg, pgd_error *err)
             idle_since = time(NULL);
         else if (time(NULL) - idle_since >= cfg->idle_exit_s)
             break;
-        if (cfg->tick != NULL)
-            cfg->tick(cfg->tick_arg);
+        if (cfg->hooks.tick != NULL)
+            cfg->hooks.tick(cfg->hooks.tick_arg);
         wal_spool_wake_wait(wake, WAL_PUSHER_POLL_MS);
     }
     pthread_mutex_lock(&p.lock);

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 
 #include "compress/compress.h"
+#include "repo/wal_spool.h"
 #include "storage/storage.h"
 #include "util/error.h"
 
@@ -28,14 +29,7 @@ typedef struct wal_pusher_config {
     compress_kind kind;
     int level;
     int idle_exit_s; /* stop after this long with nothing to push */
-    /* opens the repository (in the pusher's process; shared by its threads) */
-    storage *(*open_repo)(void *arg, pgd_error *err);
-    void *open_arg;
-    /* the settings it runs with: when a command records others in the spool, it stops */
-    const char *settings;
-    /* called between scans (the caller rotates its log there); may be NULL */
-    void (*tick)(void *arg);
-    void *tick_arg;
+    wal_daemon_hooks hooks;
 } wal_pusher_config;
 
 /*

@@ -43,6 +43,7 @@
 #include <time.h>
 
 #include "repo/wal_archive.h"
+#include "storage/storage.h"
 #include "util/error.h"
 
 #define WAL_SPOOL_DEFAULT_NAME "pgdirect-spool" /* next to the data directory */
@@ -52,6 +53,18 @@
 #define WAL_SPOOL_LOG_MAX      (1024 * 1024) /* a log longer than this is rotated */
 
 typedef enum { WAL_SPOOL_PUSH, WAL_SPOOL_FETCH } wal_spool_role;
+
+/* What the command that starts a spool's background process (pusher or prefetcher) gives it. */
+typedef struct wal_daemon_hooks {
+    /* opens the repository (in the background process; shared by its threads) */
+    storage *(*open_repo)(void *arg, pgd_error *err);
+    void *open_arg;
+    /* the settings it runs with: when a command records others in the spool, it stops */
+    const char *settings;
+    /* called between scans (the caller rotates its log there); may be NULL */
+    void (*tick)(void *arg);
+    void *tick_arg;
+} wal_daemon_hooks;
 
 /*
  * The default spool root for a data directory: <its parent>/pgdirect-spool

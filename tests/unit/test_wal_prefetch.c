@@ -79,8 +79,7 @@ static bool run(fixture *f)
         .spool_dir = f->spool,
         .concurrency = 2,
         .idle_exit_s = 0,
-        .open_repo = open_repo,
-        .open_arg = f,
+        .hooks = {.open_repo = open_repo, .open_arg = f},
     };
     pgd_error err = {0};
     bool ok = wal_prefetch_run(&cfg, &err);

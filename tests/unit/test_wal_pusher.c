@@ -86,8 +86,7 @@ static bool run(fixture *f, pgd_error *err)
         .kind = COMPRESS_LZ4,
         .level = COMPRESS_LEVEL_DEFAULT,
         .idle_exit_s = 0,
-        .open_repo = open_repo,
-        .open_arg = f,
+        .hooks = {.open_repo = open_repo, .open_arg = f},
     };
     return wal_pusher_run(&cfg, err);
 }
