@@ -19,6 +19,7 @@
 
 #include "cache/residency.h"
 #include "pg/relations.h"
+#include "util/work_pool.h"
 
 static const char *const fork_suffix[] = {"", "_fsm", "_vm", "_init"};
 static const char *const fork_name[] = {"main", "fsm", "vm", "init"};
@@ -326,6 +327,110 @@ static bool cache_collect_fork(cache_report *r, const char *pgdata, cache_dir *d
     return true;
 }
 
+/*
+ * The files of one database's relations are examined by CACHE_THREADS threads
+ * (the work is system calls: open, cachestat or mincore, close, about four per
+ * file), each taking the next CACHE_CHUNK relations with its own open
+ * directory; rows are appended in the relations' order afterwards, so the
+ * report is the same whatever the threads' timing.
+ */
+#define CACHE_THREADS 2
+#define CACHE_CHUNK   512
+
+typedef struct cache_files_job {
+    const char *pgdata, *db;
+    const pg_relation *rels;
+    size_t nrels;
+    bool include_shared;
+    const pg_buffer *bufs;
+    size_t nbufs;
+    cache_report *chunks; /* one per task: its rows */
+} cache_files_job;
+
+typedef struct cache_files_worker {
+    const cache_files_job *job;
+    cache_dir dir;
+    bool unreadable;
+} cache_files_worker;
+
+static bool cache_files_chunk(work_pool *pool, void *arg, size_t task, pgd_error *err)
+{
+    cache_files_worker *w = arg;
+    const cache_files_job *job = w->job;
+    size_t end = (task + 1) * CACHE_CHUNK < job->nrels ? (task + 1) * CACHE_CHUNK : job->nrels;
+
+    (void)pool;
+    for (size_t i = task * CACHE_CHUNK; i < end; i++) {
+        if (job->rels[i].shared && !job->include_shared)
+            continue;
+        for (int fork = 0; fork < NFORKS; fork++)
+            if (!cache_collect_fork(&job->chunks[task], job->pgdata, &w->dir, job->db,
+                                    &job->rels[i], fork, job->bufs, job->nbufs, &w->unreadable,
+                                    err))
+                return false;
+    }
+    return true;
+}
+
+static bool cache_files_finish(work_pool *pool, void *arg, bool ok, pgd_error *err)
+{
+    cache_files_worker *w = arg;
+
+    (void)pool;
+    (void)err;
+    cache_dir_close(&w->dir);
+    return ok;
+}
+
+/* Rows of every fork file of rels into r, in their order; *unreadable when some file was. */
+static bool cache_collect_files(cache_report *r, const char *pgdata, const char *db,
+                                const pg_relation *rels, size_t nrels, bool include_shared,
+                                const pg_buffer *bufs, size_t nbufs, bool *unreadable,
+                                pgd_error *err)
+{
+    size_t ntasks = (nrels + CACHE_CHUNK - 1) / CACHE_CHUNK, rows = r->n;
+    cache_files_job job = {pgdata, db, rels, nrels, include_shared, bufs, nbufs, NULL};
+    cache_files_worker workers[CACHE_THREADS];
+    work_pool_job pj = {.threads = ntasks < CACHE_THREADS ? (unsigned)ntasks : CACHE_THREADS,
+                        .ntasks = ntasks,
+                        .workers = workers,
+                        .worker_size = sizeof(workers[0]),
+                        .run = cache_files_chunk,
+                        .finish = cache_files_finish,
+                        .thread_name = "cache thread"};
+    bool ok;
+
+    if (ntasks == 0)
+        return true;
+    if ((job.chunks = calloc(ntasks, sizeof(*job.chunks))) == NULL)
+        return err_set(err, "out of memory");
+    for (unsigned i = 0; i < CACHE_THREADS; i++)
+        workers[i] = (cache_files_worker){.job = &job, .dir = {.fd = AT_FDCWD}};
+    ok = work_pool_run(&pj, NULL, err);
+    for (unsigned i = 0; i < CACHE_THREADS; i++)
+        *unreadable = *unreadable || workers[i].unreadable;
+    for (size_t t = 0; ok && t < ntasks; t++)
+        rows += job.chunks[t].n;
+    if (ok && rows > r->cap) {
+        cache_row *grown = realloc(r->rows, rows * sizeof(*grown));
+        if (grown == NULL)
+            ok = err_set(err, "out of memory");
+        else {
+            r->rows = grown;
+            r->cap = rows;
+        }
+    }
+    for (size_t t = 0; t < ntasks; t++) {
+        if (ok && job.chunks[t].n > 0) {
+            memcpy(&r->rows[r->n], job.chunks[t].rows, job.chunks[t].n * sizeof(cache_row));
+            r->n += job.chunks[t].n;
+        }
+        free(job.chunks[t].rows);
+    }
+    free(job.chunks);
+    return ok;
+}
+
 static bool cache_collect_database(cache_report *r, const cache_request *req, const char *pgdata,
                                    const char *db, bool include_shared, pgd_error *err)
 {
@@ -334,7 +439,6 @@ static bool cache_collect_database(cache_report *r, const cache_request *req, co
     pg_buffer *bufs = NULL;
     size_t nrels = 0, nbufs = 0;
     buffercache_status bstatus;
-    cache_dir dir = {.fd = AT_FDCWD};
     bool unreadable = false, ok = false;
 
     if (conn == NULL)
@@ -355,14 +459,9 @@ static bool cache_collect_database(cache_report *r, const cache_request *req, co
                        "no permission to read pg_buffercache in database \"%s\": its "
                        "shared_buffers column is empty (GRANT pg_monitor)",
                        db);
-    for (size_t i = 0; i < nrels; i++) {
-        if (rels[i].shared && !include_shared)
-            continue;
-        for (int fork = 0; fork < NFORKS; fork++)
-            if (!cache_collect_fork(r, pgdata, &dir, db, &rels[i], fork, bufs, nbufs, &unreadable,
-                                    err))
-                goto done;
-    }
+    if (!cache_collect_files(r, pgdata, db, rels, nrels, include_shared, bufs, nbufs, &unreadable,
+                             err))
+        goto done;
     if (unreadable)
         cache_add_note(r,
                        "some relation files of database \"%s\" under \"%s\" could not be read: "
@@ -372,7 +471,6 @@ static bool cache_collect_database(cache_report *r, const cache_request *req, co
         r->os_known = true;
     ok = true;
 done:
-    cache_dir_close(&dir);
     free(rels);
     free(bufs);
     PQfinish(conn);

@@ -60,7 +60,9 @@ bool pg_relations_list(PGconn *conn, const char *like, pg_relation **out, size_t
         "  c.relisshared "
         "FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
         "WHERE c.relpersistence <> 't' AND pg_catalog.pg_relation_filepath(c.oid) IS NOT NULL "
-        "  AND ($1::text IS NULL OR c.relname LIKE $1::text)";
+        "  AND ($1::text IS NULL OR c.relname LIKE $1::text) "
+        /* one directory after the other: the caller lists each once, not at every switch */
+        "ORDER BY c.reltablespace";
     PGresult *res = pg_relations_query(conn, sql, 1, like, err);
     int n;
 
