@@ -6,17 +6,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pg/session.h"
 #include "repo/layout.h"
 #include "restore/backup_read.h"
 
 #define CHAIN_TYPE_FULL  "full"
 #define CHAIN_TYPE_DELTA "delta"
 
-/* The sentinel and the manifest of one backup agree on what it is. */
+/* The sentinel and the manifest of one backup agree on which backup it is and what it is. */
 static bool chain_check_member(const backup_info *bi, const manifest *m, pgd_error *err)
 {
     bool delta = strcmp(bi->type, CHAIN_TYPE_DELTA) == 0;
 
+    if (m->id == NULL || strcmp(m->id, bi->id) != 0)
+        return err_set(err, "backup \"%s\" is damaged: its manifest is that of backup \"%s\"",
+                       bi->id, m->id != NULL ? m->id : "");
     if (delta != (bi->parent[0] != '\0'))
         return err_set(err, "backup \"%s\" is damaged: its sentinel says type \"%s\" %s a parent",
                        bi->id, bi->type, delta ? "without" : "with");
@@ -25,6 +29,35 @@ static bool chain_check_member(const backup_info *bi, const manifest *m, pgd_err
                        "backup \"%s\" is damaged: its manifest and its sentinel disagree about "
                        "its parent",
                        bi->id);
+    return true;
+}
+
+/*
+ * The backup under the parent's id is the one the child was taken on: it
+ * started at the LSN the child recorded as its parent's (the threshold of
+ * its pages), and before the child. A backup put in its place (another
+ * backup's files, or an id reused) would lend its pages to the restore.
+ */
+static bool chain_check_lineage(const backup_info *child, const backup_info *parent, pgd_error *err)
+{
+    uint64_t recorded, parent_start, child_start;
+
+    if (!pg_parse_lsn(child->parent_start_lsn, &recorded) ||
+        !pg_parse_lsn(child->start_lsn, &child_start))
+        return err_set(err,
+                       "backup \"%s\" is damaged: its sentinel's parent_start_lsn \"%s\" or "
+                       "start_lsn \"%s\" is not an LSN",
+                       child->id, child->parent_start_lsn, child->start_lsn);
+    if (!pg_parse_lsn(parent->start_lsn, &parent_start))
+        return err_set(err,
+                       "backup \"%s\" is damaged: its sentinel's start_lsn \"%s\" is not an LSN",
+                       parent->id, parent->start_lsn);
+    if (parent_start != recorded || parent_start >= child_start)
+        return err_set(err,
+                       "backup \"%s\" was taken on a parent \"%s\" that started at %s, but the "
+                       "backup \"%s\" in the repository started at %s%s: it is not that parent",
+                       child->id, parent->id, child->parent_start_lsn, parent->id,
+                       parent->start_lsn, parent_start >= child_start ? ", after it" : "");
     return true;
 }
 
@@ -47,6 +80,8 @@ static bool chain_load_parent(storage *repo, const backup_info *child, bool allo
         err_prefix(err, "backup \"%s\" needs its parent \"%s\", which is damaged", child->id, id);
         return false;
     }
+    if (!chain_check_lineage(child, &out->bi, err))
+        return false;
     if (strcmp(out->bi.system_identifier, child->system_identifier) != 0)
         return err_set(err,
                        "backup \"%s\" needs its parent \"%s\", which is of another system "
