@@ -358,6 +358,27 @@ static bool backup_copy(backup_run *r, pgd_error *err)
     return true;
 }
 
+/*
+ * The archived start segment is this cluster's: a repository shared with
+ * another cluster by mistake (its archive_command pointing here, ours
+ * elsewhere) holds segments of the same names, which would make an
+ * unrestorable backup look complete.
+ */
+static bool backup_wal_same_system(backup_run *r, const char *seg, pgd_error *err)
+{
+    char sysid[24];
+
+    if (!wal_archive_system_id(r->repo, seg, sysid, sizeof(sysid), err))
+        return false;
+    if (strcmp(sysid, r->pg.system_identifier) != 0)
+        return err_set(err,
+                       "WAL file \"%s\" in repository \"%s\" is of another system (system "
+                       "identifier %s, not this cluster's %s): is archive_command writing to "
+                       "another repository?",
+                       seg, r->repo->uri, sysid, r->pg.system_identifier);
+    return true;
+}
+
 /* pg_backup_stop, the labels and manifests, the WAL in the repository, the sentinel. */
 static bool backup_finish(backup_run *r, pgd_error *err)
 {
@@ -403,7 +424,8 @@ static bool backup_finish(backup_run *r, pgd_error *err)
         else
             log_info("waiting for WAL %s..%s to reach the repository", bi->start_wal, bi->stop_wal);
         if (!wal_archive_wait(r->repo, bi->start_wal, s->archive_timeout, err) ||
-            !wal_archive_wait(r->repo, bi->stop_wal, s->archive_timeout, err))
+            !wal_archive_wait(r->repo, bi->stop_wal, s->archive_timeout, err) ||
+            !backup_wal_same_system(r, bi->start_wal, err))
             return false;
     }
     /* the last moment a signal can still stop the backup from existing */

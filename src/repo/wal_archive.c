@@ -12,6 +12,7 @@
 #include "repo/wal_archive.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -205,4 +206,49 @@ bool wal_archive_wait(storage *repo, const char *name, int timeout_s, pgd_error 
                            name, repo->uri, timeout_s);
         usleep(WAL_WAIT_POLL_US);
     }
+}
+
+/* XLogLongPageHeaderData: the short page header (24 bytes), then xlp_sysid */
+#define WAL_SYSID_OFFSET 24
+#define WAL_SYSID_END    32
+
+bool wal_archive_system_id(storage *repo, const char *name, char *out, size_t outlen,
+                           pgd_error *err)
+{
+    unsigned char head[WAL_SYSID_END];
+    char path[LAYOUT_PATH_MAX];
+    compress_kind kind;
+    in_stream *in;
+    size_t got = 0;
+    uint64_t sysid;
+    bool found, missing, ok = true;
+
+    if (!wal_archive_find(repo, name, &found, &kind, err))
+        return false;
+    if (!found)
+        return err_set(err, "WAL file \"%s\" is not in repository \"%s\"", name, repo->uri);
+    layout_wal_path(name, kind, path, sizeof(path));
+    in = storage_read_open(repo, path, &missing, err);
+    if (in == NULL)
+        return missing
+                   ? err_set(err, "WAL file \"%s\" is not in repository \"%s\"", name, repo->uri)
+                   : false;
+    if ((in = decompress_in_new(kind, in, path, err)) == NULL)
+        return false;
+    while (ok && got < sizeof(head)) {
+        size_t n = 0;
+        ok = in_read(in, head + got, sizeof(head) - got, &n, err);
+        if (n == 0)
+            break;
+        got += n;
+    }
+    in_close(in);
+    if (!ok)
+        return false;
+    if (got < sizeof(head))
+        return err_set(err, "WAL file \"%s\" in repository \"%s\" is too short to be a segment",
+                       name, repo->uri);
+    memcpy(&sysid, head + WAL_SYSID_OFFSET, sizeof(sysid));
+    snprintf(out, outlen, "%" PRIu64, sysid);
+    return true;
 }

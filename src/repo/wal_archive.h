@@ -71,5 +71,12 @@ bool wal_archive_fetch_sum(storage *repo, const char *name, const char *dest, bo
 
 /* Wait up to timeout_s for `name` to be archived. */
 bool wal_archive_wait(storage *repo, const char *name, int timeout_s, pgd_error *err);
+/*
+ * The system identifier in the long page header of archived segment
+ * `name` (decimal, as pg_control_system() gives it): a segment of another
+ * cluster under the same name must not pass for a backup's WAL.
+ */
+bool wal_archive_system_id(storage *repo, const char *name, char *out, size_t outlen,
+                           pgd_error *err);
 
 #endif

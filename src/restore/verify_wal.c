@@ -24,6 +24,7 @@
 /* PostgreSQL's default segment size, taken when nothing else tells the size */
 #define VERIFY_DEFAULT_SEG_SIZE (16u * 1024 * 1024)
 /* XLogLongPageHeaderData: the short header (24 bytes), xlp_sysid (8), then xlp_seg_size */
+#define VERIFY_SYSID_OFFSET    24
 #define VERIFY_SEG_SIZE_OFFSET 32
 #define VERIFY_SEG_HEADER_LEN  36
 #define VERIFY_WAL_HEX         24
@@ -160,6 +161,30 @@ static bool verify_wal_read_wal(storage *repo, const char *object, unsigned char
 }
 
 /*
+ * The segment's long page header names the system it belongs to: a
+ * segment of another cluster under the same name (a repository shared by
+ * mistake, an archive_command pointing elsewhere) would pass every other
+ * check here, and PostgreSQL would refuse it at recovery. False (and a
+ * problem noted) when it is another system's.
+ */
+static bool verify_wal_same_system(verify_result *r, const backup_info *bi, const char *name,
+                                   const unsigned char *head)
+{
+    uint64_t sysid;
+    char text[24];
+
+    memcpy(&sysid, head + VERIFY_SYSID_OFFSET, sizeof(sysid));
+    snprintf(text, sizeof(text), "%" PRIu64, sysid);
+    if (strcmp(text, bi->system_identifier) == 0)
+        return true;
+    verify_problem(r,
+                   "WAL segment %s in the repository is of another system (system identifier "
+                   "%s, not the backup's %s)",
+                   name, text, bi->system_identifier);
+    return false;
+}
+
+/*
  * The segment size: the one for which the sentinel's start and stop LSNs
  * fall in its start and stop segments. Small LSNs fit several sizes; then
  * the start segment's own long page header says.
@@ -203,7 +228,7 @@ bool verify_wal(const verify_request *req, verify_result *r, pgd_error *err)
     char *buf = NULL;
     const char *first;
     uint64_t start_seg, stop_seg, end_seg, seg;
-    bool ok = true, have_head = false, operational = false;
+    bool ok = true, have_head = false, operational = false, other_system = false;
 
     if (strlen(bi->start_wal) != VERIFY_WAL_HEX || strlen(bi->stop_wal) != VERIFY_WAL_HEX ||
         !verify_wal_is_hex(bi->start_wal, VERIFY_WAL_HEX) ||
@@ -237,6 +262,8 @@ bool verify_wal(const verify_request *req, verify_result *r, pgd_error *err)
         }
         if (!have_head)
             verify_problem(r, "%s", e.msg);
+        else if (!verify_wal_same_system(r, bi, bi->start_wal, head))
+            other_system = true;
     }
     l.seg_size = verify_wal_seg_size(bi, l.tli, head, have_head);
     if (l.seg_size == 0) {
@@ -259,7 +286,7 @@ bool verify_wal(const verify_request *req, verify_result *r, pgd_error *err)
         verify_problem(r, "WAL segment %s (the backup's start) is missing from the repository",
                        bi->start_wal);
         r->restorable = false;
-    } else if (!have_head) {
+    } else if (!have_head || other_system) {
         r->restorable = false;
     }
     /* every segment after the start up to the stop, read and checked */
@@ -275,13 +302,15 @@ bool verify_wal(const verify_request *req, verify_result *r, pgd_error *err)
             r->restorable = false;
             continue;
         }
-        if (!verify_wal_read_wal(req->repo, object, head, 0, buf, &operational, &e)) {
+        if (!verify_wal_read_wal(req->repo, object, head, sizeof(head), buf, &operational, &e)) {
             if (e.transient || operational) {
                 *err = e;
                 ok = false;
                 goto out;
             }
             verify_problem(r, "%s", e.msg);
+            r->restorable = false;
+        } else if (!verify_wal_same_system(r, bi, name, head)) {
             r->restorable = false;
         }
     }
