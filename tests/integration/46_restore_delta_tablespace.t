@@ -16,7 +16,9 @@
 # directory; nothing changes in the copy or the tablespace. So are a link of
 # the copy that points inside the copy itself, a dangling link, a link to a
 # file and a relative link. Without a link, an absent --tablespace-map
-# destination is restored into, as by a plain restore.
+# destination is restored into, as by a plain restore; so is an absent
+# recorded location the copy's link points at (a failed --delta run that
+# created it leaves that, and running it again must complete).
 . "$(dirname "$0")/lib.sh"
 setup_tmp
 
@@ -121,6 +123,16 @@ is "$(q "SELECT count(*) FROM t WHERE v = 'committed-after-backup'")" "10000" \
     "after a crash restart the running server has its committed update"
 is "$(q "SELECT md5(string_agg(id || v, ',' ORDER BY id)) FROM t")" "$live_hash" "and all its rows"
 pg_stop "$T/data"
+
+# ---- a link to the recorded location, which is absent (as a failed --delta run that created it
+# leaves it): restored there, so running restore --delta again completes ----
+mv "$T/ts1" "$T/ts1.moved"
+ln -sfn "$T/ts1" "$T/data_nolink/pg_tblspc/$oid"
+pgd restore "$id" --repo "$REPO" --target-dir "$T/data_nolink" --delta --progress off \
+    >"$T/dangling.log" 2>&1
+ok $? "a link to the absent recorded location: restored there" || sed 's/^/# /' "$T/dangling.log"
+ok $([ -d "$T/ts1" ] && [ "$(readlink "$T/data_nolink/pg_tblspc/$oid")" = "$T/ts1" ] && echo 0 || echo 1) \
+    "the directory is created and the link kept"
 
 # ---- the restored copy starts and holds the backup's data ----
 port=$(free_port)
