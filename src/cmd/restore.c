@@ -75,7 +75,9 @@ static const command_help restore_help = {
     "bytes that did not have to be written are reported. A running server (postmaster.pid\n"
     "naming a live process) or a directory of another system is refused. Until it completes,\n"
     "the directory has no global/pg_control and cannot be started; run it again after a\n"
-    "failure.\n"
+    "failure. A tablespace the directory has a pg_tblspc/<oid> link for is restored where\n"
+    "that link points (unless --tablespace-map sends it elsewhere), not to the location in\n"
+    "the backup; any other tablespace directory must be absent or empty.\n"
     "\n"
     "--target-time takes an ISO 8601 date and time WITH a zone (\"2026-11-29 21:00:00+00\",\n"
     "\"2026-11-29T22:00:00 Europe/Berlin\"): without one the server would read it in its own\n"
@@ -205,13 +207,15 @@ typedef struct restore_run {
     storage *repo;
     backup_info bi;
     manifest m;
-    chain chain;           /* a delta's parents, newest first; empty for a full backup */
-    extract_older *older;  /* the same, as extract reads them */
-    const char **dest;     /* per tablespace: where it goes (--tablespace-map applied) */
-    target_dir *dirs;      /* [0] the target directory, [1 + i] tablespace i */
-    size_t ndirs;          /* allocated (and to clean up on failure) */
-    durable_list *sync;    /* everything written, for the final fsync pass */
-    char *restore_command; /* as PostgreSQL will run it */
+    chain chain;            /* a delta's parents, newest first; empty for a full backup */
+    extract_older *older;   /* the same, as extract reads them */
+    const char **dest;      /* per tablespace: where it goes (--tablespace-map applied) */
+    tablespaces_from *from; /* per tablespace: why it goes there */
+    char (*own)[PATH_MAX];  /* --delta: per tablespace, the existing directory's link */
+    target_dir *dirs;       /* [0] the target directory, [1 + i] tablespace i */
+    size_t ndirs;           /* allocated (and to clean up on failure) */
+    durable_list *sync;     /* everything written, for the final fsync pass */
+    char *restore_command;  /* as PostgreSQL will run it */
     uint64_t bytes;
     uint64_t unchanged; /* --delta: bytes that matched and were not written */
     double t0;
@@ -265,11 +269,16 @@ static bool restore_plan(restore_run *r, const pgd_options *opts, pgd_error *err
     }
     r->dest = calloc(r->m.ntablespaces + 1, sizeof(*r->dest));
     r->dirs = calloc(r->m.ntablespaces + 1, sizeof(*r->dirs));
-    if (r->dest == NULL || r->dirs == NULL)
+    r->from = calloc(r->m.ntablespaces + 1, sizeof(*r->from));
+    r->own = calloc(r->m.ntablespaces + 1, sizeof(*r->own));
+    if (r->dest == NULL || r->dirs == NULL || r->from == NULL || r->own == NULL)
         return err_set(err, "out of memory");
     r->ndirs = r->m.ntablespaces + 1;
-    return tablespaces_map(&r->m, s->tablespace_map, s->ntablespace_map, r->dest, err) &&
-           tablespaces_check(s->target, &r->m, r->dest, err);
+    /* --delta: a tablespace goes where the directory's own link points, not where the backup's
+       location is (another cluster's, maybe running); any other destination must be free */
+    return tablespaces_map(&r->m, s->tablespace_map, s->ntablespace_map, r->dest, r->from, err) &&
+           (!s->delta || tablespaces_delta(s->target, &r->m, r->dest, r->from, r->own, err)) &&
+           tablespaces_check(s->target, &r->m, r->dest, r->from, err);
 }
 
 /* The first writes: the directories, each destination logged before (restore_plan). */
@@ -278,8 +287,10 @@ static bool restore_prepare(restore_run *r, pgd_error *err)
     bool (*prepare)(target_dir *, const char *, const char *, pgd_error *) =
         r->s->delta ? target_dir_prepare_existing : target_dir_prepare;
     bool ok = prepare(&r->dirs[0], r->s->target, "target directory", err);
+    /* --delta reuses only the directory's own tablespaces (restore_plan); others must be empty */
     for (size_t i = 1; ok && i < r->ndirs; i++)
-        ok = prepare(&r->dirs[i], r->dest[i - 1], "tablespace directory", err);
+        ok = (tablespaces_reuse(r->from[i - 1]) ? prepare : target_dir_prepare)(
+            &r->dirs[i], r->dest[i - 1], "tablespace directory", err);
     if (!ok)
         return false;
     log_info("restoring backup %s (%llu files, %zu partitions) to \"%s\"", r->bi.id,
@@ -421,6 +432,8 @@ static bool cmd_restore_run(const restore_settings *s, const pgd_options *opts, 
     durable_list_free(r.sync);
     free(r.dest);
     free(r.dirs);
+    free(r.from);
+    free(r.own);
     free(r.older);
     chain_free(&r.chain);
     manifest_free(&r.m);
