@@ -16,7 +16,8 @@
  *           partitions (backup/pipeline.h)
  *   finish  a standby still one, on one timeline (backup/source.h);
  *           pg_backup_stop; labels, manifest.json and backup_manifest;
- *           the WAL the backup needs reaches the repository; the sentinel
+ *           the WAL the backup needs reaches the repository; a delta's
+ *           parent is checked to be still there; the sentinel
  *           (backup/record.h: why in this order)
  *
  * A run that fails removes everything it wrote under its id; one that is
@@ -304,6 +305,9 @@ static bool backup_begin(backup_run *r, pgd_error *err)
     if (!(r->claimed = backup_id_claim_kind(r->repo, (time_t)r->start_time,
                                             r->parent.found ? &parent : NULL, r->id, err)))
         return false;
+    /* a delete that listed the repository before our claim existed may have taken it */
+    if (r->parent.found && !delta_parent_still_there(r->repo, &r->parent, err))
+        return false;
     log_info("backup %s of \"%s\" (PostgreSQL %s%s) to \"%s\": %s checkpoint", r->id, s->pgdata,
              r->pg.version, r->pg.in_recovery ? ", a standby" : "", r->repo->uri,
              r->pg.in_recovery    ? "restartpoint"
@@ -410,8 +414,13 @@ static bool backup_finish(backup_run *r, pgd_error *err)
             !wal_archive_wait(r->repo, bi->stop_wal, s->archive_timeout, err))
             return false;
     }
-    /* the last moment a signal can still stop the backup from existing */
-    return !backup_interrupted() && record_publish(r->repo, &r->rec, err);
+    /*
+     * the last moment a signal can still stop the backup from existing; a delta whose parent
+     * went meanwhile is not restorable: it fails, and what it wrote goes
+     */
+    return !backup_interrupted() &&
+           (!r->parent.found || delta_parent_still_there(r->repo, &r->parent, err)) &&
+           record_publish(r->repo, &r->rec, err);
 }
 
 static void backup_run_free(backup_run *r)
