@@ -73,7 +73,12 @@ static bool backup_id_list(storage *repo, const char *id, backup_id_names *out, 
     return false;
 }
 
-static char *backup_id_claim_text(const char *id, time_t start, pgd_error *err)
+/*
+ * The claim: id, host, pid, start_time; a delta's also its parent and the
+ * parent's start_lsn, so that delete keeps that parent while the run goes.
+ */
+static char *backup_id_claim_text(const char *id, time_t start, const backup_id_parent *parent,
+                                  pgd_error *err)
 {
     char host[HOST_NAME_LEN] = "";
     json_t *o;
@@ -83,6 +88,12 @@ static char *backup_id_claim_text(const char *id, time_t start, pgd_error *err)
         snprintf(host, sizeof(host), "unknown");
     o = json_pack("{s:s, s:s, s:I, s:I}", "id", id, "host", host, "pid", (json_int_t)getpid(),
                   "start_time", (json_int_t)start);
+    if (o != NULL && parent != NULL &&
+        (json_object_set_new(o, "parent", json_string(parent->id)) != 0 ||
+         json_object_set_new(o, "parent_start_lsn", json_string(parent->start_lsn)) != 0)) {
+        json_decref(o);
+        o = NULL;
+    }
     text = o != NULL ? json_dumps(o, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
     if (text == NULL)
@@ -112,11 +123,12 @@ static bool backup_id_foreign(storage *repo, const char *id, bool *foreign, pgd_
 }
 
 /* Try to claim `id`: *taken when another run (or its leftovers) holds it. */
-static bool backup_id_try(storage *repo, const char *id, time_t start, bool *taken, pgd_error *err)
+static bool backup_id_try(storage *repo, const char *id, time_t start,
+                          const backup_id_parent *parent, bool *taken, pgd_error *err)
 {
     char path[LAYOUT_PATH_MAX];
     pgd_error put_err = {0};
-    char *text = backup_id_claim_text(id, start, err);
+    char *text = backup_id_claim_text(id, start, parent, err);
     bool ok, exists, foreign;
 
     *taken = false;
@@ -167,13 +179,14 @@ static bool backup_id_sibling_taken(storage *repo, const char *id, bool *taken, 
 
 bool backup_id_claim(storage *repo, time_t start, char id[BACKUP_ID_LEN + 1], pgd_error *err)
 {
-    return backup_id_claim_kind(repo, start, false, id, err);
+    return backup_id_claim_kind(repo, start, NULL, id, err);
 }
 
-bool backup_id_claim_kind(storage *repo, time_t start, bool delta, char id[BACKUP_ID_LEN + 1],
-                          pgd_error *err)
+bool backup_id_claim_kind(storage *repo, time_t start, const backup_id_parent *parent,
+                          char id[BACKUP_ID_LEN + 1], pgd_error *err)
 {
     char first[BACKUP_ID_LEN + 1];
+    bool delta = parent != NULL;
 
     layout_backup_id(start, first);
     first[BACKUP_ID_LEN - 1] = delta ? 'D' : 'F';
@@ -188,7 +201,7 @@ bool backup_id_claim_kind(storage *repo, time_t start, bool delta, char id[BACKU
         }
         if (taken)
             continue;
-        if (!backup_id_try(repo, id, start, &taken, err)) {
+        if (!backup_id_try(repo, id, start, parent, &taken, err)) {
             err_prefix(err, "could not claim backup id %s", id);
             return false;
         }

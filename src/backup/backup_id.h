@@ -9,6 +9,12 @@
  * If-None-Match: *), so exactly one run creates backups/<id>/claim.json.
  * The others take the next second at once, without waiting: an id is a
  * name that sorts by start time, not a clock reading.
+ *
+ * claim.json holds {"id", "host", "pid", "start_time"} and, for a delta,
+ * "parent" (the parent's id) and "parent_start_lsn": a delta's parent is
+ * chosen before its id is claimed, so from its first object on, delete
+ * (repo/repo_contents.c, repo/retention.h) can see which backup a running
+ * delta builds on and keeps it.
  */
 #ifndef PGD_BACKUP_ID_H
 #define PGD_BACKUP_ID_H
@@ -27,13 +33,20 @@
  */
 bool backup_id_claim(storage *repo, time_t start, char id[BACKUP_ID_LEN + 1], pgd_error *err);
 
+/* A delta's parent, as its claim records it. */
+typedef struct backup_id_parent {
+    const char *id;        /* the parent's backup id */
+    const char *start_lsn; /* its start LSN, "X/Y" */
+} backup_id_parent;
+
 /*
- * The same for a full (id ending F) or a delta (ending D). A second that
- * holds a backup of the other kind counts as taken too: ids sort by time,
- * and a delta must never sort before its parent (D < F in the same second).
+ * The same for a full (parent NULL, id ending F) or a delta (ending D, the
+ * claim naming its parent). A second that holds a backup of the other kind
+ * counts as taken too: ids sort by time, and a delta must never sort
+ * before its parent (D < F in the same second).
  */
-bool backup_id_claim_kind(storage *repo, time_t start, bool delta, char id[BACKUP_ID_LEN + 1],
-                          pgd_error *err);
+bool backup_id_claim_kind(storage *repo, time_t start, const backup_id_parent *parent,
+                          char id[BACKUP_ID_LEN + 1], pgd_error *err);
 
 /*
  * Remove everything backup `id` wrote: its sentinel, every object under

@@ -193,3 +193,62 @@ bool delta_parent_choose(storage *repo, const delta_parent_request *req, delta_p
     out->found = true;
     return true;
 }
+
+/* The sentinel of `id` (the parent, or a member of its chain) loads; `what` names its role. */
+static bool delta_parent_load_again(storage *repo, const char *id, const char *what,
+                                    backup_info *bi, pgd_error *err)
+{
+    char path[LAYOUT_PATH_MAX];
+    pgd_error lerr = {0};
+    bool missing = false;
+
+    if (backup_info_load(repo, id, bi, &missing, &lerr))
+        return true;
+    if (lerr.transient && !missing) {
+        *err = lerr;
+        return false;
+    }
+    layout_sentinel_path(id, path, sizeof(path));
+    if (missing)
+        return err_set(err,
+                       "%s %s is no longer in the repository (its sentinel %s is gone): a delta "
+                       "on it could not be restored",
+                       what, id, path);
+    return err_set(err, "%s %s can no longer be read (%s): a delta on it could not be restored",
+                   what, id, lerr.msg);
+}
+
+bool delta_parent_still_there(storage *repo, const delta_parent *p, pgd_error *err)
+{
+    char path[LAYOUT_PATH_MAX];
+    backup_info now, cur;
+    bool exists = false;
+
+    if (!delta_parent_load_again(repo, p->info.id, "parent backup", &now, err))
+        return false;
+    if (strcmp(now.id, p->info.id) != 0 || strcmp(now.start_lsn, p->info.start_lsn) != 0)
+        return err_set(err,
+                       "parent backup %s is not the backup this delta was taken on (its sentinel "
+                       "now says start LSN %s, it said %s)",
+                       p->info.id, now.start_lsn, p->info.start_lsn);
+    layout_manifest_path(p->info.id, path, sizeof(path));
+    if (!storage_exists(repo, path, &exists, err))
+        return false;
+    if (!exists)
+        return err_set(err,
+                       "parent backup %s has lost its manifest (%s is gone): a delta on it could "
+                       "not be restored",
+                       p->info.id, path);
+    cur = now;
+    for (uint32_t steps = 0; cur.parent[0] != '\0' && steps <= DELTA_MAX_STEPS_MAX; steps++) {
+        char child[sizeof(cur.id)], up[sizeof(cur.parent)];
+        snprintf(child, sizeof(child), "%s", cur.id);
+        snprintf(up, sizeof(up), "%s", cur.parent);
+        if (!delta_parent_load_again(repo, up, "backup", &cur, err)) {
+            err_prefix(err, "the chain of parent backup %s is broken at %s's parent", p->info.id,
+                       child);
+            return false;
+        }
+    }
+    return true;
+}

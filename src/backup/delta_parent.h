@@ -60,6 +60,18 @@ bool delta_parent_choose(storage *repo, const delta_parent_request *req, delta_p
 void delta_parent_free(delta_parent *p);
 
 /*
+ * Whether the parent chosen is still there, as it was: its sentinel loads,
+ * with the same id and start LSN, its manifest is present, and every member
+ * of its chain still has its sentinel. A delta checks this right after it
+ * claims its id and again just before it writes its own sentinel: delete
+ * keeps the parent a running delta's claim names (backup/backup_id.h), but a
+ * parent removed anyway (by hand, or by a delete that listed the repository
+ * before the claim existed) must make the delta fail, never complete
+ * without a restorable chain. False with err naming the parent otherwise.
+ */
+bool delta_parent_still_there(storage *repo, const delta_parent *p, pgd_error *err);
+
+/*
  * Whether timeline `tli` (from LSN `lsn` on) is on the history of timeline
  * `current`, given the text of current's history file: a line "tli\tswitch"
  * for tli with lsn < switch. Exposed for unit tests.

@@ -7,14 +7,17 @@
  *
  *   begin   the repository is writable (stale temporary objects swept,
  *           backup/backup_id.h); the server is the one of --pgdata and
- *           archives WAL (backup/source.h); the id is claimed, before
- *           anything is written under it; pg_backup_start
+ *           archives WAL (backup/source.h); a delta's parent is chosen
+ *           (backup/delta_parent.h); the id is claimed, before anything is
+ *           written under it (a delta's claim names its parent, which
+ *           delete then keeps); pg_backup_start
  *   copy    the walk (pg/datadir.h), the read plan within --max-memory
  *           (backup/io_plan.h), the queue (backup/file_queue.h), the
  *           partitions (backup/pipeline.h)
  *   finish  a standby still one, on one timeline (backup/source.h);
  *           pg_backup_stop; labels, manifest.json and backup_manifest;
- *           the WAL the backup needs reaches the repository; the sentinel
+ *           the WAL the backup needs reaches the repository; a delta's
+ *           parent is checked to be still there; the sentinel
  *           (backup/record.h: why in this order)
  *
  * A run that fails removes everything it wrote under its id; one that is
@@ -281,6 +284,7 @@ static bool backup_plan_delta(backup_run *r, pgd_error *err)
 static bool backup_begin(backup_run *r, pgd_error *err)
 {
     const backup_settings *s = r->s;
+    backup_id_parent parent = {.id = r->parent.info.id, .start_lsn = r->parent.info.start_lsn};
 
     if (!storage_check_writable(r->repo, err))
         return false;
@@ -297,8 +301,12 @@ static bool backup_begin(backup_run *r, pgd_error *err)
                             "--standby-only backs up only a hot standby");
     if (s->delta && !backup_choose_parent(r, err))
         return false;
-    if (!(r->claimed =
-              backup_id_claim_kind(r->repo, (time_t)r->start_time, r->parent.found, r->id, err)))
+    /* a delta's claim names its parent: delete keeps it while this run goes */
+    if (!(r->claimed = backup_id_claim_kind(r->repo, (time_t)r->start_time,
+                                            r->parent.found ? &parent : NULL, r->id, err)))
+        return false;
+    /* a delete that listed the repository before our claim existed may have taken it */
+    if (r->parent.found && !delta_parent_still_there(r->repo, &r->parent, err))
         return false;
     log_info("backup %s of \"%s\" (PostgreSQL %s%s) to \"%s\": %s checkpoint", r->id, s->pgdata,
              r->pg.version, r->pg.in_recovery ? ", a standby" : "", r->repo->uri,
@@ -428,8 +436,13 @@ static bool backup_finish(backup_run *r, pgd_error *err)
             !backup_wal_same_system(r, bi->start_wal, err))
             return false;
     }
-    /* the last moment a signal can still stop the backup from existing */
-    return !backup_interrupted() && record_publish(r->repo, &r->rec, err);
+    /*
+     * the last moment a signal can still stop the backup from existing; a delta whose parent
+     * went meanwhile is not restorable: it fails, and what it wrote goes
+     */
+    return !backup_interrupted() &&
+           (!r->parent.found || delta_parent_still_there(r->repo, &r->parent, err)) &&
+           record_publish(r->repo, &r->rec, err);
 }
 
 static void backup_run_free(backup_run *r)

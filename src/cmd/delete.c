@@ -13,7 +13,8 @@
  * A backup directory without a sentinel belongs to a run that is going,
  * or to one that was killed. Its claim says when it started: younger than
  * --garbage-age, or claimed by a live process of this host, it is running
- * and nothing of it is touched, nor any WAL (its start is not known yet).
+ * and nothing of it is touched, nor any WAL (its start is not known yet),
+ * nor, for a delta, the parent its claim names and that parent's chain.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -221,8 +222,11 @@ static bool delete_running(const delete_run *r, retention_running **out, size_t 
         return err_set(err, "out of memory");
     for (size_t i = 0; i < r->c.ndirs; i++)
         if (!r->c.dirs[i].sentinel && r->c.dirs[i].objects > 0 &&
-            r->c.dirs[i].state != RETENTION_CLAIM_DEAD)
-            snprintf((*out)[(*n)++].id, sizeof((*out)[0].id), "%s", r->c.dirs[i].id);
+            r->c.dirs[i].state != RETENTION_CLAIM_DEAD) {
+            retention_running *run = &(*out)[(*n)++];
+            memcpy(run->id, r->c.dirs[i].id, sizeof(run->id));
+            memcpy(run->parent, r->c.dirs[i].parent, sizeof(run->parent));
+        }
     return true;
 }
 

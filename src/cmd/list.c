@@ -1,7 +1,9 @@
 /*
  * list.c - `pgdirect list [--json]`: the complete backups of a repository,
  * and the damaged ones (a sentinel that cannot be read), marked as such so
- * one bad object neither hides the others nor goes unnoticed.
+ * one bad object neither hides the others nor goes unnoticed. A delta
+ * whose chain meets a parent that is not listed, or is damaged, is marked
+ * "chain broken" (decided from the listing alone: the sentinels).
  */
 #include <errno.h>
 #include <jansson.h>
@@ -21,7 +23,8 @@ static const command_help list_help = {
     "List the complete backups in the repository, oldest first. A backup that is still\n"
     "running or was interrupted is not shown: it has no sentinel yet. A backup whose\n"
     "sentinel cannot be read is shown with status \"damaged\" and the reason. A delta\n"
-    "backup shows its parent and its depth in the chain."};
+    "backup shows its parent and its depth in the chain; one whose parent (or a parent\n"
+    "of that) is missing or damaged cannot be restored and is shown \"chain broken\"."};
 
 /* BAD PAGES: pages that failed their data checksum; "off": the cluster has none; "-": not verified.
  */
@@ -31,6 +34,36 @@ static void list_bad_pages(const backup_info *b, char *out, size_t len)
         snprintf(out, len, "%llu", (unsigned long long)b->checksum_errors);
     else
         snprintf(out, len, "%s", strcmp(b->page_checksums, "off") == 0 ? "off" : "-");
+}
+
+/*
+ * Whether the chain of b[i] meets a parent that is not in the list, or is
+ * damaged, or loops; why says which. A full's chain is whole.
+ */
+static bool list_chain_broken(const backup_info *b, size_t n, size_t i, char *why, size_t len)
+{
+    size_t at = i;
+
+    for (size_t steps = 0; b[at].parent[0] != '\0'; steps++) {
+        size_t p = n;
+        for (size_t k = 0; k < n; k++)
+            if (strcmp(b[k].id, b[at].parent) == 0)
+                p = k;
+        if (p == n) {
+            snprintf(why, len, "parent %s is missing", b[at].parent);
+            return true;
+        }
+        if (b[p].damaged) {
+            snprintf(why, len, "parent %s is damaged", b[p].id);
+            return true;
+        }
+        if (steps > n) {
+            snprintf(why, len, "parents loop");
+            return true;
+        }
+        at = p;
+    }
+    return false;
 }
 
 /*
@@ -44,7 +77,7 @@ static void list_print_table(const backup_info *b, size_t n)
            "ID", "TYPE", "PARENT", "DEPTH", "STARTED (UTC)", "DURATION", "READ", "STORED", "RATIO",
            "START LSN", "STOP LSN", "WAL START", "BAD PAGES", "STATUS");
     for (size_t i = 0; i < n; i++) {
-        char started[32], dur[32], size[32], stored[32], bad[24];
+        char started[32], dur[32], size[32], stored[32], bad[24], why[96], status[128];
         struct tm tm;
         time_t t = (time_t)b[i].start_time;
 
@@ -55,6 +88,11 @@ static void list_print_table(const backup_info *b, size_t n)
                 b[i].id, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", b[i].damage);
             continue;
         }
+        if (list_chain_broken(b, n, i, why, sizeof(why)))
+            snprintf(status, sizeof(status), "chain broken: %s", why);
+        else
+            snprintf(status, sizeof(status), "%s",
+                     b[i].checksum_failed ? "checksum errors (--checksum-errors fail)" : "ok");
         list_bad_pages(&b[i], bad, sizeof(bad));
         gmtime_r(&t, &tm);
         strftime(started, sizeof(started), "%Y-%m-%d %H:%M:%S", &tm);
@@ -66,16 +104,22 @@ static void list_print_table(const backup_info *b, size_t n)
                b[i].id, b[i].type[0] ? b[i].type : "full", b[i].parent[0] ? b[i].parent : "-",
                b[i].depth, started, dur, size, stored,
                b[i].compressed_size ? (double)b[i].size / (double)b[i].compressed_size : 0.0,
-               b[i].start_lsn, b[i].stop_lsn, b[i].start_wal, bad,
-               b[i].checksum_failed ? "checksum errors (--checksum-errors fail)" : "ok");
+               b[i].start_lsn, b[i].stop_lsn, b[i].start_wal, bad, status);
     }
     if (n == 0)
         printf("(no backups)\n");
 }
 
-/* One backup as a JSON object: the sentinel's fields and "status", or id, status and reason. */
-static json_t *list_backup_json(const backup_info *b, pgd_error *err)
+/*
+ * One backup as a JSON object: the sentinel's fields and "status" ("ok",
+ * "checksum errors", or "chain broken" with "reason"), or id, status and reason.
+ */
+static json_t *list_backup_json(const backup_info *all, size_t n, size_t i, pgd_error *err)
 {
+    const backup_info *b = &all[i];
+    const char *status;
+    char why[96];
+    bool broken;
     json_t *o;
     char *one;
 
@@ -85,9 +129,10 @@ static json_t *list_backup_json(const backup_info *b, pgd_error *err)
         return NULL;
     o = json_loads(one, 0, NULL);
     free(one);
-    if (o != NULL &&
-        json_object_set_new(o, "status",
-                            json_string(b->checksum_failed ? "checksum errors" : "ok")) != 0) {
+    broken = list_chain_broken(all, n, i, why, sizeof(why));
+    status = broken ? "chain broken" : b->checksum_failed ? "checksum errors" : "ok";
+    if (o != NULL && (json_object_set_new(o, "status", json_string(status)) != 0 ||
+                      (broken && json_object_set_new(o, "reason", json_string(why)) != 0))) {
         json_decref(o);
         o = NULL;
     }
@@ -100,7 +145,7 @@ static bool list_print_json(const backup_info *b, size_t n, pgd_error *err)
     char *text;
 
     for (size_t i = 0; arr != NULL && i < n; i++) {
-        json_t *o = list_backup_json(&b[i], err);
+        json_t *o = list_backup_json(b, n, i, err);
         if (o == NULL || json_array_append_new(arr, o) != 0) {
             json_decref(arr);
             return err_set(err, "could not serialise the backup list");

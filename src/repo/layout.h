@@ -2,6 +2,7 @@
  * layout.h - where things live in a repository (local and S3 identical):
  *
  *   backups/<id>/claim.json            written first, create-exclusive: the id is taken
+ *                                      (a delta's names its parent: backup/backup_id.h)
  *   backups/<id>/manifest.json         what the backup holds (repo/manifest.h)
  *   backups/<id>/part_0001.tar.lz4     pax tar partitions
  *   backups/<id>/backup_label          from pg_backup_stop, uncompressed

@@ -130,7 +130,7 @@ static bool repo_contents_read_claim(storage *repo, const char *id, retention_cl
 {
     char path[LAYOUT_PATH_MAX];
     json_int_t start, pid;
-    const char *host;
+    const char *host, *parent = NULL;
     bool missing = false;
     char *text;
     size_t len;
@@ -153,6 +153,9 @@ static bool repo_contents_read_claim(storage *repo, const char *id, retention_cl
         c->start_time = start;
         c->process_alive = repo_contents_process_alive(host, pid);
     }
+    /* a delta's claim names its parent (backup/backup_id.h); older claims do not */
+    if (o != NULL && json_unpack(o, "{s:s}", "parent", &parent) == 0 && layout_is_backup_id(parent))
+        snprintf(c->parent, sizeof(c->parent), "%s", parent);
     json_decref(o);
     return true;
 }
@@ -178,6 +181,7 @@ bool repo_contents_scan_dirs(storage *repo, int64_t garbage_age, repo_contents *
         if (!repo_contents_read_claim(repo, d->id, &claim, err))
             return false;
         d->state = retention_claim_classify(&claim, now, garbage_age, d->why, sizeof(d->why));
+        memcpy(d->parent, claim.parent, sizeof(d->parent));
     }
     return true;
 }

@@ -26,6 +26,7 @@ typedef struct repo_dir {
     size_t objects; /* without a sentinel: objects under it (0: nothing to remove) */
     retention_claim_state state;
     char why[RETENTION_REASON_MAX];
+    char parent[BACKUP_ID_LEN + 1]; /* a running delta's parent, as its claim names it */
 } repo_dir;
 
 typedef struct repo_contents {

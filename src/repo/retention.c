@@ -260,12 +260,22 @@ static bool retention_keep_all_but(retention_work *w, const retention_policy *p,
     return true;
 }
 
-/* A running delta's parent is the newest usable backup that started before it. */
+/*
+ * A running delta's parent is the one its claim names (kept whatever its
+ * state: the run reads it); a claim that names none, the newest usable
+ * backup that started before it. retention_keep_parents then keeps the
+ * parent's chain.
+ */
 static void retention_keep_running_parents(retention_work *w, const retention_running *r, size_t nr)
 {
     for (size_t j = 0; j < nr; j++) {
         int64_t t;
         size_t parent = RETENTION_NONE;
+        if (r[j].parent[0] != '\0') {
+            if ((parent = retention_find(w, r[j].parent)) != RETENTION_NONE)
+                retention_keep(w, parent, "parent of running backup %s", r[j].id);
+            continue;
+        }
         if (r[j].id[BACKUP_ID_LEN - 1] != 'D' || !retention_id_time(r[j].id, &t))
             continue;
         for (size_t k = 0; k < w->n; k++)

@@ -25,7 +25,13 @@
  *     oldest kept backup and nothing kept depends on it; otherwise it stays,
  *     reported, for a person to look at (or --backup ID).
  *   - A backup that is running (claimed, no sentinel yet) and is a delta
- *     keeps the newest usable backup that started before it: its parent.
+ *     keeps its parent, the one its claim names, and so that parent's whole
+ *     chain (whatever else the policy says; --backup of it is refused). A
+ *     claim that names no parent (written by an older version) keeps the
+ *     newest usable backup that started before the delta instead: its
+ *     parent when it was taken with --delta-from LATEST. A claim counts as
+ *     running by retention_claim_classify below: that of a dead run pins
+ *     nothing once it is older than --garbage-age.
  *   - WAL: files of segments before the start segment of the oldest kept
  *     backup go, on every timeline; .history files always stay. While any
  *     backup is running no WAL goes at all: its start is not known yet.
@@ -56,6 +62,7 @@ typedef struct retention_backup {
 /* A backup claimed but without a sentinel that is (or may be) still running. */
 typedef struct retention_running {
     char id[BACKUP_ID_LEN + 1];
+    char parent[BACKUP_ID_LEN + 1]; /* a delta's parent, as its claim names it; "" unknown */
 } retention_running;
 
 typedef struct retention_policy {
@@ -113,7 +120,8 @@ typedef struct retention_claim {
     bool present;  /* claim.json exists */
     bool readable; /* and says when the run started */
     int64_t start_time;
-    bool process_alive; /* claimed on this host by a process that still exists */
+    bool process_alive;             /* claimed on this host by a process that still exists */
+    char parent[BACKUP_ID_LEN + 1]; /* a delta's parent ("parent"), "" when it names none */
 } retention_claim;
 
 /*

@@ -69,15 +69,29 @@ static void test_a_delta_and_a_full_never_share_a_second(void **state)
     char *dir = test_tmpdir();
     storage *repo = repo_in(dir);
     char f[BACKUP_ID_LEN + 1], d[BACKUP_ID_LEN + 1], f2[BACKUP_ID_LEN + 1];
+    char path[LAYOUT_PATH_MAX], *text;
+    backup_id_parent parent = {.id = "20261129T215959F", .start_lsn = "0/2000028"};
     pgd_error err = {0};
+    size_t len;
+    bool missing;
 
     (void)state;
-    assert_true(backup_id_claim_kind(repo, START, false, f, &err));
-    assert_true(backup_id_claim_kind(repo, START, true, d, &err));
-    assert_true(backup_id_claim_kind(repo, START, false, f2, &err));
+    assert_true(backup_id_claim_kind(repo, START, NULL, f, &err));
+    assert_true(backup_id_claim_kind(repo, START, &parent, d, &err));
+    assert_true(backup_id_claim_kind(repo, START, NULL, f2, &err));
     assert_string_equal(f, "20261129T215959F");
     assert_string_equal(d, "20261129T220000D");
     assert_string_equal(f2, "20261129T220001F");
+    /* the delta's claim names its parent (delete keeps it while the delta runs); a full's none */
+    layout_backup_object(d, CLAIM_NAME, path, sizeof(path));
+    assert_true(storage_get(repo, path, &text, &len, &missing, &err));
+    assert_non_null(strstr(text, "\"parent\": \"20261129T215959F\""));
+    assert_non_null(strstr(text, "\"parent_start_lsn\": \"0/2000028\""));
+    free(text);
+    layout_backup_object(f, CLAIM_NAME, path, sizeof(path));
+    assert_true(storage_get(repo, path, &text, &len, &missing, &err));
+    assert_null(strstr(text, "parent"));
+    free(text);
     storage_free(repo);
     rm_rf(dir);
 }

@@ -181,6 +181,48 @@ static void test_directories_are_classified_by_their_claim(void **state)
     rm_rf(dir);
 }
 
+/* A running delta's claim names its parent (backup/backup_id.c); delete keeps that one. */
+static void test_a_delta_claim_names_its_parent(void **state)
+{
+    char *dir = test_tmpdir();
+    storage *repo = repo_in(dir);
+    repo_contents c = {0};
+    pgd_error err = {0};
+    char path[LAYOUT_PATH_MAX], text[512];
+    int64_t now = (int64_t)time(NULL);
+    const repo_dir *d;
+
+    (void)state;
+    put_sentinel(repo, FULL_ID, NULL);
+    snprintf(text, sizeof(text),
+             "{\"id\": \"%s\", \"host\": \"elsewhere\", \"pid\": 1, \"start_time\": %lld, "
+             "\"parent\": \"%s\", \"parent_start_lsn\": \"0/3000028\"}",
+             DELTA_ID, (long long)now, FULL_ID);
+    layout_backup_object(DELTA_ID, CLAIM_NAME, path, sizeof(path));
+    put_text(repo, path, text);
+    /* a parent that is no id is not believed */
+    snprintf(text, sizeof(text),
+             "{\"host\": \"elsewhere\", \"pid\": 1, \"start_time\": %lld, \"parent\": \"../x\"}",
+             (long long)now);
+    layout_backup_object(ORPHAN_ID, CLAIM_NAME, path, sizeof(path));
+    put_text(repo, path, text);
+    put_claim(repo, YOUNG_ID, now, "elsewhere", 1); /* a full's claim: no parent */
+    assert_true(repo_contents_scan_dirs(repo, GARBAGE_AGE, &c, &err));
+    d = find_dir(&c, DELTA_ID);
+    assert_non_null(d);
+    assert_int_equal(d->state, RETENTION_CLAIM_RUNNING);
+    assert_string_equal(d->parent, FULL_ID);
+    d = find_dir(&c, ORPHAN_ID);
+    assert_non_null(d);
+    assert_string_equal(d->parent, "");
+    d = find_dir(&c, YOUNG_ID);
+    assert_non_null(d);
+    assert_string_equal(d->parent, "");
+    repo_contents_free(&c);
+    storage_free(repo);
+    rm_rf(dir);
+}
+
 static void test_wal_timelines_and_the_wal_before_a_segment(void **state)
 {
     char *dir = test_tmpdir();
@@ -224,6 +266,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_backups_and_their_chain_links),
         cmocka_unit_test(test_directories_are_classified_by_their_claim),
+        cmocka_unit_test(test_a_delta_claim_names_its_parent),
         cmocka_unit_test(test_wal_timelines_and_the_wal_before_a_segment),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -83,6 +83,18 @@ static void running(fixture *f, int64_t hours, char kind)
     id_at(T0 + hours * HOUR, kind, f->running[f->nrunning++].id);
 }
 
+/* A running delta whose claim names its parent (by label). */
+static void running_on(fixture *f, int64_t hours, const char *parent_label)
+{
+    retention_running *r = &f->running[f->nrunning];
+
+    running(f, hours, 'D');
+    for (size_t i = 0; i < f->n; i++)
+        if (strcmp(f->label[i], parent_label) == 0)
+            memcpy(r->parent, f->b[i].id, sizeof(r->parent));
+    assert_true(r->parent[0] != '\0');
+}
+
 static const char *label_of(const fixture *f, size_t i)
 {
     return f->label[i];
@@ -638,6 +650,81 @@ static void test_a_running_delta_keeps_its_parent(void **state)
     assert_non_null(strstr(err.msg, "running delta"));
 }
 
+/* --delta-from an older full: the parent the claim names is kept, not the newest before it. */
+static void test_a_running_delta_keeps_the_parent_its_claim_names(void **state)
+{
+    fixture f = {0};
+    retention_policy p;
+    pgd_error err = {0};
+
+    (void)state;
+    full(&f, "F1", 0, 0x10);
+    full(&f, "F2", 24, 0x20);
+    full(&f, "F3", 48, 0x30);
+    running_on(&f, 50, "F1"); /* started after F3, on F1 */
+    assert_true(plan(&f, keep_full(&p, 1), &err));
+    assert_string_equal(removed(&f), "F2");
+    assert_non_null(strstr(reason(&f, "F1"), "parent of running backup "));
+    assert_non_null(strstr(reason(&f, "F1"), f.running[0].id));
+    assert_string_equal(f.plan.wal_keep_from, ""); /* and no WAL goes while it runs */
+    done(&f);
+    assert_true(plan(&f, keep_since(&p, T0 + 49 * HOUR + 1), &err));
+    assert_string_equal(removed(&f), "F2");
+    done(&f);
+    /* --backup of that parent, with or without its dependents, is refused */
+    assert_false(plan(&f, named(&p, &f, "F1", false), &err));
+    assert_non_null(strstr(err.msg, "cannot be removed: it is the parent of running backup"));
+    err_clear(&err);
+    assert_false(plan(&f, named(&p, &f, "F1", true), &err));
+    assert_non_null(strstr(err.msg, "parent of running backup"));
+    err_clear(&err);
+    assert_true(plan(&f, named(&p, &f, "F2", false), &err));
+    assert_string_equal(removed(&f), "F2");
+    done(&f);
+}
+
+/* A running delta on a delta keeps that delta's whole chain. */
+static void test_a_running_delta_keeps_its_parents_chain(void **state)
+{
+    fixture f = {0};
+    retention_policy p;
+    pgd_error err = {0};
+
+    (void)state;
+    full(&f, "F1", 0, 0x10);
+    delta(&f, "D1", 12, 0x18, "F1");
+    full(&f, "F2", 24, 0x20);
+    full(&f, "F3", 48, 0x30);
+    running_on(&f, 50, "D1");
+    assert_true(plan(&f, keep_full(&p, 1), &err));
+    assert_string_equal(removed(&f), "F2");
+    assert_non_null(strstr(reason(&f, "D1"), "parent of running backup"));
+    assert_non_null(strstr(reason(&f, "F1"), "parent of kept backup"));
+    done(&f);
+    assert_false(plan(&f, named(&p, &f, "F1", true), &err));
+    assert_non_null(strstr(err.msg, "cannot be removed"));
+}
+
+/* A claim naming a parent that is already gone pins nothing else. */
+static void test_a_running_delta_of_a_parent_gone_pins_nothing(void **state)
+{
+    fixture f = {0};
+    retention_policy p;
+    pgd_error err = {0};
+
+    (void)state;
+    full(&f, "F0", -24, 0x08);
+    full(&f, "F1", 0, 0x10);
+    full(&f, "F2", 24, 0x20);
+    running_on(&f, 30, "F0");
+    f.n = 0; /* F0 is gone: rebuild without it */
+    full(&f, "F1", 0, 0x10);
+    full(&f, "F2", 24, 0x20);
+    assert_true(plan(&f, keep_full(&p, 1), &err));
+    assert_string_equal(removed(&f), "F1");
+    done(&f);
+}
+
 /* ---- WAL ---- */
 
 static void test_wal_removable_before_the_oldest_kept_start_on_every_timeline(void **state)
@@ -746,6 +833,9 @@ int main(void)
         cmocka_unit_test(test_backup_may_name_a_damaged_one),
         cmocka_unit_test(test_a_running_backup_keeps_all_wal),
         cmocka_unit_test(test_a_running_delta_keeps_its_parent),
+        cmocka_unit_test(test_a_running_delta_keeps_the_parent_its_claim_names),
+        cmocka_unit_test(test_a_running_delta_keeps_its_parents_chain),
+        cmocka_unit_test(test_a_running_delta_of_a_parent_gone_pins_nothing),
         cmocka_unit_test(test_wal_removable_before_the_oldest_kept_start_on_every_timeline),
         cmocka_unit_test(test_id_time),
         cmocka_unit_test(test_claim_classification),
