@@ -37,6 +37,10 @@
 
 #define WAL_SEG_SIZE_MIN (1u << 20) /* initdb --wal-segsize limits */
 #define WAL_SEG_SIZE_MAX (1u << 30)
+/* The long header of a segment's first page (xlog_internal.h): xlp_sysid, xlp_seg_size. */
+#define WAL_PAGE_SYSID_OFF    24
+#define WAL_PAGE_SEG_SIZE_OFF 32
+#define WAL_PAGE_LONG_HEADER  40
 
 typedef enum {
     WAL_FILE_SEGMENT, /* 24 hex digits: timeline, log, segment */

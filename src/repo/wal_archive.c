@@ -155,32 +155,41 @@ bool wal_archive_fetch(storage *repo, const char *name, const char *dest, bool *
     return wal_archive_fetch_sum(repo, name, dest, true, found, NULL, err);
 }
 
-bool wal_archive_fetch_sum(storage *repo, const char *name, const char *dest, bool durable,
-                           bool *found, wal_file_sum *sum, pgd_error *err)
+/*
+ * Archived WAL file `name`, opened through its codec into *in; *in is NULL
+ * (and the result true) when it is not in the repository, or went away
+ * between the listing and the open. False on an error.
+ */
+static bool wal_archive_open(storage *repo, const char *name, in_stream **in, pgd_error *err)
 {
     char path[LAYOUT_PATH_MAX];
     compress_kind kind;
+    bool found, missing;
+
+    *in = NULL;
+    if (!wal_archive_find(repo, name, &found, &kind, err))
+        return false;
+    if (!found)
+        return true;
+    layout_wal_path(name, kind, path, sizeof(path));
+    if ((*in = storage_read_open(repo, path, &missing, err)) == NULL)
+        return missing; /* missing: removed since we looked */
+    return (*in = decompress_in_new(kind, *in, path, err)) != NULL;
+}
+
+bool wal_archive_fetch_sum(storage *repo, const char *name, const char *dest, bool durable,
+                           bool *found, wal_file_sum *sum, pgd_error *err)
+{
     in_stream *in;
-    bool missing, ok;
+    bool ok;
 
     if (wal_segment_file_kind(name) == WAL_FILE_UNKNOWN)
         return err_set(err, "\"%s\" is not a WAL file name", name);
-    if (!wal_archive_find(repo, name, found, &kind, err))
+    if (!wal_archive_open(repo, name, &in, err))
         return false;
-    if (!*found)
+    if ((*found = in != NULL) == false)
         return wal_archive_check_present(repo, err);
-    layout_wal_path(name, kind, path, sizeof(path));
-    in = storage_read_open(repo, path, &missing, err);
-    if (in == NULL) {
-        if (!missing)
-            return false;
-        *found = false; /* removed since we looked */
-        return wal_archive_check_present(repo, err);
-    }
-    in = decompress_in_new(kind, in, path, err);
-    if (in != NULL)
-        in = wal_segment_check_in_new(in, name, err);
-    if (in == NULL)
+    if ((in = wal_segment_check_in_new(in, name, err)) == NULL)
         return false;
     ok = wal_archive_write_local(in, dest, durable, sum, err);
     in_close(in);
@@ -208,33 +217,19 @@ bool wal_archive_wait(storage *repo, const char *name, int timeout_s, pgd_error 
     }
 }
 
-/* XLogLongPageHeaderData: the short page header (24 bytes), then xlp_sysid */
-#define WAL_SYSID_OFFSET 24
-#define WAL_SYSID_END    32
-
 bool wal_archive_system_id(storage *repo, const char *name, char *out, size_t outlen,
                            pgd_error *err)
 {
-    unsigned char head[WAL_SYSID_END];
-    char path[LAYOUT_PATH_MAX];
-    compress_kind kind;
+    unsigned char head[WAL_PAGE_SEG_SIZE_OFF];
     in_stream *in;
     size_t got = 0;
     uint64_t sysid;
-    bool found, missing, ok = true;
+    bool ok = true;
 
-    if (!wal_archive_find(repo, name, &found, &kind, err))
+    if (!wal_archive_open(repo, name, &in, err))
         return false;
-    if (!found)
-        return err_set(err, "WAL file \"%s\" is not in repository \"%s\"", name, repo->uri);
-    layout_wal_path(name, kind, path, sizeof(path));
-    in = storage_read_open(repo, path, &missing, err);
     if (in == NULL)
-        return missing
-                   ? err_set(err, "WAL file \"%s\" is not in repository \"%s\"", name, repo->uri)
-                   : false;
-    if ((in = decompress_in_new(kind, in, path, err)) == NULL)
-        return false;
+        return err_set(err, "WAL file \"%s\" is not in repository \"%s\"", name, repo->uri);
     while (ok && got < sizeof(head)) {
         size_t n = 0;
         ok = in_read(in, head + got, sizeof(head) - got, &n, err);
@@ -248,7 +243,7 @@ bool wal_archive_system_id(storage *repo, const char *name, char *out, size_t ou
     if (got < sizeof(head))
         return err_set(err, "WAL file \"%s\" in repository \"%s\" is too short to be a segment",
                        name, repo->uri);
-    memcpy(&sysid, head + WAL_SYSID_OFFSET, sizeof(sysid));
+    memcpy(&sysid, head + WAL_PAGE_SYSID_OFF, sizeof(sysid));
     snprintf(out, outlen, "%" PRIu64, sysid);
     return true;
 }

@@ -16,17 +16,13 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "pg/wal_segment.h"
 #include "util/error.h"
 
 #define WAL_SPOOL_OUT       "out"
 #define WAL_SPOOL_TMP_EXT   ".tmp"
 #define WAL_SPOOL_FILE_MODE 0600
 #define WAL_SPOOL_TEXT_MAX  (PGD_ERROR_MAX + 256) /* a record: a few fields or one message */
-
-/* The long header of a segment's first page (xlog_internal.h): xlp_sysid, xlp_seg_size. */
-#define WAL_PAGE_SYSID_OFF    24
-#define WAL_PAGE_SEG_SIZE_OFF 32
-#define WAL_PAGE_LONG_HEADER  40
 
 /*
  * Write `text` to `path` through a temporary name; durable: fsync the file

@@ -23,13 +23,10 @@
 #define VERIFY_CHUNK (1024 * 1024)
 /* PostgreSQL's default segment size, taken when nothing else tells the size */
 #define VERIFY_DEFAULT_SEG_SIZE (16u * 1024 * 1024)
-/* XLogLongPageHeaderData: the short header (24 bytes), xlp_sysid (8), then xlp_seg_size */
-#define VERIFY_SYSID_OFFSET    24
-#define VERIFY_SEG_SIZE_OFFSET 32
-#define VERIFY_SEG_HEADER_LEN  36
-#define VERIFY_WAL_HEX         24
-#define VERIFY_HEX_PART        8
-#define VERIFY_PER_LOG         UINT64_C(0x100000000)
+#define VERIFY_SEG_HEADER_LEN   (WAL_PAGE_SEG_SIZE_OFF + 4) /* through xlp_seg_size */
+#define VERIFY_WAL_HEX          24
+#define VERIFY_HEX_PART         8
+#define VERIFY_PER_LOG          UINT64_C(0x100000000)
 
 typedef struct verify_wal_list {
     uint32_t tli;
@@ -173,7 +170,7 @@ static bool verify_wal_same_system(verify_result *r, const backup_info *bi, cons
     uint64_t sysid;
     char text[24];
 
-    memcpy(&sysid, head + VERIFY_SYSID_OFFSET, sizeof(sysid));
+    memcpy(&sysid, head + WAL_PAGE_SYSID_OFF, sizeof(sysid));
     snprintf(text, sizeof(text), "%" PRIu64, sysid);
     if (strcmp(text, bi->system_identifier) == 0)
         return true;
@@ -198,7 +195,7 @@ static uint64_t verify_wal_seg_size(const backup_info *bi, uint32_t tli, const u
 
     if (have_head) {
         uint32_t size;
-        memcpy(&size, head + VERIFY_SEG_SIZE_OFFSET, sizeof(size));
+        memcpy(&size, head + WAL_PAGE_SEG_SIZE_OFF, sizeof(size));
         if (size >= WAL_SEG_SIZE_MIN && size <= WAL_SEG_SIZE_MAX && (size & (size - 1)) == 0)
             return size;
     }
