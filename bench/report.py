@@ -10,11 +10,12 @@ import sys
 out, data_bytes, fio_1m, fio_4m, scale, limit_mb, trials, mode, window = sys.argv[1:10]
 data_bytes = int(data_bytes)
 fio_best = max(int(fio_1m), int(fio_4m))
-KINDS = ["none", "pgdirect", "pgdirect_buffered", "pgbackrest", "pg_basebackup"]
+KINDS = ["none", "pgdirect", "pgdirect_fast", "pgdirect_buffered", "pgbackrest", "pg_basebackup"]
 LABEL = {
     "none": "none (no backup)",
-    "pgdirect": "pgdirect (direct I/O)",
-    "pgdirect_buffered": "pgdirect --direct-io=off",
+    "pgdirect": "pgdirect (direct I/O, defaults: --max-rate auto)",
+    "pgdirect_fast": "pgdirect --max-rate 0 (unpaced)",
+    "pgdirect_buffered": "pgdirect --direct-io=off --max-rate 0",
     "pgbackrest": "pgBackRest 2.45 (lz4, process-max 2)",
     "pg_basebackup": "pg_basebackup -Ft client-lz4",
 }
@@ -62,8 +63,8 @@ for k in KINDS:
           f"{med(k, 'growth'):.0f} MiB | {med(k, 'p50d'):.0f} / {med(k, 'p99d'):.0f} | "
           f"{med(k, 'p50a'):.0f} / {med(k, 'p99a'):.0f} |")
 print()
-print(f"The same {window} s from each backup's start (longer than any backup here), whether the "
-      f"backup ran all of it or not: the queries it let through and their p99.\n")
+print(f"The same {window} s from each backup's start, whether the backup ran all of it, less, or "
+      f"more (a paced backup may run longer): the queries it let through and their p99.\n")
 print(f"| trial | wall s | PK queries in the first {window} s | vs no backup | PK p99 µs, first {window} s |")
 print("|---|---|---|---|---|")
 none_nw = med("none", "nw") if "none" in rows else 0
@@ -77,9 +78,15 @@ print()
 print(f"Baseline latency before each backup (median over all trials): p50 "
       f"{statistics.median(float(r['p50b']) for k in rows for r in rows[k]):.0f} µs, p99 "
       f"{statistics.median(float(r['p99b']) for k in rows for r in rows[k]):.0f} µs.\n")
-pgd_mbs = data_bytes / med("pgdirect", "wall") / 1e6
-print(f"pgdirect read the cluster at {pgd_mbs:.0f} MB/s end to end (checkpoint, archive wait and "
-      f"all), {100 * pgd_mbs / fio_best:.0f} % of the best fio figure.\n")
+base_p99 = med("none", "p99d") if "none" in rows else 0
+if base_p99 > 0:
+    print("Query p99 during each backup (over the backup's own duration) against the no-backup "
+          "trial's: " + ", ".join(f"{LABEL[k]} {med(k, 'p99d') / base_p99:.1f}x"
+                                  for k in KINDS if k in rows and k != "none") + ".\n")
+fast = "pgdirect_fast" if "pgdirect_fast" in rows else "pgdirect"
+pgd_mbs = data_bytes / med(fast, "wall") / 1e6
+print(f"{LABEL[fast]} read the cluster at {pgd_mbs:.0f} MB/s end to end (checkpoint, archive wait "
+      f"and all), {100 * pgd_mbs / fio_best:.0f} % of the best fio figure.\n")
 print("Columns: *unref cached after* is how much of the unreferenced table, warmed once before the "
       "backup and read by no backup (it is unlogged), is still in the page cache when the backup ends; *warmed pages lost* counts 4 KiB "
       "pages of the warmed relations (unref and the front of pgbench_accounts) that were cached "

@@ -65,7 +65,7 @@ fi
 # start (longer than the slowest tool's backup), so that a short backup is not judged on its
 # first, busiest seconds alone and a long one on its whole length: the harm a backup does is
 # what the queries of that window lost, whenever the backup ended in it.
-KINDS="none pgdirect pgdirect_buffered pgbackrest pg_basebackup"
+KINDS="none pgdirect pgdirect_fast pgdirect_buffered pgbackrest pg_basebackup"
 STAMP=$(date -u +%Y-%m-%dT%H%M%SZ)
 OUT=${OUT:-$ROOT/bench/results/$STAMP-$([ $QUICK = 1 ] && echo quick || echo full)}
 mkdir -p "$OUT/raw"
@@ -146,7 +146,8 @@ backup_cmd() { # backup_cmd KIND
     case $1 in
     none) echo "sleep 10" ;;
     pgdirect) echo "$PGD backup --repo $D/repo_pgdirect --pgdata $D/data --checkpoint fast" ;;
-    pgdirect_buffered) echo "$PGD backup --repo $D/repo_pgdirect --pgdata $D/data --checkpoint fast --direct-io=off" ;;
+    pgdirect_fast) echo "$PGD backup --repo $D/repo_pgdirect --pgdata $D/data --checkpoint fast --max-rate 0" ;;
+    pgdirect_buffered) echo "$PGD backup --repo $D/repo_pgdirect --pgdata $D/data --checkpoint fast --direct-io=off --max-rate 0" ;;
     pgbackrest) echo "pgbackrest --config=$D/pgbackrest.conf --stanza=bench --type=full backup" ;;
     pg_basebackup) echo "$PG_BIN/pg_basebackup -D $D/bb -Ft --compress=client-lz4 -X none -c fast" ;;
     esac

@@ -512,6 +512,7 @@ bool pipeline_run(const pipeline_config *cfg, pipeline_file *files, size_t nfile
     pipeline_shared sh = {.cfg = cfg, .files = files};
     pipeline_worker *workers = calloc((size_t)cfg->workers, sizeof(*workers));
     progress_meter meter;
+    pgd_error perr;
     work_pool_job job = {.threads = (unsigned)cfg->workers,
                          .ntasks = nfiles,
                          .workers = workers,
@@ -531,16 +532,22 @@ bool pipeline_run(const pipeline_config *cfg, pipeline_file *files, size_t nfile
     for (size_t i = 0; i < nfiles; i++)
         if (pipeline_read_size(files[i].read_size) > sh.max_read)
             sh.max_read = pipeline_read_size(files[i].read_size);
-    rate_limit_init(&sh.rate, cfg->max_rate,
-                    sh.max_read > cfg->max_rate / PIPELINE_RATE_BURSTS_PER_S
-                        ? sh.max_read
-                        : cfg->max_rate / PIPELINE_RATE_BURSTS_PER_S);
+    if (!cfg->pace_rate)
+        rate_limit_init(&sh.rate, cfg->max_rate,
+                        sh.max_read > cfg->max_rate / PIPELINE_RATE_BURSTS_PER_S
+                            ? sh.max_read
+                            : cfg->max_rate / PIPELINE_RATE_BURSTS_PER_S);
+    else if (!rate_limit_init_paced(&sh.rate, sh.max_read, &perr)) {
+        log_warn("%s: reading at full speed (--max-rate auto needs the machine's CPU time)",
+                 perr.msg);
+    }
     progress_start(&meter, cfg->progress, pipeline_total_bytes(files, nfiles));
     ok = pipeline_setup(workers, &sh, err) && work_pool_run(&job, &result->bytes_read, err);
     progress_finish(&meter);
     for (int i = 0; i < cfg->workers; i++)
         pipeline_worker_teardown(&workers[i]);
     free(workers);
+    result->pace = rate_limit_report(&sh.rate);
     rate_limit_destroy(&sh.rate);
     pthread_mutex_destroy(&sh.lock);
     /* the partitions already written stay: the caller owns the backup id and removes them */

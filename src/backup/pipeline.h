@@ -45,6 +45,7 @@
 #include "compress/compress.h"
 #include "io/dio_reader.h"
 #include "io/io_engine.h"
+#include "io/rate_limit.h"
 #include "pg/relfile.h"
 #include "storage/storage.h"
 #include "util/error.h"
@@ -79,6 +80,7 @@ typedef struct pipeline_config {
     uint64_t partition_size;
     read_mode mode;    /* READ_MODE_DIRECT, _BUFFERED or _CACHE_NEUTRAL */
     uint64_t max_rate; /* bytes/s, 0: unlimited */
+    bool pace_rate;    /* --max-rate auto: max_rate ignored, see io/rate_limit.h */
     bool progress;
     const volatile sig_atomic_t *interrupted; /* non-zero: stop (a signal arrived); may be NULL */
     /* filters in front of size/CRC-32C and the tar entry, first one first (page checks, delta) */
@@ -99,6 +101,7 @@ typedef struct pipeline_result {
     uint64_t bytes_read;
     uint64_t bytes_stored;
     unsigned read_modes; /* bit (1 << read_mode) for each mode used */
+    rate_pace_report pace;
 } pipeline_result;
 
 /* The bytes actually read at a time for a read size: whole pages, at least one. */

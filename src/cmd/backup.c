@@ -152,6 +152,26 @@ static void backup_log_plan(const backup_run *r)
                  plan->memory_note);
 }
 
+/* --max-rate auto: a backup that took longer because it gave way says so, and how to stop it */
+static void backup_log_pace(const backup_run *r)
+{
+    const rate_pace_report *p = &r->res.pace;
+    char lowest_s[32];
+
+    if (!p->paced)
+        return;
+    if (p->slowed_s <= 0) {
+        log_info("read at full speed (--max-rate auto: other processes used at most %.1f CPUs)",
+                 p->others);
+        return;
+    }
+    units_format_bytes((uint64_t)p->lowest, lowest_s, sizeof(lowest_s));
+    log_info("read slowed for %.1f s of %.1f s, down to %s/s, while other processes kept the CPUs "
+             "busy (up to %.1f CPUs); --max-rate auto, the default: --max-rate 0 reads at full "
+             "speed",
+             p->slowed_s, p->seconds, lowest_s, p->others);
+}
+
 static void backup_log_complete(const backup_run *r)
 {
     const backup_info *bi = &r->rec.info;
@@ -338,6 +358,7 @@ static bool backup_copy(backup_run *r, pgd_error *err)
                            .partition_size = s->partition_size,
                            .mode = s->mode,
                            .max_rate = s->max_rate,
+                           .pace_rate = s->pace_rate,
                            .progress = s->progress,
                            .interrupted = interrupt_flag()};
     double t_read;
@@ -362,6 +383,7 @@ static bool backup_copy(backup_run *r, pgd_error *err)
     if (!pipeline_run(&cfg, r->files, r->dd.n, &r->res, err))
         return false;
     r->read_secs = clock_seconds() - t_read;
+    backup_log_pace(r);
     backup_log_bad_pages(r);
     return true;
 }

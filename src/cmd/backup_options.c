@@ -59,7 +59,6 @@ bool backup_read_settings(const pgd_options *opts, backup_settings *s, pgd_error
         !command_compression(opts, &s->compression, &s->compression_level, err) ||
         !opt_enum(opts, OPT_DIRECT_IO, "on|off|cache-neutral|true|false|yes|no", &mode, err) ||
         !opt_enum(opts, OPT_IO_ENGINE, "auto|io_uring|threads", &engine, err) ||
-        !opt_size(opts, OPT_MAX_RATE, 0, UINT64_MAX, &s->max_rate, err) ||
         !opt_int(opts, OPT_CPU_WEIGHT, 0, CPU_WEIGHT_MAX, &weight, err) ||
         !opt_int(opts, OPT_NICE, 0, NICE_MAX, &nice_increment, err) ||
         !opt_enum(opts, OPT_IO_CLASS, "best-effort|idle", &io_class, err) ||
@@ -73,6 +72,9 @@ bool backup_read_settings(const pgd_options *opts, backup_settings *s, pgd_error
         !opt_int(opts, OPT_DELTA_MAX_STEPS, 0, DELTA_MAX_STEPS_MAX, &max_steps, err) ||
         !opt_int(opts, OPT_DELTA_SUMMARY_WAIT, 0, DELTA_SUMMARY_WAIT_MAX_S, &summary_wait, err) ||
         !command_progress(opts, &s->progress, err))
+        return false;
+    s->pace_rate = strcmp(opt_str(opts, OPT_MAX_RATE), "auto") == 0;
+    if (!s->pace_rate && !opt_size(opts, OPT_MAX_RATE, 0, UINT64_MAX, &s->max_rate, err))
         return false;
     if (strcmp(opt_str(opts, OPT_MAX_MEMORY), "auto") == 0)
         s->max_memory = io_plan_default_memory();

@@ -25,6 +25,7 @@ typedef struct backup_settings {
     int engine;           /* -1: auto */
     uint64_t partition_size;
     uint64_t max_rate, max_memory;
+    bool pace_rate; /* --max-rate auto */
     unsigned cpu_weight;
     int nice_increment;
     bool io_idle;

@@ -71,8 +71,10 @@ const opt_def opt_defs[OPT_COUNT] = {
                        "page cache; cache-neutral: buffered, dropping only pages it brought in"},
     [OPT_IO_ENGINE] = {"io-engine", "auto|io_uring|threads", "auto", CMD_BACKUP, false,
                        "how reads are kept in flight (auto: io_uring when the kernel allows it)"},
-    [OPT_MAX_RATE] = {"max-rate", "BYTES", "0", CMD_BACKUP, false,
-                      "read at most this many bytes per second (0: unlimited; MiB suffixes)"},
+    [OPT_MAX_RATE] = {"max-rate", "auto|BYTES", "auto", CMD_BACKUP, false,
+                      "read at most this many bytes per second (MiB suffixes; 0: unlimited; "
+                      "auto: unlimited while other processes leave the CPUs idle, slowed down "
+                      "to 16MiB while they keep them busy)"},
     [OPT_MAX_MEMORY] = {"max-memory", "BYTES|auto", "auto", CMD_BACKUP, false,
                         "cap on read and compression buffers (auto: 5 % of RAM, at most 1GiB)"},
     [OPT_CPU_WEIGHT] = {"cpu-weight", "N", "0", CMD_BACKUP, false,

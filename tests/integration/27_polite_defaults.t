@@ -3,7 +3,9 @@
 # query p99 during a backup, see README), seen from outside while it runs,
 # in every thread, with no privilege (the backup runs as postgres);
 # `--io-class best-effort` turns it off; `--nice N` raises the nice value of
-# every thread.
+# every thread. Its read rate is paced by default (--max-rate auto): beside
+# processes that keep every CPU busy it slows down and says so; --max-rate 0
+# and a fixed rate turn the pacing off.
 . "$(dirname "$0")/lib.sh"
 setup_tmp
 pg_init "$T/data"
@@ -57,5 +59,38 @@ is "$(nice_values "$PID")" "7" "--nice 7: every thread of the backup runs at nic
 wait "$BG"
 ok $? "the backup with --nice 7 succeeds"
 like "$(cat "$T/nice.log")" "running with the nice value raised by 7" "and logs it"
+
+# ---- --max-rate auto, the default: beside one spinning process per CPU ----
+HOGS=()
+stop_hogs() { [ ${#HOGS[@]} -eq 0 ] || kill "${HOGS[@]}" 2>/dev/null; wait "${HOGS[@]}" 2>/dev/null; HOGS=(); }
+trap 'stop_hogs; cleanup_all' EXIT
+for _ in $(seq 1 "$(nproc)"); do
+    sh -c 'while :; do :; done' &
+    HOGS+=($!)
+done
+sleep 0.5
+pgd backup --repo "$T/repo_paced" --pgdata "$T/data" --checkpoint fast --archive-check=off >"$T/paced.log" 2>&1
+ok $? "beside busy CPUs, the default backup succeeds"
+like "$(cat "$T/paced.log")" "read slowed for [0-9.]+ s of [0-9.]+ s, down to [0-9.]+ MiB/s, while other processes kept the CPUs busy \(up to [0-9.]+ CPUs\); --max-rate auto, the default: --max-rate 0 reads at full speed" \
+    "and says it slowed its reads, how far, why, and how to stop it"
+slowed=$(sed -nE 's/.*read slowed for ([0-9.]+) s of ([0-9.]+) s.*/\1 \2/p' "$T/paced.log")
+cmp_ok "$(awk -v a="${slowed% *}" -v b="${slowed#* }" 'BEGIN { print (b > 0 && a >= b / 2) }')" "==" 1 \
+    "slowed for most of its read ($slowed)"
+pgd backup --repo "$T/repo_full" --pgdata "$T/data" --checkpoint fast --archive-check=off --max-rate 0 >"$T/full.log" 2>&1
+ok $? "--max-rate 0 beside busy CPUs succeeds"
+is "$(grep -cE "read slowed|read at full speed" "$T/full.log")" "0" "and paces nothing"
+pgd backup --repo "$T/repo_fixed" --pgdata "$T/data" --checkpoint fast --archive-check=off --max-rate 64MiB >"$T/fixed.log" 2>&1
+ok $? "--max-rate 64MiB beside busy CPUs succeeds"
+is "$(grep -cE "read slowed|read at full speed" "$T/fixed.log")" "0" "and paces nothing either"
+stop_hogs
+sleep 1
+expect_error "--max-rate fast" "invalid value \"fast\" for option \"--max-rate\"" \
+    pgd backup --repo "$T/repo_bad" --pgdata "$T/data" --max-rate fast
+pgd backup --repo "$T/repo_bad" --pgdata "$T/data" --max-rate fast >/dev/null 2>&1
+is "$?" "2" "a --max-rate that is neither auto nor a size is a usage error (exit 2)"
+pgd backup --repo "$T/repo_quiet" --pgdata "$T/data" --checkpoint fast --archive-check=off >"$T/quiet.log" 2>&1
+ok $? "after the busy processes stop, the default backup succeeds"
+like "$(cat "$T/quiet.log")" "read (at full speed \(--max-rate auto: other processes used at most [0-9.]+ CPUs\)|slowed for)" \
+    "and reports its pace"
 
 done_testing
