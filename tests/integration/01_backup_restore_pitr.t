@@ -4,6 +4,9 @@
 # pgbench table in each restored cluster equals the source at that point.
 . "$(dirname "$0")/lib.sh"
 setup_tmp
+# backups here run beside a pgbench that keeps both CPUs busy: read unpaced, at full speed
+# (the default --max-rate auto would slow to 16 MiB/s; 27_polite_defaults tests that)
+export PGDIRECT_MAX_RATE=0
 pg_init "$T/data"
 pg_start "$T/data"
 

@@ -10,6 +10,9 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_s3.sh"
 setup_tmp
+# backups here run beside a pgbench that keeps both CPUs busy: read unpaced, at full speed
+# (the default --max-rate auto would slow to 16 MiB/s; 27_polite_defaults tests that)
+export PGDIRECT_MAX_RATE=0
 trap 's3_stop; cleanup_all' EXIT
 s3_start
 PREFIX="clu ster+é&1"

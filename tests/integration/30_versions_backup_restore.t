@@ -7,6 +7,9 @@
 # end of the archive whose tables equal the source, with intact indexes.
 . "$(dirname "$0")/lib.sh"
 setup_tmp
+# backups here run beside a pgbench that keeps both CPUs busy: read unpaced, at full speed
+# (the default --max-rate auto would slow to 16 MiB/s; 27_polite_defaults tests that)
+export PGDIRECT_MAX_RATE=0
 pg_init "$T/data"
 # the server log then shows which backup functions pgdirect called
 echo "log_statement = 'all'" >>"$T/data/postgresql.conf"

@@ -12,6 +12,9 @@
 #     written out while the backups read them), each reporting 0 bad pages.
 . "$(dirname "$0")/lib.sh"
 setup_tmp
+# backups here run beside a pgbench that keeps both CPUs busy: read unpaced, at full speed
+# (the default --max-rate auto would slow to 16 MiB/s; 27_polite_defaults tests that)
+export PGDIRECT_MAX_RATE=0
 pg_init "$T/data"
 pg_start "$T/data"
 is "$(q 'SHOW full_page_writes')" "on" "full_page_writes is on"
