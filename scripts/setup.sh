@@ -24,6 +24,8 @@ packages=(
     # S3 tests: moto and boto3 come with the pyenv Python (checked below); s3rver needs npm;
     # Debian's botocore for the tests that still call /usr/bin/python3
     python3-botocore
+    # test 50 holds a delete still at a chosen moment (strace's syscall delay injection)
+    strace
     # benchmark: the peers, the device limit, the plot
     pgbackrest fio gnuplot-nox bc time
 )

@@ -152,15 +152,87 @@ static void delete_say(const delete_run *r, const char *verb, const char *done, 
     fflush(stdout);
 }
 
-static bool delete_backups(delete_run *r, const retention_plan *plan, pgd_error *err)
+static bool delete_running(const repo_contents *c, retention_running **out, size_t *n,
+                           pgd_error *err)
+{
+    *n = 0;
+    *out = calloc(c->ndirs + 1, sizeof(**out));
+    if (*out == NULL)
+        return err_set(err, "out of memory");
+    for (size_t i = 0; i < c->ndirs; i++)
+        if (!c->dirs[i].sentinel && c->dirs[i].objects > 0 &&
+            c->dirs[i].state != RETENTION_CLAIM_DEAD) {
+            retention_running *run = &(*out)[(*n)++];
+            memcpy(run->id, c->dirs[i].id, sizeof(run->id));
+            memcpy(run->parent, c->dirs[i].parent, sizeof(run->parent));
+        }
+    return true;
+}
+
+/*
+ * Just before removing backup i: the repository read again and the plan made
+ * again from it. A delta that claimed its id after this run first read the
+ * repository names its parent in its claim, or in its sentinel if it has
+ * finished since: that parent and its chain stay (--backup of it fails, as it
+ * would have from the start). Only a claim written between this read and the
+ * removal right after it still races.
+ */
+static bool delete_still_removable(delete_run *r, size_t i, bool *removable, char *why,
+                                   size_t whylen, pgd_error *err)
+{
+    repo_contents now;
+    retention_running *running = NULL;
+    retention_plan plan;
+    size_t nrunning;
+    bool ok;
+
+    memset(&now, 0, sizeof(now));
+    *removable = true; /* gone already: nothing left to keep */
+    ok = repo_contents_scan_backups(r->repo, &now, err) &&
+         repo_contents_scan_dirs(r->repo, r->s->garbage_age, &now, err) &&
+         delete_running(&now, &running, &nrunning, err) &&
+         retention_plan_make(now.backups, now.n, running, nrunning, &r->s->policy, &plan, err);
+    for (size_t j = 0; ok && j < now.n; j++)
+        if (strcmp(now.backups[j].id, r->c.backups[i].id) == 0) {
+            *removable = plan.decisions[j].remove;
+            snprintf(why, whylen, "%s", plan.decisions[j].reason);
+        }
+    if (ok)
+        retention_plan_free(&plan);
+    free(running);
+    repo_contents_free(&now);
+    return ok;
+}
+
+/*
+ * plan is the retention plan; a backup kept by the late check clears its WAL
+ * cut-off (the WAL it needs would have gone with it), as a running backup
+ * does from the start.
+ */
+static bool delete_backups(delete_run *r, retention_plan *plan, pgd_error *err)
 {
     for (size_t i = 0; i < r->c.n; i++)
         if (!plan->decisions[i].remove)
             delete_say(r, "keep", "kept", "backup", r->c.backups[i].id, plan->decisions[i].reason);
     for (size_t k = 0; k < plan->nremove; k++) {
         size_t i = plan->remove_order[k];
+        char why[RETENTION_REASON_MAX];
+        bool removable = true;
+
         if (!r->s->dry_run) {
-            if (!delete_keep_lease(r, err) || !backup_id_discard(r->repo, r->c.backups[i].id, err))
+            if (!delete_keep_lease(r, err) ||
+                !delete_still_removable(r, i, &removable, why, sizeof(why), err))
+                return false;
+            if (!removable) {
+                delete_say(r, "keep", "kept", "backup", r->c.backups[i].id, why);
+                plan->wal_keep_from[0] = '\0';
+                snprintf(plan->wal_note, sizeof(plan->wal_note),
+                         "backup %s is kept after all: a backup claimed while delete ran needs "
+                         "it",
+                         r->c.backups[i].id);
+                continue;
+            }
+            if (!backup_id_discard(r->repo, r->c.backups[i].id, err))
                 return false;
             r->removed_backups++;
         }
@@ -214,22 +286,6 @@ static bool delete_wal(delete_run *r, const retention_plan *plan, pgd_error *err
     return ok;
 }
 
-static bool delete_running(const delete_run *r, retention_running **out, size_t *n, pgd_error *err)
-{
-    *n = 0;
-    *out = calloc(r->c.ndirs + 1, sizeof(**out));
-    if (*out == NULL)
-        return err_set(err, "out of memory");
-    for (size_t i = 0; i < r->c.ndirs; i++)
-        if (!r->c.dirs[i].sentinel && r->c.dirs[i].objects > 0 &&
-            r->c.dirs[i].state != RETENTION_CLAIM_DEAD) {
-            retention_running *run = &(*out)[(*n)++];
-            memcpy(run->id, r->c.dirs[i].id, sizeof(run->id));
-            memcpy(run->parent, r->c.dirs[i].parent, sizeof(run->parent));
-        }
-    return true;
-}
-
 static bool delete_retention(delete_run *r, pgd_error *err)
 {
     retention_running *running;
@@ -237,7 +293,7 @@ static bool delete_retention(delete_run *r, pgd_error *err)
     size_t nrunning;
     bool ok;
 
-    if (!delete_running(r, &running, &nrunning, err))
+    if (!delete_running(&r->c, &running, &nrunning, err))
         return false;
     ok = retention_plan_make(r->c.backups, r->c.n, running, nrunning, &r->s->policy, &plan, err);
     free(running);
