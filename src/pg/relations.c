@@ -49,8 +49,7 @@ static PGresult *pg_relations_query(PGconn *conn, const char *sql, int nparams, 
     return NULL;
 }
 
-bool pg_relations_list(PGconn *conn, const char *like, pg_relation **out, size_t *count,
-                       pgd_error *err)
+bool pg_relations_list(PGconn *conn, const char *like, pg_relation_list *out, pgd_error *err)
 {
     /*
      * The file path and relfilenode as pg_relation_filepath()/pg_relation_filenode() give them,
@@ -82,26 +81,32 @@ bool pg_relations_list(PGconn *conn, const char *like, pg_relation **out, size_t
     PGresult *res = pg_relations_query(conn, sql, 1, like, err);
     int n;
 
-    *out = NULL;
-    *count = 0;
+    memset(out, 0, sizeof(*out));
     if (res == NULL)
         return false;
     n = PQntuples(res);
-    if (n > 0 && (*out = calloc((size_t)n, sizeof(**out))) == NULL) {
+    if (n > 0 && (out->rels = calloc((size_t)n, sizeof(*out->rels))) == NULL) {
         PQclear(res);
         return err_set(err, "out of memory");
     }
     for (int i = 0; i < n; i++) {
-        pg_relation *r = &(*out)[i];
-        snprintf(r->name, sizeof(r->name), "%s", PQgetvalue(res, i, 0));
-        snprintf(r->kind, sizeof(r->kind), "%s", PQgetvalue(res, i, 1));
-        snprintf(r->filepath, sizeof(r->filepath), "%s", PQgetvalue(res, i, 2));
+        pg_relation *r = &out->rels[i];
+        r->name = PQgetvalue(res, i, 0);
+        r->kind = PQgetvalue(res, i, 1);
+        r->filepath = PQgetvalue(res, i, 2);
         r->filenode = (uint32_t)strtoul(PQgetvalue(res, i, 3), NULL, 10);
         r->shared = strcmp(PQgetvalue(res, i, 4), "t") == 0;
     }
-    *count = (size_t)n;
-    PQclear(res);
+    out->n = (size_t)n;
+    out->res = res;
     return true;
+}
+
+void pg_relation_list_free(pg_relation_list *l)
+{
+    free(l->rels);
+    PQclear(l->res);
+    memset(l, 0, sizeof(*l));
 }
 
 bool pg_buffercache_read(PGconn *conn, pg_buffer **out, size_t *count, buffercache_status *status,

@@ -119,7 +119,7 @@ static void test_invalid_utf8_becomes_replacement_characters(void **state)
     cache_report r = {.rows = &row, .n = 1, .os_known = true};
     static const char *const bad[] = {"\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
                                       "\xe2\x82", "\x80", "\xff"};
-    char *text = streamed_json(&r, 0);
+    char *text = streamed_json(&r, 0), name[32];
     json_error_t jerr;
     json_t *doc = json_loads(text, 0, &jerr);
 
@@ -133,7 +133,8 @@ static void test_invalid_utf8_becomes_replacement_characters(void **state)
     free(text);
     /* overlong, surrogate, past U+10FFFF, cut short, a lone continuation byte, never UTF-8 */
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        snprintf(row.name, sizeof(row.name), "x%sy", bad[i]);
+        snprintf(name, sizeof(name), "x%sy", bad[i]);
+        row.name = name;
         text = streamed_json(&r, 0);
         doc = json_loads(text, 0, &jerr);
         assert_non_null(doc);
