@@ -49,6 +49,18 @@ static PGresult *pg_relations_query(PGconn *conn, const char *sql, int nparams, 
     return NULL;
 }
 
+/* Tablespace, then relfilenode: the order of their directories and of the files in them. */
+static int pg_relation_cmp(const void *a, const void *b)
+{
+    const pg_relation *ra = a, *rb = b;
+
+    if (ra->tablespace != rb->tablespace)
+        return ra->tablespace < rb->tablespace ? -1 : 1;
+    if (ra->filenode != rb->filenode)
+        return ra->filenode < rb->filenode ? -1 : 1;
+    return 0;
+}
+
 bool pg_relations_list(PGconn *conn, const char *like, pg_relation_list *out, pgd_error *err)
 {
     /*
@@ -70,14 +82,12 @@ bool pg_relations_list(PGconn *conn, const char *like, pg_relation_list *out, pg
         "    ELSE pg_catalog.pg_relation_filepath(c.oid) END, "
         "  CASE WHEN c.relfilenode <> 0 THEN c.relfilenode "
         "    ELSE pg_catalog.pg_relation_filenode(c.oid) END, "
-        "  c.relisshared "
+        "  c.relisshared, c.reltablespace "
         "FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
         "  JOIN pg_catalog.pg_database d ON d.datname = pg_catalog.current_database() "
         "  JOIN pg_catalog.pg_tablespace dt ON dt.oid = d.dattablespace "
         "WHERE c.relpersistence <> 't' AND c.relkind IN ('r', 'i', 'S', 't', 'm') "
-        "  AND ($1::text IS NULL OR c.relname LIKE $1::text) "
-        /* one directory after the other: the caller lists each once, not at every switch */
-        "ORDER BY c.reltablespace";
+        "  AND ($1::text IS NULL OR c.relname LIKE $1::text)";
     PGresult *res = pg_relations_query(conn, sql, 1, like, err);
     int n;
 
@@ -96,9 +106,16 @@ bool pg_relations_list(PGconn *conn, const char *like, pg_relation_list *out, pg
         r->filepath = PQgetvalue(res, i, 2);
         r->filenode = (uint32_t)strtoul(PQgetvalue(res, i, 3), NULL, 10);
         r->shared = strcmp(PQgetvalue(res, i, 4), "t") == 0;
+        r->tablespace = (uint32_t)strtoul(PQgetvalue(res, i, 5), NULL, 10);
     }
     out->n = (size_t)n;
     out->res = res;
+    /*
+     * One directory after the other: the caller lists each once, not at every switch. Sorted
+     * here, not by the query: ORDER BY sorted 100,000 wide rows, on disk past work_mem.
+     */
+    if (out->n > 1)
+        qsort(out->rels, out->n, sizeof(*out->rels), pg_relation_cmp);
     return true;
 }
 

@@ -18,7 +18,8 @@ typedef struct pg_relation {
     const char *kind;     /* table, index, toast, matview, sequence */
     const char *filepath; /* as pg_relation_filepath() gives it: relative to PGDATA */
     uint32_t filenode;
-    bool shared; /* a shared catalog (same in every database) */
+    bool shared;         /* a shared catalog (same in every database) */
+    uint32_t tablespace; /* pg_class.reltablespace: 0 for the database's default */
 } pg_relation;
 
 /*
