@@ -78,11 +78,21 @@ static void cache_json_string(FILE *out, const char *s)
             putc_unlocked(*p, out);
         } else {
             switch (*p) {
-            case '\b': fputs_unlocked("\\b", out); break;
-            case '\f': fputs_unlocked("\\f", out); break;
-            case '\n': fputs_unlocked("\\n", out); break;
-            case '\r': fputs_unlocked("\\r", out); break;
-            case '\t': fputs_unlocked("\\t", out); break;
+            case '\b':
+                fputs_unlocked("\\b", out);
+                break;
+            case '\f':
+                fputs_unlocked("\\f", out);
+                break;
+            case '\n':
+                fputs_unlocked("\\n", out);
+                break;
+            case '\r':
+                fputs_unlocked("\\r", out);
+                break;
+            case '\t':
+                fputs_unlocked("\\t", out);
+                break;
             default:
                 snprintf(esc, sizeof(esc), "\\u%04X", *p);
                 fputs_unlocked(esc, out);

@@ -80,7 +80,10 @@ static cache_row rows_fixture[] = {
     {"postgres", "public.big", "table", "main", {1073741824ull * 3, 8192, 40960, 12288, 7}},
     {"(shared)", "pg_catalog.pg_database", "table", "fsm", {24576, 0, 24576, 0, 0}},
     {"caf\xc3\xa9", "public.\"quoted\\name\"", "index", "vm", {0, 0, 0, 0, 0}},
-    {"db", "ctl\x01\x1f\b\f\n\r\t\x7f/\xe2\x80\xa8\xf0\x9f\x98\x80", "toast", "init",
+    {"db",
+     "ctl\x01\x1f\b\f\n\r\t\x7f/\xe2\x80\xa8\xf0\x9f\x98\x80",
+     "toast",
+     "init",
      {8192, 0, 0, 8192, 0}},
 };
 
@@ -118,17 +121,16 @@ static void test_invalid_utf8_becomes_replacement_characters(void **state)
     cache_row row = {"latin1", "public.caf\xe9", "table", "main", {8192, 0, 8192, 0, 0}};
     cache_report r = {.rows = &row, .n = 1, .os_known = true};
     static const char *const bad[] = {"\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
-                                      "\xe2\x82", "\x80", "\xff"};
+                                      "\xe2\x82", "\x80",         "\xff"};
     char *text = streamed_json(&r, 0), name[32];
     json_error_t jerr;
     json_t *doc = json_loads(text, 0, &jerr);
 
     (void)state;
     assert_non_null(doc);
-    assert_string_equal(
-        json_string_value(json_object_get(json_array_get(json_object_get(doc, "relations"), 0),
-                                          "relation")),
-        "public.caf\xef\xbf\xbd");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(doc, "relations"), 0), "relation")),
+                        "public.caf\xef\xbf\xbd");
     json_decref(doc);
     free(text);
     /* overlong, surrogate, past U+10FFFF, cut short, a lone continuation byte, never UTF-8 */
