@@ -146,10 +146,10 @@ static cache_row *cache_fork_row(cache_report *r, const char *db, const pg_relat
 
     if (row == NULL)
         return NULL;
-    snprintf(row->database, sizeof(row->database), "%s", rel->shared ? "(shared)" : db);
-    snprintf(row->name, sizeof(row->name), "%s", rel->name);
-    snprintf(row->kind, sizeof(row->kind), "%s", rel->kind);
-    snprintf(row->fork, sizeof(row->fork), "%s", fork_name[fork]);
+    row->database = rel->shared ? "(shared)" : db;
+    row->name = rel->name;
+    row->kind = rel->kind;
+    row->fork = fork_name[fork];
     return row;
 }
 
@@ -431,20 +431,46 @@ static bool cache_collect_files(cache_report *r, const char *pgdata, const char 
     return ok;
 }
 
-static bool cache_collect_database(cache_report *r, const cache_request *req, const char *pgdata,
-                                   const char *db, bool include_shared, pgd_error *err)
+/*
+ * Room for one more relation list and database name in r, which the rows point into; the name is
+ * copied. Returns the copy, NULL when out of memory.
+ */
+static const char *cache_keep_database(cache_report *r, const char *db)
 {
-    PGconn *conn = pg_connect_db(req->conninfo, db, err);
-    pg_relation *rels = NULL;
+    pg_relation_list *lists = realloc(r->lists, (r->nlists + 1) * sizeof(*lists));
+    char **dbs;
+
+    if (lists == NULL)
+        return NULL;
+    r->lists = lists;
+    if ((dbs = realloc(r->databases, (r->ndatabases + 1) * sizeof(*dbs))) == NULL)
+        return NULL;
+    r->databases = dbs;
+    if ((dbs[r->ndatabases] = strdup(db)) == NULL)
+        return NULL;
+    return dbs[r->ndatabases++];
+}
+
+static bool cache_collect_database(cache_report *r, const cache_request *req, const char *pgdata,
+                                   const char *db_name, bool include_shared, pgd_error *err)
+{
+    const char *db = cache_keep_database(r, db_name);
+    PGconn *conn;
+    pg_relation_list *rels;
     pg_buffer *bufs = NULL;
-    size_t nrels = 0, nbufs = 0;
+    size_t nbufs = 0;
     buffercache_status bstatus;
     bool unreadable = false, ok = false;
 
-    if (conn == NULL)
+    if (db == NULL)
+        return err_set(err, "out of memory");
+    if ((conn = pg_connect_db(req->conninfo, db, err)) == NULL)
         return false;
-    if (!pg_relations_list(conn, req->like, &rels, &nrels, err) ||
-        !pg_buffercache_read(conn, &bufs, &nbufs, &bstatus, err))
+    rels = &r->lists[r->nlists];
+    if (!pg_relations_list(conn, req->like, rels, err))
+        goto done;
+    r->nlists++; /* the report owns it now */
+    if (!pg_buffercache_read(conn, &bufs, &nbufs, &bstatus, err))
         goto done;
     cache_sort_buffers(bufs, nbufs);
     if (bstatus == BUFFERCACHE_OK)
@@ -459,19 +485,18 @@ static bool cache_collect_database(cache_report *r, const cache_request *req, co
                        "no permission to read pg_buffercache in database \"%s\": its "
                        "shared_buffers column is empty (GRANT pg_monitor)",
                        db);
-    if (!cache_collect_files(r, pgdata, db, rels, nrels, include_shared, bufs, nbufs, &unreadable,
-                             err))
+    if (!cache_collect_files(r, pgdata, db, rels->rels, rels->n, include_shared, bufs, nbufs,
+                             &unreadable, err))
         goto done;
     if (unreadable)
         cache_add_note(r,
                        "some relation files of database \"%s\" under \"%s\" could not be read: "
                        "their OS page cache column is empty (run as the postgres OS user or root)",
                        db, pgdata);
-    else if (nrels > 0)
+    else if (rels->n > 0)
         r->os_known = true;
     ok = true;
 done:
-    free(rels);
     free(bufs);
     PQfinish(conn);
     return ok;
@@ -520,6 +545,12 @@ void cache_report_free(cache_report *r)
         free(r->notes[i]);
     free(r->notes);
     free(r->rows);
+    for (size_t i = 0; i < r->nlists; i++)
+        pg_relation_list_free(&r->lists[i]);
+    free(r->lists);
+    for (size_t i = 0; i < r->ndatabases; i++)
+        free(r->databases[i]);
+    free(r->databases);
     memset(r, 0, sizeof(*r));
 }
 

@@ -32,11 +32,12 @@ typedef struct cache_figures {
     uint64_t evicted_pages;
 } cache_figures;
 
+/* The text of a row points into its report (relation lists, database names) or is static. */
 typedef struct cache_row {
-    char database[64];
-    char name[200];
-    char kind[12];
-    char fork[5];
+    const char *database; /* "(shared)" for a shared catalog */
+    const char *name;
+    const char *kind;
+    const char *fork;
     cache_figures f;
 } cache_row;
 
@@ -55,6 +56,10 @@ typedef struct cache_report {
     bool os_known;             /* relation files were readable */
     char **notes;              /* what could not be read, one line each */
     size_t nnotes;
+    pg_relation_list *lists; /* what the rows' names and kinds point into, one per database */
+    size_t nlists;
+    char **databases; /* what the rows' database names point to */
+    size_t ndatabases;
 } cache_report;
 
 bool cache_collect(const cache_request *req, cache_report *out, pgd_error *err);

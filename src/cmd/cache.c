@@ -5,7 +5,6 @@
  * CSV over time, for plotting what a backup does to the cache.
  */
 #define _GNU_SOURCE
-#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +14,7 @@
 
 #include "cache/meminfo.h"
 #include "cache/report.h"
+#include "cache/report_json.h"
 #include "cmd/cmd.h"
 #include "cmd/common.h"
 #include "util/log.h"
@@ -96,50 +96,6 @@ static void cmd_cache_print_table(const cache_report *r, size_t top)
     if (n < r->n)
         printf("(%zu more relation forks not shown; totals include them)\n", r->n - n);
     cmd_cache_print_row("", "TOTAL", "", "", &t, r);
-}
-
-static json_t *cmd_cache_figures_json(const cache_figures *f, const cache_report *r)
-{
-    json_t *o = json_pack("{s:I}", "size", (json_int_t)f->size);
-
-    json_object_set_new(o, "shared_buffers",
-                        r->shared_buffers_known ? json_integer((json_int_t)f->shared_buffers)
-                                                : json_null());
-    json_object_set_new(o, "os_cache",
-                        r->os_known ? json_integer((json_int_t)f->os_cache) : json_null());
-    json_object_set_new(o, "disk_only",
-                        r->os_known ? json_integer((json_int_t)f->disk_only) : json_null());
-    json_object_set_new(o, "evicted_pages", json_integer((json_int_t)f->evicted_pages));
-    return o;
-}
-
-static bool cmd_cache_print_json(const cache_report *r, size_t top, pgd_error *err)
-{
-    json_t *root = json_object(), *rows = json_array(), *notes = json_array();
-    cache_figures t = cache_totals(r);
-    size_t n = top && top < r->n ? top : r->n;
-    char *text;
-
-    for (size_t i = 0; i < n; i++) {
-        json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "database", r->rows[i].database, "relation",
-                              r->rows[i].name, "kind", r->rows[i].kind, "fork", r->rows[i].fork);
-        json_t *f = cmd_cache_figures_json(&r->rows[i].f, r);
-        json_object_update(o, f);
-        json_decref(f);
-        json_array_append_new(rows, o);
-    }
-    for (size_t i = 0; i < r->nnotes; i++)
-        json_array_append_new(notes, json_string(r->notes[i]));
-    json_object_set_new(root, "relations", rows);
-    json_object_set_new(root, "totals", cmd_cache_figures_json(&t, r));
-    json_object_set_new(root, "notes", notes);
-    text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-    json_decref(root);
-    if (text == NULL)
-        return err_set(err, "could not serialise the cache report");
-    printf("%s\n", text);
-    free(text);
-    return true;
 }
 
 static bool cmd_cache_watch(const cache_request *req, double interval, long count, pgd_error *err)
@@ -250,7 +206,7 @@ int cmd_cache(int argc, char **argv)
     }
     cache_sort_by_size(&r);
     if (json) {
-        rc = cmd_cache_print_json(&r, (size_t)top, &err) ? EXIT_OK : command_fail(&err);
+        rc = cache_report_write_json(stdout, &r, (size_t)top, &err) ? EXIT_OK : command_fail(&err);
     } else {
         for (size_t i = 0; i < r.nnotes; i++)
             log_warn("%s", r.notes[i]);

@@ -14,16 +14,27 @@
 #include "util/error.h"
 
 typedef struct pg_relation {
-    char name[200];     /* schema.relation */
-    char kind[12];      /* table, index, toast, matview, sequence */
-    char filepath[256]; /* pg_relation_filepath: relative to PGDATA */
+    const char *name;     /* schema.relation */
+    const char *kind;     /* table, index, toast, matview, sequence */
+    const char *filepath; /* as pg_relation_filepath() gives it: relative to PGDATA */
     uint32_t filenode;
-    bool shared; /* a shared catalog (same in every database) */
+    bool shared;         /* a shared catalog (same in every database) */
+    uint32_t tablespace; /* pg_class.reltablespace: 0 for the database's default */
 } pg_relation;
 
+/*
+ * A database's relations. Their text points into the query's result, which the list owns (one
+ * allocation for 100,000 relations, not a copy of every name), until pg_relation_list_free.
+ */
+typedef struct pg_relation_list {
+    pg_relation *rels;
+    size_t n;
+    PGresult *res;
+} pg_relation_list;
+
 /* Relations with storage; `like` (SQL LIKE on the relation name) may be NULL. */
-bool pg_relations_list(PGconn *conn, const char *like, pg_relation **out, size_t *count,
-                       pgd_error *err);
+bool pg_relations_list(PGconn *conn, const char *like, pg_relation_list *out, pgd_error *err);
+void pg_relation_list_free(pg_relation_list *l);
 
 typedef struct pg_buffer {
     uint32_t filenode;

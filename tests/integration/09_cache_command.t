@@ -61,6 +61,32 @@ is "$(echo "$csv" | head -1)" "epoch,size,shared_buffers,os_cache,disk_only,evic
    "--watch CSV header"
 is "$(echo "$csv" | tail -1 | awk -F, '{print NF}')" "10" "each sample has 10 fields"
 
+# relations outside base/: in a tablespace, in a database whose default tablespace it is, and
+# the shared and mapped catalogs; each found at its file (its size is the server's)
+mkdir -p "$T/ts" && chown postgres:postgres "$T/ts"
+q "CREATE TABLESPACE ts LOCATION '$T/ts'"
+q "CREATE TABLE in_ts (id int) TABLESPACE ts"
+q "INSERT INTO in_ts SELECT generate_series(1, 5000)"
+q "CREATE DATABASE tsdb TABLESPACE ts"
+PGPORT=$PGPORT as_pg "$PG_BIN/psql" -X -Atq -v ON_ERROR_STOP=1 -d tsdb \
+    -c "CREATE TABLE in_tsdb (id int)" -c "INSERT INTO in_tsdb SELECT generate_series(1, 7000)" ||
+    bail "could not create in_tsdb"
+main_size() { # main_size JSON RELATION
+    python3 -c "import json,sys; print([r['size'] for r in json.loads(sys.argv[1])['relations'] if r['relation'] == sys.argv[2] and r['fork'] == 'main'])" "$1" "$2"
+}
+json=$(pgd cache --database postgres --json)
+is "$(main_size "$json" public.in_ts)" "[$(q "SELECT pg_relation_size('in_ts')")]" \
+   "a table in a tablespace: its size from its file under pg_tblspc"
+is "$(main_size "$json" pg_catalog.pg_class)" "[$(q "SELECT pg_relation_size('pg_class')")]" \
+   "a mapped catalog (pg_class): its size from its file"
+is "$(main_size "$json" pg_catalog.pg_database)" "[$(q "SELECT pg_relation_size('pg_database')")]" \
+   "a shared catalog (pg_database): its size from its file under global/"
+json=$(pgd cache --database tsdb --relation 'in_tsdb' --json)
+is "$(main_size "$json" public.in_tsdb)" \
+   "[$(PGPORT=$PGPORT as_pg "$PG_BIN/psql" -X -Atq -d tsdb -c "SELECT pg_relation_size('in_tsdb')")]" \
+   "a table of a database whose default tablespace is another: its size from its file"
+cmp_ok "$(q "SELECT pg_relation_size('in_ts')")" ">" 0 "(the table in the tablespace is not empty)"
+
 # a role without superuser: told what it could not read
 q "CREATE ROLE viewer LOGIN"
 out=$(pgd cache --dbname "user=viewer" --database postgres 2>&1)
