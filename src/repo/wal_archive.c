@@ -149,12 +149,6 @@ fail:
     return false;
 }
 
-bool wal_archive_fetch(storage *repo, const char *name, const char *dest, bool *found,
-                       pgd_error *err)
-{
-    return wal_archive_fetch_sum(repo, name, dest, true, found, NULL, err);
-}
-
 /*
  * Archived WAL file `name`, opened through its codec into *in; *in is NULL
  * (and the result true) when it is not in the repository, or went away
@@ -188,12 +182,20 @@ bool wal_archive_fetch_sum(storage *repo, const char *name, const char *dest, bo
     if (!wal_archive_open(repo, name, &in, err))
         return false;
     if ((*found = in != NULL) == false)
-        return wal_archive_check_present(repo, err);
+        return true;
     if ((in = wal_segment_check_in_new(in, name, err)) == NULL)
         return false;
     ok = wal_archive_write_local(in, dest, durable, sum, err);
     in_close(in);
     return ok;
+}
+
+bool wal_archive_fetch(storage *repo, const char *name, const char *dest, bool *found,
+                       pgd_error *err)
+{
+    if (!wal_archive_fetch_sum(repo, name, dest, true, found, NULL, err))
+        return false;
+    return *found || wal_archive_check_present(repo, err);
 }
 
 bool wal_archive_wait(storage *repo, const char *name, int timeout_s, pgd_error *err)

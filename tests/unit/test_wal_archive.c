@@ -2,7 +2,8 @@
  * test_wal_archive.c - covers src/repo/wal_archive.c: one file per WAL name
  * whatever the compression, even when another push stores a file between
  * this push's store and its look at the other compressions; a fetch that
- * says "not archived" only from a repository that is there.
+ * says "not archived" only from a repository that is there, and the
+ * prefetcher's fetch, which leaves that verdict to it and does not list.
  *
  * The other push is played by a storage wrapper: right after this push's
  * object is closed, it stores the other file under another suffix.
@@ -54,6 +55,7 @@ typedef struct racy {
     const unsigned char *other_data;
     size_t other_len;
     compress_kind other_kind;
+    unsigned lists; /* list calls */
 } racy;
 
 typedef struct racy_out {
@@ -121,6 +123,7 @@ static bool racy_exists(storage *s, const char *path, bool *exists, pgd_error *e
 
 static bool racy_list(storage *s, const char *dir, storage_list_cb cb, void *arg, pgd_error *err)
 {
+    ((racy *)s)->lists++;
     return storage_list(((racy *)s)->inner, dir, cb, arg, err);
 }
 
@@ -286,6 +289,30 @@ static void test_fetch_not_archived_only_from_a_repository(void **state)
     assert_true(found);
 }
 
+/*
+ * The prefetcher polls for segments not archived yet: no listing each
+ * time, so no verdict on the repository either (an empty one is no error
+ * here; wal_archive_fetch gives that).
+ */
+static void test_prefetch_fetch_of_a_missing_file_is_no_verdict(void **state)
+{
+    fixture *f = *state;
+    char dest[4300], empty[4300];
+    wal_file_sum sum;
+    pgd_error err = {0};
+    bool found = true;
+
+    snprintf(dest, sizeof(dest), "%s/fetched", f->dir);
+    snprintf(empty, sizeof(empty), "%s/empty", f->dir);
+    storage_free(f->fs);
+    f->fs = f->r.inner = storage_open(empty, NULL, &err);
+    assert_non_null(f->fs);
+    assert_true(wal_archive_fetch_sum(&f->r.base, SEG_NAME, dest, false, &found, &sum, &err));
+    assert_false(found);
+    assert_false(err.set);
+    assert_int_equal(f->r.lists, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -295,6 +322,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_fetch_not_archived_only_from_a_repository, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_prefetch_fetch_of_a_missing_file_is_no_verdict,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
