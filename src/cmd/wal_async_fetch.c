@@ -92,8 +92,8 @@ static void wal_async_fetch_spooled(const char *dir, const char *datadir, const 
         }
         if (result == WAL_ENTRY_SERVED) {
             /* the time, a download waited for included: does the fetcher keep ahead of recovery? */
-            log_debug("WAL file \"%s\" served from the prefetch spool after %ld ms",
-                      name, wal_async_now_ms() - start);
+            log_debug("WAL file \"%s\" served from the prefetch spool after %ld ms", name,
+                      wal_async_now_ms() - start);
             *served = true;
             return;
         }

@@ -344,10 +344,9 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_fetch_not_archived_only_from_a_repository, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_fetch_looks_an_archived_file_up_once, setup,
+        cmocka_unit_test_setup_teardown(test_fetch_looks_an_archived_file_up_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prefetch_fetch_of_a_missing_file_is_no_verdict, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_prefetch_fetch_of_a_missing_file_is_no_verdict,
-                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
