@@ -72,7 +72,6 @@ s3_start bench
 now() { date +%s.%N; }
 drop_caches() { sync; if [ "$DROP_CACHES" = 1 ]; then echo 3 >/proc/sys/vm/drop_caches; fi; }
 part() { case "$PARTS" in *"$1"*) return 0 ;; *) return 1 ;; esac; }
-SKIPPED="skipped - - - - -"
 say() { echo "wal_rate: $*" >&2; }
 sync_cmd() { echo "$PGD wal-push --repo s3://bench/$1 %p"; }
 async_cmd() { echo "$PGD wal-push --archive-async --archive-push-concurrency $CONCURRENCY --repo s3://bench/$1 %p"; }
@@ -137,7 +136,6 @@ full_speed() { # full_speed MODE PREFIX: "mode seg_made archived_per_s max_ready
     switch_wal; wait_drained; t2=$(now)
     echo "$mode $(( (l1 - l0) / SEG )) $(echo "($a1 - $a0) / ($t1 - $t0)" | bc -l) $max $r $(echo "$t2 - $t1" | bc -l)"
 }
-F_SYNC=$SKIPPED F_ASYNC=$SKIPPED
 if part 1; then
     say "1. pgbench at full speed for $DURATION s, synchronous then asynchronous archiving"
     F_SYNC=$(full_speed sync_cmd full-sync); say "   $F_SYNC"
@@ -163,7 +161,6 @@ drain() { # drain MODE PREFIX: "mode segments seconds per_s"
     t1=$(now)
     echo "$mode $n $(echo "$t1 - $t0" | bc -l) $(echo "$n / ($t1 - $t0)" | bc -l)"
 }
-B_SYNC=$SKIPPED B_ASYNC=$SKIPPED
 if part 2; then
     say "2. a backlog of $BACKLOG segments archived, synchronous then asynchronous"
     B_SYNC=$(drain sync_cmd drain-sync); say "   $B_SYNC"
@@ -233,7 +230,7 @@ fi
 {
     echo "# WAL at the rate it is made: archiving and recovery against S3 ($S3_SERVER on 127.0.0.1), $(date -u +%F)"
     echo
-    echo "Command: \`PARTS=$PARTS DROP_CACHES=$DROP_CACHES bash bench/wal_rate.sh $DURATION $WAL_GB $BACKLOG\` (PREFETCH=$PREFETCH, CONCURRENCY=$CONCURRENCY," \
+    echo "Command: \`PARTS=$PARTS DROP_CACHES=$DROP_CACHES FLOOR=$FLOOR bash bench/wal_rate.sh $DURATION $WAL_GB $BACKLOG\` (PREFETCH=$PREFETCH, CONCURRENCY=$CONCURRENCY," \
          "CLIENTS=$CLIENTS). PostgreSQL 15, 16 MiB segments, lz4, synchronous_commit off, pgbench scale 20 with" \
          "tpcb-like and a 500-row insert in equal parts; the S3 server ($S3_SERVER) is one" \
          "process on the same $(nproc)-core machine and disk."
