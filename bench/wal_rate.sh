@@ -13,6 +13,12 @@
 #
 #   bash bench/wal_rate.sh [DURATION_S] [WAL_GB] [BACKLOG]    (as root; `make` first)
 #   defaults 60 s, 2 GB, 64 segments; small values keep a run short when others test.
+#   PARTS=3 runs only part 3 (default 123: all three). DROP_CACHES=0 leaves the page cache alone
+#   before each timed step (default 1: dropped, which a shared machine's other users feel).
+#   LOG_DIR=DIR keeps the recoveries' server logs (log_line_prefix %m) and prefetch spool logs.
+#   FETCH_ENV="VAR=VALUE ..." adds to both recoveries' environment (PGDIRECT_LOG_LEVEL=debug).
+#   FLOOR=1 adds a third recovery, restore_command = 'cp' from a local copy of the archived
+#   segments: how long replay takes when fetching costs nothing, the floor prefetch can reach.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -23,6 +29,11 @@ PREFETCH=${PREFETCH:-8}
 CONCURRENCY=${CONCURRENCY:-4}
 CLIENTS=${CLIENTS:-4}
 RESTORE_TIMEOUT=${RESTORE_TIMEOUT:-600}
+PARTS=${PARTS:-123}
+DROP_CACHES=${DROP_CACHES:-1}
+LOG_DIR=${LOG_DIR:-}
+FETCH_ENV=${FETCH_ENV:-}
+FLOOR=${FLOOR:-0}
 BUILD=${BUILD:-$ROOT/build}
 PG_BIN=/usr/lib/postgresql/15/bin
 OUT=${OUT:-$ROOT/bench/results/$(date -u +%F)-wal-rate.md}
@@ -59,6 +70,8 @@ trap cleanup EXIT
 s3_start bench
 
 now() { date +%s.%N; }
+drop_caches() { sync; if [ "$DROP_CACHES" = 1 ]; then echo 3 >/proc/sys/vm/drop_caches; fi; }
+part() { case "$PARTS" in *"$1"*) return 0 ;; *) return 1 ;; esac; }
 say() { echo "wal_rate: $*" >&2; }
 sync_cmd() { echo "$PGD wal-push --repo s3://bench/$1 %p"; }
 async_cmd() { echo "$PGD wal-push --archive-async --archive-push-concurrency $CONCURRENCY --repo s3://bench/$1 %p"; }
@@ -123,10 +136,12 @@ full_speed() { # full_speed MODE PREFIX: "mode seg_made archived_per_s max_ready
     switch_wal; wait_drained; t2=$(now)
     echo "$mode $(( (l1 - l0) / SEG )) $(echo "($a1 - $a0) / ($t1 - $t0)" | bc -l) $max $r $(echo "$t2 - $t1" | bc -l)"
 }
-say "1. pgbench at full speed for $DURATION s, synchronous then asynchronous archiving"
-F_SYNC=$(full_speed sync_cmd full-sync); say "   $F_SYNC"
-F_ASYNC=$(full_speed async_cmd full-async); say "   $F_ASYNC"
-stop_background
+if part 1; then
+    say "1. pgbench at full speed for $DURATION s, synchronous then asynchronous archiving"
+    F_SYNC=$(full_speed sync_cmd full-sync); say "   $F_SYNC"
+    F_ASYNC=$(full_speed async_cmd full-async); say "   $F_ASYNC"
+    stop_background
+fi
 
 # ---- 2. a backlog archived ----
 drain() { # drain MODE PREFIX: "mode segments seconds per_s"
@@ -139,17 +154,19 @@ drain() { # drain MODE PREFIX: "mode segments seconds per_s"
     stop_load "$bench"
     switch_wal
     n=$(ready)
-    sync; echo 3 >/proc/sys/vm/drop_caches
+    drop_caches
     t0=$(now)
     set_archive_command "$($mode "$prefix")"
     wait_drained
     t1=$(now)
     echo "$mode $n $(echo "$t1 - $t0" | bc -l) $(echo "$n / ($t1 - $t0)" | bc -l)"
 }
-say "2. a backlog of $BACKLOG segments archived, synchronous then asynchronous"
-B_SYNC=$(drain sync_cmd drain-sync); say "   $B_SYNC"
-B_ASYNC=$(drain async_cmd drain-async); say "   $B_ASYNC"
-stop_background
+if part 2; then
+    say "2. a backlog of $BACKLOG segments archived, synchronous then asynchronous"
+    B_SYNC=$(drain sync_cmd drain-sync); say "   $B_SYNC"
+    B_ASYNC=$(drain async_cmd drain-async); say "   $B_ASYNC"
+    stop_background
+fi
 
 # ---- 3. recovery of ~WAL_GB with and without prefetch ----
 say "3. $WAL_GB GB of WAL recovered, without then with --prefetch $PREFETCH"
@@ -174,56 +191,81 @@ recover() { # recover LABEL [ENV=VALUE...]: "label seconds rows"
         { echo "wal_rate: restore failed: $(tail -1 "$dir.restore.log")" >&2; exit 1; }
     P=$((PORT + 1))
     printf "port = $P\narchive_mode = off\n" >>"$dir/postgresql.auto.conf"
-    sync; echo 3 >/proc/sys/vm/drop_caches
+    printf "log_line_prefix = '%%m [%%p] '\n" >>"$dir/postgresql.auto.conf"
+    [ -z "${RECOVER_CONF:-}" ] || echo "$RECOVER_CONF" >>"$dir/postgresql.auto.conf"
+    drop_caches
     t0=$(now)
-    pg env "$@" "$PG_BIN/pg_ctl" -D "$dir" -l "$dir.log" -w -t 3600 start >/dev/null ||
+    # shellcheck disable=SC2086 # FETCH_ENV is a list of assignments
+    pg env $FETCH_ENV "$@" "$PG_BIN/pg_ctl" -D "$dir" -l "$dir.log" -w -t 3600 start >/dev/null ||
         { echo "wal_rate: the $label server did not start: $(tail -1 "$dir.log")" >&2; exit 1; }
     until [ "$(P=$P q "SELECT pg_is_in_recovery()" 2>/dev/null)" = "f" ]; do sleep 0.1; done
     t1=$(now)
     rows=$(P=$P q "SELECT count(*) FROM pgbench_history")/$(P=$P q "SELECT count(*) FROM bulk")
     pg "$PG_BIN/pg_ctl" -D "$dir" -m fast -w stop >/dev/null
     stop_background
+    if [ -n "$LOG_DIR" ]; then
+        mkdir -p "$LOG_DIR"
+        cp "$dir.log" "$LOG_DIR/$label.server.log"
+        for l in "$D"/pgdirect-spool/*/log; do [ -f "$l" ] && cp "$l" "$LOG_DIR/$label.spool.$(basename "$(dirname "$l")").log"; done
+    fi
     rm -rf "$dir"
     echo "$label $(echo "$t1 - $t0" | bc -l) $rows"
 }
 R_PLAIN=$(recover plain PGDIRECT_PREFETCH=0) || exit 1; say "   $R_PLAIN"
 R_PREFETCH=$(recover prefetch PGDIRECT_PREFETCH="$PREFETCH") || exit 1; say "   $R_PREFETCH"
+R_FLOOR=
+if [ "$FLOOR" = 1 ]; then
+    # the archived segments, as PostgreSQL wrote them (.done: archived; the rest may be recycled)
+    mkdir -p "$D/walcopy"
+    for f in "$D"/data/pg_wal/archive_status/*.done; do
+        f=$(basename "$f" .done)
+        [ -f "$D/data/pg_wal/$f" ] && cp "$D/data/pg_wal/$f" "$D/walcopy/"
+    done
+    chown -R postgres:postgres "$D/walcopy"
+    R_FLOOR=$(RECOVER_CONF="restore_command = 'cp $D/walcopy/%f %p'" recover local-cp) || exit 1
+    say "   $R_FLOOR"
+    rm -rf "$D/walcopy"
+fi
 
 {
     echo "# WAL at the rate it is made: archiving and recovery against S3 ($S3_SERVER on 127.0.0.1), $(date -u +%F)"
     echo
-    echo "Command: \`bash bench/wal_rate.sh $DURATION $WAL_GB $BACKLOG\` (PREFETCH=$PREFETCH, CONCURRENCY=$CONCURRENCY," \
+    echo "Command: \`PARTS=$PARTS DROP_CACHES=$DROP_CACHES FLOOR=$FLOOR bash bench/wal_rate.sh $DURATION $WAL_GB $BACKLOG\` (PREFETCH=$PREFETCH, CONCURRENCY=$CONCURRENCY," \
          "CLIENTS=$CLIENTS). PostgreSQL 15, 16 MiB segments, lz4, synchronous_commit off, pgbench scale 20 with" \
          "tpcb-like and a 500-row insert in equal parts; the S3 server ($S3_SERVER) is one" \
          "process on the same $(nproc)-core machine and disk."
     echo
-    echo "## 1. pgbench at full speed for $DURATION s"
-    echo
-    echo "| archive_command | segments made | archived per s (during) | largest .ready backlog | backlog when pgbench stopped | drained after (s) |"
-    echo "|---|---|---|---|---|---|"
-    for row in "$F_SYNC" "$F_ASYNC"; do
-        set -- $row
-        printf '| %s | %s | %.2f | %s | %s | %.1f |\n' "${1%_cmd}" "$2" "$3" "$4" "$5" "$6"
-    done
-    echo
-    echo "## 2. a backlog archived (archiving paused, then resumed)"
-    echo
-    echo "| archive_command | segments | seconds | segments per s | vs sync |"
-    echo "|---|---|---|---|---|"
-    s_rate=$(echo "$B_SYNC" | awk '{print $4}')
-    for row in "$B_SYNC" "$B_ASYNC"; do
-        set -- $row
-        printf '| %s | %s | %.1f | %.2f | %.2fx |\n' "${1%_cmd}" "$2" "$3" "$4" "$(echo "$4 / $s_rate" | bc -l)"
-    done
-    echo
+    if part 1; then
+        echo "## 1. pgbench at full speed for $DURATION s"
+        echo
+        echo "| archive_command | segments made | archived per s (during) | largest .ready backlog | backlog when pgbench stopped | drained after (s) |"
+        echo "|---|---|---|---|---|---|"
+        for row in "$F_SYNC" "$F_ASYNC"; do
+            set -- $row
+            printf '| %s | %s | %.2f | %s | %s | %.1f |\n' "${1%_cmd}" "$2" "$3" "$4" "$5" "$6"
+        done
+        echo
+    fi
+    if part 2; then
+        echo "## 2. a backlog archived (archiving paused, then resumed)"
+        echo
+        echo "| archive_command | segments | seconds | segments per s | vs sync |"
+        echo "|---|---|---|---|---|"
+        s_rate=$(echo "$B_SYNC" | awk '{print $4}')
+        for row in "$B_SYNC" "$B_ASYNC"; do
+            set -- $row
+            printf '| %s | %s | %.1f | %.2f | %.2fx |\n' "${1%_cmd}" "$2" "$3" "$4" "$(echo "$4 / $s_rate" | bc -l)"
+        done
+        echo
+    fi
     echo "## 3. recovery of $(echo "$WAL_BYTES / 1000000000" | bc -l | xargs printf '%.2f') GB of archived WAL"
     echo
     echo "| restore_command | seconds to the end of recovery | vs without prefetch | rows of pgbench_history/bulk (source: $SRC_ROWS) |"
     echo "|---|---|---|---|"
     p_sec=$(echo "$R_PLAIN" | awk '{print $2}')
-    for row in "$R_PLAIN" "$R_PREFETCH"; do
+    for row in "$R_PLAIN" "$R_PREFETCH" ${R_FLOOR:+"$R_FLOOR"}; do
         set -- $row
-        printf '| wal-fetch (%s) | %.1f | %.2fx | %s |\n' "$1" "$2" "$(echo "$2 / $p_sec" | bc -l)" "$3"
+        printf '| %s | %.1f | %.2fx | %s |\n' "$([ "$1" = local-cp ] && echo "cp from local disk (floor)" || echo "wal-fetch ($1)")" "$2" "$(echo "$2 / $p_sec" | bc -l)" "$3"
     done
 } >"$OUT"
 cat "$OUT"

@@ -149,32 +149,27 @@ fail:
     return false;
 }
 
-bool wal_archive_fetch(storage *repo, const char *name, const char *dest, bool *found,
-                       pgd_error *err)
-{
-    return wal_archive_fetch_sum(repo, name, dest, true, found, NULL, err);
-}
-
 /*
  * Archived WAL file `name`, opened through its codec into *in; *in is NULL
- * (and the result true) when it is not in the repository, or went away
- * between the listing and the open. False on an error.
+ * (and the result true) when it is not in the repository. False on an
+ * error. Each compression is tried by opening it, in wal_archive_find's
+ * order: an open looks the object up anyway (on S3, a HEAD for its size
+ * and version), so a look of its own first would only ask twice.
  */
 static bool wal_archive_open(storage *repo, const char *name, in_stream **in, pgd_error *err)
 {
-    char path[LAYOUT_PATH_MAX];
-    compress_kind kind;
-    bool found, missing;
-
     *in = NULL;
-    if (!wal_archive_find(repo, name, &found, &kind, err))
-        return false;
-    if (!found)
-        return true;
-    layout_wal_path(name, kind, path, sizeof(path));
-    if ((*in = storage_read_open(repo, path, &missing, err)) == NULL)
-        return missing; /* missing: removed since we looked */
-    return (*in = decompress_in_new(kind, *in, path, err)) != NULL;
+    for (size_t i = 0; i < wal_archive_nkinds; i++) {
+        char path[LAYOUT_PATH_MAX];
+        bool missing;
+
+        layout_wal_path(name, wal_archive_kinds[i], path, sizeof(path));
+        if ((*in = storage_read_open(repo, path, &missing, err)) != NULL)
+            return (*in = decompress_in_new(wal_archive_kinds[i], *in, path, err)) != NULL;
+        if (!missing)
+            return false;
+    }
+    return true;
 }
 
 bool wal_archive_fetch_sum(storage *repo, const char *name, const char *dest, bool durable,
@@ -188,12 +183,20 @@ bool wal_archive_fetch_sum(storage *repo, const char *name, const char *dest, bo
     if (!wal_archive_open(repo, name, &in, err))
         return false;
     if ((*found = in != NULL) == false)
-        return wal_archive_check_present(repo, err);
+        return true;
     if ((in = wal_segment_check_in_new(in, name, err)) == NULL)
         return false;
     ok = wal_archive_write_local(in, dest, durable, sum, err);
     in_close(in);
     return ok;
+}
+
+bool wal_archive_fetch(storage *repo, const char *name, const char *dest, bool *found,
+                       pgd_error *err)
+{
+    if (!wal_archive_fetch_sum(repo, name, dest, true, found, NULL, err))
+        return false;
+    return *found || wal_archive_check_present(repo, err);
 }
 
 bool wal_archive_wait(storage *repo, const char *name, int timeout_s, pgd_error *err)

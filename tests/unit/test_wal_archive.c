@@ -2,7 +2,9 @@
  * test_wal_archive.c - covers src/repo/wal_archive.c: one file per WAL name
  * whatever the compression, even when another push stores a file between
  * this push's store and its look at the other compressions; a fetch that
- * says "not archived" only from a repository that is there.
+ * says "not archived" only from a repository that is there, and the
+ * prefetcher's fetch, which leaves that verdict to it and does not list; a
+ * fetch asks the repository once for a file that is there.
  *
  * The other push is played by a storage wrapper: right after this push's
  * object is closed, it stores the other file under another suffix.
@@ -54,6 +56,7 @@ typedef struct racy {
     const unsigned char *other_data;
     size_t other_len;
     compress_kind other_kind;
+    unsigned lookups, lists; /* read_open and exists calls; list calls */
 } racy;
 
 typedef struct racy_out {
@@ -111,16 +114,19 @@ static out_stream *racy_write_open(storage *s, const char *path, unsigned flags,
 
 static in_stream *racy_read_open(storage *s, const char *path, bool *missing, pgd_error *err)
 {
+    ((racy *)s)->lookups++;
     return storage_read_open(((racy *)s)->inner, path, missing, err);
 }
 
 static bool racy_exists(storage *s, const char *path, bool *exists, pgd_error *err)
 {
+    ((racy *)s)->lookups++;
     return storage_exists(((racy *)s)->inner, path, exists, err);
 }
 
 static bool racy_list(storage *s, const char *dir, storage_list_cb cb, void *arg, pgd_error *err)
 {
+    ((racy *)s)->lists++;
     return storage_list(((racy *)s)->inner, dir, cb, arg, err);
 }
 
@@ -286,6 +292,49 @@ static void test_fetch_not_archived_only_from_a_repository(void **state)
     assert_true(found);
 }
 
+/* One request to the repository for an archived file: opening it is the lookup (a HEAD on S3). */
+static void test_fetch_looks_an_archived_file_up_once(void **state)
+{
+    fixture *f = *state;
+    char dest[4300];
+    wal_push_result result;
+    pgd_error err = {0};
+    bool found = false;
+
+    snprintf(dest, sizeof(dest), "%s/fetched", f->dir);
+    assert_true(
+        wal_archive_push(f->fs, f->seg_path, COMPRESS_LZ4, COMPRESS_LEVEL_DEFAULT, &result, &err));
+    assert_true(wal_archive_fetch(&f->r.base, SEG_NAME, dest, &found, &err));
+    assert_true(found);
+    assert_int_equal(f->r.lookups, 1);
+    assert_int_equal(f->r.lists, 0);
+}
+
+/*
+ * The prefetcher polls for segments not archived yet: one lookup per
+ * compression and no listing each time, so no verdict on the repository
+ * either (an empty one is no error here; wal_archive_fetch gives that).
+ */
+static void test_prefetch_fetch_of_a_missing_file_is_no_verdict(void **state)
+{
+    fixture *f = *state;
+    char dest[4300], empty[4300];
+    wal_file_sum sum;
+    pgd_error err = {0};
+    bool found = true;
+
+    snprintf(dest, sizeof(dest), "%s/fetched", f->dir);
+    snprintf(empty, sizeof(empty), "%s/empty", f->dir);
+    storage_free(f->fs);
+    f->fs = f->r.inner = storage_open(empty, NULL, &err);
+    assert_non_null(f->fs);
+    assert_true(wal_archive_fetch_sum(&f->r.base, SEG_NAME, dest, false, &found, &sum, &err));
+    assert_false(found);
+    assert_false(err.set);
+    assert_int_equal(f->r.lookups, 3);
+    assert_int_equal(f->r.lists, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -294,6 +343,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_identical_file_stored_meanwhile_is_fine, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_fetch_not_archived_only_from_a_repository, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_fetch_looks_an_archived_file_up_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prefetch_fetch_of_a_missing_file_is_no_verdict, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
