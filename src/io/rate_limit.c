@@ -42,7 +42,6 @@ bool rate_limit_init_paced(rate_limit *rl, uint64_t max_read, pgd_error *err)
     rl->paced = true;
     rl->report.paced = true;
     rl->started = rl->sample.at;
-    rate_limit_set_rate(rl, RATE_PACE_START, rl->sample.at);
     return true;
 }
 
@@ -89,7 +88,7 @@ static void rate_limit_pace(rate_limit *rl)
     if (iv.seconds <= 0)
         return;
     next = rate_pace_next(rl->rate, &iv, (double)rl->bytes / iv.seconds, &rl->ceiling);
-    if (rl->rate > 0 && rl->sample.at > rl->started) /* not the cautious first interval */
+    if (rl->rate > 0)
         rl->report.slowed_s += iv.seconds;
     if (iv.others_cpus > rl->report.others)
         rl->report.others = iv.others_cpus;

@@ -4,8 +4,9 @@
  * (--max-rate BYTES) or paced (--max-rate auto, the default): full speed while
  * other processes leave the CPUs alone, slowed while they keep them busy.
  *
- * The pacer reads at RATE_PACE_START for its first RATE_PACE_FIRST_S, then
- * looks at the machine every RATE_PACE_INTERVAL_S. Other processes using less
+ * The pacer starts unlimited (an idle machine pays nothing for it), first
+ * looks at the machine after RATE_PACE_FIRST_S, then every
+ * RATE_PACE_INTERVAL_S. Other processes using less
  * than RATE_PACE_QUIET_CPUS of CPU: unlimited. Otherwise, while less than
  * RATE_PACE_IDLE_LOW of the CPUs' time is idle (they want all of it), the rate
  * halves, and drops straight to RATE_PACE_FLOOR from unlimited: a p99 is lost
@@ -25,11 +26,10 @@
 
 #define RATE_PACE_FIRST_S    0.1
 #define RATE_PACE_INTERVAL_S 0.25
-#define RATE_PACE_QUIET_CPUS 0.25
+#define RATE_PACE_QUIET_CPUS 0.5
 #define RATE_PACE_IDLE_LOW   0.10
 #define RATE_PACE_IDLE_HIGH  0.25
 #define RATE_PACE_FLOOR      (16.0 * 1024 * 1024)
-#define RATE_PACE_START      (64.0 * 1024 * 1024) /* before the first look */
 
 /* What the pacer did over a whole run. */
 typedef struct rate_pace_report {
