@@ -10,13 +10,13 @@
 #include <string.h>
 
 /* What stands for a byte that is not part of valid UTF-8: U+FFFD, the replacement character. */
-static const char cache_json_replacement[] = "\xef\xbf\xbd";
+static const char cache_report_json_replacement[] = "\xef\xbf\xbd";
 
 /*
  * Length of the valid UTF-8 sequence at s (1 to 4), or 0 when s does not start one: no
  * overlong forms, no surrogates, nothing past U+10FFFF (the rules jansson checks strings by).
  */
-static size_t cache_json_utf8_len(const unsigned char *s)
+static size_t cache_report_json_utf8_len(const unsigned char *s)
 {
     uint32_t cp;
     size_t len;
@@ -53,13 +53,13 @@ static size_t cache_json_utf8_len(const unsigned char *s)
  * control characters as \u00XX; everything else, UTF-8 included, as it is. jansson refused
  * invalid UTF-8 (the row went missing from the output); its bytes are U+FFFD here.
  */
-static void cache_json_string(FILE *out, const char *s)
+static void cache_report_json_string(FILE *out, const char *s)
 {
     const unsigned char *p = (const unsigned char *)s, *run = p;
 
     putc_unlocked('"', out);
     while (*p) {
-        size_t len = cache_json_utf8_len(p);
+        size_t len = cache_report_json_utf8_len(p);
         char esc[8];
 
         if (len > 1) {
@@ -72,7 +72,7 @@ static void cache_json_string(FILE *out, const char *s)
         }
         fwrite_unlocked(run, 1, (size_t)(p - run), out);
         if (len == 0)
-            fputs_unlocked(cache_json_replacement, out);
+            fputs_unlocked(cache_report_json_replacement, out);
         else if (*p == '"' || *p == '\\') {
             putc_unlocked('\\', out);
             putc_unlocked(*p, out);
@@ -105,7 +105,7 @@ static void cache_json_string(FILE *out, const char *s)
 }
 
 /* A figure as jansson printed it: a signed 64-bit integer (json_int_t). */
-static void cache_json_number(FILE *out, uint64_t v)
+static void cache_report_json_number(FILE *out, uint64_t v)
 {
     char digits[24], *d = digits + sizeof(digits);
     uint64_t mag = v > INT64_MAX ? (uint64_t)0 - v : v; /* json_int_t wraps above INT64_MAX */
@@ -121,38 +121,38 @@ static void cache_json_number(FILE *out, uint64_t v)
 }
 
 /* `"key": value` of one figure, or null when it is not known. */
-static void cache_json_figure(FILE *out, const char *indent, const char *key, uint64_t v,
-                              bool known, bool last)
+static void cache_report_json_figure(FILE *out, const char *indent, const char *key, uint64_t v,
+                                     bool known, bool last)
 {
     fputs_unlocked(indent, out);
     putc_unlocked('"', out);
     fputs_unlocked(key, out);
     fputs_unlocked("\": ", out);
     if (known)
-        cache_json_number(out, v);
+        cache_report_json_number(out, v);
     else
         fputs_unlocked("null", out);
     fputs_unlocked(last ? "\n" : ",\n", out);
 }
 
-static void cache_json_figures(FILE *out, const char *indent, const cache_figures *f,
-                               const cache_report *r)
+static void cache_report_json_figures(FILE *out, const char *indent, const cache_figures *f,
+                                      const cache_report *r)
 {
-    cache_json_figure(out, indent, "size", f->size, true, false);
-    cache_json_figure(out, indent, "shared_buffers", f->shared_buffers, r->shared_buffers_known,
-                      false);
-    cache_json_figure(out, indent, "os_cache", f->os_cache, r->os_known, false);
-    cache_json_figure(out, indent, "disk_only", f->disk_only, r->os_known, false);
-    cache_json_figure(out, indent, "evicted_pages", f->evicted_pages, true, true);
+    cache_report_json_figure(out, indent, "size", f->size, true, false);
+    cache_report_json_figure(out, indent, "shared_buffers", f->shared_buffers,
+                             r->shared_buffers_known, false);
+    cache_report_json_figure(out, indent, "os_cache", f->os_cache, r->os_known, false);
+    cache_report_json_figure(out, indent, "disk_only", f->disk_only, r->os_known, false);
+    cache_report_json_figure(out, indent, "evicted_pages", f->evicted_pages, true, true);
 }
 
 /* `"key": "value",` of one text field of a row. */
-static void cache_json_text(FILE *out, const char *key, const char *value)
+static void cache_report_json_text(FILE *out, const char *key, const char *value)
 {
     fputs_unlocked("   \"", out);
     fputs_unlocked(key, out);
     fputs_unlocked("\": ", out);
-    cache_json_string(out, value);
+    cache_report_json_string(out, value);
     fputs_unlocked(",\n", out);
 }
 
@@ -167,19 +167,19 @@ bool cache_report_write_json(FILE *out, const cache_report *r, size_t top, pgd_e
         const cache_row *row = &r->rows[i];
 
         fputs_unlocked("  {\n", out);
-        cache_json_text(out, "database", row->database);
-        cache_json_text(out, "relation", row->name);
-        cache_json_text(out, "kind", row->kind);
-        cache_json_text(out, "fork", row->fork);
-        cache_json_figures(out, "   ", &row->f, r);
+        cache_report_json_text(out, "database", row->database);
+        cache_report_json_text(out, "relation", row->name);
+        cache_report_json_text(out, "kind", row->kind);
+        cache_report_json_text(out, "fork", row->fork);
+        cache_report_json_figures(out, "   ", &row->f, r);
         fputs_unlocked(i + 1 < n ? "  },\n" : "  }\n ],\n", out);
     }
     fputs_unlocked(" \"totals\": {\n", out);
-    cache_json_figures(out, "  ", &t, r);
+    cache_report_json_figures(out, "  ", &t, r);
     fputs_unlocked(r->nnotes ? " },\n \"notes\": [\n" : " },\n \"notes\": []\n", out);
     for (size_t i = 0; i < r->nnotes; i++) {
         fputs_unlocked("  ", out);
-        cache_json_string(out, r->notes[i]);
+        cache_report_json_string(out, r->notes[i]);
         fputs_unlocked(i + 1 < r->nnotes ? ",\n" : "\n ]\n", out);
     }
     fputs_unlocked("}\n", out);

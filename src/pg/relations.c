@@ -30,6 +30,15 @@ PGconn *pg_connect_db(const char *conninfo, const char *dbname, pgd_error *err)
                 dbname ? dbname : "", dbname ? "\"" : "", msg);
         return NULL;
     }
+    /* names in UTF-8 whatever the database's encoding: the report (and its JSON) is UTF-8 */
+    if (PQsetClientEncoding(conn, "UTF8") != 0) {
+        pg_error_line(conn, "could not set client_encoding", msg, sizeof(msg));
+        PQfinish(conn);
+        err_set(err, "could not ask %s%s%s for UTF-8 names: %s",
+                dbname ? "database \"" : "the server", dbname ? dbname : "", dbname ? "\"" : "",
+                msg);
+        return NULL;
+    }
     return conn;
 }
 
@@ -50,7 +59,7 @@ static PGresult *pg_relations_query(PGconn *conn, const char *sql, int nparams, 
 }
 
 /* Tablespace, then relfilenode: the order of their directories and of the files in them. */
-static int pg_relation_cmp(const void *a, const void *b)
+static int pg_relations_cmp(const void *a, const void *b)
 {
     const pg_relation *ra = a, *rb = b;
 
@@ -115,7 +124,7 @@ bool pg_relations_list(PGconn *conn, const char *like, pg_relation_list *out, pg
      * here, not by the query: ORDER BY sorted 100,000 wide rows, on disk past work_mem.
      */
     if (out->n > 1)
-        qsort(out->rels, out->n, sizeof(*out->rels), pg_relation_cmp);
+        qsort(out->rels, out->n, sizeof(*out->rels), pg_relations_cmp);
     return true;
 }
 
