@@ -512,7 +512,7 @@ bool pipeline_run(const pipeline_config *cfg, pipeline_file *files, size_t nfile
     pipeline_shared sh = {.cfg = cfg, .files = files};
     pipeline_worker *workers = calloc((size_t)cfg->workers, sizeof(*workers));
     progress_meter meter;
-    pgd_error perr;
+    pgd_error perr = {0};
     work_pool_job job = {.threads = (unsigned)cfg->workers,
                          .ntasks = nfiles,
                          .workers = workers,

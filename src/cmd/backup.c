@@ -160,6 +160,9 @@ static void backup_log_pace(const backup_run *r)
 
     if (!p->paced)
         return;
+    if (p->lost[0] != '\0')
+        log_warn("%s: read at full speed from then on (--max-rate auto lost sight of the CPUs)",
+                 p->lost);
     if (p->slowed_s <= 0) {
         log_info("read at full speed (--max-rate auto: other processes used at most %.1f CPUs)",
                  p->others);

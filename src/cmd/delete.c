@@ -169,10 +169,24 @@ static bool delete_running(const repo_contents *c, retention_running **out, size
     return true;
 }
 
+/* A backup with a sentinel that the first scan did not see (it finished since). */
+static bool delete_new_sentinel(const delete_run *r, const repo_contents *now)
+{
+    for (size_t d = 0; d < now->ndirs; d++) {
+        bool known = !now->dirs[d].sentinel;
+        for (size_t i = 0; !known && i < r->c.n; i++)
+            known = strcmp(r->c.backups[i].id, now->dirs[d].id) == 0;
+        if (!known)
+            return true;
+    }
+    return false;
+}
+
 /*
- * Just before removing backup i: the repository read again and the plan made
- * again from it. A delta that claimed its id after this run first read the
- * repository names its parent in its claim, or in its sentinel if it has
+ * Just before removing backup i: the claims read again and the plan made
+ * again with them (and with every sentinel read again when a backup finished
+ * since the first scan). A delta that claimed its id after this run first read
+ * the repository names its parent in its claim, or in its sentinel if it has
  * finished since: that parent and its chain stay (--backup of it fails, as it
  * would have from the start). Only a claim written between this read and the
  * removal right after it still races.
@@ -181,6 +195,7 @@ static bool delete_still_removable(delete_run *r, size_t i, bool *removable, cha
                                    size_t whylen, pgd_error *err)
 {
     repo_contents now;
+    const repo_contents *b = &r->c;
     retention_running *running = NULL;
     retention_plan plan;
     size_t nrunning;
@@ -188,12 +203,15 @@ static bool delete_still_removable(delete_run *r, size_t i, bool *removable, cha
 
     memset(&now, 0, sizeof(now));
     *removable = true; /* gone already: nothing left to keep */
-    ok = repo_contents_scan_backups(r->repo, &now, err) &&
-         repo_contents_scan_dirs(r->repo, r->s->garbage_age, &now, err) &&
-         delete_running(&now, &running, &nrunning, err) &&
-         retention_plan_make(now.backups, now.n, running, nrunning, &r->s->policy, &plan, err);
-    for (size_t j = 0; ok && j < now.n; j++)
-        if (strcmp(now.backups[j].id, r->c.backups[i].id) == 0) {
+    ok = repo_contents_scan_dirs(r->repo, r->s->garbage_age, &now, err) &&
+         delete_running(&now, &running, &nrunning, err);
+    if (ok && delete_new_sentinel(r, &now)) {
+        ok = repo_contents_scan_backups(r->repo, &now, err);
+        b = &now;
+    }
+    ok = ok && retention_plan_make(b->backups, b->n, running, nrunning, &r->s->policy, &plan, err);
+    for (size_t j = 0; ok && j < b->n; j++)
+        if (strcmp(b->backups[j].id, r->c.backups[i].id) == 0) {
             *removable = plan.decisions[j].remove;
             snprintf(why, whylen, "%s", plan.decisions[j].reason);
         }
@@ -221,14 +239,14 @@ static bool delete_backups(delete_run *r, retention_plan *plan, pgd_error *err)
 
         if (!r->s->dry_run) {
             if (!delete_keep_lease(r, err) ||
-                !delete_still_removable(r, i, &removable, why, sizeof(why), err))
+                !delete_still_removable(r, i, &removable, why, sizeof(why), err) ||
+                !delete_keep_lease(r, err)) /* the re-read may have taken a while */
                 return false;
             if (!removable) {
                 delete_say(r, "keep", "kept", "backup", r->c.backups[i].id, why);
                 plan->wal_keep_from[0] = '\0';
                 snprintf(plan->wal_note, sizeof(plan->wal_note),
-                         "backup %s is kept after all: a backup claimed while delete ran needs "
-                         "it",
+                         "backup %s is kept after all (the repository changed while delete ran)",
                          r->c.backups[i].id);
                 continue;
             }

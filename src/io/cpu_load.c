@@ -68,8 +68,10 @@ cpu_interval cpu_interval_between(const cpu_sample *a, const cpu_sample *b, doub
     cpu_interval iv = {0, 1, b->at - a->at};
     double busy_s, own_s;
 
-    if (b->total <= a->total || iv.seconds <= 0 || ticks_per_s <= 0)
-        return iv; /* no tick elapsed: nothing to say, as if idle */
+    /* no tick elapsed, or a counter stepped back (iowait may): nothing to say, as if idle */
+    if (b->total <= a->total || b->busy < a->busy || b->idle < a->idle || iv.seconds <= 0 ||
+        ticks_per_s <= 0)
+        return iv;
     busy_s = (double)(b->busy - a->busy) / ticks_per_s;
     own_s = b->own_s - a->own_s;
     /* ticks are sampled, our clock is exact: clamp the difference at zero */

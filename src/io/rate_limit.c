@@ -3,6 +3,7 @@
  */
 #include "io/rate_limit.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,6 +26,7 @@ void rate_limit_init(rate_limit *rl, uint64_t bytes_per_second, uint64_t burst)
 {
     memset(rl, 0, sizeof(*rl));
     rl->rate = (double)bytes_per_second;
+    rl->unlimited = bytes_per_second == 0; /* until made paced */
     rl->burst = rl->min_burst = (double)burst;
     rl->tokens = (double)burst;
     rl->last = clock_seconds();
@@ -40,6 +42,7 @@ bool rate_limit_init_paced(rate_limit *rl, uint64_t max_read, pgd_error *err)
     if (rl->ticks_per_s <= 0)
         return err_set(err, "the kernel's clock tick rate is unknown");
     rl->paced = true;
+    rl->unlimited = false;
     rl->report.paced = true;
     rl->started = rl->sample.at;
     return true;
@@ -61,8 +64,8 @@ double rate_pace_next(double rate, const cpu_interval *iv, double achieved, doub
     }
     if (iv->idle_share < RATE_PACE_IDLE_LOW)
         next = rate == 0 ? RATE_PACE_FLOOR : rate / 2;
-    else if (rate == 0)
-        next = achieved / 4;
+    else if (rate == 0) /* busy others with CPU time to spare: nothing to give way for yet */
+        return 0;
     else if (iv->idle_share > RATE_PACE_IDLE_HIGH)
         next = rate * 1.25;
     else
@@ -79,16 +82,24 @@ static void rate_limit_pace(rate_limit *rl)
 {
     cpu_sample now;
     cpu_interval iv;
-    pgd_error err;
-    double next;
+    pgd_error err = {0};
+    double next, achieved;
 
-    if (!cpu_sample_read(&now, &err))
-        return; /* /proc/stat read at the start: keep the rate, look again next time */
+    if (!cpu_sample_read(&now, &err)) { /* readable at the start: full speed from here, said */
+        rl->report.slowed_s += rl->rate > 0 ? clock_seconds() - rl->sample.at : 0;
+        rl->report.seconds = clock_seconds() - rl->started;
+        snprintf(rl->report.lost, sizeof(rl->report.lost), "%.200s", err.msg);
+        rl->paced = false;
+        rate_limit_set_rate(rl, 0, clock_seconds());
+        return;
+    }
     iv = cpu_interval_between(&rl->sample, &now, rl->ticks_per_s);
     if (iv.seconds <= 0)
         return;
-    next = rate_pace_next(rl->rate, &iv, (double)rl->bytes / iv.seconds, &rl->ceiling);
-    if (rl->rate > 0)
+    achieved = (double)rl->bytes / iv.seconds;
+    next = rate_pace_next(rl->rate, &iv, achieved, &rl->ceiling);
+    /* slowed: the limit held the reads back (they came at its rate), not merely set above them */
+    if (rl->rate > 0 && achieved >= RATE_PACE_BINDING * rl->rate)
         rl->report.slowed_s += iv.seconds;
     if (iv.others_cpus > rl->report.others)
         rl->report.others = iv.others_cpus;
@@ -104,7 +115,7 @@ void rate_limit_acquire(rate_limit *rl, uint64_t bytes)
 {
     double wait = 0;
 
-    if (rl->rate == 0 && !rl->paced)
+    if (rl->unlimited) /* set at init, never written after: no lock needed */
         return;
     pthread_mutex_lock(&rl->lock);
     {
@@ -136,6 +147,13 @@ rate_pace_report rate_limit_report(rate_limit *rl)
 
     pthread_mutex_lock(&rl->lock);
     r = rl->report;
+    if (rl->paced) { /* the tail since the last look */
+        double now = clock_seconds();
+        if (rl->rate > 0 &&
+            (double)rl->bytes / (now - rl->sample.at + 1e-9) >= RATE_PACE_BINDING * rl->rate)
+            r.slowed_s += now - rl->sample.at;
+        r.seconds = now - rl->started;
+    }
     pthread_mutex_unlock(&rl->lock);
     return r;
 }

@@ -6,13 +6,14 @@
  *
  * The pacer starts unlimited (an idle machine pays nothing for it), first
  * looks at the machine after RATE_PACE_FIRST_S, then every
- * RATE_PACE_INTERVAL_S. Other processes using less
- * than RATE_PACE_QUIET_CPUS of CPU: unlimited. Otherwise, while less than
- * RATE_PACE_IDLE_LOW of the CPUs' time is idle (they want all of it), the rate
- * halves, and drops straight to RATE_PACE_FLOOR from unlimited: a p99 is lost
- * in the first second. While more than RATE_PACE_IDLE_HIGH is idle it grows by
- * a quarter (from unlimited: a quarter of what the backup just read at). It
- * never drops below RATE_PACE_FLOOR, so the backup always ends.
+ * RATE_PACE_INTERVAL_S. Other processes using less than RATE_PACE_QUIET_CPUS
+ * of CPU: unlimited. Otherwise, while less than RATE_PACE_IDLE_LOW of the
+ * CPUs' time is idle (they want all of it), the rate halves, and drops
+ * straight to RATE_PACE_FLOOR from unlimited: a p99 is lost in the first
+ * second. While more than RATE_PACE_IDLE_HIGH is idle it grows by a quarter;
+ * unlimited stays unlimited until the CPUs are wanted. It never drops below
+ * RATE_PACE_FLOOR, so the backup always ends. /proc/stat unreadable mid-run:
+ * unlimited from then on, said in the report.
  */
 #ifndef PGD_RATE_LIMIT_H
 #define PGD_RATE_LIMIT_H
@@ -30,14 +31,16 @@
 #define RATE_PACE_IDLE_LOW   0.10
 #define RATE_PACE_IDLE_HIGH  0.25
 #define RATE_PACE_FLOOR      (16.0 * 1024 * 1024)
+#define RATE_PACE_BINDING    0.9 /* reads came at 90 % of the rate or more: it held them back */
 
 /* What the pacer did over a whole run. */
 typedef struct rate_pace_report {
     bool paced;      /* --max-rate auto was on */
-    double seconds;  /* from the first read to the last look */
-    double slowed_s; /* of which the rate was limited */
+    double seconds;  /* from the first read to the report */
+    double slowed_s; /* of which the limit held the reads back */
     double lowest;   /* the lowest rate it set, bytes/s (0 when never slowed) */
     double others;   /* the most CPUs' worth other processes used in one interval */
+    char lost[256];  /* why the pacer stopped looking mid-run ("": it did not) */
 } rate_pace_report;
 
 typedef struct rate_limit {
@@ -45,6 +48,7 @@ typedef struct rate_limit {
     double tokens, burst, min_burst;
     double last; /* monotonic seconds */
     pthread_mutex_t lock;
+    bool unlimited; /* a fixed rate of 0: acquire returns at once (never changes after init) */
     /* --max-rate auto */
     bool paced;
     double ticks_per_s, ceiling, started;
