@@ -77,6 +77,13 @@ double rate_pace_next(double rate, const cpu_interval *iv, double achieved, doub
     return next < RATE_PACE_FLOOR ? RATE_PACE_FLOOR : next;
 }
 
+/* Under the lock: the reads since the last look came at the limit, i.e. it held them back. */
+static bool rate_limit_binding(const rate_limit *rl, double seconds)
+{
+    return rl->rate > 0 && seconds > 0 &&
+           (double)rl->bytes / seconds >= RATE_PACE_BINDING * rl->rate;
+}
+
 /* Under the lock: look at the machine, set the next rate. */
 static void rate_limit_pace(rate_limit *rl)
 {
@@ -99,7 +106,7 @@ static void rate_limit_pace(rate_limit *rl)
     achieved = (double)rl->bytes / iv.seconds;
     next = rate_pace_next(rl->rate, &iv, achieved, &rl->ceiling);
     /* slowed: the limit held the reads back (they came at its rate), not merely set above them */
-    if (rl->rate > 0 && achieved >= RATE_PACE_BINDING * rl->rate)
+    if (rate_limit_binding(rl, iv.seconds))
         rl->report.slowed_s += iv.seconds;
     if (iv.others_cpus > rl->report.others)
         rl->report.others = iv.others_cpus;
@@ -149,8 +156,7 @@ rate_pace_report rate_limit_report(rate_limit *rl)
     r = rl->report;
     if (rl->paced) { /* the tail since the last look */
         double now = clock_seconds();
-        if (rl->rate > 0 &&
-            (double)rl->bytes / (now - rl->sample.at + 1e-9) >= RATE_PACE_BINDING * rl->rate)
+        if (rate_limit_binding(rl, now - rl->sample.at))
             r.slowed_s += now - rl->sample.at;
         r.seconds = now - rl->started;
     }
