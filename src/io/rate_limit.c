@@ -77,11 +77,14 @@ double rate_pace_next(double rate, const cpu_interval *iv, double achieved, doub
     return next < RATE_PACE_FLOOR ? RATE_PACE_FLOOR : next;
 }
 
-/* Under the lock: the reads since the last look came at the limit, i.e. it held them back. */
+/*
+ * Under the lock: the reads since the last look came at the limit, i.e. it
+ * held them back. Reads come whole: within one read of the limit counts.
+ */
 static bool rate_limit_binding(const rate_limit *rl, double seconds)
 {
     return rl->rate > 0 && seconds > 0 &&
-           (double)rl->bytes / seconds >= RATE_PACE_BINDING * rl->rate;
+           (double)rl->bytes + rl->min_burst >= RATE_PACE_BINDING * rl->rate * seconds;
 }
 
 /* Under the lock: look at the machine, set the next rate. */
