@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/log.h"
 #include "util/progress.h"
 
 static void rate_limit_set_rate(rate_limit *rl, double rate, double now)
@@ -108,6 +109,9 @@ static void rate_limit_pace(rate_limit *rl)
         return;
     achieved = (double)rl->bytes / iv.seconds;
     next = rate_pace_next(rl->rate, &iv, achieved, &rl->ceiling);
+    log_debug("pace: %.2f s, others %.2f CPUs, idle %.0f %%, read %.0f MB/s, limit %.0f -> %.0f MB/s",
+              iv.seconds, iv.others_cpus, iv.idle_share * 100, achieved / 1e6, rl->rate / 1e6,
+              next / 1e6);
     /* slowed: the limit held the reads back (they came at its rate), not merely set above them */
     if (rate_limit_binding(rl, iv.seconds))
         rl->report.slowed_s += iv.seconds;
