@@ -26,7 +26,14 @@
 #include "repo/wal_archive_internal.h"
 #include "util/crc32c.h"
 
-#define WAL_WAIT_POLL_US (200 * 1000)
+/*
+ * wal_archive_wait looks again after 10 ms, then doubles the pause up to
+ * 200 ms: the segment pg_backup_stop switched to is usually in the repository
+ * within a wal-push's run (tens of ms), and a backup should not wait a full
+ * pause longer than that; a slow archive is not looked at more than 5 times a second.
+ */
+#define WAL_WAIT_POLL_FIRST_US (10 * 1000)
+#define WAL_WAIT_POLL_MAX_US   (200 * 1000)
 
 const compress_kind wal_archive_kinds[] = {COMPRESS_LZ4, COMPRESS_ZSTD, COMPRESS_NONE};
 const size_t wal_archive_nkinds = sizeof(wal_archive_kinds) / sizeof(wal_archive_kinds[0]);
@@ -202,6 +209,7 @@ bool wal_archive_fetch(storage *repo, const char *name, const char *dest, bool *
 bool wal_archive_wait(storage *repo, const char *name, int timeout_s, pgd_error *err)
 {
     time_t deadline = time(NULL) + timeout_s;
+    useconds_t pause = WAL_WAIT_POLL_FIRST_US;
     compress_kind kind;
     bool found;
 
@@ -216,7 +224,8 @@ bool wal_archive_wait(storage *repo, const char *name, int timeout_s, pgd_error 
                            "repository \"%s\" within %d s (check archive_command and "
                            "pg_stat_archiver)",
                            name, repo->uri, timeout_s);
-        usleep(WAL_WAIT_POLL_US);
+        usleep(pause);
+        pause = pause * 2 < WAL_WAIT_POLL_MAX_US ? pause * 2 : WAL_WAIT_POLL_MAX_US;
     }
 }
 
