@@ -59,6 +59,7 @@ typedef struct pipeline_worker {
     pipeline_shared *sh;
     io_engine *engine;
     pipeline_slot *slots; /* depth of them, used as a ring */
+    char *buffers;        /* the slots' read buffers, one allocation (big_buffer.h) */
     int depth;
     file_filter *chain; /* the file filters, ending at tar */
     file_filter *tar;   /* the chain's end, writing into `out` */
@@ -441,17 +442,17 @@ static bool pipeline_worker_setup(pipeline_worker *w, pipeline_shared *sh, pgd_e
 {
     const pipeline_config *cfg = sh->cfg;
     size_t pages = page_residency_vector_len(sh->max_read);
+    /* headroom for the tar padding written from the same buffer */
+    size_t stride = (sh->max_read + 2 * DIO_ALIGN - 1) / DIO_ALIGN * DIO_ALIGN;
 
     w->sh = sh;
     w->depth = cfg->depth;
     w->slots = calloc((size_t)w->depth, sizeof(*w->slots));
-    if (w->slots == NULL)
-        return err_set(err, "out of memory");
+    if (w->slots == NULL ||
+        (w->buffers = dio_buffer_alloc(stride * (size_t)w->depth, err)) == NULL)
+        return w->slots == NULL ? err_set(err, "out of memory") : false;
     for (int d = 0; d < w->depth; d++) {
-        /* headroom for the tar padding written from the same buffer */
-        w->slots[d].req.buf = dio_buffer_alloc(sh->max_read + DIO_ALIGN, err);
-        if (w->slots[d].req.buf == NULL)
-            return false;
+        w->slots[d].req.buf = w->buffers + stride * (size_t)d;
         if (cfg->mode != READ_MODE_BUFFERED && (w->slots[d].was_cached = malloc(pages)) == NULL)
             return err_set(err, "out of memory");
     }
@@ -465,11 +466,10 @@ static void pipeline_worker_teardown(pipeline_worker *w)
 {
     io_engine_free(w->engine);
     file_filter_free(w->chain);
-    for (int d = 0; w->slots != NULL && d < w->depth; d++) {
-        free(w->slots[d].req.buf);
+    for (int d = 0; w->slots != NULL && d < w->depth; d++)
         free(w->slots[d].was_cached);
-    }
     free(w->slots);
+    free(w->buffers);
 }
 
 static int pipeline_partition_cmp(const void *a, const void *b)

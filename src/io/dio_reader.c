@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/big_buffer.h"
+
 const char *read_mode_name(read_mode mode)
 {
     switch (mode) {
@@ -28,17 +30,11 @@ const char *read_mode_name(read_mode mode)
 
 void *dio_buffer_alloc(size_t size, pgd_error *err)
 {
-    void *buf = NULL;
     size_t rounded = (size + DIO_ALIGN - 1) / DIO_ALIGN * DIO_ALIGN;
-    int rc;
+    void *buf = big_buffer_alloc(rounded > 0 ? rounded : DIO_ALIGN);
 
-    if (rounded == 0)
-        rounded = DIO_ALIGN;
-    rc = posix_memalign(&buf, DIO_ALIGN, rounded);
-    if (rc != 0) {
-        err_errno(err, rc, "could not allocate %zu bytes of aligned memory", rounded);
-        return NULL;
-    }
+    if (buf == NULL)
+        err_errno(err, ENOMEM, "could not allocate %zu bytes of aligned memory", rounded);
     return buf;
 }
 

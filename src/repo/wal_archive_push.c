@@ -21,6 +21,7 @@
 #include "pg/wal_segment.h"
 #include "repo/layout.h"
 #include "repo/wal_archive_internal.h"
+#include "util/big_buffer.h"
 #include "util/crc32c.h"
 
 /*
@@ -44,7 +45,7 @@ static bool wal_archive_push_read_local(const char *path, char **data, size_t *l
         close(fd);
         return err_errno(err, errno, "could not stat WAL file \"%s\"", path);
     }
-    *data = malloc((size_t)st.st_size + 1);
+    *data = big_buffer_alloc((size_t)st.st_size + 1);
     if (*data == NULL) {
         close(fd);
         return err_set(err, "out of memory");

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/big_buffer.h"
+
 #define S3_HTTP_OK      200
 #define S3_HTTP_PARTIAL 206
 
@@ -221,7 +223,7 @@ static bool s3_reader_start(s3_reader *r, pgd_error *err)
     for (unsigned i = 0; i < r->nslots; i++) {
         s3_fetch_arg *fa = malloc(sizeof(*fa));
         r->slots[i].offset = (uint64_t)i * S3_RANGE_SIZE;
-        r->slots[i].buf = r->slots[i].offset < r->size ? malloc(S3_RANGE_SIZE) : NULL;
+        r->slots[i].buf = r->slots[i].offset < r->size ? big_buffer_alloc(S3_RANGE_SIZE) : NULL;
         if (fa == NULL || (r->slots[i].offset < r->size && r->slots[i].buf == NULL)) {
             free(fa);
             return err_set(err, "out of memory");

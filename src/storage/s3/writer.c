@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "storage/s3/sigv4.h"
+#include "util/big_buffer.h"
 #include "util/log.h"
 
 #define S3_CREATION_HEADERS 7 /* storage class, encryption, condition: pairs, then NULL */
@@ -242,7 +243,8 @@ static bool s3_writer_ship_current(s3_writer *w, pgd_error *err)
     if (w->current->number > S3_PARTS_MAX)
         return err_set(err, "\"%s\" would need more than %d parts", w->path, S3_PARTS_MAX);
     if (w->current->buf == NULL || w->part_cap > w->s->part_size) {
-        char *grown = realloc(w->current->buf, w->part_cap);
+        char *grown = w->current->buf == NULL ? big_buffer_alloc(w->part_cap)
+                                              : realloc(w->current->buf, w->part_cap);
         if (grown == NULL)
             return err_set(err, "out of memory for an upload part of %llu bytes",
                            (unsigned long long)w->part_cap);
@@ -494,7 +496,7 @@ out_stream *s3_writer_open(storage *st, const char *path, unsigned flags, pgd_er
     w->current = &w->parts[0];
     w->current->number = w->next_number = 1;
     w->part_cap = s->part_size;
-    w->current->buf = malloc(w->part_cap);
+    w->current->buf = big_buffer_alloc(w->part_cap);
     if (w->current->buf == NULL) {
         s3_writer_free(w);
         err_set(err, "out of memory for an upload part of %llu bytes",
