@@ -61,7 +61,7 @@ chmod 755 "$D"
 mkdir -p "$D/bin"
 cp "$BUILD/pgdirect" "$BUILD/pgd-pagecache" "$D/bin/"
 cc -O2 -std=gnu11 -pthread -I"$ROOT/src" -o "$D/bin/dio_read" "$HERE/tools/pgd_dio_read.c" \
-    "$ROOT/src/pg/datadir.c" "$ROOT/src/util/log.c" "$ROOT/src/util/error.c"
+    "$ROOT/src/pg/datadir.c" "$ROOT/src/util/log.c" "$ROOT/src/util/error.c" "$ROOT/src/util/big_buffer.c"
 chown -R postgres:postgres "$D"
 PORT=$((20000 + RANDOM % 20000))
 PGD="$D/bin/pgdirect"
