@@ -165,7 +165,8 @@ as_pg() {
 
 # Outside the kernel's ephemeral range: a port taken from inside it can become the
 # source port of some outgoing connection between this check and the bind (moto
-# once failed to start with "Address already in use" that way).
+# once failed to start with "Address already in use" that way). Nor one that a
+# server of this test holds on its socket in $T.
 free_port() {
     local p lo hi base span
     read -r lo hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || { lo=32768; hi=60999; }
@@ -177,6 +178,9 @@ free_port() {
     [ "$span" -gt 0 ] || bail "no port range outside the ephemeral range $lo-$hi"
     for _ in $(seq 1 200); do
         p=$((base + (RANDOM * 32768 + RANDOM) % span))
+        # the test's servers listen only on sockets in $T: a port one of them holds is
+        # free over TCP, and a second server on it fails on the socket's lock file
+        [ -n "${T:-}" ] && { [ -e "$T/.s.PGSQL.$p" ] || [ -e "$T/.s.PGSQL.$p.lock" ]; } && continue
         if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
             echo "$p"
             return
@@ -323,7 +327,8 @@ restore_and_start() {
 port = $port
 archive_mode = off
 CONF
-    pg_start "$dir" "$port"
+    # called as port=$(restore_and_start ...): the server log's tail, if it does not start, goes to stderr
+    pg_start "$dir" "$port" >&2
     for _ in $(seq 1 300); do
         [ "$(psql_at "$port" "SELECT pg_is_in_recovery()" 2>/dev/null)" = "f" ] && { echo "$port"; return 0; }
         sleep 0.2
