@@ -448,9 +448,10 @@ static bool pipeline_worker_setup(pipeline_worker *w, pipeline_shared *sh, pgd_e
     w->sh = sh;
     w->depth = cfg->depth;
     w->slots = calloc((size_t)w->depth, sizeof(*w->slots));
-    if (w->slots == NULL ||
-        (w->buffers = dio_buffer_alloc(stride * (size_t)w->depth, err)) == NULL)
-        return w->slots == NULL ? err_set(err, "out of memory") : false;
+    if (w->slots == NULL)
+        return err_set(err, "out of memory");
+    if ((w->buffers = dio_buffer_alloc(stride * (size_t)w->depth, err)) == NULL)
+        return false;
     for (int d = 0; d < w->depth; d++) {
         w->slots[d].req.buf = w->buffers + stride * (size_t)d;
         if (cfg->mode != READ_MODE_BUFFERED && (w->slots[d].was_cached = malloc(pages)) == NULL)
