@@ -11,18 +11,6 @@ q "CREATE TABLE t (id int, pad text)"
 q "INSERT INTO t SELECT g, repeat('z', 100) FROM generate_series(1, 100000) g"
 archive_all "$PGPORT"
 
-flip_byte() { # flip_byte FILE OFFSET
-    python3 - "$1" "$2" <<'PY'
-import sys
-path, off = sys.argv[1], int(sys.argv[2])
-with open(path, 'r+b') as f:
-    f.seek(off)
-    b = f.read(1)
-    f.seek(off)
-    f.write(bytes([b[0] ^ 0x01]))
-PY
-}
-
 for comp in none lz4; do
     pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --compression "$comp" >/dev/null 2>&1
     ok $? "$comp: backup succeeds"

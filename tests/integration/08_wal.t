@@ -22,7 +22,7 @@ next=$(printf '%08X%016X' 1 $((16#${seg:8} + 1)))
 pgd wal-fetch --repo "$REPO" "$seg" "$T/wal/$seg"
 ok $? "wal-fetch of a segment archived by PostgreSQL succeeds"
 cp "$T/wal/$seg" "$T/other/$seg"
-printf '\xAA' | dd of="$T/other/$seg" bs=1 seek=24 conv=notrunc 2>/dev/null # xlp_sysid
+flip_byte "$T/other/$seg" 24 # xlp_sysid
 printf '1\t0/3000000\tno recovery target specified\n' >"$T/wal/00000002.history"
 chown postgres "$T/wal"/* "$T/other"/*
 R="$T/r2"
@@ -125,14 +125,14 @@ cp "$obj" "$T/obj.keep"
 truncate -s $(($(stat -c %s "$obj") / 2)) "$obj"
 fetch_fails "truncated .lz4 object" "$seg.*truncated" --repo "$R" "$seg" "$T/out/F"
 cp "$T/obj.keep" "$obj"
-printf 'X' | dd of="$obj" bs=1 seek=$(($(stat -c %s "$obj") / 2)) conv=notrunc 2>/dev/null
+flip_byte "$obj" $(($(stat -c %s "$obj") / 2))
 fetch_fails "a byte changed in a .lz4 object" "$seg.*(corrupt|checksum)" --repo "$R" "$seg" "$T/out/F"
 : >"$obj"
 fetch_fails "empty .lz4 object" "$seg.*truncated" --repo "$R" "$seg" "$T/out/F"
 cp "$T/obj.keep" "$obj" && chmod 000 "$obj"
 fetch_fails "unreadable object" "$seg.*Permission denied" --repo "$R" "$seg" "$T/out/F"
 chmod 640 "$obj"
-printf 'X' | dd of="$obj" bs=1 seek=$(($(stat -c %s "$obj") / 2)) conv=notrunc 2>/dev/null
+flip_byte "$obj" $(($(stat -c %s "$obj") / 2))
 EXPECT_OUT=$(cd "$T/sb" && pgd wal-fetch --repo "$R" "$seg" "$T/out/F" 2>&1)
 is "$?" "254" "in standby mode (standby.signal) corruption is still fatal"
 cp "$T/obj.keep" "$obj"
@@ -151,7 +151,7 @@ cp "$T/wal/$seg" "$raw"
 lsn=$("$PG_BIN/pg_waldump" "$raw" 2>/dev/null | sed -n '5s/.*lsn: \([0-9A-F]*\/[0-9A-F]*\),.*/\1/p')
 off=$(( (16#${lsn#*/}) % 16777216 + 4 ))
 lsn=$(printf '%X/%X' $((16#${lsn%/*})) $((16#${lsn#*/})))
-printf '\x5A' | dd of="$raw" bs=1 seek=$off conv=notrunc 2>/dev/null
+flip_byte "$raw" $off
 fetch_fails "a byte changed in a record of an uncompressed segment" \
     "$seg.*corrupt: incorrect checksum of the record at $lsn" --repo "$N" "$seg" "$T/out/F"
 cp "$T/wal/$seg" "$raw"

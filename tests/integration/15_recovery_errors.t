@@ -104,7 +104,7 @@ cp "$obj" "$T/keep.lz4"
 size=$(stat -c %s "$obj")
 damaged "truncated .lz4 segment" "$REPO" "truncate -s $((size / 2)) '$obj'" "cp '$T/keep.lz4' '$obj'"
 damaged "a byte changed in a .lz4 segment" "$REPO" \
-    "printf X | dd of='$obj' bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null" "cp '$T/keep.lz4' '$obj'"
+    "flip_byte '$obj' $((size / 2))" "cp '$T/keep.lz4' '$obj'"
 damaged "empty .lz4 object" "$REPO" ": >'$obj'" "cp '$T/keep.lz4' '$obj'"
 damaged "unreadable .lz4 object" "$REPO" "chmod 000 '$obj'" "chmod 640 '$obj'"
 
@@ -113,7 +113,7 @@ cp "$raw" "$T/keep.raw"
 damaged "truncated uncompressed segment" "$RN" "truncate -s 9000000 '$raw'" "cp '$T/keep.raw' '$raw'"
 # the first record's xl_xid, under its CRC (the segment follows a switch: no continuation)
 damaged "a byte changed in a record of an uncompressed segment" "$RN" \
-    "printf '\\x5A' | dd of='$raw' bs=1 seek=44 conv=notrunc 2>/dev/null" "cp '$T/keep.raw' '$raw'"
+    "flip_byte '$raw' 44" "cp '$T/keep.raw' '$raw'"
 
 restore_to "$REPO"
 start_restored

@@ -14,7 +14,7 @@ seg=000000010000000000000021
 mkdir -p "$T/a" "$T/b" && chown postgres "$T/a" "$T/b"
 wal_segment_file "$seg" "$T/a/$seg"
 cp "$T/a/$seg" "$T/b/$seg" # the same name, another file: xlp_sysid differs
-printf '\xAA' | dd of="$T/b/$seg" bs=1 seek=24 conv=notrunc 2>/dev/null
+flip_byte "$T/b/$seg" 24
 chown postgres "$T/b/$seg"
 
 runs=20 both=0 neither=0 not_one=0 wrong=0

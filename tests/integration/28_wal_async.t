@@ -206,7 +206,7 @@ ok $? "$s is in that repository"
 # ---- never acknowledged on a record of other content, never over another file ----
 s=000000010000000000000041
 cp "$F/pg_wal/$s" "$T/$s.orig"
-printf '\xAA' | dd of="$F/pg_wal/$s" bs=1 seek=24 conv=notrunc 2>/dev/null # xlp_sysid: another file
+flip_byte "$F/pg_wal/$s" 24 # xlp_sysid: another file
 ok $([ -f "$FS/out/$s.ok" ] && echo 0 || echo 1) "the spool holds a record of $s"
 EXPECT_OUT=$(fake_push "$s" 2>&1)
 rc=$?

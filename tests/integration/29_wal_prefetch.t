@@ -96,7 +96,7 @@ check_repo() { # check_repo LABEL REPO LAST: LAST is the last segment REPO holds
     ok $(wait_until 60 has_entry "$D" "$s3" && echo 0 || echo 1) "$label: the next three segments are prefetched"
 
     e=$(entry "$D" "$s1")
-    printf 'X' | dd of="$e" bs=1 seek=500000 conv=notrunc 2>/dev/null
+    flip_byte "$e" 500000
     run_fetch "$repo" "$D" "$s1" pg_wal/RECOVERYXLOG
     is "$?" "0" "$label: a prefetched file corrupted in the spool: wal-fetch still succeeds"
     like "$FETCH_OUT" "warning: prefetched WAL file \"$s1\" .* is corrupt \\(CRC-32C" "$label: and says it found it corrupt"

@@ -386,6 +386,17 @@ PY
     chown postgres "$2"
 }
 
+# flip_byte FILE OFFSET: inverts every bit of one byte in place, so the file is certain to
+# differ (writing a fixed value is a no-op when the byte already holds it: a system
+# identifier's low byte is the initdb's pid, 0xAA once in 256 clusters)
+flip_byte() {
+    local b
+    b=$(od -An -tu1 -j "$2" -N1 "$1" | tr -d ' ')
+    [ -n "$b" ] || bail "flip_byte: $1 has no byte at offset $2"
+    printf "\\$(printf '%03o' $((b ^ 255)))" | dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null ||
+        bail "flip_byte: could not write $1 at offset $2"
+}
+
 # tap_skip DESCRIPTION REASON: a TAP test that was not run, and why
 tap_skip() {
     TAP_N=$((TAP_N + 1))
