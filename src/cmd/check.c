@@ -19,7 +19,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <jansson.h>
-#include <libpq-fe.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,6 +30,7 @@
 
 #include "cmd/cmd.h"
 #include "cmd/common.h"
+#include "pg/pq_api.h"
 #include "pg/session.h"
 #include "repo/backup_info.h"
 #include "repo/layout.h"

@@ -22,6 +22,8 @@ PGconn *pg_connect_db(const char *conninfo, const char *dbname, pgd_error *err)
         vals[1] = "pgdirect";
         keys[2] = NULL;
     }
+    if (!pq_api_load(err))
+        return NULL;
     conn = PQconnectdbParams(keys, vals, 1);
     if (conn == NULL || PQstatus(conn) != CONNECTION_OK) {
         pg_error_line(conn, "out of memory", msg, sizeof(msg));

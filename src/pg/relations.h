@@ -6,11 +6,11 @@
 #ifndef PGD_RELATIONS_H
 #define PGD_RELATIONS_H
 
-#include <libpq-fe.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pg/pq_api.h"
 #include "util/error.h"
 
 typedef struct pg_relation {

@@ -115,6 +115,8 @@ bool pg_session_open(pg_session *s, const char *conninfo, pgd_error *err)
     char buf[64];
 
     memset(s, 0, sizeof(*s));
+    if (!pq_api_load(err))
+        return false;
     s->conn = PQconnectdbParams(keys, vals, 1);
     if (s->conn == NULL)
         return err_set(err, "could not connect to the server: out of memory");

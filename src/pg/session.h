@@ -7,10 +7,10 @@
 #ifndef PGD_SESSION_H
 #define PGD_SESSION_H
 
-#include <libpq-fe.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "pg/pq_api.h"
 #include "util/error.h"
 
 /*

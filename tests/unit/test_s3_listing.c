@@ -111,6 +111,5 @@ int main(void)
         cmocka_unit_test(test_deliver_refuses),
         cmocka_unit_test(test_delete_body),
     };
-    s3_xml_init();
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

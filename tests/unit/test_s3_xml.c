@@ -459,6 +459,5 @@ int main(void)
         cmocka_unit_test(test_escape),
         cmocka_unit_test(test_escape_round_trip),
     };
-    s3_xml_init();
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "storage/s3/internal.h"
+#include "storage/s3/s3_libs.h"
 
 #include <arpa/inet.h>
 #include <openssl/crypto.h>
@@ -306,7 +307,9 @@ storage *s3_storage_open(const char *uri, const s3_options *o, pgd_error *err)
 
     if (o == NULL)
         o = &defaults;
-    s3_xml_init();
+    /* from the main thread, before any thread makes a request or parses an answer */
+    if (!s3_libs_load(err))
+        return NULL;
     s = calloc(1, sizeof(*s));
     if (s == NULL) {
         err_set(err, "out of memory");

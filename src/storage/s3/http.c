@@ -5,8 +5,8 @@
 #define _GNU_SOURCE
 #include "storage/s3/http.h"
 
-#include <curl/curl.h>
-#include <pthread.h>
+#include "storage/s3/s3_libs.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,18 +23,13 @@ struct http_client {
     long timeout_s;
 };
 
-static pthread_once_t http_curl_once = PTHREAD_ONCE_INIT;
-
-static void http_curl_init_once(void)
-{
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 http_client *http_client_new(long timeout_s, pgd_error *err)
 {
-    http_client *c = calloc(1, sizeof(*c));
+    http_client *c;
 
-    pthread_once(&http_curl_once, http_curl_init_once);
+    if (!s3_libs_load(err))
+        return NULL;
+    c = calloc(1, sizeof(*c));
     if (c == NULL || (c->curl = curl_easy_init()) == NULL) {
         free(c);
         err_set(err, "could not initialise libcurl");

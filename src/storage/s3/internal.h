@@ -199,9 +199,6 @@ bool s3_xml_time(const char *text, int64_t *out);
 /* Text escaped for an XML element (& < > " '), malloc'd. */
 char *s3_xml_escape(const char *text);
 
-/* Once per process, from the main thread, before any thread parses. */
-void s3_xml_init(void);
-
 /* ---- writer.c, reader.c, listing.c: the storage operations ---- */
 
 /*

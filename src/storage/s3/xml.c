@@ -17,10 +17,9 @@
  */
 #define _GNU_SOURCE
 #include "storage/s3/internal.h"
+#include "storage/s3/s3_libs.h"
 
 #include <errno.h>
-#include <libxml/parser.h>
-#include <libxml/tree.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,24 +28,13 @@
 #define S3_XML_PARSE_OPTIONS (XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING)
 #define S3_XML_SIZE_DIGITS   20 /* UINT64_MAX */
 
-static pthread_once_t s3_xml_once = PTHREAD_ONCE_INIT;
-
-static void s3_xml_init_once(void)
-{
-    xmlInitParser();
-}
-
-void s3_xml_init(void)
-{
-    pthread_once(&s3_xml_once, s3_xml_init_once);
-}
-
 /* The document, or NULL with err set (err may be NULL: then just NULL). */
 static xmlDocPtr s3_xml_read(const char *body, size_t len, pgd_error *err)
 {
     xmlDocPtr doc;
 
-    s3_xml_init();
+    if (!s3_libs_load(err))
+        return NULL;
     if (body == NULL || len == 0) {
         err_set(err, "the answer is empty");
         return NULL;
@@ -85,20 +73,48 @@ static xmlNodePtr s3_xml_child(xmlNodePtr parent, const char *name)
     return NULL;
 }
 
+/*
+ * The text under n, as xmlNodeGetContent gives it (text and CDATA of every
+ * descendant, in order): its length, and the bytes into out when out is
+ * not NULL. Read from the tree here, so nothing is allocated by libxml2 and
+ * freed through its xmlFree, a variable in some of its builds and a macro
+ * in others.
+ */
+static size_t s3_xml_text(xmlNodePtr n, char *out)
+{
+    size_t len = 0;
+
+    for (xmlNodePtr c = n->children; c; c = c->next) {
+        if (c->type == XML_TEXT_NODE || c->type == XML_CDATA_SECTION_NODE) {
+            size_t l = c->content ? strlen((const char *)c->content) : 0;
+            if (out != NULL)
+                memcpy(out + len, c->content, l);
+            len += l;
+        } else if (c->type == XML_ELEMENT_NODE) {
+            len += s3_xml_text(c, out ? out + len : NULL);
+        }
+    }
+    return len;
+}
+
 /* The text of child `name`, malloc'd (entities decoded), or NULL when absent. */
 static char *s3_xml_child_text(xmlNodePtr parent, const char *name, bool *oom)
 {
     xmlNodePtr c = s3_xml_child(parent, name);
-    xmlChar *t;
+    size_t len;
     char *out;
 
     if (c == NULL)
         return NULL;
-    t = xmlNodeGetContent(c);
-    out = strdup(t ? (const char *)t : "");
-    xmlFree(t);
-    if (out == NULL && oom != NULL)
-        *oom = true;
+    len = s3_xml_text(c, NULL);
+    out = malloc(len + 1);
+    if (out == NULL) {
+        if (oom != NULL)
+            *oom = true;
+        return NULL;
+    }
+    s3_xml_text(c, out);
+    out[len] = '\0';
     return out;
 }
 

@@ -1,0 +1,102 @@
+/*
+ * test_shared_lib.c - covers src/util/shared_lib.c, src/pg/pq_api.c and
+ * src/storage/s3/s3_libs.c: a library that is not there and a function a
+ * library lacks are errors naming them; libpq, libcurl and libxml2 load and
+ * every slot of their tables is filled; and pgdirect itself no longer
+ * names them as libraries to load at start.
+ */
+#include "helpers.h"
+
+#include "pg/pq_api.h"
+#include "storage/s3/s3_libs.h"
+#include "util/shared_lib.h"
+
+static void test_missing_library(void **state)
+{
+    pgd_error err = {0};
+
+    (void)state;
+    assert_null(shared_lib_open("libpgdirect-none.so.9", &err));
+    assert_true(err.set);
+    assert_non_null(
+        strstr(err.msg, "could not load the shared library \"libpgdirect-none.so.9\": "));
+}
+
+static void test_missing_function(void **state)
+{
+    pgd_error err = {0};
+    void *lib = shared_lib_open(PGD_LIBPQ_SONAME, &err);
+
+    (void)state;
+    assert_non_null(lib);
+    assert_non_null(shared_lib_symbol(lib, PGD_LIBPQ_SONAME, "PQconnectdbParams", &err));
+    assert_false(err.set);
+    assert_null(shared_lib_symbol(lib, PGD_LIBPQ_SONAME, "PQnoSuchFunction", &err));
+    assert_true(err.set);
+    assert_non_null(
+        strstr(err.msg, "\"" PGD_LIBPQ_SONAME "\" has no function \"PQnoSuchFunction\""));
+}
+
+static void test_pq_api(void **state)
+{
+    pgd_error err = {0};
+    const void *const *slot = (const void *const *)&pq_api;
+
+    (void)state;
+    assert_true(pq_api_load(&err));
+    assert_true(pq_api_load(&err)); /* once per process; again is a no-op */
+    for (size_t i = 0; i < sizeof(pq_api) / sizeof(void *); i++)
+        assert_non_null(slot[i]);
+    /* a call through the table: libpq's own answer for a connection that is not there */
+    assert_int_equal(PQstatus(NULL), CONNECTION_BAD);
+}
+
+static void test_s3_libs(void **state)
+{
+    pgd_error err = {0};
+    const void *const *slot = (const void *const *)&s3_libs;
+
+    (void)state;
+    assert_true(s3_libs_load(&err));
+    for (size_t i = 0; i < sizeof(s3_libs) / sizeof(void *); i++)
+        assert_non_null(slot[i]);
+    assert_string_equal(curl_easy_strerror(CURLE_OK), "No error");
+    assert_int_equal(xmlStrcmp(BAD_CAST "a", BAD_CAST "a"), 0);
+}
+
+static const char *test_binary; /* argv[0]: /proc/self/exe is valgrind's own under valgrind */
+
+/* The libraries this test's own binary needs at start, from its dynamic section. */
+static void test_not_linked(void **state)
+{
+    char cmd[512], line[256];
+    FILE *p;
+    int needed = 0;
+
+    (void)state;
+    snprintf(cmd, sizeof(cmd), "readelf -d '%s'", test_binary);
+    p = popen(cmd, "r");
+    assert_non_null(p);
+    while (fgets(line, sizeof(line), p) != NULL) {
+        if (strstr(line, "(NEEDED)") == NULL)
+            continue;
+        needed++;
+        assert_null(strstr(line, "libpq"));
+        assert_null(strstr(line, "libcurl"));
+        assert_null(strstr(line, "libxml2"));
+    }
+    assert_int_equal(pclose(p), 0);
+    assert_true(needed > 0);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_missing_library), cmocka_unit_test(test_missing_function),
+        cmocka_unit_test(test_pq_api),          cmocka_unit_test(test_s3_libs),
+        cmocka_unit_test(test_not_linked),
+    };
+    (void)argc;
+    test_binary = argv[0];
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
