@@ -78,11 +78,11 @@ static cache_row *cache_new_row(cache_report *r)
     return &r->rows[r->n++];
 }
 
-/* Order of cache_sort_buffers: shared catalogs apart, then relfilenode, fork, block. */
+/* Order of cache_sort_buffers: tablespace, then relfilenode, fork, block. */
 static int cache_buffer_cmp(const pg_buffer *a, const pg_buffer *b)
 {
-    if (a->shared != b->shared)
-        return a->shared < b->shared ? -1 : 1;
+    if (a->tablespace != b->tablespace)
+        return a->tablespace < b->tablespace ? -1 : 1;
     if (a->filenode != b->filenode)
         return a->filenode < b->filenode ? -1 : 1;
     if (a->fork != b->fork)
@@ -108,10 +108,11 @@ void cache_sort_buffers(pg_buffer *bufs, size_t nbufs)
  * by cache_sort_buffers: a binary search to the fork's first buffer, then its run. A scan of every
  * buffer for every fork made the report quadratic (relations x shared_buffers).
  */
-unsigned char *cache_sb_map(const pg_buffer *bufs, size_t nbufs, uint32_t filenode, bool shared,
-                            int fork, uint64_t first_block, uint64_t blocks, bool *oom)
+unsigned char *cache_sb_map(const pg_buffer *bufs, size_t nbufs, uint32_t tablespace,
+                            uint32_t filenode, int fork, uint64_t first_block, uint64_t blocks,
+                            bool *oom)
 {
-    pg_buffer key = {.filenode = filenode, .fork = fork, .block = 0, .shared = shared};
+    pg_buffer key = {.filenode = filenode, .fork = fork, .block = 0, .tablespace = tablespace};
     uint64_t end = first_block + blocks;
     unsigned char *map = NULL;
     size_t lo = 0, hi = nbufs;
@@ -128,7 +129,7 @@ unsigned char *cache_sb_map(const pg_buffer *bufs, size_t nbufs, uint32_t fileno
             hi = mid;
     }
     for (size_t i = lo; i < nbufs && bufs[i].filenode == filenode && bufs[i].fork == fork &&
-                        bufs[i].shared == shared && bufs[i].block < end;
+                        bufs[i].tablespace == tablespace && bufs[i].block < end;
          i++) {
         if (map == NULL && (map = calloc(blocks, 1)) == NULL) {
             *oom = true;
@@ -308,7 +309,7 @@ static bool cache_collect_fork(cache_report *r, const char *pgdata, cache_dir *d
             free(res.vec);
             return err_set(err, "out of memory");
         }
-        sb = cache_sb_map(bufs, nbufs, rel->filenode, rel->shared, fork,
+        sb = cache_sb_map(bufs, nbufs, rel->tablespace_oid, rel->filenode, fork,
                           (uint64_t)seg * PG_SEGMENT_BLOCKS, pages_for(res.size, PG_BLOCK_SIZE),
                           &oom);
         if (oom) {

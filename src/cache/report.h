@@ -84,7 +84,8 @@ void cache_add_segment(cache_figures *f, uint64_t size, const unsigned char *os_
  * is (*oom tells a failed allocation from that).
  */
 void cache_sort_buffers(pg_buffer *bufs, size_t nbufs);
-unsigned char *cache_sb_map(const pg_buffer *bufs, size_t nbufs, uint32_t filenode, bool shared,
-                            int fork, uint64_t first_block, uint64_t blocks, bool *oom);
+unsigned char *cache_sb_map(const pg_buffer *bufs, size_t nbufs, uint32_t tablespace,
+                            uint32_t filenode, int fork, uint64_t first_block, uint64_t blocks,
+                            bool *oom);
 
 #endif

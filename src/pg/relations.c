@@ -93,7 +93,8 @@ bool pg_relations_list(PGconn *conn, const char *like, pg_relation_list *out, pg
         "    ELSE pg_catalog.pg_relation_filepath(c.oid) END, "
         "  CASE WHEN c.relfilenode <> 0 THEN c.relfilenode "
         "    ELSE pg_catalog.pg_relation_filenode(c.oid) END, "
-        "  c.relisshared, c.reltablespace "
+        "  c.relisshared, c.reltablespace, "
+        "  CASE c.reltablespace WHEN 0 THEN d.dattablespace ELSE c.reltablespace END "
         "FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
         "  JOIN pg_catalog.pg_database d ON d.datname = pg_catalog.current_database() "
         "  JOIN pg_catalog.pg_tablespace dt ON dt.oid = d.dattablespace "
@@ -118,6 +119,7 @@ bool pg_relations_list(PGconn *conn, const char *like, pg_relation_list *out, pg
         r->filenode = (uint32_t)strtoul(PQgetvalue(res, i, 3), NULL, 10);
         r->shared = strcmp(PQgetvalue(res, i, 4), "t") == 0;
         r->tablespace = (uint32_t)strtoul(PQgetvalue(res, i, 5), NULL, 10);
+        r->tablespace_oid = (uint32_t)strtoul(PQgetvalue(res, i, 6), NULL, 10);
     }
     out->n = (size_t)n;
     out->res = res;
@@ -157,7 +159,7 @@ bool pg_buffercache_read(PGconn *conn, pg_buffer **out, size_t *count, buffercac
         return true;
     }
     PQclear(res);
-    res = PQexec(conn, "SELECT relfilenode, relforknumber, relblocknumber, reldatabase = 0 "
+    res = PQexec(conn, "SELECT relfilenode, relforknumber, relblocknumber, reltablespace "
                        "FROM pg_buffercache WHERE relfilenode IS NOT NULL AND reldatabase IN "
                        "(0, (SELECT oid FROM pg_catalog.pg_database WHERE datname = "
                        "current_database()))");
@@ -181,7 +183,7 @@ bool pg_buffercache_read(PGconn *conn, pg_buffer **out, size_t *count, buffercac
         (*out)[i].filenode = (uint32_t)strtoul(PQgetvalue(res, i, 0), NULL, 10);
         (*out)[i].fork = atoi(PQgetvalue(res, i, 1));
         (*out)[i].block = (uint32_t)strtoul(PQgetvalue(res, i, 2), NULL, 10);
-        (*out)[i].shared = strcmp(PQgetvalue(res, i, 3), "t") == 0;
+        (*out)[i].tablespace = (uint32_t)strtoul(PQgetvalue(res, i, 3), NULL, 10);
     }
     *count = (size_t)n;
     *status = BUFFERCACHE_OK;

@@ -20,6 +20,12 @@ typedef struct pg_relation {
     uint32_t filenode;
     bool shared;         /* a shared catalog (same in every database) */
     uint32_t tablespace; /* pg_class.reltablespace: 0 for the database's default */
+    /*
+     * The tablespace's OID, the database's for 0, as pg_buffercache names it: a relfilenode is
+     * unique only within one tablespace of a database (PostgreSQL checks for a clash in the
+     * relation's own tablespace only), so buffers are matched on both.
+     */
+    uint32_t tablespace_oid;
 } pg_relation;
 
 /*
@@ -40,7 +46,7 @@ typedef struct pg_buffer {
     uint32_t filenode;
     int fork; /* 0 main, 1 fsm, 2 vm, 3 init */
     uint32_t block;
-    bool shared; /* reldatabase = 0 */
+    uint32_t tablespace; /* reltablespace: its OID, never 0 (1664, pg_global: a shared catalog) */
 } pg_buffer;
 
 typedef enum {

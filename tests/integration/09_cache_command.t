@@ -71,9 +71,10 @@ q "CREATE DATABASE tsdb TABLESPACE ts"
 PGPORT=$PGPORT as_pg "$PG_BIN/psql" -X -Atq -v ON_ERROR_STOP=1 -d tsdb \
     -c "CREATE TABLE in_tsdb (id int)" -c "INSERT INTO in_tsdb SELECT generate_series(1, 7000)" ||
     bail "could not create in_tsdb"
-main_size() { # main_size JSON RELATION
-    python3 -c "import json,sys; print([r['size'] for r in json.loads(sys.argv[1])['relations'] if r['relation'] == sys.argv[2] and r['fork'] == 'main'])" "$1" "$2"
+main_field() { # main_field JSON RELATION FIELD: FIELD of the relation's main fork, as a list
+    python3 -c "import json,sys; print([r[sys.argv[3]] for r in json.loads(sys.argv[1])['relations'] if r['relation'] == sys.argv[2] and r['fork'] == 'main'])" "$1" "$2" "$3"
 }
+main_size() { main_field "$1" "$2" size; }
 json=$(pgd cache --database postgres --json)
 is "$(main_size "$json" public.in_ts)" "[$(q "SELECT pg_relation_size('in_ts')")]" \
    "a table in a tablespace: its size from its file under pg_tblspc"
@@ -86,6 +87,20 @@ is "$(main_size "$json" public.in_tsdb)" \
    "[$(PGPORT=$PGPORT as_pg "$PG_BIN/psql" -X -Atq -d tsdb -c "SELECT pg_relation_size('in_tsdb')")]" \
    "a table of a database whose default tablespace is another: its size from its file"
 cmp_ok "$(q "SELECT pg_relation_size('in_ts')")" ">" 0 "(the table in the tablespace is not empty)"
+# their buffers, matched on tablespace and relfilenode (a relfilenode is unique only within
+# one tablespace): each relation's pages, after pg_prewarm into shared_buffers
+q "SELECT pg_prewarm('in_ts', 'buffer'), pg_prewarm('pg_database', 'buffer'), pg_prewarm('pg_class', 'buffer')" >/dev/null
+json=$(pgd cache --database postgres --json)
+for rel in public.in_ts pg_catalog.pg_class pg_catalog.pg_database; do
+    is "$(main_field "$json" "$rel" shared_buffers)" "$(main_size "$json" "$rel")" \
+       "$rel: every page in shared_buffers after pg_prewarm buffer"
+done
+PGPORT=$PGPORT as_pg "$PG_BIN/psql" -X -Atq -v ON_ERROR_STOP=1 -d tsdb -c "CREATE EXTENSION pg_buffercache" \
+    -c "CREATE EXTENSION pg_prewarm" -c "SELECT pg_prewarm('in_tsdb', 'buffer')" >/dev/null ||
+    bail "could not prewarm in_tsdb"
+json=$(pgd cache --database tsdb --relation 'in_tsdb' --json)
+is "$(main_field "$json" public.in_tsdb shared_buffers)" "$(main_size "$json" public.in_tsdb)" \
+   "a table in its database's default tablespace (reltablespace 0): every page in shared_buffers"
 
 # a role without superuser: told what it could not read
 q "CREATE ROLE viewer LOGIN"

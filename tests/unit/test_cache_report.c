@@ -68,11 +68,11 @@ static void test_totals_and_sorting(void **state)
 }
 
 /* What a scan of every buffer finds for one fork: the definition cache_sb_map must match. */
-static bool sb_expected(const pg_buffer *bufs, size_t n, uint32_t node, bool shared, int fork,
+static bool sb_expected(const pg_buffer *bufs, size_t n, uint32_t spc, uint32_t node, int fork,
                         uint32_t block)
 {
     for (size_t i = 0; i < n; i++)
-        if (bufs[i].filenode == node && bufs[i].shared == shared && bufs[i].fork == fork &&
+        if (bufs[i].filenode == node && bufs[i].tablespace == spc && bufs[i].fork == fork &&
             bufs[i].block == block)
             return true;
     return false;
@@ -80,12 +80,14 @@ static bool sb_expected(const pg_buffer *bufs, size_t n, uint32_t node, bool sha
 
 /*
  * Buffers of many relations in pg_buffercache's (arbitrary) order: after one sort, each fork's
- * map holds exactly its own blocks, not those of another fork, of the shared catalog with the
- * same relfilenode, or past the fork's size.
+ * map holds exactly its own blocks, not those of another fork, of a relation with the same
+ * relfilenode in another tablespace (pg_default, pg_global's shared catalogs, a tablespace of
+ * the user's), or past the fork's size.
  */
 static void test_shared_buffers_map_after_one_sort(void **state)
 {
     enum { NODES = 40, BLOCKS = 50, NBUFS = 6000 };
+    static const uint32_t spcs[] = {1663, 1664, 16400};
     pg_buffer *bufs = calloc(NBUFS, sizeof(*bufs)), *sorted = calloc(NBUFS, sizeof(*bufs));
     uint64_t x = 88172645463325252ull;
 
@@ -95,19 +97,19 @@ static void test_shared_buffers_map_after_one_sort(void **state)
         bufs[i].filenode = 16384 + (uint32_t)(x % NODES);
         bufs[i].fork = (int)((x >> 8) % 4);
         bufs[i].block = (uint32_t)((x >> 16) % (BLOCKS + 10)); /* some past the fork's end */
-        bufs[i].shared = ((x >> 32) & 7) == 0;
+        bufs[i].tablespace = spcs[(x >> 32) % 3];
     }
     memcpy(sorted, bufs, NBUFS * sizeof(*bufs));
     cache_sort_buffers(sorted, NBUFS);
     for (uint32_t node = 16384 - 1; node < 16384 + NODES + 1; node++)
-        for (int shared = 0; shared < 2; shared++)
+        for (int s = 0; s < 4; s++) /* and 0, a tablespace no buffer has */
             for (int fork = 0; fork < 4; fork++) {
+                uint32_t spc = s < 3 ? spcs[s] : 0;
                 bool oom, any = false;
-                unsigned char *map =
-                    cache_sb_map(sorted, NBUFS, node, shared, fork, 0, BLOCKS, &oom);
+                unsigned char *map = cache_sb_map(sorted, NBUFS, spc, node, fork, 0, BLOCKS, &oom);
                 assert_false(oom);
                 for (uint32_t b = 0; b < BLOCKS; b++) {
-                    bool want = sb_expected(bufs, NBUFS, node, shared, fork, b);
+                    bool want = sb_expected(bufs, NBUFS, spc, node, fork, b);
                     any |= want;
                     assert_int_equal(map != NULL && map[b], want);
                 }
@@ -115,7 +117,7 @@ static void test_shared_buffers_map_after_one_sort(void **state)
                     assert_null(map);
                 free(map);
             }
-    assert_null(cache_sb_map(sorted, 0, 16384, false, 0, 0, BLOCKS, &(bool){false}));
+    assert_null(cache_sb_map(sorted, 0, 1663, 16384, 0, 0, BLOCKS, &(bool){false}));
     free(bufs);
     free(sorted);
 }
@@ -123,20 +125,21 @@ static void test_shared_buffers_map_after_one_sort(void **state)
 /* A fork's later segment: its map is indexed from the segment's first block, not from 0. */
 static void test_shared_buffers_map_of_a_later_segment(void **state)
 {
-    pg_buffer bufs[] = {{.filenode = 7, .fork = 0, .block = 5},
-                        {.filenode = 7, .fork = 0, .block = PG_SEGMENT_BLOCKS + 5},
-                        {.filenode = 7, .fork = 0, .block = 2 * PG_SEGMENT_BLOCKS}};
+    pg_buffer bufs[] = {
+        {.filenode = 7, .fork = 0, .block = 5, .tablespace = 1663},
+        {.filenode = 7, .fork = 0, .block = PG_SEGMENT_BLOCKS + 5, .tablespace = 1663},
+        {.filenode = 7, .fork = 0, .block = 2 * PG_SEGMENT_BLOCKS, .tablespace = 1663}};
     bool oom;
     unsigned char *map;
 
     (void)state;
     cache_sort_buffers(bufs, 3);
-    map = cache_sb_map(bufs, 3, 7, false, 0, PG_SEGMENT_BLOCKS, 10, &oom);
+    map = cache_sb_map(bufs, 3, 1663, 7, 0, PG_SEGMENT_BLOCKS, 10, &oom);
     assert_non_null(map);
     for (int b = 0; b < 10; b++)
         assert_int_equal(map[b], b == 5);
     free(map);
-    assert_null(cache_sb_map(bufs, 3, 7, false, 0, 3 * PG_SEGMENT_BLOCKS, 10, &oom));
+    assert_null(cache_sb_map(bufs, 3, 1663, 7, 0, 3 * PG_SEGMENT_BLOCKS, 10, &oom));
     assert_false(oom);
 }
 
