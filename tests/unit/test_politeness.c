@@ -56,7 +56,8 @@ static void test_nice_and_idle_reach_later_threads(void **state)
         if (pthread_create(&th, NULL, test_politeness_thread, seen) != 0 ||
             pthread_join(th, NULL) != 0)
             _exit(12);
-        if (seen[0] != before + NICE_STEP)
+        /* the kernel stops at 19: under `nice -n 19 make check` there is no step left to take */
+        if (seen[0] != (before + NICE_STEP < 19 ? before + NICE_STEP : 19))
             _exit(13);
         _exit(seen[1] == IOPRIO_CLASS_IDLE ? 0 : 14);
     }
