@@ -1,6 +1,8 @@
 # pgdirect - thin wrapper over meson/ninja.
 #   make            release build in build/
 #   make asan       ASan+UBSan build in build-asan/
+#   make release    -O3 build in build-release/ (make check compiles it: gcc warns
+#                   of other things at -O3, and warnings are errors)
 #   make check      everything CI runs: unit tests (plain, ASan+UBSan, valgrind),
 #                   integration tests against a real PostgreSQL 15 (needs root:
 #                   it runs the servers as the postgres user)
@@ -19,6 +21,7 @@
 BUILD      ?= build
 TESTS      ?= tests/integration/*.t
 ASAN_BUILD ?= build-asan
+RELEASE_BUILD ?= build-release
 
 PREFIX      ?= /usr/local
 DESTDIR     ?=
@@ -29,7 +32,7 @@ BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 UNITDIR     ?= $(PREFIX)/lib/systemd/system
 UNITS       := $(wildcard examples/systemd/*.service examples/systemd/*.timer)
 
-.PHONY: all asan unit unit-asan unit-valgrind integration check demo format clean bench bench-quick bench-io bench-s3 \
+.PHONY: all asan release unit unit-asan unit-valgrind integration check demo format clean bench bench-quick bench-io bench-s3 \
         install uninstall bench-delta bench-versions
 
 all: $(BUILD)/build.ninja
@@ -37,6 +40,12 @@ all: $(BUILD)/build.ninja
 
 $(BUILD)/build.ninja:
 	meson setup $(BUILD) --buildtype=debugoptimized
+
+release: $(RELEASE_BUILD)/build.ninja
+	ninja -C $(RELEASE_BUILD)
+
+$(RELEASE_BUILD)/build.ninja:
+	meson setup $(RELEASE_BUILD) --buildtype=release
 
 asan: $(ASAN_BUILD)/build.ninja
 	ninja -C $(ASAN_BUILD)
@@ -61,7 +70,7 @@ integration: all asan
 
 # CI: the ASan tests and the integration suite run once, on the coverage
 # build (ASan+UBSan with gcov counters), and the floors are checked after.
-check: unit unit-valgrind
+check: release unit unit-valgrind
 	python3 scripts/static_prefix.py
 	$(MAKE) coverage-reset
 	GCOV_PREFIX=$(COVERAGE_GCDA) GCOV_PREFIX_STRIP=0 \
@@ -107,7 +116,7 @@ format:
 	clang-format -i $$(git ls-files 'src/*.c' 'src/*.h' 'tests/*.c' 'tests/*.h')
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(COVERAGE_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(COVERAGE_BUILD) $(RELEASE_BUILD)
 
 bench: all
 	bash bench/run.sh

@@ -84,7 +84,7 @@ bool assemble_increment(extract_worker *w, work_pool *pool, tar_reader *tr, cons
 {
     extract_shared *sh = w->sh;
     const extract_plan *p = sh->p;
-    const manifest_file *lf;
+    const manifest_file *lf = NULL;
     long nidx;
     char dest[PATH_MAX];
     assemble_page_sink sink = {.p = p, .cmp = w->cmp, .fd = -1, .dest = dest};
@@ -168,7 +168,7 @@ static bool assemble_older_whole(extract_worker *w, work_pool *pool, tar_reader 
 {
     extract_shared *sh = w->sh;
     const extract_plan *p = sh->p;
-    const manifest_file *lf;
+    const manifest_file *lf = NULL;
     long nidx = manifest_find(p->m, e->path);
     extract_asm *a;
     char dest[PATH_MAX];

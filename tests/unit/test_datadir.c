@@ -36,7 +36,7 @@ static void test_exclusion_rules(void **state)
 
 static void touch(const char *dir, const char *rel, size_t size)
 {
-    char path[4096];
+    char path[8400];
     char *buf = calloc(1, size + 1);
 
     snprintf(path, sizeof(path), "%s/%s", dir, rel);
