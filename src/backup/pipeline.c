@@ -3,12 +3,12 @@
  * tar partitions. See pipeline.h for the shape and the rules on files that
  * change during the backup.
  *
- * About 560 lines: a worker's ring of reads in flight (whole files, or a
- * delta's planned block runs), its filter chain and the partition it writes
- * share one state (pipeline_worker), and the steps over it read best in one
- * place; the per-buffer work is in the filters (backup/file_filter.h), which
- * blocks a sparse read takes in backup/block_plan.h, the reads in io/ and
- * the tar format in repo/.
+ * About 700 lines: a worker's ring of reads in flight (whole files, or a
+ * delta's planned block runs, across the files it has opened), its filter
+ * chain and the partition it writes share one state (pipeline_worker), and
+ * the steps over it read best in one place; the per-buffer work is in the
+ * filters (backup/file_filter.h), which blocks a sparse read takes in
+ * backup/block_plan.h, the reads in io/ and the tar format in repo/.
  */
 #define _GNU_SOURCE
 #include "backup/pipeline.h"
@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -55,14 +56,40 @@ typedef struct pipeline_slot {
     unsigned char *was_cached; /* per OS page of the range */
 } pipeline_slot;
 
+/* A file opened for reading: its descriptor, its residency (cache-neutral), what is read of it. */
+typedef struct pipeline_reading {
+    dio_file df;
+    pipeline_file *f;
+    bool entry;             /* a directory or a link: a tar entry, nothing to read */
+    uint64_t declared;      /* bytes promised in the tar header */
+    uint64_t next_offset;   /* next read to submit */
+    uint64_t consumed;      /* bytes handed to the filters */
+    uint64_t planned;       /* bytes to hand them: declared, or a sparse plan's within it */
+    const block_plan *plan; /* SPARSE: read only its runs */
+    size_t run;             /* the plan's run the next read is in */
+    uint32_t run_done;      /* pages of that run already submitted */
+    size_t read_size;
+    size_t read_size_now; /* of the next planned read */
+    int inflight;         /* its reads in the ring */
+    bool eof;
+    bool cache_neutral;
+    page_residency residency;
+} pipeline_reading;
+
 typedef struct pipeline_worker {
     pipeline_shared *sh;
     io_engine *engine;
-    pipeline_slot *slots; /* depth of them, used as a ring */
-    char *buffers;        /* the slots' read buffers, one allocation (big_buffer.h) */
+    /* reads in flight, consumed in submission order: a ring of depth slots */
+    pipeline_slot *slots;
+    char *buffers; /* the slots' read buffers, one allocation (big_buffer.h) */
     int depth;
-    file_filter *chain; /* the file filters, ending at tar */
-    file_filter *tar;   /* the chain's end, writing into `out` */
+    int head, count;
+    /* files opened, consumed in this order; all but the last have every read submitted */
+    pipeline_reading *open;
+    int open_cap, open_head, open_count;
+    int files_in_flight_max; /* most files with reads in the ring at once */
+    file_filter *chain;      /* the file filters, ending at tar */
+    file_filter *tar;        /* the chain's end, writing into `out` */
     /* the open partition */
     out_stream *out;
     uint32_t part_number;
@@ -121,29 +148,10 @@ static bool pipeline_partition_close(pipeline_worker *w, pgd_error *err)
     return grown != NULL || err_set(err, "out of memory");
 }
 
-/* The file being read: its descriptor, its residency (cache-neutral), the ring state. */
-typedef struct pipeline_reading {
-    dio_file df;
-    pipeline_file *f;
-    uint64_t declared;      /* bytes promised in the tar header */
-    uint64_t next_offset;   /* next read to submit */
-    uint64_t consumed;      /* bytes handed to the filters */
-    uint64_t planned;       /* bytes to hand them: declared, or a sparse plan's within it */
-    const block_plan *plan; /* SPARSE: read only its runs */
-    size_t run;             /* the plan's run the next read is in */
-    uint32_t run_done;      /* pages of that run already submitted */
-    size_t read_size;
-    size_t read_size_now; /* of the next planned read */
-    int head, count;      /* ring of in-flight slots */
-    bool eof;
-    bool cache_neutral;
-    page_residency residency;
-} pipeline_reading;
-
 /* Whether a read is left to submit: bytes before the end, or a sparse plan's runs within it. */
 static bool pipeline_more_to_read(const pipeline_reading *rd)
 {
-    if (rd->eof)
+    if (rd->entry || rd->eof)
         return false;
     if (rd->plan == NULL)
         return rd->next_offset < rd->declared;
@@ -168,9 +176,26 @@ static void pipeline_next_planned(pipeline_reading *rd)
     rd->read_size_now = (size_t)pages * PG_PAGE_SIZE;
 }
 
+/* The opened file at position i of the queue (0: the one being consumed). */
+static pipeline_reading *pipeline_opened(pipeline_worker *w, int i)
+{
+    return &w->open[(w->open_head + i) % w->open_cap];
+}
+
+/* Files with reads in the ring now, for the most seen at once. */
+static void pipeline_note_files_in_flight(pipeline_worker *w)
+{
+    int files = 0;
+
+    for (int i = 0; i < w->open_count; i++)
+        files += pipeline_opened(w, i)->inflight > 0;
+    if (files > w->files_in_flight_max)
+        w->files_in_flight_max = files;
+}
+
 static bool pipeline_submit_next(pipeline_worker *w, pipeline_reading *rd, pgd_error *err)
 {
-    pipeline_slot *s = &w->slots[(rd->head + rd->count) % w->depth];
+    pipeline_slot *s = &w->slots[(w->head + w->count) % w->depth];
     uint64_t left;
     size_t len, want;
 
@@ -193,7 +218,8 @@ static bool pipeline_submit_next(pipeline_worker *w, pipeline_reading *rd, pgd_e
     if (!io_engine_submit(w->engine, &s->req, err))
         return false;
     rd->next_offset += len;
-    rd->count++;
+    rd->inflight++;
+    w->count++;
     return true;
 }
 
@@ -217,9 +243,9 @@ static bool pipeline_complete_short(pipeline_reading *rd, pipeline_slot *s, size
 }
 
 /* The ring's head, once its read has completed (other reads may complete first). */
-static bool pipeline_wait_head(pipeline_worker *w, pipeline_reading *rd, pgd_error *err)
+static bool pipeline_wait_head(pipeline_worker *w, pgd_error *err)
 {
-    pipeline_slot *s = &w->slots[rd->head];
+    pipeline_slot *s = &w->slots[w->head];
 
     while (!s->done) {
         io_request *r;
@@ -227,21 +253,28 @@ static bool pipeline_wait_head(pipeline_worker *w, pipeline_reading *rd, pgd_err
             return false;
         ((pipeline_slot *)r->user)->done = true;
     }
-    rd->head = (rd->head + 1) % w->depth;
-    rd->count--;
+    w->head = (w->head + 1) % w->depth;
+    w->count--;
     return true;
 }
 
-/* Consume the ring's head (waiting for it): hand its bytes to the file filters. */
+/*
+ * Consume the ring's head (waiting for it), a read of `rd`, the file being
+ * consumed: hand its bytes to the file filters.
+ */
 static bool pipeline_consume_head(pipeline_worker *w, pipeline_reading *rd, work_pool *pool,
                                   pgd_error *err)
 {
-    pipeline_slot *s = &w->slots[rd->head];
+    pipeline_slot *s = &w->slots[w->head];
     file_chunk chunk;
     size_t n;
 
-    if (!pipeline_wait_head(w, rd, err))
+    if (rd->inflight == 0) /* the loops below keep one in flight while bytes are due */
+        return err_set(err, "no read in flight for \"%s\" at offset %llu", rd->f->source,
+                       (unsigned long long)rd->consumed);
+    if (!pipeline_wait_head(w, err))
         return false;
+    rd->inflight--;
     if (s->req.result < 0)
         return err_errno(err, (int)-s->req.result, "could not read file \"%s\" at offset %llu",
                          rd->f->source, (unsigned long long)s->req.offset);
@@ -271,19 +304,13 @@ static bool pipeline_consume_head(pipeline_worker *w, pipeline_reading *rd, work
     return true;
 }
 
-/* Wait for every read still in flight (their buffers and fd must outlive them). */
-static void pipeline_drain(pipeline_worker *w, pipeline_reading *rd)
+/* Wait for every read still in flight (their buffers and fds must outlive them). */
+static void pipeline_drain(pipeline_worker *w)
 {
     pgd_error ignore = {0};
 
-    while (rd->count > 0 && pipeline_wait_head(w, rd, &ignore))
+    while (w->count > 0 && pipeline_wait_head(w, &ignore))
         ;
-}
-
-static void pipeline_reading_close(pipeline_reading *rd)
-{
-    page_residency_close(&rd->residency);
-    dio_file_close(&rd->df);
 }
 
 /* Open a file for reading; false with *skip (and no error) when it vanished since the walk. */
@@ -294,6 +321,11 @@ static bool pipeline_reading_open(pipeline_worker *w, pipeline_reading *rd, pipe
     struct stat st;
 
     *rd = (pipeline_reading){.f = f};
+    rd->df.fd = -1;
+    if (f->is_dir || f->link != NULL) {
+        rd->entry = true;
+        return true;
+    }
     rd->read_size = pipeline_read_size(f->read_size ? f->read_size : sh->cfg->read_size);
     if (!dio_file_open(&rd->df, f->source, sh->cfg->mode, skip, err)) {
         if (*skip)
@@ -325,6 +357,58 @@ static bool pipeline_reading_open(pipeline_worker *w, pipeline_reading *rd, pipe
     return true;
 }
 
+static void pipeline_reading_close(pipeline_reading *rd)
+{
+    page_residency_close(&rd->residency);
+    dio_file_close(&rd->df);
+}
+
+/* Close the first opened file (consumed, or abandoned when the backup fails). */
+static void pipeline_dequeue(pipeline_worker *w)
+{
+    pipeline_reading_close(pipeline_opened(w, 0));
+    w->open_head = (w->open_head + 1) % w->open_cap;
+    w->open_count--;
+}
+
+/* Open file number `task` at the end of the queue; a file that vanished is left out. */
+static bool pipeline_enqueue(pipeline_worker *w, size_t task, pgd_error *err)
+{
+    pipeline_reading *rd = pipeline_opened(w, w->open_count);
+    bool skip;
+
+    if (!pipeline_reading_open(w, rd, &w->sh->files[task], &skip, err))
+        return skip;
+    w->open_count++;
+    return true;
+}
+
+/*
+ * Fill the ring: the last opened file's next reads, and once it has none
+ * left, the next files of the pool, opened and read ahead while the files
+ * before them are consumed. A thread reading small files so keeps `depth`
+ * reads in flight across files, not one file's worth.
+ */
+static bool pipeline_fill(pipeline_worker *w, work_pool *pool, pgd_error *err)
+{
+    while (w->count < w->depth) {
+        pipeline_reading *last = w->open_count > 0 ? pipeline_opened(w, w->open_count - 1) : NULL;
+        size_t task;
+
+        if (last != NULL && pipeline_more_to_read(last)) {
+            if (!pipeline_submit_next(w, last, err))
+                return false;
+            continue;
+        }
+        if (w->open_count == w->open_cap || !work_pool_claim(pool, &task))
+            break;
+        if (!pipeline_enqueue(w, task, err))
+            return false;
+    }
+    pipeline_note_files_in_flight(w);
+    return true;
+}
+
 /* What the file filters learn about a file before its first byte. */
 static file_filter_file pipeline_filter_file(const pipeline_file *f, uint64_t declared)
 {
@@ -343,43 +427,35 @@ static file_filter_file pipeline_filter_file(const pipeline_file *f, uint64_t de
     return ff;
 }
 
-/* Read one file through the filters into the open partition, `depth` reads ahead. */
-static bool pipeline_backup_file(pipeline_worker *w, pipeline_file *f, work_pool *pool,
+/* Consume the opened file `rd` through the filters into the open partition. */
+static bool pipeline_backup_file(pipeline_worker *w, pipeline_reading *rd, work_pool *pool,
                                  pgd_error *err)
 {
-    pipeline_reading rd;
+    pipeline_file *f = rd->f;
     file_filter_file ff;
-    bool skip;
 
-    if (!pipeline_reading_open(w, &rd, f, &skip, err))
-        return skip;
     /* opened only now, so a file that vanished leaves no empty partition */
     if (w->out == NULL && !pipeline_partition_open(w, err))
-        goto fail;
-    ff = pipeline_filter_file(f, rd.declared);
+        return false;
+    ff = pipeline_filter_file(f, rd->declared);
     if (!file_filter_begin(w->chain, &ff, err))
-        goto fail;
-    while (rd.consumed < rd.planned && !rd.eof) {
-        while (rd.count < w->depth && pipeline_more_to_read(&rd))
-            if (!pipeline_submit_next(w, &rd, err))
-                goto fail;
-        if (!pipeline_consume_head(w, &rd, pool, err) || work_pool_stopping(pool))
-            goto fail;
+        return false;
+    while (rd->consumed < rd->planned && !rd->eof) {
+        if (!pipeline_fill(w, pool, err) || !pipeline_consume_head(w, rd, pool, err) ||
+            work_pool_stopping(pool))
+            return false;
     }
-    pipeline_drain(w, &rd);
-    if (rd.consumed < rd.planned) /* the tar filter keeps the entry whole */
+    while (rd->inflight > 0) /* it ended early: its reads left are past its end */
+        if (!pipeline_consume_head(w, rd, pool, err))
+            return false;
+    if (rd->consumed < rd->planned) /* the tar filter keeps the entry whole */
         log_info("\"%s\" shrank during the backup (%llu -> %llu bytes)", f->source,
-                 (unsigned long long)rd.declared, (unsigned long long)rd.consumed);
+                 (unsigned long long)rd->declared, (unsigned long long)rd->consumed);
     if (!file_filter_end(w->chain, &f->result, err))
-        goto fail;
-    pipeline_reading_close(&rd);
+        return false;
     f->done = true;
     f->partition = w->part_number;
     return true;
-fail:
-    pipeline_drain(w, &rd);
-    pipeline_reading_close(&rd);
-    return false;
 }
 
 /* A directory or a symbolic link: a tar entry without data. */
@@ -398,16 +474,32 @@ static bool pipeline_backup_entry(pipeline_worker *w, pipeline_file *f, pgd_erro
     return true;
 }
 
-/* One task of the work pool: file number `task`, then a new partition when this one is full. */
+/*
+ * One task of the work pool: file number `task`, and the files opened
+ * after it to keep reads in flight, each consumed in turn; a new partition
+ * once the open one is full.
+ */
 static bool pipeline_task(work_pool *pool, void *worker, size_t task, pgd_error *err)
 {
     pipeline_worker *w = worker;
-    pipeline_file *f = &w->sh->files[task];
-    bool ok = f->is_dir || f->link != NULL ? pipeline_backup_entry(w, f, err)
-                                           : pipeline_backup_file(w, f, pool, err);
+    bool ok = pipeline_enqueue(w, task, err);
 
-    if (ok && w->out != NULL && w->part_bytes >= w->sh->cfg->partition_size)
-        ok = pipeline_partition_close(w, err);
+    while (ok && w->open_count > 0) {
+        pipeline_reading *rd = pipeline_opened(w, 0);
+
+        ok = rd->entry ? pipeline_backup_entry(w, rd->f, err)
+                       : pipeline_backup_file(w, rd, pool, err);
+        if (!ok)
+            break;
+        pipeline_dequeue(w);
+        if (w->out != NULL && w->part_bytes >= w->sh->cfg->partition_size)
+            ok = pipeline_partition_close(w, err);
+    }
+    if (!ok) { /* the reads in flight use the files' descriptors and the buffers */
+        pipeline_drain(w);
+        while (w->open_count > 0)
+            pipeline_dequeue(w);
+    }
     return ok;
 }
 
@@ -437,6 +529,29 @@ static bool pipeline_make_chain(pipeline_worker *w, const pipeline_config *cfg, 
     return chain != NULL;
 }
 
+/*
+ * Files one thread keeps open: enough to fill its ring with one read each,
+ * and as many empty ones; but within its share of the descriptors this
+ * process may open (RLIMIT_NOFILE), a quarter of them and at least 64 left
+ * to the rest (the repository, libpq, S3 connections). Under a low limit
+ * a thread reads ahead in fewer files, down to one, rather than fail the
+ * backup with EMFILE.
+ */
+static int pipeline_open_cap(int depth, int workers)
+{
+    struct rlimit rl;
+    rlim_t reserve, share;
+    int cap = 2 * depth;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return cap;
+    reserve = rl.rlim_cur / 4 > 64 ? rl.rlim_cur / 4 : 64;
+    share = rl.rlim_cur > reserve ? (rl.rlim_cur - reserve) / (rlim_t)workers : 0;
+    if (share < (rlim_t)cap)
+        cap = share > 1 ? (int)share : 1;
+    return cap;
+}
+
 /* The engine, `depth` aligned buffers (+ residency vectors) and the filters of one thread. */
 static bool pipeline_worker_setup(pipeline_worker *w, pipeline_shared *sh, pgd_error *err)
 {
@@ -459,6 +574,9 @@ static bool pipeline_worker_setup(pipeline_worker *w, pipeline_shared *sh, pgd_e
     }
     if (!pipeline_make_chain(w, cfg, err))
         return false;
+    w->open_cap = pipeline_open_cap(w->depth, cfg->workers);
+    if ((w->open = calloc((size_t)w->open_cap, sizeof(*w->open))) == NULL)
+        return err_set(err, "out of memory");
     w->engine = io_engine_new(cfg->engine, (unsigned)w->depth, err);
     return w->engine != NULL;
 }
@@ -471,6 +589,7 @@ static void pipeline_worker_teardown(pipeline_worker *w)
         free(w->slots[d].was_cached);
     free(w->slots);
     free(w->buffers);
+    free(w->open);
 }
 
 static int pipeline_partition_cmp(const void *a, const void *b)
@@ -545,8 +664,11 @@ bool pipeline_run(const pipeline_config *cfg, pipeline_file *files, size_t nfile
     progress_start(&meter, cfg->progress, pipeline_total_bytes(files, nfiles));
     ok = pipeline_setup(workers, &sh, err) && work_pool_run(&job, &result->bytes_read, err);
     progress_finish(&meter);
-    for (int i = 0; i < cfg->workers; i++)
+    for (int i = 0; i < cfg->workers; i++) {
+        if (workers[i].files_in_flight_max > result->files_in_flight)
+            result->files_in_flight = workers[i].files_in_flight_max;
         pipeline_worker_teardown(&workers[i]);
+    }
     free(workers);
     result->pace = rate_limit_report(&sh.rate);
     rate_limit_destroy(&sh.rate);

@@ -9,7 +9,11 @@
  *
  * Each thread owns one open partition at a time and closes it once it holds
  * about partition_size bytes, so W partitions are written in parallel and
- * W x depth reads are in flight, several of them within one large file.
+ * W x depth reads are in flight. A thread keeps its depth reads in flight
+ * across files: once every read of its current file is submitted, it takes
+ * the next file from the pool and reads ahead in it while the files before
+ * are consumed, in order (many small files, and the end of a large one,
+ * leave no slot idle).
  * Each byte is copied once in user space: the read places it in an aligned
  * buffer, the filters look at it there, the compressor reads it from there.
  * Reads are whole pages (pipeline_read_size), so the filters see each page
@@ -101,6 +105,7 @@ typedef struct pipeline_result {
     uint64_t bytes_read;
     uint64_t bytes_stored;
     unsigned read_modes; /* bit (1 << read_mode) for each mode used */
+    int files_in_flight; /* most files one thread had reads in flight for at once */
     rate_pace_report pace;
 } pipeline_result;
 

@@ -386,6 +386,8 @@ static bool backup_copy(backup_run *r, pgd_error *err)
     if (!pipeline_run(&cfg, r->files, r->dd.n, &r->res, err))
         return false;
     r->read_secs = clock_seconds() - t_read;
+    log_debug("reads were in flight in up to %d file%s at once in one reader thread",
+              r->res.files_in_flight, r->res.files_in_flight == 1 ? "" : "s");
     backup_log_pace(r);
     backup_log_bad_pages(r);
     return true;

@@ -35,6 +35,19 @@ bool work_pool_stopping(const work_pool *pool)
     return atomic_load(&((work_pool *)pool)->stopping) || (cancel != NULL && *cancel != 0);
 }
 
+bool work_pool_claim(work_pool *pool, size_t *task)
+{
+    size_t next;
+
+    if (work_pool_stopping(pool))
+        return false;
+    next = atomic_fetch_add(&pool->next_task, 1);
+    if (next >= pool->job->ntasks)
+        return false;
+    *task = next;
+    return true;
+}
+
 void work_pool_advance(work_pool *pool, uint64_t units)
 {
     atomic_fetch_add_explicit(&pool->advanced, units, memory_order_relaxed);
@@ -69,13 +82,10 @@ static void *work_pool_thread_main(void *arg)
     const work_pool_job *job = pool->job;
     pgd_error err = {0};
     bool ok = true;
+    size_t task;
 
-    while (ok && !work_pool_stopping(pool)) {
-        size_t task = atomic_fetch_add(&pool->next_task, 1);
-        if (task >= job->ntasks)
-            break;
+    while (ok && work_pool_claim(pool, &task))
         ok = job->run(pool, t->worker, task, &err);
-    }
     if (ok && work_pool_stopping(pool))
         ok = false; /* stopped early: what was begun is not finished */
     if (job->finish != NULL && !job->finish(pool, t->worker, ok, &err))

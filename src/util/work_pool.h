@@ -45,6 +45,14 @@ typedef struct work_pool_job {
  */
 bool work_pool_run(const work_pool_job *job, uint64_t *advanced, pgd_error *err);
 
+/*
+ * Take the next task for the calling thread, to run within the task it is
+ * running (a reader that keeps reads in flight across files opens the next
+ * file before the current one is done). False when none is left or the job
+ * is stopping. A task taken this way is the caller's: it runs it or fails.
+ */
+bool work_pool_claim(work_pool *pool, size_t *task);
+
 /* A task that takes long asks this between steps: true when it should give up. */
 bool work_pool_stopping(const work_pool *pool);
 

@@ -7,6 +7,8 @@
 # table and its rows. The partitions read with the plain lz4 tool, and carry
 # no lz4 content checksum (the per-file and per-partition CRC-32C cover those
 # bytes); a partition in the old format (with the checksum) still restores.
+# Each reader thread keeps reads in flight across several files, and within
+# a low limit on open files (ulimit -n) with 64 reads in flight.
 # `pgdirect cache` reports every table, and ends with a note when the OS user
 # cannot read PGDATA.
 #
@@ -41,10 +43,21 @@ db=$(q "SELECT oid FROM pg_database WHERE datname = 'postgres'")
 files=$(find "$T/data/base/$db" -type f | wc -l)
 cmp_ok "$files" ">=" $((TABLES * 4)) "the source database directory has at least $((TABLES * 4)) files ($files)"
 
-# small partitions: many of them, and one small enough to rewrite below
-out=$(pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --partition-size 16MiB 2>&1)
+# under a low limit on open files (ulimit -n 60), with 64 reads in flight: each reader thread reads
+# ahead in fewer files, and the backup succeeds (without that bound: "Too many open files")
+out=$( (ulimit -n 60 && pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --concurrency 64 \
+        --log-level debug) 2>&1)
+ok $? "a backup with --concurrency 64 under ulimit -n 60 succeeds" || diag "$(echo "$out" | tail -5)"
+like "$out" "reads were in flight in up to [0-9]+ files? at once" "and says in how many files reads were in flight"
+
+# small partitions: many of them, and one small enough to rewrite below; each reader thread keeps
+# reads in flight across several small files, not one at a time
+out=$(pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --partition-size 16MiB \
+      --log-level debug 2>&1)
 ok $? "backup of $files files succeeds"
 like "$out" "complete: .* [0-9]+ files" "and says how many files"
+like "$out" "reads were in flight in up to ([2-9]|[1-9][0-9]+) files at once in one reader thread" \
+    "with reads in flight in several files at once in one reader thread"
 id=$(pgd list --repo "$REPO" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["id"])')
 
 # the partitions are plain lz4 frames: the lz4 tool reads them, and they have no content checksum

@@ -5,11 +5,16 @@
  * block numbers; a filter that replaces a file); links.
  *
  * Linked with -Wl,--wrap=io_engine_new: engine_fail_at = N makes the Nth
- * engine the pipeline creates fail, as io_uring_queue_init can.
+ * engine the pipeline creates fail, as io_uring_queue_init can; every
+ * engine it creates is watched (engine_spy_submit, engine_spy_wait): the most distinct
+ * files with reads in flight at once in one thread, counted from the
+ * requests themselves, not from what the pipeline says.
  */
 #include "helpers.h"
 
 #include <dirent.h>
+#include <sys/resource.h>
+#include <stdatomic.h>
 
 #include "backup/block_plan.h"
 #include "backup/pipeline.h"
@@ -24,13 +29,75 @@ static int engine_calls, engine_fail_at;
 io_engine *__real_io_engine_new(io_engine_kind kind, unsigned depth, pgd_error *err);
 io_engine *__wrap_io_engine_new(io_engine_kind kind, unsigned depth, pgd_error *err);
 
+/* The reads a thread has in flight (their descriptors), and the most distinct files seen at once.
+ */
+#define ENGINE_SPY_MAX 64
+static __thread int engine_spy_fds[ENGINE_SPY_MAX];
+static __thread int engine_spy_inflight;
+static atomic_int engine_spy_files_max;
+static const io_engine_ops *engine_spy_real_ops[2];
+
+static int engine_spy_distinct_files(void)
+{
+    int distinct = 0;
+
+    for (int i = 0; i < engine_spy_inflight; i++) {
+        bool seen = false;
+        for (int j = 0; j < i && !seen; j++)
+            seen = engine_spy_fds[j] == engine_spy_fds[i];
+        distinct += !seen;
+    }
+    return distinct;
+}
+
+static bool engine_spy_submit(io_engine *e, io_request *r, pgd_error *err)
+{
+    int files;
+
+    if (engine_spy_inflight == ENGINE_SPY_MAX) /* not cmocka's assert: a reader thread */
+        abort();
+    engine_spy_fds[engine_spy_inflight++] = r->fd;
+    files = engine_spy_distinct_files();
+    for (int max = atomic_load(&engine_spy_files_max);
+         files > max && !atomic_compare_exchange_weak(&engine_spy_files_max, &max, files);)
+        ;
+    return engine_spy_real_ops[e->kind]->submit(e, r, err);
+}
+
+static bool engine_spy_wait(io_engine *e, io_request **done, pgd_error *err)
+{
+    if (!engine_spy_real_ops[e->kind]->wait(e, done, err))
+        return false;
+    for (int i = 0; i < engine_spy_inflight; i++) {
+        if (engine_spy_fds[i] == (*done)->fd) {
+            engine_spy_fds[i] = engine_spy_fds[--engine_spy_inflight];
+            break;
+        }
+    }
+    return true;
+}
+
+static void engine_spy_free(io_engine *e)
+{
+    engine_spy_real_ops[e->kind]->free(e);
+}
+
+static const io_engine_ops engine_spy_ops = {engine_spy_submit, engine_spy_wait, engine_spy_free};
+
 io_engine *__wrap_io_engine_new(io_engine_kind kind, unsigned depth, pgd_error *err)
 {
+    io_engine *e;
+
     if (++engine_calls == engine_fail_at) {
         err_set(err, "injected engine failure");
         return NULL;
     }
-    return __real_io_engine_new(kind, depth, err);
+    e = __real_io_engine_new(kind, depth, err);
+    if (e != NULL) {
+        engine_spy_real_ops[e->kind] = e->ops;
+        e->ops = &engine_spy_ops;
+    }
+    return e;
 }
 
 /* Entries in directory dir/sub (0 when it does not exist). */
@@ -631,6 +698,168 @@ static void test_a_link_is_stored_as_a_link_entry(void **state)
     rm_rf(dir);
 }
 
+/*
+ * Many small files, one thread, depth 4: the thread keeps four reads in
+ * flight in four files, not one read in one file, and every file comes out
+ * whole, in its own partition, in the order the pool handed them out; an
+ * empty file, a file that vanished and a directory among them.
+ */
+static void small_files_with(io_engine_kind engine, read_mode mode, int files_in_flight)
+{
+    enum { NFILES = 20, FILE_SIZE = 8192, GONE = 7, EMPTY = 11 };
+    char *dir = test_tmpdir();
+    char paths[NFILES][4200], names[NFILES][32];
+    unsigned char content[NFILES][FILE_SIZE];
+    pipeline_file files[NFILES + 1];
+    pgd_error err = {0};
+    storage *repo = repo_in(dir);
+    pipeline_result res;
+
+    memset(files, 0, sizeof(files));
+    for (int i = 0; i < NFILES; i++) {
+        fill_pattern(content[i], FILE_SIZE, 100 + (uint32_t)i);
+        snprintf(paths[i], sizeof(paths[i]), "%s/f%d", dir, i);
+        snprintf(names[i], sizeof(names[i]), "base/1/%d", 16384 + i);
+        if (i != GONE)
+            write_test_file(paths[i], content[i], i == EMPTY ? 0 : FILE_SIZE);
+        files[i] = (pipeline_file){
+            .path = names[i], .source = paths[i], .size = i == EMPTY ? 0 : FILE_SIZE, .mode = 0600};
+    }
+    files[NFILES] = (pipeline_file){.path = "base/1", .source = dir, .is_dir = true, .mode = 0700};
+    pipeline_config cfg = {.repo = repo,
+                           .backup_id = ID,
+                           .compression = COMPRESS_LZ4,
+                           .compression_level = COMPRESS_LEVEL_DEFAULT,
+                           .read_size = 64 * 1024,
+                           .workers = 1,
+                           .depth = 4,
+                           .engine = engine,
+                           .partition_size = 1, /* one file per partition */
+                           .mode = mode};
+    atomic_store(&engine_spy_files_max, 0);
+    assert_true(pipeline_run(&cfg, files, NFILES + 1, &res, &err));
+    assert_int_equal(atomic_load(&engine_spy_files_max), files_in_flight);
+    assert_int_equal(res.files_in_flight, files_in_flight);
+    assert_int_equal(res.npartitions, NFILES); /* 18 files with bytes, the empty one, the dir */
+    assert_int_equal(res.bytes_read, (uint64_t)(NFILES - 2) * FILE_SIZE);
+    for (int i = 0; i < NFILES; i++) {
+        uint64_t want = i == EMPTY ? 0 : FILE_SIZE, size = 0;
+        unsigned char *got;
+        char part[64];
+
+        if (i == GONE) {
+            assert_false(files[i].done);
+            continue;
+        }
+        assert_true(files[i].done);
+        assert_int_equal(files[i].result.size, want);
+        assert_int_equal(files[i].result.crc, crc32c(content[i], want));
+        /* one thread: partitions numbered in the order the files were consumed */
+        assert_int_equal(files[i].partition, (uint32_t)(i < GONE ? i + 1 : i));
+        layout_partition_name(files[i].partition, COMPRESS_LZ4, part, sizeof(part));
+        got = entry_data(repo, part, names[i], &size);
+        assert_non_null(got);
+        assert_int_equal(size, want);
+        assert_memory_equal(got, content[i], want);
+        free(got);
+    }
+    assert_true(files[NFILES].done);
+    assert_int_equal(files[NFILES].partition, NFILES);
+    pipeline_result_free(&res);
+    storage_free(repo);
+    rm_rf(dir);
+}
+
+static void test_small_files_threads(void **state)
+{
+    (void)state;
+    small_files_with(IO_ENGINE_THREADS, READ_MODE_DIRECT, 4);
+}
+
+static void test_small_files_io_uring(void **state)
+{
+    char why[128];
+
+    (void)state;
+    if (!io_engine_uring_available(why, sizeof(why)))
+        skip();
+    small_files_with(IO_ENGINE_URING, READ_MODE_DIRECT, 4);
+}
+
+static void test_small_files_cache_neutral(void **state)
+{
+    (void)state;
+    small_files_with(IO_ENGINE_THREADS, READ_MODE_CACHE_NEUTRAL, 4);
+}
+
+/*
+ * Under a low limit on open files (RLIMIT_NOFILE 66: 64 kept for the rest
+ * of the process, 2 for the one thread), the thread reads ahead in 2 files,
+ * and the backup succeeds: fewer files in flight, never EMFILE.
+ */
+static void test_small_files_under_a_low_open_file_limit(void **state)
+{
+    struct rlimit saved, low;
+
+    (void)state;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &saved), 0);
+    low = saved;
+    low.rlim_cur = 66;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    small_files_with(IO_ENGINE_THREADS, READ_MODE_DIRECT, 2);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &saved), 0);
+}
+
+/*
+ * A read that fails in a file read ahead fails the backup with that
+ * file's name, after the files before it were consumed; nothing after it
+ * is stored, and the partition is aborted.
+ */
+static void test_a_read_error_ahead_names_its_file(void **state)
+{
+    enum { NFILES = 5, FILE_SIZE = 8192, BAD = 2 };
+    char *dir = test_tmpdir();
+    char paths[NFILES][4200];
+    unsigned char content[FILE_SIZE];
+    pipeline_file files[NFILES];
+    pgd_error err = {0};
+    storage *repo = repo_in(dir);
+    pipeline_result res;
+
+    (void)state;
+    fill_pattern(content, FILE_SIZE, 9);
+    memset(files, 0, sizeof(files));
+    for (int i = 0; i < NFILES; i++) {
+        snprintf(paths[i], sizeof(paths[i]), "%s/f%d", dir, i);
+        if (i == BAD) /* a directory queued as a file: opening works, reading fails */
+            assert_int_equal(mkdir(paths[i], 0700), 0);
+        else
+            write_test_file(paths[i], content, FILE_SIZE);
+        files[i] = (pipeline_file){.path = paths[i] + strlen(dir) + 1,
+                                   .source = paths[i],
+                                   .size = FILE_SIZE,
+                                   .mode = 0600};
+    }
+    pipeline_config cfg = {.repo = repo,
+                           .backup_id = ID,
+                           .compression = COMPRESS_NONE,
+                           .read_size = 64 * 1024,
+                           .workers = 1,
+                           .depth = 4,
+                           .engine = IO_ENGINE_THREADS,
+                           .partition_size = 1 << 30,
+                           .mode = READ_MODE_BUFFERED};
+    assert_false(pipeline_run(&cfg, files, NFILES, &res, &err));
+    assert_non_null(strstr(err.msg, paths[BAD]));
+    assert_true(files[0].done);
+    assert_true(files[1].done);
+    for (int i = BAD; i < NFILES; i++)
+        assert_false(files[i].done);
+    assert_int_equal(count_entries(dir, "repo/" BACKUPS_DIR "/" ID), 0);
+    storage_free(repo);
+    rm_rf(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -644,6 +873,11 @@ int main(void)
         cmocka_unit_test(test_a_filter_can_replace_the_file),
         cmocka_unit_test(test_a_link_is_stored_as_a_link_entry),
         cmocka_unit_test(test_a_sparse_plan_reads_only_its_runs),
+        cmocka_unit_test(test_small_files_threads),
+        cmocka_unit_test(test_small_files_io_uring),
+        cmocka_unit_test(test_small_files_cache_neutral),
+        cmocka_unit_test(test_small_files_under_a_low_open_file_limit),
+        cmocka_unit_test(test_a_read_error_ahead_names_its_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

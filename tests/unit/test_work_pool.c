@@ -1,7 +1,8 @@
 /*
  * test_work_pool.c - covers src/util/work_pool.c: every task runs once,
  * the first error wins and stops the others, a signal stops the job, and
- * each thread's finish learns whether the job is still whole.
+ * each thread's finish learns whether the job is still whole; a task that
+ * claims the next tasks runs them itself, and no other thread does.
  */
 #include "helpers.h"
 
@@ -146,6 +147,76 @@ static void test_a_task_that_fails_without_a_word_is_reported(void **state)
     assert_string_equal(err.msg, "a test thread stopped without saying why");
 }
 
+/* Each task claims the next two and runs them itself (a reader reading ahead). */
+static bool claiming_task(work_pool *pool, void *worker, size_t task, pgd_error *err)
+{
+    counter *c = worker;
+    size_t next;
+
+    (void)err;
+    atomic_fetch_add(&c->runs[task], 1);
+    for (int k = 0; k < 2 && work_pool_claim(pool, &next); k++)
+        atomic_fetch_add(&c->runs[next], 1);
+    return true;
+}
+
+static void test_claimed_tasks_run_once_by_the_claimer(void **state)
+{
+    atomic_int runs[NTASKS], fin = 0, fin_ok = 0;
+    counter workers[3];
+    pgd_error err = {0};
+    work_pool_job job = {.threads = 3,
+                         .ntasks = NTASKS,
+                         .workers = workers,
+                         .worker_size = sizeof(workers[0]),
+                         .run = claiming_task,
+                         .thread_name = "test thread"};
+
+    (void)state;
+    for (int i = 0; i < NTASKS; i++)
+        atomic_init(&runs[i], 0);
+    for (int i = 0; i < 3; i++)
+        workers[i] = (counter){runs, &fin, &fin_ok, -1, NULL};
+    assert_true(work_pool_run(&job, NULL, &err));
+    for (int i = 0; i < NTASKS; i++)
+        assert_int_equal(atomic_load(&runs[i]), 1);
+}
+
+/* Once the job is stopping, a claim gets nothing. */
+static bool claim_after_cancel(work_pool *pool, void *worker, size_t task, pgd_error *err)
+{
+    counter *c = worker;
+    size_t next;
+
+    (void)err;
+    atomic_fetch_add(&c->runs[task], 1);
+    *c->raise_at_task = SIGINT;
+    return !work_pool_claim(pool, &next) || err_set(err, "claimed task %zu while stopping", next);
+}
+
+static void test_nothing_is_claimed_once_stopping(void **state)
+{
+    atomic_int runs[NTASKS], fin = 0, fin_ok = 0;
+    volatile sig_atomic_t cancel = 0;
+    counter worker = {runs, &fin, &fin_ok, -1, &cancel};
+    pgd_error err = {0};
+    work_pool_job job = {.threads = 1,
+                         .ntasks = NTASKS,
+                         .workers = &worker,
+                         .worker_size = sizeof(worker),
+                         .run = claim_after_cancel,
+                         .thread_name = "test thread",
+                         .cancel = &cancel};
+
+    (void)state;
+    for (int i = 0; i < NTASKS; i++)
+        atomic_init(&runs[i], 0);
+    assert_false(work_pool_run(&job, NULL, &err));
+    assert_string_equal(err.msg, "interrupted by signal 2");
+    assert_int_equal(atomic_load(&runs[0]), 1);
+    assert_int_equal(atomic_load(&runs[1]), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -153,6 +224,8 @@ int main(void)
         cmocka_unit_test(test_the_first_error_wins_and_stops_the_rest),
         cmocka_unit_test(test_a_signal_stops_the_job),
         cmocka_unit_test(test_a_task_that_fails_without_a_word_is_reported),
+        cmocka_unit_test(test_claimed_tasks_run_once_by_the_claimer),
+        cmocka_unit_test(test_nothing_is_claimed_once_stopping),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
