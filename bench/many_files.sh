@@ -23,8 +23,13 @@
 # records `perf record -g` of one pgdirect backup into FILE (perf.data) and
 # writes its top symbols next to it.
 #
+# --pairs N (with --old-bin) then runs N more pairs of backups, OLD_BIN's
+# and this build's in turn, caches dropped before each, and reports each
+# pair's ratio and their median: the comparison that stays fair when the
+# machine's speed drifts. --trials 0 --pairs N runs only those.
+#
 #   bash bench/many_files.sh [--tables N] [--trials N] [--old-bin PGDIRECT] [--old-commit C]
-#                            [--perf FILE] [--out DIR]          (as root; `make` first)
+#                            [--pairs N] [--perf FILE] [--out DIR]          (as root; `make` first)
 #
 # Output: a Markdown table on stdout and in DIR/report.md (DIR defaults to
 # bench/results/<stamp>-many-files), raw timings in DIR/raw.
@@ -39,6 +44,7 @@ OLD_BIN=""
 OLD_COMMIT=1aef9bd
 PERF_OUT=""
 OUT=""
+PAIRS=0
 while [ $# -gt 0 ]; do
     case $1 in
     --tables) TABLES=$2; shift ;;
@@ -46,6 +52,7 @@ while [ $# -gt 0 ]; do
     --old-bin) OLD_BIN=$2; shift ;;
     --old-commit) OLD_COMMIT=$2; shift ;;
     --perf) PERF_OUT=$2; shift ;;
+    --pairs) PAIRS=$2; shift ;;
     --out) OUT=$2; shift ;;
     *) echo "many_files.sh: unknown argument \"$1\"" >&2; exit 2 ;;
     esac
@@ -59,6 +66,7 @@ BUILD=${BUILD:-$ROOT/build}
 for c in pgbackrest bc /usr/bin/time; do
     command -v "$c" >/dev/null || { echo "many_files.sh: $c is missing: run scripts/setup.sh" >&2; exit 1; }
 done
+[ "$PAIRS" -eq 0 ] || [ -n "$OLD_BIN" ] || { echo "many_files.sh: --pairs needs --old-bin" >&2; exit 2; }
 [ -z "$PERF_OUT" ] || command -v perf >/dev/null || { echo "many_files.sh: perf is missing" >&2; exit 1; }
 
 STAMP=$(date -u +%Y-%m-%dT%H%M%SZ)
@@ -175,6 +183,19 @@ for t in $(seq 1 "$TRIALS"); do
     pg $PGBR expire --repo1-retention-full=1 >/dev/null 2>&1 || true
 done
 
+if [ "$PAIRS" -gt 0 ]; then
+    archive_to pgdirect
+    for p in $(seq 1 "$PAIRS"); do
+        log "pair $p/$PAIRS: old pgdirect backup, then this build's"
+        for b in pgdirect_old pgdirect; do
+            rm -rf "$D/repo_pgdirect/backups"
+            timed "pair_$b" "$D/bin/$b" backup --repo "$D/repo_pgdirect" --pgdata "$D/data" --checkpoint fast
+        done
+    done
+    paste -d' ' "$OUT/raw/pair_pgdirect" "$OUT/raw/pair_pgdirect_old" |
+        awk '{printf "%.3f\n", $1 / $5}' >"$OUT/raw/pair_ratio"
+fi
+
 if [ -n "$PERF_OUT" ]; then
     log "perf record -g of one pgdirect backup"
     archive_to pgdirect
@@ -190,6 +211,20 @@ fi
 # ---- the table ----
 col() { awk -v c="$2" '{print $c}' "$OUT/raw/$1" | median; }
 KIB=1024
+if [ "$PAIRS" -gt 0 ]; then
+    {
+        echo "many_files.sh: $TABLES tables, $FILES files under base/; $PAIRS pairs of backups (lz4), $OLD_COMMIT's then this build's, caches dropped before each; $(date -u +%F)"
+        echo
+        echo "| pair | this build wall s | CPU s | $OLD_COMMIT wall s | CPU s | ratio |"
+        echo "|---|---|---|---|---|---|"
+        paste -d' ' "$OUT/raw/pair_pgdirect" "$OUT/raw/pair_pgdirect_old" "$OUT/raw/pair_ratio" |
+            awk '{printf "| %d | %.2f | %.2f | %.2f | %.2f | %.3f |\n", NR, $1, $2 + $3, $5, $6 + $7, $9}'
+        printf '| median | %.2f | | %.2f | | **%.3f** |\n' "$(col pair_pgdirect 1)" "$(col pair_pgdirect_old 1)" \
+            "$(median <"$OUT/raw/pair_ratio")"
+        echo
+    } | tee "$OUT/pairs.md"
+fi
+[ "$TRIALS" -gt 0 ] || exit 0
 {
     echo "many_files.sh: $TABLES tables, $FILES files under base/, $((BYTES / 1000000)) MB without pg_wal; $TRIALS trial(s), medians, caches dropped before each step; $(date -u +%F)"
     echo
