@@ -530,12 +530,18 @@ static bool pipeline_make_chain(pipeline_worker *w, const pipeline_config *cfg, 
 }
 
 /*
+ * Descriptors a reader thread holds besides the files it reads: its
+ * partition (a file, or an S3 upload's connections) and its io_uring ring.
+ */
+#define PIPELINE_THREAD_FDS 8
+
+/*
  * Files one thread keeps open: enough to fill its ring with one read each,
  * and as many empty ones; but within its share of the descriptors this
- * process may open (RLIMIT_NOFILE), a quarter of them and at least 64 left
- * to the rest (the repository, libpq, S3 connections). Under a low limit
- * a thread reads ahead in fewer files, down to one, rather than fail the
- * backup with EMFILE.
+ * process may open (RLIMIT_NOFILE), after a quarter of them (at least 64)
+ * left to the rest of the process (the repository, libpq) and its own
+ * PIPELINE_THREAD_FDS. Under a low limit a thread reads ahead in fewer
+ * files, down to one, rather than fail the backup with EMFILE.
  */
 static int pipeline_open_cap(int depth, int workers)
 {
@@ -547,6 +553,7 @@ static int pipeline_open_cap(int depth, int workers)
         return cap;
     reserve = rl.rlim_cur / 4 > 64 ? rl.rlim_cur / 4 : 64;
     share = rl.rlim_cur > reserve ? (rl.rlim_cur - reserve) / (rlim_t)workers : 0;
+    share = share > PIPELINE_THREAD_FDS ? share - PIPELINE_THREAD_FDS : 0;
     if (share < (rlim_t)cap)
         cap = share > 1 ? (int)share : 1;
     return cap;

@@ -13,6 +13,7 @@
 #include "helpers.h"
 
 #include <dirent.h>
+#include <pthread.h>
 #include <sys/resource.h>
 #include <stdatomic.h>
 
@@ -793,9 +794,10 @@ static void test_small_files_cache_neutral(void **state)
 }
 
 /*
- * Under a low limit on open files (RLIMIT_NOFILE 66: 64 kept for the rest
- * of the process, 2 for the one thread), the thread reads ahead in 2 files,
- * and the backup succeeds: fewer files in flight, never EMFILE.
+ * Under a low limit on open files (RLIMIT_NOFILE 74: 64 kept for the rest
+ * of the process, 8 for the thread's partition and ring, 2 for its files),
+ * the thread reads ahead in 2 files, and the backup succeeds: fewer files
+ * in flight, not EMFILE.
  */
 static void test_small_files_under_a_low_open_file_limit(void **state)
 {
@@ -804,10 +806,132 @@ static void test_small_files_under_a_low_open_file_limit(void **state)
     (void)state;
     assert_int_equal(getrlimit(RLIMIT_NOFILE, &saved), 0);
     low = saved;
-    low.rlim_cur = 66;
+    low.rlim_cur = 74;
     assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
     small_files_with(IO_ENGINE_THREADS, READ_MODE_DIRECT, 2);
     assert_int_equal(setrlimit(RLIMIT_NOFILE, &saved), 0);
+}
+
+/*
+ * A filter that holds each thread at its first chunk until every thread
+ * is there (or 5 s pass: one that failed never comes): at that moment each
+ * thread holds its partition, its ring and every file it opened ahead.
+ */
+typedef struct rendezvous {
+    file_filter base;
+    bool arrived;
+} rendezvous;
+
+static pthread_mutex_t rendezvous_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t rendezvous_all = PTHREAD_COND_INITIALIZER;
+static int rendezvous_count, rendezvous_want;
+
+static bool rendezvous_begin(file_filter *f, const file_filter_file *file, pgd_error *err)
+{
+    return file_filter_begin(f->next, file, err);
+}
+
+static bool rendezvous_data(file_filter *f, file_chunk *chunk, pgd_error *err)
+{
+    rendezvous *r = (rendezvous *)f;
+
+    if (!r->arrived) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 5;
+        r->arrived = true;
+        pthread_mutex_lock(&rendezvous_lock);
+        if (++rendezvous_count == rendezvous_want)
+            pthread_cond_broadcast(&rendezvous_all);
+        while (rendezvous_count < rendezvous_want &&
+               pthread_cond_timedwait(&rendezvous_all, &rendezvous_lock, &until) == 0)
+            ;
+        pthread_mutex_unlock(&rendezvous_lock);
+    }
+    return file_filter_data(f->next, chunk, err);
+}
+
+static bool rendezvous_end(file_filter *f, file_filter_result *result, pgd_error *err)
+{
+    return file_filter_end(f->next, result, err);
+}
+
+static const file_filter_ops rendezvous_ops = {rendezvous_begin, rendezvous_data, rendezvous_end,
+                                               spy_free};
+
+static file_filter *rendezvous_make(file_filter *next, void *arg, pgd_error *err)
+{
+    rendezvous *r = calloc(1, sizeof(*r));
+
+    (void)arg;
+    (void)err;
+    r->base = (file_filter){.ops = &rendezvous_ops, .next = next};
+    return &r->base;
+}
+
+/*
+ * 64 reader threads under RLIMIT_NOFILE 256, all holding their most files
+ * at once (the rendezvous filter): each thread's partition and io_uring
+ * ring count against the limit too, so the threads read ahead in fewer
+ * files and the backup succeeds. It failed with EMFILE when the share per
+ * thread left them out (64 x 3 files + 64 rings + 64 partitions > 256).
+ */
+static void test_many_threads_under_an_open_file_limit(void **state)
+{
+    enum { NFILES = 3000, FILE_SIZE = 8192, THREADS = 64 };
+    char *dir = test_tmpdir();
+    char(*paths)[4200] = calloc(NFILES, sizeof(*paths));
+    char(*names)[32] = calloc(NFILES, sizeof(*names));
+    pipeline_file *files = calloc(NFILES, sizeof(*files));
+    unsigned char content[FILE_SIZE];
+    pgd_error err = {0};
+    storage *repo = repo_in(dir);
+    struct rlimit saved, low;
+    pipeline_result res;
+    file_filter_maker meet = {rendezvous_make, NULL};
+    char why[128];
+    bool ok;
+
+    (void)state;
+    fill_pattern(content, FILE_SIZE, 21);
+    for (int i = 0; i < NFILES; i++) {
+        snprintf(paths[i], sizeof(paths[i]), "%s/f%d", dir, i);
+        snprintf(names[i], sizeof(names[i]), "base/1/%d", 16384 + i);
+        write_test_file(paths[i], content, FILE_SIZE);
+        files[i] =
+            (pipeline_file){.path = names[i], .source = paths[i], .size = FILE_SIZE, .mode = 0600};
+    }
+    pipeline_config cfg = {
+        .repo = repo,
+        .backup_id = ID,
+        .compression = COMPRESS_NONE,
+        .read_size = 64 * 1024,
+        .workers = THREADS,
+        .depth = 4,
+        .engine = io_engine_uring_available(why, sizeof(why)) ? IO_ENGINE_URING : IO_ENGINE_THREADS,
+        .partition_size = 1 << 30,
+        .mode = READ_MODE_DIRECT,
+        .filters = &meet,
+        .nfilters = 1};
+    rendezvous_count = 0;
+    rendezvous_want = THREADS;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &saved), 0);
+    low = saved;
+    low.rlim_cur = 256;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    ok = pipeline_run(&cfg, files, NFILES, &res, &err);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &saved), 0);
+    if (!ok)
+        fail_msg("%s", err.msg);
+    for (int i = 0; i < NFILES; i++)
+        assert_true(files[i].done);
+    assert_int_equal(res.bytes_read, (uint64_t)NFILES * FILE_SIZE);
+    pipeline_result_free(&res);
+    storage_free(repo);
+    rm_rf(dir);
+    free(files);
+    free(names);
+    free(paths);
 }
 
 /*
@@ -877,6 +1001,7 @@ int main(void)
         cmocka_unit_test(test_small_files_io_uring),
         cmocka_unit_test(test_small_files_cache_neutral),
         cmocka_unit_test(test_small_files_under_a_low_open_file_limit),
+        cmocka_unit_test(test_many_threads_under_an_open_file_limit),
         cmocka_unit_test(test_a_read_error_ahead_names_its_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
