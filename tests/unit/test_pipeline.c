@@ -426,6 +426,11 @@ static bool spy_data(file_filter *f, file_chunk *chunk, pgd_error *err)
     return file_filter_data(f->next, chunk, err);
 }
 
+static bool spy_begin_passed_on(file_filter *f, const file_filter_file *file, pgd_error *err)
+{
+    return file_filter_begin(f->next, file, err);
+}
+
 static bool spy_end(file_filter *f, file_filter_result *result, pgd_error *err)
 {
     return file_filter_end(f->next, result, err);
@@ -439,13 +444,22 @@ static void spy_free(file_filter *f)
 
 static const file_filter_ops spy_ops = {spy_begin, spy_data, spy_end, spy_free};
 
+/* A test filter of `size` bytes (its file_filter first) in front of `next`. */
+static file_filter *test_filter_new(size_t size, const file_filter_ops *ops, file_filter *next)
+{
+    file_filter *f = calloc(1, size);
+
+    assert_non_null(f);
+    *f = (file_filter){.ops = ops, .next = next};
+    return f;
+}
+
 static file_filter *spy_make(file_filter *next, void *arg, pgd_error *err)
 {
-    page_spy *p = calloc(1, sizeof(*p));
+    page_spy *p = (page_spy *)test_filter_new(sizeof(page_spy), &spy_ops, next);
 
     (void)arg;
     (void)err;
-    p->base = (file_filter){.ops = &spy_ops, .next = next};
     p->seen = &spy_seen;
     memset(&spy_seen, 0, sizeof(spy_seen));
     return &p->base;
@@ -547,12 +561,9 @@ static const file_filter_ops replacer_ops = {replacer_begin, replacer_data, repl
 
 static file_filter *replacer_make(file_filter *next, void *arg, pgd_error *err)
 {
-    replacer *r = calloc(1, sizeof(*r));
-
     (void)arg;
     (void)err;
-    r->base = (file_filter){.ops = &replacer_ops, .next = next};
-    return &r->base;
+    return test_filter_new(sizeof(replacer), &replacer_ops, next);
 }
 
 static void test_a_filter_can_replace_the_file(void **state)
@@ -826,11 +837,6 @@ static pthread_mutex_t rendezvous_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t rendezvous_all = PTHREAD_COND_INITIALIZER;
 static int rendezvous_count, rendezvous_want;
 
-static bool rendezvous_begin(file_filter *f, const file_filter_file *file, pgd_error *err)
-{
-    return file_filter_begin(f->next, file, err);
-}
-
 static bool rendezvous_data(file_filter *f, file_chunk *chunk, pgd_error *err)
 {
     rendezvous *r = (rendezvous *)f;
@@ -851,22 +857,15 @@ static bool rendezvous_data(file_filter *f, file_chunk *chunk, pgd_error *err)
     return file_filter_data(f->next, chunk, err);
 }
 
-static bool rendezvous_end(file_filter *f, file_filter_result *result, pgd_error *err)
-{
-    return file_filter_end(f->next, result, err);
-}
-
-static const file_filter_ops rendezvous_ops = {rendezvous_begin, rendezvous_data, rendezvous_end,
+/* begin and end as the page spy's: passed on */
+static const file_filter_ops rendezvous_ops = {spy_begin_passed_on, rendezvous_data, spy_end,
                                                spy_free};
 
 static file_filter *rendezvous_make(file_filter *next, void *arg, pgd_error *err)
 {
-    rendezvous *r = calloc(1, sizeof(*r));
-
     (void)arg;
     (void)err;
-    r->base = (file_filter){.ops = &rendezvous_ops, .next = next};
-    return &r->base;
+    return test_filter_new(sizeof(rendezvous), &rendezvous_ops, next);
 }
 
 /*
