@@ -66,6 +66,17 @@ static bool list_chain_broken(const backup_info *b, size_t n, size_t i, char *wh
     return false;
 }
 
+/* The start and stop times are whole seconds: under one second is "<1s", not "0.0s". */
+static void list_format_duration(int64_t secs, char *out, size_t outlen)
+{
+    if (secs < 1)
+        snprintf(out, outlen, "<1s");
+    else if (secs < 60)
+        snprintf(out, outlen, "%llds", (long long)secs);
+    else
+        units_format_duration((double)secs, out, outlen);
+}
+
 /*
  * STATUS comes last, so scripts that read the columns before it by position keep working.
  * A delta shows its PARENT and its DEPTH in the chain (0: a full); READ is what the backup
@@ -96,7 +107,7 @@ static void list_print_table(const backup_info *b, size_t n)
         list_bad_pages(&b[i], bad, sizeof(bad));
         gmtime_r(&t, &tm);
         strftime(started, sizeof(started), "%Y-%m-%d %H:%M:%S", &tm);
-        units_format_duration((double)(b[i].stop_time - b[i].start_time), dur, sizeof(dur));
+        list_format_duration(b[i].stop_time - b[i].start_time, dur, sizeof(dur));
         units_format_bytes(b[i].size, size, sizeof(size));
         units_format_bytes(b[i].compressed_size, stored, sizeof(stored));
         printf("%-17s  %-5s  %-17s  %5u  %-20s  %9s  %10s  %10s  %5.2f  %-12s  %-12s  %-24s  %9s  "

@@ -33,6 +33,9 @@ parts=$(ls "$REPO/backups/$id"/part_*.tar.lz4 | wc -l)
 cmp_ok "$parts" ">" 1 "several lz4 partitions were written ($parts)"
 table=$(pgd list --repo "$REPO")
 like "$table" "$id +full" "list shows the backup in its table"
+# start and stop are whole seconds: the duration says so ("<1s", "3s"), not "0.0s"
+like "$table" "$id +full +- +0 +[0-9-]+ [0-9:]+ +(<1s|[1-9][0-9]?s|[0-9]+m[0-9]{2}s) " \
+    "its duration is in whole seconds"
 
 # PostgreSQL's own verifier agrees with the restored files (before any recovery)
 pgd restore "$id" --repo "$REPO" --target-dir "$T/data_verify" >/dev/null 2>&1
