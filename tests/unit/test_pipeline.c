@@ -269,6 +269,21 @@ static void test_read_error_fails_and_aborts_the_open_partition(void **state)
 }
 
 /*
+ * n files of `size` bytes of `content` written under dir (paths: n x 4200
+ * bytes) and queued as files[0..n), named by their path under dir.
+ */
+static void queue_test_files(const char *dir, int n, const unsigned char *content, size_t size,
+                             char (*paths)[4200], pipeline_file *files)
+{
+    for (int i = 0; i < n; i++) {
+        snprintf(paths[i], sizeof(paths[i]), "%s/f%d", dir, i);
+        write_test_file(paths[i], content, size);
+        files[i] = (pipeline_file){
+            .path = paths[i] + strlen(dir) + 1, .source = paths[i], .size = size, .mode = 0600};
+    }
+}
+
+/*
  * A reader thread whose engine cannot be created fails the backup before
  * any thread reads: the others must not back up the whole cluster first.
  */
@@ -285,15 +300,7 @@ static void test_worker_that_cannot_start_stops_the_backup(void **state)
 
     (void)state;
     fill_pattern(content, FILE_SIZE, 3);
-    memset(files, 0, sizeof(files));
-    for (int i = 0; i < NFILES; i++) {
-        snprintf(paths[i], sizeof(paths[i]), "%s/f%d", dir, i);
-        write_test_file(paths[i], content, FILE_SIZE);
-        files[i] = (pipeline_file){.path = paths[i] + strlen(dir) + 1,
-                                   .source = paths[i],
-                                   .size = FILE_SIZE,
-                                   .mode = 0600};
-    }
+    queue_test_files(dir, NFILES, content, FILE_SIZE, paths, files);
     pipeline_config cfg = {.repo = repo,
                            .backup_id = ID,
                            .compression = COMPRESS_NONE,
@@ -880,7 +887,6 @@ static void test_many_threads_under_an_open_file_limit(void **state)
     enum { NFILES = 3000, FILE_SIZE = 8192, THREADS = 64 };
     char *dir = test_tmpdir();
     char(*paths)[4200] = calloc(NFILES, sizeof(*paths));
-    char(*names)[32] = calloc(NFILES, sizeof(*names));
     pipeline_file *files = calloc(NFILES, sizeof(*files));
     unsigned char content[FILE_SIZE];
     pgd_error err = {0};
@@ -893,13 +899,7 @@ static void test_many_threads_under_an_open_file_limit(void **state)
 
     (void)state;
     fill_pattern(content, FILE_SIZE, 21);
-    for (int i = 0; i < NFILES; i++) {
-        snprintf(paths[i], sizeof(paths[i]), "%s/f%d", dir, i);
-        snprintf(names[i], sizeof(names[i]), "base/1/%d", 16384 + i);
-        write_test_file(paths[i], content, FILE_SIZE);
-        files[i] =
-            (pipeline_file){.path = names[i], .source = paths[i], .size = FILE_SIZE, .mode = 0600};
-    }
+    queue_test_files(dir, NFILES, content, FILE_SIZE, paths, files);
     pipeline_config cfg = {
         .repo = repo,
         .backup_id = ID,
@@ -929,7 +929,6 @@ static void test_many_threads_under_an_open_file_limit(void **state)
     storage_free(repo);
     rm_rf(dir);
     free(files);
-    free(names);
     free(paths);
 }
 
@@ -951,18 +950,10 @@ static void test_a_read_error_ahead_names_its_file(void **state)
 
     (void)state;
     fill_pattern(content, FILE_SIZE, 9);
-    memset(files, 0, sizeof(files));
-    for (int i = 0; i < NFILES; i++) {
-        snprintf(paths[i], sizeof(paths[i]), "%s/f%d", dir, i);
-        if (i == BAD) /* a directory queued as a file: opening works, reading fails */
-            assert_int_equal(mkdir(paths[i], 0700), 0);
-        else
-            write_test_file(paths[i], content, FILE_SIZE);
-        files[i] = (pipeline_file){.path = paths[i] + strlen(dir) + 1,
-                                   .source = paths[i],
-                                   .size = FILE_SIZE,
-                                   .mode = 0600};
-    }
+    queue_test_files(dir, NFILES, content, FILE_SIZE, paths, files);
+    /* a directory queued as a file: opening works, reading fails */
+    assert_int_equal(unlink(paths[BAD]), 0);
+    assert_int_equal(mkdir(paths[BAD], 0700), 0);
     pipeline_config cfg = {.repo = repo,
                            .backup_id = ID,
                            .compression = COMPRESS_NONE,
