@@ -26,11 +26,7 @@ SH
 chmod 755 "$T/archive.sh"
 echo push >"$T/archive.mode"
 chown postgres "$T/archive.sh" "$T/archive.mode"
-q "ALTER SYSTEM SET archive_command = '$T/archive.sh %p'" && q "SELECT pg_reload_conf()" >/dev/null
-for _ in $(seq 1 300); do
-    [ "$(q 'SHOW archive_command')" = "$T/archive.sh %p" ] && break
-    sleep 0.1
-done
+reload_and_wait archive_command "$T/archive.sh %p"
 is "$(q 'SHOW archive_command')" "$T/archive.sh %p" "archive_command goes through the test's script"
 archive_all "$PGPORT"
 

@@ -228,12 +228,10 @@ ok $? "the original file is acknowledged again"
 seg=$(switch_wal) # a pusher at work (they stop 30 s after their last file)
 wait_until 60 archived "$seg"
 ok $(pusher_alive && echo 0 || echo 1) "a pusher runs with the old settings"
-q "ALTER SYSTEM SET archive_command = '$PGD wal-push $ASYNC --compression zstd --repo $REPO %p'" >/dev/null
-q "SELECT pg_reload_conf()" >/dev/null
-# The archiver takes the reload when it next looks, and until the command with the new
-# settings reaches the old pusher, that pusher may store the segments it finds ready with the
-# old ones (that is correct: they are archived). So switch segments until the old pusher has
-# made way; the segment after that is stored with the new settings.
+reload_and_wait archive_command "$PGD wal-push $ASYNC --compression zstd --repo $REPO %p"
+# Until a command with the new settings reaches the old pusher, that pusher may store the
+# segments it finds ready with the old ones (correct: they are archived). So switch segments
+# until the old pusher has made way; the segment after that is stored with the new settings.
 made_way() { grep -q "other settings now: stopping" "$SPOOL"/push-*/log 2>/dev/null; }
 for _ in $(seq 1 20); do
     seg=$(switch_wal)
@@ -249,8 +247,7 @@ ok $([ -f "$REPO/wal/00000001/$seg.zst" ] && echo 0 || echo 1) "with the new com
 before=$(q "SELECT last_archived_wal FROM pg_stat_archiver")
 fails0=$(q "SELECT failed_count FROM pg_stat_archiver")
 chmod 000 "$REPO/wal/00000001"
-q "ALTER SYSTEM SET archive_command = '$PGD wal-push $ASYNC --archive-push-queue-max 2MiB --archive-timeout 10 --repo $REPO %p'" >/dev/null
-q "SELECT pg_reload_conf()" >/dev/null
+reload_and_wait archive_command "$PGD wal-push $ASYNC --archive-push-queue-max 2MiB --archive-timeout 10 --repo $REPO %p"
 for i in 1 2 3 4; do q "INSERT INTO pgbench_history SELECT 1, 1, g, 1, now() FROM generate_series(1, 3000) g; SELECT pg_switch_wal()" >/dev/null; done
 stuck=$(switch_wal)
 ok $(wait_until 120 log_has "more than --archive-push-queue-max" && echo 0 || echo 1) \
@@ -275,8 +272,7 @@ is "$missing" "0" "and every .done segment is in the repository"
 mkdir -p "$FULL"
 if mount -t tmpfs -o size=1m tmpfs "$FULL" 2>/dev/null; then
     chown postgres "$FULL"
-    q "ALTER SYSTEM SET archive_command = '$PGD wal-push --archive-async --spool-path $FULL --repo $REPO %p'" >/dev/null
-    q "SELECT pg_reload_conf()" >/dev/null
+    reload_and_wait archive_command "$PGD wal-push --archive-async --spool-path $FULL --repo $REPO %p"
     seg=$(switch_wal)
     ok $(wait_until 60 archived "$seg" && echo 0 || echo 1) "with a spool on a small file system, $seg is archived"
     # A running pusher removes its records as they are read, freeing pages of the
@@ -306,8 +302,7 @@ s3_start
 S3REPO="s3://$S3_BUCKET/async"
 # the server started before the S3 server: its test credentials go into the command
 S3ENV="env AWS_ACCESS_KEY_ID=$AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY AWS_REGION=$AWS_REGION AWS_ENDPOINT_URL=$AWS_ENDPOINT_URL"
-q "ALTER SYSTEM SET archive_command = '$S3ENV $PGD wal-push $ASYNC --repo $S3REPO %p'" >/dev/null
-q "SELECT pg_reload_conf()" >/dev/null
+reload_and_wait archive_command "$S3ENV $PGD wal-push $ASYNC --repo $S3REPO %p"
 for i in 1 2 3 4 5 6; do q "INSERT INTO pgbench_history SELECT 1, 1, g, 1, now() FROM generate_series(1, 3000) g; SELECT pg_switch_wal()" >/dev/null; done
 seg=$(switch_wal)
 ok $(wait_until 120 archived "$seg" && echo 0 || echo 1) "with an S3 repository, PostgreSQL archives up to $seg"

@@ -27,16 +27,6 @@ switch_wal() {
     q "SELECT pg_walfile_name(pg_switch_wal())"
 }
 
-# reload_and_wait NAME VALUE: ALTER SYSTEM, reload, and wait until a new session sees it
-reload_and_wait() {
-    q "ALTER SYSTEM SET $1 = '$2'" >/dev/null
-    q "SELECT pg_reload_conf()" >/dev/null
-    for _ in $(seq 1 300); do
-        [ "$(q "SHOW $1")" = "$2" ] && return 0
-        sleep 0.1
-    done
-    bail "$1 did not become $2"
-}
 
 # ---- a correct set-up ----
 check_run "$T/out" "$T/err"

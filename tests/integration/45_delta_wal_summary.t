@@ -76,8 +76,7 @@ like "$(jq -c '.[0]' <(pgd list --repo "$REPO" --json 2>/dev/null | jq "[.[] | s
 
 # ---- turned on after the parent: the summaries begin after its start LSN ----
 q "CHECKPOINT"
-q "ALTER SYSTEM SET summarize_wal = on"
-q "SELECT pg_reload_conf()" >/dev/null
+reload_and_wait summarize_wal on
 backup_as d2 --delta
 is "$RC/$(sentinel "$ID" delta_method)" "0/page-scan" "summaries that begin after the parent: the page scan"
 is "$(method_lines d2)" "1" "one line says so"
@@ -136,8 +135,7 @@ q "SELECT pg_create_restore_point('rp_summary')" >/dev/null
 SUMMARY_SECS=$SECS
 
 # the same parent by the page scan, for comparison
-q "ALTER SYSTEM SET summarize_wal = off"
-q "SELECT pg_reload_conf()" >/dev/null
+reload_and_wait summarize_wal off
 backup_as d4 --delta --delta-from "$F3"
 D4=$ID
 is "$RC/$(sentinel "$D4" delta_method)/$(sentinel "$D4" parent)" "0/page-scan/$F3" "the page-scan delta of the same parent"
@@ -159,8 +157,7 @@ ok $? "restore of $D3 (on $F3) to rp_summary"
 is "$(pgbench_hash "$port") $(shrink_hash "$port")" "$HASH" "the restored pgbench tables and t_shrink equal the source's at rp_summary"
 
 # ---- the summarizer does not reach the backup's start in time: the page scan ----
-q "ALTER SYSTEM SET summarize_wal = on"
-q "SELECT pg_reload_conf()" >/dev/null
+reload_and_wait summarize_wal on
 summarizer=""
 for _ in $(seq 1 100); do
     summarizer=$(q "SELECT pid FROM pg_stat_activity WHERE backend_type = 'walsummarizer'")

@@ -289,6 +289,19 @@ psql_at() { # psql_at PORT SQL
 
 q() { psql_at "$PGPORT" "$1"; }
 
+# reload_and_wait NAME VALUE: ALTER SYSTEM SET NAME = VALUE, reload, and wait until a new
+# session sees it (the postmaster takes a reload when it next looks; so do the archiver and the
+# other processes it signals, before the next file they archive)
+reload_and_wait() {
+    q "ALTER SYSTEM SET $1 = '$2'" >/dev/null
+    q "SELECT pg_reload_conf()" >/dev/null
+    for _ in $(seq 1 300); do
+        [ "$(q "SHOW $1")" = "$2" ] && return 0
+        sleep 0.1
+    done
+    bail "$1 did not become $2"
+}
+
 pgd() { as_pg "$PGD" "$@"; }
 
 # Content hash of every pgbench table, in one line.
