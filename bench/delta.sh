@@ -26,13 +26,7 @@ done
 case $SCALE in '' | *[!0-9]*) echo "delta.sh: --scale must be a positive integer" >&2; exit 2 ;; esac
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
 BUILD=${BUILD:-$ROOT/build}
-[ "$(id -u)" -eq 0 ] || { echo "delta.sh: run as root (servers run as postgres)" >&2; exit 1; }
-for f in "$BUILD/pgdirect" "$BUILD/pgd-pagecache"; do
-    [ -x "$f" ] || { echo "delta.sh: $f is missing: run make first" >&2; exit 1; }
-done
-for c in pgbackrest /usr/bin/time jq; do
-    command -v "$c" >/dev/null || { echo "delta.sh: $c is missing: run scripts/setup.sh" >&2; exit 1; }
-done
+bench_require delta.sh "servers run as postgres" pgdirect pgd-pagecache -- pgbackrest /usr/bin/time jq
 
 STAMP=$(date -u +%Y-%m-%dT%H%M%SZ)
 OUT=${OUT:-$ROOT/bench/results/$STAMP-delta}

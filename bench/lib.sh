@@ -1,6 +1,23 @@
 # bench/lib.sh - set-up the benchmarks share (sourced; needs $D, the
 # benchmark's working directory, and $PORT, its server's port).
 
+# bench_require SCRIPT WHY PROGRAM... [-- COMMAND...]: exits unless run as root
+# (WHY says what for), every PROGRAM is built in $BUILD and every COMMAND is
+# installed; each message names the script and what is missing.
+bench_require() {
+    local script=$1 why=$2 c
+    shift 2
+    [ "$(id -u)" -eq 0 ] || { echo "$script: run as root ($why)" >&2; exit 1; }
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do
+        [ -x "$BUILD/$1" ] || { echo "$script: $BUILD/$1 is missing: run make first" >&2; exit 1; }
+        shift
+    done
+    [ $# -eq 0 ] || shift
+    for c in "$@"; do
+        command -v "$c" >/dev/null || { echo "$script: $c is missing: run scripts/setup.sh" >&2; exit 1; }
+    done
+}
+
 # bench_pgbackrest_conf: the peer every comparison runs against, set up the
 # same way each time: pgBackRest with lz4, two processes (pgdirect's default
 # parallelism), a local repository under $D, the cluster at $D/data reached

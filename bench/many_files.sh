@@ -61,11 +61,7 @@ done
 
 PG_BIN=/usr/lib/postgresql/15/bin
 BUILD=${BUILD:-$ROOT/build}
-[ "$(id -u)" -eq 0 ] || { echo "many_files.sh: run as root (drop_caches, servers as postgres)" >&2; exit 1; }
-[ -x "$BUILD/pgdirect" ] || { echo "many_files.sh: $BUILD/pgdirect is missing: run make first" >&2; exit 1; }
-for c in pgbackrest bc /usr/bin/time; do
-    command -v "$c" >/dev/null || { echo "many_files.sh: $c is missing: run scripts/setup.sh" >&2; exit 1; }
-done
+bench_require many_files.sh "drop_caches, servers as postgres" pgdirect -- pgbackrest bc /usr/bin/time
 [ "$PAIRS" -eq 0 ] || [ -n "$OLD_BIN" ] || { echo "many_files.sh: --pairs needs --old-bin" >&2; exit 2; }
 [ -z "$PERF_OUT" ] || command -v perf >/dev/null || { echo "many_files.sh: perf is missing" >&2; exit 1; }
 

@@ -59,11 +59,7 @@ while [ $# -gt 0 ]; do
 done
 PG_BIN=/usr/lib/postgresql/15/bin
 BUILD=${BUILD:-$ROOT/build}
-[ "$(id -u)" -eq 0 ] || { echo "read_cost.sh: run as root (drop_caches, servers as postgres)" >&2; exit 1; }
-[ -x "$BUILD/pgdirect" ] || { echo "read_cost.sh: $BUILD/pgdirect is missing: run make first" >&2; exit 1; }
-for c in pgbackrest bc /usr/bin/time; do
-    command -v "$c" >/dev/null || { echo "read_cost.sh: $c is missing: run scripts/setup.sh" >&2; exit 1; }
-done
+bench_require read_cost.sh "drop_caches, servers as postgres" pgdirect -- pgbackrest bc /usr/bin/time
 
 STAMP=$(date -u +%Y-%m-%dT%H%M%SZ)
 OUT=${OUT:-$ROOT/bench/results/$STAMP-read-cost}

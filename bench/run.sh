@@ -48,13 +48,8 @@ done
 
 PG_BIN=/usr/lib/postgresql/15/bin
 BUILD=${BUILD:-$ROOT/build}
-[ "$(id -u)" -eq 0 ] || { echo "run.sh: run as root (cgroups, drop_caches, servers as postgres)" >&2; exit 1; }
-for b in pgdirect pgd-latency; do
-    [ -x "$BUILD/$b" ] || { echo "run.sh: $BUILD/$b is missing: run make first" >&2; exit 1; }
-done
-for c in pgbackrest fio gnuplot bc /usr/bin/time; do
-    command -v "$c" >/dev/null || { echo "run.sh: $c is missing: run scripts/setup.sh" >&2; exit 1; }
-done
+bench_require run.sh "cgroups, drop_caches, servers as postgres" pgdirect pgd-latency -- \
+    pgbackrest fio gnuplot bc /usr/bin/time
 
 if [ $QUICK = 1 ]; then
     SCALE=30 UNREF_ROWS=500000 SB=64MB LIMIT_MB=400 TRIALS=${TRIALS:-2} AFTER=5 BASELINE=3 WINDOW=8

@@ -32,11 +32,7 @@ case $SCALE$TRIALS in '' | *[!0-9]*) echo "versions.sh: --scale and --trials tak
 BUILD=${BUILD:-$ROOT/build}
 DEBIAN_BIN=/usr/lib/postgresql/15/bin
 CACHE=/var/cache/pgdirect-tests/pg
-[ "$(id -u)" -eq 0 ] || { echo "versions.sh: run as root (servers run as postgres)" >&2; exit 1; }
-for f in "$BUILD/pgdirect" "$BUILD/pgd-pagecache"; do
-    [ -x "$f" ] || { echo "versions.sh: $f is missing: run make first" >&2; exit 1; }
-done
-command -v /usr/bin/time >/dev/null || { echo "versions.sh: /usr/bin/time is missing: run scripts/setup.sh" >&2; exit 1; }
+bench_require versions.sh "servers run as postgres" pgdirect pgd-pagecache -- /usr/bin/time
 
 # the server binaries of major version $1: Debian's 15, else the npm package scripts/setup.sh installed
 server_bin() {
