@@ -24,6 +24,7 @@
 #include "repo/wal_archive.h"
 #include "repo/wal_spool.h"
 #include "util/log.h"
+#include "util/threads.h"
 
 #define WAL_PREFETCH_POLL_MS      50
 #define WAL_PREFETCH_RETRY_MIN_MS 500
@@ -271,9 +272,9 @@ bool wal_prefetch_run(const wal_prefetch_config *cfg, pgd_error *err)
     p.req = req;
     if (threads == NULL || p.busy == NULL)
         ok = err_set(err, "out of memory");
-    for (; ok && started < cfg->concurrency; started++)
-        if (pthread_create(&threads[started], NULL, wal_prefetch_worker, &p) != 0)
-            ok = err_set(err, "could not start a prefetch thread");
+    if (ok)
+        ok = threads_start(threads, cfg->concurrency, wal_prefetch_worker, &p, "prefetch thread",
+                           &started, err);
     while (ok) {
         bool idle, changed = false;
 
@@ -300,12 +301,7 @@ bool wal_prefetch_run(const wal_prefetch_config *cfg, pgd_error *err)
             cfg->hooks.tick(cfg->hooks.tick_arg);
         wal_spool_wake_wait(wake, WAL_PREFETCH_POLL_MS);
     }
-    pthread_mutex_lock(&p.lock);
-    p.stop = true;
-    pthread_cond_broadcast(&p.changed);
-    pthread_mutex_unlock(&p.lock);
-    for (unsigned i = 0; i < started; i++)
-        pthread_join(threads[i], NULL);
+    threads_stop(&p.lock, &p.changed, &p.stop, threads, started);
     pthread_cond_destroy(&p.changed);
     pthread_mutex_destroy(&p.lock);
     free(threads);

@@ -28,6 +28,7 @@
 #include "repo/wal_archive.h"
 #include "repo/wal_spool.h"
 #include "util/log.h"
+#include "util/threads.h"
 
 #define WAL_PUSHER_POLL_MS   100
 #define WAL_STATUS_DIR       "archive_status"
@@ -334,9 +335,9 @@ bool wal_pusher_run(const wal_pusher_config *cfg, pgd_error *err)
     pthread_cond_init(&p.changed, NULL);
     if (threads == NULL)
         ok = err_set(err, "out of memory");
-    for (; ok && started < cfg->concurrency; started++)
-        if (pthread_create(&threads[started], NULL, wal_pusher_worker, &p) != 0)
-            ok = err_set(err, "could not start a pusher thread");
+    if (ok)
+        ok = threads_start(threads, cfg->concurrency, wal_pusher_worker, &p, "pusher thread",
+                           &started, err);
     while (ok) {
         bool idle = false, gone = false, stop;
 
@@ -366,12 +367,7 @@ bool wal_pusher_run(const wal_pusher_config *cfg, pgd_error *err)
             cfg->hooks.tick(cfg->hooks.tick_arg);
         wal_spool_wake_wait(wake, WAL_PUSHER_POLL_MS);
     }
-    pthread_mutex_lock(&p.lock);
-    p.stop = true;
-    pthread_cond_broadcast(&p.changed);
-    pthread_mutex_unlock(&p.lock);
-    for (unsigned i = 0; i < started; i++)
-        pthread_join(threads[i], NULL);
+    threads_stop(&p.lock, &p.changed, &p.stop, threads, started);
     if (ok && p.spool_err.set) {
         *err = p.spool_err;
         ok = false;

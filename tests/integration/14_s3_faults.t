@@ -196,4 +196,74 @@ left=$(bucket_parts faults3/backups/)
 [ "$left" = "0" ]
 ok $? "no partition of it is left in the bucket ($left left): the failed backup removes everything under its id"
 proxy_explain
+
+# ---- a worker thread that cannot start ----
+# The shim makes the Nth thread the process starts fail with EAGAIN, as at RLIMIT_NPROC. Which
+# thread is an upload or a download thread is not fixed (libcurl may start its own), so every N
+# from 1 to 6 is tried: each either works, with the right bytes, or fails saying which thread
+# could not start, with the exit code its caller acts on; never a crash, never "not archived"
+# for a segment that is.
+FAILTHREAD=${PGD_FAILTHREAD:-$(dirname "$PGD_PAGECACHE")/pgd-failthread.so}
+[ -f "$FAILTHREAD" ] || bail "no thread-failing shim at $FAILTHREAD (built by meson as pgd-failthread.so)"
+cp "$FAILTHREAD" "$T/bin/pgd-failthread.so"
+failthread() { # failthread N COMMAND...: COMMAND, its Nth pthread_create failing
+    local at=$1
+    shift
+    LD_PRELOAD="$T/bin/pgd-failthread.so" PGD_FAILTHREAD_AT=$at \
+        ASAN_OPTIONS="$ASAN_OPTIONS:verify_asan_link_order=0" "$@"
+}
+python3 -c "import threading; t = threading.Thread(target=print); t.start()" >/dev/null 2>&1
+ok $? "control: without the shim a thread starts"
+failthread 1 python3 -c "import threading; t = threading.Thread(target=print); t.start()" >/dev/null 2>&1
+isnt "$?" "0" "control: the shim makes the first thread fail"
+
+# a repository that holds WAL already: for a segment it does not hold, wal-fetch says "not archived"
+REPOP="s3://$S3_BUCKET/ftpush"
+new_segment 0000000100000000000000F0
+as_pg "$PGD" wal-push --repo "$REPOP" "$T/0000000100000000000000F0" >/dev/null 2>&1 ||
+    bail "could not push a first segment to $REPOP"
+hits=0
+bad=""
+for at in 1 2 3 4 5 6; do
+    seg=0000000100000000000000F$at
+    new_segment $seg
+    out=$(failthread "$at" "$PGD" wal-push --repo "$REPOP" --s3-part-size 5MiB \
+          --s3-upload-concurrency 4 "$T/$seg" 2>&1)
+    rc=$?
+    rm -f "$T/fetched"
+    fout=$("$PGD" wal-fetch --repo "$REPOP" "$seg" "$T/fetched" 2>&1)
+    frc=$?
+    if [ "$rc" = 0 ] && [ "$frc" = 0 ] && cmp -s "$T/fetched" "$T/$seg"; then
+        :
+    elif [ "$rc" = 1 ] && [ "$frc" = 1 ] &&
+        [[ "$out" =~ could\ not\ start\ upload\ thread\ [1-4]\ of\ 4:\ Resource\ temporarily\ unavailable ]]; then
+        hits=$((hits + 1))
+    else
+        bad="$bad [thread $at: wal-push exit $rc, then wal-fetch exit $frc: $(printf '%s' "$out" | tail -1) / $fout]"
+    fi
+done
+is "$bad" "" "wal-push with a thread that cannot start: stored whole, or exit 1 and not archived"
+cmp_ok "$hits" ">=" "1" "an upload thread that could not start was said so ($hits of 6)"
+
+REPOF="s3://$S3_BUCKET/ftfetch"
+seg=0000000100000000000000F0
+as_pg "$PGD" wal-push --repo "$REPOF" "$T/$seg" >/dev/null 2>&1 || bail "could not push $seg to $REPOF"
+hits=0
+bad=""
+for at in 1 2 3 4 5 6; do
+    rm -f "$T/fetched"
+    out=$(failthread "$at" "$PGD" wal-fetch --repo "$REPOF" --download-concurrency 4 "$seg" \
+          "$T/fetched" 2>&1)
+    rc=$?
+    if [ "$rc" = 0 ] && cmp -s "$T/fetched" "$T/$seg"; then
+        :
+    elif [ "$rc" = 254 ] && [ ! -e "$T/fetched" ] &&
+        [[ "$out" =~ could\ not\ start\ download\ thread\ [1-4]\ of\ 4:\ Resource\ temporarily\ unavailable ]]; then
+        hits=$((hits + 1))
+    else
+        bad="$bad [thread $at: exit $rc: $(printf '%s' "$out" | tail -1)]"
+    fi
+done
+is "$bad" "" "wal-fetch with a thread that cannot start: the segment, or exit 254 (recovery stops) and no file"
+cmp_ok "$hits" ">=" "1" "a download thread that could not start was said so ($hits of 6)"
 done_testing

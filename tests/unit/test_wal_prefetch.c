@@ -3,9 +3,13 @@
  * the one served are downloaded, checked and published under their size
  * and CRC, and only those; a segment not in the repository is left out
  * (not recorded as missing); a segment of another database system is not
- * kept; downloads a killed fetcher left are removed when the next starts.
+ * kept; downloads a killed fetcher left are removed when the next starts;
+ * a worker that cannot be started stops the prefetcher, saying so, and the
+ * workers that did start are stopped and joined.
  */
 #include "wal_test_segment.h"
+
+#include "fail_thread.h"
 
 #include <sys/stat.h>
 
@@ -73,7 +77,7 @@ static void request(fixture *f, uint64_t after, uint64_t sysid, unsigned count)
     assert_true(wal_spool_request_write(f->spool, &req, &err));
 }
 
-static bool run(fixture *f)
+static bool run_err(fixture *f, pgd_error *err)
 {
     wal_prefetch_config cfg = {
         .spool_dir = f->spool,
@@ -81,8 +85,14 @@ static bool run(fixture *f)
         .idle_exit_s = 0,
         .hooks = {.open_repo = open_repo, .open_arg = f},
     };
+
+    return wal_prefetch_run(&cfg, err);
+}
+
+static bool run(fixture *f)
+{
     pgd_error err = {0};
-    bool ok = wal_prefetch_run(&cfg, &err);
+    bool ok = run_err(f, &err);
 
     if (!ok)
         print_error("%s\n", err.msg);
@@ -180,6 +190,30 @@ static void test_no_request_no_work(void **state)
     assert_true(run(f));
 }
 
+/* The second of two workers cannot start: an error that names it, and nothing downloaded. */
+static void test_a_worker_that_cannot_start_stops_the_prefetcher(void **state)
+{
+    fixture *f = *state;
+    pgd_error err = {0};
+    bool ready, partial;
+
+    request(f, 2, SYSID, 3);
+    fail_thread_at = 2;
+    assert_false(run_err(f, &err));
+    fail_thread_at = 0;
+    assert_string_equal(err.msg,
+                        "could not start prefetch thread 2 of 2: Resource temporarily unavailable");
+    for (uint64_t i = 1; i <= NSEGS; i++) {
+        state_of(f, i, &ready, &partial);
+        assert_false(ready);
+        assert_false(partial);
+    }
+    /* and the next prefetcher downloads the window */
+    assert_true(run(f));
+    state_of(f, 3, &ready, &partial);
+    assert_true(ready);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -189,6 +223,7 @@ int main(void)
         T(test_segments_of_another_system_are_not_kept),
         T(test_downloads_of_a_killed_fetcher_are_removed),
         T(test_no_request_no_work),
+        T(test_a_worker_that_cannot_start_stops_the_prefetcher),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,9 +4,13 @@
  * recorded with its cause and not tried again until the record is read; a
  * file that is not what its name says is never stored; records of files
  * PostgreSQL has acknowledged go; a repository that cannot be opened is
- * reported for every file waiting; the backlog counts what is not stored.
+ * reported for every file waiting; the backlog counts what is not stored;
+ * a worker that cannot be started stops the pusher, saying so, and the
+ * workers that did start are stopped and joined.
  */
 #include "wal_test_segment.h"
+
+#include "fail_thread.h"
 
 #include <sys/stat.h>
 
@@ -245,6 +249,29 @@ static void test_stops_when_the_data_directory_is_gone(void **state)
     assert_true(run(f, &err));
 }
 
+/* The second of three workers cannot start: an error that names it; nothing stored or recorded. */
+static void test_a_worker_that_cannot_start_stops_the_pusher(void **state)
+{
+    fixture *f = *state;
+    pgd_error err = {0};
+    wal_push_record rec;
+
+    fail_thread_at = 2;
+    assert_false(run(f, &err));
+    fail_thread_at = 0;
+    assert_string_equal(err.msg,
+                        "could not start pusher thread 2 of 3: Resource temporarily unavailable");
+    for (int i = 0; i < NSEGS; i++) {
+        assert_false(in_repo(f, f->names[i]));
+        assert_true(wal_spool_record_read(f->spool, f->names[i], &rec, &err));
+        assert_int_equal(rec.kind, WAL_RECORD_NONE);
+    }
+    /* and the next pusher pushes them all */
+    assert_true(run(f, &err));
+    for (int i = 0; i < NSEGS; i++)
+        assert_true(in_repo(f, f->names[i]));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -255,6 +282,7 @@ int main(void)
         T(test_records_of_acknowledged_files_go),
         T(test_unreachable_repository_is_reported_for_every_file),
         T(test_stops_when_the_data_directory_is_gone),
+        T(test_a_worker_that_cannot_start_stops_the_pusher),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

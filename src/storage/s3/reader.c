@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "util/big_buffer.h"
+#include "util/threads.h"
 
 #define S3_HTTP_OK      200
 #define S3_HTTP_PARTIAL 206
@@ -39,15 +40,12 @@ typedef struct s3_reader {
     s3_range_slot *slots;
     size_t pos; /* within slots[head] */
     pthread_t *threads;
+    unsigned nthreads;  /* started */
+    unsigned next_slot; /* the slot the next fetcher started serves */
     pthread_mutex_t lock;
     pthread_cond_t changed;
     bool stopping;
 } s3_reader;
-
-typedef struct s3_fetch_arg {
-    s3_reader *r;
-    unsigned index;
-} s3_fetch_arg;
 
 /* HEAD: *exists, and the size and ETag of what exists (etag may be NULL: not wanted). */
 static bool s3_reader_head(s3_storage *s, const char *path, bool *exists, uint64_t *size,
@@ -125,11 +123,11 @@ static bool s3_reader_fetch(s3_reader *r, s3_range_slot *sl, pgd_error *err)
 
 static void *s3_reader_fetcher_main(void *arg)
 {
-    s3_fetch_arg *fa = arg;
-    s3_reader *r = fa->r;
-    unsigned idx = fa->index;
+    s3_reader *r = arg;
+    unsigned idx;
 
     pthread_mutex_lock(&r->lock);
+    idx = r->next_slot++;
     for (;;) {
         s3_range_slot *sl = &r->slots[idx];
         pgd_error err = {0};
@@ -153,7 +151,6 @@ static void *s3_reader_fetcher_main(void *arg)
         pthread_cond_broadcast(&r->changed);
     }
     pthread_mutex_unlock(&r->lock);
-    free(fa);
     return NULL;
 }
 
@@ -198,9 +195,8 @@ static void s3_reader_close(in_stream *is)
     r->stopping = true;
     pthread_cond_broadcast(&r->changed);
     pthread_mutex_unlock(&r->lock);
-    for (unsigned i = 0; r->threads && i < r->nslots; i++)
-        if (r->threads[i])
-            pthread_join(r->threads[i], NULL);
+    for (unsigned i = 0; i < r->nthreads; i++)
+        pthread_join(r->threads[i], NULL);
     for (unsigned i = 0; r->slots && i < r->nslots; i++)
         free(r->slots[i].buf);
     free(r->slots);
@@ -221,21 +217,13 @@ static bool s3_reader_start(s3_reader *r, pgd_error *err)
     if (r->path == NULL || r->slots == NULL || r->threads == NULL)
         return err_set(err, "out of memory");
     for (unsigned i = 0; i < r->nslots; i++) {
-        s3_fetch_arg *fa = malloc(sizeof(*fa));
         r->slots[i].offset = (uint64_t)i * S3_RANGE_SIZE;
         r->slots[i].buf = r->slots[i].offset < r->size ? big_buffer_alloc(S3_RANGE_SIZE) : NULL;
-        if (fa == NULL || (r->slots[i].offset < r->size && r->slots[i].buf == NULL)) {
-            free(fa);
+        if (r->slots[i].offset < r->size && r->slots[i].buf == NULL)
             return err_set(err, "out of memory");
-        }
-        fa->r = r;
-        fa->index = i;
-        if (pthread_create(&r->threads[i], NULL, s3_reader_fetcher_main, fa) != 0) {
-            free(fa);
-            return err_set(err, "could not start download threads");
-        }
     }
-    return true;
+    return threads_start(r->threads, r->nslots, s3_reader_fetcher_main, r, "download thread",
+                         &r->nthreads, err);
 }
 
 in_stream *s3_reader_open(storage *st, const char *path, bool *missing, pgd_error *err)

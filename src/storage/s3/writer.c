@@ -27,6 +27,7 @@
 #include "storage/s3/sigv4.h"
 #include "util/big_buffer.h"
 #include "util/log.h"
+#include "util/threads.h"
 
 #define S3_CREATION_HEADERS 7 /* storage class, encryption, condition: pairs, then NULL */
 
@@ -56,6 +57,7 @@ typedef struct s3_writer {
     unsigned inflight;
     pgd_error err; /* first upload error */
     pthread_t *threads;
+    unsigned nthreads; /* started */
     s3_part **queue;
     unsigned qlen;
     bool stopping;
@@ -194,10 +196,8 @@ static bool s3_writer_start_multipart(s3_writer *w, pgd_error *err)
     w->queue = calloc(w->nparts_buf, sizeof(s3_part *));
     if (w->upload_id_enc == NULL || w->threads == NULL || w->queue == NULL)
         return err_set(err, "out of memory");
-    for (unsigned i = 0; i < s->upload_concurrency; i++)
-        if (pthread_create(&w->threads[i], NULL, s3_writer_uploader_main, w) != 0)
-            return err_set(err, "could not start upload threads");
-    return true;
+    return threads_start(w->threads, s->upload_concurrency, s3_writer_uploader_main, w,
+                         "upload thread", &w->nthreads, err);
 }
 
 static void s3_writer_enqueue(s3_writer *w, s3_part *p)
@@ -277,12 +277,8 @@ static void s3_writer_stop_uploaders(s3_writer *w)
     pthread_mutex_lock(&w->lock);
     while (w->inflight > 0)
         pthread_cond_wait(&w->changed, &w->lock);
-    w->stopping = true;
-    pthread_cond_broadcast(&w->changed);
     pthread_mutex_unlock(&w->lock);
-    for (unsigned i = 0; i < w->s->upload_concurrency; i++)
-        if (w->threads[i])
-            pthread_join(w->threads[i], NULL);
+    threads_stop(&w->lock, &w->changed, &w->stopping, w->threads, w->nthreads);
     free(w->threads);
     w->threads = NULL;
 }
