@@ -19,9 +19,9 @@ for _ in $(seq 1 1200); do
     sleep 0.1
 done
 is "$started" "yes" "the backup is writing its first partition"
-victim=$(pgrep -P "$pid" -x pgdirect || echo "$pid")
-kill -KILL "$victim" 2>/dev/null
-wait "$pid" 2>/dev/null
+sigkill "$pid"
+grep -q "backup .* complete" "$T/killed.log"
+isnt "$?" "0" "the killed backup did not complete"
 ok $([ ! -e "$REPO"/backups/*.done.json ] 2>/dev/null && echo 0 || echo 1) "no sentinel was written"
 listing=$(pgd list --repo "$REPO")
 is "$listing" "$(printf '%s\n%s' "$(echo "$listing" | head -1)" "(no backups)")" "list shows no backup"

@@ -38,7 +38,14 @@ archive_all "$PGPORT"
 pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast >"$T/backup.log" 2>&1 ||
     bail "backup failed: $(tail -1 "$T/backup.log")"
 id=$(pgd list --repo "$REPO" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["id"])')
-as_pg "$PG_BIN/pgbench" -n -c 2 -j 2 -T 15 >/dev/null 2>&1 || bail "pgbench failed"
+# at least 30 segments of WAL to replay, however slow the machine: pgbench in 5 s rounds
+wal_from=$(q "SELECT pg_current_wal_lsn()")
+wal_enough() { [ "$(q "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '$wal_from') >= 30 * 1024 * 1024")" = t ]; }
+for _ in $(seq 1 60); do
+    as_pg "$PG_BIN/pgbench" -n -c 2 -j 2 -T 5 >/dev/null 2>&1 || bail "pgbench failed"
+    wal_enough && break
+done
+wal_enough || bail "pgbench wrote less than 30 MiB of WAL in 5 minutes"
 hash_a=$(pgbench_hash "$PGPORT")
 q "SELECT pg_create_restore_point('p29')" >/dev/null
 as_pg "$PG_BIN/pgbench" -n -c 1 -t 300 >/dev/null 2>&1
@@ -93,7 +100,9 @@ check_repo() { # check_repo LABEL REPO LAST: LAST is the last segment REPO holds
     cmp -s "$D/pg_wal/RECOVERYXLOG" "$T/copy/$L0"
     ok $? "$label: and serves it byte-identical"
     s1=$(seg_after "$L0" 1) s2=$(seg_after "$L0" 2) s3=$(seg_after "$L0" 3)
-    ok $(wait_until 60 has_entry "$D" "$s3" && echo 0 || echo 1) "$label: the next three segments are prefetched"
+    # downloaded at once: each is published when its own download ends, in any order
+    ok $(wait_until 60 has_entry "$D" "$s1" && wait_until 60 has_entry "$D" "$s2" &&
+        wait_until 60 has_entry "$D" "$s3" && echo 0 || echo 1) "$label: the next three segments are prefetched"
 
     e=$(entry "$D" "$s1")
     flip_byte "$e" 500000
@@ -176,7 +185,7 @@ is "$?" "0" "timeline 2: segment 24 is served"
 cmp -s "$D/pg_wal/RECOVERYXLOG" "$T/tl/000000020000000000000024"
 ok $? "it is timeline 2's segment, not the prefetched one of timeline 1"
 no_tli1() { [ "$(ls "$D"/spool/fetch-*/ | grep -c '^00000001')" = 0 ]; }
-ok $(wait_until 10 no_tli1 && echo 0 || echo 1) "timeline 1's prefetched files are gone"
+ok $(wait_until 60 no_tli1 && echo 0 || echo 1) "timeline 1's prefetched files are gone"
 ok $(wait_until 60 has_entry "$D" 000000020000000000000026 && echo 0 || echo 1) "timeline 2's next segments are prefetched"
 
 # a fetcher whose request is gone stops by itself (and the sanitizers look for leaks then)

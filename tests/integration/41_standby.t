@@ -59,8 +59,10 @@ is "$streaming" "yes" "the seeded standby streams from the primary"
 
 # load on the primary, then a backup of the standby
 as_pg "$PG_BIN/pgbench" -n -c 2 -t 300 >/dev/null 2>&1 || bail "pgbench failed"
+# --checkpoint fast: a spread restartpoint could outlast wait_for_line once a timed checkpoint
+# of the primary has been replayed
 pgd backup --repo "$REPO" --pgdata "$T/data_standby" --dbname "port=$S" --standby-only \
-    --archive-timeout 300 >"$T/b2.log" 2>&1 &
+    --checkpoint fast --archive-timeout 300 >"$T/b2.log" 2>&1 &
 bpid=$!
 wait_for_line "$T/b2.log" "waiting up to 300 s for WAL .* archived by its primary" "$bpid"
 ok $? "the standby's backup says what it waits for"
@@ -91,7 +93,7 @@ before=$(nbackups)
 size=$(du -sm "$T/data_standby/base" | cut -f1)
 diag "standby base: $size MiB, read at 1 MiB/s"
 pgd backup --repo "$REPO" --pgdata "$T/data_standby" --dbname "port=$S" --max-rate 1MiB \
-    --archive-timeout 30 >"$T/b3.log" 2>&1 &
+    --checkpoint fast --archive-timeout 30 >"$T/b3.log" 2>&1 &
 bpid=$!
 wait_for_line "$T/b3.log" "backup started at WAL location" "$bpid"
 ok $? "the backup of the standby started"

@@ -159,7 +159,7 @@ is "$(pgbench_hash "$port") $(shrink_hash "$port")" "$HASH" "the restored pgbenc
 # ---- the summarizer does not reach the backup's start in time: the page scan ----
 reload_and_wait summarize_wal on
 summarizer=""
-for _ in $(seq 1 100); do
+for _ in $(seq 1 600); do
     summarizer=$(q "SELECT pid FROM pg_stat_activity WHERE backend_type = 'walsummarizer'")
     [ -n "$summarizer" ] && break
     sleep 0.1

@@ -15,18 +15,28 @@ pg_start "$T/data"
 as_pg "$PG_BIN/pgbench" -i -s 2 -q >/dev/null 2>&1 || bail "pgbench -i failed"
 archive_all "$PGPORT"
 
-HOLD_S=15
+HOLD_S=60 # long enough for the delta, which runs in the hold, on a slow machine
 newest() { ls "$REPO/backups" | sed -n 's/\.done\.json$//p' | sort | tail -1; }
 backup() { pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --progress off "$@"; }
 # the delete runs the release build: AddressSanitizer's leak check cannot run under ptrace
 [ -n "${PGDIRECT_RELEASE_BIN:-}" ] || bail "PGDIRECT_RELEASE_BIN must point at a build without sanitizers"
 cp "$PGDIRECT_RELEASE_BIN" "$T/bin/pgdirect-release" && chmod 755 "$T/bin/pgdirect-release"
-# held_delete LOG: delete --retain-full 1, its first write to standard output (after the lock
-# file's, the 2nd write) delayed by HOLD_S seconds; in the background, PID in DPID
+# held_delete LOG SECONDS: delete --retain-full 1, its first write to standard output (after
+# the lock file's, the 2nd write) delayed by SECONDS; in the background, PID in DPID
 held_delete() {
-    as_pg strace -f -o /dev/null -e trace=write -e inject=write:delay_enter=$((HOLD_S * 1000000)):when=2 \
+    as_pg strace -f -o /dev/null -e trace=write -e inject=write:delay_enter=$(($2 * 1000000)):when=2 \
         "$T/bin/pgdirect-release" delete --repo "$REPO" --retain-full 1 >"$1" 2>&1 &
     DPID=$!
+}
+# held: the delete is stopped entering write(1, ...), its first line: it has read the
+# repository and planned, and waits in the hold (syscall 1 is write on x86-64)
+held() {
+    local p
+    for p in $(pgrep -f "pgdirect-release delete"); do
+        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = pgdirect-releas ] || continue
+        [ "$(cut -d' ' -f1,2 "/proc/$p/syscall" 2>/dev/null)" = "1 0x1" ] && return 0
+    done
+    return 1
 }
 exists() { [ -e "$1" ] && echo yes || echo no; }
 
@@ -36,7 +46,7 @@ backup >/dev/null 2>"$T/f1.err" || bail "backup F1 failed: $(tail -1 "$T/f1.err"
 F1=$(newest)
 
 # the control: held, nothing starts meanwhile, F0 goes as planned
-held_delete "$T/delete0.out"
+held_delete "$T/delete0.out" 3
 wait "$DPID"
 ok $? "a held delete without a concurrent backup exits 0"
 like "$(cat "$T/delete0.out")" "removed backup $F0" "and removes $F0 as planned"
@@ -45,8 +55,9 @@ is "$(exists "$REPO/backups/$F0.done.json")" "no" "$F0 is gone"
 backup >/dev/null 2>"$T/f2.err" || bail "backup F2 failed: $(tail -1 "$T/f2.err")"
 F2=$(newest)
 isnt "$F2" "$F1" "two full backups ($F1, $F2): --retain-full 1 plans to remove $F1"
-held_delete "$T/delete.out"
-sleep 1
+held_delete "$T/delete.out" "$HOLD_S"
+for _ in $(seq 1 300); do held && break; sleep 0.1; done
+ok $(held && echo 0 || echo 1) "delete has planned and is held before its first line"
 backup --delta --delta-from "$F1" >/dev/null 2>"$T/d.err"
 ok $? "a delta on $F1, started while delete is held, succeeds"
 D=$(newest)

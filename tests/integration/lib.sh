@@ -304,6 +304,26 @@ reload_and_wait() {
 
 pgd() { as_pg "$PGD" "$@"; }
 
+# pgdirect_under PID: the pgdirect process among PID's descendants (the shell of a background
+# function, then runuser, then pgdirect)
+pgdirect_under() {
+    local p
+    for p in $(pgrep -P "$1"); do
+        if [ "$(cat "/proc/$p/comm" 2>/dev/null)" = pgdirect ]; then echo "$p"; return; fi
+        pgdirect_under "$p"
+    done
+}
+
+# sigkill PID: SIGKILL the pgdirect process started in the background as PID
+sigkill() {
+    local victim
+    victim=$(pgdirect_under "$1")
+    [ -n "$victim" ] || bail "no pgdirect process under $1"
+    kill -KILL "$victim"
+    wait "$1" 2>/dev/null
+    while kill -0 "$victim" 2>/dev/null; do sleep 0.1; done
+}
+
 # Content hash of every pgbench table, in one line.
 pgbench_hash() { # pgbench_hash PORT
     psql_at "$1" "SELECT string_agg(h, ' ' ORDER BY t) FROM (

@@ -33,9 +33,9 @@ s3_require_storage_tool() {
     [ -x "$PGD_STORAGE" ] || bail "no pgd-storage helper at $PGD_STORAGE (set PGD_STORAGE or PGD_PAGECACHE)"
 }
 
-# s3_wait_port PORT: until something listens there (20 s at most)
+# s3_wait_port PORT: until something listens there (60 s at most: node starts slowly on a busy machine)
 s3_wait_port() {
-    local deadline=$((SECONDS + 20))
+    local deadline=$((SECONDS + 60))
     while [ $SECONDS -lt $deadline ]; do
         (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
         sleep 0.1
