@@ -356,10 +356,18 @@ static bool options_parse_config(pgd_options *opts, pgd_error *err)
         return err_errno(err, errno, "could not open config file \"%s\"", path);
     }
     while (fgets(line, sizeof(line), f) != NULL) {
-        char *s = options_trim(line), *eq, *key, *value;
+        size_t len = strlen(line);
+        char *s, *eq, *key, *value;
         int id;
 
         lineno++;
+        /* a line longer than the buffer would go on as a line of its own */
+        if (len == sizeof(line) - 1 && line[len - 1] != '\n' && !feof(f)) {
+            fclose(f);
+            return err_set(err, "config file \"%s\" line %d: longer than %zu bytes", path,
+                           lineno, sizeof(line) - 2);
+        }
+        s = options_trim(line);
         if (*s == '\0' || *s == '#' || *s == ';' || *s == '[')
             continue;
         eq = strchr(s, '=');
@@ -384,6 +392,12 @@ static bool options_parse_config(pgd_options *opts, pgd_error *err)
             fclose(f);
             return err_set(err, "out of memory");
         }
+    }
+    /* a read error part-way must not pass for the end of the file */
+    if (ferror(f)) {
+        int e = errno;
+        fclose(f);
+        return err_errno(err, e, "could not read config file \"%s\"", path);
     }
     fclose(f);
     return true;

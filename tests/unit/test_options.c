@@ -109,6 +109,28 @@ static void test_config_errors_name_file_and_line(void **state)
     assert_false(parse(&o, CMD_BACKUP, "/nonexistent/pgdirect.conf", 0, NULL, &err));
     assert_non_null(strstr(err.msg, "/nonexistent/pgdirect.conf"));
     options_free(&o);
+    err_clear(&err);
+    /* a file that cannot be read is not an empty one */
+    assert_false(parse(&o, CMD_BACKUP, dir, 0, NULL, &err));
+    assert_non_null(strstr(err.msg, "could not read config file"));
+    assert_non_null(strstr(err.msg, "Is a directory"));
+    options_free(&o);
+    err_clear(&err);
+    /* a line longer than the reader's buffer is refused, not read as two lines */
+    {
+        size_t n = 9000;
+        char *text = malloc(n + 40);
+
+        assert_non_null(text);
+        strcpy(text, "repo = /x\nrepo = /");
+        memset(text + strlen(text), 'a', n);
+        strcpy(text + strlen("repo = /x\nrepo = /") + n, "\nconcurrency = 2\n");
+        write_test_file(cfg, text, strlen(text));
+        free(text);
+    }
+    assert_false(parse(&o, CMD_BACKUP, cfg, 0, NULL, &err));
+    assert_non_null(strstr(err.msg, "line 2: longer than 8190 bytes"));
+    options_free(&o);
     rm_rf(dir);
 }
 
