@@ -176,7 +176,9 @@ bool backup_info_from_json(backup_info *bi, const char *json, const char *what, 
     return true;
 }
 
-bool backup_info_load(storage *repo, const char *id, backup_info *bi, bool *missing, pgd_error *err)
+/* backup_info_load; *unread when the sentinel could not be read (not: is damaged). */
+static bool backup_info_load_sentinel(storage *repo, const char *id, backup_info *bi, bool *missing,
+                                      bool *unread, pgd_error *err)
 {
     char path[LAYOUT_PATH_MAX], what[LAYOUT_PATH_MAX + 16];
     char *json;
@@ -185,7 +187,8 @@ bool backup_info_load(storage *repo, const char *id, backup_info *bi, bool *miss
 
     layout_sentinel_path(id, path, sizeof(path));
     snprintf(what, sizeof(what), "sentinel \"%s\"", path);
-    if (!storage_get(repo, path, &json, &len, missing, err))
+    *unread = !storage_get(repo, path, &json, &len, missing, err);
+    if (*unread)
         return false;
     if (len == 0 || strspn(json, " \t\r\n") == len)
         ok = err_set(err, "%s is empty", what);
@@ -197,6 +200,13 @@ bool backup_info_load(storage *repo, const char *id, backup_info *bi, bool *miss
     if (ok && strcmp(bi->id, id) != 0)
         ok = err_set(err, "%s names backup \"%s\"", what, bi->id);
     return ok;
+}
+
+bool backup_info_load(storage *repo, const char *id, backup_info *bi, bool *missing, pgd_error *err)
+{
+    bool unread;
+
+    return backup_info_load_sentinel(repo, id, bi, missing, &unread, err);
 }
 
 typedef struct id_list {
@@ -254,11 +264,11 @@ bool backup_info_scan(storage *repo, backup_info **out, size_t *count, pgd_error
     }
     for (size_t i = 0; i < ids.n; i++) {
         pgd_error load_err = {0};
-        bool missing = false;
-        if (!backup_info_load(repo, ids.ids[i], &infos[n], &missing, &load_err)) {
+        bool missing = false, unread;
+        if (!backup_info_load_sentinel(repo, ids.ids[i], &infos[n], &missing, &unread, &load_err)) {
             if (missing) /* removed while we listed */
                 continue;
-            if (load_err.transient) { /* the repository, not this backup */
+            if (unread) { /* the repository or its files, not this backup */
                 *err = load_err;
                 free(infos);
                 free(ids.ids);

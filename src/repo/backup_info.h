@@ -47,7 +47,7 @@ typedef struct backup_info {
     bool checksum_failed;
     /* taken from a hot standby; false in sentinels written before standbys were backed up */
     bool from_standby;
-    /* set by backup_info_scan when the sentinel is unreadable: only id and damage are valid */
+    /* set by backup_info_scan when the sentinel is damaged: only id and damage are valid */
     bool damaged;
     char damage[PGD_ERROR_MAX];
 } backup_info;
@@ -61,10 +61,12 @@ bool backup_info_load(storage *repo, const char *id, backup_info *bi, bool *miss
 
 /*
  * Every backup with a sentinel, oldest first (ids sort by time), the
- * damaged ones included (empty, corrupt or unreadable sentinel: damaged is
- * set and damage says why). One bad sentinel must not hide the others; only
- * a repository that cannot be listed, or a read that may succeed later
- * (err->transient), fails the whole scan. *out is malloc'd.
+ * damaged ones included (a sentinel that was read and is empty, not JSON,
+ * invalid or of another backup: damaged is set and damage says why). One
+ * bad sentinel must not hide the others. A sentinel that cannot be read
+ * (permission, I/O error, the repository) fails the whole scan: the backup
+ * may be whole, and passing it over would make LATEST an older backup
+ * without a word. *out is malloc'd.
  */
 bool backup_info_scan(storage *repo, backup_info **out, size_t *count, pgd_error *err);
 

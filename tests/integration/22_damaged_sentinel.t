@@ -3,7 +3,9 @@
 # that backup only: list marks it (a status column, "status": "damaged" and
 # the reason in --json) and warns, restore LATEST takes the newest backup
 # that is not damaged and says which newer one it skipped, and restore of
-# the damaged id fails naming the cause.
+# the damaged id fails naming the cause. A sentinel that cannot be read
+# (another owner's, mode 0600) is no verdict on its backup: list and
+# restore LATEST fail naming it, and LATEST is never quietly an older backup.
 . "$(dirname "$0")/lib.sh"
 setup_tmp
 pg_init "$T/data"
@@ -20,6 +22,19 @@ B=$(backup_id "$T/b.err")
 archive_all "$PGPORT"
 src_hash=$(pgbench_hash "$PGPORT")
 diag "A=$A B=$B"
+
+# ---- B's sentinel cannot be read by the user running pgdirect (root's, mode 0600) ----
+cp -p "$REPO/backups/$B.done.json" "$T/B.sentinel"
+chown root "$REPO/backups/$B.done.json" && chmod 600 "$REPO/backups/$B.done.json"
+out=$(pgd list --repo "$REPO" 2>&1)
+is "$?" "1" "list fails when a sentinel cannot be read"
+like "$out" "^pgdirect: error: .*backups/$B.done.json.*Permission denied" "naming the sentinel and the cause"
+expect_error "restore LATEST with an unreadable newest sentinel" "backups/$B.done.json.*Permission denied" \
+    pgd restore LATEST --repo "$REPO" --target-dir "$T/r_unread"
+ok $([ ! -e "$T/r_unread/PG_VERSION" ] && echo 0 || echo 1) "and restores nothing (not the older $A)"
+out=$(pgd verify --repo "$REPO" --all 2>&1)
+is "$?" "1" "verify --all: exit 1 (could not check), not 3 (damaged)"
+cp -p "$T/B.sentinel" "$REPO/backups/$B.done.json"
 
 # ---- B's sentinel empty ----
 : >"$REPO/backups/$B.done.json"

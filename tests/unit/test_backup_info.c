@@ -153,6 +153,34 @@ static void test_latest_skips_newer_damaged_backups(void **state)
     rm_rf(dir);
 }
 
+/*
+ * A sentinel that cannot be read (here: a directory stands under its name,
+ * as unreadable as one of another owner) is no verdict on its backup: the
+ * scan fails naming it, and LATEST is not quietly an older backup.
+ */
+static void test_unreadable_sentinel_fails_the_scan(void **state)
+{
+    char *dir = test_tmpdir();
+    storage *repo = repo_in(dir);
+    char path[4400];
+    backup_info bi, *all;
+    pgd_error err = {0};
+    size_t n;
+
+    (void)state;
+    put_sentinel(repo, OLD_ID);
+    snprintf(path, sizeof(path), "%s/repo/" BACKUPS_DIR "/" NEW_ID SENTINEL_SUFFIX, dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    assert_false(backup_info_scan(repo, &all, &n, &err));
+    assert_non_null(strstr(err.msg, NEW_ID SENTINEL_SUFFIX));
+    assert_non_null(strstr(err.msg, "Is a directory"));
+    err_clear(&err);
+    assert_false(backup_info_resolve(repo, "LATEST", &bi, &err));
+    assert_non_null(strstr(err.msg, NEW_ID SENTINEL_SUFFIX));
+    storage_free(repo);
+    rm_rf(dir);
+}
+
 static void test_latest_fails_when_every_backup_is_damaged(void **state)
 {
     char *dir = test_tmpdir();
@@ -285,6 +313,7 @@ int main(void)
         cmocka_unit_test(test_sentinel_naming_another_backup_is_damaged),
         cmocka_unit_test(test_latest_skips_newer_damaged_backups),
         cmocka_unit_test(test_latest_fails_when_every_backup_is_damaged),
+        cmocka_unit_test(test_unreadable_sentinel_fails_the_scan),
         cmocka_unit_test(test_checksum_counts_round_trip),
         cmocka_unit_test(test_sentinel_without_checksum_fields_loads),
         cmocka_unit_test(test_more_errors_than_pages_checked_is_damage),
