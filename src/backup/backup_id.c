@@ -129,7 +129,7 @@ static bool backup_id_try(storage *repo, const char *id, time_t start,
     char path[LAYOUT_PATH_MAX];
     pgd_error put_err = {0};
     char *text = backup_id_claim_text(id, start, parent, err);
-    bool ok, exists, foreign;
+    bool ok, foreign;
 
     *taken = false;
     if (text == NULL)
@@ -138,10 +138,11 @@ static bool backup_id_try(storage *repo, const char *id, time_t start,
     ok = storage_put(repo, path, text, strlen(text), STORAGE_WRITE_NO_REPLACE, &put_err);
     free(text);
     if (!ok) {
-        /* a conflict leaves the other run's claim in place; anything else is an error */
-        if (!storage_exists(repo, path, &exists, err))
-            return false;
-        if (!exists) {
+        /*
+         * a conflict leaves the other run's claim in place; anything else is
+         * an error, even when our claim is there now (made visible, not durable)
+         */
+        if (!put_err.exists) {
             *err = put_err;
             return false;
         }

@@ -244,7 +244,7 @@ repo_lock *repo_lock_acquire(storage *repo, const char *name, int64_t lease_s, p
         repo_lock_gens g;
         pgd_error put_err = {0};
         uint64_t max;
-        bool retry, exists = false;
+        bool retry;
 
         if (!repo_lock_list(repo, name, &g, &max, err))
             break;
@@ -265,13 +265,7 @@ repo_lock *repo_lock_acquire(storage *repo, const char *name, int64_t lease_s, p
         }
         free(g.gens);
         /* another run created that generation first: look again (it now holds the lease) */
-        {
-            char path[LAYOUT_PATH_MAX];
-            repo_lock_path(name, l->generation, path, sizeof(path));
-            if (!storage_exists(repo, path, &exists, err))
-                break;
-        }
-        if (!exists) {
+        if (!put_err.exists) {
             *err = put_err;
             err_prefix(err, "could not take lock \"%s\" in repository \"%s\"", name, repo->uri);
             break;

@@ -114,6 +114,29 @@ static bool wal_archive_push_equals(storage *repo, const char *name, compress_ki
     return ok;
 }
 
+/*
+ * A push that finds its file stored makes the objects of `name` durable
+ * before it says so: the push that stored one may have been stopped (or
+ * failed to fsync the directory) after the object became visible. Where
+ * visible objects are durable (S3) there is nothing to do.
+ */
+static bool wal_archive_push_sync_held(storage *repo, const char *name, pgd_error *err)
+{
+    if (!storage_needs_sync(repo))
+        return true;
+    for (size_t i = 0; i < wal_archive_nkinds; i++) {
+        char path[LAYOUT_PATH_MAX];
+        bool exists;
+
+        layout_wal_path(name, wal_archive_kinds[i], path, sizeof(path));
+        if (!storage_exists(repo, path, &exists, err))
+            return false;
+        if (exists && !storage_sync(repo, path, err))
+            return false;
+    }
+    return true;
+}
+
 typedef enum {
     WAL_HELD_NOTHING, /* no object of this name */
     WAL_HELD_SAME,    /* objects of this name, all with this content */
@@ -166,7 +189,6 @@ static bool wal_archive_push_store(storage *repo, const char *name, compress_kin
 {
     char path[LAYOUT_PATH_MAX];
     out_stream *out;
-    bool exists;
 
     *taken = false;
     layout_wal_path(name, kind, path, sizeof(path));
@@ -181,13 +203,15 @@ static bool wal_archive_push_store(storage *repo, const char *name, compress_kin
     }
     if (out_close(out, err))
         return true;
-    /* NO_REPLACE: closing fails when the object exists; anything else is the cause */
-    {
-        pgd_error check = {0};
-        if (storage_exists(repo, path, &exists, &check) && exists) {
-            err_clear(err);
-            *taken = true;
-        }
+    /*
+     * NO_REPLACE: closing fails with "exists" when the object stood already.
+     * Anything else is the cause, even when the object is there now: a
+     * rename whose directory could not be fsynced leaves an object that is
+     * not durable, and finding it again must not acknowledge it.
+     */
+    if (err->exists) {
+        err_clear(err);
+        *taken = true;
     }
     return false;
 }
@@ -262,7 +286,7 @@ static bool wal_archive_push_store_once(storage *repo, const char *name, compres
             return false;
         if (held == WAL_HELD_SAME) {
             *result = WAL_PUSH_IDENTICAL;
-            return true;
+            return wal_archive_push_sync_held(repo, name, err);
         }
         if (held == WAL_HELD_OTHER)
             return err_set(err,

@@ -44,20 +44,26 @@ static bool fs_full_path(fs_storage *fs, const char *path, char *out, size_t out
     return true;
 }
 
-/* mkdir -p of the directory part of `full` (mode 0750). */
+/*
+ * mkdir -p of the directory part of `full` (mode 0750). Each directory it
+ * creates is made durable in its parent: the fsync of a file's own
+ * directory at close does not cover the directories above it.
+ */
 static bool fs_make_parents(char *full, pgd_error *err)
 {
     for (char *p = full + 1; *p != '\0'; p++) {
+        bool ok = true;
+
         if (*p != '/')
             continue;
         *p = '\0';
-        if (mkdir(full, 0750) != 0 && errno != EEXIST) {
-            int e = errno;
-            bool ok = err_errno(err, e, "could not create directory \"%s\"", full);
-            *p = '/';
-            return ok;
-        }
+        if (mkdir(full, 0750) == 0)
+            ok = sync_dir_of(full, err);
+        else if (errno != EEXIST)
+            ok = err_errno(err, errno, "could not create directory \"%s\"", full);
         *p = '/';
+        if (!ok)
+            return false;
     }
     return true;
 }
@@ -71,24 +77,53 @@ typedef struct fs_writer {
     uint64_t written;
     uint64_t flush_started; /* writeback started up to here */
     uint64_t dropped;       /* written, synced and dropped up to here */
+    bool no_flush_behind;   /* sync_file_range is not supported here */
     char final_path[PATH_MAX];
     char tmp_path[PATH_MAX + 32];
 } fs_writer;
 
+/*
+ * sync_file_range's answer: false with the error when writing back failed.
+ * Its wait reports a writeback error once per open file, and the fdatasync
+ * at close would then succeed: the error must be taken here. Where the
+ * call is not supported (some file systems, or not a regular file), the
+ * writer stops flushing behind; its fdatasync still syncs everything.
+ */
+static bool fs_writer_range_synced(fs_writer *w, int rc, pgd_error *err)
+{
+    if (rc == 0)
+        return true;
+    if (errno == EINVAL || errno == ENOSYS || errno == ESPIPE || errno == EOPNOTSUPP) {
+        w->no_flush_behind = true;
+        return true;
+    }
+    return err_errno(err, errno, "could not write file \"%s\" back to disk", w->tmp_path);
+}
+
 /* Wait for and drop [dropped, flush_started); start writeback of [flush_started, written). */
-static void fs_writer_flush_behind(fs_writer *w)
+static bool fs_writer_flush_behind(fs_writer *w, pgd_error *err)
 {
     if (w->flush_started > w->dropped) {
-        sync_file_range(w->fd, (off_t)w->dropped, (off_t)(w->flush_started - w->dropped),
-                        SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
-                            SYNC_FILE_RANGE_WAIT_AFTER);
+        int rc = sync_file_range(w->fd, (off_t)w->dropped, (off_t)(w->flush_started - w->dropped),
+                                 SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                                     SYNC_FILE_RANGE_WAIT_AFTER);
+
+        if (!fs_writer_range_synced(w, rc, err))
+            return false;
+        if (w->no_flush_behind)
+            return true;
         posix_fadvise(w->fd, (off_t)w->dropped, (off_t)(w->flush_started - w->dropped),
                       POSIX_FADV_DONTNEED);
         w->dropped = w->flush_started;
     }
-    sync_file_range(w->fd, (off_t)w->flush_started, (off_t)(w->written - w->flush_started),
-                    SYNC_FILE_RANGE_WRITE);
+    if (!fs_writer_range_synced(w,
+                                sync_file_range(w->fd, (off_t)w->flush_started,
+                                                (off_t)(w->written - w->flush_started),
+                                                SYNC_FILE_RANGE_WRITE),
+                                err))
+        return false;
     w->flush_started = w->written;
+    return true;
 }
 
 static bool fs_writer_write(out_stream *s, const void *buf, size_t len, pgd_error *err)
@@ -107,8 +142,8 @@ static bool fs_writer_write(out_stream *s, const void *buf, size_t len, pgd_erro
         len -= (size_t)n;
         w->written += (uint64_t)n;
     }
-    if (w->written - w->flush_started >= FS_FLUSH_WINDOW)
-        fs_writer_flush_behind(w);
+    if (!w->no_flush_behind && w->written - w->flush_started >= FS_FLUSH_WINDOW)
+        return fs_writer_flush_behind(w, err);
     return true;
 }
 
@@ -134,7 +169,11 @@ static bool fs_writer_close(out_stream *s, pgd_error *err)
     posix_fadvise(w->fd, 0, 0, POSIX_FADV_DONTNEED);
     if (w->flags & STORAGE_WRITE_NO_REPLACE) {
         if (renameat2(AT_FDCWD, w->tmp_path, AT_FDCWD, w->final_path, RENAME_NOREPLACE) != 0) {
+            bool exists = errno == EEXIST;
+
             err_errno(err, errno, "could not rename \"%s\" to \"%s\"", w->tmp_path, w->final_path);
+            if (exists)
+                err_mark_exists(err);
             fs_writer_free(w, true);
             return false;
         }
@@ -398,6 +437,27 @@ static bool fs_remove_stale_temp(storage *s, const char *dir, int64_t older_than
     return fs_remove_stale_under(full, time(NULL) - (time_t)older_than_s, err);
 }
 
+/* fsync the object and the directory that holds it. */
+static bool fs_sync(storage *s, const char *path, pgd_error *err)
+{
+    fs_storage *fs = (fs_storage *)s;
+    char full[PATH_MAX];
+    int fd;
+
+    if (!fs_full_path(fs, path, full, sizeof(full), err))
+        return false;
+    fd = open(full, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return err_errno(err, errno, "could not open file \"%s\" to fsync it", full);
+    if (fsync(fd) != 0) {
+        int e = errno;
+        close(fd);
+        return err_errno(err, e, "could not fsync file \"%s\"", full);
+    }
+    close(fd);
+    return sync_dir_of(full, err);
+}
+
 static void fs_free(storage *s)
 {
     fs_storage *fs = (fs_storage *)s;
@@ -415,6 +475,7 @@ static const storage_ops fs_ops = {
     .remove = fs_remove,
     .free = fs_free,
     .remove_stale_temp = fs_remove_stale_temp,
+    .sync = fs_sync,
 };
 
 storage *storage_fs_new(const char *root, pgd_error *err)

@@ -44,6 +44,13 @@ typedef struct storage_ops {
      * seconds; back ends without temporary objects leave it NULL.
      */
     bool (*remove_stale_temp)(storage *s, const char *dir, int64_t older_than_s, pgd_error *err);
+    /*
+     * optional: make an object that is there durable (its content and its
+     * name), for a writer that was stopped after the object became visible
+     * and before it was made durable; back ends whose objects are durable
+     * once visible leave it NULL.
+     */
+    bool (*sync)(storage *s, const char *path, pgd_error *err);
 } storage_ops;
 
 struct storage {
@@ -111,6 +118,17 @@ static inline bool storage_list(storage *s, const char *dir, storage_list_cb cb,
 static inline bool storage_remove(storage *s, const char *path, pgd_error *err)
 {
     return s->ops->remove(s, path, err);
+}
+
+/* Are objects durable only once synced (see storage_ops.sync)? */
+static inline bool storage_needs_sync(const storage *s)
+{
+    return s->ops->sync != NULL;
+}
+
+static inline bool storage_sync(storage *s, const char *path, pgd_error *err)
+{
+    return s->ops->sync == NULL || s->ops->sync(s, path, err);
 }
 
 /* Back ends. */

@@ -58,9 +58,16 @@ void err_mark_transient(pgd_error *err)
         err->transient = true;
 }
 
+void err_mark_exists(pgd_error *err)
+{
+    if (err != NULL && err->set)
+        err->exists = true;
+}
+
 void err_clear(pgd_error *err)
 {
     err->set = false;
     err->transient = false;
+    err->exists = false;
     err->msg[0] = '\0';
 }

@@ -21,6 +21,12 @@ typedef struct pgd_error {
      * exist).
      */
     bool transient;
+    /*
+     * An object written with STORAGE_WRITE_NO_REPLACE was not created
+     * because one already stands under its name. Only that: an object that
+     * became visible and then failed to be made durable is another error.
+     */
+    bool exists;
     char msg[PGD_ERROR_MAX];
 } pgd_error;
 
@@ -36,6 +42,9 @@ void err_prefix(pgd_error *err, const char *fmt, ...) __attribute__((format(prin
 
 /* Mark an error that is already set as transient (see pgd_error). */
 void err_mark_transient(pgd_error *err);
+
+/* Mark an error that is already set as "the object already exists" (see pgd_error). */
+void err_mark_exists(pgd_error *err);
 
 void err_clear(pgd_error *err);
 

@@ -1,7 +1,14 @@
-/* test_storage_fs.c - covers src/storage/fs.c and storage.c: atomic objects, listing. */
+/*
+ * test_storage_fs.c - covers src/storage/fs.c and storage.c: atomic objects,
+ * listing; a write-back error is the writer's error (not lost to the
+ * fdatasync at close), a file system without sync_file_range is written
+ * all the same, and every directory created is fsynced in its parent.
+ */
 #include "helpers.h"
 
 #include <sys/time.h>
+
+#include "fail_sync.h"
 
 #include "storage/storage.h"
 
@@ -156,6 +163,115 @@ static void test_remove_stale_temp(void **state)
     rm_rf(dir);
 }
 
+#define BIG_OBJECT (20u * 1024 * 1024) /* more than two flush-behind windows */
+
+/* Write BIG_OBJECT bytes of a pattern to `path`; false (err set) at the first failure. */
+static bool write_big(storage *s, const char *path, pgd_error *err)
+{
+    static char chunk[1024 * 1024];
+    out_stream *out = storage_write_open(s, path, 0, err);
+
+    if (out == NULL)
+        return false;
+    for (unsigned i = 0; i < BIG_OBJECT / sizeof(chunk); i++) {
+        memset(chunk, 'a' + (int)i % 26, sizeof(chunk));
+        if (!out_write(out, chunk, sizeof(chunk), err)) {
+            out_abort(out);
+            return false;
+        }
+    }
+    return out_close(out, err);
+}
+
+static storage *open_repo(const char *dir, pgd_error *err)
+{
+    char uri[4200];
+
+    snprintf(uri, sizeof(uri), "file://%s/repo", dir);
+    return storage_open(uri, NULL, err);
+}
+
+/* A write-back error reported by sync_file_range fails the write, naming the file; nothing stays.
+ */
+static void test_writeback_error_fails_the_write(void **state)
+{
+    char *dir = test_tmpdir();
+    pgd_error err = {0};
+    storage *s = open_repo(dir, &err);
+    seen names = {0};
+    bool exists;
+
+    (void)state;
+    assert_non_null(s);
+    fail_writeback_errno = EIO;
+    fail_writeback_waits_only = true;
+    assert_false(write_big(s, "wal/obj", &err));
+    fail_writeback_errno = 0;
+    assert_non_null(strstr(err.msg, "could not write file \""));
+    assert_non_null(strstr(err.msg, "/repo/wal/obj"));
+    assert_non_null(strstr(err.msg, "back to disk: Input/output error"));
+    err_clear(&err);
+    assert_true(storage_exists(s, "wal/obj", &exists, &err));
+    assert_false(exists);
+    assert_true(storage_list(s, "wal", collect, &names, &err));
+    assert_int_equal(names.n, 0);
+    storage_free(s);
+    rm_rf(dir);
+}
+
+/* Without sync_file_range (EINVAL) the object is written whole all the same. */
+static void test_no_sync_file_range_still_writes(void **state)
+{
+    char *dir = test_tmpdir();
+    pgd_error err = {0};
+    storage *s = open_repo(dir, &err);
+    char *data;
+    size_t len;
+    bool missing;
+
+    (void)state;
+    assert_non_null(s);
+    fail_writeback_errno = EINVAL;
+    fail_writeback_waits_only = false;
+    assert_true(write_big(s, "wal/obj", &err));
+    fail_writeback_errno = 0;
+    assert_true(storage_get(s, "wal/obj", &data, &len, &missing, &err));
+    assert_int_equal(len, BIG_OBJECT);
+    assert_int_equal(data[0], 'a');
+    assert_int_equal(data[BIG_OBJECT - 1], 'a' + (BIG_OBJECT / (1024 * 1024) - 1) % 26);
+    free(data);
+    storage_free(s);
+    rm_rf(dir);
+}
+
+/* Every directory a write creates is fsynced in its parent, up to the repository's parent. */
+static void test_new_directories_are_synced_in_their_parents(void **state)
+{
+    char *dir = test_tmpdir();
+    char real[PATH_MAX], want[PATH_MAX + 32];
+    pgd_error err = {0};
+    storage *s = open_repo(dir, &err);
+    const char *const dirs[] = {"", "/repo", "/repo/x", "/repo/x/y", "/repo/x/y/z"};
+
+    (void)state;
+    assert_non_null(s);
+    assert_non_null(realpath(dir, real));
+    synced_dirs_n = 0;
+    assert_true(storage_put(s, "x/y/z/obj", "hello", 5, 0, &err));
+    for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+        snprintf(want, sizeof(want), "%s%s", real, dirs[i]);
+        if (!dir_was_synced(want))
+            fail_msg("directory \"%s\" was not fsynced", want);
+    }
+    /* a directory fsync that fails is the write's error */
+    fail_dir_fsync = true;
+    assert_false(storage_put(s, "x/w/obj", "hello", 5, 0, &err));
+    fail_dir_fsync = false;
+    assert_non_null(strstr(err.msg, "could not fsync directory"));
+    storage_free(s);
+    rm_rf(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -163,6 +279,9 @@ int main(void)
         cmocka_unit_test(test_unwritable_repository_is_named),
         cmocka_unit_test(test_uris),
         cmocka_unit_test(test_remove_stale_temp),
+        cmocka_unit_test(test_writeback_error_fails_the_write),
+        cmocka_unit_test(test_no_sync_file_range_still_writes),
+        cmocka_unit_test(test_new_directories_are_synced_in_their_parents),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,13 +4,18 @@
  * this push's store and its look at the other compressions; a fetch that
  * says "not archived" only from a repository that is there, and the
  * prefetcher's fetch, which leaves that verdict to it and does not list; a
- * fetch asks the repository once for a file that is there.
+ * fetch asks the repository once for a file that is there; a push whose
+ * object could not be made durable is not acknowledged, and the next push
+ * of that file makes it durable before it says "identical".
  *
  * The other push is played by a storage wrapper: right after this push's
  * object is closed, it stores the other file under another suffix.
  */
 #include "helpers.h"
 
+#include <limits.h>
+
+#include "fail_sync.h"
 #include "repo/layout.h"
 #include "repo/wal_archive.h"
 
@@ -335,6 +340,41 @@ static void test_prefetch_fetch_of_a_missing_file_is_no_verdict(void **state)
     assert_int_equal(f->r.lists, 0);
 }
 
+/*
+ * The directory fsync after the rename fails: the object is visible, not
+ * durable. The push fails (it found "its" object: before, that counted as
+ * stored by another push, then identical). The next push finds the same
+ * file and fsyncs it and its directory before saying "identical".
+ */
+static void test_a_push_not_made_durable_is_not_acknowledged(void **state)
+{
+    fixture *f = *state;
+    wal_push_result result;
+    pgd_error err = {0};
+    char path[LAYOUT_PATH_MAX], dir[PATH_MAX], want[PATH_MAX + LAYOUT_PATH_MAX];
+
+    /* the timeline's directory exists: only the fsync after the rename fails */
+    assert_true(storage_put(f->fs, "wal/00000001/placeholder", "x", 1, 0, &err));
+    fail_dir_fsync = true;
+    assert_false(
+        wal_archive_push(f->fs, f->seg_path, COMPRESS_LZ4, COMPRESS_LEVEL_DEFAULT, &result, &err));
+    fail_dir_fsync = false;
+    assert_non_null(strstr(err.msg, "could not fsync directory"));
+    assert_true(stored(f, COMPRESS_LZ4));
+
+    err_clear(&err);
+    synced_dirs_n = 0;
+    assert_true(
+        wal_archive_push(f->fs, f->seg_path, COMPRESS_LZ4, COMPRESS_LEVEL_DEFAULT, &result, &err));
+    assert_int_equal(result, WAL_PUSH_IDENTICAL);
+    snprintf(want, sizeof(want), "%s/repo", f->dir);
+    assert_non_null(realpath(want, dir));
+    layout_wal_path(SEG_NAME, COMPRESS_LZ4, path, sizeof(path));
+    *strrchr(path, '/') = '\0';
+    snprintf(want, sizeof(want), "%s/%s", dir, path);
+    assert_true(dir_was_synced(want));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -346,6 +386,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_fetch_looks_an_archived_file_up_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prefetch_fetch_of_a_missing_file_is_no_verdict, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_push_not_made_durable_is_not_acknowledged, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

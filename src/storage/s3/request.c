@@ -300,9 +300,12 @@ static bool s3_request_fail(s3_storage *s, const s3_call *call, const char *targ
              r->status < S3_HTTP_SERVER_ERRORS)
         s3_request_diagnose_head(s, call, target, url, r->status, &f);
     s3_request_describe(r->status, &f, desc, sizeof(desc));
-    if (call->no_replace && (r->status == S3_HTTP_PRECONDITION || r->status == S3_HTTP_CONFLICT))
-        return err_set(err, "could not create \"%s\" in s3://%s: it already exists (%s)",
-                       s3_request_what(call), s->bucket, desc);
+    if (call->no_replace && (r->status == S3_HTTP_PRECONDITION || r->status == S3_HTTP_CONFLICT)) {
+        err_set(err, "could not create \"%s\" in s3://%s: it already exists (%s)",
+                s3_request_what(call), s->bucket, desc);
+        err_mark_exists(err);
+        return false;
+    }
     err_set(err, "%s of \"%s\" in s3://%s failed%s: %s", call->method, s3_request_what(call),
             s->bucket, attempts > 1 ? " after retries" : "", desc);
     if (s3_request_retryable(answer))
