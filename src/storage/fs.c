@@ -442,20 +442,9 @@ static bool fs_sync(storage *s, const char *path, pgd_error *err)
 {
     fs_storage *fs = (fs_storage *)s;
     char full[PATH_MAX];
-    int fd;
 
-    if (!fs_full_path(fs, path, full, sizeof(full), err))
-        return false;
-    fd = open(full, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return err_errno(err, errno, "could not open file \"%s\" to fsync it", full);
-    if (fsync(fd) != 0) {
-        int e = errno;
-        close(fd);
-        return err_errno(err, e, "could not fsync file \"%s\"", full);
-    }
-    close(fd);
-    return sync_dir_of(full, err);
+    return fs_full_path(fs, path, full, sizeof(full), err) && sync_file(full, err) &&
+           sync_dir_of(full, err);
 }
 
 static void fs_free(storage *s)

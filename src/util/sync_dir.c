@@ -10,19 +10,30 @@
 #include <string.h>
 #include <unistd.h>
 
-bool sync_dir(const char *dir, pgd_error *err)
+/* open `path` with `flags` and fsync it; `what` ("file", "directory") for messages */
+static bool sync_dir_open_fsync(const char *path, int flags, const char *what, pgd_error *err)
 {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | flags);
 
     if (fd < 0)
-        return err_errno(err, errno, "could not open directory \"%s\" to fsync it", dir);
+        return err_errno(err, errno, "could not open %s \"%s\" to fsync it", what, path);
     if (fsync(fd) != 0) {
         int e = errno;
         close(fd);
-        return err_errno(err, e, "could not fsync directory \"%s\"", dir);
+        return err_errno(err, e, "could not fsync %s \"%s\"", what, path);
     }
     close(fd);
     return true;
+}
+
+bool sync_dir(const char *dir, pgd_error *err)
+{
+    return sync_dir_open_fsync(dir, O_DIRECTORY, "directory", err);
+}
+
+bool sync_file(const char *path, pgd_error *err)
+{
+    return sync_dir_open_fsync(path, 0, "file", err);
 }
 
 bool sync_dir_of(const char *path, pgd_error *err)

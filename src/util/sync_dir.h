@@ -13,6 +13,9 @@
 /* fsync directory `dir`. */
 bool sync_dir(const char *dir, pgd_error *err);
 
+/* fsync file `path` (one that is there already: for a writer's own file, fsync its descriptor). */
+bool sync_file(const char *path, pgd_error *err);
+
 /* fsync the directory that holds `path` (nothing to do for a name without a slash). */
 bool sync_dir_of(const char *path, pgd_error *err);
 
