@@ -58,7 +58,7 @@ static bool fs_make_parents(char *full, pgd_error *err)
             continue;
         *p = '\0';
         if (mkdir(full, 0750) == 0)
-            ok = sync_dir_of(full, err);
+            ok = sync_dir_of_new(full, err);
         else if (errno != EEXIST)
             ok = err_errno(err, errno, "could not create directory \"%s\"", full);
         *p = '/';

@@ -10,11 +10,17 @@
 #include <string.h>
 #include <unistd.h>
 
-/* open `path` with `flags` and fsync it; `what` ("file", "directory") for messages */
-static bool sync_dir_open_fsync(const char *path, int flags, const char *what, pgd_error *err)
+/*
+ * open `path` with `flags` and fsync it; `what` ("file", "directory") for
+ * messages. With skip_unreadable, a directory we may not read is left alone.
+ */
+static bool sync_dir_open_fsync(const char *path, int flags, const char *what, bool skip_unreadable,
+                                pgd_error *err)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | flags);
 
+    if (fd < 0 && skip_unreadable && errno == EACCES)
+        return true;
     if (fd < 0)
         return err_errno(err, errno, "could not open %s \"%s\" to fsync it", what, path);
     if (fsync(fd) != 0) {
@@ -28,15 +34,16 @@ static bool sync_dir_open_fsync(const char *path, int flags, const char *what, p
 
 bool sync_dir(const char *dir, pgd_error *err)
 {
-    return sync_dir_open_fsync(dir, O_DIRECTORY, "directory", err);
+    return sync_dir_open_fsync(dir, O_DIRECTORY, "directory", false, err);
 }
 
 bool sync_file(const char *path, pgd_error *err)
 {
-    return sync_dir_open_fsync(path, 0, "file", err);
+    return sync_dir_open_fsync(path, 0, "file", false, err);
 }
 
-bool sync_dir_of(const char *path, pgd_error *err)
+/* the directory part of `path` fsynced; see sync_dir_of and sync_dir_of_new */
+static bool sync_dir_parent(const char *path, bool skip_unreadable, pgd_error *err)
 {
     char dir[PATH_MAX];
     char *slash;
@@ -47,5 +54,15 @@ bool sync_dir_of(const char *path, pgd_error *err)
     if (slash == NULL)
         return true;
     *(slash == dir ? slash + 1 : slash) = '\0';
-    return sync_dir(dir, err);
+    return sync_dir_open_fsync(dir, O_DIRECTORY, "directory", skip_unreadable, err);
+}
+
+bool sync_dir_of(const char *path, pgd_error *err)
+{
+    return sync_dir_parent(path, false, err);
+}
+
+bool sync_dir_of_new(const char *path, pgd_error *err)
+{
+    return sync_dir_parent(path, true, err);
 }

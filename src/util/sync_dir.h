@@ -19,4 +19,12 @@ bool sync_file(const char *path, pgd_error *err);
 /* fsync the directory that holds `path` (nothing to do for a name without a slash). */
 bool sync_dir_of(const char *path, pgd_error *err);
 
+/*
+ * After creating directory `path`: fsync the directory that holds it. Its
+ * parent may be one we may write to but not read (mode 0733, owned by
+ * another user): it cannot be opened, nothing better can be done, and it
+ * is left alone, as PostgreSQL's fsync_fname does.
+ */
+bool sync_dir_of_new(const char *path, pgd_error *err);
+
 #endif

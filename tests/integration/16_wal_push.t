@@ -4,7 +4,9 @@
 # succeed, and exactly one file stands, the one wal-fetch serves. A push
 # killed midway leaves a temporary file that a later push removes once it is
 # stale (a fresh one is left alone). A push that fails says why: no space,
-# permission, a bucket that does not exist.
+# permission, a bucket that does not exist. A repository created in a directory
+# the user may write to but not read works (its new directories are fsynced in
+# their parents where that can be done).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_s3.sh"
 setup_tmp
@@ -13,6 +15,14 @@ trap 's3_stop; mountpoint -q "$FULL" && umount "$FULL"; cleanup_all' EXIT
 seg=000000010000000000000021
 mkdir -p "$T/a" "$T/b" && chown postgres "$T/a" "$T/b"
 wal_segment_file "$seg" "$T/a/$seg"
+
+# root's drop directory, mode 0733: postgres may create in it, not list it
+mkdir -m 0733 "$T/droponly"
+pgd wal-push --repo "$T/droponly/repo" "$T/a/$seg" >"$T/drop.out" 2>&1
+ok $? "wal-push creates a repository in a directory it may write but not read" ||
+    diag "$(cat "$T/drop.out")"
+pgd wal-fetch --repo "$T/droponly/repo" "$seg" "$T/a/fetched.drop" && cmp -s "$T/a/fetched.drop" "$T/a/$seg"
+ok $? "and the segment is served from it"
 cp "$T/a/$seg" "$T/b/$seg" # the same name, another file: xlp_sysid differs
 flip_byte "$T/b/$seg" 24
 chown postgres "$T/b/$seg"
