@@ -221,7 +221,7 @@ static bool backup_info_collect_sentinel(void *arg, const char *name, uint64_t s
     size_t len = strlen(name), slen = strlen(SENTINEL_SUFFIX);
 
     (void)size;
-    (void)is_dir; /* a sentinel that is a directory is damaged, not absent */
+    (void)is_dir; /* a sentinel that is a directory is read (and fails), not skipped */
     if (len != BACKUP_ID_LEN + slen || strcmp(name + BACKUP_ID_LEN, SENTINEL_SUFFIX))
         return true;
     if (l->n == l->cap) {
@@ -270,6 +270,10 @@ bool backup_info_scan(storage *repo, backup_info **out, size_t *count, pgd_error
                 continue;
             if (unread) { /* the repository or its files, not this backup */
                 *err = load_err;
+                err_prefix(err,
+                           "nothing can be said of backup %s, whose sentinel cannot be read (make "
+                           "it readable; or remove it, and delete --garbage removes the backup)",
+                           ids.ids[i]);
                 free(infos);
                 free(ids.ids);
                 return false;

@@ -5,7 +5,8 @@
 # that is not damaged and says which newer one it skipped, and restore of
 # the damaged id fails naming the cause. A sentinel that cannot be read
 # (another owner's, mode 0600) is no verdict on its backup: list and
-# restore LATEST fail naming it, and LATEST is never quietly an older backup.
+# restore LATEST fail naming it, and LATEST is never quietly an older backup;
+# delete fails too, removing nothing.
 . "$(dirname "$0")/lib.sh"
 setup_tmp
 pg_init "$T/data"
@@ -32,6 +33,11 @@ like "$out" "^pgdirect: error: .*backups/$B.done.json.*Permission denied" "namin
 expect_error "restore LATEST with an unreadable newest sentinel" "backups/$B.done.json.*Permission denied" \
     pgd restore LATEST --repo "$REPO" --target-dir "$T/r_unread"
 ok $([ ! -e "$T/r_unread/PG_VERSION" ] && echo 0 || echo 1) "and restores nothing (not the older $A)"
+like "$EXPECT_OUT" "nothing can be said of backup $B, whose sentinel cannot be read \(make it readable; or remove it" \
+    "and says what to do"
+expect_error "delete with an unreadable sentinel" "backups/$B.done.json.*Permission denied" \
+    pgd delete --retain-full 1 --repo "$REPO"
+is "$(ls "$REPO/backups" | grep -c done.json)" "2" "and removes nothing"
 out=$(pgd verify --repo "$REPO" --all 2>&1)
 is "$?" "1" "verify --all: exit 1 (could not check), not 3 (damaged)"
 cp -p "$T/B.sentinel" "$REPO/backups/$B.done.json"
