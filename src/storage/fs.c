@@ -103,24 +103,23 @@ static bool fs_writer_range_synced(fs_writer *w, int rc, pgd_error *err)
 /* Wait for and drop [dropped, flush_started); start writeback of [flush_started, written). */
 static bool fs_writer_flush_behind(fs_writer *w, pgd_error *err)
 {
-    if (w->flush_started > w->dropped) {
-        int rc = sync_file_range(w->fd, (off_t)w->dropped, (off_t)(w->flush_started - w->dropped),
-                                 SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
-                                     SYNC_FILE_RANGE_WAIT_AFTER);
+    off_t behind = (off_t)(w->flush_started - w->dropped);
+    off_t ahead = (off_t)(w->written - w->flush_started);
+    int rc;
 
+    if (behind > 0) {
+        rc = sync_file_range(w->fd, (off_t)w->dropped, behind,
+                             SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                                 SYNC_FILE_RANGE_WAIT_AFTER);
         if (!fs_writer_range_synced(w, rc, err))
             return false;
         if (w->no_flush_behind)
             return true;
-        posix_fadvise(w->fd, (off_t)w->dropped, (off_t)(w->flush_started - w->dropped),
-                      POSIX_FADV_DONTNEED);
+        posix_fadvise(w->fd, (off_t)w->dropped, behind, POSIX_FADV_DONTNEED);
         w->dropped = w->flush_started;
     }
-    if (!fs_writer_range_synced(w,
-                                sync_file_range(w->fd, (off_t)w->flush_started,
-                                                (off_t)(w->written - w->flush_started),
-                                                SYNC_FILE_RANGE_WRITE),
-                                err))
+    rc = sync_file_range(w->fd, (off_t)w->flush_started, ahead, SYNC_FILE_RANGE_WRITE);
+    if (!fs_writer_range_synced(w, rc, err))
         return false;
     w->flush_started = w->written;
     return true;
