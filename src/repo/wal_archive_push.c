@@ -115,23 +115,20 @@ static bool wal_archive_push_equals(storage *repo, const char *name, compress_ki
 }
 
 /*
- * A push that finds its file stored makes the objects of `name` durable
- * before it says so: the push that stored one may have been stopped (or
- * failed to fsync the directory) after the object became visible. Where
- * visible objects are durable (S3) there is nothing to do.
+ * A push that finds its file stored makes those objects of `name` durable
+ * before it says so (`same`: bit i for wal_archive_kinds[i]): the push that
+ * stored one may have been stopped (or failed to fsync the directory) after
+ * the object became visible. Where visible objects are durable (S3) there
+ * is nothing to do.
  */
-static bool wal_archive_push_sync_held(storage *repo, const char *name, pgd_error *err)
+static bool wal_archive_push_sync_held(storage *repo, const char *name, unsigned same,
+                                       pgd_error *err)
 {
-    if (!storage_needs_sync(repo))
-        return true;
-    for (size_t i = 0; i < wal_archive_nkinds; i++) {
+    for (size_t i = 0; i < wal_archive_nkinds && storage_needs_sync(repo); i++) {
         char path[LAYOUT_PATH_MAX];
-        bool exists;
 
         layout_wal_path(name, wal_archive_kinds[i], path, sizeof(path));
-        if (!storage_exists(repo, path, &exists, err))
-            return false;
-        if (exists && !storage_sync(repo, path, err))
+        if ((same & (1u << i)) && !storage_sync(repo, path, err))
             return false;
     }
     return true;
@@ -146,13 +143,15 @@ typedef enum {
 /*
  * Compare `data` with every stored object of `name` except the one with
  * compression `skip` (pass NULL to compare all). *other_kind names an
- * object that differs.
+ * object that differs; *same has bit i set for each wal_archive_kinds[i]
+ * stored with this content.
  */
 static bool wal_archive_push_held(storage *repo, const char *name, const compress_kind *skip,
                                   const char *data, size_t len, wal_held *held,
-                                  compress_kind *other_kind, pgd_error *err)
+                                  compress_kind *other_kind, unsigned *same, pgd_error *err)
 {
     *held = WAL_HELD_NOTHING;
+    *same = 0;
     for (size_t i = 0; i < wal_archive_nkinds; i++) {
         char path[LAYOUT_PATH_MAX];
         bool exists, equal, missing;
@@ -175,6 +174,7 @@ static bool wal_archive_push_held(storage *repo, const char *name, const compres
             return true;
         }
         *held = WAL_HELD_SAME;
+        *same |= 1u << i;
     }
     return true;
 }
@@ -280,13 +280,14 @@ static bool wal_archive_push_store_once(storage *repo, const char *name, compres
     for (unsigned attempt = 1;; attempt++) {
         wal_held held;
         compress_kind other;
+        unsigned same;
         bool taken;
 
-        if (!wal_archive_push_held(repo, name, NULL, data, len, &held, &other, err))
+        if (!wal_archive_push_held(repo, name, NULL, data, len, &held, &other, &same, err))
             return false;
         if (held == WAL_HELD_SAME) {
             *result = WAL_PUSH_IDENTICAL;
-            return wal_archive_push_sync_held(repo, name, err);
+            return wal_archive_push_sync_held(repo, name, same, err);
         }
         if (held == WAL_HELD_OTHER)
             return err_set(err,
@@ -301,7 +302,7 @@ static bool wal_archive_push_store_once(storage *repo, const char *name, compres
                                name, path);
             continue; /* someone stored this suffix meanwhile: compare with it */
         }
-        if (!wal_archive_push_held(repo, name, &kind, data, len, &held, &other, err))
+        if (!wal_archive_push_held(repo, name, &kind, data, len, &held, &other, &same, err))
             return wal_archive_push_take_back(repo, name, path, err);
         if (held != WAL_HELD_OTHER) {
             *result = WAL_PUSH_STORED;
