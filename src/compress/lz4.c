@@ -1,6 +1,14 @@
 /*
  * lz4.c - LZ4 frame format (what the lz4 command line tool reads), with or
  * without the frame's content checksum (compress.h says who wants which).
+ *
+ * Blocks are independent (no match reaches into the block before) and
+ * whole 1 MiB pieces are compressed straight from the caller's buffer: LZ4F
+ * copies into its own buffer only what does not fill a block. A piece that
+ * would join bytes LZ4F holds (a tar header before a file's first read) is
+ * preceded by a flush of those bytes as a block of their own; otherwise
+ * every byte of a large file was copied once more (7 % of a backup's CPU
+ * in perf) and, with linked blocks, 64 KiB of history after every block.
  */
 #include "compress/compress.h"
 
@@ -17,6 +25,7 @@ typedef struct lz4_out {
     out_stream *next;
     LZ4F_cctx *cctx;
     LZ4F_preferences_t prefs;
+    size_t held; /* bytes LZ4F holds in its own buffer, short of a block */
     char *dst;
     size_t dst_cap;
     char *name;
@@ -30,6 +39,18 @@ static void lz4_out_free(lz4_out *z)
     free(z);
 }
 
+/* What LZ4F holds, out as a block of its own. */
+static bool lz4_out_flush(lz4_out *z, pgd_error *err)
+{
+    size_t n = LZ4F_flush(z->cctx, z->dst, z->dst_cap, NULL);
+
+    if (LZ4F_isError(n))
+        return err_set(err, "could not compress \"%s\" with lz4: %s", z->name,
+                       LZ4F_getErrorName(n));
+    z->held = 0;
+    return n == 0 || out_write(z->next, z->dst, n, err);
+}
+
 static bool lz4_out_write(out_stream *s, const void *buf, size_t len, pgd_error *err)
 {
     lz4_out *z = (lz4_out *)s;
@@ -37,13 +58,17 @@ static bool lz4_out_write(out_stream *s, const void *buf, size_t len, pgd_error 
 
     while (len > 0) {
         size_t piece = len < LZ4_CHUNK ? len : LZ4_CHUNK;
-        size_t n = LZ4F_compressUpdate(z->cctx, z->dst, z->dst_cap, p, piece, NULL);
+        size_t n;
 
+        if (piece == LZ4_CHUNK && z->held > 0 && !lz4_out_flush(z, err))
+            return false;
+        n = LZ4F_compressUpdate(z->cctx, z->dst, z->dst_cap, p, piece, NULL);
         if (LZ4F_isError(n))
             return err_set(err, "could not compress \"%s\" with lz4: %s", z->name,
                            LZ4F_getErrorName(n));
         if (n > 0 && !out_write(z->next, z->dst, n, err))
             return false;
+        z->held = (z->held + piece) % LZ4_CHUNK;
         p += piece;
         len -= piece;
     }
@@ -95,7 +120,8 @@ out_stream *lz4_out_new(int level, bool frame_checksum, out_stream *next, const 
     }
     z->base.ops = &lz4_out_ops;
     z->next = next;
-    z->prefs.frameInfo.blockSizeID = LZ4F_max1MB;
+    z->prefs.frameInfo.blockSizeID = LZ4F_max1MB; /* LZ4_CHUNK */
+    z->prefs.frameInfo.blockMode = LZ4F_blockIndependent;
     z->prefs.frameInfo.contentChecksumFlag =
         frame_checksum ? LZ4F_contentChecksumEnabled : LZ4F_noContentChecksum;
     z->prefs.compressionLevel = level == COMPRESS_LEVEL_DEFAULT ? 0 : level;

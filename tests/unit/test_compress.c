@@ -144,6 +144,51 @@ static void test_frame_checksum_only_when_asked(void **state)
     free(data);
 }
 
+/*
+ * A backup writes a tar header, then a file's reads of 1 MiB each. Those are compressed as whole,
+ * independent lz4 blocks from the caller's buffer: the header bytes held before them go out as a
+ * block of their own (a flush), not joined to the read (which made LZ4F copy every byte).
+ */
+static void test_lz4_whole_pieces_after_a_flush(void **state)
+{
+    static const size_t writes[] = {512, 1 << 20, 300, 1 << 20, 5};
+    unsigned char *data = make_data(), *back = malloc(DATA_LEN + 4000);
+    pgd_error err = {0};
+    LZ4F_frameInfo_t info;
+    LZ4F_dctx *d;
+    size_t off = 0, n, consumed, header;
+    uint32_t first_block;
+    out_stream *out;
+    mem_out m;
+
+    (void)state;
+    mem_out_init(&m);
+    out = compress_out_new(COMPRESS_LZ4, COMPRESS_LEVEL_DEFAULT, &m.base, "obj", &err);
+    assert_non_null(out);
+    for (size_t i = 0; i < sizeof(writes) / sizeof(writes[0]); i++) {
+        assert_true(out_write(out, data + off, writes[i], &err));
+        off += writes[i];
+    }
+    assert_true(out_close(out, &err));
+    assert_true(decompress_all(COMPRESS_LZ4, m.data, m.len, back, &n, &err));
+    assert_int_equal(n, off);
+    assert_memory_equal(back, data, off);
+
+    assert_false(LZ4F_isError(LZ4F_createDecompressionContext(&d, LZ4F_VERSION)));
+    consumed = m.len;
+    assert_false(LZ4F_isError(LZ4F_getFrameInfo(d, &info, m.data, &consumed)));
+    LZ4F_freeDecompressionContext(d);
+    assert_int_equal(info.blockMode, LZ4F_blockIndependent);
+    /* the first block holds the 512 bytes alone (its size word: bit 31 says "stored as is") */
+    header = LZ4F_headerSize(m.data, m.len);
+    assert_false(LZ4F_isError(header));
+    memcpy(&first_block, m.data + header, sizeof(first_block));
+    assert_true((first_block & 0x7FFFFFFFu) <= 512);
+    mem_out_free(&m);
+    free(data);
+    free(back);
+}
+
 static void test_empty_stream_round_trips(void **state)
 {
     compress_kind kinds[] = {COMPRESS_LZ4, COMPRESS_ZSTD};
@@ -232,6 +277,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trips),
         cmocka_unit_test(test_empty_stream_round_trips),
+        cmocka_unit_test(test_lz4_whole_pieces_after_a_flush),
         cmocka_unit_test(test_frame_checksum_only_when_asked),
         cmocka_unit_test(test_corruption_and_truncation_are_detected),
         cmocka_unit_test(test_names_suffixes_levels),
