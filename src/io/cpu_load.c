@@ -65,8 +65,8 @@ bool cpu_sample_read(cpu_sample *s, pgd_error *err)
 
 cpu_interval cpu_interval_between(const cpu_sample *a, const cpu_sample *b, double ticks_per_s)
 {
-    cpu_interval iv = {0, 1, b->at - a->at};
-    double busy_s, own_s;
+    cpu_interval iv = {.others_cpus = 0, .idle_share = 1, .seconds = b->at - a->at};
+    double busy_s, own_s, cpus;
 
     /* no tick elapsed, or a counter stepped back (iowait may): nothing to say, as if idle */
     if (b->total <= a->total || b->busy < a->busy || b->idle < a->idle || iv.seconds <= 0 ||
@@ -77,5 +77,7 @@ cpu_interval cpu_interval_between(const cpu_sample *a, const cpu_sample *b, doub
     /* ticks are sampled, our clock is exact: clamp the difference at zero */
     iv.others_cpus = busy_s > own_s ? (busy_s - own_s) / iv.seconds : 0;
     iv.idle_share = (double)(b->idle - a->idle) / (double)(b->total - a->total);
+    cpus = (double)(b->total - a->total) / ticks_per_s / iv.seconds;
+    iv.others_margin = cpus / ticks_per_s / iv.seconds;
     return iv;
 }

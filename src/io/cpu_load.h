@@ -22,7 +22,10 @@ typedef struct cpu_sample {
 /* What one interval between two samples says. */
 typedef struct cpu_interval {
     double others_cpus; /* CPUs' worth of time other processes ran (2.0: two CPUs busy) */
-    double idle_share;  /* share of all CPU time nobody wanted, 0..1 */
+    /* how far off others_cpus may be: busy time is counted in ticks, one tick per CPU either way
+     * (0.2 CPUs over 0.1 s on two CPUs at 100 ticks/s; 0.08 over 0.25 s) */
+    double others_margin;
+    double idle_share; /* share of all CPU time nobody wanted, 0..1 */
     double seconds;
 } cpu_interval;
 

@@ -58,7 +58,8 @@ double rate_pace_next(double rate, const cpu_interval *iv, double achieved, doub
 {
     double next, cap;
 
-    if (iv->others_cpus < RATE_PACE_QUIET_CPUS) {
+    /* quiet unless the ticks say others were busy beyond what a tick either way explains */
+    if (iv->others_cpus - iv->others_margin < RATE_PACE_QUIET_CPUS) {
         if (rate == 0 && achieved > *ceiling)
             *ceiling = achieved;
         return 0;
@@ -109,9 +110,10 @@ static void rate_limit_pace(rate_limit *rl)
         return;
     achieved = (double)rl->bytes / iv.seconds;
     next = rate_pace_next(rl->rate, &iv, achieved, &rl->ceiling);
-    log_debug("pace: %.2f s, others %.2f CPUs, idle %.0f %%, read %.0f MB/s, limit %.0f -> %.0f MB/s",
-              iv.seconds, iv.others_cpus, iv.idle_share * 100, achieved / 1e6, rl->rate / 1e6,
-              next / 1e6);
+    log_debug("pace: %.2f s, others %.2f CPUs (+/- %.2f), idle %.0f %%, read %.0f MB/s, limit %.0f "
+              "-> %.0f MB/s",
+              iv.seconds, iv.others_cpus, iv.others_margin, iv.idle_share * 100, achieved / 1e6,
+              rl->rate / 1e6, next / 1e6);
     /* slowed: the limit held the reads back (they came at its rate), not merely set above them */
     if (rate_limit_binding(rl, iv.seconds))
         rl->report.slowed_s += iv.seconds;

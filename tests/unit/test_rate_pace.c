@@ -53,6 +53,12 @@ static void test_interval_subtracts_our_own_cpu(void **state)
     assert_true(iv.others_cpus > 0.99 && iv.others_cpus < 1.01);
     assert_true(iv.idle_share > 0.199 && iv.idle_share < 0.201);
     assert_true(iv.seconds > 0.99 && iv.seconds < 1.01);
+    /* ticks come whole: one tick per CPU either way, 2 CPUs over 1 s at 100 ticks/s */
+    assert_true(iv.others_margin > 0.0199 && iv.others_margin < 0.0201);
+    b.at = 10.1; /* the same ticks over a tenth of that time: 20 CPUs, each a tick off: 2 CPUs */
+    iv = cpu_interval_between(&a, &b, 100);
+    assert_true(iv.others_margin > 1.99 && iv.others_margin < 2.01);
+    b.at = 11.0;
     /* more of our time than ticks counted (sampling): others did nothing, never negative */
     b.own_s = 4.0;
     iv = cpu_interval_between(&a, &b, 100);
@@ -90,6 +96,17 @@ static void test_pace_rule(void **state)
     assert_true(rate_pace_next(0, &saturated, 800 * MIB, &ceiling) == RATE_PACE_FLOOR);
     assert_true(rate_pace_next(0, &room, 800 * MIB, &ceiling) == 0);
     assert_true(rate_pace_next(0, &enough, 800 * MIB, &ceiling) == 0);
+    /* others seemingly busy, but by less than the ticks can tell over a short look (the first,
+     * after 0.1 s: a tick either way on two CPUs is 0.2 CPUs): unlimited; over a longer look the
+     * same figure is busy */
+    {
+        cpu_interval first = {
+            .others_cpus = 0.6, .others_margin = 0.2, .idle_share = 0, .seconds = 0.1};
+        cpu_interval later = {
+            .others_cpus = 0.6, .others_margin = 0.08, .idle_share = 0, .seconds = 0.25};
+        assert_true(rate_pace_next(0, &first, 800 * MIB, &ceiling) == 0);
+        assert_true(rate_pace_next(0, &later, 800 * MIB, &ceiling) == RATE_PACE_FLOOR);
+    }
     /* saturated: halves, down to the floor and no further */
     assert_true(rate_pace_next(200 * MIB, &saturated, 200 * MIB, &ceiling) == 100 * MIB);
     assert_true(rate_pace_next(20 * MIB, &saturated, 20 * MIB, &ceiling) == RATE_PACE_FLOOR);
