@@ -189,6 +189,40 @@ static void test_lz4_whole_pieces_after_a_flush(void **state)
     free(back);
 }
 
+/* Writes of every size around the block size, mixed, both codecs' frames: what goes in comes out.
+ */
+static void test_lz4_mixed_write_sizes_round_trip(void **state)
+{
+    static const size_t sizes[] = {1, 511, 512, (1 << 20) - 1, 1 << 20, (1 << 20) + 1, 7, 2 << 20};
+    unsigned char *data = make_data(), *back = malloc(DATA_LEN + 4000);
+    (void)state;
+    for (int checksummed = 0; checksummed < 2; checksummed++) {
+        pgd_error err = {0};
+        out_stream *out;
+        size_t off = 0, n;
+        mem_out m;
+
+        mem_out_init(&m);
+        out = checksummed
+                  ? compress_out_new_checksummed(COMPRESS_LZ4, COMPRESS_LEVEL_DEFAULT, &m.base,
+                                                 "obj", &err)
+                  : compress_out_new(COMPRESS_LZ4, COMPRESS_LEVEL_DEFAULT, &m.base, "obj", &err);
+        assert_non_null(out);
+        for (size_t i = 0; off < DATA_LEN; i = (i * 5 + 3) % (sizeof(sizes) / sizeof(sizes[0]))) {
+            size_t len = sizes[i] < DATA_LEN - off ? sizes[i] : DATA_LEN - off;
+            assert_true(out_write(out, data + off, len, &err));
+            off += len;
+        }
+        assert_true(out_close(out, &err));
+        assert_true(decompress_all(COMPRESS_LZ4, m.data, m.len, back, &n, &err));
+        assert_int_equal(n, DATA_LEN);
+        assert_memory_equal(back, data, DATA_LEN);
+        mem_out_free(&m);
+    }
+    free(data);
+    free(back);
+}
+
 static void test_empty_stream_round_trips(void **state)
 {
     compress_kind kinds[] = {COMPRESS_LZ4, COMPRESS_ZSTD};
@@ -278,6 +312,7 @@ int main(void)
         cmocka_unit_test(test_round_trips),
         cmocka_unit_test(test_empty_stream_round_trips),
         cmocka_unit_test(test_lz4_whole_pieces_after_a_flush),
+        cmocka_unit_test(test_lz4_mixed_write_sizes_round_trip),
         cmocka_unit_test(test_frame_checksum_only_when_asked),
         cmocka_unit_test(test_corruption_and_truncation_are_detected),
         cmocka_unit_test(test_names_suffixes_levels),
