@@ -21,6 +21,7 @@ void tune_decide(const device_facts *dev, unsigned cpus, unsigned block_count_ma
     if (conc < TUNE_CONCURRENCY_MIN)
         conc = TUNE_CONCURRENCY_MIN;
     streams = conc < cpus ? conc : (cpus ? cpus : 1);
+    out->streams = streams;
     out->concurrency = conc > streams * ahead ? conc : streams * ahead;
     snprintf(out->why, sizeof(out->why),
              "%u drive%s x 1 MiB per read; %s: %u stream%s (%s %u vCPUs, at least %d), each "

@@ -25,6 +25,7 @@
 typedef struct tune_decision {
     unsigned block_count;
     unsigned concurrency;
+    unsigned streams; /* reading streams (a reader thread each, which also compresses) */
     char why[256];
 } tune_decision;
 

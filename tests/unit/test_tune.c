@@ -5,6 +5,7 @@
  */
 #include "helpers.h"
 
+#include "backup/io_plan.h"
 #include "io/device.h"
 #include "io/tune.h"
 
@@ -38,6 +39,7 @@ static void test_single_nvme(void **state)
     tune_decide(&f, CPUS, 16384, &t);
     assert_int_equal(t.block_count, 256);
     assert_int_equal(t.concurrency, CPUS * TUNE_READAHEAD_SSD); /* 16 streams, 8 ahead each */
+    assert_int_equal(t.streams, CPUS);
 }
 
 static void test_md_raid0_of_four_nvme(void **state)
@@ -72,6 +74,7 @@ static void test_sata_ssd(void **state)
     tune_decide(&f, CPUS, 16384, &t);
     assert_int_equal(t.block_count, 256);
     assert_int_equal(t.concurrency, CPUS / 2 * TUNE_READAHEAD_SSD); /* 8 streams */
+    assert_int_equal(t.streams, CPUS / 2);
 }
 
 static void test_rotational_disk(void **state)
@@ -87,6 +90,7 @@ static void test_rotational_disk(void **state)
     assert_int_equal(t.block_count, 256);
     /* half of 2 vCPUs is 1, never below 2 streams; 2 reads ahead each on a rotating disk */
     assert_int_equal(t.concurrency, 2 * TUNE_READAHEAD_ROTATIONAL);
+    assert_int_equal(t.streams, 2);
 }
 
 static void test_device_mapper_over_md(void **state)
@@ -123,6 +127,55 @@ static void test_virtio(void **state)
     tune_decide(&f, 2, 16384, &t);
     assert_int_equal(t.block_count, 256);
     assert_int_equal(t.concurrency, 2 * TUNE_READAHEAD_SSD); /* so it is not taken as a disk */
+    assert_int_equal(t.streams, 2);
+}
+
+static void plan_for(unsigned cpus, unsigned concurrency, io_plan *p)
+{
+    /* no sysfs to find the device in: a single drive that is not NVMe */
+    io_plan_request req = {.sysfs_root = "/nonexistent-sysfs",
+                           .pgdata = "/",
+                           .concurrency = concurrency,
+                           .engine = IO_ENGINE_THREADS,
+                           .max_memory = 1ull << 30,
+                           .compression = COMPRESS_LZ4,
+                           .compression_level = COMPRESS_LEVEL_DEFAULT,
+                           .cpus = cpus};
+    pgd_error err = {0};
+
+    if (!io_plan_make(&req, p, &err))
+        fail_msg("%s", err.msg);
+}
+
+/*
+ * The backup reads in the streams the rule decided, each reading ahead: a stream's thread also
+ * compresses, and with more threads than vCPUs the one with the largest file finishes alone.
+ */
+static void test_plan_reads_in_the_decided_streams(void **state)
+{
+    io_plan p;
+
+    (void)state;
+    plan_for(2, IO_PLAN_AUTO, &p); /* half of 2 vCPUs, at least 2: 2 streams, 8 ahead each */
+    assert_int_equal(p.workers, 2);
+    assert_int_equal(p.depth, TUNE_READAHEAD_SSD);
+    io_plan_free(&p);
+    plan_for(8, IO_PLAN_AUTO, &p);
+    assert_int_equal(p.workers, 4);
+    assert_int_equal(p.depth, TUNE_READAHEAD_SSD);
+    io_plan_free(&p);
+    /* an explicit --concurrency N is N reads in flight, in streams that divide it */
+    plan_for(2, 6, &p);
+    assert_int_equal(p.workers, 2);
+    assert_int_equal(p.depth, 3);
+    io_plan_free(&p);
+    plan_for(2, 3, &p);
+    assert_int_equal(p.workers * p.depth, 3);
+    io_plan_free(&p);
+    plan_for(2, 1, &p);
+    assert_int_equal(p.workers, 1);
+    assert_int_equal(p.depth, 1);
+    io_plan_free(&p);
 }
 
 static void test_missing_device_is_named(void **state)
@@ -145,6 +198,7 @@ int main(void)
         cmocka_unit_test(test_device_mapper_over_md),
         cmocka_unit_test(test_virtio),
         cmocka_unit_test(test_missing_device_is_named),
+        cmocka_unit_test(test_plan_reads_in_the_decided_streams),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
