@@ -22,8 +22,7 @@ static unsigned char *make_data(void)
 }
 
 /* checksummed: the frame carries the codec's content checksum (WAL), else not (partitions) */
-static void compress_all_as(compress_kind kind, bool checksummed, const unsigned char *data,
-                            size_t len, mem_out *m)
+static out_stream *compress_into(compress_kind kind, bool checksummed, mem_out *m)
 {
     pgd_error err = {0};
     out_stream *out;
@@ -33,6 +32,15 @@ static void compress_all_as(compress_kind kind, bool checksummed, const unsigned
               ? compress_out_new_checksummed(kind, COMPRESS_LEVEL_DEFAULT, &m->base, "obj", &err)
               : compress_out_new(kind, COMPRESS_LEVEL_DEFAULT, &m->base, "obj", &err);
     assert_non_null(out);
+    return out;
+}
+
+static void compress_all_as(compress_kind kind, bool checksummed, const unsigned char *data,
+                            size_t len, mem_out *m)
+{
+    pgd_error err = {0};
+    out_stream *out = compress_into(kind, checksummed, m);
+
     /* odd write sizes */
     for (size_t off = 0; off < len;) {
         size_t n = off % 3 == 0 ? 100000 : 777;
@@ -74,22 +82,31 @@ static bool decompress_all(compress_kind kind, const char *src, size_t len, unsi
     return ok;
 }
 
+/* `m` decompresses to exactly data[0..len). */
+static void assert_decompresses_to(compress_kind kind, const mem_out *m, const unsigned char *data,
+                                   size_t len)
+{
+    unsigned char *back = malloc(DATA_LEN + 4000);
+    pgd_error err = {0};
+    size_t n;
+
+    assert_true(decompress_all(kind, m->data, m->len, back, &n, &err));
+    assert_int_equal(n, len);
+    assert_memory_equal(back, data, len);
+    free(back);
+}
+
 static void round_trip(compress_kind kind, bool checksummed)
 {
-    unsigned char *data = make_data(), *back = malloc(DATA_LEN + 4000);
-    pgd_error err = {0};
+    unsigned char *data = make_data();
     mem_out m;
-    size_t n;
 
     compress_all_as(kind, checksummed, data, DATA_LEN, &m);
     if (kind != COMPRESS_NONE)
         assert_true(m.len < DATA_LEN);
-    assert_true(decompress_all(kind, m.data, m.len, back, &n, &err));
-    assert_int_equal(n, DATA_LEN);
-    assert_memory_equal(back, data, DATA_LEN);
+    assert_decompresses_to(kind, &m, data, DATA_LEN);
     mem_out_free(&m);
     free(data);
-    free(back);
 }
 
 static void test_round_trips(void **state)
@@ -152,27 +169,22 @@ static void test_frame_checksum_only_when_asked(void **state)
 static void test_lz4_whole_pieces_after_a_flush(void **state)
 {
     static const size_t writes[] = {512, 1 << 20, 300, 1 << 20, 5};
-    unsigned char *data = make_data(), *back = malloc(DATA_LEN + 4000);
+    unsigned char *data = make_data();
     pgd_error err = {0};
     LZ4F_frameInfo_t info;
     LZ4F_dctx *d;
-    size_t off = 0, n, consumed, header;
+    size_t off = 0, consumed, header;
     uint32_t first_block;
-    out_stream *out;
     mem_out m;
+    out_stream *out = compress_into(COMPRESS_LZ4, false, &m);
 
     (void)state;
-    mem_out_init(&m);
-    out = compress_out_new(COMPRESS_LZ4, COMPRESS_LEVEL_DEFAULT, &m.base, "obj", &err);
-    assert_non_null(out);
     for (size_t i = 0; i < sizeof(writes) / sizeof(writes[0]); i++) {
         assert_true(out_write(out, data + off, writes[i], &err));
         off += writes[i];
     }
     assert_true(out_close(out, &err));
-    assert_true(decompress_all(COMPRESS_LZ4, m.data, m.len, back, &n, &err));
-    assert_int_equal(n, off);
-    assert_memory_equal(back, data, off);
+    assert_decompresses_to(COMPRESS_LZ4, &m, data, off);
 
     assert_false(LZ4F_isError(LZ4F_createDecompressionContext(&d, LZ4F_VERSION)));
     consumed = m.len;
@@ -186,7 +198,6 @@ static void test_lz4_whole_pieces_after_a_flush(void **state)
     assert_true((first_block & 0x7FFFFFFFu) <= 512);
     mem_out_free(&m);
     free(data);
-    free(back);
 }
 
 /* Writes of every size around the block size, mixed, both codecs' frames: what goes in comes out.
@@ -194,33 +205,24 @@ static void test_lz4_whole_pieces_after_a_flush(void **state)
 static void test_lz4_mixed_write_sizes_round_trip(void **state)
 {
     static const size_t sizes[] = {1, 511, 512, (1 << 20) - 1, 1 << 20, (1 << 20) + 1, 7, 2 << 20};
-    unsigned char *data = make_data(), *back = malloc(DATA_LEN + 4000);
+    unsigned char *data = make_data();
     (void)state;
     for (int checksummed = 0; checksummed < 2; checksummed++) {
         pgd_error err = {0};
-        out_stream *out;
-        size_t off = 0, n;
+        size_t off = 0;
         mem_out m;
+        out_stream *out = compress_into(COMPRESS_LZ4, checksummed, &m);
 
-        mem_out_init(&m);
-        out = checksummed
-                  ? compress_out_new_checksummed(COMPRESS_LZ4, COMPRESS_LEVEL_DEFAULT, &m.base,
-                                                 "obj", &err)
-                  : compress_out_new(COMPRESS_LZ4, COMPRESS_LEVEL_DEFAULT, &m.base, "obj", &err);
-        assert_non_null(out);
         for (size_t i = 0; off < DATA_LEN; i = (i * 5 + 3) % (sizeof(sizes) / sizeof(sizes[0]))) {
             size_t len = sizes[i] < DATA_LEN - off ? sizes[i] : DATA_LEN - off;
             assert_true(out_write(out, data + off, len, &err));
             off += len;
         }
         assert_true(out_close(out, &err));
-        assert_true(decompress_all(COMPRESS_LZ4, m.data, m.len, back, &n, &err));
-        assert_int_equal(n, DATA_LEN);
-        assert_memory_equal(back, data, DATA_LEN);
+        assert_decompresses_to(COMPRESS_LZ4, &m, data, DATA_LEN);
         mem_out_free(&m);
     }
     free(data);
-    free(back);
 }
 
 static void test_empty_stream_round_trips(void **state)
