@@ -365,8 +365,8 @@ static bool options_parse_config(pgd_options *opts, pgd_error *err)
         /* a line longer than the buffer would go on as a line of its own */
         if (len == sizeof(line) - 1 && line[len - 1] != '\n' && !feof(f)) {
             fclose(f);
-            return err_set(err, "config file \"%s\" line %d: longer than %zu bytes", path,
-                           lineno, sizeof(line) - 2);
+            return err_set(err, "config file \"%s\" line %d: longer than %zu bytes", path, lineno,
+                           sizeof(line) - 2);
         }
         s = options_trim(line);
         if (*s == '\0' || *s == '#' || *s == ';' || *s == '[')
