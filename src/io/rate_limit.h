@@ -8,9 +8,10 @@
  * looks at the machine after RATE_PACE_FIRST_S, then every
  * RATE_PACE_INTERVAL_S. Other processes using less than RATE_PACE_QUIET_CPUS
  * of CPU, give or take the tick the count may be off by (cpu_interval's
- * others_margin: 0.2 CPUs at the first look on two CPUs): unlimited. Otherwise, while less than
- * RATE_PACE_IDLE_LOW of the CPUs' time is idle (they want all of it), the rate halves, and drops
- * straight to RATE_PACE_FLOOR from unlimited: a p99 is lost in the first
+ * others_margin: 0.2 CPUs at the first look on two CPUs): unlimited.
+ * Otherwise, while less than RATE_PACE_IDLE_LOW of the CPUs' time is idle
+ * (they want all of it), the rate halves, and drops straight to
+ * RATE_PACE_FLOOR from unlimited: a p99 is lost in the first
  * second. While more than RATE_PACE_IDLE_HIGH is idle it grows by a quarter;
  * unlimited stays unlimited until the CPUs are wanted. It never drops below
  * RATE_PACE_FLOOR, so the backup always ends. /proc/stat unreadable mid-run:
