@@ -90,8 +90,8 @@ static bool wal_archive_check_present(storage *repo, pgd_error *err)
  * Write everything `in` yields to `dest` through a temporary file, then
  * rename; sum (may be NULL) gets the size and CRC-32C of what was written.
  */
-static bool wal_archive_write_local(in_stream *in, const char *dest, bool durable,
-                                    wal_file_sum *sum, pgd_error *err)
+static bool wal_archive_write_local(in_stream *in, const char *dest, wal_file_sum *sum,
+                                    pgd_error *err)
 {
     uint64_t size = 0;
     uint32_t crc = CRC32C_INIT;
@@ -128,7 +128,7 @@ static bool wal_archive_write_local(in_stream *in, const char *dest, bool durabl
             off += (size_t)w;
         }
     }
-    if (durable && fsync(fd) != 0) {
+    if (fsync(fd) != 0) {
         err_errno(err, errno, "could not fsync file \"%s\"", tmp);
         goto fail;
     }
@@ -179,8 +179,8 @@ static bool wal_archive_open(storage *repo, const char *name, in_stream **in, pg
     return true;
 }
 
-bool wal_archive_fetch_sum(storage *repo, const char *name, const char *dest, bool durable,
-                           bool *found, wal_file_sum *sum, pgd_error *err)
+bool wal_archive_fetch_sum(storage *repo, const char *name, const char *dest, bool *found,
+                           wal_file_sum *sum, pgd_error *err)
 {
     in_stream *in;
     bool ok;
@@ -193,7 +193,7 @@ bool wal_archive_fetch_sum(storage *repo, const char *name, const char *dest, bo
         return true;
     if ((in = wal_segment_check_in_new(in, name, err)) == NULL)
         return false;
-    ok = wal_archive_write_local(in, dest, durable, sum, err);
+    ok = wal_archive_write_local(in, dest, sum, err);
     in_close(in);
     return ok;
 }
@@ -201,7 +201,7 @@ bool wal_archive_fetch_sum(storage *repo, const char *name, const char *dest, bo
 bool wal_archive_fetch(storage *repo, const char *name, const char *dest, bool *found,
                        pgd_error *err)
 {
-    if (!wal_archive_fetch_sum(repo, name, dest, true, found, NULL, err))
+    if (!wal_archive_fetch_sum(repo, name, dest, found, NULL, err))
         return false;
     return *found || wal_archive_check_present(repo, err);
 }

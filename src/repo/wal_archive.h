@@ -63,14 +63,13 @@ bool wal_archive_fetch(storage *repo, const char *name, const char *dest, bool *
                        pgd_error *err);
 /*
  * The same, telling the size and CRC-32C of what it wrote to dest (sum may
- * be NULL); durable: fsync dest before it gets its name. The prefetch spool
- * does without, because it checks a file's CRC before serving it. Only
+ * be NULL). dest is fsynced before it gets its name. Only
  * wal_archive_fetch looks whether the repository is there when the file is
  * not (a listing, which a prefetcher polling for the end of the archive
  * would repeat for nothing): here *found = false says no more than that.
  */
-bool wal_archive_fetch_sum(storage *repo, const char *name, const char *dest, bool durable,
-                           bool *found, wal_file_sum *sum, pgd_error *err);
+bool wal_archive_fetch_sum(storage *repo, const char *name, const char *dest, bool *found,
+                           wal_file_sum *sum, pgd_error *err);
 
 /* Wait up to timeout_s for `name` to be archived. */
 bool wal_archive_wait(storage *repo, const char *name, int timeout_s, pgd_error *err);

@@ -132,7 +132,13 @@ static bool wal_prefetch_one(wal_prefetch *p, const char *name, const wal_fetch_
     bool found = false, wanted;
 
     wal_spool_part_path(p->cfg->spool_dir, name, part, sizeof(part));
-    if (!wal_archive_fetch_sum(p->repo, name, part, false, &found, &sum, &err)) {
+    /*
+     * Written back (fsync) here, beside replay: PostgreSQL fsyncs every file
+     * restore_command gives it (durable_rename in KeepFileRestoredFromArchive),
+     * in the startup process, which replays nothing meanwhile. A file already
+     * on disk makes that fsync cost almost nothing.
+     */
+    if (!wal_archive_fetch_sum(p->repo, name, part, &found, &sum, &err)) {
         log_warn("could not prefetch: %s", err.msg);
         return false;
     }

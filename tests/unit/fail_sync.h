@@ -8,6 +8,7 @@
  *   a writeback error) fail; otherwise every call does (EINVAL: a file
  *   system without sync_file_range).
  * - fail_dir_fsync: fsync of a directory fails with EIO.
+ * - fail_file_fsync: fsync of any other file fails with EIO.
  * - synced_dirs: the directories fsynced since the last reset, in order.
  */
 #ifndef PGD_TEST_FAIL_SYNC_H
@@ -27,6 +28,7 @@
 static int fail_writeback_errno;
 static bool fail_writeback_waits_only;
 static bool fail_dir_fsync;
+static bool fail_file_fsync;
 static char synced_dirs[SYNCED_DIRS_MAX][PATH_MAX];
 static int synced_dirs_n;
 
@@ -62,12 +64,15 @@ int __wrap_fsync(int fd)
         if (synced_dirs_n < SYNCED_DIRS_MAX &&
             (n = readlink(link, synced_dirs[synced_dirs_n], PATH_MAX - 1)) > 0)
             synced_dirs[synced_dirs_n++][n] = '\0';
+    } else if (fail_file_fsync) {
+        errno = EIO;
+        return -1;
     }
     return __real_fsync(fd);
 }
 
 /* Was `dir` fsynced since synced_dirs_n was last set to 0? */
-static bool dir_was_synced(const char *dir)
+static inline bool dir_was_synced(const char *dir)
 {
     for (int i = 0; i < synced_dirs_n; i++)
         if (strcmp(synced_dirs[i], dir) == 0)

@@ -333,7 +333,7 @@ static void test_prefetch_fetch_of_a_missing_file_is_no_verdict(void **state)
     storage_free(f->fs);
     f->fs = f->r.inner = storage_open(empty, NULL, &err);
     assert_non_null(f->fs);
-    assert_true(wal_archive_fetch_sum(&f->r.base, SEG_NAME, dest, false, &found, &sum, &err));
+    assert_true(wal_archive_fetch_sum(&f->r.base, SEG_NAME, dest, &found, &sum, &err));
     assert_false(found);
     assert_false(err.set);
     assert_int_equal(f->r.lookups, 3);

@@ -4,11 +4,14 @@
  * and CRC, and only those; a segment not in the repository is left out
  * (not recorded as missing); a segment of another database system is not
  * kept; downloads a killed fetcher left are removed when the next starts;
+ * a download is written back (fsync) before it is published, and one the
+ * disk failed to write back is not published;
  * a worker that cannot be started stops the prefetcher, saying so, and the
  * workers that did start are stopped and joined.
  */
 #include "wal_test_segment.h"
 
+#include "fail_sync.h"
 #include "fail_thread.h"
 
 #include <sys/stat.h>
@@ -183,6 +186,30 @@ static void test_downloads_of_a_killed_fetcher_are_removed(void **state)
     assert_true(ready);
 }
 
+/*
+ * PostgreSQL fsyncs each file restore_command gives it, in the startup
+ * process: the prefetcher writes a download back first, beside replay. A
+ * download the disk failed to write back is never published.
+ */
+static void test_a_download_not_written_back_is_not_published(void **state)
+{
+    fixture *f = *state;
+    bool ready, partial;
+
+    request(f, 2, SYSID, 2);
+    fail_file_fsync = true;
+    assert_true(run(f));
+    fail_file_fsync = false;
+    for (uint64_t i = 3; i <= 4; i++) {
+        state_of(f, i, &ready, &partial);
+        assert_false(ready);
+        assert_false(partial);
+    }
+    assert_true(run(f));
+    state_of(f, 3, &ready, &partial);
+    assert_true(ready);
+}
+
 static void test_no_request_no_work(void **state)
 {
     fixture *f = *state;
@@ -222,6 +249,7 @@ int main(void)
         T(test_missing_segments_are_only_left_out),
         T(test_segments_of_another_system_are_not_kept),
         T(test_downloads_of_a_killed_fetcher_are_removed),
+        T(test_a_download_not_written_back_is_not_published),
         T(test_no_request_no_work),
         T(test_a_worker_that_cannot_start_stops_the_prefetcher),
 #undef T
