@@ -16,6 +16,10 @@
 #   restore   pgdirect restore vs pgbackrest restore of those backups, each
 #             followed by sync
 # Wall and CPU seconds (user+sys, children included) from /usr/bin/time.
+# With --read-limit MBPS, every timed step runs in a blkio cgroup (v1) that
+# holds reads from the data directory's disk to MBPS MB/s: the device is then
+# the limit, as a cloud volume's is, instead of two vCPUs against a disk the
+# host serves at several GB/s.
 # With --polite, then goal 4's question: query p99 (pgbench -S at a fixed
 # rate, 2 clients, page cache warm) with no backup, and during a backup with
 # each set of options in POLITE_MODES (default: best-effort I/O at the
@@ -28,7 +32,7 @@
 # lz4 backup of this build, its top symbols written to FILE.top.txt.
 #
 #   bash bench/read_cost.sh [--scale N] [--trials N] [--old-bin PGDIRECT] [--perf FILE]
-#                           [--polite] [--rate TPS] [--out DIR]
+#                           [--polite] [--rate TPS] [--read-limit MBPS] [--out DIR]
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -41,6 +45,7 @@ PERF_OUT=""
 OUT=""
 POLITE=0
 RATE=100
+READ_LIMIT=""
 POLITE_REPEAT=${POLITE_REPEAT:-3}
 # each mode spelled out in full, so the comparison does not move when the defaults do
 POLITE_MODES=${POLITE_MODES:-"none|--io-class best-effort --nice 0|--io-class idle --nice 0|--io-class idle --nice 10"}
@@ -52,6 +57,7 @@ while [ $# -gt 0 ]; do
     --perf) PERF_OUT=$2; shift ;;
     --polite) POLITE=1 ;;
     --rate) RATE=$2; shift ;;
+    --read-limit) READ_LIMIT=$2; shift ;;
     --out) OUT=$2; shift ;;
     *) echo "read_cost.sh: unknown argument \"$1\"" >&2; exit 2 ;;
     esac
@@ -77,8 +83,19 @@ log() { printf '[%s] %s\n' "$(date -u +%T)" "$*" >&2; }
 pg() { runuser -u postgres -- env PGHOST="$D" PGPORT="$PORT" PGUSER=postgres PGDATABASE=postgres "$@"; }
 q() { pg "$PG_BIN/psql" -X -Atq -v ON_ERROR_STOP=1 -c "$1"; }
 stop_pg() { [ -f "$D/data/postmaster.pid" ] && pg "$PG_BIN/pg_ctl" -D "$D/data" -m fast -w stop >/dev/null 2>&1 || true; }
-cleanup() { stop_pg; rm -rf "$D"; }
+CG=""
+cleanup() { stop_pg; rm -rf "$D"; [ -z "$CG" ] || rmdir "$CG" 2>/dev/null || true; }
 trap cleanup EXIT
+if [ -n "$READ_LIMIT" ]; then
+    case $READ_LIMIT in *[!0-9]* | "") echo "read_cost.sh: --read-limit takes MB/s, a whole number" >&2; exit 2 ;; esac
+    [ -d /sys/fs/cgroup/blkio ] || { echo "read_cost.sh: --read-limit needs the cgroup v1 blkio controller (/sys/fs/cgroup/blkio)" >&2; exit 1; }
+    # the disk under the data directory (a partition's own disk: blk-throttle holds whole disks)
+    dev=$(stat -c '%Hd:%Ld' "$D")
+    [ -f "/sys/dev/block/$dev/partition" ] && dev=$(cat "/sys/dev/block/$dev/../dev")
+    CG=/sys/fs/cgroup/blkio/pgdirect-readcost-$$
+    mkdir "$CG"
+    echo "$dev $((READ_LIMIT * 1000000))" >"$CG/blkio.throttle.read_bps_device"
+fi
 drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 col() { awk -v c="$2" '{print $c}' "$OUT/raw/$1" | median; }
@@ -107,7 +124,10 @@ archive_to() { # archive_to pgdirect|pgbackrest
 timed() { # timed NAME CMD...: appends "wall user sys maxrss_kib" to raw/NAME; a failure ends the run
     local name=$1; shift
     drop
-    if ! pg /usr/bin/time -f '%e %U %S %M' -o "$D/time.$name" "$@" >>"$OUT/raw/$name.log" 2>&1; then
+    if ! (
+        [ -z "$CG" ] || echo "$BASHPID" >"$CG/cgroup.procs"
+        pg /usr/bin/time -f '%e %U %S %M' -o "$D/time.$name" "$@" >>"$OUT/raw/$name.log" 2>&1
+    ); then
         echo "read_cost.sh: $name failed:" >&2; tail -5 "$OUT/raw/$name.log" >&2; exit 1
     fi
     cat "$D/time.$name" >>"$OUT/raw/$name"
@@ -197,6 +217,7 @@ fi
 
 {
     echo "read_cost.sh: pgbench scale $SCALE + extra table, $(printf '%.2f' "$GB") GB without pg_wal; $TRIALS trials, medians, caches dropped before each step; $(date -u +%F)"
+    [ -z "$READ_LIMIT" ] || echo "Every step read its disk ($dev) through a blkio cgroup limit of $READ_LIMIT MB/s."
     echo
     echo "| step | wall s | x faster O_DIRECT read | CPU s | CPU s per GB | CPU x pgBackRest |"
     echo "|---|---|---|---|---|---|"
