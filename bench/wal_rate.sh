@@ -18,7 +18,12 @@
 #   LOG_DIR=DIR keeps the recoveries' server logs (log_line_prefix %m) and prefetch spool logs.
 #   FETCH_ENV="VAR=VALUE ..." adds to both recoveries' environment (PGDIRECT_LOG_LEVEL=debug).
 #   FLOOR=1 adds a third recovery, restore_command = 'cp' from a local copy of the archived
-#   segments: how long replay takes when fetching costs nothing, the floor prefetch can reach.
+#   segments: how long replay takes when fetching costs nothing (PostgreSQL still fsyncs each
+#   file restore_command gives it); and a fourth with no restore_command at all: the same
+#   segments copied into pg_wal and recovery.signal removed, so that PostgreSQL replays them
+#   as crash recovery from the backup's label, with no process per segment: replay alone.
+#   OLD_BIN=PGDIRECT adds a recovery with that build's wal-fetch --prefetch, right after this
+#   build's (before it with OLD_FIRST=1): two builds' prefetch side by side on the same WAL.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -34,6 +39,7 @@ DROP_CACHES=${DROP_CACHES:-1}
 LOG_DIR=${LOG_DIR:-}
 FETCH_ENV=${FETCH_ENV:-}
 FLOOR=${FLOOR:-0}
+OLD_BIN=${OLD_BIN:-}
 BUILD=${BUILD:-$ROOT/build}
 PG_BIN=/usr/lib/postgresql/15/bin
 OUT=${OUT:-$ROOT/bench/results/$(date -u +%F)-wal-rate.md}
@@ -42,7 +48,9 @@ SEG=$((16 * 1024 * 1024))
 [ -x "$BUILD/pgdirect" ] || { echo "wal_rate.sh: build first (make)" >&2; exit 1; }
 
 D=$(mktemp -d /tmp/pgdirect-walrate.XXXXXX)
-chmod 755 "$D"; mkdir -p "$D/bin"; cp "$BUILD/pgdirect" "$D/bin/"; chown -R postgres:postgres "$D"
+chmod 755 "$D"; mkdir -p "$D/bin"; cp "$BUILD/pgdirect" "$D/bin/"
+[ -z "$OLD_BIN" ] || cp "$OLD_BIN" "$D/bin/pgdirect_old"
+chown -R postgres:postgres "$D"
 PGD="$D/bin/pgdirect"
 PORT=$((20000 + RANDOM % 10000))
 # the tests' S3 server (lib_s3.sh wants T, bail and free_port); it exports the AWS_* variables
@@ -183,22 +191,29 @@ switch_wal; wait_drained
 WAL_BYTES=$(( $(lsn_bytes) - l0 ))
 SRC_ROWS=$(q "SELECT count(*) FROM pgbench_history")/$(q "SELECT count(*) FROM bulk")
 stop_background
-recover() { # recover LABEL [ENV=VALUE...]: "label seconds rows"
+recover() { # recover LABEL [ENV=VALUE...]: "label seconds rows"; RBIN: the build that restores
     local label=$1 dir="$D/r_$1" t0 t1 rows
     shift
     # a slow test server (moto keeps objects in memory and copies them per ranged GET) needs time
-    pg "$PGD" restore LATEST --repo "$R" --target-dir "$dir" --s3-timeout "$RESTORE_TIMEOUT" >"$dir.restore.log" 2>&1 ||
+    pg "${RBIN:-$PGD}" restore LATEST --repo "$R" --target-dir "$dir" --s3-timeout "$RESTORE_TIMEOUT" >"$dir.restore.log" 2>&1 ||
         { echo "wal_rate: restore failed: $(tail -1 "$dir.restore.log")" >&2; exit 1; }
     P=$((PORT + 1))
     printf "port = $P\narchive_mode = off\n" >>"$dir/postgresql.auto.conf"
     printf "log_line_prefix = '%%m [%%p] '\n" >>"$dir/postgresql.auto.conf"
     [ -z "${RECOVER_CONF:-}" ] || echo "$RECOVER_CONF" >>"$dir/postgresql.auto.conf"
+    if [ -n "${RECOVER_FROM_PG_WAL:-}" ]; then
+        cp "$RECOVER_FROM_PG_WAL"/* "$dir/pg_wal/"
+        chown postgres:postgres "$dir"/pg_wal/*
+        rm -f "$dir/recovery.signal"
+    fi
     drop_caches
     t0=$(now)
     # shellcheck disable=SC2086 # FETCH_ENV is a list of assignments
     pg env $FETCH_ENV "$@" "$PG_BIN/pg_ctl" -D "$dir" -l "$dir.log" -w -t 3600 start >/dev/null ||
         { echo "wal_rate: the $label server did not start: $(tail -1 "$dir.log")" >&2; exit 1; }
-    until [ "$(P=$P q "SELECT pg_is_in_recovery()" 2>/dev/null)" = "f" ]; do sleep 0.1; done
+    # the end of recovery from the server's log: a query every 0.1 s would start a backend each
+    # time on the 2 CPUs replay runs on (a hot standby takes read-only connections meanwhile)
+    until grep -q "database system is ready to accept connections" "$dir.log"; do sleep 0.1; done
     t1=$(now)
     rows=$(P=$P q "SELECT count(*) FROM pgbench_history")/$(P=$P q "SELECT count(*) FROM bulk")
     pg "$PG_BIN/pg_ctl" -D "$dir" -m fast -w stop >/dev/null
@@ -212,8 +227,18 @@ recover() { # recover LABEL [ENV=VALUE...]: "label seconds rows"
     echo "$label $(echo "$t1 - $t0" | bc -l) $rows"
 }
 R_PLAIN=$(recover plain PGDIRECT_PREFETCH=0) || exit 1; say "   $R_PLAIN"
+recover_old() {
+    [ -n "$OLD_BIN" ] || return 0
+    R_OLD=$(RBIN=$D/bin/pgdirect_old recover prefetch-old-build PGDIRECT_PREFETCH="$PREFETCH") || exit 1
+    say "   $R_OLD"
+}
+R_OLD=
+# OLD_FIRST=1: the old build's recovery before this build's (runs alternate the order)
+[ "${OLD_FIRST:-0}" = 1 ] && recover_old
 R_PREFETCH=$(recover prefetch PGDIRECT_PREFETCH="$PREFETCH") || exit 1; say "   $R_PREFETCH"
+[ "${OLD_FIRST:-0}" = 1 ] || recover_old
 R_FLOOR=
+R_REPLAY=
 if [ "$FLOOR" = 1 ]; then
     # the archived segments, as PostgreSQL wrote them (.done: archived; the rest may be recycled)
     mkdir -p "$D/walcopy"
@@ -224,13 +249,15 @@ if [ "$FLOOR" = 1 ]; then
     chown -R postgres:postgres "$D/walcopy"
     R_FLOOR=$(RECOVER_CONF="restore_command = 'cp $D/walcopy/%f %p'" recover local-cp) || exit 1
     say "   $R_FLOOR"
+    R_REPLAY=$(RECOVER_FROM_PG_WAL=$D/walcopy recover replay-only) || exit 1
+    say "   $R_REPLAY"
     rm -rf "$D/walcopy"
 fi
 
 {
     echo "# WAL at the rate it is made: archiving and recovery against S3 ($S3_SERVER on 127.0.0.1), $(date -u +%F)"
     echo
-    echo "Command: \`PARTS=$PARTS DROP_CACHES=$DROP_CACHES FLOOR=$FLOOR bash bench/wal_rate.sh $DURATION $WAL_GB $BACKLOG\` (PREFETCH=$PREFETCH, CONCURRENCY=$CONCURRENCY," \
+    echo "Command: \`PARTS=$PARTS DROP_CACHES=$DROP_CACHES FLOOR=$FLOOR${OLD_BIN:+ OLD_BIN=$OLD_BIN} bash bench/wal_rate.sh $DURATION $WAL_GB $BACKLOG\` (PREFETCH=$PREFETCH, CONCURRENCY=$CONCURRENCY," \
          "CLIENTS=$CLIENTS). PostgreSQL 15, 16 MiB segments, lz4, synchronous_commit off, pgbench scale 20 with" \
          "tpcb-like and a 500-row insert in equal parts; the S3 server ($S3_SERVER) is one" \
          "process on the same $(nproc)-core machine and disk."
@@ -263,9 +290,14 @@ fi
     echo "| restore_command | seconds to the end of recovery | vs without prefetch | rows of pgbench_history/bulk (source: $SRC_ROWS) |"
     echo "|---|---|---|---|"
     p_sec=$(echo "$R_PLAIN" | awk '{print $2}')
-    for row in "$R_PLAIN" "$R_PREFETCH" ${R_FLOOR:+"$R_FLOOR"}; do
+    for row in "$R_PLAIN" "$R_PREFETCH" ${R_OLD:+"$R_OLD"} ${R_FLOOR:+"$R_FLOOR"} ${R_REPLAY:+"$R_REPLAY"}; do
         set -- $row
-        printf '| %s | %.1f | %.2fx | %s |\n' "$([ "$1" = local-cp ] && echo "cp from local disk (floor)" || echo "wal-fetch ($1)")" "$2" "$(echo "$2 / $p_sec" | bc -l)" "$3"
+        case $1 in
+        local-cp) what="cp from local disk (floor)" ;;
+        replay-only) what="none: the segments in pg_wal (replay alone)" ;;
+        *) what="wal-fetch ($1)" ;;
+        esac
+        printf '| %s | %.1f | %.2fx | %s |\n' "$what" "$2" "$(echo "$2 / $p_sec" | bc -l)" "$3"
     done
 } >"$OUT"
 cat "$OUT"
