@@ -19,6 +19,7 @@
 #include "cmd/cmd.h"
 #include "cmd/common.h"
 #include "cmd/wal_async_internal.h"
+#include "io/politeness.h"
 #include "pg/wal_segment.h"
 #include "repo/wal_prefetch.h"
 #include "util/log.h"
@@ -31,6 +32,12 @@
  * slow in a way a second one would not fix.
  */
 #define WAL_PREFETCH_WAIT_S 60
+/*
+ * The prefetcher's nice value, raised: replay (the startup process) is
+ * recovery's critical path and the prefetcher works ahead of it, so on a
+ * machine with few CPUs it should take what replay leaves.
+ */
+#define WAL_PREFETCH_NICE 10
 /* why a prefetched file was not served: one short clause */
 #define WAL_WHY_LEN 256
 
@@ -51,6 +58,10 @@ static int wal_async_fetch_background(const pgd_options *opts, unsigned concurre
     wal_async_daemon_when(when, sizeof(when));
     log_info("prefetcher %d started at %s: repository \"%s\", %u at a time", (int)getpid(), when,
              opt_str(opts, OPT_REPO), concurrency);
+    if (!politeness_nice(WAL_PREFETCH_NICE, &err)) {
+        log_warn("%s: the prefetcher runs at the normal nice value", err.msg);
+        err = (pgd_error){0};
+    }
     ok = wal_prefetch_run(&cfg, &err);
     /*
      * Nobody asks any more: recovery has ended (at its target, say) or
