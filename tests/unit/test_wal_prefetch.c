@@ -111,18 +111,27 @@ static void state_of(fixture *f, uint64_t segno, bool *ready, bool *partial)
     assert_true(wal_spool_entry_state(f->spool, name, ready, partial, &err));
 }
 
+/* Segments from..to are all published (ready) or all absent; none is half downloaded. */
+static void assert_spooled(fixture *f, uint64_t from, uint64_t to, bool ready)
+{
+    for (uint64_t i = from; i <= to; i++) {
+        bool is_ready, partial;
+
+        state_of(f, i, &is_ready, &partial);
+        assert_int_equal(is_ready, ready);
+        assert_false(partial);
+    }
+}
+
 static void test_the_window_is_downloaded_and_served_intact(void **state)
 {
     fixture *f = *state;
-    bool ready, partial;
 
     request(f, 2, SYSID, 3);
     assert_true(run(f));
-    for (uint64_t i = 1; i <= NSEGS; i++) {
-        state_of(f, i, &ready, &partial);
-        assert_int_equal(ready, i >= 3 && i <= 5);
-        assert_false(partial);
-    }
+    assert_spooled(f, 1, 2, false);
+    assert_spooled(f, 3, 5, true);
+    assert_spooled(f, 6, NSEGS, false);
     {
         char name[25], dest[4400], src[4400], why[256], cmd[9000];
         wal_entry_result result;
@@ -142,31 +151,20 @@ static void test_the_window_is_downloaded_and_served_intact(void **state)
 static void test_missing_segments_are_only_left_out(void **state)
 {
     fixture *f = *state;
-    bool ready, partial;
 
     request(f, 5, SYSID, 3);
     assert_true(run(f));
-    state_of(f, 6, &ready, &partial);
-    assert_true(ready);
-    for (uint64_t i = 7; i <= 8; i++) {
-        state_of(f, i, &ready, &partial);
-        assert_false(ready);
-        assert_false(partial);
-    }
+    assert_spooled(f, 6, 6, true);
+    assert_spooled(f, 7, 8, false);
 }
 
 static void test_segments_of_another_system_are_not_kept(void **state)
 {
     fixture *f = *state;
-    bool ready, partial;
 
     request(f, 1, OTHER_SYS, 2);
     assert_true(run(f));
-    for (uint64_t i = 2; i <= 3; i++) {
-        state_of(f, i, &ready, &partial);
-        assert_false(ready);
-        assert_false(partial);
-    }
+    assert_spooled(f, 2, 3, false);
 }
 
 static void test_downloads_of_a_killed_fetcher_are_removed(void **state)
@@ -194,20 +192,15 @@ static void test_downloads_of_a_killed_fetcher_are_removed(void **state)
 static void test_a_download_not_written_back_is_not_published(void **state)
 {
     fixture *f = *state;
-    bool ready, partial;
 
     request(f, 2, SYSID, 2);
     fail_file_fsync = true;
     assert_true(run(f));
     fail_file_fsync = false;
-    for (uint64_t i = 3; i <= 4; i++) {
-        state_of(f, i, &ready, &partial);
-        assert_false(ready);
-        assert_false(partial);
-    }
+    assert_spooled(f, 3, 4, false);
+    /* the disk works again: the next prefetcher downloads the window */
     assert_true(run(f));
-    state_of(f, 3, &ready, &partial);
-    assert_true(ready);
+    assert_spooled(f, 3, 4, true);
 }
 
 static void test_no_request_no_work(void **state)
@@ -222,7 +215,6 @@ static void test_a_worker_that_cannot_start_stops_the_prefetcher(void **state)
 {
     fixture *f = *state;
     pgd_error err = {0};
-    bool ready, partial;
 
     request(f, 2, SYSID, 3);
     fail_thread_at = 2;
@@ -230,15 +222,10 @@ static void test_a_worker_that_cannot_start_stops_the_prefetcher(void **state)
     fail_thread_at = 0;
     assert_string_equal(err.msg,
                         "could not start prefetch thread 2 of 2: Resource temporarily unavailable");
-    for (uint64_t i = 1; i <= NSEGS; i++) {
-        state_of(f, i, &ready, &partial);
-        assert_false(ready);
-        assert_false(partial);
-    }
+    assert_spooled(f, 1, NSEGS, false);
     /* and the next prefetcher downloads the window */
     assert_true(run(f));
-    state_of(f, 3, &ready, &partial);
-    assert_true(ready);
+    assert_spooled(f, 3, 5, true);
 }
 
 int main(void)
