@@ -33,9 +33,10 @@
  */
 #define WAL_PREFETCH_WAIT_S 60
 /*
- * The prefetcher's nice value, raised: replay (the startup process) is
- * recovery's critical path and the prefetcher works ahead of it, so on a
- * machine with few CPUs it should take what replay leaves.
+ * How far the prefetcher raises its nice value (from the server's): replay
+ * (the startup process) is recovery's critical path and the prefetcher
+ * works ahead of it, so on a machine with few CPUs it should take what
+ * replay leaves.
  */
 #define WAL_PREFETCH_NICE 10
 /* why a prefetched file was not served: one short clause */

@@ -87,8 +87,9 @@ static bool wal_archive_check_present(storage *repo, pgd_error *err)
 }
 
 /*
- * Write everything `in` yields to `dest` through a temporary file, then
- * rename; sum (may be NULL) gets the size and CRC-32C of what was written.
+ * Write everything `in` yields to `dest` through a temporary file, fsynced,
+ * then renamed; sum (may be NULL) gets the size and CRC-32C of what was
+ * written.
  */
 static bool wal_archive_write_local(in_stream *in, const char *dest, wal_file_sum *sum,
                                     pgd_error *err)

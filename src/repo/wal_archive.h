@@ -63,10 +63,10 @@ bool wal_archive_fetch(storage *repo, const char *name, const char *dest, bool *
                        pgd_error *err);
 /*
  * The same, telling the size and CRC-32C of what it wrote to dest (sum may
- * be NULL). dest is fsynced before it gets its name. Only
- * wal_archive_fetch looks whether the repository is there when the file is
- * not (a listing, which a prefetcher polling for the end of the archive
- * would repeat for nothing): here *found = false says no more than that.
+ * be NULL). dest is fsynced before it gets its name. Only wal_archive_fetch
+ * looks whether the repository is there when the file is not (a listing,
+ * which a prefetcher polling for the end of the archive would repeat for
+ * nothing): here *found = false says no more than that.
  */
 bool wal_archive_fetch_sum(storage *repo, const char *name, const char *dest, bool *found,
                            wal_file_sum *sum, pgd_error *err);
