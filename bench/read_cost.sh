@@ -16,10 +16,11 @@
 #   restore   pgdirect restore vs pgbackrest restore of those backups, each
 #             followed by sync
 # Wall and CPU seconds (user+sys, children included) from /usr/bin/time.
-# With --read-limit MBPS, every timed step runs in a blkio cgroup (v1) that
-# holds reads from the data directory's disk to MBPS MB/s: the device is then
-# the limit, as a cloud volume's is, instead of two vCPUs against a disk the
-# host serves at several GB/s.
+# With --read-limit MBPS, every timed step (the read passes, the backups and
+# restores; not the --polite, checksum or perf runs) runs in a blkio cgroup
+# (v1) that throttles reads from the data directory's disk to about MBPS MB/s:
+# the device is then the limit, as a cloud volume's is, instead of two vCPUs
+# against a disk the host serves at several GB/s. Writes are not limited.
 # With --polite, then goal 4's question: query p99 (pgbench -S at a fixed
 # rate, 2 clients, page cache warm) with no backup, and during a backup with
 # each set of options in POLITE_MODES (default: best-effort I/O at the
@@ -84,13 +85,20 @@ pg() { runuser -u postgres -- env PGHOST="$D" PGPORT="$PORT" PGUSER=postgres PGD
 q() { pg "$PG_BIN/psql" -X -Atq -v ON_ERROR_STOP=1 -c "$1"; }
 stop_pg() { [ -f "$D/data/postmaster.pid" ] && pg "$PG_BIN/pg_ctl" -D "$D/data" -m fast -w stop >/dev/null 2>&1 || true; }
 CG=""
-cleanup() { stop_pg; rm -rf "$D"; [ -z "$CG" ] || rmdir "$CG" 2>/dev/null || true; }
+cleanup() {
+    stop_pg
+    rm -rf "$D"
+    [ -z "$CG" ] || rmdir "$CG" || echo "read_cost.sh: could not remove cgroup $CG" >&2
+}
 trap cleanup EXIT
 if [ -n "$READ_LIMIT" ]; then
-    case $READ_LIMIT in *[!0-9]* | "") echo "read_cost.sh: --read-limit takes MB/s, a whole number" >&2; exit 2 ;; esac
+    case $READ_LIMIT in [1-9] | [1-9]*[0-9]) ;; *) READ_LIMIT=x ;; esac
+    case $READ_LIMIT in *[!0-9]*) echo "read_cost.sh: --read-limit takes MB/s, a whole number from 1" >&2; exit 2 ;; esac
     [ -d /sys/fs/cgroup/blkio ] || { echo "read_cost.sh: --read-limit needs the cgroup v1 blkio controller (/sys/fs/cgroup/blkio)" >&2; exit 1; }
     # the disk under the data directory (a partition's own disk: blk-throttle holds whole disks)
     dev=$(stat -c '%Hd:%Ld' "$D")
+    [ -e "/sys/dev/block/$dev" ] ||
+        { echo "read_cost.sh: --read-limit: $D is on no block device ($dev: tmpfs, overlay, btrfs?)" >&2; exit 1; }
     [ -f "/sys/dev/block/$dev/partition" ] && dev=$(cat "/sys/dev/block/$dev/../dev")
     CG=/sys/fs/cgroup/blkio/pgdirect-readcost-$$
     mkdir "$CG"
@@ -125,7 +133,9 @@ timed() { # timed NAME CMD...: appends "wall user sys maxrss_kib" to raw/NAME; a
     local name=$1; shift
     drop
     if ! (
-        [ -z "$CG" ] || echo "$BASHPID" >"$CG/cgroup.procs"
+        # without the limit the step would measure something else: it does not run
+        { [ -z "$CG" ] || echo "$BASHPID" >"$CG/cgroup.procs"; } ||
+            { echo "read_cost.sh: could not move step $name into cgroup $CG" >&2; exit 1; }
         pg /usr/bin/time -f '%e %U %S %M' -o "$D/time.$name" "$@" >>"$OUT/raw/$name.log" 2>&1
     ); then
         echo "read_cost.sh: $name failed:" >&2; tail -5 "$OUT/raw/$name.log" >&2; exit 1
@@ -217,7 +227,7 @@ fi
 
 {
     echo "read_cost.sh: pgbench scale $SCALE + extra table, $(printf '%.2f' "$GB") GB without pg_wal; $TRIALS trials, medians, caches dropped before each step; $(date -u +%F)"
-    [ -z "$READ_LIMIT" ] || echo "Every step read its disk ($dev) through a blkio cgroup limit of $READ_LIMIT MB/s."
+    [ -z "$READ_LIMIT" ] || echo "The read passes, backups and restores read their disk ($dev) through a blkio cgroup that throttles reads to about $READ_LIMIT MB/s (writes are not limited)."
     echo
     echo "| step | wall s | x faster O_DIRECT read | CPU s | CPU s per GB | CPU x pgBackRest |"
     echo "|---|---|---|---|---|---|"

@@ -6,10 +6,10 @@
 #      (largest, at the end) and how long the backlog takes to drain once pgbench stops;
 #   2. a backlog of BACKLOG segments made with archiving paused (archive_command = ''), then
 #      archived: segments per second, synchronous vs asynchronous;
-#   3. recovery of ~WAL_GB of archived WAL: the same backup restored twice, without and with
-#      --prefetch (PGDIRECT_PREFETCH in the server's environment), time from start to the end
-#      of recovery, and the ratio (goal: prefetch <= 0.5x). Both restores must end with the
-#      source's data.
+#   3. recovery of ~WAL_GB of archived WAL: the same backup restored without and with
+#      --prefetch (PGDIRECT_PREFETCH in the server's environment), and in the ways below; time
+#      from start to the end of recovery, and the ratio (goal: prefetch <= 0.5x). Every
+#      recovery must end with the source's rows, or the run fails.
 #
 #   bash bench/wal_rate.sh [DURATION_S] [WAL_GB] [BACKLOG]    (as root; `make` first)
 #   defaults 60 s, 2 GB, 64 segments; small values keep a run short when others test.
@@ -17,11 +17,12 @@
 #   before each timed step (default 1: dropped, which a shared machine's other users feel).
 #   LOG_DIR=DIR keeps the recoveries' server logs (log_line_prefix %m) and prefetch spool logs.
 #   FETCH_ENV="VAR=VALUE ..." adds to both recoveries' environment (PGDIRECT_LOG_LEVEL=debug).
-#   FLOOR=1 adds a third recovery, restore_command = 'cp' from a local copy of the archived
-#   segments: how long replay takes when fetching costs nothing (PostgreSQL still fsyncs each
-#   file restore_command gives it); and a fourth with no restore_command at all: the same
+#   FLOOR=1 adds a recovery with restore_command = 'cp' from a local copy of the archived
+#   segments: a cheap local restore_command (the page cache is dropped before it too, and
+#   PostgreSQL fsyncs each file it gives); and one with no restore_command at all: the same
 #   segments copied into pg_wal and recovery.signal removed, so that PostgreSQL replays them
-#   as crash recovery from the backup's label, with no process per segment: replay alone.
+#   as crash recovery from the backup's label, with no process per segment (and no hot
+#   standby, no new timeline): replay alone.
 #   OLD_BIN=PGDIRECT adds a recovery with that build's wal-fetch --prefetch, right after this
 #   build's (before it with OLD_FIRST=1): two builds' prefetch side by side on the same WAL.
 set -euo pipefail
@@ -201,10 +202,11 @@ recover() { # recover LABEL [ENV=VALUE...]: "label seconds rows"; RBIN: the buil
     printf "port = $P\narchive_mode = off\n" >>"$dir/postgresql.auto.conf"
     printf "log_line_prefix = '%%m [%%p] '\n" >>"$dir/postgresql.auto.conf"
     [ -z "${RECOVER_CONF:-}" ] || echo "$RECOVER_CONF" >>"$dir/postgresql.auto.conf"
+    # (a function run in $(...): set -e does not hold here, each step is checked)
     if [ -n "${RECOVER_FROM_PG_WAL:-}" ]; then
-        cp "$RECOVER_FROM_PG_WAL"/* "$dir/pg_wal/"
-        chown postgres:postgres "$dir"/pg_wal/*
-        rm -f "$dir/recovery.signal"
+        { cp "$RECOVER_FROM_PG_WAL"/* "$dir/pg_wal/" && chown postgres:postgres "$dir"/pg_wal/* &&
+            rm "$dir/recovery.signal"; } ||
+            { echo "wal_rate: could not put the segments into $dir/pg_wal" >&2; exit 1; }
     fi
     drop_caches
     t0=$(now)
@@ -213,11 +215,18 @@ recover() { # recover LABEL [ENV=VALUE...]: "label seconds rows"; RBIN: the buil
         { echo "wal_rate: the $label server did not start: $(tail -1 "$dir.log")" >&2; exit 1; }
     # the end of recovery from the server's log: a query every 0.1 s would start a backend each
     # time on the 2 CPUs replay runs on (a hot standby takes read-only connections meanwhile)
-    until grep -q "database system is ready to accept connections" "$dir.log"; do sleep 0.1; done
+    local deadline=$((SECONDS + 3600))
+    until grep -q "database system is ready to accept connections" "$dir.log"; do
+        [ -f "$dir/postmaster.pid" ] && [ $SECONDS -lt $deadline ] ||
+            { echo "wal_rate: the $label server stopped or did not end recovery: $(tail -1 "$dir.log")" >&2; exit 1; }
+        sleep 0.1
+    done
     t1=$(now)
     rows=$(P=$P q "SELECT count(*) FROM pgbench_history")/$(P=$P q "SELECT count(*) FROM bulk")
     pg "$PG_BIN/pg_ctl" -D "$dir" -m fast -w stop >/dev/null
     stop_background
+    [ "$rows" = "$SRC_ROWS" ] ||
+        { echo "wal_rate: the $label recovery ended with rows $rows, the source has $SRC_ROWS" >&2; exit 1; }
     if [ -n "$LOG_DIR" ]; then
         mkdir -p "$LOG_DIR"
         cp "$dir.log" "$LOG_DIR/$label.server.log"
@@ -233,7 +242,7 @@ recover_old() {
     say "   $R_OLD"
 }
 R_OLD=
-# OLD_FIRST=1: the old build's recovery before this build's (runs alternate the order)
+# OLD_FIRST=1: the old build's recovery before this build's (to vary the order between runs)
 [ "${OLD_FIRST:-0}" = 1 ] && recover_old
 R_PREFETCH=$(recover prefetch PGDIRECT_PREFETCH="$PREFETCH") || exit 1; say "   $R_PREFETCH"
 [ "${OLD_FIRST:-0}" = 1 ] || recover_old
@@ -257,7 +266,7 @@ fi
 {
     echo "# WAL at the rate it is made: archiving and recovery against S3 ($S3_SERVER on 127.0.0.1), $(date -u +%F)"
     echo
-    echo "Command: \`PARTS=$PARTS DROP_CACHES=$DROP_CACHES FLOOR=$FLOOR${OLD_BIN:+ OLD_BIN=$OLD_BIN} bash bench/wal_rate.sh $DURATION $WAL_GB $BACKLOG\` (PREFETCH=$PREFETCH, CONCURRENCY=$CONCURRENCY," \
+    echo "Command: \`PARTS=$PARTS DROP_CACHES=$DROP_CACHES FLOOR=$FLOOR${OLD_BIN:+ OLD_BIN=$OLD_BIN OLD_FIRST=${OLD_FIRST:-0}}${FETCH_ENV:+ FETCH_ENV=\"$FETCH_ENV\"} bash bench/wal_rate.sh $DURATION $WAL_GB $BACKLOG\` (PREFETCH=$PREFETCH, CONCURRENCY=$CONCURRENCY," \
          "CLIENTS=$CLIENTS). PostgreSQL 15, 16 MiB segments, lz4, synchronous_commit off, pgbench scale 20 with" \
          "tpcb-like and a 500-row insert in equal parts; the S3 server ($S3_SERVER) is one" \
          "process on the same $(nproc)-core machine and disk."
@@ -293,7 +302,7 @@ fi
     for row in "$R_PLAIN" "$R_PREFETCH" ${R_OLD:+"$R_OLD"} ${R_FLOOR:+"$R_FLOOR"} ${R_REPLAY:+"$R_REPLAY"}; do
         set -- $row
         case $1 in
-        local-cp) what="cp from local disk (floor)" ;;
+        local-cp) what="cp from a local directory" ;;
         replay-only) what="none: the segments in pg_wal (replay alone)" ;;
         *) what="wal-fetch ($1)" ;;
         esac
