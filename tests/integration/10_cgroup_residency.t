@@ -2,9 +2,12 @@
 # The headline, deterministically, on a simulated small machine: PostgreSQL
 # and the backup share a memory cgroup smaller than the database. A table
 # warmed once into the page cache stays >= 99 % resident through a
-# direct-I/O backup, with no page of it evicted; through the same backup with
-# --direct-io=off it drops below 10 % (the positive control: if it does not,
-# this harness proves nothing and the test fails).
+# direct-I/O backup, with no page of it evicted and the cgroup never at its
+# limit; through the same backup with --direct-io=off it drops below 10 % (the
+# positive control: if it does not, this harness proves nothing and the test
+# fails). Pages of warm that go while the cgroup stays below its limit were
+# not taken by the backup's pressure: that round is measured once more (see
+# below); a backup that fills the cache gets no second round.
 #
 # The warm table is UNLOGGED, so no backup reads it (pg_basebackup's rules
 # leave out an unlogged relation's main fork): what happens to it is the
@@ -60,34 +63,57 @@ warm_field() { # warm_field KEY: summed over warm's forks
 }
 warm_pct() { python3 -c "print(round(100.0 * $(warm_field os_cache) / $(warm_field size), 2))"; }
 
-# Read until fully cached (a few pages read once were seen missing, before any backup ran, in
-# one run of the whole suite): what is measured is what the backup does to a warm table.
-for try in 1 2 3 4 5; do
-    q "SELECT pg_prewarm('warm', 'read')" >/dev/null
-    pct=$(warm_pct)
-    [ "$pct" = "100.0" ] && break
-    diag "warm is $pct % cached after read number $try; reading it again"
-done
-is "$pct" "100.0" "warm is fully cached after being read"
-evicted_before=$(warm_field evicted_pages)
-cache_before=$(cgroup_cache_bytes)
-# how often the cgroup hit its limit (v1; v2: memory.events "max"), said when a page goes
+# how often the cgroup hit its limit (v1; v2: memory.events "max")
 limit_hits() {
     if [ -f "$CG_DIR/memory.failcnt" ]; then cat "$CG_DIR/memory.failcnt"
     else awk '$1 == "max" {print $2}' "$CG_DIR/memory.events"; fi
 }
-hits_before=$(limit_hits)
+# file pages reclaimed anywhere on the machine (any cgroup, kswapd or direct)
+reclaimed() { awk '$1 == "pgsteal_file" {print $2}' /proc/vmstat; }
 
-cgroup_exec runuser -u postgres -- env PGHOST="$T" PGPORT="$PGPORT" "$PGD_MEASURED" backup --repo "$REPO" \
-    --pgdata "$T/data" --checkpoint fast >/dev/null 2>"$T/direct.err"
-ok $? "direct-I/O backup inside the cgroup succeeds"
-pct=$(warm_pct)
+# direct_round: warm read until fully cached, then a direct-I/O backup inside the cgroup; sets
+# warm_pct_before, backup_rc, pct (warm's residency after), evicted (its pages evicted meanwhile)
+# and hits (times the cgroup reached its limit meanwhile)
+direct_round() {
+    local try evicted_before hits_before reclaimed_before cache_before
+    # (a few pages read once were seen missing, before any backup ran, in one run of the whole
+    # suite): what is measured is what the backup does to a warm table
+    for try in 1 2 3 4 5; do
+        q "SELECT pg_prewarm('warm', 'read')" >/dev/null
+        warm_pct_before=$(warm_pct)
+        [ "$warm_pct_before" = "100.0" ] && break
+        diag "warm is $warm_pct_before % cached after read number $try; reading it again"
+    done
+    evicted_before=$(warm_field evicted_pages)
+    cache_before=$(cgroup_cache_bytes)
+    hits_before=$(limit_hits)
+    reclaimed_before=$(reclaimed)
+    cgroup_exec runuser -u postgres -- env PGHOST="$T" PGPORT="$PGPORT" "$PGD_MEASURED" backup --repo "$REPO" \
+        --pgdata "$T/data" --checkpoint fast >/dev/null 2>"$T/direct.err"
+    backup_rc=$?
+    pct=$(warm_pct)
+    evicted=$(( $(warm_field evicted_pages) - evicted_before ))
+    hits=$(( $(limit_hits) - hits_before ))
+    diag "direct backup: warm $pct % resident, $evicted of its pages evicted; the cgroup reached its limit" \
+        "$hits times, its page cache went from $((cache_before / 1048576)) to $(( $(cgroup_cache_bytes) / 1048576))" \
+        "MiB, its memory peaked at $(( $(cgroup_peak_bytes) / 1048576)) MiB of $((LIMIT / 1048576));" \
+        "$(( $(reclaimed) - reclaimed_before )) file pages were reclaimed on the machine"
+}
+direct_round
+# A page of warm can only leave through reclaim. If the cgroup never reached its limit, the
+# backup's reads put no pressure on it and what took the page was something else on the machine
+# (one 2 MiB folio of warm was seen to go that way, twice, only in whole-suite runs): measure
+# once more. A backup whose reads filled the cache drives the cgroup to its limit: no second
+# round for that.
+if [ "$backup_rc" = 0 ] && [ "$evicted" != 0 ] && [ "$hits" = 0 ]; then
+    diag "pages of warm went while the cgroup never reached its limit: not the backup's pressure; once more"
+    direct_round
+fi
+is "$warm_pct_before" "100.0" "warm is fully cached after being read"
+ok "$backup_rc" "direct-I/O backup inside the cgroup succeeds"
 cmp_ok "$pct" ">=" 99 "direct I/O: warm stays resident ($pct %)"
-evicted_after=$(warm_field evicted_pages)
-is "$evicted_after" "$evicted_before" "direct I/O: no page of warm was evicted"
-[ "$evicted_after" = "$evicted_before" ] ||
-    diag "the cgroup hit its limit $(( $(limit_hits) - hits_before )) times during the direct backup"
-diag "cgroup page cache: $((cache_before / 1048576)) MiB before, $(( $(cgroup_cache_bytes) / 1048576)) MiB after the direct backup; cgroup memory peak $(( $(cgroup_peak_bytes) / 1048576)) MiB of $((LIMIT / 1048576)) MiB"
+is "$evicted" "0" "direct I/O: no page of warm was evicted"
+is "$hits" "0" "direct I/O: the cgroup never reached its limit"
 
 cgroup_exec runuser -u postgres -- env PGHOST="$T" PGPORT="$PGPORT" "$PGD_MEASURED" backup --repo "$REPO" \
     --pgdata "$T/data" --checkpoint fast --direct-io=off >/dev/null 2>"$T/buffered.err"
