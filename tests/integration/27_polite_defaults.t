@@ -35,8 +35,6 @@ polite_backup() {
 
 # the I/O class of every thread of PID, one line per distinct class
 io_classes() { for t in /proc/"$1"/task/*; do ionice -p "${t##*/}" 2>&1 | cut -d: -f1; done | sort -u; }
-# the nice value of every thread of PID
-nice_values() { for t in /proc/"$1"/task/*; do sed 's/.*) //' "$t/stat" | awk '{print $17}'; done | sort -u; }
 
 polite_backup "$T/default.log" "$T/repo_default"
 threads=$(ls /proc/"$PID"/task | wc -l)

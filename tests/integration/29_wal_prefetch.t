@@ -66,8 +66,7 @@ ok $([ -d "$T/pgdirect-spool" ] && echo 0 || echo 1) "the default spool is next 
 fetcher=$(cat "$T"/pgdirect-spool/fetch-*/lock 2>/dev/null | head -1)
 server_nice=$(ps -o ni= -p "$(head -1 "$T/restored/postmaster.pid")" | tr -d ' ')
 want_nice=$((server_nice + 10 > 19 ? 19 : server_nice + 10))
-nices=$(for t in /proc/"$fetcher"/task/*; do sed 's/.*) //' "$t/stat" | awk '{print $17}'; done | sort -u)
-is "$nices" "$want_nice" "every thread of the prefetcher runs 10 nice levels below the server ($want_nice)"
+is "$(nice_values "$fetcher")" "$want_nice" "every thread of the prefetcher runs 10 nice levels below the server ($want_nice)"
 pg_stop "$T/restored"
 
 # ---- by hand, against a repository: corruption, end of archive ----

@@ -314,6 +314,9 @@ pgdirect_under() {
     done
 }
 
+# nice_values PID: the nice value of every thread of PID, one line per distinct value
+nice_values() { for t in /proc/"$1"/task/*; do sed 's/.*) //' "$t/stat" | awk '{print $17}'; done | sort -u; }
+
 # sigkill PID: SIGKILL the pgdirect process started in the background as PID
 sigkill() {
     local victim
