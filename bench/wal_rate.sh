@@ -19,10 +19,13 @@
 #   FETCH_ENV="VAR=VALUE ..." adds to both recoveries' environment (PGDIRECT_LOG_LEVEL=debug).
 #   FLOOR=1 adds a recovery with restore_command = 'cp' from a local copy of the archived
 #   segments: a cheap local restore_command (the page cache is dropped before it too, and
-#   PostgreSQL fsyncs each file it gives); and one with no restore_command at all: the same
+#   PostgreSQL fsyncs each file it gives); one with 'mv' from a copy on the same file system,
+#   the least any restore_command does (a rename); and one with no restore_command at all: the same
 #   segments copied into pg_wal and recovery.signal removed, so that PostgreSQL replays them
 #   as crash recovery from the backup's label, with no process per segment (and no hot
 #   standby, no new timeline): replay alone.
+#   Each recovery also reports the CPU time of the whole machine and of the S3 server, and the
+#   startup process's (replay's) time on a CPU, waiting for one, and off CPU (/proc schedstat).
 #   OLD_BIN=PGDIRECT adds a recovery with that build's wal-fetch --prefetch, right after this
 #   build's (before it with OLD_FIRST=1): two builds' prefetch side by side on the same WAL.
 set -euo pipefail
@@ -192,8 +195,35 @@ switch_wal; wait_drained
 WAL_BYTES=$(( $(lsn_bytes) - l0 ))
 SRC_ROWS=$(q "SELECT count(*) FROM pgbench_history")/$(q "SELECT count(*) FROM bulk")
 stop_background
-recover() { # recover LABEL [ENV=VALUE...]: "label seconds rows"; RBIN: the build that restores
-    local label=$1 dir="$D/r_$1" t0 t1 rows
+# CPU time in seconds: the whole machine's (all CPUs, busy, iowait not counted), and one process's
+machine_cpu() { awk -v hz="$(getconf CLK_TCK)" '/^cpu /{print ($2 + $3 + $4 + $7 + $8) / hz}' /proc/stat; }
+process_cpu() { sed 's/.*) //' "/proc/$1/stat" | awk -v hz="$(getconf CLK_TCK)" '{print ($12 + $13) / hz}'; }
+# watch_replay DATADIR: until it exits, the server's startup process (replay) as
+# "first-seen last-seen run-ns runqueue-wait-ns" in DATADIR.sched, every 0.2 s (/proc schedstat)
+watch_replay() {
+    local pm="" sp="" first="" deadline=$((SECONDS + 60)) st
+    until [ -n "$sp" ] || [ $SECONDS -ge $deadline ]; do
+        pm=$(head -1 "$1/postmaster.pid" 2>/dev/null || true)
+        [ -z "$pm" ] || sp=$(pgrep -P "$pm" -f "startup" || true)
+        sleep 0.05
+    done
+    [ -n "$sp" ] || return 0
+    while st=$(cat "/proc/$sp/schedstat" 2>/dev/null); do
+        first=${first:-$(now)}
+        echo "$first $(now) $st" >"$1.sched.tmp" && mv "$1.sched.tmp" "$1.sched"
+        sleep 0.2
+    done
+}
+# replay_times DATADIR: "on-CPU waiting-for-a-CPU off-CPU" seconds of its startup process
+replay_times() {
+    [ -f "$1.sched" ] || { echo "- - -"; return; }
+    awk '{life = $2 - $1; run = $3 / 1e9; wait = $4 / 1e9
+          printf "%.1f %.1f %.1f\n", run, wait, (life > run + wait ? life - run - wait : 0)}' "$1.sched"
+}
+# recover LABEL [ENV=VALUE...]: "label seconds rows machine-cpu s3-server-cpu replay-on-cpu
+# replay-waiting-for-cpu replay-off-cpu"; RBIN: the build that restores
+recover() {
+    local label=$1 dir="$D/r_$1" t0 t1 rows m0 m1 s0 s1 watcher replay
     shift
     # a slow test server (moto keeps objects in memory and copies them per ranged GET) needs time
     pg "${RBIN:-$PGD}" restore LATEST --repo "$R" --target-dir "$dir" --s3-timeout "$RESTORE_TIMEOUT" >"$dir.restore.log" 2>&1 ||
@@ -209,7 +239,10 @@ recover() { # recover LABEL [ENV=VALUE...]: "label seconds rows"; RBIN: the buil
             { echo "wal_rate: could not put the segments into $dir/pg_wal" >&2; exit 1; }
     fi
     drop_caches
+    m0=$(machine_cpu) s0=$(process_cpu "$S3_PID")
     t0=$(now)
+    watch_replay "$dir" >/dev/null &
+    watcher=$!
     # shellcheck disable=SC2086 # FETCH_ENV is a list of assignments
     pg env $FETCH_ENV "$@" "$PG_BIN/pg_ctl" -D "$dir" -l "$dir.log" -w -t 3600 start >/dev/null ||
         { echo "wal_rate: the $label server did not start: $(tail -1 "$dir.log")" >&2; exit 1; }
@@ -222,6 +255,8 @@ recover() { # recover LABEL [ENV=VALUE...]: "label seconds rows"; RBIN: the buil
         sleep 0.1
     done
     t1=$(now)
+    m1=$(machine_cpu) s1=$(process_cpu "$S3_PID")
+    wait "$watcher" # the startup process exits when recovery ends
     rows=$(P=$P q "SELECT count(*) FROM pgbench_history")/$(P=$P q "SELECT count(*) FROM bulk")
     pg "$PG_BIN/pg_ctl" -D "$dir" -m fast -w stop >/dev/null
     stop_background
@@ -232,8 +267,9 @@ recover() { # recover LABEL [ENV=VALUE...]: "label seconds rows"; RBIN: the buil
         cp "$dir.log" "$LOG_DIR/$label.server.log"
         for l in "$D"/pgdirect-spool/*/log; do [ -f "$l" ] && cp "$l" "$LOG_DIR/$label.spool.$(basename "$(dirname "$l")").log"; done
     fi
-    rm -rf "$dir"
-    echo "$label $(echo "$t1 - $t0" | bc -l) $rows"
+    replay=$(replay_times "$dir")
+    rm -rf "$dir" "$dir.sched"
+    echo "$label $(echo "$t1 - $t0" | bc -l) $rows $(echo "$m1 - $m0" | bc -l) $(echo "$s1 - $s0" | bc -l) $replay"
 }
 R_PLAIN=$(recover plain PGDIRECT_PREFETCH=0) || exit 1; say "   $R_PLAIN"
 recover_old() {
@@ -247,6 +283,7 @@ R_OLD=
 R_PREFETCH=$(recover prefetch PGDIRECT_PREFETCH="$PREFETCH") || exit 1; say "   $R_PREFETCH"
 [ "${OLD_FIRST:-0}" = 1 ] || recover_old
 R_FLOOR=
+R_MV=
 R_REPLAY=
 if [ "$FLOOR" = 1 ]; then
     # the archived segments, as PostgreSQL wrote them (.done: archived; the rest may be recycled)
@@ -258,6 +295,12 @@ if [ "$FLOOR" = 1 ]; then
     chown -R postgres:postgres "$D/walcopy"
     R_FLOOR=$(RECOVER_CONF="restore_command = 'cp $D/walcopy/%f %p'" recover local-cp) || exit 1
     say "   $R_FLOOR"
+    # the least any restore_command can do: rename a segment already on this file system into
+    # place (nothing read, written or checked); what separates it from replay alone is PostgreSQL's
+    R_MV=$(cp -a "$D/walcopy" "$D/walmv" &&
+        RECOVER_CONF="restore_command = 'mv $D/walmv/%f %p'" recover local-mv) || exit 1
+    say "   $R_MV"
+    rm -rf "$D/walmv"
     R_REPLAY=$(RECOVER_FROM_PG_WAL=$D/walcopy recover replay-only) || exit 1
     say "   $R_REPLAY"
     rm -rf "$D/walcopy"
@@ -296,17 +339,18 @@ fi
     fi
     echo "## 3. recovery of $(echo "$WAL_BYTES / 1000000000" | bc -l | xargs printf '%.2f') GB of archived WAL"
     echo
-    echo "| restore_command | seconds to the end of recovery | vs without prefetch | rows of pgbench_history/bulk (source: $SRC_ROWS) |"
-    echo "|---|---|---|---|"
+    echo "| restore_command | seconds to the end of recovery | vs without prefetch | CPU seconds, whole machine ($(nproc) CPUs) | of which the S3 server | replay (startup process): s on a CPU / waiting for one / off CPU | rows of pgbench_history/bulk (source: $SRC_ROWS) |"
+    echo "|---|---|---|---|---|---|---|"
     p_sec=$(echo "$R_PLAIN" | awk '{print $2}')
-    for row in "$R_PLAIN" "$R_PREFETCH" ${R_OLD:+"$R_OLD"} ${R_FLOOR:+"$R_FLOOR"} ${R_REPLAY:+"$R_REPLAY"}; do
+    for row in "$R_PLAIN" "$R_PREFETCH" ${R_OLD:+"$R_OLD"} ${R_FLOOR:+"$R_FLOOR"} ${R_MV:+"$R_MV"} ${R_REPLAY:+"$R_REPLAY"}; do
         set -- $row
         case $1 in
         local-cp) what="cp from a local directory" ;;
+        local-mv) what="mv from a local directory (a rename, the least a restore_command does)" ;;
         replay-only) what="none: the segments in pg_wal (replay alone)" ;;
         *) what="wal-fetch ($1)" ;;
         esac
-        printf '| %s | %.1f | %.2fx | %s |\n' "$what" "$2" "$(echo "$2 / $p_sec" | bc -l)" "$3"
+        printf '| %s | %.1f | %.2fx | %.1f | %.1f | %s / %s / %s | %s |\n' "$what" "$2" "$(echo "$2 / $p_sec" | bc -l)" "$4" "$5" "$6" "$7" "$8" "$3"
     done
 } >"$OUT"
 cat "$OUT"
