@@ -16,8 +16,9 @@ mkdir -p "$T/outside" && chown postgres:postgres "$T/outside"
 # consistent for that partition (size and crc32c of the stored bytes) so that the
 # path check, not a checksum, is what stops it
 craft() { # craft KIND
-    python3 - "$REPO/backups/$id" "$1" "$T/outside" <<'PY'
+    forge_python - "$REPO/backups/$id" "$1" "$T/outside" <<'PY'
 import io, json, os, sys, tarfile, zlib
+from forge import crc32c
 backup, kind, outside = sys.argv[1], sys.argv[2], sys.argv[3]
 m = json.load(open(os.path.join(backup, "manifest.json")))
 part = m["partitions"][0]["name"]
@@ -35,14 +36,6 @@ with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as t:
         add_file("evil/through_link")
 data = buf.getvalue()
 open(os.path.join(backup, part), "wb").write(data)
-# crc32c of the stored bytes, as pgdirect records it
-def crc32c(b):
-    crc = 0xFFFFFFFF
-    for x in b:
-        crc ^= x
-        for _ in range(8):
-            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
-    return crc ^ 0xFFFFFFFF
 m["partitions"][0]["size"] = len(data)
 m["partitions"][0]["crc32c"] = "%08x" % crc32c(data)
 json.dump(m, open(os.path.join(backup, "manifest.json"), "w"))

@@ -29,18 +29,12 @@ pg_stop "$T/data"
 
 # craft KIND [ARG...]: edit the manifest (and partition 1), keeping sizes and crc32c consistent
 craft() {
-    python3 - "$B" "$@" <<'PY'
+    forge_python - "$B" "$@" <<'PY'
 import io, json, os, sys, tarfile
+from forge import crc32c
 backup, kind, args = sys.argv[1], sys.argv[2], sys.argv[3:]
 mpath = os.path.join(backup, "manifest.json")
 m = json.load(open(mpath))
-def crc32c(b):
-    crc = 0xFFFFFFFF
-    for x in b:
-        crc ^= x
-        for _ in range(8):
-            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
-    return crc ^ 0xFFFFFFFF
 def header(name, typ, size_field, uid=b"0000000"):
     h = bytearray(512)
     h[0:len(name)] = name

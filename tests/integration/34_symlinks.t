@@ -127,19 +127,13 @@ pg_stop "$T/data"
 B2="$REPO/backups/$id0"
 cp -a "$B2" "$T/pristine"
 craft() {
-    python3 - "$B2" "$1" "$T/outside" <<'PY'
+    forge_python - "$B2" "$1" "$T/outside" <<'PY'
 import io, json, os, sys, tarfile
+from forge import crc32c
 backup, kind, outside = sys.argv[1], sys.argv[2], sys.argv[3]
 mpath = os.path.join(backup, "manifest.json")
 m = json.load(open(mpath))
 part = m["partitions"][0]["name"]
-def crc32c(b):
-    crc = 0xFFFFFFFF
-    for x in b:
-        crc ^= x
-        for _ in range(8):
-            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
-    return crc ^ 0xFFFFFFFF
 buf = io.BytesIO()
 with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as t:
     def link(name, target):

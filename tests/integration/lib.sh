@@ -304,6 +304,10 @@ reload_and_wait() {
 
 pgd() { as_pg "$PGD" "$@"; }
 
+# forge_python ARG...: python3 with this directory's forge.py importable (tests that craft backups)
+FORGE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+forge_python() { PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$FORGE_DIR${PYTHONPATH:+:$PYTHONPATH}" python3 "$@"; }
+
 # pgdirect_under PID: the pgdirect process among PID's descendants (the shell of a background
 # function, then runuser, then pgdirect)
 pgdirect_under() {
