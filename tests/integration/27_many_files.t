@@ -75,21 +75,13 @@ old_part="$REPO/backups/$id/part_0001.tar.lz4"
 lz4 -dc "$old_part" | lz4 -q -c >"$T/old_format.lz4"
 flg=$(od -An -tu1 -j4 -N1 "$T/old_format.lz4" | tr -d ' ')
 is "$((flg & 4))" "4" "the rewritten partition has the lz4 content checksum (FLG $flg)"
-python3 - "$REPO/backups/$id/manifest.json" "$T/old_format.lz4" <<'PY' || bail "could not rewrite the manifest"
+forge_python - "$REPO/backups/$id/manifest.json" "$T/old_format.lz4" <<'PY' || bail "could not rewrite the manifest"
 import json, os, sys
-table = []
-for i in range(256):
-    c = i
-    for _ in range(8):
-        c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-    table.append(c)
-crc = 0xFFFFFFFF
+from forge import crc32c
 data = open(sys.argv[2], 'rb').read()
-for b in data:
-    crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
 m = json.load(open(sys.argv[1]))
 part = [p for p in m['partitions'] if p['name'] == 'part_0001.tar.lz4'][0]
-part['size'], part['crc32c'] = len(data), '%08x' % (crc ^ 0xFFFFFFFF)
+part['size'], part['crc32c'] = len(data), '%08x' % crc32c(data)
 json.dump(m, open(sys.argv[1] + '.new', 'w'))
 os.replace(sys.argv[1] + '.new', sys.argv[1])
 PY
