@@ -7,7 +7,9 @@
 # - a command that needs one fails naming the library, and with the exit code its
 #   caller acts on: backup and cache exit 1 and publish nothing; wal-push to S3 exits
 #   1 (PostgreSQL keeps the segment and retries); wal-fetch from S3 exits 254, fatal,
-#   never 1, which would tell PostgreSQL the archive ends there.
+#   never 1, which would tell PostgreSQL the archive ends there;
+# - libxml2 is opened apart from libcurl, at the first answer to parse: wal-fetch of an
+#   archived segment from S3 needs none.
 . "$(dirname "$0")/lib.sh"
 setup_tmp
 pg_init "$T/data"
@@ -63,4 +65,26 @@ touch "$T/data/standby.signal"
 (cd "$T/data" && bad wal-fetch --repo $S3 "$seg" "$T/out/F" >/dev/null 2>&1)
 is "$?" "254" "in standby mode too: a missing library is not a repository that may come back"
 rm -f "$T/data/standby.signal"
+
+# libxml2 alone waits for the first answer to parse: a GET of an archived segment parses
+# none, so wal-fetch from S3 (once per segment in recovery) does without it; to decide that
+# a segment is not archived it lists, and then a broken libxml2 is fatal, never "not archived"
+. "$(dirname "$0")/lib_s3.sh"
+trap 's3_stop; cleanup_all' EXIT
+s3_start
+S3="s3://$S3_BUCKET/lazy"
+pgd wal-push --repo "$S3" "$T/out/$seg" >/dev/null 2>"$T/push.err" ||
+    bail "wal-push to S3 failed: $(tail -2 "$T/push.err")"
+XMLBAD="$T/badxml"
+mkdir -p "$XMLBAD" && echo "not a library" >"$XMLBAD/libxml2.so.2" && chown -R postgres "$XMLBAD"
+badxml() { as_pg env LD_LIBRARY_PATH="$XMLBAD" "$PGD" "$@"; }
+badxml wal-fetch --repo "$S3" "$seg" "$T/out/S" 2>"$T/fetch.err"
+ok $? "wal-fetch of an archived segment from S3 needs no libxml2 ($(tail -1 "$T/fetch.err"))"
+cmp -s "$T/out/S" "$T/out/$seg.ref"
+ok $? "and the segment is the one archived"
+missing=$(printf '%s' "$seg" | sed 's/.$/F/')
+[ "$missing" != "$seg" ] || bail "the made-up segment name equals the archived one"
+EXPECT_OUT=$(badxml wal-fetch --repo "$S3" "$missing" "$T/out/M" 2>&1)
+is "$?" "254" "wal-fetch of a segment not in S3, libxml2 broken: exit 254 (not 1: end of archive)"
+like "$EXPECT_OUT" "libxml2.so.2" "and names the library"
 done_testing

@@ -2,10 +2,13 @@
  * test_shared_lib.c - covers src/util/shared_lib.c, src/pg/pq_api.c and
  * src/storage/s3/s3_libs.c: a library that is not there and a function a
  * library lacks are errors naming them; libpq, libcurl and libxml2 load and
- * every slot of their tables is filled; and pgdirect itself no longer
- * names them as libraries to load at start.
+ * every slot of their tables is filled (libxml2 only when asked for, not
+ * with libcurl); and pgdirect itself no longer names them as libraries to
+ * load at start.
  */
 #include "helpers.h"
+
+#include <dlfcn.h>
 
 #include "pg/pq_api.h"
 #include "storage/s3/s3_libs.h"
@@ -58,6 +61,13 @@ static void test_s3_libs(void **state)
 
     (void)state;
     assert_true(s3_libs_load(&err));
+    /* libcurl alone: libxml2 waits for the first answer to parse */
+    assert_non_null(curl_easy_perform); /* the slots, by their usual names (s3_libs.h) */
+    assert_null(xmlReadMemory);
+    assert_null(dlopen(PGD_LIBXML2_SONAME, RTLD_NOW | RTLD_NOLOAD));
+    assert_true(s3_libs_load_xml(&err));
+    assert_true(s3_libs_load_xml(&err)); /* once per process; again is a no-op */
+    assert_non_null(dlopen(PGD_LIBXML2_SONAME, RTLD_NOW | RTLD_NOLOAD));
     for (size_t i = 0; i < sizeof(s3_libs) / sizeof(void *); i++)
         assert_non_null(slot[i]);
     assert_string_equal(curl_easy_strerror(CURLE_OK), "No error");

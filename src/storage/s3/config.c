@@ -307,7 +307,7 @@ storage *s3_storage_open(const char *uri, const s3_options *o, pgd_error *err)
 
     if (o == NULL)
         o = &defaults;
-    /* from the main thread, before any thread makes a request or parses an answer */
+    /* from the main thread, before any thread makes a request (libxml2: when first needed) */
     if (!s3_libs_load(err))
         return NULL;
     s = calloc(1, sizeof(*s));

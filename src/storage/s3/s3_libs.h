@@ -5,8 +5,9 @@
  *
  * http.c and xml.c include this header instead of <curl/curl.h> and
  * <libxml/...> and call the libraries' functions by their usual names: each
- * name below is a slot of a table s3_libs_load fills. s3_config_open (every
- * S3 storage) and http_client_new call s3_libs_load first.
+ * name below is a slot of a table s3_libs_load (libcurl) and
+ * s3_libs_load_xml (libxml2) fill. s3_storage_open (every S3 storage) and
+ * http_client_new call s3_libs_load first, xml.c s3_libs_load_xml.
  *
  * libcurl's compile-time type check of curl_easy_setopt's argument (a gcc
  * macro of the same name) gives way to the slot; its options are set in
@@ -54,11 +55,20 @@ struct s3_libs {
 extern struct s3_libs s3_libs;
 
 /*
- * Open both libraries, resolve the table, and initialise them once
- * (curl_global_init, xmlInitParser: before any thread uses them); false
- * with err naming the library and the function.
+ * Open libcurl, resolve its part of the table and initialise it once
+ * (curl_global_init, from the main thread before any thread uses it);
+ * false with err naming the library and the function.
  */
 bool s3_libs_load(pgd_error *err);
+
+/*
+ * The same for libxml2 (xmlInitParser), opened only when an answer is
+ * first parsed: a GET of an object, which is what wal-fetch does once per
+ * segment, parses none. Any thread may call it; the first does the work,
+ * the others wait for it (pthread_once), so the parser is initialised
+ * before any of them uses it.
+ */
+bool s3_libs_load_xml(pgd_error *err);
 
 #ifndef S3_LIBS_DEFINE_TABLE
 #undef curl_easy_setopt /* libcurl's type-checking macro, see above */

@@ -33,7 +33,7 @@ static xmlDocPtr s3_xml_read(const char *body, size_t len, pgd_error *err)
 {
     xmlDocPtr doc;
 
-    if (!s3_libs_load(err))
+    if (!s3_libs_load_xml(err))
         return NULL;
     if (body == NULL || len == 0) {
         err_set(err, "the answer is empty");
