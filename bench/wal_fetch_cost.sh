@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# wal_fetch_cost.sh - what one plain `wal-fetch` from S3 costs (what restore_command pays per
+# segment without --prefetch), this build against OLD_BIN, side by side in one run:
+#   OLD_BIN=PGDIRECT bash bench/wal_fetch_cost.sh [SEGMENTS] [ROUNDS]
+# A throwaway PostgreSQL 15 cluster makes SEGMENTS (default 10) WAL segments; this build pushes
+# them to the tests' S3 server on 127.0.0.1 (moto with IAM auth, as tests/integration/lib_s3.sh
+# starts it). Each round fetches all of them one at a time with each build, the order of the
+# two builds alternating from round to round (default 10 rounds), and times the loop: wall,
+# and the CPU of the wal-fetch processes (user + system). Prints each round, the medians and
+# the ratios. Without OLD_BIN, this build alone. BUILD: the build directory (default build).
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+SEGMENTS=${1:-10}
+ROUNDS=${2:-10}
+OLD_BIN=${OLD_BIN:-}
+BUILD=${BUILD:-$ROOT/build}
+PG_BIN=/usr/lib/postgresql/15/bin
+[ "$(id -u)" -eq 0 ] || { echo "wal_fetch_cost.sh: run as root" >&2; exit 1; }
+[ -x "$BUILD/pgdirect" ] || { echo "wal_fetch_cost.sh: build first (make)" >&2; exit 1; }
+[ -z "$OLD_BIN" ] || [ -x "$OLD_BIN" ] || { echo "wal_fetch_cost.sh: OLD_BIN $OLD_BIN is not executable" >&2; exit 1; }
+
+D=$(mktemp -d /tmp/pgdirect-fetchcost.XXXXXX)
+chmod 755 "$D"; mkdir -p "$D/bin" "$D/segs" "$D/out"
+cp "$BUILD/pgdirect" "$D/bin/new"
+[ -z "$OLD_BIN" ] || cp "$OLD_BIN" "$D/bin/old"
+chown -R postgres:postgres "$D"
+PORT=$((20000 + RANDOM % 10000))
+# the tests' S3 server (lib_s3.sh wants T, bail and free_port); it exports the AWS_* variables
+# shellcheck disable=SC2034 # T: read by lib_s3.sh
+T=$D
+bail() { echo "wal_fetch_cost.sh: $*" >&2; exit 1; }
+free_port() { echo $((30000 + RANDOM % 10000)); }
+# shellcheck source=tests/integration/lib_s3.sh
+. "$ROOT/tests/integration/lib_s3.sh"
+pg() { runuser -u postgres -- env PGHOST="$D" PGPORT="$PORT" PGUSER=postgres PGDATABASE=postgres "$@"; }
+q() { pg "$PG_BIN/psql" -XAtq -v ON_ERROR_STOP=1 -c "$1"; }
+cleanup() {
+    pg "$PG_BIN/pg_ctl" -D "$D/data" -m immediate stop >/dev/null 2>&1 || true
+    s3_stop
+    rm -rf "$D"
+}
+trap cleanup EXIT
+s3_start
+REPO=s3://$S3_BUCKET/fetchcost
+
+# SEGMENTS full segments, each archived by cp as the server closes it
+pg "$PG_BIN/initdb" -D "$D/data" -A trust >/dev/null
+cat >>"$D/data/postgresql.conf" <<CONF
+port = $PORT
+listen_addresses = ''
+unix_socket_directories = '$D'
+archive_mode = on
+archive_command = 'cp %p $D/segs/%f'
+CONF
+pg "$PG_BIN/pg_ctl" -D "$D/data" -l "$D/server.log" -w start >/dev/null
+q "CREATE TABLE t (a int, b text)"
+for _ in $(seq "$SEGMENTS"); do
+    q "INSERT INTO t SELECT g, md5(g::text) FROM generate_series(1, 100000) g"
+    q "SELECT pg_switch_wal()" >/dev/null
+done
+deadline=$((SECONDS + 120))
+archived() { find "$D/segs" -type f | wc -l; }
+until [ "$(archived)" -ge "$SEGMENTS" ]; do
+    [ $SECONDS -lt $deadline ] || bail "only $(archived) of $SEGMENTS segments archived"
+    sleep 0.2
+done
+mapfile -t SEGS < <(find "$D/segs" -type f -printf '%f\n' | sort | head -n "$SEGMENTS")
+for s in "${SEGS[@]}"; do "$D/bin/new" wal-push --repo "$REPO" "$D/segs/$s" || bail "wal-push of $s failed"; done
+
+# cpu_ms FILE: the CPU time (user + system) of the finished children in FILE, `times`'s output
+# written by this shell itself (in a pipeline or $(...) it would be a subshell's), in ms
+cpu_ms() {
+    tail -1 "$1" | awk '{ for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] }
+                          printf "%d", t * 1000 }'
+}
+# fetch_all BIN: fetch every segment, one process at a time, each checked against the
+# source; sets WALL_MS and CPU_MS
+fetch_all() {
+    local t0 t1 s
+    times >"$D/times0"
+    t0=$(date +%s%N)
+    for s in "${SEGS[@]}"; do
+        "$1" wal-fetch --repo "$REPO" "$s" "$D/out/$s" || bail "wal-fetch of $s with $1 failed"
+    done
+    t1=$(date +%s%N)
+    times >"$D/times1"
+    for s in "${SEGS[@]}"; do
+        cmp -s "$D/out/$s" "$D/segs/$s" || bail "wal-fetch of $s with $1 brought other bytes"
+        rm -f "$D/out/$s"
+    done
+    WALL_MS=$(((t1 - t0) / 1000000)) CPU_MS=$(($(cpu_ms "$D/times1") - $(cpu_ms "$D/times0")))
+}
+
+BUILDS=(new)
+[ -z "$OLD_BIN" ] || BUILDS=(new old)
+: >"$D/rounds"
+echo "# plain wal-fetch of $SEGMENTS segments from $S3_SERVER on 127.0.0.1, one process each, $ROUNDS rounds"
+for r in $(seq "$ROUNDS"); do
+    order=("${BUILDS[@]}")
+    [ $((r % 2)) -eq 0 ] && [ ${#BUILDS[@]} -eq 2 ] && order=(old new)
+    line="round $r:"
+    for b in "${order[@]}"; do
+        fetch_all "$D/bin/$b"
+        echo "$b $WALL_MS $CPU_MS" >>"$D/rounds"
+        line="$line $b ${WALL_MS} ms wall, ${CPU_MS} ms CPU;"
+    done
+    echo "$line"
+done
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+for b in "${BUILDS[@]}"; do
+    w=$(awk -v b="$b" '$1 == b { print $2 }' "$D/rounds" | median)
+    c=$(awk -v b="$b" '$1 == b { print $3 }' "$D/rounds" | median)
+    printf '%s: median per segment %.1f ms wall, %.1f ms CPU\n' "$b" "$(echo "$w / $SEGMENTS" | bc -l)" "$(echo "$c / $SEGMENTS" | bc -l)"
+    eval "W_$b=$w C_$b=$c"
+done
+if [ -n "$OLD_BIN" ]; then
+    # shellcheck disable=SC2154 # W_new, C_new, W_old, C_old: set by the eval above
+    printf 'new / old (medians): wall %.2fx, CPU %.2fx\n' "$(echo "$W_new / $W_old" | bc -l)" "$(echo "$C_new / $C_old" | bc -l)"
+fi
