@@ -389,7 +389,11 @@ static bool fs_is_temp_name(const char *name)
     return *p == '\0';
 }
 
-/* Remove temporary files under `full` (recursively) last written before `cutoff`. */
+/*
+ * Remove temporary files under `full` (recursively) last written at or
+ * before `cutoff` (seconds, as st_mtime counts them: with an age of 0, a file
+ * written in the current second is stale too, as S3 uploads are).
+ */
 static bool fs_remove_stale_under(const char *full, time_t cutoff, pgd_error *err)
 {
     struct dirent *de;
@@ -407,6 +411,13 @@ static bool fs_remove_stale_under(const char *full, time_t cutoff, pgd_error *er
 
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
+        /*
+         * Only a directory or a temporary file is looked at further: the
+         * direct wal-push sweeps its timeline's directory after every push,
+         * and one lstat per archived segment made that grow with the archive.
+         */
+        if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN && !fs_is_temp_name(de->d_name))
+            continue;
         if ((size_t)snprintf(child, sizeof(child), "%s/%s", full, de->d_name) >= sizeof(child))
             continue;
         if (lstat(child, &st) != 0) {
@@ -416,7 +427,7 @@ static bool fs_remove_stale_under(const char *full, time_t cutoff, pgd_error *er
         }
         if (S_ISDIR(st.st_mode))
             ok = fs_remove_stale_under(child, cutoff, err);
-        else if (S_ISREG(st.st_mode) && fs_is_temp_name(de->d_name) && st.st_mtime < cutoff &&
+        else if (S_ISREG(st.st_mode) && fs_is_temp_name(de->d_name) && st.st_mtime <= cutoff &&
                  unlink(child) != 0 && errno != ENOENT)
             ok = err_errno(err, errno, "could not remove stale temporary file \"%s\"", child);
     }

@@ -2,10 +2,12 @@
  * test_storage_fs.c - covers src/storage/fs.c and storage.c: atomic objects,
  * listing; a write-back error is the writer's error (not lost to the
  * fdatasync at close), a file system without sync_file_range is written
- * all the same, and every directory created is fsynced in its parent.
+ * all the same, and every directory created is fsynced in its parent; the
+ * sweep for stale temporary files stats no object (the link wraps lstat).
  */
 #include "helpers.h"
 
+#include <dirent.h>
 #include <sys/time.h>
 
 #include "fail_sync.h"
@@ -117,6 +119,33 @@ static void touch_aged(const char *path, time_t age_s)
     assert_int_equal(utimes(path, times), 0);
 }
 
+/*
+ * lstat, as fs.c calls it (lstat64 under _FILE_OFFSET_BITS=64), counting
+ * the calls on a name that is not a temporary file's.
+ */
+int __real_lstat64(const char *path, struct stat *st);
+static unsigned lstat_objects;
+int __wrap_lstat64(const char *path, struct stat *st)
+{
+    if (strstr(path, ".tmp.") == NULL)
+        lstat_objects++;
+    return __real_lstat64(path, st);
+}
+
+/* Does readdir say what `dir`'s entries are (d_type), as most file systems do? */
+static bool dir_types_known(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    bool known = true;
+
+    assert_non_null(d);
+    while ((de = readdir(d)) != NULL)
+        known = known && de->d_type != DT_UNKNOWN;
+    closedir(d);
+    return known;
+}
+
 static void test_remove_stale_temp(void **state)
 {
     char *dir = test_tmpdir();
@@ -142,7 +171,18 @@ static void test_remove_stale_temp(void **state)
     snprintf(path, sizeof(path), "%s/wal/old.tmp.1.2", dir);
     touch_aged(path, 7200); /* above the directory swept */
 
+    for (int i = 0; i < 100; i++) {
+        snprintf(path, sizeof(path), "%s/wal/00000001/0000000100000000000000%02X.lz4", dir, i);
+        touch_aged(path, 7200); /* archived segments: the sweep grew with them */
+    }
+
+    lstat_objects = 0;
     assert_true(storage_remove_stale_temp(s, "wal/00000001", 3600, &err));
+    snprintf(path, sizeof(path), "%s/wal/00000001", dir);
+    if (dir_types_known(path))
+        assert_int_equal(lstat_objects, 0);
+    snprintf(path, sizeof(path), "%s/wal/00000001/0000000100000000000000%02X.lz4", dir, 99);
+    assert_int_equal(access(path, F_OK), 0);
     snprintf(path, sizeof(path), "%s/wal/00000001/a.lz4.tmp.123.0", dir);
     assert_int_equal(access(path, F_OK), -1);
     snprintf(path, sizeof(path), "%s/wal/00000001/b.lz4.tmp.124.7", dir);
@@ -153,6 +193,15 @@ static void test_remove_stale_temp(void **state)
     assert_int_equal(access(path, F_OK), 0);
     snprintf(path, sizeof(path), "%s/wal/old.tmp.1.2", dir);
     assert_int_equal(access(path, F_OK), 0);
+
+    /* an age of 0 (no writer left): what was written this very second is stale too */
+    snprintf(path, sizeof(path), "%s/wal/00000001/d.lz4.tmp.125.0", dir);
+    touch_aged(path, 0);
+    assert_true(storage_remove_stale_temp(s, "wal/00000001", 0, &err));
+    assert_int_equal(access(path, F_OK), -1);
+    snprintf(path, sizeof(path), "%s/wal/00000001/b.lz4.tmp.124.7", dir);
+    assert_int_equal(access(path, F_OK), -1);
+    snprintf(path, sizeof(path), "%s/wal/old.tmp.1.2", dir);
 
     /* recursive from the top; a directory that does not exist is nothing to do */
     assert_true(storage_remove_stale_temp(s, "", 3600, &err));
