@@ -16,8 +16,9 @@ ROUNDS=${2:-10}
 OLD_BIN=${OLD_BIN:-}
 BUILD=${BUILD:-$ROOT/build}
 PG_BIN=/usr/lib/postgresql/15/bin
-[ "$(id -u)" -eq 0 ] || { echo "wal_fetch_cost.sh: run as root" >&2; exit 1; }
-[ -x "$BUILD/pgdirect" ] || { echo "wal_fetch_cost.sh: build first (make)" >&2; exit 1; }
+# shellcheck source=bench/lib.sh
+. "$HERE/lib.sh"
+bench_require wal_fetch_cost.sh "it runs PostgreSQL as postgres" pgdirect
 [ -z "$OLD_BIN" ] || [ -x "$OLD_BIN" ] || { echo "wal_fetch_cost.sh: OLD_BIN $OLD_BIN is not executable" >&2; exit 1; }
 
 D=$(mktemp -d /tmp/pgdirect-fetchcost.XXXXXX)
@@ -46,13 +47,7 @@ REPO=s3://$S3_BUCKET/fetchcost
 
 # SEGMENTS full segments, each archived by cp as the server closes it
 pg "$PG_BIN/initdb" -D "$D/data" -A trust >/dev/null
-cat >>"$D/data/postgresql.conf" <<CONF
-port = $PORT
-listen_addresses = ''
-unix_socket_directories = '$D'
-archive_mode = on
-archive_command = 'cp %p $D/segs/%f'
-CONF
+bench_server_conf "cp %p $D/segs/%f"
 pg "$PG_BIN/pg_ctl" -D "$D/data" -l "$D/server.log" -w start >/dev/null
 q "CREATE TABLE t (a int, b text)"
 for _ in $(seq "$SEGMENTS"); do
