@@ -78,13 +78,24 @@ pgd wal-push --repo "$S3" "$T/out/$seg" >/dev/null 2>"$T/push.err" ||
 XMLBAD="$T/badxml"
 mkdir -p "$XMLBAD" && echo "not a library" >"$XMLBAD/libxml2.so.2" && chown -R postgres "$XMLBAD"
 badxml() { as_pg env LD_LIBRARY_PATH="$XMLBAD" "$PGD" "$@"; }
-badxml wal-fetch --repo "$S3" "$seg" "$T/out/S" 2>"$T/fetch.err"
-ok $? "wal-fetch of an archived segment from S3 needs no libxml2 ($(tail -1 "$T/fetch.err"))"
+as_pg env LD_LIBRARY_PATH="$XMLBAD" LD_DEBUG=libs "$PGD" wal-fetch --repo "$S3" "$seg" "$T/out/S" 2>"$T/fetch.err"
+ok $? "wal-fetch of an archived segment from S3 needs no libxml2"
 cmp -s "$T/out/S" "$T/out/$seg.ref"
 ok $? "and the segment is the one archived"
+grep -q "libcurl.so.4" "$T/fetch.err"
+ok $? "the dynamic loader's log (LD_DEBUG=libs) shows libcurl looked for"
+is "$(grep -c "libxml2" "$T/fetch.err")" "0" "and libxml2 never looked for"
 missing=$(printf '%s' "$seg" | sed 's/.$/F/')
 [ "$missing" != "$seg" ] || bail "the made-up segment name equals the archived one"
 EXPECT_OUT=$(badxml wal-fetch --repo "$S3" "$missing" "$T/out/M" 2>&1)
 is "$?" "254" "wal-fetch of a segment not in S3, libxml2 broken: exit 254 (not 1: end of archive)"
 like "$EXPECT_OUT" "libxml2.so.2" "and names the library"
+# an error answer (a wrong secret: 403) still fails, and says why its code is missing
+EXPECT_OUT=$(as_pg env LD_LIBRARY_PATH="$XMLBAD" AWS_SECRET_ACCESS_KEY=wrong "$PGD" wal-push \
+    --repo "$S3" "$T/out/$seg" 2>&1)
+is "$?" "1" "wal-push refused by S3, libxml2 broken: exit 1"
+like "$EXPECT_OUT" "warning: could not load the shared library \"libxml2.so.2\".*reported without their code" \
+    "with a warning that names libxml2, once ($(grep -c "libxml2" <<<"$EXPECT_OUT") lines)"
+is "$(grep -c "libxml2" <<<"$EXPECT_OUT")" "1" "and only once"
+like "$EXPECT_OUT" "error: .*HTTP 403" "and the refusal as an error"
 done_testing

@@ -18,6 +18,7 @@
 #define _GNU_SOURCE
 #include "storage/s3/internal.h"
 #include "storage/s3/s3_libs.h"
+#include "util/log.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -167,10 +168,19 @@ static xmlDocPtr s3_xml_open(const char *body, size_t len, const char *want, con
 
 bool s3_xml_error(const char *body, size_t len, s3_xml_fault *fault)
 {
-    xmlDocPtr doc = s3_xml_read(body, len, NULL);
+    static bool warned;
+    pgd_error load = {0};
+    xmlDocPtr doc;
     xmlNodePtr root;
     bool is_error;
 
+    /* the caller reports the failure without the code; that libxml2 is why, once */
+    if (!s3_libs_load_xml(&load)) {
+        if (!__atomic_exchange_n(&warned, true, __ATOMIC_RELAXED))
+            log_warn("%s: S3 error answers are reported without their code", load.msg);
+        return false;
+    }
+    doc = s3_xml_read(body, len, NULL);
     if (doc == NULL)
         return false;
     root = xmlDocGetRootElement(doc);
