@@ -196,8 +196,8 @@ WAL_BYTES=$(( $(lsn_bytes) - l0 ))
 SRC_ROWS=$(q "SELECT count(*) FROM pgbench_history")/$(q "SELECT count(*) FROM bulk")
 stop_background
 # CPU time in seconds: the whole machine's (all CPUs, busy, iowait not counted), and one process's
-machine_cpu() { awk -v hz="$(getconf CLK_TCK)" '/^cpu /{print ($2 + $3 + $4 + $7 + $8) / hz}' /proc/stat; }
-process_cpu() { sed 's/.*) //' "/proc/$1/stat" | awk -v hz="$(getconf CLK_TCK)" '{print ($12 + $13) / hz}'; }
+machine_cpu() { awk -v hz="$(getconf CLK_TCK)" '/^cpu /{printf "%.2f\n", ($2 + $3 + $4 + $7 + $8) / hz}' /proc/stat; }
+process_cpu() { sed 's/.*) //' "/proc/$1/stat" | awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f\n", ($12 + $13) / hz}'; }
 # watch_replay DATADIR: until it exits, the server's startup process (replay) as
 # "first-seen last-seen run-ns runqueue-wait-ns" in DATADIR.sched, every 0.2 s (/proc schedstat)
 watch_replay() {
@@ -267,6 +267,11 @@ recover() {
         cp "$dir.log" "$LOG_DIR/$label.server.log"
         for l in "$D"/pgdirect-spool/*/log; do [ -f "$l" ] && cp "$l" "$LOG_DIR/$label.spool.$(basename "$(dirname "$l")").log"; done
     fi
+    local v
+    for v in "$m0" "$m1" "$s0" "$s1"; do
+        [[ $v =~ ^[0-9]+(\.[0-9]+)?$ ]] ||
+            { echo "wal_rate: the $label recovery's CPU times could not be read (\"$v\")" >&2; exit 1; }
+    done
     replay=$(replay_times "$dir")
     rm -rf "$dir" "$dir.sched"
     echo "$label $(echo "$t1 - $t0" | bc -l) $rows $(echo "$m1 - $m0" | bc -l) $(echo "$s1 - $s0" | bc -l) $replay"
