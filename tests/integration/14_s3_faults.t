@@ -224,7 +224,7 @@ tally() {
     if [ "$2" = 0/0 ] && cmp -s "$T/fetched" "$T/$seg"; then
         return
     elif [ "$2" = "$3" ] &&
-        [[ "$5" =~ could\ not\ start\ $4\ thread\ [1-4]\ of\ 4:\ Resource\ temporarily\ unavailable ]]; then
+        [[ "$5" =~ could\ not\ start\ $4\ thread\ [1-4]\ of\ [1-4]:\ Resource\ temporarily\ unavailable ]]; then
         hits=$((hits + 1))
     else
         bad="$bad [thread $1: $2: $(printf '%s' "$5" | tail -1)]"

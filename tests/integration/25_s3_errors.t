@@ -50,7 +50,7 @@ denied() {
     AWS_ACCESS_KEY_ID=$MOTO_DENIED_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY=$MOTO_DENIED_SECRET_ACCESS_KEY "$@"
 }
 expect_error "wal-fetch by a user without permission" \
-    "HEAD of \"wal/00000001/$seg.lz4\" in s3://$S3_BUCKET failed: HTTP 403 AccessDenied" \
+    "GET of \"wal/00000001/$seg.lz4\" in s3://$S3_BUCKET failed: HTTP 403 AccessDenied" \
     denied pgd wal-fetch --repo "$REPO" "$seg" "$T/f"
 no_credential "AccessDenied" "$EXPECT_OUT" "$MOTO_DENIED_ACCESS_KEY_ID" "$MOTO_DENIED_SECRET_ACCESS_KEY"
 expect_error "list by a user without permission" 'HTTP 403 AccessDenied' \

@@ -33,7 +33,8 @@ typedef struct script_server {
     pthread_t thread;
     const char *const *responses; /* NULL-terminated; a 500 once they run out */
     size_t next;
-    char requests[MAX_REQUESTS][REQUEST_LINE]; /* "METHOD target [if-none-match] [range]" */
+    char requests[MAX_REQUESTS]
+                 [REQUEST_LINE]; /* "METHOD target [if-none-match] [if-match] [range=V]" */
     size_t nrequests;
     pthread_mutex_t lock;
     volatile bool stop;
@@ -67,6 +68,12 @@ static bool read_request(int c, char *line, size_t linecap)
         strncat(line, " if-none-match", linecap - strlen(line) - 1);
     if ((p = strcasestr(head, "\r\nif-match:")) != NULL)
         strncat(line, " if-match", linecap - strlen(line) - 1);
+    if ((p = strcasestr(head, "\r\nrange:")) != NULL) {
+        size_t used_len = strlen(line);
+        p += 8;
+        p += strspn(p, " ");
+        snprintf(line + used_len, linecap - used_len, " range=%.*s", (int)strcspn(p, "\r"), p);
+    }
     body -= (long)(used - (size_t)(end + 4 - head));
     while (body > 0) {
         char sink[65536];
@@ -366,7 +373,11 @@ static void test_head_404_with_the_bucket_there(void **state)
 
 /* ---- ranged reads ---- */
 
-#define HEAD_10 "HTTP/1.1 200 OK\r\nContent-Length: 10\r\nETag: \"abc\"\r\n\r\n"
+#define RANGE_FIRST "range=bytes=0-8388607" /* the first range: S3_RANGE_SIZE bytes */
+#define NO_RANGE_416                                                                               \
+    "HTTP/1.1 416 Requested Range Not Satisfiable\r\nContent-Length: 97\r\n\r\n"                   \
+    "<Error><Code>InvalidRange</Code><Message>The requested range is not "                         \
+    "satisfiable</Message></Error>"
 
 static bool read_all(storage *s, char *buf, size_t cap, size_t *got, pgd_error *err)
 {
@@ -382,11 +393,27 @@ static bool read_all(storage *s, char *buf, size_t cap, size_t *got, pgd_error *
     return ok;
 }
 
-static void test_whole_object_in_one_range(void **state)
+/* An answer of `status` with `len` bytes of body ('a', 'b', ... cycling), malloc'd. */
+static char *big_answer(const char *status, const char *headers, size_t len)
+{
+    char head[256];
+    int hlen = snprintf(head, sizeof(head), "HTTP/1.1 %s\r\n%sContent-Length: %zu\r\n\r\n", status,
+                        headers, len);
+    char *r = malloc((size_t)hlen + len + 1);
+
+    assert_non_null(r);
+    memcpy(r, head, (size_t)hlen);
+    for (size_t i = 0; i < len; i++)
+        r[hlen + i] = (char)('a' + i % 26);
+    r[(size_t)hlen + len] = '\0';
+    return r;
+}
+
+/* An object that fits in the first range takes one GET: no HEAD, no If-Match. */
+static void test_small_object_in_one_request(void **state)
 {
     static const char *const script[] = {
-        HEAD_10,
-        "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-9/10\r\n"
+        "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-9/10\r\nETag: \"abc\"\r\n"
         "Content-Length: 10\r\n\r\n0123456789",
         NULL};
     storage *s;
@@ -401,16 +428,50 @@ static void test_whole_object_in_one_range(void **state)
         fail_msg("%s", err.msg);
     assert_int_equal(got, 10);
     assert_memory_equal(buf, "0123456789", 10);
-    expect_request(1, "GET /bucket/p/obj if-match"); /* pinned to the version the HEAD saw */
+    assert_int_equal(server.nrequests, 1);
+    expect_request(0, "GET /bucket/p/obj " RANGE_FIRST "$");
     storage_free(s);
     server_stop();
 }
 
-/* A server that ignores Range and sends more than asked: an error, never success. */
-static void test_body_larger_than_asked(void **state)
+/* The first answer gives the size and the version: the next range is pinned to it (If-Match). */
+static void test_later_ranges_pinned_to_the_first(void **state)
 {
-    static const char *const script[] = {
-        HEAD_10, "HTTP/1.1 200 OK\r\nContent-Length: 20\r\n\r\n01234567890123456789", NULL};
+    size_t range = 8 * MIB;
+    char *first = big_answer("206 Partial Content",
+                             "Content-Range: bytes 0-8388607/8388613\r\nETag: \"v1\"\r\n", range);
+    const char *script[] = {first,
+                            "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes "
+                            "8388608-8388612/8388613\r\nContent-Length: 5\r\n\r\nvwxyz",
+                            NULL};
+    storage *s;
+    char *buf = malloc(range + 64);
+    size_t got;
+    pgd_error err = {0};
+
+    (void)state;
+    assert_non_null(buf);
+    server_start(script);
+    s = open_s3(0, 0);
+    if (!read_all(s, buf, range + 64, &got, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(got, range + 5);
+    assert_memory_equal(buf, first + strlen(first) - range, range);
+    assert_memory_equal(buf + range, "vwxyz", 5);
+    assert_int_equal(server.nrequests, 2);
+    expect_request(0, "GET /bucket/p/obj " RANGE_FIRST "$");
+    expect_request(1, "GET /bucket/p/obj if-match range=bytes=8388608-8388612$");
+    storage_free(s);
+    server_stop();
+    free(buf);
+    free(first);
+}
+
+/* A server that ignores Range but sends a whole object that fits: that object. */
+static void test_whole_object_answered_200(void **state)
+{
+    static const char *const script[] = {"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123456789",
+                                         NULL};
     storage *s;
     char buf[32];
     size_t got;
@@ -418,17 +479,42 @@ static void test_body_larger_than_asked(void **state)
 
     (void)state;
     server_start(script);
-    s = open_s3(2, 0);
-    assert_false(read_all(s, buf, sizeof(buf), &got, &err));
-    expect_msg(&err, "larger than the 10 bytes asked for");
+    s = open_s3(0, 0);
+    if (!read_all(s, buf, sizeof(buf), &got, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(got, 10);
+    assert_memory_equal(buf, "0123456789", 10);
+    assert_int_equal(server.nrequests, 1);
     storage_free(s);
     server_stop();
 }
 
+/* A server that ignores Range and sends more than asked: an error, never success. */
+static void test_body_larger_than_asked(void **state)
+{
+    char *big = big_answer("200 OK", "", 8 * MIB + 10);
+    const char *script[] = {big, NULL};
+    storage *s;
+    char *buf = malloc(9 * MIB);
+    size_t got;
+    pgd_error err = {0};
+
+    (void)state;
+    assert_non_null(buf);
+    server_start(script);
+    s = open_s3(0, 0);
+    assert_false(read_all(s, buf, 9 * MIB, &got, &err));
+    expect_msg(&err, "larger than the 8388608 bytes asked for");
+    storage_free(s);
+    server_stop();
+    free(buf);
+    free(big);
+}
+
+/* A first range that is not the one asked for (or claims fewer bytes than it holds). */
 static void test_wrong_content_range(void **state)
 {
     static const char *const script[] = {
-        HEAD_10,
         "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-9/12\r\n"
         "Content-Length: 10\r\n\r\n0123456789",
         NULL};
@@ -441,16 +527,42 @@ static void test_wrong_content_range(void **state)
     server_start(script);
     s = open_s3(0, 0);
     assert_false(read_all(s, buf, sizeof(buf), &got, &err));
-    expect_msg(&err, "Content-Range \"bytes 0-9/12\"");
+    expect_msg(&err, "Content-Range \"bytes 0-9/12\" for bytes=0-8388607 (the server is wrong)");
     storage_free(s);
     server_stop();
+}
+
+/* A later range of another version of the object (its Content-Range says another size). */
+static void test_later_range_of_another_version(void **state)
+{
+    char *first = big_answer("206 Partial Content",
+                             "Content-Range: bytes 0-8388607/8388613\r\nETag: \"v1\"\r\n", 8 * MIB);
+    const char *script[] = {first,
+                            "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes "
+                            "8388608-8388612/8388620\r\nContent-Length: 5\r\n\r\nvwxyz",
+                            NULL};
+    storage *s;
+    char *buf = malloc(9 * MIB);
+    size_t got;
+    pgd_error err = {0};
+
+    (void)state;
+    assert_non_null(buf);
+    server_start(script);
+    s = open_s3(0, 0);
+    assert_false(read_all(s, buf, 9 * MIB, &got, &err));
+    expect_msg(&err, "returned Content-Range \"bytes 8388608-8388612/8388620\"");
+    storage_free(s);
+    server_stop();
+    free(buf);
+    free(first);
 }
 
 /* An error during a ranged GET is read, not written over the data, and named. */
 static void test_ranged_get_error_named(void **state)
 {
     char b[512];
-    const char *script[] = {HEAD_10, xml("403 Forbidden", ACCESS_DENIED, b, sizeof(b)), NULL};
+    const char *script[] = {xml("403 Forbidden", ACCESS_DENIED, b, sizeof(b)), NULL};
     storage *s;
     char buf[32];
     size_t got;
@@ -465,9 +577,83 @@ static void test_ranged_get_error_named(void **state)
     server_stop();
 }
 
+/* A GET 404 says which: NoSuchKey is a missing object, in one request. */
+static void test_get_404_no_such_key(void **state)
+{
+    char b[512];
+    const char *script[] = {
+        xml("404 Not Found",
+            "<Error><Code>NoSuchKey</Code><Message>The specified key does not exist.</Message>"
+            "</Error>",
+            b, sizeof(b)),
+        NULL};
+    storage *s;
+    bool missing = false;
+    pgd_error err = {0};
+
+    (void)state;
+    server_start(script);
+    s = open_s3(0, 0);
+    assert_null(storage_read_open(s, "obj", &missing, &err));
+    assert_false(err.set);
+    assert_true(missing);
+    assert_int_equal(server.nrequests, 1);
+    storage_free(s);
+    server_stop();
+}
+
+/* An empty object has no byte 0 (416): a HEAD then says it is empty, and it reads as empty. */
+static void test_empty_object(void **state)
+{
+    static const char *const script[] = {
+        NO_RANGE_416, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nETag: \"e\"\r\n\r\n", NULL};
+    storage *s;
+    char buf[32];
+    size_t got = 99;
+    pgd_error err = {0};
+
+    (void)state;
+    server_start(script);
+    s = open_s3(0, 0);
+    if (!read_all(s, buf, sizeof(buf), &got, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(got, 0);
+    assert_int_equal(server.nrequests, 2);
+    expect_request(0, "GET /bucket/p/obj " RANGE_FIRST "$");
+    expect_request(1, "HEAD /bucket/p/obj$");
+    storage_free(s);
+    server_stop();
+}
+
+/* Written between the 416 and the HEAD: read as the HEAD saw it, pinned to its version. */
+static void test_empty_then_written(void **state)
+{
+    static const char *const script[] = {
+        NO_RANGE_416, "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nETag: \"e2\"\r\n\r\n",
+        "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-2/3\r\nContent-Length: 3\r\n\r\n"
+        "xyz",
+        NULL};
+    storage *s;
+    char buf[32];
+    size_t got;
+    pgd_error err = {0};
+
+    (void)state;
+    server_start(script);
+    s = open_s3(0, 0);
+    if (!read_all(s, buf, sizeof(buf), &got, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(got, 3);
+    assert_memory_equal(buf, "xyz", 3);
+    expect_request(2, "GET /bucket/p/obj if-match range=bytes=0-2$");
+    storage_free(s);
+    server_stop();
+}
+
 static void test_head_without_length(void **state)
 {
-    static const char *const script[] = {"HTTP/1.1 200 OK\r\nETag: \"e\"\r\n\r\n", NULL};
+    static const char *const script[] = {NO_RANGE_416, "HTTP/1.1 200 OK\r\nETag: \"e\"\r\n\r\n",
+                                         NULL};
     storage *s;
     bool missing;
     pgd_error err = {0};
@@ -767,10 +953,16 @@ int main(void)
         cmocka_unit_test(test_head_403_named_by_its_code),
         cmocka_unit_test(test_head_404_of_a_missing_bucket),
         cmocka_unit_test(test_head_404_with_the_bucket_there),
-        cmocka_unit_test(test_whole_object_in_one_range),
+        cmocka_unit_test(test_small_object_in_one_request),
+        cmocka_unit_test(test_later_ranges_pinned_to_the_first),
+        cmocka_unit_test(test_whole_object_answered_200),
         cmocka_unit_test(test_body_larger_than_asked),
         cmocka_unit_test(test_wrong_content_range),
+        cmocka_unit_test(test_later_range_of_another_version),
         cmocka_unit_test(test_ranged_get_error_named),
+        cmocka_unit_test(test_get_404_no_such_key),
+        cmocka_unit_test(test_empty_object),
+        cmocka_unit_test(test_empty_then_written),
         cmocka_unit_test(test_head_without_length),
         cmocka_unit_test(test_listing_truncated_without_token),
         cmocka_unit_test(test_listing_pages_and_repeated_token),

@@ -33,6 +33,7 @@
 #define S3_UPLOADS_DEFAULT   2
 #define S3_DOWNLOADS_DEFAULT 4
 #define S3_RANGE_SIZE        (8 * 1024 * 1024)
+#define S3_HTTP_NO_RANGE     416  /* Range Not Satisfiable: a range of an empty object */
 #define S3_DELETE_BATCH      1000 /* S3's limit of keys per DeleteObjects */
 #define S3_BUCKET_MIN        3
 #define S3_BUCKET_MAX        63
@@ -89,8 +90,9 @@ typedef struct s3_call {
     const char *const *extra; /* more "name", "value" pairs, NULL-terminated */
     void *into;               /* receive the body here (ranged GET) */
     size_t into_cap;
-    bool expect_missing; /* a 404 for a missing object is an answer, not an error */
-    bool no_replace;     /* If-None-Match: a 412 or 409 means "already exists" */
+    bool expect_missing;  /* a 404 for a missing object is an answer, not an error */
+    bool expect_no_range; /* a 416 (the range begins past the end: an empty object) too */
+    bool no_replace;      /* If-None-Match: a 412 or 409 means "already exists" */
 } s3_call;
 
 typedef struct s3_answer {

@@ -1,13 +1,17 @@
 /*
- * reader.c - an S3 object read as a stream: a HEAD for its size and ETag,
- * then ranged GETs, download_concurrency ranges in flight, each slot
- * fetching ranges i, i + n, i + 2n... and waiting until its range is
- * consumed. Also the existence check.
+ * reader.c - an S3 object read as a stream: a GET of its first range, whose
+ * Content-Range gives the object's size and whose ETag its version (an
+ * object that fits in one range, a WAL segment, takes that one request),
+ * then ranged GETs of the rest, download_concurrency ranges in flight, each
+ * slot fetching ranges i, i + n, i + 2n... and waiting until its range is
+ * consumed. Also the existence check (a HEAD).
  *
  * Every range must come back as asked: 206 with the Content-Range asked for
- * (or 200 for a whole object asked in one range), exactly that many bytes,
- * of the version the HEAD saw (If-Match: its ETag), so an object replaced
- * midway or a server that ignores Range is an error, never a spliced file.
+ * (or 200 for a whole object that fits in the first range), exactly that
+ * many bytes, of the version the first answer named (If-Match: its ETag),
+ * so an object replaced midway or a server that ignores Range is an error,
+ * never a spliced file. An empty object has no first range (416): a HEAD
+ * tells its size then.
  */
 #define _GNU_SOURCE
 #include "storage/s3/internal.h"
@@ -34,7 +38,7 @@ typedef struct s3_reader {
     in_stream base;
     s3_storage *s;
     char *path;
-    char *etag; /* of the version the HEAD saw; NULL when the server gave none */
+    char *etag; /* of the version first seen; NULL when the server gave none */
     uint64_t size, consumed;
     unsigned nslots, head;
     s3_range_slot *slots;
@@ -210,18 +214,111 @@ static void s3_reader_close(in_stream *is)
 
 static const in_stream_ops s3_reader_ops = {s3_reader_read, s3_reader_close};
 
-static bool s3_reader_start(s3_reader *r, pgd_error *err)
+/* Parse "bytes FIRST-LAST/TOTAL" (the first range's Content-Range). */
+static bool s3_reader_parse_range(const char *v, uint64_t *first, uint64_t *last, uint64_t *total)
 {
+    unsigned long long a, b, t;
+    int used = 0;
+
+    if (v == NULL || sscanf(v, "bytes %llu-%llu/%llu%n", &a, &b, &t, &used) != 3 ||
+        (size_t)used != strlen(v))
+        return false;
+    *first = a;
+    *last = b;
+    *total = t;
+    return true;
+}
+
+/*
+ * GET the first range into buf: *exists, and r->size, r->etag and *got
+ * (bytes of the object in buf; 0 when the object is empty).
+ */
+static bool s3_reader_first(s3_reader *r, char *buf, bool *exists, size_t *got, pgd_error *err)
+{
+    char range[64];
+    const char *extra[] = {"range", range, NULL};
+    s3_answer a;
+    uint64_t first, last, total;
+    bool ok;
+
+    *got = 0;
+    snprintf(range, sizeof(range), "bytes=0-%llu", (unsigned long long)S3_RANGE_SIZE - 1);
+    s3_call call = {.method = "GET",
+                    .path = r->path,
+                    .extra = extra,
+                    .into = buf,
+                    .into_cap = S3_RANGE_SIZE,
+                    .expect_missing = true,
+                    .expect_no_range = true};
+    ok = s3_request(r->s, &call, &a, err);
+    *exists = ok && !a.missing;
+    if (!ok || a.missing) {
+        s3_answer_free(&a);
+        return ok;
+    }
+    if (a.http.status == S3_HTTP_NO_RANGE) {
+        /* no byte 0: an empty object (or one emptied since); its size and version from a HEAD */
+        s3_answer_free(&a);
+        return s3_reader_head(r->s, r->path, exists, &r->size, &r->etag, err);
+    }
+    if (a.http.status == S3_HTTP_PARTIAL) {
+        if (!s3_reader_parse_range(a.http.content_range, &first, &last, &total) || first != 0 ||
+            last >= total || last + 1 != (total < S3_RANGE_SIZE ? total : S3_RANGE_SIZE))
+            ok = err_set(err,
+                         "GET of \"%s\" in s3://%s returned Content-Range \"%s\" for %s "
+                         "(the server is wrong)",
+                         r->path, r->s->bucket, a.http.content_range ? a.http.content_range : "",
+                         range);
+        else
+            r->size = total;
+    } else if (a.http.status == S3_HTTP_OK && a.http.has_content_length &&
+               a.http.content_length == a.http.body_len) {
+        r->size = a.http.body_len; /* the whole object, which fits in the range asked for */
+    } else {
+        ok = err_set(err,
+                     "GET of \"%s\" in s3://%s answered HTTP %ld to %s: the server ignored "
+                     "the range",
+                     r->path, r->s->bucket, a.http.status, range);
+    }
+    if (ok && r->size > 0 &&
+        (!a.http.into_used ||
+         a.http.body_len != (r->size < S3_RANGE_SIZE ? r->size : S3_RANGE_SIZE)))
+        ok = err_set(err, "GET of \"%s\" in s3://%s returned %zu bytes for %s", r->path,
+                     r->s->bucket, a.http.body_len, range);
+    if (ok && a.http.etag != NULL && (r->etag = strdup(a.http.etag)) == NULL)
+        ok = err_set(err, "out of memory");
+    if (ok)
+        *got = a.http.body_len;
+    s3_answer_free(&a);
+    return ok;
+}
+
+/*
+ * The slots, slot 0 holding the first range (`got` bytes of first), and
+ * their download threads: none when the first range was the whole object.
+ */
+static bool s3_reader_start(s3_reader *r, char *first, size_t got, pgd_error *err)
+{
+    uint64_t ranges = (r->size + S3_RANGE_SIZE - 1) / S3_RANGE_SIZE;
+
+    r->nslots = ranges > 0 && ranges < r->nslots ? (unsigned)ranges : r->nslots;
     r->slots = calloc(r->nslots, sizeof(*r->slots));
     r->threads = calloc(r->nslots, sizeof(pthread_t));
-    if (r->path == NULL || r->slots == NULL || r->threads == NULL)
+    if (r->path == NULL || r->slots == NULL || r->threads == NULL) {
+        free(first);
         return err_set(err, "out of memory");
-    for (unsigned i = 0; i < r->nslots; i++) {
+    }
+    r->slots[0].buf = first;
+    r->slots[0].len = got;
+    r->slots[0].ready = got > 0;
+    for (unsigned i = 1; i < r->nslots; i++) {
         r->slots[i].offset = (uint64_t)i * S3_RANGE_SIZE;
         r->slots[i].buf = r->slots[i].offset < r->size ? big_buffer_alloc(S3_RANGE_SIZE) : NULL;
         if (r->slots[i].offset < r->size && r->slots[i].buf == NULL)
             return err_set(err, "out of memory");
     }
+    if (got == r->size)
+        return true; /* all of it in hand */
     return threads_start(r->threads, r->nslots, s3_reader_fetcher_main, r, "download thread",
                          &r->nthreads, err);
 }
@@ -230,32 +327,38 @@ in_stream *s3_reader_open(storage *st, const char *path, bool *missing, pgd_erro
 {
     s3_storage *s = (s3_storage *)st;
     s3_reader *r;
+    char *first;
     bool exists;
-    uint64_t size;
-    char *etag = NULL;
+    size_t got;
 
     *missing = false;
-    if (!s3_reader_head(s, path, &exists, &size, &etag, err))
-        return NULL;
-    if (!exists) {
-        *missing = true;
-        return NULL;
-    }
     r = calloc(1, sizeof(*r));
-    if (r == NULL) {
-        free(etag);
+    first = big_buffer_alloc(S3_RANGE_SIZE);
+    if (r == NULL || first == NULL) {
+        free(r);
+        free(first);
         err_set(err, "out of memory");
         return NULL;
     }
     r->base.ops = &s3_reader_ops;
     r->s = s;
     r->path = strdup(path);
-    r->etag = etag;
-    r->size = size;
     r->nslots = s->download_concurrency;
     pthread_mutex_init(&r->lock, NULL);
     pthread_cond_init(&r->changed, NULL);
-    if (!s3_reader_start(r, err)) {
+    if (r->path == NULL) {
+        err_set(err, "out of memory");
+        free(first);
+        s3_reader_close(&r->base);
+        return NULL;
+    }
+    if (!s3_reader_first(r, first, &exists, &got, err) || !exists) {
+        *missing = !err->set; /* answered: not there */
+        free(first);
+        s3_reader_close(&r->base);
+        return NULL;
+    }
+    if (!s3_reader_start(r, first, got, err)) {
         s3_reader_close(&r->base);
         return NULL;
     }

@@ -408,7 +408,8 @@ bool s3_request(s3_storage *s, const s3_call *call, s3_answer *answer, pgd_error
                     s->bucket, terr.msg);
             break;
         }
-        if (performed && s3_request_success(answer)) {
+        if (performed && (s3_request_success(answer) ||
+                          (call->expect_no_range && answer->http.status == S3_HTTP_NO_RANGE))) {
             ok = true;
             break;
         }
