@@ -82,13 +82,16 @@ static int wal_push_direct(const pgd_options *opts, const char *path)
             log_info("WAL file \"%s\" was already archived with the same content", path);
         rc = EXIT_OK;
     }
-    /* housekeeping after a push that worked: a failing repository gets one error line */
+    /* housekeeping after a push that worked, now and then: a failing repository gets one error line
+     */
     if (rc == EXIT_OK) {
         char copy[PATH_MAX];
         pgd_error sweep = {0};
+        const char *name;
 
         snprintf(copy, sizeof(copy), "%s", path);
-        if (!wal_archive_remove_stale_temp(repo, basename(copy), &sweep))
+        name = basename(copy);
+        if (wal_archive_sweep_due(name) && !wal_archive_remove_stale_temp(repo, name, &sweep))
             log_warn("%s", sweep.msg);
     }
     storage_free(repo);

@@ -53,6 +53,17 @@ bool wal_archive_push_sum(storage *repo, const char *local_path, compress_kind k
 bool wal_archive_remove_stale_temp(storage *repo, const char *name, pgd_error *err);
 
 /*
+ * A push without --archive-async sweeps its directory (the call above)
+ * after segments whose number is a multiple of this, and after every other
+ * kind of file: a sweep is a listing (readdir of a directory that grows with
+ * the archive, or ListMultipartUploads: a request), too dear to pay per
+ * segment for what only a killed push leaves. What is left waits at most
+ * this many segments (1 GiB of 16 MiB ones), or `delete --garbage`.
+ */
+#define WAL_SWEEP_EVERY 64
+bool wal_archive_sweep_due(const char *name);
+
+/*
  * Restore WAL file `name` to `dest` (atomically), checked on the way
  * (pg/wal_segment.h). *found = false, with no error, only when the
  * repository is there (it holds WAL or backups) and this file is not in it:

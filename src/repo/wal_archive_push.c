@@ -360,6 +360,17 @@ bool wal_archive_push_sum(storage *repo, const char *local_path, compress_kind k
     return ok;
 }
 
+bool wal_archive_sweep_due(const char *name)
+{
+    unsigned long low;
+
+    if (wal_segment_file_kind(name) != WAL_FILE_SEGMENT)
+        return true;
+    /* the last 8 of its 24 hex digits: the segment within its "log" (pg/wal_segment.h) */
+    low = strtoul(name + 16, NULL, 16);
+    return low % WAL_SWEEP_EVERY == 0;
+}
+
 bool wal_archive_remove_stale_temp(storage *repo, const char *name, pgd_error *err)
 {
     char dir[LAYOUT_PATH_MAX];

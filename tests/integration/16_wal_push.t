@@ -2,8 +2,9 @@
 # wal-push under pressure. Two pushes of different files under one name with
 # different compressions, started together, again and again: never both
 # succeed, and exactly one file stands, the one wal-fetch serves. A push
-# killed midway leaves a temporary file that a later push removes once it is
-# stale (a fresh one is left alone). A push that fails says why: no space,
+# killed midway leaves a temporary file that a later push of a segment whose
+# number is a multiple of 64 removes once it is stale (a fresh one is left
+# alone). A push that fails says why: no space,
 # permission, a bucket that does not exist. A repository created in a directory
 # the user may write to but not read works (its new directories are fsynced in
 # their parents where that can be done).
@@ -58,8 +59,10 @@ like "$(cat "$T/a.out" "$T/b.out")" "already archived .* with different content"
 # a push killed midway (zstd at level 19 on incompressible data takes seconds)
 seg2=000000010000000000000022
 seg3=000000010000000000000023
+seg4=000000010000000000000040 # a push of every 64th segment sweeps (WAL_SWEEP_EVERY)
 wal_segment_file "$seg2" "$T/$seg2"
 wal_segment_file "$seg3" "$T/$seg3"
+wal_segment_file "$seg4" "$T/$seg4"
 S="$T/stale"
 "$PGD" wal-push --repo "$S" --compression zstd --compression-level 19 "$T/$seg2" &
 pid=$!
@@ -73,10 +76,13 @@ kill -9 $pid 2>/dev/null
 wait $pid 2>/dev/null
 ok $([ -n "$tmp" ] && [ -e "$tmp" ] && echo 0 || echo 1) "a push killed midway leaves $(basename "$tmp")"
 touch -d '2 hours ago' "$tmp"
-fresh="$S/wal/00000001/$seg3.tmp.4242.0"
+fresh="$S/wal/00000001/$seg4.tmp.4242.0"
 echo "a push still writing" >"$fresh"
 "$PGD" wal-push --repo "$S" "$T/$seg3"
 ok $? "the next push succeeds"
+ok $([ -e "$tmp" ] && echo 0 || echo 1) "and, as segment 0x23, does not look for what killed pushes left"
+"$PGD" wal-push --repo "$S" "$T/$seg4"
+ok $? "the push of segment 0x40 succeeds"
 ok $([ ! -e "$tmp" ] && echo 0 || echo 1) "and removes the temporary file idle for two hours"
 ok $([ -e "$fresh" ] && echo 0 || echo 1) "but leaves a fresh one alone"
 "$PGD" wal-push --repo "$S" "$T/$seg2"
@@ -100,7 +106,7 @@ expect_error "push into a directory it may not write" "Permission denied" \
 s3_start
 expect_error "push into a bucket that does not exist" "NoSuchBucket" \
     pgd wal-push --repo "s3://no-such-bucket-$$/wal" --s3-retries 1 "$T/$seg2"
-# and wal-fetch from it is not "not archived" (HEAD answers 404 without a body there)
+# and wal-fetch from it is not "not archived" (a 404 there is NoSuchBucket, or has no body)
 out=$(pgd wal-fetch --repo "s3://no-such-bucket-$$/wal" --s3-retries 1 "$seg2" "$T/f" 2>&1)
 is "$?" "254" "wal-fetch from a bucket that does not exist: exit 254"
 like "$out" "^pgdirect: error: .*$seg2.*NoSuchBucket" "and one line that says so"

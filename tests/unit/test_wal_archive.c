@@ -375,9 +375,25 @@ static void test_a_push_not_made_durable_is_not_acknowledged(void **state)
     assert_true(dir_was_synced(want));
 }
 
+/* A push sweeps after every 64th segment and after any other kind of file. */
+static void test_sweep_due(void **state)
+{
+    (void)state;
+    assert_true(wal_archive_sweep_due("000000010000000000000000"));
+    assert_true(wal_archive_sweep_due("000000010000000000000040"));
+    assert_true(wal_archive_sweep_due("0000000100000003000000C0"));
+    assert_false(wal_archive_sweep_due("000000010000000000000001"));
+    assert_false(wal_archive_sweep_due("00000001000000000000003F"));
+    assert_false(wal_archive_sweep_due("0000000100000003000000FF"));
+    assert_true(wal_archive_sweep_due("00000002.history"));
+    assert_true(wal_archive_sweep_due("000000010000000000000001.partial"));
+    assert_true(wal_archive_sweep_due("000000010000000000000001.00000028.backup"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sweep_due),
         cmocka_unit_test_setup_teardown(test_push_then_identical_push, setup, teardown),
         cmocka_unit_test_setup_teardown(test_other_file_stored_meanwhile_wins, setup, teardown),
         cmocka_unit_test_setup_teardown(test_identical_file_stored_meanwhile_is_fine, setup,
