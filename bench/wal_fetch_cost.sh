@@ -6,13 +6,17 @@
 # them to the tests' S3 server on 127.0.0.1 (moto with IAM auth, as tests/integration/lib_s3.sh
 # starts it). Each round fetches all of them one at a time with each build, the order of the
 # two builds alternating from round to round (default 10 rounds), and times the loop: wall,
-# and the CPU of the wal-fetch processes (user + system). Prints each round, the medians and
-# the ratios. Without OLD_BIN, this build alone. BUILD: the build directory (default build).
+# the CPU of the wal-fetch processes (user + system), the CPU of the S3 server and the
+# requests it answered (moto's request log). Prints each round, the medians and the ratios.
+# OP=push times plain wal-push (archive_command without --archive-async) instead: each round
+# pushes all the segments into a new prefix of the bucket with each build. Without OLD_BIN, this build alone. BUILD: the build directory (default build).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 SEGMENTS=${1:-10}
 ROUNDS=${2:-10}
+OP=${OP:-fetch}
+case "$OP" in fetch | push) ;; *) echo "wal_fetch_cost.sh: OP=$OP: expected fetch or push" >&2; exit 1 ;; esac
 OLD_BIN=${OLD_BIN:-}
 BUILD=${BUILD:-$ROOT/build}
 PG_BIN=/usr/lib/postgresql/15/bin
@@ -69,36 +73,53 @@ cpu_ms() {
     tail -1 "$1" | awk '{ for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] }
                           printf "%d", t * 1000 }'
 }
-# fetch_all BIN: fetch every segment, one process at a time, each checked against the
-# source; sets WALL_MS and CPU_MS
+# fetch_all BIN: fetch (OP=push: push) every segment, one process at a time, each checked
+# against the source; sets WALL_MS, CPU_MS, SERVER_MS and REQUESTS
+# the S3 server's CPU time in ms, and how many requests it has logged
+server_ms() { sed 's/.*) //' "/proc/$S3_PID/stat" | awk -v hz="$(getconf CLK_TCK)" '{printf "%d", ($12 + $13) * 1000 / hz}'; }
+requests() { if [ -n "${S3_LOG:-}" ] && [ -f "$S3_LOG" ]; then wc -l <"$S3_LOG"; else echo 0; fi; }
 fetch_all() {
-    local t0 t1 s
+    local t0 t1 s s0 n0
+    s0=$(server_ms) n0=$(requests)
     times >"$D/times0"
     t0=$(date +%s%N)
-    for s in "${SEGS[@]}"; do
-        "$1" wal-fetch --repo "$REPO" "$s" "$D/out/$s" || bail "wal-fetch of $s with $1 failed"
-    done
+    if [ "$OP" = push ]; then
+        PUSHES=$((PUSHES + 1))
+        for s in "${SEGS[@]}"; do
+            "$1" wal-push --repo "$REPO-push$PUSHES" "$D/segs/$s" || bail "wal-push of $s with $1 failed"
+        done
+    else
+        for s in "${SEGS[@]}"; do
+            "$1" wal-fetch --repo "$REPO" "$s" "$D/out/$s" || bail "wal-fetch of $s with $1 failed"
+        done
+    fi
     t1=$(date +%s%N)
     times >"$D/times1"
     for s in "${SEGS[@]}"; do
-        cmp -s "$D/out/$s" "$D/segs/$s" || bail "wal-fetch of $s with $1 brought other bytes"
+        if [ "$OP" = push ]; then # what was pushed, fetched back by this build
+            "$D/bin/new" wal-fetch --repo "$REPO-push$PUSHES" "$s" "$D/out/$s" ||
+                bail "wal-fetch of $s pushed by $1 failed"
+        fi
+        cmp -s "$D/out/$s" "$D/segs/$s" || bail "wal-$OP of $s with $1: other bytes"
         rm -f "$D/out/$s"
     done
     WALL_MS=$(((t1 - t0) / 1000000)) CPU_MS=$(($(cpu_ms "$D/times1") - $(cpu_ms "$D/times0")))
+    SERVER_MS=$(($(server_ms) - s0)) REQUESTS=$(($(requests) - n0))
 }
 
 BUILDS=(new)
 [ -z "$OLD_BIN" ] || BUILDS=(new old)
 : >"$D/rounds"
-echo "# plain wal-fetch of $SEGMENTS segments from $S3_SERVER on 127.0.0.1, one process each, $ROUNDS rounds"
+PUSHES=0
+echo "# plain wal-$OP of $SEGMENTS segments, $S3_SERVER on 127.0.0.1, one process each, $ROUNDS rounds"
 for r in $(seq "$ROUNDS"); do
     order=("${BUILDS[@]}")
     [ $((r % 2)) -eq 0 ] && [ ${#BUILDS[@]} -eq 2 ] && order=(old new)
     line="round $r:"
     for b in "${order[@]}"; do
         fetch_all "$D/bin/$b"
-        echo "$b $WALL_MS $CPU_MS" >>"$D/rounds"
-        line="$line $b ${WALL_MS} ms wall, ${CPU_MS} ms CPU;"
+        echo "$b $WALL_MS $CPU_MS $SERVER_MS $REQUESTS" >>"$D/rounds"
+        line="$line $b ${WALL_MS} ms wall, ${CPU_MS} ms CPU, server ${SERVER_MS} ms CPU and $REQUESTS requests;"
     done
     echo "$line"
 done
@@ -106,10 +127,14 @@ median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 for b in "${BUILDS[@]}"; do
     w=$(awk -v b="$b" '$1 == b { print $2 }' "$D/rounds" | median)
     c=$(awk -v b="$b" '$1 == b { print $3 }' "$D/rounds" | median)
-    printf '%s: median per segment %.1f ms wall, %.1f ms CPU\n' "$b" "$(echo "$w / $SEGMENTS" | bc -l)" "$(echo "$c / $SEGMENTS" | bc -l)"
-    eval "W_$b=$w C_$b=$c"
+    sv=$(awk -v b="$b" '$1 == b { print $4 }' "$D/rounds" | median)
+    n=$(awk -v b="$b" '$1 == b { print $5 }' "$D/rounds" | median)
+    printf '%s: median per segment %.1f ms wall, %.1f ms CPU, S3 server %.1f ms CPU and %.1f requests\n' "$b" \
+        "$(echo "$w / $SEGMENTS" | bc -l)" "$(echo "$c / $SEGMENTS" | bc -l)" "$(echo "$sv / $SEGMENTS" | bc -l)" "$(echo "$n / $SEGMENTS" | bc -l)"
+    eval "W_$b=$w C_$b=$c S_$b=$sv"
 done
 if [ -n "$OLD_BIN" ]; then
-    # shellcheck disable=SC2154 # W_new, C_new, W_old, C_old: set by the eval above
-    printf 'new / old (medians): wall %.2fx, CPU %.2fx\n' "$(echo "$W_new / $W_old" | bc -l)" "$(echo "$C_new / $C_old" | bc -l)"
+    # shellcheck disable=SC2154 # W_new, C_new, S_new, W_old, C_old, S_old: set by the eval above
+    printf 'new / old (medians): wall %.2fx, CPU %.2fx, S3 server CPU %.2fx\n' "$(echo "$W_new / $W_old" | bc -l)" \
+        "$(echo "$C_new / $C_old" | bc -l)" "$(echo "$S_new / $S_old" | bc -l)"
 fi
