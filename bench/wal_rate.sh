@@ -26,6 +26,7 @@
 #   standby, no new timeline): replay alone.
 #   Each recovery also reports the CPU time of the whole machine and of the S3 server, and the
 #   startup process's (replay's) time on a CPU, waiting for one, and off CPU (/proc schedstat).
+#   S3_NICE=N runs the S3 server at nice N: a stand-in for one on another machine (default: 0).
 #   OLD_BIN=PGDIRECT adds a recovery with that build's wal-fetch --prefetch, right after this
 #   build's (before it with OLD_FIRST=1): two builds' prefetch side by side on the same WAL.
 set -euo pipefail
@@ -80,6 +81,11 @@ cleanup() {
 }
 trap cleanup EXIT
 s3_start bench
+# S3_NICE=N: the S3 server's threads at nice N (those it starts later inherit it). A stand-in for
+# a server on another machine, whose CPU would not come out of the two replay runs on.
+if [ -n "${S3_NICE:-}" ]; then
+    for t in /proc/"$S3_PID"/task/*; do renice -n "$S3_NICE" -p "${t##*/}" >/dev/null; done
+fi
 
 now() { date +%s.%N; }
 drop_caches() { sync; if [ "$DROP_CACHES" = 1 ]; then echo 3 >/proc/sys/vm/drop_caches; fi; }
@@ -314,7 +320,7 @@ fi
 {
     echo "# WAL at the rate it is made: archiving and recovery against S3 ($S3_SERVER on 127.0.0.1), $(date -u +%F)"
     echo
-    echo "Command: \`PARTS=$PARTS DROP_CACHES=$DROP_CACHES FLOOR=$FLOOR${OLD_BIN:+ OLD_BIN=$OLD_BIN OLD_FIRST=${OLD_FIRST:-0}}${FETCH_ENV:+ FETCH_ENV=\"$FETCH_ENV\"} bash bench/wal_rate.sh $DURATION $WAL_GB $BACKLOG\` (PREFETCH=$PREFETCH, CONCURRENCY=$CONCURRENCY," \
+    echo "Command: \`PARTS=$PARTS DROP_CACHES=$DROP_CACHES FLOOR=$FLOOR${OLD_BIN:+ OLD_BIN=$OLD_BIN OLD_FIRST=${OLD_FIRST:-0}}${S3_NICE:+ S3_NICE=$S3_NICE}${FETCH_ENV:+ FETCH_ENV=\"$FETCH_ENV\"} bash bench/wal_rate.sh $DURATION $WAL_GB $BACKLOG\` (PREFETCH=$PREFETCH, CONCURRENCY=$CONCURRENCY," \
          "CLIENTS=$CLIENTS). PostgreSQL 15, 16 MiB segments, lz4, synchronous_commit off, pgbench scale 20 with" \
          "tpcb-like and a 500-row insert in equal parts; the S3 server ($S3_SERVER) is one" \
          "process on the same $(nproc)-core machine and disk."
