@@ -161,8 +161,8 @@ fail:
  * Archived WAL file `name`, opened through its codec into *in; *in is NULL
  * (and the result true) when it is not in the repository. False on an
  * error. Each compression is tried by opening it, in wal_archive_find's
- * order: an open looks the object up anyway (on S3, a HEAD for its size
- * and version), so a look of its own first would only ask twice.
+ * order: an open looks the object up anyway (on S3, the GET of its first
+ * range), so a look of its own first would only ask twice.
  */
 static bool wal_archive_open(storage *repo, const char *name, in_stream **in, pgd_error *err)
 {

@@ -57,8 +57,10 @@ bool wal_archive_remove_stale_temp(storage *repo, const char *name, pgd_error *e
  * after segments whose number is a multiple of this, and after every other
  * kind of file: a sweep is a listing (readdir of a directory that grows with
  * the archive, or ListMultipartUploads: a request), too dear to pay per
- * segment for what only a killed push leaves. What is left waits at most
- * this many segments (1 GiB of 16 MiB ones), or `delete --garbage`.
+ * segment for what only a killed push leaves. A sweep removes what has been
+ * idle for WAL_STALE_TEMP_AGE_S, so what a killed push left goes at the
+ * first sweep after that (on a quiet server with no archive_timeout, that
+ * may be days), or with `delete --garbage`.
  */
 #define WAL_SWEEP_EVERY 64
 bool wal_archive_sweep_due(const char *name);

@@ -217,14 +217,14 @@ ok $? "control: without the shim a thread starts"
 failthread 1 python3 -c "import threading; t = threading.Thread(target=print); t.start()" >/dev/null 2>&1
 isnt "$?" "0" "control: the shim makes the first thread fail"
 
-# tally AT GOT FAILED WHAT OUTPUT: one run with thread AT failing. GOT is "0/0" with the
+# tally AT GOT FAILED WHAT OUTPUT [OF]: one run with thread AT failing. GOT is "0/0" with the
 # segment fetched byte-identical, or FAILED with OUTPUT naming the WHAT thread that could not
-# start (counted in hits); anything else goes into bad.
+# start, of OF (a pattern; default 4), counted in hits; anything else goes into bad.
 tally() {
     if [ "$2" = 0/0 ] && cmp -s "$T/fetched" "$T/$seg"; then
         return
     elif [ "$2" = "$3" ] &&
-        [[ "$5" =~ could\ not\ start\ $4\ thread\ [1-4]\ of\ [1-4]:\ Resource\ temporarily\ unavailable ]]; then
+        [[ "$5" =~ could\ not\ start\ $4\ thread\ [1-4]\ of\ ${6:-4}:\ Resource\ temporarily\ unavailable ]]; then
         hits=$((hits + 1))
     else
         bad="$bad [thread $1: $2: $(printf '%s' "$5" | tail -1)]"
@@ -261,7 +261,8 @@ for at in 1 2 3 4 5 6; do
     out=$(failthread "$at" "$PGD" wal-fetch --repo "$REPOF" --download-concurrency 4 "$seg" \
           "$T/fetched" 2>&1)
     # GOT: the exit status, then 0 when the file is there
-    tally "$at" "$?/$([ -e "$T/fetched" ] && echo 0 || echo none)" "254/none" download "$out"
+    # (as many download threads as the object has ranges, up to 4)
+    tally "$at" "$?/$([ -e "$T/fetched" ] && echo 0 || echo none)" "254/none" download "$out" "[1-4]"
 done
 is "$bad" "" "wal-fetch with a thread that cannot start: the segment, or exit 254 (recovery stops) and no file"
 cmp_ok "$hits" ">=" "1" "a download thread that could not start was said so ($hits of 6)"

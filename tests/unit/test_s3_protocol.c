@@ -34,7 +34,7 @@ typedef struct script_server {
     const char *const *responses; /* NULL-terminated; a 500 once they run out */
     size_t next;
     char requests[MAX_REQUESTS]
-                 [REQUEST_LINE]; /* "METHOD target [if-none-match] [if-match] [range=V]" */
+                 [REQUEST_LINE]; /* "METHOD target [if-none-match] [if-match=V] [range=V]" */
     size_t nrequests;
     pthread_mutex_t lock;
     volatile bool stop;
@@ -66,8 +66,12 @@ static bool read_request(int c, char *line, size_t linecap)
         body = strtol(p + 17, NULL, 10);
     if ((p = strcasestr(head, "\r\nif-none-match:")) != NULL)
         strncat(line, " if-none-match", linecap - strlen(line) - 1);
-    if ((p = strcasestr(head, "\r\nif-match:")) != NULL)
-        strncat(line, " if-match", linecap - strlen(line) - 1);
+    if ((p = strcasestr(head, "\r\nif-match:")) != NULL) {
+        size_t used_len = strlen(line);
+        p += 11;
+        p += strspn(p, " ");
+        snprintf(line + used_len, linecap - used_len, " if-match=%.*s", (int)strcspn(p, "\r"), p);
+    }
     if ((p = strcasestr(head, "\r\nrange:")) != NULL) {
         size_t used_len = strlen(line);
         p += 8;
@@ -157,7 +161,7 @@ static void server_stop(void)
     pthread_mutex_destroy(&server.lock);
 }
 
-static storage *open_s3(unsigned retries, uint64_t part_size)
+static storage *open_s3_downloads(unsigned retries, uint64_t part_size, unsigned downloads)
 {
     char endpoint[64];
     s3_options o = {.endpoint = endpoint,
@@ -166,7 +170,7 @@ static storage *open_s3(unsigned retries, uint64_t part_size)
                     .retries = retries ? retries : S3_OPTIONS_NO_RETRIES,
                     .part_size = part_size,
                     .upload_concurrency = 1,
-                    .download_concurrency = 1};
+                    .download_concurrency = downloads};
     pgd_error err = {0};
     storage *s;
 
@@ -175,6 +179,11 @@ static storage *open_s3(unsigned retries, uint64_t part_size)
     if (s == NULL)
         fail_msg("%s", err.msg);
     return s;
+}
+
+static storage *open_s3(unsigned retries, uint64_t part_size)
+{
+    return open_s3_downloads(retries, part_size, 1);
 }
 
 static void expect_msg(const pgd_error *err, const char *want)
@@ -313,8 +322,9 @@ static void test_head_403_named_by_its_code(void **state)
     server_stop();
 }
 
-/* A HEAD 404 is a missing key only if the bucket exists. */
-static void test_head_404_of_a_missing_bucket(void **state)
+/* A 404 without a code (a HEAD, or a GET answered so) is a missing key only if the bucket exists.
+ */
+static void test_404_of_a_missing_bucket(void **state)
 {
     char b[512];
     const char *script[] = {
@@ -345,7 +355,7 @@ static void test_head_404_of_a_missing_bucket(void **state)
     server_stop();
 }
 
-static void test_head_404_with_the_bucket_there(void **state)
+static void test_404_with_the_bucket_there(void **state)
 {
     char b[512];
     const char *script[] = {
@@ -460,7 +470,7 @@ static void test_later_ranges_pinned_to_the_first(void **state)
     assert_memory_equal(buf + range, "vwxyz", 5);
     assert_int_equal(server.nrequests, 2);
     expect_request(0, "GET /bucket/p/obj " RANGE_FIRST "$");
-    expect_request(1, "GET /bucket/p/obj if-match range=bytes=8388608-8388612$");
+    expect_request(1, "GET /bucket/p/obj if-match=\"v1\" range=bytes=8388608-8388612$");
     storage_free(s);
     server_stop();
     free(buf);
@@ -645,7 +655,189 @@ static void test_empty_then_written(void **state)
         fail_msg("%s", err.msg);
     assert_int_equal(got, 3);
     assert_memory_equal(buf, "xyz", 3);
-    expect_request(2, "GET /bucket/p/obj if-match range=bytes=0-2$");
+    expect_request(2, "GET /bucket/p/obj if-match=\"e2\" range=bytes=0-2$");
+    storage_free(s);
+    server_stop();
+}
+
+/* An object of exactly one range: one GET, no download thread. */
+static void test_exactly_one_range(void **state)
+{
+    char *first = big_answer("206 Partial Content",
+                             "Content-Range: bytes 0-8388607/8388608\r\nETag: \"v1\"\r\n", 8 * MIB);
+    const char *script[] = {first, NULL};
+    storage *s;
+    char *buf = malloc(9 * MIB);
+    size_t got;
+    pgd_error err = {0};
+
+    (void)state;
+    assert_non_null(buf);
+    server_start(script);
+    s = open_s3_downloads(0, 0, 4);
+    if (!read_all(s, buf, 9 * MIB, &got, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(got, 8 * MIB);
+    assert_memory_equal(buf, first + strlen(first) - 8 * MIB, 8 * MIB);
+    assert_int_equal(server.nrequests, 1);
+    storage_free(s);
+    server_stop();
+    free(buf);
+    free(first);
+}
+
+/* With downloads in parallel: the first range is not asked again, the rest pinned to it. */
+static void test_first_range_kept_with_parallel_downloads(void **state)
+{
+    char *first = big_answer("206 Partial Content",
+                             "Content-Range: bytes 0-8388607/8388613\r\nETag: \"v1\"\r\n", 8 * MIB);
+    const char *script[] = {first,
+                            "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes "
+                            "8388608-8388612/8388613\r\nContent-Length: 5\r\n\r\nvwxyz",
+                            NULL};
+    storage *s;
+    char *buf = malloc(9 * MIB);
+    size_t got;
+    pgd_error err = {0};
+
+    (void)state;
+    assert_non_null(buf);
+    server_start(script);
+    s = open_s3_downloads(0, 0, 4);
+    if (!read_all(s, buf, 9 * MIB, &got, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(got, 8 * MIB + 5);
+    assert_memory_equal(buf, first + strlen(first) - 8 * MIB, 8 * MIB);
+    assert_memory_equal(buf + 8 * MIB, "vwxyz", 5);
+    assert_int_equal(server.nrequests, 2);
+    expect_request(1, "GET /bucket/p/obj if-match=\"v1\" range=bytes=8388608-8388612$");
+    storage_free(s);
+    server_stop();
+    free(buf);
+    free(first);
+}
+
+/* A Content-Range that does not parse as three plain numbers is wrong, not huge. */
+static void test_content_range_not_plain_numbers(void **state)
+{
+    static const char *const bad[] = {"bytes 0-9/-1",  "bytes 0-9/+10",
+                                      "bytes 0-9/ 10", "bytes 0-9/99999999999999999999",
+                                      "bytes 0-9/10x", "bytes=0-9/10"};
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char answer[256];
+        const char *script[] = {answer, NULL};
+        storage *s;
+        char buf[32];
+        size_t got;
+        pgd_error err = {0};
+        char want[96];
+
+        snprintf(answer, sizeof(answer),
+                 "HTTP/1.1 206 Partial Content\r\nContent-Range: %s\r\nContent-Length: "
+                 "10\r\n\r\n0123456789",
+                 bad[i]);
+        server_start(script);
+        s = open_s3(0, 0);
+        assert_false(read_all(s, buf, sizeof(buf), &got, &err));
+        snprintf(want, sizeof(want), "Content-Range \"%s\"", bad[i]);
+        expect_msg(&err, want);
+        storage_free(s);
+        server_stop();
+    }
+}
+
+/* A 200 whose body ends with the connection: it may have been cut short, so it is refused. */
+static void test_200_without_length(void **state)
+{
+    static const char *const script[] = {"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n0123456789",
+                                         NULL};
+    storage *s;
+    char buf[32];
+    size_t got;
+    pgd_error err = {0};
+
+    (void)state;
+    server_start(script);
+    s = open_s3(0, 0);
+    assert_false(read_all(s, buf, sizeof(buf), &got, &err));
+    expect_msg(&err, "answered HTTP 200 to bytes=0-8388607 without a Content-Length");
+    storage_free(s);
+    server_stop();
+}
+
+/* 416, then the HEAD finds nothing (removed meanwhile): missing, once the bucket is known. */
+static void test_empty_then_removed(void **state)
+{
+    char b[512];
+    const char *script[] = {
+        NO_RANGE_416, HEAD_404,
+        xml("200 OK", "<ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>", b,
+            sizeof(b)),
+        NULL};
+    storage *s;
+    bool missing = false;
+    pgd_error err = {0};
+
+    (void)state;
+    server_start(script);
+    s = open_s3(0, 0);
+    assert_null(storage_read_open(s, "obj", &missing, &err));
+    assert_false(err.set);
+    assert_true(missing);
+    expect_request(1, "HEAD /bucket/p/obj");
+    expect_request(2, "GET /bucket?list-type=2&max-keys=1");
+    storage_free(s);
+    server_stop();
+}
+
+/* A GET 404 that says NoSuchBucket is that error, never "missing". */
+static void test_get_404_no_such_bucket(void **state)
+{
+    char b[512];
+    const char *script[] = {
+        xml("404 Not Found",
+            "<Error><Code>NoSuchBucket</Code><Message>The specified bucket does not "
+            "exist</Message></Error>",
+            b, sizeof(b)),
+        NULL};
+    storage *s;
+    bool missing = true;
+    pgd_error err = {0};
+
+    (void)state;
+    server_start(script);
+    s = open_s3(0, 0);
+    assert_null(storage_read_open(s, "obj", &missing, &err));
+    assert_false(missing);
+    expect_msg(&err, "GET of \"obj\" in s3://bucket failed: bucket \"bucket\" does not exist");
+    assert_int_equal(server.nrequests, 1);
+    storage_free(s);
+    server_stop();
+}
+
+/* A GET 404 with a code of the server's own: the bucket is asked, as for a HEAD. */
+static void test_get_404_other_code(void **state)
+{
+    char b1[512], b2[512];
+    const char *script[] = {
+        xml("404 Not Found", "<Error><Code>GatewayNotFound</Code><Message>no</Message></Error>", b1,
+            sizeof(b1)),
+        xml("200 OK", "<ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>", b2,
+            sizeof(b2)),
+        NULL};
+    storage *s;
+    bool missing = false;
+    pgd_error err = {0};
+
+    (void)state;
+    server_start(script);
+    s = open_s3(0, 0);
+    assert_null(storage_read_open(s, "obj", &missing, &err));
+    assert_false(err.set);
+    assert_true(missing);
+    expect_request(1, "GET /bucket?list-type=2&max-keys=1");
     storage_free(s);
     server_stop();
 }
@@ -951,8 +1143,8 @@ int main(void)
         cmocka_unit_test(test_5xx_then_success),
         cmocka_unit_test(test_refused_connection_is_transient),
         cmocka_unit_test(test_head_403_named_by_its_code),
-        cmocka_unit_test(test_head_404_of_a_missing_bucket),
-        cmocka_unit_test(test_head_404_with_the_bucket_there),
+        cmocka_unit_test(test_404_of_a_missing_bucket),
+        cmocka_unit_test(test_404_with_the_bucket_there),
         cmocka_unit_test(test_small_object_in_one_request),
         cmocka_unit_test(test_later_ranges_pinned_to_the_first),
         cmocka_unit_test(test_whole_object_answered_200),
@@ -963,6 +1155,13 @@ int main(void)
         cmocka_unit_test(test_get_404_no_such_key),
         cmocka_unit_test(test_empty_object),
         cmocka_unit_test(test_empty_then_written),
+        cmocka_unit_test(test_exactly_one_range),
+        cmocka_unit_test(test_first_range_kept_with_parallel_downloads),
+        cmocka_unit_test(test_content_range_not_plain_numbers),
+        cmocka_unit_test(test_200_without_length),
+        cmocka_unit_test(test_empty_then_removed),
+        cmocka_unit_test(test_get_404_no_such_bucket),
+        cmocka_unit_test(test_get_404_other_code),
         cmocka_unit_test(test_head_without_length),
         cmocka_unit_test(test_listing_truncated_without_token),
         cmocka_unit_test(test_listing_pages_and_repeated_token),

@@ -214,19 +214,29 @@ static void s3_reader_close(in_stream *is)
 
 static const in_stream_ops s3_reader_ops = {s3_reader_read, s3_reader_close};
 
+/* A decimal number of at most 19 digits at *p (no sign, no space), *p moved past it. */
+static bool s3_reader_parse_number(const char **p, uint64_t *v)
+{
+    const char *start = *p;
+
+    *v = 0;
+    while (**p >= '0' && **p <= '9' && *p - start < 19)
+        *v = *v * 10 + (uint64_t)(*(*p)++ - '0');
+    return *p > start && !(**p >= '0' && **p <= '9');
+}
+
 /* Parse "bytes FIRST-LAST/TOTAL" (the first range's Content-Range). */
 static bool s3_reader_parse_range(const char *v, uint64_t *first, uint64_t *last, uint64_t *total)
 {
-    unsigned long long a, b, t;
-    int used = 0;
+    const char *p = v;
 
-    if (v == NULL || sscanf(v, "bytes %llu-%llu/%llu%n", &a, &b, &t, &used) != 3 ||
-        (size_t)used != strlen(v))
+    if (p == NULL || strncmp(p, "bytes ", 6) != 0)
         return false;
-    *first = a;
-    *last = b;
-    *total = t;
-    return true;
+    p += 6;
+    if (!s3_reader_parse_number(&p, first) || *p++ != '-' || !s3_reader_parse_number(&p, last) ||
+        *p++ != '/' || !s3_reader_parse_number(&p, total))
+        return false;
+    return *p == '\0';
 }
 
 /*
@@ -261,23 +271,29 @@ static bool s3_reader_first(s3_reader *r, char *buf, bool *exists, size_t *got, 
         s3_answer_free(&a);
         return s3_reader_head(r->s, r->path, exists, &r->size, &r->etag, err);
     }
-    if (a.http.status == S3_HTTP_PARTIAL) {
+    if (a.http.status == S3_HTTP_PARTIAL && a.http.content_range == NULL) {
+        ok =
+            err_set(err, "GET of \"%s\" in s3://%s answered HTTP 206 to %s without a Content-Range",
+                    r->path, r->s->bucket, range);
+    } else if (a.http.status == S3_HTTP_PARTIAL) {
         if (!s3_reader_parse_range(a.http.content_range, &first, &last, &total) || first != 0 ||
             last >= total || last + 1 != (total < S3_RANGE_SIZE ? total : S3_RANGE_SIZE))
             ok = err_set(err,
                          "GET of \"%s\" in s3://%s returned Content-Range \"%s\" for %s "
                          "(the server is wrong)",
-                         r->path, r->s->bucket, a.http.content_range ? a.http.content_range : "",
-                         range);
+                         r->path, r->s->bucket, a.http.content_range, range);
         else
             r->size = total;
-    } else if (a.http.status == S3_HTTP_OK && a.http.has_content_length &&
-               a.http.content_length == a.http.body_len) {
+    } else if (a.http.status == S3_HTTP_OK && !a.http.has_content_length) {
+        /* a body that ends without a length may have been cut short: nothing to check it by */
+        ok = err_set(err,
+                     "GET of \"%s\" in s3://%s answered HTTP 200 to %s without a "
+                     "Content-Length: the object's size is unknown",
+                     r->path, r->s->bucket, range);
+    } else if (a.http.status == S3_HTTP_OK && a.http.content_length == a.http.body_len) {
         r->size = a.http.body_len; /* the whole object, which fits in the range asked for */
     } else {
-        ok = err_set(err,
-                     "GET of \"%s\" in s3://%s answered HTTP %ld to %s: the server ignored "
-                     "the range",
+        ok = err_set(err, "GET of \"%s\" in s3://%s answered HTTP %ld to %s (expected 206)",
                      r->path, r->s->bucket, a.http.status, range);
     }
     if (ok && r->size > 0 &&
@@ -328,7 +344,7 @@ in_stream *s3_reader_open(storage *st, const char *path, bool *missing, pgd_erro
     s3_storage *s = (s3_storage *)st;
     s3_reader *r;
     char *first;
-    bool exists;
+    bool exists, ok;
     size_t got;
 
     *missing = false;
@@ -352,8 +368,9 @@ in_stream *s3_reader_open(storage *st, const char *path, bool *missing, pgd_erro
         s3_reader_close(&r->base);
         return NULL;
     }
-    if (!s3_reader_first(r, first, &exists, &got, err) || !exists) {
-        *missing = !err->set; /* answered: not there */
+    ok = s3_reader_first(r, first, &exists, &got, err);
+    if (!ok || !exists) {
+        *missing = ok; /* answered: not there */
         free(first);
         s3_reader_close(&r->base);
         return NULL;

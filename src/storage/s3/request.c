@@ -7,11 +7,13 @@
  * signed (sigv4 signs an S3 path verbatim): a key with a space, '+', '&' or
  * 'é' signs as the server sees it.
  *
- * Only 2xx is success. A 404 means "missing" only for a call that expects it
- * and only once the bucket is known to exist: HEAD answers carry no body,
- * and a HEAD 404 from a bucket that does not exist looks exactly like a
- * missing key, which wal-fetch would report as the end of the archive. So
- * the first such 404 of a storage asks the bucket itself.
+ * Only 2xx is success (and a 416 for a call that expects one: the first
+ * range of an empty object). A 404 means "missing" only for a call that
+ * expects it and only once the bucket is known to exist: a GET's answer
+ * says NoSuchKey or NoSuchBucket, but HEAD answers carry no body, and a
+ * HEAD 404 from a bucket that does not exist looks exactly like a missing
+ * key, which wal-fetch would report as the end of the archive. So a 404
+ * without either code asks the bucket itself (once per storage).
  *
  * Transient failures (5xx, 429/SlowDown, RequestTimeout, timeouts, resets,
  * refused connections) are retried with exponential backoff and jitter
@@ -362,12 +364,14 @@ static bool s3_request_resolve_404(s3_storage *s, const s3_call *call, s3_answer
     char desc[S3_CODE_MAX + S3_MESSAGE_MAX + 32];
 
     if (answer->http.body != NULL && s3_xml_error(answer->http.body, answer->http.body_len, &f) &&
-        f.code[0] != '\0') {
+        (strcmp(f.code, "NoSuchKey") == 0 || strcmp(f.code, "NoSuchBucket") == 0)) {
         if (strcmp(f.code, "NoSuchKey") == 0) {
             answer->missing = true;
             return true;
         }
     } else {
+        /* no body (a HEAD), or a code of some other server's own: the bucket tells */
+        memset(&f, 0, sizeof(f));
         if (!s3_request_bucket_exists(s, &exists, &f, err))
             return false;
         if (exists) {
