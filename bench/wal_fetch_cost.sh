@@ -9,13 +9,15 @@
 # the CPU of the wal-fetch processes (user + system), the CPU of the S3 server and the
 # requests it answered (moto's request log). Prints each round, the medians and the ratios.
 # OP=push times plain wal-push (archive_command without --archive-async) instead: each round
-# pushes all the segments into a new prefix of the bucket with each build. Without OLD_BIN, this build alone. BUILD: the build directory (default build).
+# pushes all the segments into a new prefix of the bucket with each build. COMPRESSION: of the
+# pushes (default lz4; none stores 16 MiB objects, two 8 MiB ranges to read back). Without OLD_BIN, this build alone. BUILD: the build directory (default build).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 SEGMENTS=${1:-10}
 ROUNDS=${2:-10}
 OP=${OP:-fetch}
+COMPRESSION=${COMPRESSION:-lz4}
 case "$OP" in fetch | push) ;; *) echo "wal_fetch_cost.sh: OP=$OP: expected fetch or push" >&2; exit 1 ;; esac
 OLD_BIN=${OLD_BIN:-}
 BUILD=${BUILD:-$ROOT/build}
@@ -65,7 +67,9 @@ until [ "$(archived)" -ge "$SEGMENTS" ]; do
     sleep 0.2
 done
 mapfile -t SEGS < <(find "$D/segs" -type f -printf '%f\n' | sort | head -n "$SEGMENTS")
-for s in "${SEGS[@]}"; do "$D/bin/new" wal-push --repo "$REPO" "$D/segs/$s" || bail "wal-push of $s failed"; done
+for s in "${SEGS[@]}"; do
+    "$D/bin/new" wal-push --repo "$REPO" --compression "$COMPRESSION" "$D/segs/$s" || bail "wal-push of $s failed"
+done
 
 # cpu_ms FILE: the CPU time (user + system) of the finished children in FILE, `times`'s output
 # written by this shell itself (in a pipeline or $(...) it would be a subshell's), in ms
@@ -86,7 +90,7 @@ fetch_all() {
     if [ "$OP" = push ]; then
         PUSHES=$((PUSHES + 1))
         for s in "${SEGS[@]}"; do
-            "$1" wal-push --repo "$REPO-push$PUSHES" "$D/segs/$s" || bail "wal-push of $s with $1 failed"
+            "$1" wal-push --repo "$REPO-push$PUSHES" --compression "$COMPRESSION" "$D/segs/$s" || bail "wal-push of $s with $1 failed"
         done
     else
         for s in "${SEGS[@]}"; do
@@ -111,7 +115,7 @@ BUILDS=(new)
 [ -z "$OLD_BIN" ] || BUILDS=(new old)
 : >"$D/rounds"
 PUSHES=0
-echo "# plain wal-$OP of $SEGMENTS segments, $S3_SERVER on 127.0.0.1, one process each, $ROUNDS rounds"
+echo "# plain wal-$OP of $SEGMENTS segments ($COMPRESSION), $S3_SERVER on 127.0.0.1, one process each, $ROUNDS rounds"
 for r in $(seq "$ROUNDS"); do
     order=("${BUILDS[@]}")
     [ $((r % 2)) -eq 0 ] && [ ${#BUILDS[@]} -eq 2 ] && order=(old new)
