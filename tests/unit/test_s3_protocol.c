@@ -403,6 +403,62 @@ static bool read_all(storage *s, char *buf, size_t cap, size_t *got, pgd_error *
     return ok;
 }
 
+/* Serve `script` and read "obj" whole, `downloads` ranges at a time; server.requests keeps the
+ * requests. */
+static bool scripted_read(const char *const *script, unsigned downloads, char *buf, size_t cap,
+                          size_t *got, pgd_error *err)
+{
+    storage *s;
+    bool ok;
+
+    server_start(script);
+    s = open_s3_downloads(0, 0, downloads);
+    ok = read_all(s, buf, cap, got, err);
+    storage_free(s);
+    server_stop();
+    return ok;
+}
+
+/* Serve `script` and open "obj", which must not open: whether it is missing (err: why not). */
+static bool scripted_missing(const char *const *script, pgd_error *err)
+{
+    storage *s;
+    bool missing = false;
+
+    server_start(script);
+    s = open_s3(0, 0);
+    assert_null(storage_read_open(s, "obj", &missing, err));
+    storage_free(s);
+    server_stop();
+    return missing;
+}
+
+/* Reading "obj" from `script` succeeds and yields exactly the len bytes of want. */
+static void expect_read(const char *const *script, const char *want, size_t len)
+{
+    char buf[32];
+    size_t got = 99;
+    pgd_error err = {0};
+
+    if (!scripted_read(script, 1, buf, sizeof(buf), &got, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(got, len);
+    assert_memory_equal(buf, want, len);
+}
+
+/* Reading "obj" from `script` fails with an error that says `want`. */
+static void expect_read_fails(const char *const *script, const char *want)
+{
+    char *buf = malloc(9 * MIB);
+    size_t got;
+    pgd_error err = {0};
+
+    assert_non_null(buf);
+    assert_false(scripted_read(script, 1, buf, 9 * MIB, &got, &err));
+    expect_msg(&err, want);
+    free(buf);
+}
+
 /* An answer of `status` with `len` bytes of body ('a', 'b', ... cycling), malloc'd. */
 static char *big_answer(const char *status, const char *headers, size_t len)
 {
@@ -426,22 +482,11 @@ static void test_small_object_in_one_request(void **state)
         "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-9/10\r\nETag: \"abc\"\r\n"
         "Content-Length: 10\r\n\r\n0123456789",
         NULL};
-    storage *s;
-    char buf[32];
-    size_t got;
-    pgd_error err = {0};
 
     (void)state;
-    server_start(script);
-    s = open_s3(0, 0);
-    if (!read_all(s, buf, sizeof(buf), &got, &err))
-        fail_msg("%s", err.msg);
-    assert_int_equal(got, 10);
-    assert_memory_equal(buf, "0123456789", 10);
+    expect_read(script, "0123456789", 10);
     assert_int_equal(server.nrequests, 1);
     expect_request(0, "GET /bucket/p/obj " RANGE_FIRST "$");
-    storage_free(s);
-    server_stop();
 }
 
 /* The first answer gives the size and the version: the next range is pinned to it (If-Match). */
@@ -454,16 +499,13 @@ static void test_later_ranges_pinned_to_the_first(void **state)
                             "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes "
                             "8388608-8388612/8388613\r\nContent-Length: 5\r\n\r\nvwxyz",
                             NULL};
-    storage *s;
     char *buf = malloc(range + 64);
     size_t got;
     pgd_error err = {0};
 
     (void)state;
     assert_non_null(buf);
-    server_start(script);
-    s = open_s3(0, 0);
-    if (!read_all(s, buf, range + 64, &got, &err))
+    if (!scripted_read(script, 1, buf, range + 64, &got, &err))
         fail_msg("%s", err.msg);
     assert_int_equal(got, range + 5);
     assert_memory_equal(buf, first + strlen(first) - range, range);
@@ -471,8 +513,6 @@ static void test_later_ranges_pinned_to_the_first(void **state)
     assert_int_equal(server.nrequests, 2);
     expect_request(0, "GET /bucket/p/obj " RANGE_FIRST "$");
     expect_request(1, "GET /bucket/p/obj if-match=\"v1\" range=bytes=8388608-8388612$");
-    storage_free(s);
-    server_stop();
     free(buf);
     free(first);
 }
@@ -482,21 +522,10 @@ static void test_whole_object_answered_200(void **state)
 {
     static const char *const script[] = {"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123456789",
                                          NULL};
-    storage *s;
-    char buf[32];
-    size_t got;
-    pgd_error err = {0};
 
     (void)state;
-    server_start(script);
-    s = open_s3(0, 0);
-    if (!read_all(s, buf, sizeof(buf), &got, &err))
-        fail_msg("%s", err.msg);
-    assert_int_equal(got, 10);
-    assert_memory_equal(buf, "0123456789", 10);
+    expect_read(script, "0123456789", 10);
     assert_int_equal(server.nrequests, 1);
-    storage_free(s);
-    server_stop();
 }
 
 /* A server that ignores Range and sends more than asked: an error, never success. */
@@ -504,20 +533,9 @@ static void test_body_larger_than_asked(void **state)
 {
     char *big = big_answer("200 OK", "", 8 * MIB + 10);
     const char *script[] = {big, NULL};
-    storage *s;
-    char *buf = malloc(9 * MIB);
-    size_t got;
-    pgd_error err = {0};
 
     (void)state;
-    assert_non_null(buf);
-    server_start(script);
-    s = open_s3(0, 0);
-    assert_false(read_all(s, buf, 9 * MIB, &got, &err));
-    expect_msg(&err, "larger than the 8388608 bytes asked for");
-    storage_free(s);
-    server_stop();
-    free(buf);
+    expect_read_fails(script, "larger than the 8388608 bytes asked for");
     free(big);
 }
 
@@ -528,18 +546,10 @@ static void test_wrong_content_range(void **state)
         "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-9/12\r\n"
         "Content-Length: 10\r\n\r\n0123456789",
         NULL};
-    storage *s;
-    char buf[32];
-    size_t got;
-    pgd_error err = {0};
 
     (void)state;
-    server_start(script);
-    s = open_s3(0, 0);
-    assert_false(read_all(s, buf, sizeof(buf), &got, &err));
-    expect_msg(&err, "Content-Range \"bytes 0-9/12\" for bytes=0-8388607 (the server is wrong)");
-    storage_free(s);
-    server_stop();
+    expect_read_fails(script,
+                      "Content-Range \"bytes 0-9/12\" for bytes=0-8388607 (the server is wrong)");
 }
 
 /* A later range of another version of the object (its Content-Range says another size). */
@@ -551,20 +561,9 @@ static void test_later_range_of_another_version(void **state)
                             "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes "
                             "8388608-8388612/8388620\r\nContent-Length: 5\r\n\r\nvwxyz",
                             NULL};
-    storage *s;
-    char *buf = malloc(9 * MIB);
-    size_t got;
-    pgd_error err = {0};
 
     (void)state;
-    assert_non_null(buf);
-    server_start(script);
-    s = open_s3(0, 0);
-    assert_false(read_all(s, buf, 9 * MIB, &got, &err));
-    expect_msg(&err, "returned Content-Range \"bytes 8388608-8388612/8388620\"");
-    storage_free(s);
-    server_stop();
-    free(buf);
+    expect_read_fails(script, "returned Content-Range \"bytes 8388608-8388612/8388620\"");
     free(first);
 }
 
@@ -573,18 +572,10 @@ static void test_ranged_get_error_named(void **state)
 {
     char b[512];
     const char *script[] = {xml("403 Forbidden", ACCESS_DENIED, b, sizeof(b)), NULL};
-    storage *s;
-    char buf[32];
-    size_t got;
-    pgd_error err = {0};
 
     (void)state;
-    server_start(script);
-    s = open_s3(0, 0);
-    assert_false(read_all(s, buf, sizeof(buf), &got, &err));
-    expect_msg(&err, "GET of \"obj\" in s3://bucket failed: HTTP 403 AccessDenied: Access Denied");
-    storage_free(s);
-    server_stop();
+    expect_read_fails(script,
+                      "GET of \"obj\" in s3://bucket failed: HTTP 403 AccessDenied: Access Denied");
 }
 
 /* A GET 404 says which: NoSuchKey is a missing object, in one request. */
@@ -597,19 +588,12 @@ static void test_get_404_no_such_key(void **state)
             "</Error>",
             b, sizeof(b)),
         NULL};
-    storage *s;
-    bool missing = false;
     pgd_error err = {0};
 
     (void)state;
-    server_start(script);
-    s = open_s3(0, 0);
-    assert_null(storage_read_open(s, "obj", &missing, &err));
+    assert_true(scripted_missing(script, &err));
     assert_false(err.set);
-    assert_true(missing);
     assert_int_equal(server.nrequests, 1);
-    storage_free(s);
-    server_stop();
 }
 
 /* An empty object has no byte 0 (416): a HEAD then says it is empty, and it reads as empty. */
@@ -617,22 +601,12 @@ static void test_empty_object(void **state)
 {
     static const char *const script[] = {
         NO_RANGE_416, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nETag: \"e\"\r\n\r\n", NULL};
-    storage *s;
-    char buf[32];
-    size_t got = 99;
-    pgd_error err = {0};
 
     (void)state;
-    server_start(script);
-    s = open_s3(0, 0);
-    if (!read_all(s, buf, sizeof(buf), &got, &err))
-        fail_msg("%s", err.msg);
-    assert_int_equal(got, 0);
+    expect_read(script, "", 0);
     assert_int_equal(server.nrequests, 2);
     expect_request(0, "GET /bucket/p/obj " RANGE_FIRST "$");
     expect_request(1, "HEAD /bucket/p/obj$");
-    storage_free(s);
-    server_stop();
 }
 
 /* Written between the 416 and the HEAD: read as the HEAD saw it, pinned to its version. */
@@ -643,21 +617,10 @@ static void test_empty_then_written(void **state)
         "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-2/3\r\nContent-Length: 3\r\n\r\n"
         "xyz",
         NULL};
-    storage *s;
-    char buf[32];
-    size_t got;
-    pgd_error err = {0};
 
     (void)state;
-    server_start(script);
-    s = open_s3(0, 0);
-    if (!read_all(s, buf, sizeof(buf), &got, &err))
-        fail_msg("%s", err.msg);
-    assert_int_equal(got, 3);
-    assert_memory_equal(buf, "xyz", 3);
+    expect_read(script, "xyz", 3);
     expect_request(2, "GET /bucket/p/obj if-match=\"e2\" range=bytes=0-2$");
-    storage_free(s);
-    server_stop();
 }
 
 /* An object of exactly one range: one GET, no download thread. */
@@ -666,22 +629,17 @@ static void test_exactly_one_range(void **state)
     char *first = big_answer("206 Partial Content",
                              "Content-Range: bytes 0-8388607/8388608\r\nETag: \"v1\"\r\n", 8 * MIB);
     const char *script[] = {first, NULL};
-    storage *s;
     char *buf = malloc(9 * MIB);
     size_t got;
     pgd_error err = {0};
 
     (void)state;
     assert_non_null(buf);
-    server_start(script);
-    s = open_s3_downloads(0, 0, 4);
-    if (!read_all(s, buf, 9 * MIB, &got, &err))
+    if (!scripted_read(script, 4, buf, 9 * MIB, &got, &err))
         fail_msg("%s", err.msg);
     assert_int_equal(got, 8 * MIB);
     assert_memory_equal(buf, first + strlen(first) - 8 * MIB, 8 * MIB);
     assert_int_equal(server.nrequests, 1);
-    storage_free(s);
-    server_stop();
     free(buf);
     free(first);
 }
@@ -695,24 +653,19 @@ static void test_first_range_kept_with_parallel_downloads(void **state)
                             "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes "
                             "8388608-8388612/8388613\r\nContent-Length: 5\r\n\r\nvwxyz",
                             NULL};
-    storage *s;
     char *buf = malloc(9 * MIB);
     size_t got;
     pgd_error err = {0};
 
     (void)state;
     assert_non_null(buf);
-    server_start(script);
-    s = open_s3_downloads(0, 0, 4);
-    if (!read_all(s, buf, 9 * MIB, &got, &err))
+    if (!scripted_read(script, 4, buf, 9 * MIB, &got, &err))
         fail_msg("%s", err.msg);
     assert_int_equal(got, 8 * MIB + 5);
     assert_memory_equal(buf, first + strlen(first) - 8 * MIB, 8 * MIB);
     assert_memory_equal(buf + 8 * MIB, "vwxyz", 5);
     assert_int_equal(server.nrequests, 2);
     expect_request(1, "GET /bucket/p/obj if-match=\"v1\" range=bytes=8388608-8388612$");
-    storage_free(s);
-    server_stop();
     free(buf);
     free(first);
 }
@@ -728,7 +681,6 @@ static void test_content_range_not_plain_numbers(void **state)
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char answer[256];
         const char *script[] = {answer, NULL};
-        storage *s;
         char buf[32];
         size_t got;
         pgd_error err = {0};
@@ -738,13 +690,9 @@ static void test_content_range_not_plain_numbers(void **state)
                  "HTTP/1.1 206 Partial Content\r\nContent-Range: %s\r\nContent-Length: "
                  "10\r\n\r\n0123456789",
                  bad[i]);
-        server_start(script);
-        s = open_s3(0, 0);
-        assert_false(read_all(s, buf, sizeof(buf), &got, &err));
+        assert_false(scripted_read(script, 1, buf, sizeof(buf), &got, &err));
         snprintf(want, sizeof(want), "Content-Range \"%s\"", bad[i]);
         expect_msg(&err, want);
-        storage_free(s);
-        server_stop();
     }
 }
 
@@ -753,18 +701,9 @@ static void test_200_without_length(void **state)
 {
     static const char *const script[] = {"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n0123456789",
                                          NULL};
-    storage *s;
-    char buf[32];
-    size_t got;
-    pgd_error err = {0};
 
     (void)state;
-    server_start(script);
-    s = open_s3(0, 0);
-    assert_false(read_all(s, buf, sizeof(buf), &got, &err));
-    expect_msg(&err, "answered HTTP 200 to bytes=0-8388607 without a Content-Length");
-    storage_free(s);
-    server_stop();
+    expect_read_fails(script, "answered HTTP 200 to bytes=0-8388607 without a Content-Length");
 }
 
 /* 416, then the HEAD finds nothing (removed meanwhile): missing, once the bucket is known. */
@@ -776,20 +715,13 @@ static void test_empty_then_removed(void **state)
         xml("200 OK", "<ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>", b,
             sizeof(b)),
         NULL};
-    storage *s;
-    bool missing = false;
     pgd_error err = {0};
 
     (void)state;
-    server_start(script);
-    s = open_s3(0, 0);
-    assert_null(storage_read_open(s, "obj", &missing, &err));
+    assert_true(scripted_missing(script, &err));
     assert_false(err.set);
-    assert_true(missing);
     expect_request(1, "HEAD /bucket/p/obj");
     expect_request(2, "GET /bucket?list-type=2&max-keys=1");
-    storage_free(s);
-    server_stop();
 }
 
 /* A GET 404 that says NoSuchBucket is that error, never "missing". */
@@ -802,19 +734,12 @@ static void test_get_404_no_such_bucket(void **state)
             "exist</Message></Error>",
             b, sizeof(b)),
         NULL};
-    storage *s;
-    bool missing = true;
     pgd_error err = {0};
 
     (void)state;
-    server_start(script);
-    s = open_s3(0, 0);
-    assert_null(storage_read_open(s, "obj", &missing, &err));
-    assert_false(missing);
+    assert_false(scripted_missing(script, &err));
     expect_msg(&err, "GET of \"obj\" in s3://bucket failed: bucket \"bucket\" does not exist");
     assert_int_equal(server.nrequests, 1);
-    storage_free(s);
-    server_stop();
 }
 
 /* A GET 404 with a code of the server's own: the bucket is asked, as for a HEAD. */
@@ -827,19 +752,12 @@ static void test_get_404_other_code(void **state)
         xml("200 OK", "<ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>", b2,
             sizeof(b2)),
         NULL};
-    storage *s;
-    bool missing = false;
     pgd_error err = {0};
 
     (void)state;
-    server_start(script);
-    s = open_s3(0, 0);
-    assert_null(storage_read_open(s, "obj", &missing, &err));
+    assert_true(scripted_missing(script, &err));
     assert_false(err.set);
-    assert_true(missing);
     expect_request(1, "GET /bucket?list-type=2&max-keys=1");
-    storage_free(s);
-    server_stop();
 }
 
 static void test_head_without_length(void **state)
