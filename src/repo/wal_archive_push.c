@@ -23,6 +23,7 @@
 #include "repo/wal_archive_internal.h"
 #include "util/big_buffer.h"
 #include "util/crc32c.h"
+#include "util/log.h"
 
 /*
  * Two pushes of different files under one name that each see the other
@@ -247,6 +248,16 @@ static bool wal_archive_push_take_back(storage *repo, const char *name, const ch
     return false;
 }
 
+/* The place of `kind` in wal_archive_kinds (wal_archive_find's order). */
+static size_t wal_archive_push_rank(compress_kind kind)
+{
+    size_t i = 0;
+
+    while (i < wal_archive_nkinds && wal_archive_kinds[i] != kind)
+        i++;
+    return i;
+}
+
 /*
  * Store `data` under `name`, or find it stored already.
  *
@@ -259,10 +270,19 @@ static bool wal_archive_push_take_back(storage *repo, const char *name, const ch
  * after R_A (B removes its object only when it fails). Likewise S_A came
  * after R_B. Then S_A < R_A < S_B < R_B < S_A, which cannot be.
  *
+ * The first attempt stores at once, with no look before: the look after
+ * storing finds whatever that look would have found, and a push of a new
+ * file (nearly every push) asks one request where it asked four. A re-push
+ * of an archived file pays its upload, then finds the file.
+ *
  * Both may see each other and both stand down; the loop then starts again
- * after a random pause, and the first look (before storing) lets the
- * slower one find the winner's file and fail with "different content".
- * A push that finds an identical file under any suffix has nothing to do.
+ * after a random pause, and the look before storing (from the second
+ * attempt on) lets the slower one find the winner's file and fail with
+ * "different content". A push that finds an identical file under any
+ * suffix has nothing to do. One that finds it only after storing its own
+ * (the same file pushed with another compression) keeps one of the two:
+ * the one earlier in wal_archive_kinds' order, never taken back on that
+ * ground, so two such pushes cannot both take theirs back.
  *
  * A push that fails takes its object back, so that only acknowledged files
  * stand. A third push of A's file (a standby archiving too) may have found
@@ -283,30 +303,46 @@ static bool wal_archive_push_store_once(storage *repo, const char *name, compres
         unsigned same;
         bool taken;
 
-        if (!wal_archive_push_held(repo, name, NULL, data, len, &held, &other, &same, err))
-            return false;
-        if (held == WAL_HELD_SAME) {
-            *result = WAL_PUSH_IDENTICAL;
-            return wal_archive_push_sync_held(repo, name, same, err);
+        if (attempt > 1) {
+            if (!wal_archive_push_held(repo, name, NULL, data, len, &held, &other, &same, err))
+                return false;
+            if (held == WAL_HELD_SAME) {
+                *result = WAL_PUSH_IDENTICAL;
+                return wal_archive_push_sync_held(repo, name, same, err);
+            }
+            if (held == WAL_HELD_OTHER)
+                return err_set(err,
+                               "WAL file \"%s\" is already archived in repository \"%s\" with "
+                               "different content (as \"%s%s\")",
+                               name, repo->uri, name, compress_suffix(other));
         }
-        if (held == WAL_HELD_OTHER)
-            return err_set(err,
-                           "WAL file \"%s\" is already archived in repository \"%s\" with "
-                           "different content (as \"%s%s\")",
-                           name, repo->uri, name, compress_suffix(other));
         if (!wal_archive_push_store(repo, name, kind, level, data, len, &taken, err)) {
             if (!taken)
                 return false;
             if (attempt == WAL_PUSH_ATTEMPTS)
                 return err_set(err, "could not archive WAL file \"%s\": \"%s\" keeps changing",
                                name, path);
-            continue; /* someone stored this suffix meanwhile: compare with it */
+            continue; /* this suffix is stored already: compare with it */
         }
         if (!wal_archive_push_held(repo, name, &kind, data, len, &held, &other, &same, err))
             return wal_archive_push_take_back(repo, name, path, err);
-        if (held != WAL_HELD_OTHER) {
+        if (held == WAL_HELD_NOTHING) {
             *result = WAL_PUSH_STORED;
             return true;
+        }
+        if (held == WAL_HELD_SAME) {
+            pgd_error undo = {0};
+
+            /* ours goes only if an identical one stands earlier in the order */
+            if ((same & ((1u << wal_archive_push_rank(kind)) - 1)) == 0) {
+                *result = WAL_PUSH_STORED;
+                return true;
+            }
+            if (!storage_remove(repo, path, &undo))
+                log_warn("WAL file \"%s\" is archived twice with the same content: %s", name,
+                         undo.msg);
+            *result = WAL_PUSH_IDENTICAL;
+            return wal_archive_push_sync_held(repo, name, same, err);
         }
         if (!storage_remove(repo, path, err)) {
             err_prefix(err,

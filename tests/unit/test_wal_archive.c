@@ -4,7 +4,9 @@
  * this push's store and its look at the other compressions; a fetch that
  * says "not archived" only from a repository that is there, and the
  * prefetcher's fetch, which leaves that verdict to it and does not list; a
- * fetch asks the repository once for a file that is there; a push whose
+ * fetch asks the repository once for a file that is there; a push of a new
+ * file stores before it looks; of one file stored twice with the same
+ * content, the one earlier in wal_archive_kinds' order stays; a push whose
  * object could not be made durable is not acknowledged, and the next push
  * of that file makes it durable before it says "identical".
  *
@@ -271,6 +273,62 @@ static void test_identical_file_stored_meanwhile_is_fine(void **state)
     assert_true(stored(f, COMPRESS_NONE));
 }
 
+/* A push of a new file stores first and looks only at the two other suffixes after. */
+static void test_new_file_stored_before_any_look(void **state)
+{
+    fixture *f = *state;
+    wal_push_result result;
+    pgd_error err = {0};
+
+    assert_true(wal_archive_push(&f->r.base, f->seg_path, COMPRESS_LZ4, COMPRESS_LEVEL_DEFAULT,
+                                 &result, &err));
+    assert_int_equal(result, WAL_PUSH_STORED);
+    assert_int_equal(f->r.lookups, 2);
+    assert_int_equal(f->r.lists, 0);
+    assert_true(stored(f, COMPRESS_LZ4));
+}
+
+/*
+ * The same file stored meanwhile with a compression earlier in the order:
+ * ours goes, and the push says "identical". (Later in the order: both stay,
+ * test_identical_file_stored_meanwhile_is_fine.)
+ */
+static void test_identical_file_earlier_in_the_order_stored_meanwhile(void **state)
+{
+    fixture *f = *state;
+    char other[LAYOUT_PATH_MAX];
+    wal_push_result result;
+    pgd_error err = {0};
+
+    layout_wal_path(SEG_NAME, COMPRESS_LZ4, other, sizeof(other));
+    f->r.other_path = other;
+    f->r.other_data = f->seg;
+    f->r.other_len = SEG_SIZE;
+    f->r.other_kind = COMPRESS_LZ4;
+    assert_true(wal_archive_push(&f->r.base, f->seg_path, COMPRESS_ZSTD, COMPRESS_LEVEL_DEFAULT,
+                                 &result, &err));
+    assert_int_equal(result, WAL_PUSH_IDENTICAL);
+    assert_true(stored(f, COMPRESS_LZ4));
+    assert_false(stored(f, COMPRESS_ZSTD));
+}
+
+/* A re-push with a compression earlier in the order than the archived one keeps both. */
+static void test_repush_earlier_in_the_order(void **state)
+{
+    fixture *f = *state;
+    wal_push_result result;
+    pgd_error err = {0};
+
+    assert_true(
+        wal_archive_push(f->fs, f->seg_path, COMPRESS_ZSTD, COMPRESS_LEVEL_DEFAULT, &result, &err));
+    assert_int_equal(result, WAL_PUSH_STORED);
+    assert_true(
+        wal_archive_push(f->fs, f->seg_path, COMPRESS_LZ4, COMPRESS_LEVEL_DEFAULT, &result, &err));
+    assert_int_equal(result, WAL_PUSH_STORED);
+    assert_true(stored(f, COMPRESS_LZ4));
+    assert_true(stored(f, COMPRESS_ZSTD));
+}
+
 static void test_fetch_not_archived_only_from_a_repository(void **state)
 {
     fixture *f = *state;
@@ -396,6 +454,10 @@ int main(void)
         cmocka_unit_test(test_sweep_due),
         cmocka_unit_test_setup_teardown(test_push_then_identical_push, setup, teardown),
         cmocka_unit_test_setup_teardown(test_other_file_stored_meanwhile_wins, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_new_file_stored_before_any_look, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_identical_file_earlier_in_the_order_stored_meanwhile,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_repush_earlier_in_the_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_identical_file_stored_meanwhile_is_fine, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_fetch_not_archived_only_from_a_repository, setup,

@@ -13,7 +13,8 @@
  * says NoSuchKey or NoSuchBucket, but HEAD answers carry no body, and a
  * HEAD 404 from a bucket that does not exist looks exactly like a missing
  * key, which wal-fetch would report as the end of the archive. So a 404
- * without either code asks the bucket itself (once per storage).
+ * without either code asks the bucket itself, unless an earlier answer
+ * about one of its objects has shown that it is there.
  *
  * Transient failures (5xx, 429/SlowDown, RequestTimeout, timeouts, resets,
  * refused connections) are retried with exponential backoff and jitter
@@ -414,6 +415,11 @@ bool s3_request(s3_storage *s, const s3_call *call, s3_answer *answer, pgd_error
         }
         if (performed && (s3_request_success(answer) ||
                           (call->expect_no_range && answer->http.status == S3_HTTP_NO_RANGE))) {
+            if (call->path != NULL) { /* an object of the bucket answered: the bucket is there */
+                pthread_mutex_lock(&s->lock);
+                s->bucket_known = true;
+                pthread_mutex_unlock(&s->lock);
+            }
             ok = true;
             break;
         }
