@@ -99,6 +99,7 @@ fetch_all() {
     fi
     t1=$(date +%s%N)
     times >"$D/times1"
+    SERVER_MS=$(($(server_ms) - s0)) REQUESTS=$(($(requests) - n0)) # before the check below asks too
     for s in "${SEGS[@]}"; do
         if [ "$OP" = push ]; then # what was pushed, fetched back by this build
             "$D/bin/new" wal-fetch --repo "$REPO-push$PUSHES" "$s" "$D/out/$s" ||
@@ -108,7 +109,6 @@ fetch_all() {
         rm -f "$D/out/$s"
     done
     WALL_MS=$(((t1 - t0) / 1000000)) CPU_MS=$(($(cpu_ms "$D/times1") - $(cpu_ms "$D/times0")))
-    SERVER_MS=$(($(server_ms) - s0)) REQUESTS=$(($(requests) - n0))
 }
 
 BUILDS=(new)

@@ -248,6 +248,16 @@ static bool wal_archive_push_take_back(storage *repo, const char *name, const ch
     return false;
 }
 
+/* The error of a push that found another file archived under its name (as `kind`). */
+static bool wal_archive_push_differs(storage *repo, const char *name, compress_kind kind,
+                                     pgd_error *err)
+{
+    return err_set(err,
+                   "WAL file \"%s\" is already archived in repository \"%s\" with different "
+                   "content (as \"%s%s\")",
+                   name, repo->uri, name, compress_suffix(kind));
+}
+
 /* The place of `kind` in wal_archive_kinds (wal_archive_find's order). */
 static size_t wal_archive_push_rank(compress_kind kind)
 {
@@ -270,10 +280,15 @@ static size_t wal_archive_push_rank(compress_kind kind)
  * after R_A (B removes its object only when it fails). Likewise S_A came
  * after R_B. Then S_A < R_A < S_B < R_B < S_A, which cannot be.
  *
- * The first attempt stores at once, with no look before: the look after
- * storing finds whatever that look would have found, and a push of a new
- * file (nearly every push) asks one request where it asked four. A re-push
- * of an archived file pays its upload, then finds the file.
+ * The first attempt looks before storing only under its own suffix, by
+ * reading that object: the look after storing finds whatever else a look
+ * before would have found, and a push of a new file (nearly every push)
+ * asks one request there where it asked four. The look under its own
+ * suffix stays although NO_REPLACE covers it, for a store that does not
+ * honour If-None-Match: there, a different file pushed under an archived
+ * name (two clusters restored from one backup, both promoted to the same
+ * timeline) would replace the archived one. A re-push of a file archived
+ * under another suffix pays its upload, then finds the file.
  *
  * Both may see each other and both stand down; the loop then starts again
  * after a random pause, and the look before storing (from the second
@@ -303,7 +318,19 @@ static bool wal_archive_push_store_once(storage *repo, const char *name, compres
         unsigned same;
         bool taken;
 
-        if (attempt > 1) {
+        if (attempt == 1) {
+            bool equal, missing;
+
+            if (!wal_archive_push_equals(repo, name, kind, data, len, &equal, &missing, err))
+                return false;
+            if (!missing && equal) {
+                *result = WAL_PUSH_IDENTICAL;
+                return wal_archive_push_sync_held(repo, name, 1u << wal_archive_push_rank(kind),
+                                                  err);
+            }
+            if (!missing)
+                return wal_archive_push_differs(repo, name, kind, err);
+        } else {
             if (!wal_archive_push_held(repo, name, NULL, data, len, &held, &other, &same, err))
                 return false;
             if (held == WAL_HELD_SAME) {
@@ -311,10 +338,7 @@ static bool wal_archive_push_store_once(storage *repo, const char *name, compres
                 return wal_archive_push_sync_held(repo, name, same, err);
             }
             if (held == WAL_HELD_OTHER)
-                return err_set(err,
-                               "WAL file \"%s\" is already archived in repository \"%s\" with "
-                               "different content (as \"%s%s\")",
-                               name, repo->uri, name, compress_suffix(other));
+                return wal_archive_push_differs(repo, name, other, err);
         }
         if (!wal_archive_push_store(repo, name, kind, level, data, len, &taken, err)) {
             if (!taken)

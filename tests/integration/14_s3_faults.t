@@ -93,10 +93,10 @@ proxy_explain
 seg=000000010000000000000014
 new_segment $seg
 proxy_rules '[{"fault": "503"}]'
-# (a push of a new file starts with its PUT: the proxy's 503 carries no S3 error code)
-expect_error "503 on every request" "PUT of .*$seg.* failed after retries: HTTP 503" \
+# (a push first reads its own object, a GET; the proxy's 503 carries no S3 error code)
+expect_error "503 on every request" "GET of .*$seg.* failed after retries: HTTP 503" \
     via_proxy as_pg "$PGD" wal-push --repo "$REPO" --s3-retries 2 "$T/$seg"
-is "$(proxy_count method=PUT path~$seg.lz4\$ fault=503)" "3" "503 on every request: the first PUT was tried 3 times"
+is "$(proxy_count method=GET path~$seg.lz4\$ fault=503)" "3" "503 on every request: the first GET was tried 3 times"
 is "$(proxy_count fault=pass)" "0" "503 on every request: nothing reached the server"
 out=$(as_pg "$PGD" wal-fetch --repo "$REPO" "$seg" "$T/back" 2>&1)
 is "$?" "1" "the segment that failed to upload is not in the archive for wal-fetch"

@@ -5,7 +5,7 @@
  * says "not archived" only from a repository that is there, and the
  * prefetcher's fetch, which leaves that verdict to it and does not list; a
  * fetch asks the repository once for a file that is there; a push of a new
- * file stores before it looks; of one file stored twice with the same
+ * file looks before storing only under its own suffix; of one file stored twice with the same
  * content, the one earlier in wal_archive_kinds' order stays; a push whose
  * object could not be made durable is not acknowledged, and the next push
  * of that file makes it durable before it says "identical".
@@ -64,6 +64,7 @@ typedef struct racy {
     size_t other_len;
     compress_kind other_kind;
     unsigned lookups, lists; /* read_open and exists calls; list calls */
+    bool ignore_no_replace;  /* a store that does not honour If-None-Match */
 } racy;
 
 typedef struct racy_out {
@@ -111,6 +112,8 @@ static out_stream *racy_write_open(storage *s, const char *path, unsigned flags,
 
     o->base.ops = &racy_out_ops;
     o->r = r;
+    if (r->ignore_no_replace)
+        flags &= ~(unsigned)STORAGE_WRITE_NO_REPLACE;
     o->inner = storage_write_open(r->inner, path, flags, err);
     if (o->inner == NULL) {
         free(o);
@@ -273,8 +276,8 @@ static void test_identical_file_stored_meanwhile_is_fine(void **state)
     assert_true(stored(f, COMPRESS_NONE));
 }
 
-/* A push of a new file stores first and looks only at the two other suffixes after. */
-static void test_new_file_stored_before_any_look(void **state)
+/* A push of a new file looks under its own suffix, stores, then looks under the two others. */
+static void test_new_file_looked_for_once_before(void **state)
 {
     fixture *f = *state;
     wal_push_result result;
@@ -283,9 +286,28 @@ static void test_new_file_stored_before_any_look(void **state)
     assert_true(wal_archive_push(&f->r.base, f->seg_path, COMPRESS_LZ4, COMPRESS_LEVEL_DEFAULT,
                                  &result, &err));
     assert_int_equal(result, WAL_PUSH_STORED);
-    assert_int_equal(f->r.lookups, 2);
+    assert_int_equal(f->r.lookups, 3);
     assert_int_equal(f->r.lists, 0);
     assert_true(stored(f, COMPRESS_LZ4));
+}
+
+/* A store that would replace an object: a different file under an archived name still fails. */
+static void test_archived_file_kept_where_no_replace_is_ignored(void **state)
+{
+    fixture *f = *state;
+    wal_push_result result;
+    pgd_error err = {0};
+
+    assert_true(
+        wal_archive_push(f->fs, f->seg_path, COMPRESS_LZ4, COMPRESS_LEVEL_DEFAULT, &result, &err));
+    f->r.ignore_no_replace = true;
+    assert_false(wal_archive_push(&f->r.base, f->other_path, COMPRESS_LZ4, COMPRESS_LEVEL_DEFAULT,
+                                  &result, &err));
+    assert_non_null(strstr(err.msg, "with different content (as \"" SEG_NAME ".lz4\")"));
+    err_clear(&err);
+    assert_true(
+        wal_archive_push(f->fs, f->seg_path, COMPRESS_LZ4, COMPRESS_LEVEL_DEFAULT, &result, &err));
+    assert_int_equal(result, WAL_PUSH_IDENTICAL); /* the archived file is the first one still */
 }
 
 /*
@@ -454,7 +476,9 @@ int main(void)
         cmocka_unit_test(test_sweep_due),
         cmocka_unit_test_setup_teardown(test_push_then_identical_push, setup, teardown),
         cmocka_unit_test_setup_teardown(test_other_file_stored_meanwhile_wins, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_new_file_stored_before_any_look, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_new_file_looked_for_once_before, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_archived_file_kept_where_no_replace_is_ignored, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_identical_file_earlier_in_the_order_stored_meanwhile,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_repush_earlier_in_the_order, setup, teardown),

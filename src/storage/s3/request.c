@@ -366,7 +366,10 @@ static bool s3_request_resolve_404(s3_storage *s, const s3_call *call, s3_answer
 
     if (answer->http.body != NULL && s3_xml_error(answer->http.body, answer->http.body_len, &f) &&
         (strcmp(f.code, "NoSuchKey") == 0 || strcmp(f.code, "NoSuchBucket") == 0)) {
-        if (strcmp(f.code, "NoSuchKey") == 0) {
+        if (strcmp(f.code, "NoSuchKey") == 0) { /* which also says the bucket is there */
+            pthread_mutex_lock(&s->lock);
+            s->bucket_known = true;
+            pthread_mutex_unlock(&s->lock);
             answer->missing = true;
             return true;
         }
