@@ -206,6 +206,18 @@ static int teardown(void **state)
     return 0;
 }
 
+/* After our next close, "another push" stores `data` as the object of `kind` (path: its storage).
+ */
+static void other_push_after_ours(fixture *f, compress_kind kind, const unsigned char *data,
+                                  char path[LAYOUT_PATH_MAX])
+{
+    layout_wal_path(SEG_NAME, kind, path, LAYOUT_PATH_MAX);
+    f->r.other_path = path;
+    f->r.other_data = data;
+    f->r.other_len = SEG_SIZE;
+    f->r.other_kind = kind;
+}
+
 static bool stored(fixture *f, compress_kind kind)
 {
     char path[LAYOUT_PATH_MAX];
@@ -244,11 +256,7 @@ static void test_other_file_stored_meanwhile_wins(void **state)
     pgd_error err = {0};
 
     /* after our .lz4 is stored, "another push" stores its different file as .zst */
-    layout_wal_path(SEG_NAME, COMPRESS_ZSTD, other, sizeof(other));
-    f->r.other_path = other;
-    f->r.other_data = f->other;
-    f->r.other_len = SEG_SIZE;
-    f->r.other_kind = COMPRESS_ZSTD;
+    other_push_after_ours(f, COMPRESS_ZSTD, f->other, other);
     assert_false(wal_archive_push(&f->r.base, f->seg_path, COMPRESS_LZ4, COMPRESS_LEVEL_DEFAULT,
                                   &result, &err));
     assert_non_null(strstr(err.msg, "different content"));
@@ -264,11 +272,7 @@ static void test_identical_file_stored_meanwhile_is_fine(void **state)
     wal_push_result result;
     pgd_error err = {0};
 
-    layout_wal_path(SEG_NAME, COMPRESS_NONE, other, sizeof(other));
-    f->r.other_path = other;
-    f->r.other_data = f->seg;
-    f->r.other_len = SEG_SIZE;
-    f->r.other_kind = COMPRESS_NONE;
+    other_push_after_ours(f, COMPRESS_NONE, f->seg, other);
     assert_true(wal_archive_push(&f->r.base, f->seg_path, COMPRESS_LZ4, COMPRESS_LEVEL_DEFAULT,
                                  &result, &err));
     assert_int_equal(result, WAL_PUSH_STORED);
@@ -322,11 +326,7 @@ static void test_identical_file_earlier_in_the_order_stored_meanwhile(void **sta
     wal_push_result result;
     pgd_error err = {0};
 
-    layout_wal_path(SEG_NAME, COMPRESS_LZ4, other, sizeof(other));
-    f->r.other_path = other;
-    f->r.other_data = f->seg;
-    f->r.other_len = SEG_SIZE;
-    f->r.other_kind = COMPRESS_LZ4;
+    other_push_after_ours(f, COMPRESS_LZ4, f->seg, other);
     assert_true(wal_archive_push(&f->r.base, f->seg_path, COMPRESS_ZSTD, COMPRESS_LEVEL_DEFAULT,
                                  &result, &err));
     assert_int_equal(result, WAL_PUSH_IDENTICAL);
