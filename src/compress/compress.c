@@ -65,30 +65,18 @@ bool compress_level_valid(compress_kind kind, int level, pgd_error *err)
     return true;
 }
 
-static out_stream *compress_out_open(compress_kind kind, int level, bool frame_checksum,
-                                     out_stream *next, const char *name, pgd_error *err)
+out_stream *compress_out_new(compress_kind kind, int level, out_stream *next, const char *name,
+                             pgd_error *err)
 {
     switch (kind) {
     case COMPRESS_LZ4:
-        return lz4_out_new(level, frame_checksum, next, name, err);
+        return lz4_out_new(level, false, next, name, err);
     case COMPRESS_ZSTD:
-        return zstd_out_new(level, frame_checksum, next, name, err);
+        return zstd_out_new(level, false, next, name, err);
     case COMPRESS_NONE:
         break;
     }
     return next;
-}
-
-out_stream *compress_out_new(compress_kind kind, int level, out_stream *next, const char *name,
-                             pgd_error *err)
-{
-    return compress_out_open(kind, level, false, next, name, err);
-}
-
-out_stream *compress_out_new_checksummed(compress_kind kind, int level, out_stream *next,
-                                         const char *name, pgd_error *err)
-{
-    return compress_out_open(kind, level, true, next, name, err);
 }
 
 in_stream *decompress_in_new(compress_kind kind, in_stream *src, const char *name, pgd_error *err)

@@ -173,7 +173,7 @@ static bool wal_archive_open(storage *repo, const char *name, in_stream **in, pg
 
         layout_wal_path(name, wal_archive_kinds[i], path, sizeof(path));
         if ((*in = storage_read_open(repo, path, &missing, err)) != NULL)
-            return (*in = decompress_in_new(wal_archive_kinds[i], *in, path, err)) != NULL;
+            return (*in = decompress_in_new_trailed(wal_archive_kinds[i], *in, path, err)) != NULL;
         if (!missing)
             return false;
     }

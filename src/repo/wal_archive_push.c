@@ -88,7 +88,7 @@ static bool wal_archive_push_equals(storage *repo, const char *name, compress_ki
     layout_wal_path(name, kind, path, sizeof(path));
     in = storage_read_open(repo, path, missing, err);
     if (in != NULL)
-        in = decompress_in_new(kind, in, path, err);
+        in = decompress_in_new_trailed(kind, in, path, err);
     if (in == NULL) {
         free(buf);
         return *missing;
@@ -195,7 +195,7 @@ static bool wal_archive_push_store(storage *repo, const char *name, compress_kin
     layout_wal_path(name, kind, path, sizeof(path));
     out = storage_write_open(repo, path, STORAGE_WRITE_NO_REPLACE, err);
     if (out != NULL)
-        out = compress_out_new_checksummed(kind, level, out, path, err);
+        out = compress_out_new_trailed(kind, level, out, path, err);
     if (out == NULL)
         return false;
     if (!out_write(out, data, len, err)) {

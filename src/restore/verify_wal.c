@@ -137,7 +137,7 @@ static bool verify_wal_read_wal(storage *repo, const char *object, unsigned char
     if (in == NULL)
         return missing ? err_set(err, "WAL segment %s is missing from the repository", name)
                        : false;
-    in = decompress_in_new(compress_from_suffix(object), in, path, err);
+    in = decompress_in_new_trailed(compress_from_suffix(object), in, path, err);
     if (in != NULL)
         in = wal_segment_check_in_new(in, name, err);
     if (in == NULL)

@@ -129,6 +129,30 @@ flip_byte "$obj" $(($(stat -c %s "$obj") / 2))
 fetch_fails "a byte changed in a .lz4 object" "$seg.*(corrupt|checksum)" --repo "$R" "$seg" "$T/out/F"
 : >"$obj"
 fetch_fails "empty .lz4 object" "$seg.*truncated" --repo "$R" "$seg" "$T/out/F"
+# the object: an lz4 frame without content checksum, then pgdirect's CRC-32C trailer in a
+# skippable frame (24 bytes: magic 0x184D2A5D, length 16, "PGDC", CRC-32C, size), which the lz4
+# tool passes over
+size=$(stat -c %s "$T/obj.keep")
+flg=$(od -An -tu1 -j4 -N1 "$T/obj.keep" | tr -d ' ')
+is "$((flg & 4))" "0" "the archived lz4 frame has no content checksum (FLG $flg)"
+is "$(tail -c 24 "$T/obj.keep" | head -c 8 | od -An -tx1 | tr -d ' \n')" "5d2a4d1810000000" \
+    "it ends with the trailer's skippable frame"
+like "$(tail -c 16 "$T/obj.keep" | head -c 4)" "^PGDC$" "whose body starts PGDC"
+lz4 -dc "$T/obj.keep" | cmp -s - "$T/wal/orig"
+ok $? "lz4 -dc of the object gives the segment"
+head -c $((size - 24)) "$T/obj.keep" >"$obj"
+fetch_fails "an object cut where its lz4 frame ends (the trailer lost)" \
+    "$seg.*corrupt or cut short: it ends without pgdirect's CRC-32C trailer" --repo "$R" "$seg" "$T/out/F"
+cp "$T/obj.keep" "$obj"
+printf '\x01' | dd of="$obj" bs=1 seek=$((size - 8)) conv=notrunc status=none
+fetch_fails "the size in the trailer changed" "$seg.*corrupt: 16777216 bytes of content, its trailer says" \
+    --repo "$R" "$seg" "$T/out/F"
+# as releases before the trailer (and the lz4 tool) wrote it: the frame's own checksum
+lz4 -q -c "$T/wal/orig" >"$obj"
+flg=$(od -An -tu1 -j4 -N1 "$obj" | tr -d ' ')
+is "$((flg & 4))" "4" "an object written by the lz4 tool has the content checksum (FLG $flg)"
+pgd wal-fetch --repo "$R" "$seg" "$T/out/old" && cmp -s "$T/out/old" "$T/wal/orig"
+ok $? "and is fetched byte-identical"
 cp "$T/obj.keep" "$obj" && chmod 000 "$obj"
 fetch_fails "unreadable object" "$seg.*Permission denied" --repo "$R" "$seg" "$T/out/F"
 chmod 640 "$obj"

@@ -21,16 +21,22 @@ static unsigned char *make_data(void)
     return d;
 }
 
-/* checksummed: the frame carries the codec's content checksum (WAL), else not (partitions) */
+/*
+ * checksummed: the frame carries the codec's content checksum (what WAL objects had before their
+ * CRC-32C trailer), else not (partitions, WAL objects now)
+ */
 static out_stream *compress_into(compress_kind kind, bool checksummed, mem_out *m)
 {
     pgd_error err = {0};
     out_stream *out;
 
     mem_out_init(m);
-    out = checksummed
-              ? compress_out_new_checksummed(kind, COMPRESS_LEVEL_DEFAULT, &m->base, "obj", &err)
-              : compress_out_new(kind, COMPRESS_LEVEL_DEFAULT, &m->base, "obj", &err);
+    if (!checksummed || kind == COMPRESS_NONE)
+        out = compress_out_new(kind, COMPRESS_LEVEL_DEFAULT, &m->base, "obj", &err);
+    else if (kind == COMPRESS_LZ4)
+        out = lz4_out_new(COMPRESS_LEVEL_DEFAULT, true, &m->base, "obj", &err);
+    else
+        out = zstd_out_new(COMPRESS_LEVEL_DEFAULT, true, &m->base, "obj", &err);
     assert_non_null(out);
     return out;
 }
@@ -139,7 +145,7 @@ static bool frame_has_checksum(compress_kind kind, const mem_out *m)
 
 /*
  * Backup partitions carry no frame checksum (our CRC-32C covers the same bytes: it cost half the
- * CPU of an lz4 backup); WAL objects, which have no CRC of ours, keep it.
+ * CPU of an lz4 backup); the codecs still write one when asked (objects of older releases).
  */
 static void test_frame_checksum_only_when_asked(void **state)
 {
@@ -291,6 +297,178 @@ static void test_corruption_and_truncation_are_detected(void **state)
     }
 }
 
+/* ---- objects with the CRC-32C trailer (archived WAL) ---- */
+
+#define TRAILER_LEN 24
+
+static void compress_trailed(compress_kind kind, const unsigned char *data, size_t len, mem_out *m)
+{
+    pgd_error err = {0};
+    out_stream *out;
+
+    mem_out_init(m);
+    out = compress_out_new_trailed(kind, COMPRESS_LEVEL_DEFAULT, &m->base, "obj", &err);
+    assert_non_null(out);
+    for (size_t off = 0; off < len;) {
+        size_t n = len - off < 333333 ? len - off : 333333;
+        assert_true(out_write(out, data + off, n, &err));
+        off += n;
+    }
+    assert_true(out_close(out, &err));
+    assert_true(m->closed);
+}
+
+/* Read `src` through the trailed decoder; false with err on failure. */
+static bool decompress_trailed(compress_kind kind, const char *src, size_t len, unsigned char *out,
+                               size_t *outlen, pgd_error *err)
+{
+    in_stream *in = decompress_in_new_trailed(kind, mem_in_new(src, len, err), "wal/obj.lz4", err);
+    size_t total = 0, n;
+    bool ok = true;
+
+    assert_non_null(in);
+    for (;;) {
+        if (!in_read(in, out + total, 5000, &n, err)) {
+            ok = false;
+            break;
+        }
+        if (n == 0)
+            break;
+        total += n;
+        assert_true(total <= DATA_LEN);
+    }
+    in_close(in);
+    *outlen = total;
+    return ok;
+}
+
+/* decompress_trailed fails on `src` with an error naming the object and saying `what`. */
+static void assert_trailed_fails(compress_kind kind, const char *src, size_t len, const char *what)
+{
+    unsigned char *back = malloc(DATA_LEN + 5000);
+    pgd_error err = {0};
+    size_t n;
+
+    assert_false(decompress_trailed(kind, src, len, back, &n, &err));
+    assert_non_null(strstr(err.msg, "wal/obj.lz4"));
+    if (strstr(err.msg, what) == NULL)
+        fail_msg("\"%s\" does not say \"%s\"", err.msg, what);
+    free(back);
+}
+
+/*
+ * The trailer is the frame without checksum plus 24 bytes: a skippable frame that the plain
+ * decoders (as lz4 -d and zstd -d) pass over, and that the trailed decoder checks.
+ */
+static void test_trailer_round_trips(void **state)
+{
+    compress_kind kinds[] = {COMPRESS_LZ4, COMPRESS_ZSTD};
+    unsigned char *data = make_data(), *back = malloc(DATA_LEN + 5000);
+
+    (void)state;
+    for (int k = 0; k < 2; k++) {
+        mem_out plain, trailed, empty;
+        pgd_error err = {0};
+        size_t n;
+
+        compress_all(kinds[k], data, DATA_LEN, &plain);
+        compress_trailed(kinds[k], data, DATA_LEN, &trailed);
+        assert_false(frame_has_checksum(kinds[k], &trailed));
+        assert_int_equal(trailed.len, plain.len + TRAILER_LEN);
+        assert_memory_equal(trailed.data, plain.data, plain.len);
+        /* magic 0x184D2A5D little-endian, a body of 16 bytes, "PGDC", CRC-32C, size */
+        assert_memory_equal(trailed.data + plain.len, "\x5D\x2A\x4D\x18\x10\0\0\0PGDC", 12);
+        assert_true(decompress_trailed(kinds[k], trailed.data, trailed.len, back, &n, &err));
+        assert_int_equal(n, DATA_LEN);
+        assert_memory_equal(back, data, DATA_LEN);
+        assert_decompresses_to(kinds[k], &trailed, data, DATA_LEN);
+
+        compress_trailed(kinds[k], data, 0, &empty);
+        assert_true(decompress_trailed(kinds[k], empty.data, empty.len, back, &n, &err));
+        assert_int_equal(n, 0);
+        mem_out_free(&plain);
+        mem_out_free(&trailed);
+        mem_out_free(&empty);
+    }
+    /* no codec, no trailer: the object is the file */
+    {
+        mem_out none;
+        compress_trailed(COMPRESS_NONE, data, DATA_LEN, &none);
+        assert_int_equal(none.len, DATA_LEN);
+        assert_memory_equal(none.data, data, DATA_LEN);
+        mem_out_free(&none);
+    }
+    free(back);
+    free(data);
+}
+
+/*
+ * Without a frame checksum the codec decodes a flipped literal byte to wrong content without an
+ * error: the trailer's CRC-32C is what says so. A wrong size, a trailer cut or missing, bytes
+ * after it: each is an error naming the object.
+ */
+static void test_trailer_catches_damage(void **state)
+{
+    compress_kind kinds[] = {COMPRESS_LZ4, COMPRESS_ZSTD};
+    unsigned char *data = make_data();
+
+    (void)state;
+    for (int k = 0; k < 2; k++) {
+        mem_out m;
+        char *longer;
+
+        compress_trailed(kinds[k], data, DATA_LEN, &m);
+        /* the first half of the data is random: stored as literals, near the frame's start */
+        m.data[m.len / 8] ^= 0x20;
+        assert_trailed_fails(kinds[k], m.data, m.len, "CRC-32C of its content");
+        m.data[m.len / 8] ^= 0x20;
+        m.data[m.len - 9] ^= 0x01; /* the CRC's last byte */
+        assert_trailed_fails(kinds[k], m.data, m.len, "its trailer says");
+        m.data[m.len - 9] ^= 0x01;
+        m.data[m.len - 8] ^= 0x01; /* the size */
+        assert_trailed_fails(kinds[k], m.data, m.len, "bytes of content, its trailer says");
+        m.data[m.len - 8] ^= 0x01;
+        /* cut where the codec's frame ends: whole for the codec, not for us */
+        assert_trailed_fails(kinds[k], m.data, m.len - TRAILER_LEN, "cut short");
+        for (size_t cut = 1; cut < TRAILER_LEN; cut += 5)
+            assert_trailed_fails(kinds[k], m.data, m.len - cut, "");
+        longer = malloc(m.len + 3);
+        memcpy(longer, m.data, m.len);
+        memcpy(longer + m.len, "abc", 3);
+        assert_trailed_fails(kinds[k], longer, m.len + 3, "");
+        free(longer);
+        mem_out_free(&m);
+    }
+    free(data);
+}
+
+/*
+ * Objects written before the trailer carry the codec's frame checksum: read as they are, and a
+ * flipped byte is still an error (the codec's).
+ */
+static void test_trailer_reads_older_objects(void **state)
+{
+    compress_kind kinds[] = {COMPRESS_LZ4, COMPRESS_ZSTD};
+    unsigned char *data = make_data(), *back = malloc(DATA_LEN + 5000);
+
+    (void)state;
+    for (int k = 0; k < 2; k++) {
+        pgd_error err = {0};
+        mem_out m;
+        size_t n;
+
+        compress_all_as(kinds[k], true, data, DATA_LEN, &m);
+        assert_true(decompress_trailed(kinds[k], m.data, m.len, back, &n, &err));
+        assert_int_equal(n, DATA_LEN);
+        assert_memory_equal(back, data, DATA_LEN);
+        m.data[m.len / 8] ^= 0x20;
+        assert_trailed_fails(kinds[k], m.data, m.len, "");
+        mem_out_free(&m);
+    }
+    free(back);
+    free(data);
+}
+
 static void test_names_suffixes_levels(void **state)
 {
     compress_kind k;
@@ -317,6 +495,9 @@ int main(void)
         cmocka_unit_test(test_lz4_mixed_write_sizes_round_trip),
         cmocka_unit_test(test_frame_checksum_only_when_asked),
         cmocka_unit_test(test_corruption_and_truncation_are_detected),
+        cmocka_unit_test(test_trailer_round_trips),
+        cmocka_unit_test(test_trailer_catches_damage),
+        cmocka_unit_test(test_trailer_reads_older_objects),
         cmocka_unit_test(test_names_suffixes_levels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -90,7 +90,7 @@ static bool racy_out_close(out_stream *s, pgd_error *err)
         const char *path = r->other_path;
         r->other_path = NULL;
         assert_non_null(other);
-        other = compress_out_new(r->other_kind, COMPRESS_LEVEL_DEFAULT, other, path, err);
+        other = compress_out_new_trailed(r->other_kind, COMPRESS_LEVEL_DEFAULT, other, path, err);
         assert_true(out_write(other, r->other_data, r->other_len, err));
         assert_true(out_close(other, err));
     }
