@@ -2,9 +2,10 @@
 # wal_fetch_cost.sh - what one plain `wal-fetch` from S3 costs (what restore_command pays per
 # segment without --prefetch), this build against OLD_BIN, side by side in one run:
 #   OLD_BIN=PGDIRECT bash bench/wal_fetch_cost.sh [SEGMENTS] [ROUNDS]
-# A throwaway PostgreSQL 15 cluster makes SEGMENTS (default 10) WAL segments; this build pushes
+# A throwaway PostgreSQL 15 cluster makes SEGMENTS (default 10) WAL segments; each build pushes
 # them to the tests' S3 server on 127.0.0.1 (moto with IAM auth, as tests/integration/lib_s3.sh
-# starts it). Each round fetches all of them one at a time with each build, the order of the
+# starts it), under a prefix of its own: a build fetches the objects it writes. Each round
+# fetches all of them one at a time with each build, the order of the
 # two builds alternating from round to round (default 10 rounds), and times the loop: wall,
 # the CPU of the wal-fetch processes (user + system), the CPU of the S3 server and the
 # requests it answered (moto's request log). Prints each round, the medians and the ratios.
@@ -67,8 +68,14 @@ until [ "$(archived)" -ge "$SEGMENTS" ]; do
     sleep 0.2
 done
 mapfile -t SEGS < <(find "$D/segs" -type f -printf '%f\n' | sort | head -n "$SEGMENTS")
-for s in "${SEGS[@]}"; do
-    "$D/bin/new" wal-push --repo "$REPO" --compression "$COMPRESSION" "$D/segs/$s" || bail "wal-push of $s failed"
+BUILDS=(new)
+[ -z "$OLD_BIN" ] || BUILDS=(new old)
+# each build fetches what it pushed itself: the objects' format is part of what a fetch costs
+for b in "${BUILDS[@]}"; do
+    for s in "${SEGS[@]}"; do
+        "$D/bin/$b" wal-push --repo "$REPO-$b" --compression "$COMPRESSION" "$D/segs/$s" ||
+            bail "wal-push of $s with the $b build failed"
+    done
 done
 
 # cpu_ms FILE: the CPU time (user + system) of the finished children in FILE, `times`'s output
@@ -77,7 +84,7 @@ cpu_ms() {
     tail -1 "$1" | awk '{ for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] }
                           printf "%d", t * 1000 }'
 }
-# fetch_all BIN: fetch (OP=push: push) every segment, one process at a time, each checked
+# fetch_all BUILD: fetch (OP=push: push) every segment, one process at a time, each checked
 # against the source; sets WALL_MS, CPU_MS, SERVER_MS and REQUESTS
 # the S3 server's CPU time in ms, and how many requests it has logged
 server_ms() { sed 's/.*) //' "/proc/$S3_PID/stat" | awk -v hz="$(getconf CLK_TCK)" '{printf "%d", ($12 + $13) * 1000 / hz}'; }
@@ -90,11 +97,11 @@ fetch_all() {
     if [ "$OP" = push ]; then
         PUSHES=$((PUSHES + 1))
         for s in "${SEGS[@]}"; do
-            "$1" wal-push --repo "$REPO-push$PUSHES" --compression "$COMPRESSION" "$D/segs/$s" || bail "wal-push of $s with $1 failed"
+            "$D/bin/$1" wal-push --repo "$REPO-push$PUSHES" --compression "$COMPRESSION" "$D/segs/$s" || bail "wal-push of $s with $1 failed"
         done
     else
         for s in "${SEGS[@]}"; do
-            "$1" wal-fetch --repo "$REPO" "$s" "$D/out/$s" || bail "wal-fetch of $s with $1 failed"
+            "$D/bin/$1" wal-fetch --repo "$REPO-$1" "$s" "$D/out/$s" || bail "wal-fetch of $s with $1 failed"
         done
     fi
     t1=$(date +%s%N)
@@ -111,8 +118,6 @@ fetch_all() {
     WALL_MS=$(((t1 - t0) / 1000000)) CPU_MS=$(($(cpu_ms "$D/times1") - $(cpu_ms "$D/times0")))
 }
 
-BUILDS=(new)
-[ -z "$OLD_BIN" ] || BUILDS=(new old)
 : >"$D/rounds"
 PUSHES=0
 echo "# plain wal-$OP of $SEGMENTS segments ($COMPRESSION), $S3_SERVER on 127.0.0.1, one process each, $ROUNDS rounds"
@@ -121,7 +126,7 @@ for r in $(seq "$ROUNDS"); do
     [ $((r % 2)) -eq 0 ] && [ ${#BUILDS[@]} -eq 2 ] && order=(old new)
     line="round $r:"
     for b in "${order[@]}"; do
-        fetch_all "$D/bin/$b"
+        fetch_all "$b"
         echo "$b $WALL_MS $CPU_MS $SERVER_MS $REQUESTS" >>"$D/rounds"
         line="$line $b ${WALL_MS} ms wall, ${CPU_MS} ms CPU, server ${SERVER_MS} ms CPU and $REQUESTS requests;"
     done
