@@ -28,7 +28,9 @@
 #   startup process's (replay's) time on a CPU, waiting for one, and off CPU (/proc schedstat).
 #   S3_NICE=N runs the S3 server at nice N: a stand-in for one on another machine (default: 0).
 #   OLD_BIN=PGDIRECT adds a recovery with that build's wal-fetch --prefetch, right after this
-#   build's (before it with OLD_FIRST=1): two builds' prefetch side by side on the same WAL.
+#   build's (before it with OLD_FIRST=1): two builds' prefetch side by side on the same WAL,
+#   each reading objects it wrote (the archived segments pushed again by that build into a
+#   repository of its own, which its recovery's restore_command names).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -238,6 +240,11 @@ recover() {
     printf "port = $P\narchive_mode = off\n" >>"$dir/postgresql.auto.conf"
     printf "log_line_prefix = '%%m [%%p] '\n" >>"$dir/postgresql.auto.conf"
     [ -z "${RECOVER_CONF:-}" ] || echo "$RECOVER_CONF" >>"$dir/postgresql.auto.conf"
+    if [ -n "${RECOVER_REPO:-}" ]; then # restore_command reads another repository
+        sed -i "/^restore_command/s#$R\([^-/a-z0-9]\)#$RECOVER_REPO\1#g" "$dir/postgresql.auto.conf"
+        grep -q "^restore_command.*$RECOVER_REPO" "$dir/postgresql.auto.conf" ||
+            { echo "wal_rate: no restore_command naming $R to point at $RECOVER_REPO" >&2; exit 1; }
+    fi
     # (a function run in $(...): set -e does not hold here, each step is checked)
     if [ -n "${RECOVER_FROM_PG_WAL:-}" ]; then
         { cp "$RECOVER_FROM_PG_WAL"/* "$dir/pg_wal/" && chown postgres:postgres "$dir"/pg_wal/* &&
@@ -283,9 +290,25 @@ recover() {
     echo "$label $(echo "$t1 - $t0" | bc -l) $rows $(echo "$m1 - $m0" | bc -l) $(echo "$s1 - $s0" | bc -l) $replay"
 }
 R_PLAIN=$(recover plain PGDIRECT_PREFETCH=0) || exit 1; say "   $R_PLAIN"
+# the archived segments, as PostgreSQL wrote them (.done: archived; the rest may be recycled)
+copy_archived() {
+    mkdir -p "$1"
+    for f in "$D"/data/pg_wal/archive_status/*.done; do
+        f=$(basename "$f" .done)
+        [ -f "$D/data/pg_wal/$f" ] && cp "$D/data/pg_wal/$f" "$1/"
+    done
+    chown -R postgres:postgres "$1"
+}
+if [ -n "$OLD_BIN" ]; then # the old build's own objects
+    copy_archived "$D/walold"
+    for f in "$D"/walold/*; do
+        "$D/bin/pgdirect_old" wal-push --repo "$R-old" "$f" || bail "wal-push of $f with OLD_BIN failed"
+    done
+    rm -rf "$D/walold"
+fi
 recover_old() {
     [ -n "$OLD_BIN" ] || return 0
-    R_OLD=$(RBIN=$D/bin/pgdirect_old recover prefetch-old-build PGDIRECT_PREFETCH="$PREFETCH") || exit 1
+    R_OLD=$(RBIN=$D/bin/pgdirect_old RECOVER_REPO=$R-old recover prefetch-old-build PGDIRECT_PREFETCH="$PREFETCH") || exit 1
     say "   $R_OLD"
 }
 R_OLD=
@@ -297,13 +320,7 @@ R_FLOOR=
 R_MV=
 R_REPLAY=
 if [ "$FLOOR" = 1 ]; then
-    # the archived segments, as PostgreSQL wrote them (.done: archived; the rest may be recycled)
-    mkdir -p "$D/walcopy"
-    for f in "$D"/data/pg_wal/archive_status/*.done; do
-        f=$(basename "$f" .done)
-        [ -f "$D/data/pg_wal/$f" ] && cp "$D/data/pg_wal/$f" "$D/walcopy/"
-    done
-    chown -R postgres:postgres "$D/walcopy"
+    copy_archived "$D/walcopy"
     R_FLOOR=$(RECOVER_CONF="restore_command = 'cp $D/walcopy/%f %p'" recover local-cp) || exit 1
     say "   $R_FLOOR"
     # the least any restore_command can do: rename a segment already on this file system into
