@@ -54,6 +54,7 @@ static int wal_async_fetch_background(const pgd_options *opts, unsigned concurre
     };
     pgd_error err = {0};
     char when[WAL_WHEN_LEN];
+    wal_prefetch_stop why;
     bool ok;
 
     wal_async_daemon_when(when, sizeof(when));
@@ -63,7 +64,7 @@ static int wal_async_fetch_background(const pgd_options *opts, unsigned concurre
         log_warn("%s: the prefetcher runs at the normal nice value", err.msg);
         err = (pgd_error){0};
     }
-    ok = wal_prefetch_run(&cfg, &err);
+    ok = wal_prefetch_run(&cfg, &why, &err);
     /*
      * Nobody asks any more: recovery has ended (at its target, say) or
      * waits. What is left would lie on disk for nothing; a later request
@@ -73,6 +74,12 @@ static int wal_async_fetch_background(const pgd_options *opts, unsigned concurre
         ok = wal_spool_entry_prune(dir, NULL, true, &err);
     if (!ok)
         log_error("prefetcher %d stopped: %s", (int)getpid(), err.msg);
+    else if (why == WAL_PREFETCH_STOP_SETTINGS)
+        log_info("prefetcher %d stopped: restore_command runs with other settings now (the next "
+                 "wal-fetch starts a prefetcher with those); spool emptied",
+                 (int)getpid());
+    else if (why == WAL_PREFETCH_STOP_NO_REQUEST)
+        log_info("prefetcher %d stopped: the spool holds no request; spool emptied", (int)getpid());
     else
         log_info("prefetcher %d stopped: no request for %d s; spool emptied", (int)getpid(),
                  WAL_FETCHER_IDLE_EXIT_S);

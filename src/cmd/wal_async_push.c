@@ -125,14 +125,25 @@ static int wal_async_push_background(const pgd_options *opts, const wal_push_set
     };
     pgd_error err = {0};
     char when[WAL_WHEN_LEN];
+    wal_pusher_stop why;
     bool ok;
 
     wal_async_daemon_when(when, sizeof(when));
     log_info("pusher %d started at %s: \"%s\" to repository \"%s\", %u at a time", (int)getpid(),
              when, pg_wal, opt_str(opts, OPT_REPO), s->concurrency);
-    ok = wal_pusher_run(&cfg, &err);
+    ok = wal_pusher_run(&cfg, &why, &err);
     if (!ok)
         log_error("pusher %d stopped: %s", (int)getpid(), err.msg);
+    else if (why == WAL_PUSHER_STOP_SETTINGS)
+        log_info("pusher %d stopped: archive_command runs with other settings now (the next "
+                 "wal-push starts a pusher with those)",
+                 (int)getpid());
+    else if (why == WAL_PUSHER_STOP_GONE)
+        log_info("pusher %d stopped: \"%s/archive_status\" is gone", (int)getpid(), pg_wal);
+    else if (why == WAL_PUSHER_STOP_NO_REPO)
+        log_info("pusher %d stopped: the repository could not be opened (each ready file's push "
+                 "failed with that)",
+                 (int)getpid());
     else
         log_info("pusher %d stopped: nothing to archive for %d s", (int)getpid(),
                  WAL_PUSHER_IDLE_EXIT_S);

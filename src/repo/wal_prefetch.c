@@ -248,7 +248,7 @@ static bool wal_prefetch_same(const wal_fetch_request *a, const wal_fetch_reques
            a->count == b->count;
 }
 
-bool wal_prefetch_run(const wal_prefetch_config *cfg, pgd_error *err)
+bool wal_prefetch_run(const wal_prefetch_config *cfg, wal_prefetch_stop *why, pgd_error *err)
 {
     wal_prefetch p = {.cfg = cfg};
     wal_fetch_request req;
@@ -257,7 +257,10 @@ bool wal_prefetch_run(const wal_prefetch_config *cfg, pgd_error *err)
     time_t last_request = time(NULL);
     bool ok = true, missing;
     int wake;
+    wal_prefetch_stop stopped = WAL_PREFETCH_STOP_NO_REQUEST;
 
+    if (why != NULL)
+        *why = stopped;
     /* we hold the lock: any download in progress is a dead fetcher's */
     if (!wal_spool_request_read(cfg->spool_dir, &req, &missing, err) ||
         !wal_spool_entry_prune(cfg->spool_dir, missing ? NULL : &req, true, err))
@@ -290,8 +293,7 @@ bool wal_prefetch_run(const wal_prefetch_config *cfg, pgd_error *err)
         if (!ok || missing)
             break;
         if (changed) {
-            log_info("restore_command runs with other settings now: stopping for a prefetcher "
-                     "with those");
+            stopped = WAL_PREFETCH_STOP_SETTINGS;
             break;
         }
         if (!wal_prefetch_same(&req, &p.req)) {
@@ -301,8 +303,10 @@ bool wal_prefetch_run(const wal_prefetch_config *cfg, pgd_error *err)
         }
         if (!(ok = wal_prefetch_scan(&p, &idle, err)))
             break;
-        if (idle && time(NULL) - last_request >= cfg->idle_exit_s)
+        if (idle && time(NULL) - last_request >= cfg->idle_exit_s) {
+            stopped = WAL_PREFETCH_STOP_IDLE;
             break;
+        }
         if (cfg->hooks.tick != NULL)
             cfg->hooks.tick(cfg->hooks.tick_arg);
         wal_spool_wake_wait(wake, WAL_PREFETCH_POLL_MS);
@@ -314,5 +318,7 @@ bool wal_prefetch_run(const wal_prefetch_config *cfg, pgd_error *err)
     free(p.busy);
     storage_free(p.repo);
     close(wake);
+    if (why != NULL)
+        *why = stopped;
     return ok;
 }

@@ -27,7 +27,17 @@ typedef struct wal_prefetch_config {
     wal_daemon_hooks hooks;
 } wal_prefetch_config;
 
-/* Keep the requested segments downloaded until no request came for idle_exit_s. */
-bool wal_prefetch_run(const wal_prefetch_config *cfg, pgd_error *err);
+/* Why a prefetcher stopped without an error. */
+typedef enum {
+    WAL_PREFETCH_STOP_IDLE,       /* no new request for idle_exit_s */
+    WAL_PREFETCH_STOP_NO_REQUEST, /* the spool holds no request to follow */
+    WAL_PREFETCH_STOP_SETTINGS,   /* restore_command runs with other settings now */
+} wal_prefetch_stop;
+
+/*
+ * Keep the requested segments downloaded until no request came for
+ * idle_exit_s; *why (may be NULL) says why it stopped when it returns true.
+ */
+bool wal_prefetch_run(const wal_prefetch_config *cfg, wal_prefetch_stop *why, pgd_error *err);
 
 #endif

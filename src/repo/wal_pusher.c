@@ -309,7 +309,7 @@ static bool wal_pusher_fail_all(wal_pusher *p, const char *msg, pgd_error *err)
     return true;
 }
 
-bool wal_pusher_run(const wal_pusher_config *cfg, pgd_error *err)
+bool wal_pusher_run(const wal_pusher_config *cfg, wal_pusher_stop *why, pgd_error *err)
 {
     wal_pusher p = {.cfg = cfg};
     pthread_t *threads;
@@ -318,6 +318,7 @@ bool wal_pusher_run(const wal_pusher_config *cfg, pgd_error *err)
     pgd_error open_err = {0};
     bool ok = true;
     int wake;
+    wal_pusher_stop stopped = WAL_PUSHER_STOP_IDLE;
 
     if (!wal_spool_record_sweep(cfg->spool_dir, err) ||
         !wal_spool_wake_open(cfg->spool_dir, &wake, err))
@@ -328,6 +329,8 @@ bool wal_pusher_run(const wal_pusher_config *cfg, pgd_error *err)
         ok = wal_pusher_fail_all(&p, open_err.msg, err);
         free(p.ready.v);
         close(wake);
+        if (why != NULL)
+            *why = WAL_PUSHER_STOP_NO_REPO;
         return ok;
     }
     threads = calloc(cfg->concurrency, sizeof(*threads));
@@ -350,13 +353,14 @@ bool wal_pusher_run(const wal_pusher_config *cfg, pgd_error *err)
             break;
         }
         if (changed) {
-            log_info("archive_command runs with other settings now: stopping for a pusher with "
-                     "those");
+            stopped = WAL_PUSHER_STOP_SETTINGS;
             break;
         }
         pthread_mutex_lock(&p.lock);
         stop = p.stop;
         pthread_mutex_unlock(&p.lock);
+        if (gone)
+            stopped = WAL_PUSHER_STOP_GONE;
         if (stop || gone)
             break;
         if (!idle)
@@ -382,6 +386,8 @@ bool wal_pusher_run(const wal_pusher_config *cfg, pgd_error *err)
     free(p.known.v);
     storage_free(p.repo);
     close(wake);
+    if (why != NULL)
+        *why = stopped;
     return ok;
 }
 

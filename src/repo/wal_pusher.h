@@ -32,12 +32,21 @@ typedef struct wal_pusher_config {
     wal_daemon_hooks hooks;
 } wal_pusher_config;
 
+/* Why a pusher stopped without an error. */
+typedef enum {
+    WAL_PUSHER_STOP_IDLE,     /* nothing to push for idle_exit_s */
+    WAL_PUSHER_STOP_GONE,     /* pg_wal/archive_status is gone */
+    WAL_PUSHER_STOP_SETTINGS, /* archive_command runs with other settings now */
+    WAL_PUSHER_STOP_NO_REPO,  /* the repository could not be opened: each ready file failed */
+} wal_pusher_stop;
+
 /*
  * Push ready files until nothing has been left to push for idle_exit_s,
  * or the data directory's archive_status is gone. False when the spool
- * cannot be written (then nothing it pushes could be acknowledged).
+ * cannot be written (then nothing it pushes could be acknowledged); *why
+ * (may be NULL) says why it stopped when it returns true.
  */
-bool wal_pusher_run(const wal_pusher_config *cfg, pgd_error *err);
+bool wal_pusher_run(const wal_pusher_config *cfg, wal_pusher_stop *why, pgd_error *err);
 
 /* The files of pg_wal waiting for the archive: ready and not yet recorded as pushed. */
 bool wal_pusher_backlog(const char *pg_wal, const char *spool_dir, uint64_t *bytes, unsigned *files,

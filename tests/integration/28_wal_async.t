@@ -244,7 +244,7 @@ reload_and_wait archive_command "$PGD wal-push $ASYNC --compression zstd --repo 
 # Until a command with the new settings reaches the old pusher, that pusher may store the
 # segments it finds ready with the old ones (correct: they are archived). So switch segments
 # until the old pusher has made way; the segment after that is stored with the new settings.
-made_way() { grep -q "other settings now: stopping" "$SPOOL"/push-*/log 2>/dev/null; }
+made_way() { grep -q "stopped: archive_command runs with other settings now" "$SPOOL"/push-*/log 2>/dev/null; }
 for _ in $(seq 1 20); do
     seg=$(switch_wal)
     wait_until 60 archived "$seg" || break

@@ -83,6 +83,10 @@ run_fetch() {
 }
 entry() { ls "$1"/spool/fetch-*/"$2".* 2>/dev/null | grep -v '\.part' | head -1; }
 has_entry() { [ -n "$(entry "$1" "$2")" ]; }
+made_way() {
+    grep -qE "prefetcher [0-9]+ stopped: restore_command runs with other settings now \(the next wal-fetch starts a prefetcher with those\); spool emptied" \
+        "$1"/spool/fetch-*/log 2>/dev/null
+}
 fetcher_tried() { grep -q "\"$2\" is not in the repository (yet)" "$1"/spool/fetch-*/log 2>/dev/null; }
 seg_after() { # seg_after NAME K: the K-th segment after NAME (1 MiB segments)
     local n=$((16#${1:16:8} + 16#${1:8:8} * 4096 + $2))
@@ -162,6 +166,9 @@ run_fetch "$LOCAL" "$T/hand_local" "$s" pg_wal/RECOVERYXLOG --log-level info
 is "$?" "0" "local: once it is archived, the segment the prefetcher missed is served"
 cmp -s "$T/hand_local/pg_wal/RECOVERYXLOG" "$T/copy/$s"
 ok $? "local: byte-identical"
+# that call ran with another --log-level: the prefetcher makes way, and its log says why
+ok $(wait_until 30 made_way "$T/hand_local" && echo 0 || echo 1) \
+    "local: the prefetcher stops for one with the call's new settings, and says so"
 
 s3last=$(q "SELECT last_archived_wal FROM pg_stat_archiver")
 check_repo s3 "$REPO" "$s3last"
@@ -170,6 +177,8 @@ archive_all "$PGPORT"
 s=$(seg_after "$s3last" 1)
 run_fetch "$REPO" "$T/hand_s3" "$s" pg_wal/RECOVERYXLOG --log-level info
 is "$?" "0" "s3: once it is archived, the segment the prefetcher missed is served"
+ok $(wait_until 30 made_way "$T/hand_s3" && echo 0 || echo 1) \
+    "s3: the prefetcher stops for one with the call's new settings, and says so"
 
 # ---- a timeline switch ----
 TL="$T/tl_repo"

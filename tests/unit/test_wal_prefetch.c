@@ -81,6 +81,8 @@ static void request(fixture *f, uint64_t after, uint64_t sysid, unsigned count)
     assert_true(wal_spool_request_write(f->spool, &req, &err));
 }
 
+static wal_prefetch_stop last_stop; /* why the last run stopped */
+
 static bool run_err(fixture *f, pgd_error *err)
 {
     wal_prefetch_config cfg = {
@@ -90,7 +92,8 @@ static bool run_err(fixture *f, pgd_error *err)
         .hooks = {.open_repo = open_repo, .open_arg = f},
     };
 
-    return wal_prefetch_run(&cfg, err);
+    last_stop = (wal_prefetch_stop)-1;
+    return wal_prefetch_run(&cfg, &last_stop, err);
 }
 
 static bool run(fixture *f)
@@ -130,6 +133,7 @@ static void test_the_window_is_downloaded_and_served_intact(void **state)
 
     request(f, 2, SYSID, 3);
     assert_true(run(f));
+    assert_int_equal(last_stop, WAL_PREFETCH_STOP_IDLE);
     assert_spooled(f, 1, 2, false);
     assert_spooled(f, 3, 5, true);
     assert_spooled(f, 6, NSEGS, false);
@@ -209,6 +213,7 @@ static void test_no_request_no_work(void **state)
     fixture *f = *state;
 
     assert_true(run(f));
+    assert_int_equal(last_stop, WAL_PREFETCH_STOP_NO_REQUEST);
 }
 
 /* The second of two workers cannot start: an error that names it, and nothing downloaded. */

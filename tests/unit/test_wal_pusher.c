@@ -81,6 +81,8 @@ static int teardown(void **state)
     return 0;
 }
 
+static wal_pusher_stop last_stop; /* why the last run() stopped */
+
 static bool run(fixture *f, pgd_error *err)
 {
     wal_pusher_config cfg = {
@@ -92,7 +94,8 @@ static bool run(fixture *f, pgd_error *err)
         .idle_exit_s = 0,
         .hooks = {.open_repo = open_repo, .open_arg = f},
     };
-    return wal_pusher_run(&cfg, err);
+    last_stop = (wal_pusher_stop)-1;
+    return wal_pusher_run(&cfg, &last_stop, err);
 }
 
 static uint32_t file_crc(fixture *f, const char *name)
@@ -137,6 +140,7 @@ static void test_every_ready_file_is_pushed_and_recorded(void **state)
     assert_int_equal(files, NSEGS);
     assert_int_equal(bytes, (uint64_t)NSEGS * TEST_SEG_SIZE);
     assert_true(run(f, &err));
+    assert_int_equal(last_stop, WAL_PUSHER_STOP_IDLE);
     for (int i = 0; i < NSEGS; i++) {
         wal_push_record rec;
         assert_true(wal_spool_record_read(f->spool, f->names[i], &rec, &err));
@@ -231,6 +235,7 @@ static void test_unreachable_repository_is_reported_for_every_file(void **state)
 
     f->repo_fails = true;
     assert_true(run(f, &err));
+    assert_int_equal(last_stop, WAL_PUSHER_STOP_NO_REPO);
     for (int i = 0; i < NSEGS; i++) {
         assert_true(wal_spool_record_read(f->spool, f->names[i], &rec, &err));
         assert_int_equal(rec.kind, WAL_RECORD_ERROR);
@@ -247,6 +252,7 @@ static void test_stops_when_the_data_directory_is_gone(void **state)
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->pg_wal);
     assert_int_equal(system(cmd), 0);
     assert_true(run(f, &err));
+    assert_int_equal(last_stop, WAL_PUSHER_STOP_GONE);
 }
 
 /* The second of three workers cannot start: an error that names it; nothing stored or recorded. */
