@@ -142,6 +142,18 @@ like "$OUT" "WAL segment $mid \(between the backup's start $START and stop $STOP
     "the missing segment is named"
 like "$OUT" "WAL: NOT restorable" "and the backup is said not to be restorable"
 
+copy_repo "$T/cutwal"
+obj="$T/cutwal/wal/${mid:0:8}/$(wal_obj "$T/cutwal" "$mid")"
+case $obj in
+*.lz4 | *.zst) truncate -s -24 "$obj" ;; # its CRC-32C trailer lost: the codec's frame still ends
+*) bail "$obj: expected a compressed WAL object" ;;
+esac
+verify_copy "$T/cutwal"
+is "$RC" "3" "a WAL segment between start and stop without its trailer: exit 3"
+like "$OUT" "$mid.* is corrupt or cut short: it ends without pgdirect's CRC-32C trailer" \
+    "the segment is named, and what is wrong with it"
+like "$OUT" "WAL: NOT restorable" "and the backup is said not to be restorable"
+
 gap=$(seg_add "$STOP" 2)
 copy_repo "$T/gap"
 rm "$T/gap/wal/${gap:0:8}/$(wal_obj "$T/gap" "$gap")"
