@@ -32,13 +32,13 @@
 #define FRAME_HEAD_LEN     5    /* the magic and the flags byte */
 #define FRAME_HAS_CHECKSUM 0x04 /* lz4 FLG and zstd Frame_Header_Descriptor: bit 2 */
 
-static void put_le(unsigned char *p, uint64_t v, int bytes)
+static void trailer_put_le(unsigned char *p, uint64_t v, int bytes)
 {
     for (int i = 0; i < bytes; i++)
         p[i] = (unsigned char)(v >> (8 * i));
 }
 
-static uint64_t get_le(const unsigned char *p, int bytes)
+static uint64_t trailer_get_le(const unsigned char *p, int bytes)
 {
     uint64_t v = 0;
 
@@ -115,11 +115,11 @@ static bool trailer_head_close(out_stream *s, pgd_error *err)
     unsigned char *p = h->tail->trailer;
     out_stream *codec = h->codec;
 
-    put_le(p, TRAILER_MAGIC, 4);
-    put_le(p + 4, TRAILER_BODY, 4);
+    trailer_put_le(p, TRAILER_MAGIC, 4);
+    trailer_put_le(p + 4, TRAILER_BODY, 4);
     memcpy(p + 8, TRAILER_TAG, 4);
-    put_le(p + 12, crc32c_final(h->crc), 4);
-    put_le(p + 16, h->size, 8);
+    trailer_put_le(p + 12, crc32c_final(h->crc), 4);
+    trailer_put_le(p + 16, h->size, 8);
     h->tail->armed = true;
     free(h);
     return out_close(codec, err);
@@ -221,14 +221,14 @@ static const in_stream_ops trailer_tap_ops = {trailer_tap_read, trailer_tap_clos
 static bool trailer_check_end(trailer_check *c, pgd_error *err)
 {
     const trailer_tap *t = c->tap;
-    uint64_t magic = get_le(t->head, 4);
-    bool has_trailer = t->bytes >= TRAILER_LEN && get_le(t->last, 4) == TRAILER_MAGIC &&
-                       get_le(t->last + 4, 4) == TRAILER_BODY &&
+    uint64_t magic = trailer_get_le(t->head, 4);
+    bool has_trailer = t->bytes >= TRAILER_LEN && trailer_get_le(t->last, 4) == TRAILER_MAGIC &&
+                       trailer_get_le(t->last + 4, 4) == TRAILER_BODY &&
                        memcmp(t->last + 8, TRAILER_TAG, 4) == 0;
 
     if (has_trailer) {
-        uint32_t want_crc = (uint32_t)get_le(t->last + 12, 4);
-        uint64_t want_size = get_le(t->last + 16, 8);
+        uint32_t want_crc = (uint32_t)trailer_get_le(t->last + 12, 4);
+        uint64_t want_size = trailer_get_le(t->last + 16, 8);
 
         if (c->size != want_size)
             return err_set(err, "\"%s\" is corrupt: %llu bytes of content, its trailer says %llu",
