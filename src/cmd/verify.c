@@ -37,15 +37,16 @@ static const command_help verify_help = {
     "each partition's size and CRC-32C, each file's size and CRC-32C against the manifest,\n"
     "the manifest against the partitions, and the WAL from the backup's start to its stop\n"
     "segment (without it the backup cannot be restored), each segment read and checked.\n"
-    "The point-in-time window is the unbroken run of segments after the stop, up to the\n"
-    "first missing one, as the listing shows them: those are not read (a damaged one there\n"
-    "is found by wal-fetch, not here). Nothing is written to the repository.\n"
+    "The point-in-time window is the unbroken run of intact segments after the stop, each\n"
+    "read and checked once per run: it ends before the first missing or damaged one.\n"
+    "Nothing is written to the repository.\n"
     "A delta backup is verified with its chain (its parents down to the full backup, each\n"
     "against its own manifest, increments against their own CRCs too); a delta whose parent\n"
     "is damaged or missing is damaged.\n"
     "\n"
-    "Exit status: 0 every backup verified is good; 3 at least one is damaged (each problem is\n"
-    "named); 1 verify could not run (repository unreachable, interrupted); 2 usage error."};
+    "Exit status: 0 every backup verified is good; 3 at least one is damaged, or a WAL\n"
+    "segment after a stop is (each problem is named); 1 verify could not run (repository\n"
+    "unreachable, interrupted); 2 usage error."};
 
 typedef struct verify_settings {
     const char *id; /* NULL with --all */
@@ -116,6 +117,9 @@ static void verify_print_text(const backup_info *bi, const verify_result *r)
         printf("  WAL gap: segment %s is missing (the window ends there); later WAL resumes at "
                "%s but cannot be reached from this backup\n",
                r->gap_wal, r->gap_resume_wal);
+    if (r->damaged_wal[0] != '\0')
+        printf("  WAL DAMAGED: segment %s (the window ends before it): %s\n", r->damaged_wal,
+               r->damaged_wal_why);
 }
 
 static json_t *verify_to_json(const backup_info *bi, const verify_result *r)
@@ -137,12 +141,15 @@ static json_t *verify_to_json(const backup_info *bi, const verify_result *r)
                                   "stop_lsn", bi->stop_lsn, "stop_time", (json_int_t)bi->stop_time,
                                   "restorable", r->restorable));
     if (r->restorable)
-        json_object_set_new(
-            o, "window",
-            json_pack("{s:s, s:I, s:s, s:s, s:s?, s:s?}", "from_lsn", bi->stop_lsn, "from_time",
-                      (json_int_t)bi->stop_time, "to_lsn", r->window_end_lsn, "to_segment",
-                      r->window_end_wal, "gap_segment", r->gap_wal[0] ? r->gap_wal : NULL,
-                      "resumes_at_segment", r->gap_resume_wal[0] ? r->gap_resume_wal : NULL));
+        json_object_set_new(o, "window",
+                            json_pack("{s:s, s:I, s:s, s:s, s:s?, s:s?, s:s?, s:s?}", "from_lsn",
+                                      bi->stop_lsn, "from_time", (json_int_t)bi->stop_time,
+                                      "to_lsn", r->window_end_lsn, "to_segment", r->window_end_wal,
+                                      "gap_segment", r->gap_wal[0] ? r->gap_wal : NULL,
+                                      "resumes_at_segment",
+                                      r->gap_resume_wal[0] ? r->gap_resume_wal : NULL,
+                                      "damaged_segment", r->damaged_wal[0] ? r->damaged_wal : NULL,
+                                      "damaged_reason", r->damaged_wal_why));
     return o;
 }
 
@@ -220,8 +227,9 @@ static bool verify_select(storage *repo, const verify_settings *s, backup_info *
 static int verify_run(const verify_settings *s, storage *repo, pgd_error *err)
 {
     backup_info *infos = NULL;
-    size_t n = 0, damaged = 0;
+    size_t n = 0, damaged = 0, wal_damaged = 0;
     unsigned char *bad = NULL; /* per backup verified: damaged */
+    verify_wal_memo memo = {0};
     json_t *arr = s->json ? json_array() : NULL;
     bool ok;
 
@@ -234,7 +242,8 @@ static int verify_run(const verify_settings *s, storage *repo, pgd_error *err)
         verify_request req = {.repo = repo,
                               .bi = &infos[i],
                               .concurrency = s->concurrency,
-                              .cancel = interrupt_flag()};
+                              .cancel = interrupt_flag(),
+                              .memo = &memo};
         verify_result r;
         if (interrupt_signal() != 0) {
             ok = err_set(err, "interrupted by %s", interrupt_signal_name(interrupt_signal()));
@@ -258,6 +267,7 @@ static int verify_run(const verify_settings *s, storage *repo, pgd_error *err)
         if (bad != NULL)
             bad[i] = r.damaged;
         damaged += r.damaged;
+        wal_damaged += !r.damaged && r.damaged_wal[0] != '\0';
         if (arr != NULL)
             json_array_append_new(arr, verify_to_json(&infos[i], &r));
         else
@@ -267,7 +277,7 @@ static int verify_run(const verify_settings *s, storage *repo, pgd_error *err)
     }
     interrupt_release();
     if (ok && arr != NULL) {
-        json_t *o = json_pack("{s:b, s:O}", "ok", damaged == 0, "backups", arr);
+        json_t *o = json_pack("{s:b, s:O}", "ok", damaged == 0 && wal_damaged == 0, "backups", arr);
         char *text = o != NULL ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
         if (text == NULL)
             ok = err_set(err, "out of memory");
@@ -277,6 +287,7 @@ static int verify_run(const verify_settings *s, storage *repo, pgd_error *err)
         json_decref(o);
     }
     json_decref(arr);
+    verify_wal_memo_free(&memo);
     free(bad);
     free(infos);
     if (ok && (fflush(stdout) != 0 || ferror(stdout)))
@@ -285,6 +296,12 @@ static int verify_run(const verify_settings *s, storage *repo, pgd_error *err)
         return command_fail(err);
     if (damaged > 0) {
         log_error("%zu of %zu backups verified are damaged", damaged, n);
+        return EXIT_DAMAGED;
+    }
+    if (wal_damaged > 0) {
+        log_error("the repository holds damaged WAL after the stop of %zu of %zu backups "
+                  "verified (their point-in-time window ends before it)",
+                  wal_damaged, n);
         return EXIT_DAMAGED;
     }
     log_info("%zu backup%s verified: good", n, n == 1 ? "" : "s");

@@ -43,13 +43,34 @@ typedef struct verify_result {
     char window_end_lsn[PG_LSN_TEXT];     /* where that segment ends */
     char gap_wal[VERIFY_WAL_NAME]; /* first missing segment after it, when later ones exist */
     char gap_resume_wal[VERIFY_WAL_NAME]; /* the first segment present after the gap */
+    /*
+     * A segment after the stop that is there but fails the check wal-fetch
+     * makes (or is another system's): the window ends before it. Not damage
+     * to the backup, but damaged data in the repository: verify exits 3.
+     */
+    char damaged_wal[VERIFY_WAL_NAME];
+    char *damaged_wal_why;
 } verify_result;
+
+/*
+ * The segments after the stop that one run has read, so that `verify --all`
+ * reads each once however many windows hold it (sorted object names; the
+ * reason for the damaged ones).
+ */
+typedef struct verify_wal_memo {
+    char **names;
+    char **why; /* NULL: good */
+    size_t n, cap;
+} verify_wal_memo;
+
+void verify_wal_memo_free(verify_wal_memo *m);
 
 typedef struct verify_request {
     storage *repo;
     const backup_info *bi; /* from backup_info_scan/resolve; a damaged sentinel is a problem */
     int concurrency;       /* partitions read at once */
     const volatile sig_atomic_t *cancel;
+    verify_wal_memo *memo; /* may be NULL */
 } verify_request;
 
 /* Check one backup into *r (verify_result_free it); false only on an operational error. */

@@ -164,8 +164,8 @@ static bool verify_wal_read_wal(storage *repo, const char *object, unsigned char
  * check here, and PostgreSQL would refuse it at recovery. False (and a
  * problem noted) when it is another system's.
  */
-static bool verify_wal_same_system(verify_result *r, const backup_info *bi, const char *name,
-                                   const unsigned char *head)
+static bool verify_wal_system_check(const backup_info *bi, const char *name,
+                                    const unsigned char *head, char *why, size_t whylen)
 {
     uint64_t sysid;
     char text[24];
@@ -174,11 +174,130 @@ static bool verify_wal_same_system(verify_result *r, const backup_info *bi, cons
     snprintf(text, sizeof(text), "%" PRIu64, sysid);
     if (strcmp(text, bi->system_identifier) == 0)
         return true;
-    verify_problem(r,
-                   "WAL segment %s in the repository is of another system (system identifier "
-                   "%s, not the backup's %s)",
-                   name, text, bi->system_identifier);
+    snprintf(why, whylen,
+             "WAL segment %s in the repository is of another system (system identifier %s, not "
+             "the backup's %s)",
+             name, text, bi->system_identifier);
     return false;
+}
+
+static bool verify_wal_same_system(verify_result *r, const backup_info *bi, const char *name,
+                                   const unsigned char *head)
+{
+    char why[256];
+
+    if (verify_wal_system_check(bi, name, head, why, sizeof(why)))
+        return true;
+    verify_problem(r, "%s", why);
+    return false;
+}
+
+/* Where `object` is, or belongs, in the memo's sorted names. */
+static size_t verify_wal_memo_find(const verify_wal_memo *m, const char *object, bool *found)
+{
+    size_t lo = 0, hi = m->n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(m->names[mid], object);
+        if (c == 0) {
+            *found = true;
+            return mid;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = false;
+    return lo;
+}
+
+static bool verify_wal_memo_add(verify_wal_memo *m, const char *object, const char *why)
+{
+    bool found;
+    size_t at = verify_wal_memo_find(m, object, &found);
+    char *name, *reason = NULL;
+
+    if (found)
+        return true;
+    if (m->n == m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 64;
+        char **names, **whys;
+
+        if ((names = realloc(m->names, cap * sizeof(*names))) == NULL)
+            return false;
+        m->names = names; /* larger than cap says until both have grown: harmless */
+        if ((whys = realloc(m->why, cap * sizeof(*whys))) == NULL)
+            return false;
+        m->why = whys;
+        m->cap = cap;
+    }
+    if ((name = strdup(object)) == NULL || (why != NULL && (reason = strdup(why)) == NULL)) {
+        free(name);
+        return false;
+    }
+    memmove(m->names + at + 1, m->names + at, (m->n - at) * sizeof(*m->names));
+    memmove(m->why + at + 1, m->why + at, (m->n - at) * sizeof(*m->why));
+    m->names[at] = name;
+    m->why[at] = reason;
+    m->n++;
+    return true;
+}
+
+void verify_wal_memo_free(verify_wal_memo *m)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        free(m->names[i]);
+        free(m->why[i]);
+    }
+    free(m->names);
+    free(m->why);
+    memset(m, 0, sizeof(*m));
+}
+
+/*
+ * Is the segment after the stop stored as `object` intact and this
+ * system's? *why is set (malloc'd) when it is not; false only when the
+ * check could not be made (err).
+ */
+static bool verify_wal_window_segment(const verify_request *req, const char *object,
+                                      const char *name, char *buf, char **why, pgd_error *err)
+{
+    unsigned char head[VERIFY_SEG_HEADER_LEN];
+    pgd_error e = {0};
+    char text[sizeof(e.msg)];
+    bool operational = false, found = false;
+    size_t at = 0;
+
+    *why = NULL;
+    if (req->memo != NULL) {
+        at = verify_wal_memo_find(req->memo, object, &found);
+        if (found) {
+            if (req->memo->why[at] != NULL && (*why = strdup(req->memo->why[at])) == NULL)
+                return err_set(err, "out of memory");
+            return true;
+        }
+    }
+    if (req->cancel != NULL && *req->cancel)
+        return err_set(err, "interrupted");
+    if (!verify_wal_read_wal(req->repo, object, head, sizeof(head), buf, &operational, &e)) {
+        if (e.transient || operational) {
+            *err = e;
+            return false;
+        }
+        snprintf(text, sizeof(text), "%s", e.msg);
+    } else if (verify_wal_system_check(req->bi, name, head, text, sizeof(text))) {
+        text[0] = '\0';
+    }
+    if (text[0] != '\0' && (*why = strdup(text)) == NULL)
+        return err_set(err, "out of memory");
+    if (req->memo != NULL && !verify_wal_memo_add(req->memo, object, *why)) {
+        free(*why);
+        *why = NULL;
+        return err_set(err, "out of memory");
+    }
+    return true;
 }
 
 /*
@@ -313,15 +432,36 @@ bool verify_wal(const verify_request *req, verify_result *r, pgd_error *err)
     }
     if (!r->restorable)
         goto out;
-    /* onwards: the unbroken run of segments after the stop is how far recovery can go */
+    /*
+     * Onwards: the unbroken run of intact segments after the stop is how far
+     * recovery can go. Each is read and checked as wal-fetch would: a damaged
+     * one ends the window as surely as a missing one, and is said.
+     */
     end_seg = stop_seg;
-    while (verify_wal_object(&l, end_seg + 1) != NULL)
+    for (;;) {
+        const char *object = verify_wal_object(&l, end_seg + 1);
+        char *why;
+
+        if (object == NULL)
+            break;
+        verify_wal_seg_name(l.tli, end_seg + 1, l.seg_size, name);
+        if (!verify_wal_window_segment(req, object, name, buf, &why, err)) {
+            ok = false;
+            goto out;
+        }
+        if (why != NULL) {
+            snprintf(r->damaged_wal, sizeof(r->damaged_wal), "%s", name);
+            r->damaged_wal_why = why;
+            break;
+        }
         end_seg++;
+    }
     verify_wal_seg_name(l.tli, end_seg, l.seg_size, r->window_end_wal);
     snprintf(r->window_end_lsn, sizeof(r->window_end_lsn), "%X/%X",
              (uint32_t)(((end_seg + 1) * l.seg_size) >> 32),
              (uint32_t)((end_seg + 1) * l.seg_size));
-    if (l.n > 0 && strncmp(l.names[l.n - 1], r->window_end_wal, VERIFY_WAL_HEX) > 0) {
+    if (r->damaged_wal[0] == '\0' && l.n > 0 &&
+        strncmp(l.names[l.n - 1], r->window_end_wal, VERIFY_WAL_HEX) > 0) {
         verify_wal_seg_name(l.tli, end_seg + 1, l.seg_size, r->gap_wal);
         for (size_t i = 0; i < l.n; i++)
             if (strncmp(l.names[i], r->gap_wal, VERIFY_WAL_HEX) > 0) {

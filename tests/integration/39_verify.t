@@ -164,6 +164,27 @@ like "$OUT" "point-in-time window: from .* \(the end of segment $(seg_add "$STOP
 like "$OUT" "WAL gap: segment $gap is missing .*resumes at $(seg_add "$STOP" 3)" \
     "the gap is named, and where WAL resumes"
 
+# a damaged segment after the stop: the backup is good, the window ends before it, exit 3
+bad=$(seg_add "$STOP" 2)
+copy_repo "$T/badwin"
+obj="$T/badwin/wal/${bad:0:8}/$(wal_obj "$T/badwin" "$bad")"
+truncate -s -24 "$obj"
+verify_copy "$T/badwin"
+is "$RC" "3" "a damaged WAL segment after the stop: exit 3"
+like "$OUT" "^backup $ID: ok: " "the backup itself is still good"
+like "$OUT" "WAL: restorable: $START to $STOP present and checked" "and restorable"
+like "$OUT" "point-in-time window: from .* \(the end of segment $(seg_add "$STOP" 1)\)" \
+    "the window ends just before the damaged segment"
+like "$OUT" "WAL DAMAGED: segment $bad \(the window ends before it\): .*corrupt or cut short" \
+    "the damaged segment is named, with what is wrong with it"
+like "$(cat "$T/badwin.err")" "damaged WAL after the stop of 1 of 1 backups" "and stderr sums it up"
+OUT=$(pgd verify --all --json --repo "$T/badwin" 2>/dev/null)
+is "$?" "3" "--all --json: exit 3 too"
+is "$(printf '%s' "$OUT" | python3 -c 'import json,sys
+d = json.load(sys.stdin); b = d["backups"][-1]
+print(d["ok"], b["status"], b["window"]["damaged_segment"], "cut short" in b["window"]["damaged_reason"])')" \
+    "False ok $bad True" "the JSON says not ok, the backup ok, and names the damaged segment and why"
+
 copy_repo "$T/sentinel"
 : >"$T/sentinel/backups/$ID.done.json"
 OUT=$(pgd verify --repo "$T/sentinel" --all 2>&1)
