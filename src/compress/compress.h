@@ -59,8 +59,11 @@ in_stream *decompress_in_new_trailed(compress_kind kind, in_stream *src, const c
 out_stream *lz4_out_new(int level, bool frame_checksum, out_stream *next, const char *name,
                         pgd_error *err);
 in_stream *lz4_in_new(in_stream *src, const char *name, pgd_error *err);
+/* Frames a decompressing stream of that codec has read to their end (skippable ones too). */
+unsigned lz4_in_frames(const in_stream *s);
 out_stream *zstd_out_new(int level, bool frame_checksum, out_stream *next, const char *name,
                          pgd_error *err);
 in_stream *zstd_in_new(in_stream *src, const char *name, pgd_error *err);
+unsigned zstd_in_frames(const in_stream *s);
 
 #endif

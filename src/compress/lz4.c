@@ -149,7 +149,8 @@ typedef struct lz4_in {
     LZ4F_dctx *dctx;
     char *in;
     size_t in_pos, in_len;
-    size_t hint; /* 0 once a frame is complete */
+    size_t hint;     /* 0 once a frame is complete */
+    unsigned frames; /* frames completed, skippable ones too */
     bool started, src_eof;
     char *name;
 } lz4_in;
@@ -180,6 +181,7 @@ static bool lz4_in_read(in_stream *s, void *buf, size_t len, size_t *n, pgd_erro
             return err_set(err, "could not decompress \"%s\" (corrupt lz4 data): %s", z->name,
                            LZ4F_getErrorName(z->hint));
         z->started = true;
+        z->frames += z->hint == 0;
         z->in_pos += src_size;
         *n = dst_size;
         if (drained && dst_size == 0 && z->hint != 0)
@@ -200,6 +202,11 @@ static void lz4_in_close(in_stream *s)
 }
 
 static const in_stream_ops lz4_in_ops = {lz4_in_read, lz4_in_close};
+
+unsigned lz4_in_frames(const in_stream *s)
+{
+    return s->ops == &lz4_in_ops ? ((const lz4_in *)s)->frames : 0;
+}
 
 in_stream *lz4_in_new(in_stream *src, const char *name, pgd_error *err)
 {

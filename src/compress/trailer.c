@@ -11,9 +11,9 @@
  *
  * The reader keeps the last TRAILER_LEN bytes of the stored stream and the
  * first frame's header: at the end it wants either the trailer, with the
- * CRC and size of what the codec gave, or a first frame with the codec's own
- * content checksum (objects written before the trailer; the codec checked
- * it). Anything else is a damaged object: one cut after its frame ends loses
+ * CRC and size of what the codec gave, or a single frame with the codec's
+ * own content checksum (objects written before the trailer; the codec
+ * checked it). Anything else is a damaged object: one cut after its frame ends loses
  * the trailer and is refused, not taken for whole.
  */
 #include "compress/compress.h"
@@ -217,7 +217,12 @@ static void trailer_tap_close(in_stream *s)
 
 static const in_stream_ops trailer_tap_ops = {trailer_tap_read, trailer_tap_close};
 
-/* The end of the stream: the trailer's word, or the codec's own checksum. */
+static unsigned trailer_frames(const trailer_check *c)
+{
+    return c->kind == COMPRESS_LZ4 ? lz4_in_frames(c->codec) : zstd_in_frames(c->codec);
+}
+
+/* The end of the stream: the trailer's word, or one frame with the codec's own checksum. */
 static bool trailer_check_end(trailer_check *c, pgd_error *err)
 {
     const trailer_tap *t = c->tap;
@@ -240,15 +245,25 @@ static bool trailer_check_end(trailer_check *c, pgd_error *err)
                            c->name, crc32c_final(c->crc), want_crc);
         return true;
     }
-    if (t->bytes >= FRAME_HEAD_LEN &&
-        ((c->kind == COMPRESS_LZ4 && magic == LZ4_FRAME_MAGIC) ||
-         (c->kind == COMPRESS_ZSTD && magic == ZSTD_FRAME_MAGIC)) &&
-        (t->head[4] & FRAME_HAS_CHECKSUM) != 0)
-        return true; /* written before the trailer: the codec checked its content checksum */
-    return err_set(err,
-                   "\"%s\" is corrupt or cut short: it ends without pgdirect's CRC-32C trailer "
-                   "and its %s frame has no content checksum",
-                   c->name, compress_name(c->kind));
+    if (t->bytes < FRAME_HEAD_LEN ||
+        magic != (c->kind == COMPRESS_LZ4 ? LZ4_FRAME_MAGIC : ZSTD_FRAME_MAGIC))
+        return err_set(err,
+                       "\"%s\" is corrupt or cut short: it ends without pgdirect's CRC-32C trailer "
+                       "and does not begin with the %s frame magic",
+                       c->name, compress_name(c->kind));
+    if ((t->head[4] & FRAME_HAS_CHECKSUM) == 0)
+        return err_set(err,
+                       "\"%s\" is corrupt or cut short: it ends without pgdirect's CRC-32C trailer "
+                       "and its %s frame has no content checksum",
+                       c->name, compress_name(c->kind));
+    /* only the first frame's flags were seen: a second one could lack the checksum */
+    if (trailer_frames(c) != 1)
+        return err_set(err,
+                       "\"%s\" is corrupt: it ends without pgdirect's CRC-32C trailer and holds "
+                       "%u frames (without the trailer an object must be one %s frame with a "
+                       "content checksum)",
+                       c->name, trailer_frames(c), compress_name(c->kind));
+    return true; /* written before the trailer: the codec checked its content checksum */
 }
 
 static bool trailer_check_read(in_stream *s, void *buf, size_t len, size_t *n, pgd_error *err)

@@ -110,7 +110,8 @@ typedef struct zstd_in {
     char *in;
     size_t in_cap;
     ZSTD_inBuffer inbuf;
-    size_t last; /* 0 once a frame is complete */
+    size_t last;     /* 0 once a frame is complete */
+    unsigned frames; /* frames completed, skippable ones too */
     bool started, src_eof;
     char *name;
 } zstd_in;
@@ -143,6 +144,7 @@ static bool zstd_in_read(in_stream *s, void *buf, size_t len, size_t *n, pgd_err
             return err_set(err, "could not decompress \"%s\" (corrupt zstd data): %s", z->name,
                            ZSTD_getErrorName(z->last));
         z->started = true;
+        z->frames += z->last == 0;
         *n = out.pos;
         if (drained && out.pos == 0 && z->last != 0)
             return err_set(err, "\"%s\" is truncated: the zstd frame does not end", z->name);
@@ -162,6 +164,11 @@ static void zstd_in_close(in_stream *s)
 }
 
 static const in_stream_ops zstd_in_ops = {zstd_in_read, zstd_in_close};
+
+unsigned zstd_in_frames(const in_stream *s)
+{
+    return s->ops == &zstd_in_ops ? ((const zstd_in *)s)->frames : 0;
+}
 
 in_stream *zstd_in_new(in_stream *src, const char *name, pgd_error *err)
 {

@@ -461,6 +461,62 @@ static void test_trailer_reads_older_objects(void **state)
     free(data);
 }
 
+/* Appends b to a (both from compress_all_as); b is freed. */
+static void mem_out_append(mem_out *a, mem_out *b)
+{
+    a->data = realloc(a->data, a->len + b->len);
+    assert_non_null(a->data);
+    memcpy(a->data + a->len, b->data, b->len);
+    a->len += b->len;
+    a->cap = a->len;
+    mem_out_free(b);
+}
+
+/*
+ * Without the trailer only one checksummed frame is taken: the reader sees the first frame's flags
+ * alone, so a second frame (without a checksum, or a skippable one) could carry unchecked bytes.
+ */
+static void test_trailer_wants_one_frame_without_it(void **state)
+{
+    compress_kind kinds[] = {COMPRESS_LZ4, COMPRESS_ZSTD};
+    /* a skippable frame (magic 0x184D2A50, 4 bytes of payload) both codecs pass over */
+    static const unsigned char skippable[] = {0x50, 0x2A, 0x4D, 0x18, 4,   0,
+                                              0,    0,    'j',  'u',  'n', 'k'};
+    unsigned char *data = make_data();
+
+    (void)state;
+    for (int k = 0; k < 2; k++) {
+        for (int second = 0; second < 3; second++) {
+            pgd_error err = {0};
+            mem_out m, more;
+
+            compress_all_as(kinds[k], true, data, 1000, &m);
+            if (second == 2) {
+                mem_out_init(&more);
+                assert_true(out_write(&more.base, skippable, sizeof(skippable), &err));
+            } else {
+                /* 0: a frame without the checksum, 1: one with it */
+                compress_all_as(kinds[k], second == 1, data + 1000, 5000, &more);
+            }
+            mem_out_append(&m, &more);
+            assert_trailed_fails(kinds[k], m.data, m.len, "holds 2 frames");
+            mem_out_free(&m);
+        }
+        {
+            pgd_error err = {0};
+            mem_out m, head;
+
+            mem_out_init(&head);
+            assert_true(out_write(&head.base, skippable, sizeof(skippable), &err));
+            compress_all_as(kinds[k], true, data, 1000, &m);
+            mem_out_append(&head, &m);
+            assert_trailed_fails(kinds[k], head.data, head.len, "does not begin with the");
+            mem_out_free(&head);
+        }
+    }
+    free(data);
+}
+
 static void test_names_suffixes_levels(void **state)
 {
     compress_kind k;
@@ -490,6 +546,7 @@ int main(void)
         cmocka_unit_test(test_trailer_round_trips),
         cmocka_unit_test(test_trailer_catches_damage),
         cmocka_unit_test(test_trailer_reads_older_objects),
+        cmocka_unit_test(test_trailer_wants_one_frame_without_it),
         cmocka_unit_test(test_names_suffixes_levels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
