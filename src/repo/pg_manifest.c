@@ -5,16 +5,15 @@
 #define _GNU_SOURCE
 #include "repo/pg_manifest.h"
 
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "util/crc32c.h"
+#include "util/digest.h"
 #include "util/text.h"
 
-#define SHA256_LEN 32
 /* PostgreSQL 17 writes manifest version 2, with the System-Identifier. */
 #define PG_VERSION_MANIFEST_V2 170000
 #define MANIFEST_V1            1
@@ -71,8 +70,7 @@ static bool pg_manifest_sysid_valid(const char *sysid)
 bool pg_manifest_build(const manifest *m, const backup_info *bi, char **out, pgd_error *err)
 {
     text_buf b = {0};
-    unsigned char digest[SHA256_LEN];
-    unsigned int dlen = 0;
+    unsigned char digest[DIGEST_SHA256_LEN];
     int version = pg_manifest_version(bi->pg_version_num);
 
     if (version == MANIFEST_V2 && !pg_manifest_sysid_valid(bi->system_identifier))
@@ -96,12 +94,14 @@ bool pg_manifest_build(const manifest *m, const backup_info *bi, char **out, pgd
         text_buf_free(&b);
         return err_set(err, "out of memory");
     }
-    if (EVP_Digest(b.data, b.len, digest, &dlen, EVP_sha256(), NULL) != 1 || dlen != SHA256_LEN) {
+    if (!digest_load(err)) {
         text_buf_free(&b);
-        return err_set(err, "could not compute the SHA-256 of backup_manifest");
+        err_prefix(err, "could not compute the SHA-256 of backup_manifest");
+        return false;
     }
+    digest_sha256(b.data, b.len, digest);
     text_buf_printf(&b, "\"Manifest-Checksum\": \"");
-    for (int i = 0; i < SHA256_LEN; i++)
+    for (int i = 0; i < DIGEST_SHA256_LEN; i++)
         text_buf_printf(&b, "%02x", digest[i]);
     text_buf_printf(&b, "\"}\n");
     if ((*out = text_buf_take(&b)) == NULL)

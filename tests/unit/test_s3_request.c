@@ -139,13 +139,34 @@ static void test_backoff(void **state)
     assert_true(max_seen > min_seen); /* jitter, not a constant */
 }
 
+/* Content-MD5 against known MD5s (RFC 1321's suite, and the empty body), in base64 */
+static void test_md5_base64(void **state)
+{
+    static const struct {
+        const char *body, *want;
+    } cases[] = {
+        {"", "1B2M2Y8AsgTpgAmY7PhCfg=="},               /* d41d8cd98f00b204e9800998ecf8427e */
+        {"abc", "kAFQmDzST7DWlj99KOF/cg=="},            /* 900150983cd24fb0d6963f7d28e17f72 */
+        {"message digest", "+WtpfXy3k41SWi8xqvFh0A=="}, /* f96b697d7cb7938d525a2f31aaf161d0 */
+        {"The quick brown fox jumps over the lazy dog", "nhB9nTcrtoJr2B01QqQZ1g=="},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char out[S3_MD5_B64_LEN];
+
+        memset(out, 'x', sizeof(out));
+        s3_request_md5_base64(cases[i].body, strlen(cases[i].body), out);
+        assert_string_equal(out, cases[i].want);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_key_and_target),
-        cmocka_unit_test(test_headers_sign_what_is_sent),
-        cmocka_unit_test(test_headers_limit),
-        cmocka_unit_test(test_backoff),
+        cmocka_unit_test(test_key_and_target), cmocka_unit_test(test_headers_sign_what_is_sent),
+        cmocka_unit_test(test_headers_limit),  cmocka_unit_test(test_backoff),
+        cmocka_unit_test(test_md5_base64),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

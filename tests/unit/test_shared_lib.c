@@ -1,10 +1,11 @@
 /*
  * test_shared_lib.c - covers src/util/shared_lib.c, src/pg/pq_api.c and
- * src/storage/s3/s3_libs.c: a library that is not there and a function a
- * library lacks are errors naming them; libpq, libcurl and libxml2 load and
- * every slot of their tables is filled (libxml2 only when asked for, not
- * with libcurl); and pgdirect itself no longer names them as libraries to
- * load at start.
+ * src/storage/s3/s3_libs.c and src/util/digest.c: a library that is not
+ * there and a function a library lacks are errors naming them; libcrypto
+ * loads only when a digest is first asked for and gives known digests;
+ * libpq, libcurl and libxml2 load and every slot of their tables is filled
+ * (libxml2 only when asked for, not with libcurl); and pgdirect itself no
+ * longer names them as libraries to load at start.
  */
 #include "helpers.h"
 
@@ -12,7 +13,38 @@
 
 #include "pg/pq_api.h"
 #include "storage/s3/s3_libs.h"
+#include "util/digest.h"
 #include "util/shared_lib.h"
+
+static void assert_hex(const unsigned char *d, size_t len, const char *want)
+{
+    char hex[2 * DIGEST_SHA256_LEN + 1];
+
+    for (size_t i = 0; i < len; i++)
+        snprintf(hex + 2 * i, 3, "%02x", d[i]);
+    assert_string_equal(hex, want);
+}
+
+/* Runs first: libpq and libcurl bring libcrypto with them. */
+static void test_digest(void **state)
+{
+    pgd_error err = {0};
+    unsigned char d[DIGEST_SHA256_LEN];
+
+    (void)state;
+    assert_null(dlopen(PGD_LIBCRYPTO_SONAME, RTLD_NOW | RTLD_NOLOAD));
+    /* FIPS 180-2's "abc"; RFC 4231's test case 2; RFC 1321's "abc" */
+    digest_sha256("abc", 3, d);
+    assert_hex(d, DIGEST_SHA256_LEN,
+               "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    assert_non_null(dlopen(PGD_LIBCRYPTO_SONAME, RTLD_NOW | RTLD_NOLOAD));
+    assert_true(digest_load(&err));
+    digest_hmac_sha256("Jefe", 4, "what do ya want for nothing?", 28, d);
+    assert_hex(d, DIGEST_SHA256_LEN,
+               "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+    digest_md5("abc", 3, d);
+    assert_hex(d, DIGEST_MD5_LEN, "900150983cd24fb0d6963f7d28e17f72");
+}
 
 static void test_missing_library(void **state)
 {
@@ -94,6 +126,7 @@ static void test_not_linked(void **state)
         assert_null(strstr(line, "libpq"));
         assert_null(strstr(line, "libcurl"));
         assert_null(strstr(line, "libxml2"));
+        assert_null(strstr(line, "libcrypto"));
     }
     assert_int_equal(pclose(p), 0);
     assert_true(needed > 0);
@@ -102,9 +135,9 @@ static void test_not_linked(void **state)
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_missing_library), cmocka_unit_test(test_missing_function),
-        cmocka_unit_test(test_pq_api),          cmocka_unit_test(test_s3_libs),
-        cmocka_unit_test(test_not_linked),
+        cmocka_unit_test(test_digest),           cmocka_unit_test(test_missing_library),
+        cmocka_unit_test(test_missing_function), cmocka_unit_test(test_pq_api),
+        cmocka_unit_test(test_s3_libs),          cmocka_unit_test(test_not_linked),
     };
     (void)argc;
     test_binary = argv[0];

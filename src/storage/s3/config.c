@@ -11,7 +11,6 @@
 #include "storage/s3/s3_libs.h"
 
 #include <arpa/inet.h>
-#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,11 +238,11 @@ static void s3_config_free(storage *st)
     free(s->region);
     free(s->access_key);
     if (s->secret_key) {
-        OPENSSL_cleanse(s->secret_key, strlen(s->secret_key));
+        explicit_bzero(s->secret_key, strlen(s->secret_key));
         free(s->secret_key);
     }
     if (s->session_token) {
-        OPENSSL_cleanse(s->session_token, strlen(s->session_token));
+        explicit_bzero(s->session_token, strlen(s->session_token));
         free(s->session_token);
     }
     free(s->storage_class);

@@ -124,6 +124,11 @@ char *s3_request_target(const s3_storage *s, const char *path);
 bool s3_request_headers(const s3_storage *s, const s3_call *call, const char *target,
                         const char *amz_date, const char *md5, http_header_list *out);
 
+#define S3_MD5_B64_LEN 25 /* base64 of 16 bytes (24 characters), NUL included */
+
+/* The Content-MD5 of a body: base64 (RFC 4648, padded) of its MD5. */
+void s3_request_md5_base64(const void *data, size_t len, char out[S3_MD5_B64_LEN]);
+
 /* Backoff before retry `attempt` (0-based), in ms: exponential, capped, with jitter. */
 unsigned s3_request_backoff_ms(unsigned attempt);
 

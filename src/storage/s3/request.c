@@ -24,7 +24,6 @@
 #define _GNU_SOURCE
 #include "storage/s3/internal.h"
 
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,13 +32,13 @@
 #include <unistd.h>
 
 #include "storage/s3/sigv4.h"
+#include "util/digest.h"
 #include "util/log.h"
 
 #define S3_BACKOFF_BASE_MS    100
 #define S3_BACKOFF_MAX_MS     5000
 #define S3_BACKOFF_MAX_SHIFT  6
 #define S3_HEADERS_MAX        16
-#define S3_MD5_B64_LEN        32 /* base64 of 16 bytes, NUL included */
 #define S3_HTTP_SUCCESS       200
 #define S3_HTTP_REDIRECTS     300
 #define S3_HTTP_NOT_FOUND     404
@@ -115,13 +114,27 @@ static void s3_request_amz_now(char out[S3_AMZ_DATE_LEN + 1])
     strftime(out, S3_AMZ_DATE_LEN + 1, "%Y%m%dT%H%M%SZ", &tm);
 }
 
-static void s3_request_md5_base64(const void *data, size_t len, char out[S3_MD5_B64_LEN])
+void s3_request_md5_base64(const void *data, size_t len, char out[S3_MD5_B64_LEN])
 {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    unsigned char md[DIGEST_MD5_LEN];
+    size_t o = 0;
 
-    EVP_Digest(data, len, md, &mdlen, EVP_md5(), NULL);
-    EVP_EncodeBlock((unsigned char *)out, md, (int)mdlen);
+    digest_md5(data, len, md);
+    for (size_t i = 0; i < DIGEST_MD5_LEN; i += 3) {
+        uint32_t v = (uint32_t)md[i] << 16;
+        size_t have = DIGEST_MD5_LEN - i;
+
+        if (have > 1)
+            v |= (uint32_t)md[i + 1] << 8;
+        if (have > 2)
+            v |= md[i + 2];
+        out[o++] = b64[v >> 18 & 63];
+        out[o++] = b64[v >> 12 & 63];
+        out[o++] = have > 1 ? b64[v >> 6 & 63] : '=';
+        out[o++] = have > 2 ? b64[v & 63] : '=';
+    }
+    out[o] = '\0';
 }
 
 bool s3_request_headers(const s3_storage *s, const s3_call *call, const char *target,

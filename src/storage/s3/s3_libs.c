@@ -5,6 +5,7 @@
 #define S3_LIBS_DEFINE_TABLE
 #include "storage/s3/s3_libs.h"
 
+#include "util/digest.h"
 #include "util/shared_lib.h"
 
 #include <pthread.h>
@@ -31,6 +32,8 @@ static void s3_libs_load_once(void)
         return;
     if (s3_libs.curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
         err_set(&s3_libs_error, "could not initialise libcurl (%s)", PGD_LIBCURL_SONAME);
+    else
+        digest_load(&s3_libs_error); /* SigV4 and Content-MD5 */
 }
 
 static void s3_libs_xml_load_once(void)

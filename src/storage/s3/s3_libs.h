@@ -1,7 +1,6 @@
 /*
- * s3_libs.h - libcurl and libxml2, opened when a command first uses an S3
- * repository (see util/shared_lib.h for why they are not linked at build
- * time).
+ * s3_libs.h - libcurl and libxml2 (and libcrypto, util/digest.h), opened when a command first uses
+ * an S3 repository (see util/shared_lib.h for why they are not linked at build time).
  *
  * http.c and xml.c include this header instead of <curl/curl.h> and
  * <libxml/...> and call the libraries' functions by their usual names: each

@@ -8,15 +8,13 @@
 #define _GNU_SOURCE
 #include "storage/s3/sigv4.h"
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/sha.h>
+#include "util/digest.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define SIGV4_KEY_LEN 32 /* HMAC-SHA256 output */
+#define SIGV4_KEY_LEN DIGEST_SHA256_LEN /* HMAC-SHA256 output */
 
 static const char sigv4_hex_lower[] = "0123456789abcdef";
 static const char sigv4_hex_upper[] = "0123456789ABCDEF";
@@ -32,9 +30,9 @@ static void sigv4_to_hex(const unsigned char *in, size_t len, char *out)
 
 void sigv4_sha256_hex(const void *data, size_t len, char out[SIGV4_HEX_LEN + 1])
 {
-    unsigned char md[SHA256_DIGEST_LENGTH];
+    unsigned char md[DIGEST_SHA256_LEN];
 
-    SHA256(data, len, md);
+    digest_sha256(data, len, md);
     sigv4_to_hex(md, sizeof(md), out);
 }
 
@@ -348,9 +346,7 @@ char *sigv4_string_to_sign(const char *amz_date, const sigv4_credentials *c, con
 static void sigv4_hmac(const void *key, size_t klen, const char *msg,
                        unsigned char out[SIGV4_KEY_LEN])
 {
-    unsigned int len = SIGV4_KEY_LEN;
-
-    HMAC(EVP_sha256(), key, (int)klen, (const unsigned char *)msg, strlen(msg), out, &len);
+    digest_hmac_sha256(key, klen, msg, strlen(msg), out);
 }
 
 void sigv4_signature(const sigv4_credentials *c, const char *amz_date, const char *sts,
@@ -366,16 +362,16 @@ void sigv4_signature(const sigv4_credentials *c, const char *amz_date, const cha
         return;
     }
     sigv4_hmac(secret, strlen(secret), date, k_date);
-    OPENSSL_cleanse(secret, strlen(secret));
+    explicit_bzero(secret, strlen(secret));
     free(secret);
     sigv4_hmac(k_date, SIGV4_KEY_LEN, c->region, k_region);
     sigv4_hmac(k_region, SIGV4_KEY_LEN, c->service, k_service);
     sigv4_hmac(k_service, SIGV4_KEY_LEN, "aws4_request", k_signing);
     sigv4_hmac(k_signing, SIGV4_KEY_LEN, sts, sig);
-    OPENSSL_cleanse(k_date, sizeof(k_date));
-    OPENSSL_cleanse(k_region, sizeof(k_region));
-    OPENSSL_cleanse(k_service, sizeof(k_service));
-    OPENSSL_cleanse(k_signing, sizeof(k_signing));
+    explicit_bzero(k_date, sizeof(k_date));
+    explicit_bzero(k_region, sizeof(k_region));
+    explicit_bzero(k_service, sizeof(k_service));
+    explicit_bzero(k_signing, sizeof(k_signing));
     sigv4_to_hex(sig, SIGV4_KEY_LEN, out);
 }
 

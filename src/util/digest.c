@@ -1,0 +1,84 @@
+/*
+ * digest.c - see digest.h. The soname comes from the build (meson.build
+ * reads it from the library the headers belong to).
+ */
+#include "util/digest.h"
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "util/shared_lib.h"
+
+/* every libcrypto function pgdirect calls */
+#define DIGEST_FUNCTIONS(X)                                                                        \
+    X(EVP_Digest)                                                                                  \
+    X(EVP_md5)                                                                                     \
+    X(EVP_sha256)                                                                                  \
+    X(HMAC)
+
+static struct {
+#define DIGEST_SLOT(name) __typeof__(name) *name;
+    DIGEST_FUNCTIONS(DIGEST_SLOT)
+#undef DIGEST_SLOT
+} digest_lib;
+
+static pthread_once_t digest_once = PTHREAD_ONCE_INIT;
+/* set when loading failed: every later call reports it */
+static pgd_error digest_error;
+
+static void digest_load_once(void)
+{
+    void *lib = shared_lib_open(PGD_LIBCRYPTO_SONAME, &digest_error);
+
+    if (lib == NULL)
+        return;
+#define DIGEST_RESOLVE(name)                                                                       \
+    digest_lib.name = (__typeof__(digest_lib.name))shared_lib_symbol(lib, PGD_LIBCRYPTO_SONAME,    \
+                                                                     #name, &digest_error);
+    DIGEST_FUNCTIONS(DIGEST_RESOLVE)
+#undef DIGEST_RESOLVE
+}
+
+bool digest_load(pgd_error *err)
+{
+    pthread_once(&digest_once, digest_load_once);
+    if (!digest_error.set)
+        return true;
+    return err_set(err, "%s", digest_error.msg);
+}
+
+/* One-shot digest; all zeros when libcrypto could not be loaded or failed. */
+static void digest_of(bool sha256, const void *data, size_t len, unsigned char *out, size_t out_len)
+{
+    unsigned int n = 0;
+
+    if (!digest_load(NULL) ||
+        digest_lib.EVP_Digest(data, len, out, &n,
+                              sha256 ? digest_lib.EVP_sha256() : digest_lib.EVP_md5(), NULL) != 1 ||
+        n != out_len)
+        memset(out, 0, out_len);
+}
+
+void digest_sha256(const void *data, size_t len, unsigned char out[DIGEST_SHA256_LEN])
+{
+    digest_of(true, data, len, out, DIGEST_SHA256_LEN);
+}
+
+void digest_md5(const void *data, size_t len, unsigned char out[DIGEST_MD5_LEN])
+{
+    digest_of(false, data, len, out, DIGEST_MD5_LEN);
+}
+
+void digest_hmac_sha256(const void *key, size_t key_len, const void *msg, size_t msg_len,
+                        unsigned char out[DIGEST_SHA256_LEN])
+{
+    unsigned int n = DIGEST_SHA256_LEN;
+
+    if (!digest_load(NULL) ||
+        digest_lib.HMAC(digest_lib.EVP_sha256(), key, (int)key_len, msg, msg_len, out, &n) ==
+            NULL ||
+        n != DIGEST_SHA256_LEN)
+        memset(out, 0, DIGEST_SHA256_LEN);
+}
