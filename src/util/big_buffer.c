@@ -19,8 +19,8 @@ void *big_buffer_alloc(size_t len)
         return NULL;
     if (len < BIG_BUFFER_HUGE_PAGE)
         return p;
-    /* a hint: transparent huge pages off, or another kernel, leave 4 KiB pages */
 #ifdef MADV_HUGEPAGE
+    /* a hint: transparent huge pages off, or another kernel, leave 4 KiB pages */
     (void)madvise(p, len & ~(BIG_BUFFER_HUGE_PAGE - 1), MADV_HUGEPAGE);
 #endif
     return p;
