@@ -23,6 +23,7 @@
 #define PGD_COMPRESS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "io/stream.h"
 #include "util/error.h"
@@ -54,6 +55,16 @@ in_stream *decompress_in_new(compress_kind kind, in_stream *src, const char *nam
  */
 in_stream *decompress_in_new_trailed(compress_kind kind, in_stream *src, const char *name,
                                      pgd_error *err);
+/*
+ * The CRC-32C and size of the content a stream from decompress_in_new_trailed
+ * gave, once it has given all of it and its end checked out; false for any
+ * other stream (COMPRESS_NONE gives src itself), or before that end. A
+ * caller that records the content's CRC takes it here instead of computing it
+ * a second time.
+ */
+bool decompress_in_trailed_sum(const in_stream *s, uint32_t *crc, uint64_t *size);
+/* Is s a stream from decompress_in_new_trailed that checks (not COMPRESS_NONE's src)? */
+bool decompress_in_is_trailed(const in_stream *s);
 
 /* Per-codec constructors used by the dispatch above (frame_checksum: the codec's own). */
 out_stream *lz4_out_new(int level, bool frame_checksum, out_stream *next, const char *name,

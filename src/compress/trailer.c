@@ -184,7 +184,7 @@ typedef struct trailer_check {
     compress_kind kind;
     uint32_t crc;
     uint64_t size;
-    bool checked;
+    bool checked, passed;
     char *name;
 } trailer_check;
 
@@ -276,7 +276,8 @@ static bool trailer_check_read(in_stream *s, void *buf, size_t len, size_t *n, p
     c->size += *n;
     if (*n == 0 && len > 0 && !c->checked) {
         c->checked = true;
-        return trailer_check_end(c, err);
+        c->passed = trailer_check_end(c, err);
+        return c->passed;
     }
     return true;
 }
@@ -291,6 +292,22 @@ static void trailer_check_close(in_stream *s)
 }
 
 static const in_stream_ops trailer_check_ops = {trailer_check_read, trailer_check_close};
+
+bool decompress_in_is_trailed(const in_stream *s)
+{
+    return s->ops == &trailer_check_ops;
+}
+
+bool decompress_in_trailed_sum(const in_stream *s, uint32_t *crc, uint64_t *size)
+{
+    const trailer_check *c = (const trailer_check *)s;
+
+    if (s->ops != &trailer_check_ops || !c->passed)
+        return false;
+    *crc = crc32c_final(c->crc);
+    *size = c->size;
+    return true;
+}
 
 in_stream *decompress_in_new_trailed(compress_kind kind, in_stream *src, const char *name,
                                      pgd_error *err)

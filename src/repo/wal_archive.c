@@ -89,13 +89,15 @@ static bool wal_archive_check_present(storage *repo, pgd_error *err)
 /*
  * Write everything `in` yields to `dest` through a temporary file, fsynced,
  * then renamed; sum (may be NULL) gets the size and CRC-32C of what was
- * written.
+ * written: from `decoded` when that stream (decompress_in_trailed_sum) has
+ * computed it over the same bytes, else computed here.
  */
-static bool wal_archive_write_local(in_stream *in, const char *dest, wal_file_sum *sum,
-                                    pgd_error *err)
+static bool wal_archive_write_local(in_stream *in, const in_stream *decoded, const char *dest,
+                                    wal_file_sum *sum, pgd_error *err)
 {
-    uint64_t size = 0;
-    uint32_t crc = CRC32C_INIT;
+    uint64_t size = 0, decoded_size = 0;
+    uint32_t crc = CRC32C_INIT, decoded_crc = 0;
+    bool own_crc = sum != NULL && !decompress_in_is_trailed(decoded);
     char tmp[PATH_MAX];
     char *buf = malloc(WAL_IO_CHUNK);
     int fd = -1;
@@ -116,7 +118,7 @@ static bool wal_archive_write_local(in_stream *in, const char *dest, wal_file_su
         if (n == 0)
             break;
         size += n;
-        if (sum != NULL)
+        if (own_crc)
             crc = crc32c_update(crc, buf, n);
         while (off < n) {
             ssize_t w = write(fd, buf + off, n - off);
@@ -128,6 +130,13 @@ static bool wal_archive_write_local(in_stream *in, const char *dest, wal_file_su
             }
             off += (size_t)w;
         }
+    }
+    /* the decoder's sum is of what it gave, which is what was written */
+    if (sum != NULL && !own_crc &&
+        (!decompress_in_trailed_sum(decoded, &decoded_crc, &decoded_size) ||
+         decoded_size != size)) {
+        err_set(err, "internal error: no CRC-32C of \"%s\" from its decoder", tmp);
+        goto fail;
     }
     if (fsync(fd) != 0) {
         err_errno(err, errno, "could not fsync file \"%s\"", tmp);
@@ -146,7 +155,7 @@ static bool wal_archive_write_local(in_stream *in, const char *dest, wal_file_su
     free(buf);
     if (sum != NULL) {
         sum->size = size;
-        sum->crc = crc32c_final(crc);
+        sum->crc = own_crc ? crc32c_final(crc) : decoded_crc;
     }
     return true;
 fail:
@@ -183,7 +192,7 @@ static bool wal_archive_open(storage *repo, const char *name, in_stream **in, pg
 bool wal_archive_fetch_sum(storage *repo, const char *name, const char *dest, bool *found,
                            wal_file_sum *sum, pgd_error *err)
 {
-    in_stream *in;
+    in_stream *in, *decoded;
     bool ok;
 
     if (wal_segment_file_kind(name) == WAL_FILE_UNKNOWN)
@@ -192,9 +201,10 @@ bool wal_archive_fetch_sum(storage *repo, const char *name, const char *dest, bo
         return false;
     if ((*found = in != NULL) == false)
         return true;
+    decoded = in;
     if ((in = wal_segment_check_in_new(in, name, err)) == NULL)
         return false;
-    ok = wal_archive_write_local(in, dest, sum, err);
+    ok = wal_archive_write_local(in, decoded, dest, sum, err);
     in_close(in);
     return ok;
 }

@@ -5,6 +5,7 @@
 #include <zstd.h>
 
 #include "compress/compress.h"
+#include "util/crc32c.h"
 
 #define DATA_LEN (3 * 1024 * 1024 + 77)
 
@@ -517,6 +518,63 @@ static void test_trailer_wants_one_frame_without_it(void **state)
     free(data);
 }
 
+/*
+ * The trailed decoder's sum of its content: there once the end checked out (trailer, or one
+ * checksummed frame), for a caller that records it instead of computing it again; not before the
+ * end, not after a failed check, not for a stream of another kind.
+ */
+static void test_trailed_sum(void **state)
+{
+    compress_kind kinds[] = {COMPRESS_LZ4, COMPRESS_ZSTD};
+    unsigned char *data = make_data(), *buf = malloc(DATA_LEN + 5000);
+    uint32_t want_crc = crc32c(data, DATA_LEN), crc;
+    uint64_t size;
+
+    (void)state;
+    for (int k = 0; k < 2; k++) {
+        for (int legacy = 0; legacy < 3; legacy++) {
+            pgd_error err = {0};
+            mem_out m;
+            in_stream *in;
+            size_t n, total = 0;
+            bool ok;
+
+            if (legacy == 1)
+                compress_all_as(kinds[k], true, data, DATA_LEN, &m); /* before the trailer */
+            else
+                compress_trailed(kinds[k], data, DATA_LEN, &m);
+            if (legacy == 2)
+                m.data[m.len - 9] ^= 0x01; /* the trailer's CRC */
+            in = decompress_in_new_trailed(kinds[k], mem_in_new(m.data, m.len, &err), "obj", &err);
+            assert_non_null(in);
+            assert_true(decompress_in_is_trailed(in));
+            while ((ok = in_read(in, buf + total, 100000, &n, &err)) && n > 0) {
+                total += n;
+                assert_false(decompress_in_trailed_sum(in, &crc, &size));
+            }
+            assert_int_equal(total, DATA_LEN);
+            assert_int_equal(ok, legacy != 2);
+            assert_int_equal(decompress_in_trailed_sum(in, &crc, &size), legacy != 2);
+            if (legacy != 2) {
+                assert_int_equal(crc, want_crc);
+                assert_int_equal(size, DATA_LEN);
+            }
+            in_close(in);
+            mem_out_free(&m);
+        }
+    }
+    {
+        pgd_error err = {0};
+        in_stream *plain =
+            decompress_in_new_trailed(COMPRESS_NONE, mem_in_new(data, 10, &err), "obj", &err);
+        assert_false(decompress_in_is_trailed(plain));
+        assert_false(decompress_in_trailed_sum(plain, &crc, &size));
+        in_close(plain);
+    }
+    free(buf);
+    free(data);
+}
+
 static void test_names_suffixes_levels(void **state)
 {
     compress_kind k;
@@ -547,6 +605,7 @@ int main(void)
         cmocka_unit_test(test_trailer_catches_damage),
         cmocka_unit_test(test_trailer_reads_older_objects),
         cmocka_unit_test(test_trailer_wants_one_frame_without_it),
+        cmocka_unit_test(test_trailed_sum),
         cmocka_unit_test(test_names_suffixes_levels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
