@@ -19,6 +19,7 @@
 #include "pg/wal_segment.h"
 #include "repo/layout.h"
 #include "restore/backup_read.h"
+#include "util/work_pool.h"
 
 #define VERIFY_CHUNK (1024 * 1024)
 /* PostgreSQL's default segment size, taken when nothing else tells the size */
@@ -27,6 +28,8 @@
 #define VERIFY_WAL_HEX          24
 #define VERIFY_HEX_PART         8
 #define VERIFY_PER_LOG          UINT64_C(0x100000000)
+/* window segments read per batch, per thread: enough to keep each busy between batches */
+#define VERIFY_WAL_BATCH_PER_THREAD 8
 
 typedef struct verify_wal_list {
     uint32_t tli;
@@ -257,9 +260,26 @@ void verify_wal_memo_free(verify_wal_memo *m)
 }
 
 /*
+ * The memo's word on `object`: *known, and then *why (a malloc'd copy) when
+ * it was damaged. False only when out of memory.
+ */
+static bool verify_wal_memo_lookup(const verify_wal_memo *m, const char *object, bool *known,
+                                   char **why)
+{
+    size_t at;
+
+    *known = false;
+    *why = NULL;
+    if (m == NULL)
+        return true;
+    at = verify_wal_memo_find(m, object, known);
+    return !*known || m->why[at] == NULL || (*why = strdup(m->why[at])) != NULL;
+}
+
+/*
  * Is the segment after the stop stored as `object` intact and this
  * system's? *why is set (malloc'd) when it is not; false only when the
- * check could not be made (err).
+ * check could not be made (err). Safe on several threads at once.
  */
 static bool verify_wal_window_segment(const verify_request *req, const char *object,
                                       const char *name, char *buf, char **why, pgd_error *err)
@@ -267,20 +287,9 @@ static bool verify_wal_window_segment(const verify_request *req, const char *obj
     unsigned char head[VERIFY_SEG_HEADER_LEN];
     pgd_error e = {0};
     char text[sizeof(e.msg)];
-    bool operational = false, found = false;
-    size_t at = 0;
+    bool operational = false;
 
     *why = NULL;
-    if (req->memo != NULL) {
-        at = verify_wal_memo_find(req->memo, object, &found);
-        if (found) {
-            if (req->memo->why[at] != NULL && (*why = strdup(req->memo->why[at])) == NULL)
-                return err_set(err, "out of memory");
-            return true;
-        }
-    }
-    if (req->cancel != NULL && *req->cancel)
-        return err_set(err, "interrupted");
     if (!verify_wal_read_wal(req->repo, object, head, sizeof(head), buf, &operational, &e)) {
         if (e.transient || operational) {
             *err = e;
@@ -292,12 +301,124 @@ static bool verify_wal_window_segment(const verify_request *req, const char *obj
     }
     if (text[0] != '\0' && (*why = strdup(text)) == NULL)
         return err_set(err, "out of memory");
-    if (req->memo != NULL && !verify_wal_memo_add(req->memo, object, *why)) {
-        free(*why);
-        *why = NULL;
-        return err_set(err, "out of memory");
-    }
     return true;
+}
+
+/* A segment of the window, and what its check found. */
+typedef struct verify_wal_item {
+    const char *object; /* in the timeline's listing */
+    char name[VERIFY_WAL_NAME];
+    bool known;      /* the memo knew it: not read again */
+    char *why;       /* malloc'd: damaged */
+    pgd_error error; /* the check could not be made (counts only before a damaged one) */
+} verify_wal_item;
+
+/* A thread reading window segments. */
+typedef struct verify_wal_reader {
+    const verify_request *req;
+    verify_wal_item *items;
+    char *buf;
+} verify_wal_reader;
+
+static bool verify_wal_reader_run(work_pool *pool, void *worker, size_t task, pgd_error *err)
+{
+    verify_wal_reader *w = worker;
+    verify_wal_item *it = &w->items[task];
+
+    (void)pool;
+    if (it->known)
+        return true;
+    if (w->buf == NULL && (w->buf = malloc(VERIFY_CHUNK)) == NULL)
+        return err_set(err, "out of memory");
+    /* kept with the segment: it fails the run only if no damaged segment comes before it */
+    verify_wal_window_segment(w->req, it->object, it->name, w->buf, &it->why, &it->error);
+    return true;
+}
+
+/*
+ * The point-in-time window: the unbroken run of intact segments after
+ * stop_seg, each read and checked as wal-fetch would; *end_seg is its last.
+ * A damaged segment ends it as surely as a missing one, and is said in r.
+ * The segments are read --concurrency at a time, in batches taken in order
+ * (an archive holds weeks of WAL, and on S3 each read waits on the
+ * network); a batch is judged in order once read, so the window is the
+ * same as one read a segment at a time.
+ */
+static bool verify_wal_window(const verify_request *req, const verify_wal_list *l,
+                              uint64_t stop_seg, verify_result *r, uint64_t *end_seg,
+                              pgd_error *err)
+{
+    unsigned threads = req->concurrency < 1 ? 1u : (unsigned)req->concurrency;
+    size_t batch = (size_t)threads * VERIFY_WAL_BATCH_PER_THREAD;
+    verify_wal_item *items = calloc(batch, sizeof(*items));
+    verify_wal_reader *readers = calloc(threads, sizeof(*readers));
+    uint64_t next = stop_seg + 1;
+    bool ok = items != NULL && readers != NULL, listed_end = false, ended = false;
+
+    *end_seg = stop_seg;
+    if (!ok)
+        err_set(err, "out of memory");
+    while (ok && !listed_end && !ended) {
+        size_t n = 0, unread = 0;
+
+        for (; n < batch; n++) {
+            const char *object = verify_wal_object(l, next + n);
+
+            if (object == NULL) {
+                listed_end = true;
+                break;
+            }
+            items[n] = (verify_wal_item){.object = object};
+            verify_wal_seg_name(l->tli, next + n, l->seg_size, items[n].name);
+            if (!verify_wal_memo_lookup(req->memo, object, &items[n].known, &items[n].why)) {
+                ok = err_set(err, "out of memory");
+                break;
+            }
+            unread += !items[n].known;
+        }
+        if (ok && unread > 0) {
+            work_pool_job job = {.threads = unread < threads ? (unsigned)unread : threads,
+                                 .ntasks = n,
+                                 .workers = readers,
+                                 .worker_size = sizeof(*readers),
+                                 .run = verify_wal_reader_run,
+                                 .thread_name = "WAL reader",
+                                 .cancel = req->cancel};
+
+            for (unsigned i = 0; i < threads; i++) {
+                readers[i].req = req;
+                readers[i].items = items;
+            }
+            ok = work_pool_run(&job, NULL, err);
+        }
+        for (size_t i = 0; i < n; i++) {
+            verify_wal_item *it = &items[i];
+
+            if (ok && !ended && it->error.set) {
+                *err = it->error;
+                ok = false;
+            }
+            if (ok && !it->known && !it->error.set && req->memo != NULL &&
+                !verify_wal_memo_add(req->memo, it->object, it->why))
+                ok = err_set(err, "out of memory");
+            if (ok && !ended && it->why != NULL) {
+                snprintf(r->damaged_wal, sizeof(r->damaged_wal), "%s", it->name);
+                r->damaged_wal_why = it->why;
+                it->why = NULL;
+                ended = true;
+            }
+            if (ok && !ended)
+                *end_seg = next + i;
+            free(it->why);
+            it->why = NULL;
+        }
+        next += n;
+    }
+    for (unsigned i = 0; readers != NULL && i < threads; i++)
+        free(readers[i].buf);
+    free(readers);
+    free(items);
+    return ok;
 }
 
 /*
@@ -437,24 +558,9 @@ bool verify_wal(const verify_request *req, verify_result *r, pgd_error *err)
      * recovery can go. Each is read and checked as wal-fetch would: a damaged
      * one ends the window as surely as a missing one, and is said.
      */
-    end_seg = stop_seg;
-    for (;;) {
-        const char *object = verify_wal_object(&l, end_seg + 1);
-        char *why;
-
-        if (object == NULL)
-            break;
-        verify_wal_seg_name(l.tli, end_seg + 1, l.seg_size, name);
-        if (!verify_wal_window_segment(req, object, name, buf, &why, err)) {
-            ok = false;
-            goto out;
-        }
-        if (why != NULL) {
-            snprintf(r->damaged_wal, sizeof(r->damaged_wal), "%s", name);
-            r->damaged_wal_why = why;
-            break;
-        }
-        end_seg++;
+    if (!verify_wal_window(req, &l, stop_seg, r, &end_seg, err)) {
+        ok = false;
+        goto out;
     }
     verify_wal_seg_name(l.tli, end_seg, l.seg_size, r->window_end_wal);
     snprintf(r->window_end_lsn, sizeof(r->window_end_lsn), "%X/%X",

@@ -58,7 +58,8 @@ const opt_def opt_defs[OPT_COUNT] = {
                          "tablespace's device, see pgdirect tune)"},
     [OPT_CONCURRENCY] =
         {"concurrency", "N|auto", "auto", CMD_BACKUP | CMD_RESTORE | CMD_VERIFY, false,
-         "reads (backup) or partitions (restore, verify) in flight (1..256; auto: backup, a "
+         "reads (backup), partitions (restore, verify) or WAL segments (verify) in flight "
+         "(1..256; auto: backup, a "
          "stream per vCPU on NVMe, per two otherwise, at least 2, each 8 reads ahead (2 on a "
          "rotating disk), see pgdirect tune; restore, verify: vCPUs, at least 2)"},
     [OPT_COMPRESSION] = {"compression", "lz4|zstd|none", "lz4", CMD_BACKUP | CMD_WAL_PUSH, false,

@@ -204,6 +204,37 @@ pgd verify --repo "$REPO" --all "$ID" >/dev/null 2>&1
 is "$?" "2" "an id and --all together: usage error"
 expect_error "an unknown backup id" "20000101T000000F" pgd verify --repo "$REPO" 20000101T000000F
 
+# ---- a long window, read --concurrency segments at a time: it ends where a serial read ends ----
+for i in $(seq 1 40); do
+    q "INSERT INTO pgbench_history VALUES (3, 3, $i, 0, now())" >/dev/null
+    archive_all "$PGPORT"
+done
+last=$(ls "$REPO/wal/${STOP:0:8}/" | grep -E '^[0-9A-F]{24}(\.lz4|\.zst)?$' | sort | tail -1 | cut -c1-24)
+cmp_ok "$(( 16#${last:16:8} - 16#${STOP:16:8} ))" ">=" 40 "at least 40 segments after the stop"
+OUT=$(pgd verify --repo "$REPO" --concurrency 3 "$ID" 2>/dev/null)
+is "$?" "0" "a long intact window, 3 at a time: exit 0"
+like "$OUT" "point-in-time window: from .* \(the end of segment $last\)" "it reaches the last segment"
+bad=$(seg_add "$STOP" 30)
+after=$(seg_add "$STOP" 33)
+copy_repo "$T/long"
+truncate -s -24 "$T/long/wal/${bad:0:8}/$(wal_obj "$T/long" "$bad")"
+# unreadable, but after the damaged one: a serial read never gets there
+chmod 000 "$T/long/wal/${after:0:8}/$(wal_obj "$T/long" "$after")"
+for c in 1 3 8; do
+    OUT=$(pgd verify --repo "$T/long" --concurrency $c "$ID" 2>/dev/null)
+    is "$?" "3" "--concurrency $c: a damaged segment 30 after the stop, an unreadable one after it: exit 3"
+    like "$OUT" "point-in-time window: from .* \(the end of segment $(seg_add "$STOP" 29)\)" \
+        "--concurrency $c: the window ends just before the damaged segment"
+    like "$OUT" "WAL DAMAGED: segment $bad \(the window ends before it\)" "--concurrency $c: it is named"
+done
+early=$(seg_add "$STOP" 20)
+chmod 000 "$T/long/wal/${early:0:8}/$(wal_obj "$T/long" "$early")"
+for c in 1 3; do
+    pgd verify --repo "$T/long" --concurrency $c "$ID" >/dev/null 2>"$T/long.err"
+    is "$?" "1" "--concurrency $c: an unreadable segment before the damaged one: exit 1 (verify could not run)"
+    like "$(cat "$T/long.err")" "$early.*Permission denied" "--concurrency $c: and the segment is named"
+done
+
 # ---- S3: the same repository, uploaded object by object ----
 s3_start
 S3REPO="s3://$S3_BUCKET/verify"
