@@ -50,6 +50,7 @@
 #include "cmd/common.h"
 #include "io/politeness.h"
 #include "repo/wal_archive.h"
+#include "util/digest.h"
 #include "util/interrupt.h"
 #include "util/log.h"
 #include "util/progress.h"
@@ -309,7 +310,8 @@ static bool backup_begin(backup_run *r, pgd_error *err)
     const backup_settings *s = r->s;
     backup_id_parent parent = {.id = r->parent.info.id, .start_lsn = r->parent.info.start_lsn};
 
-    if (!storage_check_writable(r->repo, err))
+    /* backup_manifest's SHA-256 at the end: a libcrypto that cannot load fails now, not then */
+    if (!storage_check_writable(r->repo, err) || !digest_load(err))
         return false;
     backup_id_sweep_stale(r->repo);
     if (!pg_session_open(&r->pg, s->conninfo, err) || !pg_session_cancel_arm(&r->pg, err))

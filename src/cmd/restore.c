@@ -53,6 +53,7 @@
 #include "restore/restore_command.h"
 #include "restore/tablespaces.h"
 #include "restore/target_dir.h"
+#include "util/digest.h"
 #include "util/interrupt.h"
 #include "util/log.h"
 #include "util/progress.h"
@@ -258,6 +259,9 @@ static bool restore_plan(restore_run *r, const pgd_options *opts, pgd_error *err
         !backup_read_manifest(r->repo, r->bi.id, s->allow_external_links, &r->m, err) ||
         !chain_load(r->repo, &r->bi, &r->m, s->allow_external_links, &r->chain, err) ||
         !restore_command_build(opts, r->repo, &r->restore_command, err))
+        return false;
+    /* a delta's restore writes backup_manifest (SHA-256) at the end: fail now, not then */
+    if (r->chain.n > 0 && !digest_load(err))
         return false;
     if (r->chain.n > 0) {
         r->older = calloc(r->chain.n, sizeof(*r->older));

@@ -70,7 +70,10 @@ bool decompress_in_is_trailed(const in_stream *s);
 out_stream *lz4_out_new(int level, bool frame_checksum, out_stream *next, const char *name,
                         pgd_error *err);
 in_stream *lz4_in_new(in_stream *src, const char *name, pgd_error *err);
-/* Frames a decompressing stream of that codec has read to their end (skippable ones too). */
+/*
+ * Frames a decompressing stream of that codec has read to their end, skippable ones too: 0, 1,
+ * or 2 for more than one (the count stops there, so it cannot wrap).
+ */
 unsigned lz4_in_frames(const in_stream *s);
 out_stream *zstd_out_new(int level, bool frame_checksum, out_stream *next, const char *name,
                          pgd_error *err);

@@ -150,7 +150,7 @@ typedef struct lz4_in {
     char *in;
     size_t in_pos, in_len;
     size_t hint;     /* 0 once a frame is complete */
-    unsigned frames; /* frames completed, skippable ones too */
+    unsigned frames; /* frames completed, skippable ones too; at most 2 */
     bool started, src_eof;
     char *name;
 } lz4_in;
@@ -181,7 +181,7 @@ static bool lz4_in_read(in_stream *s, void *buf, size_t len, size_t *n, pgd_erro
             return err_set(err, "could not decompress \"%s\" (corrupt lz4 data): %s", z->name,
                            LZ4F_getErrorName(z->hint));
         z->started = true;
-        z->frames += z->hint == 0;
+        z->frames += z->hint == 0 && z->frames < 2; /* 2: "more than one" */
         z->in_pos += src_size;
         *n = dst_size;
         if (drained && dst_size == 0 && z->hint != 0)

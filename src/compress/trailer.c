@@ -260,9 +260,9 @@ static bool trailer_check_end(trailer_check *c, pgd_error *err)
     if (trailer_frames(c) != 1)
         return err_set(err,
                        "\"%s\" is corrupt: it ends without pgdirect's CRC-32C trailer and holds "
-                       "%u frames (without the trailer an object must be one %s frame with a "
-                       "content checksum)",
-                       c->name, trailer_frames(c), compress_name(c->kind));
+                       "more than one frame (without the trailer an object must be one %s frame "
+                       "with a content checksum)",
+                       c->name, compress_name(c->kind));
     return true; /* written before the trailer: the codec checked its content checksum */
 }
 

@@ -111,7 +111,7 @@ typedef struct zstd_in {
     size_t in_cap;
     ZSTD_inBuffer inbuf;
     size_t last;     /* 0 once a frame is complete */
-    unsigned frames; /* frames completed, skippable ones too */
+    unsigned frames; /* frames completed, skippable ones too; at most 2 */
     bool started, src_eof;
     char *name;
 } zstd_in;
@@ -144,7 +144,7 @@ static bool zstd_in_read(in_stream *s, void *buf, size_t len, size_t *n, pgd_err
             return err_set(err, "could not decompress \"%s\" (corrupt zstd data): %s", z->name,
                            ZSTD_getErrorName(z->last));
         z->started = true;
-        z->frames += z->last == 0;
+        z->frames += z->last == 0 && z->frames < 2; /* 2: "more than one" */
         *n = out.pos;
         if (drained && out.pos == 0 && z->last != 0)
             return err_set(err, "\"%s\" is truncated: the zstd frame does not end", z->name);

@@ -99,7 +99,13 @@ bool pg_manifest_build(const manifest *m, const backup_info *bi, char **out, pgd
         err_prefix(err, "could not compute the SHA-256 of backup_manifest");
         return false;
     }
-    digest_sha256(b.data, b.len, digest);
+    if (!digest_sha256(b.data, b.len, digest)) {
+        text_buf_free(&b);
+        return err_set(err,
+                       "could not compute the SHA-256 of backup_manifest: libcrypto (%s) refused "
+                       "it (its OpenSSL configuration's providers?)",
+                       PGD_LIBCRYPTO_SONAME);
+    }
     text_buf_printf(&b, "\"Manifest-Checksum\": \"");
     for (int i = 0; i < DIGEST_SHA256_LEN; i++)
         text_buf_printf(&b, "%02x", digest[i]);

@@ -49,29 +49,32 @@ bool digest_load(pgd_error *err)
     return err_set(err, "%s", digest_error.msg);
 }
 
-/* One-shot digest; all zeros when libcrypto could not be loaded or failed. */
-static void digest_of(bool sha256, const void *data, size_t len, unsigned char *out, size_t out_len)
+/* One-shot digest; false, and all zeros, when libcrypto could not be loaded or failed. */
+static bool digest_of(bool sha256, const void *data, size_t len, unsigned char *out, size_t out_len)
 {
     unsigned int n = 0;
 
     if (!digest_load(NULL) ||
         digest_lib.EVP_Digest(data, len, out, &n,
                               sha256 ? digest_lib.EVP_sha256() : digest_lib.EVP_md5(), NULL) != 1 ||
-        n != out_len)
+        n != out_len) {
         memset(out, 0, out_len);
+        return false;
+    }
+    return true;
 }
 
-void digest_sha256(const void *data, size_t len, unsigned char out[DIGEST_SHA256_LEN])
+bool digest_sha256(const void *data, size_t len, unsigned char out[DIGEST_SHA256_LEN])
 {
-    digest_of(true, data, len, out, DIGEST_SHA256_LEN);
+    return digest_of(true, data, len, out, DIGEST_SHA256_LEN);
 }
 
-void digest_md5(const void *data, size_t len, unsigned char out[DIGEST_MD5_LEN])
+bool digest_md5(const void *data, size_t len, unsigned char out[DIGEST_MD5_LEN])
 {
-    digest_of(false, data, len, out, DIGEST_MD5_LEN);
+    return digest_of(false, data, len, out, DIGEST_MD5_LEN);
 }
 
-void digest_hmac_sha256(const void *key, size_t key_len, const void *msg, size_t msg_len,
+bool digest_hmac_sha256(const void *key, size_t key_len, const void *msg, size_t msg_len,
                         unsigned char out[DIGEST_SHA256_LEN])
 {
     unsigned int n = DIGEST_SHA256_LEN;
@@ -79,6 +82,9 @@ void digest_hmac_sha256(const void *key, size_t key_len, const void *msg, size_t
     if (!digest_load(NULL) ||
         digest_lib.HMAC(digest_lib.EVP_sha256(), key, (int)key_len, msg, msg_len, out, &n) ==
             NULL ||
-        n != DIGEST_SHA256_LEN)
+        n != DIGEST_SHA256_LEN) {
         memset(out, 0, DIGEST_SHA256_LEN);
+        return false;
+    }
+    return true;
 }

@@ -9,10 +9,12 @@
  * backup_manifest use it; a wal-fetch served from the spool or a local
  * repository does not.
  *
- * digest_load reports a library that cannot be opened; s3_libs_load and the
- * manifest call it before the first digest. A digest asked for without it
- * loads the library itself and, should that fail, gives all zeros: a
- * signature the server refuses, never one it accepts.
+ * digest_load reports a library that cannot be opened; s3_libs_load, the
+ * manifest's build and the commands that write one (backup, a delta restore)
+ * call it first, so a missing library fails them before any work. A digest
+ * asked for without it loads the library itself. Each digest is false (and
+ * its output all zeros) when libcrypto could not make it: not loaded, or
+ * its digest refused (an OpenSSL configuration whose providers lack it).
  */
 #ifndef PGD_DIGEST_H
 #define PGD_DIGEST_H
@@ -27,9 +29,9 @@
 
 bool digest_load(pgd_error *err);
 
-void digest_sha256(const void *data, size_t len, unsigned char out[DIGEST_SHA256_LEN]);
-void digest_hmac_sha256(const void *key, size_t key_len, const void *msg, size_t msg_len,
+bool digest_sha256(const void *data, size_t len, unsigned char out[DIGEST_SHA256_LEN]);
+bool digest_hmac_sha256(const void *key, size_t key_len, const void *msg, size_t msg_len,
                         unsigned char out[DIGEST_SHA256_LEN]);
-void digest_md5(const void *data, size_t len, unsigned char out[DIGEST_MD5_LEN]);
+bool digest_md5(const void *data, size_t len, unsigned char out[DIGEST_MD5_LEN]);
 
 #endif

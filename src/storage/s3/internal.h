@@ -126,8 +126,9 @@ bool s3_request_headers(const s3_storage *s, const s3_call *call, const char *ta
 
 #define S3_MD5_B64_LEN 25 /* base64 of 16 bytes (24 characters), NUL included */
 
-/* The Content-MD5 of a body: base64 (RFC 4648, padded) of its MD5. */
-void s3_request_md5_base64(const void *data, size_t len, char out[S3_MD5_B64_LEN]);
+/* The Content-MD5 of a body: base64 (RFC 4648, padded) of its MD5; false when libcrypto made none.
+ */
+bool s3_request_md5_base64(const void *data, size_t len, char out[S3_MD5_B64_LEN]);
 
 /* Backoff before retry `attempt` (0-based), in ms: exponential, capped, with jitter. */
 unsigned s3_request_backoff_ms(unsigned attempt);

@@ -114,13 +114,13 @@ static void s3_request_amz_now(char out[S3_AMZ_DATE_LEN + 1])
     strftime(out, S3_AMZ_DATE_LEN + 1, "%Y%m%dT%H%M%SZ", &tm);
 }
 
-void s3_request_md5_base64(const void *data, size_t len, char out[S3_MD5_B64_LEN])
+bool s3_request_md5_base64(const void *data, size_t len, char out[S3_MD5_B64_LEN])
 {
     static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     unsigned char md[DIGEST_MD5_LEN];
+    bool ok = digest_md5(data, len, md);
     size_t o = 0;
 
-    digest_md5(data, len, md);
     for (size_t i = 0; i < DIGEST_MD5_LEN; i += 3) {
         uint32_t v = (uint32_t)md[i] << 16;
         size_t have = DIGEST_MD5_LEN - i;
@@ -135,6 +135,7 @@ void s3_request_md5_base64(const void *data, size_t len, char out[S3_MD5_B64_LEN
         out[o++] = have > 2 ? b64[v & 63] : '=';
     }
     out[o] = '\0';
+    return ok;
 }
 
 bool s3_request_headers(const s3_storage *s, const s3_call *call, const char *target,
@@ -246,7 +247,10 @@ static bool s3_request_once(s3_storage *s, const s3_call *call, const char *targ
     s3_request_amz_now(date);
     if (!s3_request_headers(s, call, target, date, md5, &hl)) {
         http_headers_free(&hl);
-        return err_set(terr, "could not sign the request: out of memory or too many headers");
+        return err_set(terr,
+                       "could not sign the request: out of memory, too many headers, or "
+                       "libcrypto (%s) made no HMAC-SHA-256",
+                       PGD_LIBCRYPTO_SONAME);
     }
     c = s3_request_client_get(s, terr);
     if (c == NULL) {
@@ -416,8 +420,13 @@ bool s3_request(s3_storage *s, const s3_call *call, s3_answer *answer, pgd_error
         free(target);
         return err_set(err, "out of memory");
     }
-    if (call->body != NULL)
-        s3_request_md5_base64(call->body, call->body_len, md5);
+    if (call->body != NULL && !s3_request_md5_base64(call->body, call->body_len, md5)) {
+        free(target);
+        free(url);
+        return err_set(err,
+                       "%s of \"%s\" in s3://%s failed: libcrypto (%s) made no MD5 of its body",
+                       call->method, s3_request_what(call), s->bucket, PGD_LIBCRYPTO_SONAME);
+    }
     for (unsigned attempt = 0;; attempt++) {
         pgd_error terr = {0};
         bool performed =

@@ -28,12 +28,13 @@ static void sigv4_to_hex(const unsigned char *in, size_t len, char *out)
     out[2 * len] = '\0';
 }
 
-void sigv4_sha256_hex(const void *data, size_t len, char out[SIGV4_HEX_LEN + 1])
+bool sigv4_sha256_hex(const void *data, size_t len, char out[SIGV4_HEX_LEN + 1])
 {
     unsigned char md[DIGEST_SHA256_LEN];
+    bool ok = digest_sha256(data, len, md);
 
-    digest_sha256(data, len, md);
     sigv4_to_hex(md, sizeof(md), out);
+    return ok;
 }
 
 /* RFC 3986 unreserved: A-Z a-z 0-9 - _ . ~ */
@@ -336,43 +337,46 @@ char *sigv4_string_to_sign(const char *amz_date, const sigv4_credentials *c, con
 {
     char hash[SIGV4_HEX_LEN + 1], sc[256], *out;
 
-    sigv4_sha256_hex(creq, strlen(creq), hash);
+    if (!sigv4_sha256_hex(creq, strlen(creq), hash))
+        return NULL;
     sigv4_scope(amz_date, c, sc, sizeof(sc));
     if (asprintf(&out, "AWS4-HMAC-SHA256\n%s\n%s\n%s", amz_date, sc, hash) < 0)
         return NULL;
     return out;
 }
 
-static void sigv4_hmac(const void *key, size_t klen, const char *msg,
+static bool sigv4_hmac(const void *key, size_t klen, const char *msg,
                        unsigned char out[SIGV4_KEY_LEN])
 {
-    digest_hmac_sha256(key, klen, msg, strlen(msg), out);
+    return digest_hmac_sha256(key, klen, msg, strlen(msg), out);
 }
 
-void sigv4_signature(const sigv4_credentials *c, const char *amz_date, const char *sts,
+bool sigv4_signature(const sigv4_credentials *c, const char *amz_date, const char *sts,
                      char out[SIGV4_HEX_LEN + 1])
 {
     unsigned char k_date[SIGV4_KEY_LEN], k_region[SIGV4_KEY_LEN], k_service[SIGV4_KEY_LEN],
         k_signing[SIGV4_KEY_LEN], sig[SIGV4_KEY_LEN];
     char date[9], *secret;
+    bool ok;
 
+    out[0] = '\0';
     snprintf(date, sizeof(date), "%.8s", amz_date);
-    if (asprintf(&secret, "AWS4%s", c->secret_key) < 0) {
-        out[0] = '\0';
-        return;
-    }
-    sigv4_hmac(secret, strlen(secret), date, k_date);
+    if (asprintf(&secret, "AWS4%s", c->secret_key) < 0)
+        return false;
+    ok = sigv4_hmac(secret, strlen(secret), date, k_date);
     explicit_bzero(secret, strlen(secret));
     free(secret);
-    sigv4_hmac(k_date, SIGV4_KEY_LEN, c->region, k_region);
-    sigv4_hmac(k_region, SIGV4_KEY_LEN, c->service, k_service);
-    sigv4_hmac(k_service, SIGV4_KEY_LEN, "aws4_request", k_signing);
-    sigv4_hmac(k_signing, SIGV4_KEY_LEN, sts, sig);
+    ok = ok && sigv4_hmac(k_date, SIGV4_KEY_LEN, c->region, k_region) &&
+         sigv4_hmac(k_region, SIGV4_KEY_LEN, c->service, k_service) &&
+         sigv4_hmac(k_service, SIGV4_KEY_LEN, "aws4_request", k_signing) &&
+         sigv4_hmac(k_signing, SIGV4_KEY_LEN, sts, sig);
     explicit_bzero(k_date, sizeof(k_date));
     explicit_bzero(k_region, sizeof(k_region));
     explicit_bzero(k_service, sizeof(k_service));
     explicit_bzero(k_signing, sizeof(k_signing));
-    sigv4_to_hex(sig, SIGV4_KEY_LEN, out);
+    if (ok)
+        sigv4_to_hex(sig, SIGV4_KEY_LEN, out);
+    return ok;
 }
 
 char *sigv4_authorization(const sigv4_request *r, const sigv4_credentials *c, const char *amz_date)
@@ -390,9 +394,9 @@ char *sigv4_authorization(const sigv4_request *r, const sigv4_credentials *c, co
         free(signed_headers);
         return NULL;
     }
-    sigv4_signature(c, amz_date, sts, sig);
     sigv4_scope(amz_date, c, sc, sizeof(sc));
-    if (asprintf(&out, "AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, Signature=%s",
+    if (!sigv4_signature(c, amz_date, sts, sig) ||
+        asprintf(&out, "AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, Signature=%s",
                  c->access_key, sc, signed_headers, sig) < 0)
         out = NULL;
     free(sts);

@@ -51,16 +51,17 @@ typedef struct sigv4_credentials {
     const char *service;
 } sigv4_credentials;
 
-/* Each returns a malloc'd string. */
+/* Each returns a malloc'd string, or NULL (out of memory, or libcrypto made no digest). */
 char *sigv4_canonical_request(const sigv4_request *r, char **signed_headers);
 char *sigv4_string_to_sign(const char *amz_date, const sigv4_credentials *c, const char *creq);
-void sigv4_signature(const sigv4_credentials *c, const char *amz_date, const char *sts,
+/* False (out empty) when it could not be made: out of memory, or libcrypto made no digest. */
+bool sigv4_signature(const sigv4_credentials *c, const char *amz_date, const char *sts,
                      char out[SIGV4_HEX_LEN + 1]);
 /* The whole Authorization header value. */
 char *sigv4_authorization(const sigv4_request *r, const sigv4_credentials *c, const char *amz_date);
 
-/* hex(SHA-256(data)) */
-void sigv4_sha256_hex(const void *data, size_t len, char out[SIGV4_HEX_LEN + 1]);
+/* hex(SHA-256(data)); false when libcrypto made no digest (util/digest.h) */
+bool sigv4_sha256_hex(const void *data, size_t len, char out[SIGV4_HEX_LEN + 1]);
 /* RFC 3986 percent-encoding of everything but unreserved characters (and '/' if keep_slash). */
 char *sigv4_uri_encode(const char *s, bool keep_slash);
 
