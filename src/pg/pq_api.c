@@ -5,6 +5,7 @@
 #define PQ_API_DEFINE_TABLE
 #include "pg/pq_api.h"
 
+#include "util/digest.h"
 #include "util/shared_lib.h"
 
 #include <pthread.h>
@@ -17,7 +18,11 @@ static pgd_error pq_api_error; /* set when loading failed: every later call repo
 
 static void pq_api_load_once(void)
 {
-    void *lib = shared_lib_open(PGD_LIBPQ_SONAME, &pq_api_error);
+    void *lib;
+
+    /* libcrypto before the libpq that needs it: see s3_libs_load_once (no error of its own here) */
+    (void)digest_load(NULL);
+    lib = shared_lib_open(PGD_LIBPQ_SONAME, &pq_api_error);
 
     if (lib == NULL)
         return;
