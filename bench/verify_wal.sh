@@ -20,8 +20,9 @@ BUILD=${BUILD:-$ROOT/build}
 PG_BIN=/usr/lib/postgresql/15/bin
 OUT=${OUT:-$ROOT/bench/results/$(date -u +%F)-verify-wal.md}
 SEG=$((16 * 1024 * 1024))
-[ "$(id -u)" -eq 0 ] || { echo "verify_wal.sh: run as root" >&2; exit 1; }
-[ -x "$BUILD/pgdirect" ] && [ -x "$BUILD/pgd-storage" ] || { echo "verify_wal.sh: build first (make)" >&2; exit 1; }
+# shellcheck source=bench/lib.sh
+. "$HERE/lib.sh"
+bench_require verify_wal.sh "it runs PostgreSQL as postgres and drops the page cache" pgdirect pgd-storage
 
 D=$(mktemp -d /tmp/pgdirect-verifywal.XXXXXX)
 chmod 755 "$D"; mkdir -p "$D/bin"
@@ -45,18 +46,8 @@ trap cleanup EXIT
 s3_start bench
 
 pg "$PG_BIN/initdb" -D "$D/data" -U postgres -A trust >/dev/null
-cat >>"$D/data/postgresql.conf" <<CONF
-port = $PORT
-listen_addresses = ''
-unix_socket_directories = '$D'
-wal_level = replica
-archive_mode = on
-archive_command = '$D/bin/pgdirect_new wal-push --repo $D/repo %p'
-max_wal_size = 4GB
-checkpoint_timeout = 30min
-autovacuum = off
-synchronous_commit = off
-CONF
+bench_server_conf "$D/bin/pgdirect_new wal-push --repo $D/repo %p"
+echo "synchronous_commit = off" >>"$D/data/postgresql.conf"
 pg "$PG_BIN/pg_ctl" -D "$D/data" -l "$D/log" -w start >/dev/null
 pg "$PG_BIN/pgbench" -i -s 10 -q >/dev/null 2>&1
 pg "$D/bin/pgdirect_new" backup --repo "$D/repo" --pgdata "$D/data" --checkpoint fast >/dev/null 2>&1 ||
