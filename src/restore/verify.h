@@ -59,7 +59,8 @@ typedef struct verify_result {
  */
 typedef struct verify_wal_memo {
     char **names;
-    char **why; /* NULL: good */
+    char **why;      /* NULL: it decoded and passed wal-fetch's checks */
+    uint64_t *sysid; /* the system in its long page header (each backup compares its own) */
     size_t n, cap;
 } verify_wal_memo;
 

@@ -10,6 +10,8 @@
 
 #include <inttypes.h>
 #include <limits.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,13 +169,11 @@ static bool verify_wal_read_wal(storage *repo, const char *object, unsigned char
  * check here, and PostgreSQL would refuse it at recovery. False (and a
  * problem noted) when it is another system's.
  */
-static bool verify_wal_system_check(const backup_info *bi, const char *name,
-                                    const unsigned char *head, char *why, size_t whylen)
+static bool verify_wal_system_check(const backup_info *bi, const char *name, uint64_t sysid,
+                                    char *why, size_t whylen)
 {
-    uint64_t sysid;
     char text[24];
 
-    memcpy(&sysid, head + WAL_PAGE_SYSID_OFF, sizeof(sysid));
     snprintf(text, sizeof(text), "%" PRIu64, sysid);
     if (strcmp(text, bi->system_identifier) == 0)
         return true;
@@ -184,12 +184,20 @@ static bool verify_wal_system_check(const backup_info *bi, const char *name,
     return false;
 }
 
+static uint64_t verify_wal_head_sysid(const unsigned char *head)
+{
+    uint64_t sysid;
+
+    memcpy(&sysid, head + WAL_PAGE_SYSID_OFF, sizeof(sysid));
+    return sysid;
+}
+
 static bool verify_wal_same_system(verify_result *r, const backup_info *bi, const char *name,
                                    const unsigned char *head)
 {
     char why[256];
 
-    if (verify_wal_system_check(bi, name, head, why, sizeof(why)))
+    if (verify_wal_system_check(bi, name, verify_wal_head_sysid(head), why, sizeof(why)))
         return true;
     verify_problem(r, "%s", why);
     return false;
@@ -216,7 +224,8 @@ static size_t verify_wal_memo_find(const verify_wal_memo *m, const char *object,
     return lo;
 }
 
-static bool verify_wal_memo_add(verify_wal_memo *m, const char *object, const char *why)
+static bool verify_wal_memo_add(verify_wal_memo *m, const char *object, const char *why,
+                                uint64_t sysid)
 {
     bool found;
     size_t at = verify_wal_memo_find(m, object, &found);
@@ -227,13 +236,18 @@ static bool verify_wal_memo_add(verify_wal_memo *m, const char *object, const ch
     if (m->n == m->cap) {
         size_t cap = m->cap ? m->cap * 2 : 64;
         char **names, **whys;
+        uint64_t *ids;
 
+        /* each larger than cap says until all three have grown: harmless */
         if ((names = realloc(m->names, cap * sizeof(*names))) == NULL)
             return false;
-        m->names = names; /* larger than cap says until both have grown: harmless */
+        m->names = names;
         if ((whys = realloc(m->why, cap * sizeof(*whys))) == NULL)
             return false;
         m->why = whys;
+        if ((ids = realloc(m->sysid, cap * sizeof(*ids))) == NULL)
+            return false;
+        m->sysid = ids;
         m->cap = cap;
     }
     if ((name = strdup(object)) == NULL || (why != NULL && (reason = strdup(why)) == NULL)) {
@@ -242,8 +256,10 @@ static bool verify_wal_memo_add(verify_wal_memo *m, const char *object, const ch
     }
     memmove(m->names + at + 1, m->names + at, (m->n - at) * sizeof(*m->names));
     memmove(m->why + at + 1, m->why + at, (m->n - at) * sizeof(*m->why));
+    memmove(m->sysid + at + 1, m->sysid + at, (m->n - at) * sizeof(*m->sysid));
     m->names[at] = name;
     m->why[at] = reason;
+    m->sysid[at] = sysid;
     m->n++;
     return true;
 }
@@ -256,15 +272,17 @@ void verify_wal_memo_free(verify_wal_memo *m)
     }
     free(m->names);
     free(m->why);
+    free(m->sysid);
     memset(m, 0, sizeof(*m));
 }
 
 /*
  * The memo's word on `object`: *known, and then *why (a malloc'd copy) when
- * it was damaged. False only when out of memory.
+ * it did not decode or pass the checks, else *sysid. False only when out of
+ * memory.
  */
 static bool verify_wal_memo_lookup(const verify_wal_memo *m, const char *object, bool *known,
-                                   char **why)
+                                   char **why, uint64_t *sysid)
 {
     size_t at;
 
@@ -273,33 +291,36 @@ static bool verify_wal_memo_lookup(const verify_wal_memo *m, const char *object,
     if (m == NULL)
         return true;
     at = verify_wal_memo_find(m, object, known);
+    if (*known)
+        *sysid = m->sysid[at];
     return !*known || m->why[at] == NULL || (*why = strdup(m->why[at])) != NULL;
 }
 
 /*
- * Is the segment after the stop stored as `object` intact and this
- * system's? *why is set (malloc'd) when it is not; false only when the
- * check could not be made (err). Safe on several threads at once.
+ * Does the segment after the stop stored as `object` decode and pass
+ * wal-fetch's checks? *why is set (malloc'd) when it does not, else *sysid
+ * to the system in its long page header (the memo keeps both: whose system
+ * it must be depends on the backup). False only when the check could not be
+ * made (err). Safe on several threads at once.
  */
-static bool verify_wal_window_segment(const verify_request *req, const char *object,
-                                      const char *name, char *buf, char **why, pgd_error *err)
+static bool verify_wal_window_segment(const verify_request *req, const char *object, char *buf,
+                                      char **why, uint64_t *sysid, pgd_error *err)
 {
     unsigned char head[VERIFY_SEG_HEADER_LEN];
     pgd_error e = {0};
-    char text[sizeof(e.msg)];
     bool operational = false;
 
     *why = NULL;
-    if (!verify_wal_read_wal(req->repo, object, head, sizeof(head), buf, &operational, &e)) {
-        if (e.transient || operational) {
-            *err = e;
-            return false;
-        }
-        snprintf(text, sizeof(text), "%s", e.msg);
-    } else if (verify_wal_system_check(req->bi, name, head, text, sizeof(text))) {
-        text[0] = '\0';
+    *sysid = 0;
+    if (verify_wal_read_wal(req->repo, object, head, sizeof(head), buf, &operational, &e)) {
+        *sysid = verify_wal_head_sysid(head);
+        return true;
     }
-    if (text[0] != '\0' && (*why = strdup(text)) == NULL)
+    if (e.transient || operational) {
+        *err = e;
+        return false;
+    }
+    if ((*why = strdup(e.msg)) == NULL)
         return err_set(err, "out of memory");
     return true;
 }
@@ -309,7 +330,9 @@ typedef struct verify_wal_item {
     const char *object; /* in the timeline's listing */
     char name[VERIFY_WAL_NAME];
     bool known;      /* the memo knew it: not read again */
-    char *why;       /* malloc'd: damaged */
+    char *why;       /* malloc'd: it did not decode or pass the checks */
+    uint64_t sysid;  /* else: the system it is of */
+    bool skipped;    /* not read: an earlier one of the batch already ends the window */
     pgd_error error; /* the check could not be made (counts only before a damaged one) */
 } verify_wal_item;
 
@@ -317,21 +340,41 @@ typedef struct verify_wal_item {
 typedef struct verify_wal_reader {
     const verify_request *req;
     verify_wal_item *items;
+    atomic_size_t *stop_at; /* the batch's first item found damaged or unreadable so far */
     char *buf;
 } verify_wal_reader;
+
+/* Lower *stop_at to `task` if it is below it. */
+static void verify_wal_stop_at(atomic_size_t *stop_at, size_t task)
+{
+    size_t cur = atomic_load(stop_at);
+
+    while (task < cur && !atomic_compare_exchange_weak(stop_at, &cur, task))
+        ;
+}
 
 static bool verify_wal_reader_run(work_pool *pool, void *worker, size_t task, pgd_error *err)
 {
     verify_wal_reader *w = worker;
     verify_wal_item *it = &w->items[task];
 
+    char text[PGD_ERROR_MAX];
+
     (void)pool;
     if (it->known)
         return true;
+    /* a serial read would not get here: the window ends before */
+    if (task > atomic_load(w->stop_at)) {
+        it->skipped = true;
+        return true;
+    }
     if (w->buf == NULL && (w->buf = malloc(VERIFY_CHUNK)) == NULL)
         return err_set(err, "out of memory");
     /* kept with the segment: it fails the run only if no damaged segment comes before it */
-    verify_wal_window_segment(w->req, it->object, it->name, w->buf, &it->why, &it->error);
+    verify_wal_window_segment(w->req, it->object, w->buf, &it->why, &it->sysid, &it->error);
+    if (it->error.set || it->why != NULL ||
+        !verify_wal_system_check(w->req->bi, it->name, it->sysid, text, sizeof(text)))
+        verify_wal_stop_at(w->stop_at, task);
     return true;
 }
 
@@ -354,12 +397,13 @@ static bool verify_wal_window(const verify_request *req, const verify_wal_list *
     verify_wal_reader *readers = calloc(threads, sizeof(*readers));
     uint64_t next = stop_seg + 1;
     bool ok = items != NULL && readers != NULL, listed_end = false, ended = false;
+    char text[PGD_ERROR_MAX];
 
     *end_seg = stop_seg;
     if (!ok)
         err_set(err, "out of memory");
     while (ok && !listed_end && !ended) {
-        size_t n = 0, unread = 0;
+        size_t n = 0, unread = 0, known_bad = SIZE_MAX;
 
         for (; n < batch; n++) {
             const char *object = verify_wal_object(l, next + n);
@@ -370,13 +414,20 @@ static bool verify_wal_window(const verify_request *req, const verify_wal_list *
             }
             items[n] = (verify_wal_item){.object = object};
             verify_wal_seg_name(l->tli, next + n, l->seg_size, items[n].name);
-            if (!verify_wal_memo_lookup(req->memo, object, &items[n].known, &items[n].why)) {
+            if (!verify_wal_memo_lookup(req->memo, object, &items[n].known, &items[n].why,
+                                        &items[n].sysid)) {
                 ok = err_set(err, "out of memory");
                 break;
             }
             unread += !items[n].known;
+            if (items[n].known && known_bad == SIZE_MAX &&
+                (items[n].why != NULL ||
+                 !verify_wal_system_check(req->bi, items[n].name, items[n].sysid, text,
+                                          sizeof(text))))
+                known_bad = n;
         }
         if (ok && unread > 0) {
+            atomic_size_t stop_at = known_bad;
             work_pool_job job = {.threads = unread < threads ? (unsigned)unread : threads,
                                  .ntasks = n,
                                  .workers = readers,
@@ -388,6 +439,7 @@ static bool verify_wal_window(const verify_request *req, const verify_wal_list *
             for (unsigned i = 0; i < threads; i++) {
                 readers[i].req = req;
                 readers[i].items = items;
+                readers[i].stop_at = &stop_at;
             }
             ok = work_pool_run(&job, NULL, err);
         }
@@ -398,8 +450,12 @@ static bool verify_wal_window(const verify_request *req, const verify_wal_list *
                 *err = it->error;
                 ok = false;
             }
-            if (ok && !it->known && !it->error.set && req->memo != NULL &&
-                !verify_wal_memo_add(req->memo, it->object, it->why))
+            if (ok && !it->known && !it->skipped && !it->error.set && req->memo != NULL &&
+                !verify_wal_memo_add(req->memo, it->object, it->why, it->sysid))
+                ok = err_set(err, "out of memory");
+            if (ok && !ended && it->why == NULL &&
+                !verify_wal_system_check(req->bi, it->name, it->sysid, text, sizeof(text)) &&
+                (it->why = strdup(text)) == NULL)
                 ok = err_set(err, "out of memory");
             if (ok && !ended && it->why != NULL) {
                 snprintf(r->damaged_wal, sizeof(r->damaged_wal), "%s", it->name);

@@ -235,6 +235,45 @@ for c in 1 3; do
     like "$(cat "$T/long.err")" "$early.*Permission denied" "--concurrency $c: and the segment is named"
 done
 
+# ---- verify --all: what one backup's window read is judged again for the next backup's system ----
+pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast >/dev/null 2>"$T/b2.err"
+ok $? "a second backup" || sed 's/^/# /' "$T/b2.err"
+ID2=$(backup_id "$T/b2.err")
+for i in 1 2 3 4 5; do
+    q "INSERT INTO pgbench_history VALUES (4, 4, $i, 0, now())" >/dev/null
+    archive_all "$PGPORT"
+done
+read -r START2 STOP2 < <(pgd list --repo "$REPO" --json | python3 -c 'import json,sys
+b = json.load(sys.stdin)[-1]; print(b["start_wal"], b["stop_wal"])')
+# the second backup made another system's: its sentinel and its start..stop segments say so
+copy_repo "$T/two"
+n2=$(( 16#${STOP2:16:8} - 16#${START2:16:8} ))
+for k in $(seq 0 "$n2"); do
+    s2=$(seg_add "$START2" "$k")
+    pgd wal-fetch --repo "$T/two" "$s2" "$T/seg2" || bail "could not fetch $s2"
+    other=$(python3 -c 'import struct,sys
+p = sys.argv[1]; d = bytearray(open(p, "rb").read())
+v = (struct.unpack_from("<Q", d, 24)[0] + 1) % 2**64; struct.pack_into("<Q", d, 24, v)
+open(p, "wb").write(d); print(v)' "$T/seg2")
+    rm "$T/two/wal/${s2:0:8}/$(wal_obj "$T/two" "$s2")"
+    cp "$T/seg2" "$T/two/wal/${s2:0:8}/$s2"
+done
+chown -R postgres: "$T/two"
+python3 -c 'import json,sys
+p = sys.argv[1]; d = json.load(open(p)); d["system_identifier"] = sys.argv[2]; json.dump(d, open(p, "w"))' \
+    "$T/two/backups/$ID2.done.json" "$other"
+OUT=$(pgd verify --repo "$T/two" "$ID2" 2>/dev/null)
+is "$?" "3" "the second backup alone: its window holds the first system's WAL: exit 3"
+like "$OUT" "WAL DAMAGED: segment $(seg_add "$STOP2" 1) \(the window ends before it\): .*of another system" \
+    "its window ends at its stop: the next segment is another system's"
+for c in 1 8; do
+    OUT=$(pgd verify --repo "$T/two" --all --concurrency $c 2>/dev/null)
+    is "$?" "3" "--all --concurrency $c: exit 3"
+    OUT=$(printf '%s\n' "$OUT" | sed -n "/^backup $ID2:/,\$p") # the second backup's lines
+    like "$OUT" "WAL DAMAGED: segment $(seg_add "$STOP2" 1) \(the window ends before it\): .*of another system \(system identifier [0-9]+, not the backup's $other\)" \
+        "--all --concurrency $c: the segments the first backup's window read are judged for the second backup's system"
+done
+
 # ---- S3: the same repository, uploaded object by object ----
 s3_start
 S3REPO="s3://$S3_BUCKET/verify"
