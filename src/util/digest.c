@@ -39,6 +39,31 @@ static void digest_load_once(void)
                                                                      #name, &digest_error);
     DIGEST_FUNCTIONS(DIGEST_RESOLVE)
 #undef DIGEST_RESOLVE
+    if (digest_error.set)
+        return;
+    /*
+     * A library that opens may still refuse to digest (an OpenSSL
+     * configuration whose providers have no SHA-256, some FIPS set-ups):
+     * asked once here, so that commands that need it fail before their work.
+     */
+    {
+        static const unsigned char abc_sha256[DIGEST_SHA256_LEN] = {
+            0xba, 0x78, 0x16, 0xbf, 0x8f, 0x01, 0xcf, 0xea, 0x41, 0x41, 0x40,
+            0xde, 0x5d, 0xae, 0x22, 0x23, 0xb0, 0x03, 0x61, 0xa3, 0x96, 0x17,
+            0x7a, 0x9c, 0xb4, 0x10, 0xff, 0x61, 0xf2, 0x00, 0x15, 0xad};
+        unsigned char d[DIGEST_SHA256_LEN], k[DIGEST_SHA256_LEN];
+        unsigned int n = 0, kn = 0;
+
+        if (digest_lib.EVP_Digest("abc", 3, d, &n, digest_lib.EVP_sha256(), NULL) != 1 ||
+            n != DIGEST_SHA256_LEN || memcmp(d, abc_sha256, sizeof(d)) != 0 ||
+            digest_lib.HMAC(digest_lib.EVP_sha256(), "k", 1, d, n, k, &kn) == NULL ||
+            kn != DIGEST_SHA256_LEN)
+            err_set(&digest_error,
+                    "the shared library \"%s\" loads but makes no SHA-256 or HMAC-SHA-256 "
+                    "(does its OpenSSL configuration, OPENSSL_CONF, load a provider that has "
+                    "them?)",
+                    PGD_LIBCRYPTO_SONAME);
+    }
 }
 
 bool digest_load(pgd_error *err)

@@ -9,9 +9,10 @@
  * backup_manifest use it; a wal-fetch served from the spool or a local
  * repository does not.
  *
- * digest_load reports a library that cannot be opened; s3_libs_load, the
- * manifest's build and the commands that write one (backup, a delta restore)
- * call it first, so a missing library fails them before any work. A digest
+ * digest_load reports a library that cannot be opened, or that opens but
+ * makes no SHA-256 (asked once, of "abc"); s3_libs_load, the manifest's build
+ * and the commands that write one (backup, a delta restore) call it first,
+ * so either fails them before any work. A digest
  * asked for without it loads the library itself. Each digest is false (and
  * its output all zeros) when libcrypto could not make it: not loaded, or
  * its digest refused (an OpenSSL configuration whose providers lack it).
