@@ -232,6 +232,11 @@ like "$EXPECT_OUT" "with different content" "with the same cause"
 pgd wal-fetch --repo "$FR" "$s" "$T/fetched/back"
 cmp -s "$T/fetched/back" "$T/$s.orig"
 ok $? "the repository still serves the first file"
+# The pusher pushes ready files that have no record on its own, ahead of being asked: the call
+# above took its record away, so it may be pushing the changed file again right now. Once that
+# push has left its record, nothing pushes the file until asked; only then is it put back (else
+# that push, of the old content, could end after the next call began and answer it).
+for _ in $(seq 1 100); do [ -f "$FS/out/$s.error" ] && break; sleep 0.1; done
 cp "$T/$s.orig" "$F/pg_wal/$s"
 fake_push "$s"
 ok $? "the original file is acknowledged again"
