@@ -381,5 +381,8 @@ bool verify_backup(const verify_request *req, verify_result *r, pgd_error *err)
         ok = verify_partitions(req, &m, r, err) && verify_chain(req, &m, r, err);
         manifest_free(&m);
     }
-    return ok && verify_objects(req, r, err) && verify_wal(req, r, err);
+    ok = ok && verify_objects(req, r, err) && verify_wal(req, r, err);
+    if (!ok)
+        verify_result_free(r); /* verify could not run: nothing of *r is reported */
+    return ok;
 }

@@ -74,7 +74,8 @@ typedef struct verify_request {
     verify_wal_memo *memo; /* may be NULL */
 } verify_request;
 
-/* Check one backup into *r (verify_result_free it); false only on an operational error. */
+/* Check one backup into *r (verify_result_free it); false only on an operational error, with
+   nothing left in *r. */
 bool verify_backup(const verify_request *req, verify_result *r, pgd_error *err);
 
 void verify_result_free(verify_result *r);

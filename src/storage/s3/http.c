@@ -6,6 +6,7 @@
 #include "storage/s3/http.h"
 
 #include "storage/s3/s3_libs.h"
+#include "util/interrupt.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -200,6 +201,22 @@ static void http_set_method(CURL *h, const char *method, http_source *src)
     }
 }
 
+/*
+ * Ends a transfer once SIGINT, SIGTERM or SIGHUP has arrived (util/interrupt.h):
+ * a stalled request would otherwise hold the run until --s3-timeout, and each
+ * retry as long again. libcurl calls it about once a second while waiting.
+ */
+static int http_on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                            curl_off_t ulnow)
+{
+    (void)arg;
+    (void)dltotal;
+    (void)dlnow;
+    (void)ultotal;
+    (void)ulnow;
+    return *interrupt_flag() != 0;
+}
+
 bool http_perform(http_client *c, const char *method, const char *url,
                   const http_header_list *headers, const void *body, size_t body_len, void *into,
                   size_t into_cap, http_response *resp, pgd_error *err)
@@ -228,6 +245,8 @@ bool http_perform(http_client *c, const char *method, const char *url,
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, http_on_header);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, resp);
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, http_on_progress);
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
     http_set_method(h, method, &src);
     rc = curl_easy_perform(h);
     curl_slist_free_all(list);
@@ -247,6 +266,9 @@ bool http_perform(http_client *c, const char *method, const char *url,
     }
     if (rc == CURLE_WRITE_ERROR && s.oom)
         return err_set(err, "%s %s: out of memory for the response", method, url);
+    if (rc == CURLE_ABORTED_BY_CALLBACK) /* not the server's: no retry */
+        return err_set(err, "%s %s: interrupted by %s", method, url,
+                       interrupt_signal_name(interrupt_signal()));
     if (rc != CURLE_OK) {
         resp->transport_error = true;
         resp->status = 0;
