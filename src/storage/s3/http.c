@@ -204,17 +204,18 @@ static void http_set_method(CURL *h, const char *method, http_source *src)
 /*
  * Ends a transfer once SIGINT, SIGTERM or SIGHUP has arrived (util/interrupt.h):
  * a stalled request would otherwise hold the run until --s3-timeout, and each
- * retry as long again. libcurl calls it about once a second while waiting.
+ * retry as long again. Only a transfer that began before the signal: what a
+ * run does after it (removing what it uploaded) must still get through.
+ * libcurl calls this about once a second while it waits.
  */
 static int http_on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
                             curl_off_t ulnow)
 {
-    (void)arg;
     (void)dltotal;
     (void)dlnow;
     (void)ultotal;
     (void)ulnow;
-    return *interrupt_flag() != 0;
+    return *(const bool *)arg && *interrupt_flag() != 0;
 }
 
 bool http_perform(http_client *c, const char *method, const char *url,
@@ -225,6 +226,7 @@ bool http_perform(http_client *c, const char *method, const char *url,
     struct curl_slist *list = NULL;
     http_sink s = {.h = h, .into = into, .into_cap = into_cap};
     http_source src = {body, body_len, 0};
+    bool before_signal = *interrupt_flag() == 0;
     CURLcode rc;
 
     memset(resp, 0, sizeof(*resp));
@@ -246,6 +248,7 @@ bool http_perform(http_client *c, const char *method, const char *url,
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, http_on_header);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, resp);
     curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, http_on_progress);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, &before_signal);
     curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
     http_set_method(h, method, &src);
     rc = curl_easy_perform(h);
