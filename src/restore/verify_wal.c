@@ -357,7 +357,6 @@ static bool verify_wal_reader_run(work_pool *pool, void *worker, size_t task, pg
 {
     verify_wal_reader *w = worker;
     verify_wal_item *it = &w->items[task];
-
     char text[PGD_ERROR_MAX];
 
     (void)pool;

@@ -30,6 +30,15 @@ n = sys.argv[1]; tli, no = n[:8], int(n[8:16], 16) * 256 + int(n[16:24], 16) + i
 print("%s%08X%08X" % (tli, no // 256, no % 256))' "$1" "$2"
 }
 wal_obj() { ls "$1/wal/${2:0:8}/" | grep -E "^$2(\.lz4|\.zst)?\$"; }
+more_wal() { # more_wal TAG N: N more segments archived, each holding a row tagged TAG
+    for i in $(seq 1 "$2"); do
+        q "INSERT INTO pgbench_history VALUES ($1, $1, $i, 0, now())" >/dev/null
+        archive_all "$PGPORT"
+    done
+}
+# the newest backup's start and stop segments
+newest_wal() { pgd list --repo "$REPO" --json | python3 -c 'import json,sys
+b = json.load(sys.stdin)[-1]; print(b["start_wal"], b["stop_wal"])'; }
 
 # ---- a backup whose WAL spans several segments: switches while it runs ----
 as_pg "$PGD" backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --max-rate 2MiB \
@@ -49,12 +58,8 @@ wait $bpid
 ok $? "backup completes" || sed 's/^/# /' "$T/b.err"
 ID=$(backup_id "$T/b.err")
 # WAL after the stop: five more segments
-for i in 1 2 3 4 5; do
-    q "INSERT INTO pgbench_history VALUES (2, 2, $i, 0, now())" >/dev/null
-    archive_all "$PGPORT"
-done
-read -r START STOP < <(pgd list --repo "$REPO" --json | python3 -c 'import json,sys
-b = json.load(sys.stdin)[-1]; print(b["start_wal"], b["stop_wal"])')
+more_wal 2 5
+read -r START STOP < <(newest_wal)
 diag "backup $ID: WAL $START to $STOP"
 cmp_ok "$(( 16#${STOP:16:8} - 16#${START:16:8} ))" ">=" 2 "its WAL spans at least three segments"
 
@@ -205,10 +210,7 @@ is "$?" "2" "an id and --all together: usage error"
 expect_error "an unknown backup id" "20000101T000000F" pgd verify --repo "$REPO" 20000101T000000F
 
 # ---- a long window, read --concurrency segments at a time: it ends where a serial read ends ----
-for i in $(seq 1 40); do
-    q "INSERT INTO pgbench_history VALUES (3, 3, $i, 0, now())" >/dev/null
-    archive_all "$PGPORT"
-done
+more_wal 3 40
 last=$(ls "$REPO/wal/${STOP:0:8}/" | grep -E '^[0-9A-F]{24}(\.lz4|\.zst)?$' | sort | tail -1 | cut -c1-24)
 cmp_ok "$(( 16#${last:16:8} - 16#${STOP:16:8} ))" ">=" 40 "at least 40 segments after the stop"
 OUT=$(pgd verify --repo "$REPO" --concurrency 3 "$ID" 2>/dev/null)
@@ -239,12 +241,8 @@ done
 pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast >/dev/null 2>"$T/b2.err"
 ok $? "a second backup" || sed 's/^/# /' "$T/b2.err"
 ID2=$(backup_id "$T/b2.err")
-for i in 1 2 3 4 5; do
-    q "INSERT INTO pgbench_history VALUES (4, 4, $i, 0, now())" >/dev/null
-    archive_all "$PGPORT"
-done
-read -r START2 STOP2 < <(pgd list --repo "$REPO" --json | python3 -c 'import json,sys
-b = json.load(sys.stdin)[-1]; print(b["start_wal"], b["stop_wal"])')
+more_wal 4 5
+read -r START2 STOP2 < <(newest_wal)
 # the second backup made another system's: its sentinel and its start..stop segments say so
 copy_repo "$T/two"
 n2=$(( 16#${STOP2:16:8} - 16#${START2:16:8} ))
