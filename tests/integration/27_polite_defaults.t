@@ -59,6 +59,10 @@ ok $? "the backup with --nice 7 succeeds"
 like "$(cat "$T/nice.log")" "running with the nice value raised by 7" "and logs it"
 
 # ---- --max-rate auto, the default: beside one spinning process per CPU ----
+# ~50 MB more to read, so that pacing (first look after 0.1 s, then every 0.25 s) holds most of
+# the read back rather than a few intervals of it: at the 16 MiB/s floor about 3 s
+q "CREATE TABLE pace_filler AS SELECT g, repeat('p', 800) AS pad FROM generate_series(1, 60000) g"
+q "CHECKPOINT"
 HOGS=()
 stop_hogs() { [ ${#HOGS[@]} -eq 0 ] || kill "${HOGS[@]}" 2>/dev/null; wait "${HOGS[@]}" 2>/dev/null; HOGS=(); }
 trap 'stop_hogs; cleanup_all' EXIT
