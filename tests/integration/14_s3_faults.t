@@ -4,8 +4,9 @@
 # in the middle of a part, a response that stalls past the timeout, a server
 # that never answers. Each operation either succeeds after retries or fails
 # with one clear error naming the object and the cause, and a non-zero exit; a
-# failed backup writes no sentinel and removes what it had uploaded; a WAL
-# segment whose upload failed is never visible to wal-fetch.
+# failed backup writes no sentinel and removes what it had uploaded, and so
+# does one stopped by Ctrl-C while an upload stalls (at once, aborting that
+# upload); a WAL segment whose upload failed is never visible to wal-fetch.
 #
 # Every scenario asserts both sides: from the proxy's log, that its fault was
 # applied to the requests it is about (and which requests passed), and the
@@ -39,6 +40,27 @@ r = s3.list_objects_v2(Bucket=sys.argv[2], Prefix=sys.argv[3])
 print(len([o for o in r.get("Contents", []) if "/part_" in o["Key"]]))
 PY
 }
+
+# bucket_objects PREFIX: the keys under PREFIX, one per line; bucket_uploads PREFIX: how many
+# multipart uploads are open under it. Both asked of the server directly.
+bucket_list() {
+    /usr/bin/python3 - "$AWS_ENDPOINT_URL" "$S3_BUCKET" "$1" "$2" <<'PY'
+import os, sys
+import botocore.session
+s3 = botocore.session.get_session().create_client(
+    "s3", endpoint_url=sys.argv[1], region_name="us-east-1",
+    aws_access_key_id=os.environ["AWS_ACCESS_KEY_ID"],
+    aws_secret_access_key=os.environ["AWS_SECRET_ACCESS_KEY"])
+if sys.argv[3] == "objects":
+    r = s3.list_objects_v2(Bucket=sys.argv[2], Prefix=sys.argv[4])
+    print("\n".join(o["Key"] for o in r.get("Contents", [])))
+else:
+    r = s3.list_multipart_uploads(Bucket=sys.argv[2], Prefix=sys.argv[4])
+    print(len(r.get("Uploads", [])))
+PY
+}
+bucket_objects() { bucket_list objects "$1"; }
+bucket_uploads() { bucket_list uploads "$1"; }
 
 # fetched_equal SEGMENT: wal-fetch it straight from the server; byte-identical to the local copy?
 fetched_equal() {
@@ -195,6 +217,41 @@ is "$(proxy_count method=PUT path~'\.done\.json$')" "0" "no sentinel was written
 left=$(bucket_parts faults3/backups/)
 [ "$left" = "0" ]
 ok $? "no partition of it is left in the bucket ($left left): the failed backup removes everything under its id"
+proxy_explain
+
+# ---- Ctrl-C while a part's upload stalls: the run ends at once, not after --s3-timeout; it
+# aborts the multipart upload, removes the partitions it had stored and dies of SIGINT ----
+# (one partition and one part at a time, 5 MiB parts: the third part never gets an answer)
+proxy_rules '[{"method": "PUT", "path": "/faults4/backups/.*/part_", "query": "^partNumber=",
+               "fault": "stall", "from": 3}]'
+t0=$SECONDS
+via_proxy as_pg "$PGD" backup --repo "s3://$S3_BUCKET/faults4" --pgdata "$T/data" --checkpoint fast \
+    --s3-timeout 120 --s3-part-size 5MiB --concurrency 1 --s3-upload-concurrency 1 \
+    --compression none --archive-check=off >"$T/backup4.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do
+    [ "$(proxy_count method=PUT path~/part_ fault=stall)" -ge 1 ] && break
+    sleep 0.1
+done
+is "$(proxy_count method=PUT path~/part_ fault=stall)" "1" "Ctrl-C: a part's upload is stalled"
+is "$(proxy_count method=PUT path~/part_ query~^partNumber= fault=pass status=200)" "2" \
+    "Ctrl-C: two parts had been stored before it"
+victim=$(pgdirect_under "$pid")
+[ -n "$victim" ] || bail "no pgdirect process under $pid"
+kill -INT "$victim"
+wait "$pid"
+rc=$?
+is "$rc" "130" "Ctrl-C: it dies of SIGINT (exit 130 through runuser)"
+cmp_ok "$((SECONDS - t0))" "<" 60 "Ctrl-C: within seconds, not after the 120 s timeout"
+err=$(grep '^pgdirect: error: ' "$T/backup4.log")
+is "$(printf '%s\n' "$err" | wc -l)" "1" "Ctrl-C: one error line"
+like "$err" "^pgdirect: error: backup [0-9T]+F failed: interrupted by SIGINT$" "Ctrl-C: it says so"
+like "$(cat "$T/backup4.log")" "removed what backup [0-9T]+F had written" "Ctrl-C: it says it removed what it wrote"
+is "$(proxy_count method=DELETE path~/part_ query~^uploadId= status=204)" "1" \
+    "Ctrl-C: the stalled multipart upload was aborted"
+is "$(proxy_count method=PUT path~'\.done\.json$')" "0" "Ctrl-C: no sentinel was written"
+is "$(bucket_objects faults4/)" "" "Ctrl-C: nothing of the backup is left in the bucket"
+is "$(bucket_uploads faults4/)" "0" "Ctrl-C: no multipart upload is left open"
 proxy_explain
 
 # ---- a worker thread that cannot start ----
