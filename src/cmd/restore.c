@@ -53,6 +53,7 @@
 #include "restore/restore_command.h"
 #include "restore/tablespaces.h"
 #include "restore/target_dir.h"
+#include "restore/timeline.h"
 #include "util/digest.h"
 #include "util/interrupt.h"
 #include "util/log.h"
@@ -64,6 +65,8 @@
 /* fsync waits on the disk, not the CPU: more in flight than extraction threads */
 #define FSYNC_THREADS_MIN 8
 #define TARGET_WHY_MAX    256
+/* recovery_target_timeline = 'current' is understood from PostgreSQL 12 (before, the default) */
+#define RESTORE_PG_TIMELINE_CURRENT 120000
 
 static const command_help restore_help = {
     CMD_RESTORE, "usage: pgdirect restore ID|LATEST --target-dir DIR [OPTIONS]",
@@ -85,6 +88,13 @@ static const command_help restore_help = {
     "TimeZone setting, which need not be yours. --target-lsn is X/X in hex, --target-xid a\n"
     "transaction id (xid8 too), --target-name a restore point name; --target-action needs one.\n"
     "\n"
+    "Recovery follows the newest timeline whose history file the repository holds, as\n"
+    "PostgreSQL does by default (--target-timeline latest), or --target-timeline current (the\n"
+    "backup's own) or N. Before writing anything, restore checks that the timeline's history\n"
+    "passes through the backup: one that left the backup's timeline before the backup's end (a\n"
+    "standby promoted by mistake, a test restore that archived into this repository) would\n"
+    "leave a server that refuses to start.\n"
+    "\n"
     "restore_command carries every repository option this restore used, resolved to flags,\n"
     "but never S3 credentials: the restored server needs AWS_ACCESS_KEY_ID and\n"
     "AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN) in its own environment.\n"
@@ -97,6 +107,7 @@ typedef struct restore_settings {
     const char *target;
     const char *target_key, *target_value; /* recovery_target_* */
     const char *target_action;
+    timeline_choice timeline;     /* --target-timeline */
     bool standby;                 /* standby.signal: a new replica */
     const char *primary_conninfo; /* with standby, or NULL */
     int concurrency;
@@ -152,6 +163,13 @@ static bool restore_read_target(const pgd_options *opts, restore_settings *s, pg
             return false;
         s->target_key = targets[i].key;
         s->target_value = opt_str(opts, targets[i].opt);
+    }
+    if (opt_str(opts, OPT_TARGET_TIMELINE) != NULL) {
+        char why[TARGET_WHY_MAX];
+        const char *value = opt_str(opts, OPT_TARGET_TIMELINE);
+        if (!timeline_parse(value, &s->timeline, why, sizeof(why)))
+            return err_set(err, "invalid value \"%s\" for option \"--target-timeline\": %s", value,
+                           why);
     }
     if (opt_str(opts, OPT_TARGET_ACTION) == NULL)
         return true;
@@ -217,6 +235,7 @@ typedef struct restore_run {
     size_t ndirs;           /* allocated (and to clean up on failure) */
     durable_list *sync;     /* everything written, for the final fsync pass */
     char *restore_command;  /* as PostgreSQL will run it */
+    char timeline[16];      /* recovery_target_timeline to write, or "": the server's default */
     uint64_t bytes;
     uint64_t unchanged; /* --delta: bytes that matched and were not written */
     double t0;
@@ -249,12 +268,33 @@ static void restore_log_complete(const restore_run *r, double sync_secs)
                  key ? " to " : "", key ? key : "", key ? "" : " to the end of the archive");
 }
 
+/*
+ * The timeline recovery will follow passes through the backup (restore/timeline.h),
+ * and what recovery_target_timeline to write for it.
+ */
+static bool restore_timeline(restore_run *r, pgd_error *err)
+{
+    const timeline_choice *c = &r->s->timeline;
+    uint32_t target;
+    uint64_t leaves;
+
+    if (!timeline_resolve(r->repo, &r->bi, c, &target, &leaves, err))
+        return false;
+    if (c->goal == TIMELINE_LATEST)
+        snprintf(r->timeline, sizeof(r->timeline), "latest");
+    else if (c->goal == TIMELINE_CURRENT && r->bi.pg_version_num >= RESTORE_PG_TIMELINE_CURRENT)
+        snprintf(r->timeline, sizeof(r->timeline), "current");
+    else if (c->goal == TIMELINE_NUMBER)
+        snprintf(r->timeline, sizeof(r->timeline), "%u", c->number);
+    return true;
+}
+
 /* Everything that can be decided or refused before the first write. */
 static bool restore_plan(restore_run *r, const pgd_options *opts, pgd_error *err)
 {
     const restore_settings *s = r->s;
 
-    if (!backup_info_resolve(r->repo, s->id, &r->bi, err) ||
+    if (!backup_info_resolve(r->repo, s->id, &r->bi, err) || !restore_timeline(r, err) ||
         (s->delta && !delta_dir_check(s->target, r->bi.system_identifier, err)) ||
         !backup_read_manifest(r->repo, r->bi.id, s->allow_external_links, &r->m, err) ||
         !chain_load(r->repo, &r->bi, &r->m, s->allow_external_links, &r->chain, err) ||
@@ -362,6 +402,7 @@ static bool restore_write(restore_run *r, const char **spc_dest, pgd_error *err)
                                       .target_key = s->target_key,
                                       .target_value = s->target_value,
                                       .target_action = s->target_action,
+                                      .target_timeline = r->timeline[0] ? r->timeline : NULL,
                                       .standby = s->standby,
                                       .primary_conninfo = s->primary_conninfo};
     double t_sync;

@@ -36,18 +36,20 @@ static bool wal_history_fail(pgd_error *err, const char *noun, const char *name,
     return err_set(err, "%s \"%s\" %s", noun, name, what);
 }
 
-/* A "%X/%X" LSN at *s; advances past it. */
-static bool wal_history_parse_lsn(const char **s)
+/* A "%X/%X" LSN at *s into *lsn; advances past it. */
+static bool wal_history_parse_lsn(const char **s, uint64_t *lsn)
 {
+    unsigned long hi, lo;
     char *end;
 
     if (!isxdigit((unsigned char)**s))
         return false;
-    strtoul(*s, &end, 16);
+    hi = strtoul(*s, &end, 16);
     if (*end != '/' || !isxdigit((unsigned char)end[1]))
         return false;
-    strtoul(end + 1, &end, 16);
+    lo = strtoul(end + 1, &end, 16);
     *s = end;
+    *lsn = (uint64_t)(uint32_t)hi << 32 | (uint32_t)lo;
     return true;
 }
 
@@ -62,6 +64,7 @@ bool wal_history_check(const char *name, uint32_t name_tli, const char *text, si
     const char *line = text, *end = text + len;
     unsigned long last = 0;
     unsigned lines = 0, lineno = 0;
+    uint64_t lsn;
 
     if (len == 0)
         return wal_history_fail(err, HISTORY_NOUN, name, "is empty");
@@ -85,7 +88,7 @@ bool wal_history_check(const char *name, uint32_t name_tli, const char *text, si
                                         lineno);
             while (s < nl && isspace((unsigned char)*s))
                 s++;
-            if (!wal_history_parse_lsn(&s) || s > nl)
+            if (!wal_history_parse_lsn(&s, &lsn) || s > nl)
                 return wal_history_fail(err, HISTORY_NOUN, name,
                                         "has a syntax error in line %u: expected an LSN", lineno);
             if (tli <= last || tli >= name_tli)
@@ -103,10 +106,54 @@ bool wal_history_check(const char *name, uint32_t name_tli, const char *text, si
     return true;
 }
 
+bool wal_history_parse(const char *text, size_t len, wal_history_entry **entries, size_t *n,
+                       pgd_error *err)
+{
+    const char *line = text, *end = text + len;
+    size_t cap = 0;
+
+    *entries = NULL;
+    *n = 0;
+    while (line < end) {
+        const char *nl = memchr(line, '\n', (size_t)(end - line)), *s = line;
+        char *after;
+        uint64_t lsn;
+        unsigned long tli;
+
+        if (nl == NULL)
+            nl = end;
+        while (s < nl && isspace((unsigned char)*s))
+            s++;
+        tli = s < nl && isdigit((unsigned char)*s) ? strtoul(s, &after, 10) : 0;
+        if (tli > 0) {
+            s = after;
+            while (s < nl && isspace((unsigned char)*s))
+                s++;
+        }
+        if (tli > 0 && tli <= UINT32_MAX && wal_history_parse_lsn(&s, &lsn)) {
+            if (*n == cap) {
+                wal_history_entry *grown;
+                cap = cap ? cap * 2 : 8;
+                if ((grown = realloc(*entries, cap * sizeof(**entries))) == NULL) {
+                    free(*entries);
+                    *entries = NULL;
+                    *n = 0;
+                    return err_set(err, "out of memory");
+                }
+                *entries = grown;
+            }
+            (*entries)[(*n)++] = (wal_history_entry){.tli = (uint32_t)tli, .end = lsn};
+        }
+        line = nl + 1;
+    }
+    return true;
+}
+
 /* "START WAL LOCATION: 0/2000028 (file 000000010000000000000002)", then more lines. */
 bool wal_backup_history_check(const char *name, const char *text, size_t len, pgd_error *err)
 {
     const char *s = text;
+    uint64_t lsn;
 
     if (len == 0)
         return wal_history_fail(err, BACKUP_NOUN, name, "is empty");
@@ -117,7 +164,7 @@ bool wal_backup_history_check(const char *name, const char *text, size_t len, pg
         return wal_history_fail(err, BACKUP_NOUN, name,
                                 "does not start with \"" BACKUP_START_PREFIX "\"");
     s += strlen(BACKUP_START_PREFIX);
-    if (!wal_history_parse_lsn(&s) ||
+    if (!wal_history_parse_lsn(&s, &lsn) ||
         strncmp(s, BACKUP_FILE_PREFIX, strlen(BACKUP_FILE_PREFIX)) != 0 ||
         strncmp(s + strlen(BACKUP_FILE_PREFIX), name, WAL_NAME_LEN) != 0 ||
         s[strlen(BACKUP_FILE_PREFIX) + WAL_NAME_LEN] != ')')

@@ -19,6 +19,20 @@
 bool wal_history_check(const char *name, uint32_t name_tli, const char *text, size_t len,
                        pgd_error *err);
 
+/* A line of a timeline history file: timeline `tli` ended at `end`, where its child began. */
+typedef struct wal_history_entry {
+    uint32_t tli;
+    uint64_t end;
+} wal_history_entry;
+
+/*
+ * The lines of a timeline history file that passed wal_history_check, in
+ * file order (oldest ancestor first) into *entries (malloc'd, *n of them).
+ * False only when out of memory.
+ */
+bool wal_history_parse(const char *text, size_t len, wal_history_entry **entries, size_t *n,
+                       pgd_error *err);
+
 /* The backup history file `name`: it starts with the START WAL LOCATION of its own segment. */
 bool wal_backup_history_check(const char *name, const char *text, size_t len, pgd_error *err);
 

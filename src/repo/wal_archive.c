@@ -34,6 +34,9 @@
  */
 #define WAL_WAIT_POLL_FIRST_US (10 * 1000)
 #define WAL_WAIT_POLL_MAX_US   (200 * 1000)
+/* history files are a line per timeline, backup history files a dozen lines */
+#define WAL_TEXT_CHUNK 4096
+#define WAL_TEXT_MAX   (1024 * 1024)
 
 const compress_kind wal_archive_kinds[] = {COMPRESS_LZ4, COMPRESS_ZSTD, COMPRESS_NONE};
 const size_t wal_archive_nkinds = sizeof(wal_archive_kinds) / sizeof(wal_archive_kinds[0]);
@@ -215,6 +218,56 @@ bool wal_archive_fetch(storage *repo, const char *name, const char *dest, bool *
     if (!wal_archive_fetch_sum(repo, name, dest, found, NULL, err))
         return false;
     return *found || wal_archive_check_present(repo, err);
+}
+
+bool wal_archive_read_text(storage *repo, const char *name, char **text, size_t *len, bool *found,
+                           pgd_error *err)
+{
+    in_stream *in;
+    size_t cap = 0;
+    bool ok = true;
+
+    *text = NULL;
+    *len = 0;
+    if (wal_segment_file_kind(name) != WAL_FILE_HISTORY &&
+        wal_segment_file_kind(name) != WAL_FILE_BACKUP)
+        return err_set(err, "\"%s\" is not the name of a timeline or backup history file", name);
+    if (!wal_archive_open(repo, name, &in, err))
+        return false;
+    if ((*found = in != NULL) == false)
+        return true;
+    if ((in = wal_segment_check_in_new(in, name, err)) == NULL)
+        return false;
+    while (ok) {
+        size_t n = 0;
+        if (cap - *len < WAL_TEXT_CHUNK + 1) {
+            char *grown;
+            if (cap + WAL_TEXT_CHUNK + 1 > WAL_TEXT_MAX) {
+                ok = err_set(err, "WAL file \"%s\" in repository \"%s\" is over %d bytes", name,
+                             repo->uri, WAL_TEXT_MAX);
+                break;
+            }
+            if ((grown = realloc(*text, cap + WAL_TEXT_CHUNK + 1)) == NULL) {
+                ok = err_set(err, "out of memory");
+                break;
+            }
+            *text = grown;
+            cap += WAL_TEXT_CHUNK + 1;
+        }
+        ok = in_read(in, *text + *len, WAL_TEXT_CHUNK, &n, err);
+        if (n == 0)
+            break;
+        *len += n;
+    }
+    in_close(in);
+    if (!ok) {
+        free(*text);
+        *text = NULL;
+        *len = 0;
+        return false;
+    }
+    (*text)[*len] = '\0';
+    return true;
 }
 
 bool wal_archive_wait(storage *repo, const char *name, int timeout_s, pgd_error *err)

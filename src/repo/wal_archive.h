@@ -84,6 +84,14 @@ bool wal_archive_fetch(storage *repo, const char *name, const char *dest, bool *
 bool wal_archive_fetch_sum(storage *repo, const char *name, const char *dest, bool *found,
                            wal_file_sum *sum, pgd_error *err);
 
+/*
+ * Archived text file `name` (a .history or .backup file) into *text
+ * (malloc'd, NUL-terminated, *len bytes), checked as wal-fetch checks it;
+ * *found = false, and no error, when it is not archived.
+ */
+bool wal_archive_read_text(storage *repo, const char *name, char **text, size_t *len, bool *found,
+                           pgd_error *err);
+
 /* Wait up to timeout_s for `name` to be archived. */
 bool wal_archive_wait(storage *repo, const char *name, int timeout_s, pgd_error *err);
 /*

@@ -337,6 +337,7 @@ static bool recovery_conf_overrides(const recovery_conf_request *req, FILE *out,
             strcmp(rs->name, "restore_command") == 0 ||
             (req->target_key != NULL && strcmp(rs->name, req->target_key) == 0) ||
             (req->target_action != NULL && strcmp(rs->name, "recovery_target_action") == 0) ||
+            (req->target_timeline != NULL && strcmp(rs->name, "recovery_target_timeline") == 0) ||
             (req->primary_conninfo != NULL && strcmp(rs->name, "primary_conninfo") == 0))
             continue;
         recovery_conf_append(out, rs->name, rs->reset);
@@ -371,6 +372,8 @@ bool recovery_conf_write(const recovery_conf_request *req, durable_list *l, pgd_
         recovery_conf_append(out, req->target_key, req->target_value);
     if (req->target_action != NULL)
         recovery_conf_append(out, "recovery_target_action", req->target_action);
+    if (req->target_timeline != NULL)
+        recovery_conf_append(out, "recovery_target_timeline", req->target_timeline);
     if (req->standby && req->pg_version_num < PG_VERSION_AUTO_CONF)
         recovery_conf_append(out, "standby_mode", "on");
     if (req->primary_conninfo != NULL)

@@ -61,6 +61,7 @@ typedef struct recovery_conf_request {
     const char *target_key;      /* recovery_target_time...; NULL: to the end of the archive */
     const char *target_value;
     const char *target_action;    /* recovery_target_action, or NULL */
+    const char *target_timeline;  /* recovery_target_timeline, or NULL: PostgreSQL's default */
     bool standby;                 /* standby.signal (standby_mode before 12): a new replica */
     const char *primary_conninfo; /* written when set (with standby); wins over inherited ones */
 } recovery_conf_request;

@@ -133,6 +133,9 @@ const opt_def opt_defs[OPT_COUNT] = {
                         "recover up to this transaction (recovery_target_xid)"},
     [OPT_TARGET_ACTION] = {"target-action", "promote|pause|shutdown", NULL, CMD_RESTORE, false,
                            "what the server does at the target (PostgreSQL default: pause)"},
+    [OPT_TARGET_TIMELINE] = {"target-timeline", "latest|current|N", NULL, CMD_RESTORE, false,
+                             "the timeline recovery follows (recovery_target_timeline; "
+                             "PostgreSQL default: latest), checked to pass through the backup"},
     [OPT_TABLESPACE_MAP] = {"tablespace-map", "OLD=NEW", NULL, CMD_RESTORE, true,
                             "restore the tablespace at OLD into NEW (repeatable)"},
     [OPT_ALLOW_EXTERNAL_LINKS] = {"allow-external-links", NULL, "off", CMD_RESTORE, false,

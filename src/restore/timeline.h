@@ -1,0 +1,56 @@
+/*
+ * timeline.h - the timeline a restored server's recovery follows, and
+ * whether that timeline's history passes through the backup: decided from
+ * the repository before a restore writes anything.
+ *
+ * PostgreSQL (12 on) recovers along recovery_target_timeline, 'latest'
+ * unless set: the newest timeline whose history file the archive holds,
+ * found by asking for the history files of the backup's timeline + 1, + 2,
+ * ... until one is not there. That timeline's history must show the
+ * backup's timeline running at least to the backup's end. When it leaves it
+ * earlier, or does not come from it at all, the server does not start
+ * (PostgreSQL 15 looks for the backup's checkpoint on the new timeline:
+ * "could not locate required checkpoint record"; or "requested timeline N
+ * is not a child of this server's history"): a restore that said
+ * "complete" and a server that will not start. A standby promoted by mistake, or a restore
+ * test whose server archived into the same repository, leaves such a
+ * timeline behind.
+ */
+#ifndef PGD_TIMELINE_H
+#define PGD_TIMELINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "repo/backup_info.h"
+#include "storage/storage.h"
+#include "util/error.h"
+
+typedef enum timeline_goal {
+    TIMELINE_DEFAULT, /* the server's default: latest from PostgreSQL 12, current before */
+    TIMELINE_LATEST,
+    TIMELINE_CURRENT, /* the backup's own timeline */
+    TIMELINE_NUMBER
+} timeline_goal;
+
+typedef struct timeline_choice {
+    timeline_goal goal;
+    uint32_t number; /* TIMELINE_NUMBER */
+} timeline_choice;
+
+/* --target-timeline's value: "latest", "current" or a timeline number (decimal, 1 or more). */
+bool timeline_parse(const char *value, timeline_choice *c, char *why, size_t whylen);
+
+/*
+ * The timeline recovery of backup bi follows with choice c into *target,
+ * and where that leaves the backup's timeline into *leaves (0 when it does
+ * not). False, with why and how to restore anyway,
+ * when the target's history does not pass through the backup, a history
+ * file it needs is not archived or is damaged, or the repository cannot be
+ * read.
+ */
+bool timeline_resolve(storage *repo, const backup_info *bi, const timeline_choice *c,
+                      uint32_t *target, uint64_t *leaves, pgd_error *err);
+
+#endif

@@ -1,0 +1,227 @@
+/*
+ * test_timeline.c - covers src/restore/timeline.c and wal_history_parse:
+ * --target-timeline's values; the newest timeline found as PostgreSQL
+ * finds it (history files of the backup's timeline + 1, + 2, ... until one
+ * is missing, a gap ending the probe); a target whose history keeps the
+ * backup's timeline past the backup's end is taken, one that leaves it
+ * earlier, does not descend from it, is older than it or has no history
+ * file is refused, each saying why; a damaged history file is refused by
+ * name; current, or the backup's own number, reads nothing.
+ */
+#include "helpers.h"
+
+#include "pg/wal_history.h"
+#include "repo/wal_archive.h"
+#include "restore/timeline.h"
+
+typedef struct fixture {
+    char *dir;
+    storage *repo;
+    backup_info bi;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof(*f));
+
+    assert_non_null(f);
+    f->dir = test_tmpdir();
+    f->repo = repo_in(f->dir);
+    /* a backup on timeline 2 of a PostgreSQL 15, from 0/5000028 to 0/5000100 */
+    f->bi.timeline = 2;
+    f->bi.pg_version_num = 150000;
+    snprintf(f->bi.start_lsn, sizeof(f->bi.start_lsn), "0/5000028");
+    snprintf(f->bi.stop_lsn, sizeof(f->bi.stop_lsn), "0/5000100");
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+
+    storage_free(f->repo);
+    rm_rf(f->dir);
+    free(f);
+    return 0;
+}
+
+/* Archive timeline tli's history file holding `text`, as archive_command would. */
+static void archive_history(fixture *f, uint32_t tli, const char *text)
+{
+    char path[4200];
+    wal_push_result result;
+    pgd_error err = {0};
+
+    snprintf(path, sizeof(path), "%s/%08X.history", f->dir, tli);
+    write_test_file(path, text, strlen(text));
+    assert_true(
+        wal_archive_push(f->repo, path, COMPRESS_LZ4, COMPRESS_LEVEL_DEFAULT, &result, &err));
+}
+
+static void assert_refused(fixture *f, const char *value, const char *want)
+{
+    timeline_choice c;
+    char why[256];
+    uint32_t target = 0;
+    uint64_t leaves = 0;
+    pgd_error err = {0};
+
+    assert_true(timeline_parse(value, &c, why, sizeof(why)));
+    assert_false(timeline_resolve(f->repo, &f->bi, &c, &target, &leaves, &err));
+    if (strstr(err.msg, want) == NULL)
+        fail_msg("--target-timeline %s: \"%s\" does not say \"%s\"", value, err.msg, want);
+}
+
+static void assert_follows(fixture *f, const char *value, uint32_t want, uint64_t want_leaves)
+{
+    timeline_choice c;
+    char why[256];
+    uint32_t target = 0;
+    uint64_t leaves = 1;
+    pgd_error err = {0};
+
+    assert_true(timeline_parse(value, &c, why, sizeof(why)));
+    if (!timeline_resolve(f->repo, &f->bi, &c, &target, &leaves, &err))
+        fail_msg("--target-timeline %s: %s", value, err.msg);
+    assert_int_equal(target, want);
+    assert_int_equal(leaves, want_leaves);
+}
+
+static void test_parse(void **state)
+{
+    timeline_choice c;
+    char why[256];
+    const char *bad[] = {"", "0", "-1", "01", "0x10", "4294967296", "2 ", "Latest", "current2"};
+
+    (void)state;
+    assert_true(timeline_parse("latest", &c, why, sizeof(why)));
+    assert_int_equal(c.goal, TIMELINE_LATEST);
+    assert_true(timeline_parse("current", &c, why, sizeof(why)));
+    assert_int_equal(c.goal, TIMELINE_CURRENT);
+    assert_true(timeline_parse("4294967295", &c, why, sizeof(why)));
+    assert_int_equal(c.goal, TIMELINE_NUMBER);
+    assert_int_equal(c.number, 4294967295u);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        why[0] = '\0';
+        if (timeline_parse(bad[i], &c, why, sizeof(why)))
+            fail_msg("\"%s\" was taken", bad[i]);
+        assert_non_null(strstr(why, "expected latest, current or a timeline number"));
+    }
+}
+
+static void test_history_parse(void **state)
+{
+    const char *text = "# a comment\n1\t0/3000000\tno recovery target specified\n\n"
+                       "  2\t1/5000A28\tat restore point \"x\"\n";
+    wal_history_entry *e;
+    size_t n;
+    pgd_error err = {0};
+
+    (void)state;
+    assert_true(wal_history_parse(text, strlen(text), &e, &n, &err));
+    assert_int_equal(n, 2);
+    assert_int_equal(e[0].tli, 1);
+    assert_int_equal(e[0].end, 0x3000000);
+    assert_int_equal(e[1].tli, 2);
+    assert_int_equal(e[1].end, UINT64_C(0x100000000) | 0x5000A28);
+    free(e);
+}
+
+static void test_no_newer_timeline(void **state)
+{
+    fixture *f = *state;
+
+    /* the repository holds no history file at all: the backup's own timeline */
+    assert_follows(f, "latest", 2, 0);
+    f->bi.pg_version_num = 110000; /* before 12 the default is current: nothing is read */
+    archive_history(f, 3, "1\t0/1000000\tno recovery target specified\n");
+    {
+        timeline_choice c = {.goal = TIMELINE_DEFAULT};
+        uint32_t target = 0;
+        uint64_t leaves = 1;
+        pgd_error err = {0};
+        assert_true(timeline_resolve(f->repo, &f->bi, &c, &target, &leaves, &err));
+        assert_int_equal(target, 2);
+        assert_int_equal(leaves, 0);
+        f->bi.pg_version_num = 150000;
+        assert_false(timeline_resolve(f->repo, &f->bi, &c, &target, &leaves, &err));
+    }
+}
+
+static void test_newest_descends(void **state)
+{
+    fixture *f = *state;
+
+    archive_history(f, 3,
+                    "1\t0/1000000\tno recovery target specified\n"
+                    "2\t0/6000000\tno recovery target specified\n");
+    archive_history(f, 4,
+                    "1\t0/1000000\tno recovery target specified\n"
+                    "2\t0/6000000\tno recovery target specified\n"
+                    "3\t0/7000000\tno recovery target specified\n");
+    /* 6 exists, 5 does not: PostgreSQL stops at the gap */
+    archive_history(f, 6, "1\t0/1000000\tno recovery target specified\n");
+    assert_follows(f, "latest", 4, 0x6000000);
+    assert_follows(f, "3", 3, 0x6000000);
+    assert_follows(f, "current", 2, 0);
+    assert_follows(f, "2", 2, 0);
+    /* leaving exactly at the backup's end is fine */
+    snprintf(f->bi.stop_lsn, sizeof(f->bi.stop_lsn), "0/6000000");
+    assert_follows(f, "latest", 4, 0x6000000);
+    snprintf(f->bi.stop_lsn, sizeof(f->bi.stop_lsn), "0/6000001");
+    assert_refused(f, "latest",
+                   "recovery would follow timeline 4, the newest in the repository, which leaves "
+                   "the backup's timeline 2 at 0/6000000, before the backup's end at 0/6000001");
+    assert_refused(f, "latest", "--target-timeline current recovers along the backup's own");
+    assert_follows(f, "current", 2, 0);
+}
+
+static void test_refused(void **state)
+{
+    fixture *f = *state;
+
+    /* timeline 3 comes from timeline 1: it never passes through timeline 2 */
+    archive_history(f, 3, "1\t0/4000000\tno recovery target specified\n");
+    assert_refused(f, "latest",
+                   "recovery would follow timeline 3, the newest in the repository, which does "
+                   "not descend from the backup's timeline 2: the restored server would not start");
+    assert_refused(f, "3", "recovery would follow timeline 3, which does not descend");
+    assert_refused(f, "1", "--target-timeline 1 is older than the backup's timeline 2");
+    assert_refused(f, "9", "timeline 9 has no history file in repository");
+    assert_refused(f, "9", "(\"recovery target timeline 9 does not exist\")");
+}
+
+static void test_damaged_history(void **state)
+{
+    fixture *f = *state;
+    char path[4200];
+    FILE *fp;
+
+    archive_history(f, 3, "2\t0/9000000\tno recovery target specified\n");
+    assert_follows(f, "latest", 3, 0x9000000);
+    /* the object cut short: refused, naming the file, whichever way it is asked */
+    snprintf(path, sizeof(path), "%s/repo/wal/00000003/00000003.history.lz4", f->dir);
+    fp = fopen(path, "r+");
+    assert_non_null(fp);
+    assert_int_equal(ftruncate(fileno(fp), 20), 0);
+    assert_int_equal(fclose(fp), 0);
+    assert_refused(f, "latest", "the history of timeline 3, which recovery would read: ");
+    assert_refused(f, "latest", "00000003.history");
+    assert_refused(f, "3", "the history of timeline 3");
+    /* current reads nothing */
+    assert_follows(f, "current", 2, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_history_parse),
+        cmocka_unit_test_setup_teardown(test_no_newer_timeline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_newest_descends, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_damaged_history, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
