@@ -275,11 +275,12 @@ static void restore_log_complete(const restore_run *r, double sync_secs)
 static bool restore_timeline(restore_run *r, pgd_error *err)
 {
     const timeline_choice *c = &r->s->timeline;
-    uint32_t target;
-    uint64_t leaves;
+    timeline_path p;
 
-    if (!timeline_resolve(r->repo, &r->bi, c, &target, &leaves, err))
+    if (!timeline_resolve(r->repo, &r->bi, c, &p, err))
         return false;
+    timeline_log_path(&p, &r->bi, c);
+    timeline_path_free(&p);
     if (c->goal == TIMELINE_LATEST)
         snprintf(r->timeline, sizeof(r->timeline), "latest");
     else if (c->goal == TIMELINE_CURRENT && r->bi.pg_version_num >= RESTORE_PG_TIMELINE_CURRENT)

@@ -4,8 +4,10 @@
  * which are restorable and how far a point-in-time restore can reach.
  *
  * The exit status tells a scheduler what to do: 0 every backup checked is
- * good, EXIT_DAMAGED (3) at least one is damaged (page someone: a backup
- * cannot be restored), 1 verify itself could not run (the repository did
+ * good, EXIT_DAMAGED (3) at least one is damaged, or damaged WAL ends a
+ * window, or a restore of one the default way would be refused because
+ * of the timeline it follows (page someone: a backup cannot be restored
+ * as it normally would), 1 verify itself could not run (the repository did
  * not answer, a signal; try again), 2 a usage error. Nothing is written to
  * the repository, and a local one is read without filling the page cache
  * (storage/fs.c drops what it read).
@@ -39,15 +41,18 @@ static const command_help verify_help = {
     "segment (without it the backup cannot be restored), each segment read and checked.\n"
     "The point-in-time window is the unbroken run of intact segments after the stop, each\n"
     "read and checked once per run (--concurrency at a time): it ends before the first\n"
-    "missing or damaged one.\n"
+    "missing or damaged one. It follows the timelines a restore the default way follows\n"
+    "(the newest in the repository, when its history passes through the backup).\n"
     "Nothing is written to the repository.\n"
     "A delta backup is verified with its chain (its parents down to the full backup, each\n"
     "against its own manifest, increments against their own CRCs too); a delta whose parent\n"
     "is damaged or missing is damaged.\n"
     "\n"
     "Exit status: 0 every backup verified is good; 3 at least one is damaged, or a WAL\n"
-    "segment after a stop is (each problem is named); 1 verify could not run (repository\n"
-    "unreachable, interrupted); 2 usage error."};
+    "segment after a stop is, or a restore the default way would be refused because the\n"
+    "newest timeline does not pass through the backup (each problem is named; restore\n"
+    "--target-timeline current restores along the backup's own); 1 verify could not run\n"
+    "(repository unreachable, interrupted); 2 usage error."};
 
 typedef struct verify_settings {
     const char *id; /* NULL with --all */
@@ -112,6 +117,10 @@ static void verify_print_text(const backup_info *bi, const verify_result *r)
     }
     printf("  WAL: restorable: %s to %s present and checked (consistent at %s, %s)\n",
            bi->start_wal, bi->stop_wal, bi->stop_lsn, stop);
+    if (r->timeline_problem != NULL)
+        printf("  TIMELINE: a restore the default way would be refused: %s; the window below is "
+               "along the backup's own timeline (restore --target-timeline current)\n",
+               r->timeline_problem);
     printf("  point-in-time window: from %s (%s) to %s (the end of segment %s)\n", bi->stop_lsn,
            stop, r->window_end_lsn, r->window_end_wal);
     if (r->gap_wal[0] != '\0')
@@ -142,15 +151,15 @@ static json_t *verify_to_json(const backup_info *bi, const verify_result *r)
                                   "stop_lsn", bi->stop_lsn, "stop_time", (json_int_t)bi->stop_time,
                                   "restorable", r->restorable));
     if (r->restorable)
-        json_object_set_new(o, "window",
-                            json_pack("{s:s, s:I, s:s, s:s, s:s?, s:s?, s:s?, s:s?}", "from_lsn",
-                                      bi->stop_lsn, "from_time", (json_int_t)bi->stop_time,
-                                      "to_lsn", r->window_end_lsn, "to_segment", r->window_end_wal,
-                                      "gap_segment", r->gap_wal[0] ? r->gap_wal : NULL,
-                                      "resumes_at_segment",
-                                      r->gap_resume_wal[0] ? r->gap_resume_wal : NULL,
-                                      "damaged_segment", r->damaged_wal[0] ? r->damaged_wal : NULL,
-                                      "damaged_reason", r->damaged_wal_why));
+        json_object_set_new(
+            o, "window",
+            json_pack("{s:s, s:I, s:s, s:s, s:s?, s:s?, s:s?, s:s?, s:s?}", "from_lsn",
+                      bi->stop_lsn, "from_time", (json_int_t)bi->stop_time, "to_lsn",
+                      r->window_end_lsn, "to_segment", r->window_end_wal, "gap_segment",
+                      r->gap_wal[0] ? r->gap_wal : NULL, "resumes_at_segment",
+                      r->gap_resume_wal[0] ? r->gap_resume_wal : NULL, "damaged_segment",
+                      r->damaged_wal[0] ? r->damaged_wal : NULL, "damaged_reason",
+                      r->damaged_wal_why, "timeline_problem", r->timeline_problem));
     return o;
 }
 
@@ -228,7 +237,7 @@ static bool verify_select(storage *repo, const verify_settings *s, backup_info *
 static int verify_run(const verify_settings *s, storage *repo, pgd_error *err)
 {
     backup_info *infos = NULL;
-    size_t n = 0, damaged = 0, wal_damaged = 0;
+    size_t n = 0, damaged = 0, wal_damaged = 0, timeline_bad = 0;
     unsigned char *bad = NULL; /* per backup verified: damaged */
     verify_wal_memo memo = {0};
     json_t *arr = s->json ? json_array() : NULL;
@@ -269,6 +278,7 @@ static int verify_run(const verify_settings *s, storage *repo, pgd_error *err)
             bad[i] = r.damaged;
         damaged += r.damaged;
         wal_damaged += !r.damaged && r.damaged_wal[0] != '\0';
+        timeline_bad += !r.damaged && r.timeline_problem != NULL;
         if (arr != NULL)
             json_array_append_new(arr, verify_to_json(&infos[i], &r));
         else
@@ -278,7 +288,9 @@ static int verify_run(const verify_settings *s, storage *repo, pgd_error *err)
     }
     interrupt_release();
     if (ok && arr != NULL) {
-        json_t *o = json_pack("{s:b, s:O}", "ok", damaged == 0 && wal_damaged == 0, "backups", arr);
+        json_t *o =
+            json_pack("{s:b, s:O}", "ok", damaged == 0 && wal_damaged == 0 && timeline_bad == 0,
+                      "backups", arr);
         char *text = o != NULL ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
         if (text == NULL)
             ok = err_set(err, "out of memory");
@@ -303,6 +315,13 @@ static int verify_run(const verify_settings *s, storage *repo, pgd_error *err)
         log_error("the repository holds damaged WAL after the stop of %zu of %zu backups "
                   "verified (their point-in-time window ends before it)",
                   wal_damaged, n);
+        return EXIT_DAMAGED;
+    }
+    if (timeline_bad > 0) {
+        log_error("a restore the default way of %zu of %zu backups verified would be refused: the "
+                  "timeline it follows does not pass through them, or its history is damaged "
+                  "(see TIMELINE)",
+                  timeline_bad, n);
         return EXIT_DAMAGED;
     }
     log_info("%zu backup%s verified: good", n, n == 1 ? "" : "s");

@@ -176,20 +176,31 @@ fail:
  * order: an open looks the object up anyway (on S3, the GET of its first
  * range), so a look of its own first would only ask twice.
  */
-static bool wal_archive_open(storage *repo, const char *name, in_stream **in, pgd_error *err)
+static bool wal_archive_open_found(storage *repo, const char *name, in_stream **in, bool *found,
+                                   pgd_error *err)
 {
     *in = NULL;
+    *found = false;
     for (size_t i = 0; i < wal_archive_nkinds; i++) {
         char path[LAYOUT_PATH_MAX];
         bool missing;
 
         layout_wal_path(name, wal_archive_kinds[i], path, sizeof(path));
-        if ((*in = storage_read_open(repo, path, &missing, err)) != NULL)
+        if ((*in = storage_read_open(repo, path, &missing, err)) != NULL) {
+            *found = true;
             return (*in = decompress_in_new_trailed(wal_archive_kinds[i], *in, path, err)) != NULL;
+        }
         if (!missing)
             return false;
     }
     return true;
+}
+
+static bool wal_archive_open(storage *repo, const char *name, in_stream **in, pgd_error *err)
+{
+    bool found;
+
+    return wal_archive_open_found(repo, name, in, &found, err);
 }
 
 bool wal_archive_fetch_sum(storage *repo, const char *name, const char *dest, bool *found,
@@ -221,7 +232,7 @@ bool wal_archive_fetch(storage *repo, const char *name, const char *dest, bool *
 }
 
 bool wal_archive_read_text(storage *repo, const char *name, char **text, size_t *len, bool *found,
-                           pgd_error *err)
+                           bool *damaged, pgd_error *err)
 {
     in_stream *in;
     size_t cap = 0;
@@ -229,12 +240,16 @@ bool wal_archive_read_text(storage *repo, const char *name, char **text, size_t 
 
     *text = NULL;
     *len = 0;
+    *damaged = false;
     if (wal_segment_file_kind(name) != WAL_FILE_HISTORY &&
         wal_segment_file_kind(name) != WAL_FILE_BACKUP)
         return err_set(err, "\"%s\" is not the name of a timeline or backup history file", name);
-    if (!wal_archive_open(repo, name, &in, err))
+    if (!wal_archive_open_found(repo, name, &in, found, err)) {
+        /* found: its codec refused how it begins */
+        *damaged = *found && !err->transient;
         return false;
-    if ((*found = in != NULL) == false)
+    }
+    if (!*found)
         return true;
     if ((in = wal_segment_check_in_new(in, name, err)) == NULL)
         return false;
@@ -261,6 +276,8 @@ bool wal_archive_read_text(storage *repo, const char *name, char **text, size_t 
     }
     in_close(in);
     if (!ok) {
+        /* a read that may succeed later says nothing about the file */
+        *damaged = !err->transient;
         free(*text);
         *text = NULL;
         *len = 0;

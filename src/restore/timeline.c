@@ -7,6 +7,7 @@
 #include "restore/timeline.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,18 +52,22 @@ static void timeline_lsn(uint64_t lsn, char out[LSN_TEXT])
     snprintf(out, LSN_TEXT, "%X/%X", (unsigned)(lsn >> 32), (unsigned)lsn);
 }
 
-/* The history file of timeline tli, read and checked; *found false when it is not archived. */
+/*
+ * The history file of timeline tli, read and checked; *found false when it
+ * is not archived. On failure p->failure says whether it is damaged.
+ */
 static bool timeline_history(storage *repo, uint32_t tli, wal_history_entry **entries, size_t *n,
-                             bool *found, pgd_error *err)
+                             bool *found, timeline_path *p, pgd_error *err)
 {
     char name[HISTORY_NAME_LEN + 1], *text;
     size_t len;
-    bool ok;
+    bool ok, damaged;
 
     *entries = NULL;
     *n = 0;
     snprintf(name, sizeof(name), "%08X.history", tli);
-    if (!wal_archive_read_text(repo, name, &text, &len, found, err)) {
+    if (!wal_archive_read_text(repo, name, &text, &len, found, &damaged, err)) {
+        p->failure = damaged ? TIMELINE_DAMAGED : TIMELINE_UNREADABLE;
         err_prefix(err, "the history of timeline %u, which recovery would read", tli);
         return false;
     }
@@ -74,10 +79,10 @@ static bool timeline_history(storage *repo, uint32_t tli, wal_history_entry **en
 }
 
 /* PostgreSQL's findNewestTimeLine(): history files of tli + 1, + 2, ... until one is missing. */
-static bool timeline_newest(storage *repo, uint32_t tli, uint32_t *newest, wal_history_entry **h,
+static bool timeline_newest(storage *repo, uint32_t tli, timeline_path *p, wal_history_entry **h,
                             size_t *n, pgd_error *err)
 {
-    *newest = tli;
+    p->target = tli;
     *h = NULL;
     *n = 0;
     for (uint32_t probe = tli + 1; probe > tli; probe++) {
@@ -85,7 +90,7 @@ static bool timeline_newest(storage *repo, uint32_t tli, uint32_t *newest, wal_h
         size_t count;
         bool found;
 
-        if (!timeline_history(repo, probe, &entries, &count, &found, err)) {
+        if (!timeline_history(repo, probe, &entries, &count, &found, p, err)) {
             free(*h);
             *h = NULL;
             return false;
@@ -95,80 +100,133 @@ static bool timeline_newest(storage *repo, uint32_t tli, uint32_t *newest, wal_h
         free(*h);
         *h = entries;
         *n = count;
-        *newest = probe;
+        p->target = probe;
     }
     return true;
 }
 
+/* The legs from the backup's timeline (h[own]) to the target, whose history h is. */
+static bool timeline_legs(timeline_path *p, const wal_history_entry *h, size_t n, size_t own,
+                          pgd_error *err)
+{
+    p->legs = calloc(n - own + 1, sizeof(*p->legs));
+    if (p->legs == NULL)
+        return err_set(err, "out of memory");
+    p->legs[0] = (timeline_leg){.tli = h[own].tli, .begin = 0};
+    p->nlegs = 1;
+    for (size_t j = own; j < n; j++)
+        p->legs[p->nlegs++] =
+            (timeline_leg){.tli = j + 1 < n ? h[j + 1].tli : p->target, .begin = h[j].end};
+    return true;
+}
+
+void timeline_log_path(const timeline_path *p, const backup_info *bi, const timeline_choice *c)
+{
+    char begin_s[LSN_TEXT];
+
+    if (p->nlegs < 2)
+        return;
+    timeline_lsn(p->legs[1].begin, begin_s);
+    log_info("recovery will follow timeline %u%s, which leaves the backup's timeline %u at %s; "
+             "the backup ends at %s",
+             p->target, c->goal == TIMELINE_NUMBER ? "" : " (the newest in the repository)",
+             bi->timeline, begin_s, bi->stop_lsn);
+}
+
+void timeline_path_free(timeline_path *p)
+{
+    free(p->legs);
+    p->legs = NULL;
+    p->nlegs = 0;
+}
+
+static bool timeline_refuse(timeline_path *p, pgd_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static bool timeline_refuse(timeline_path *p, pgd_error *err, const char *fmt, ...)
+{
+    char msg[PGD_ERROR_MAX];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    p->failure = TIMELINE_REFUSED;
+    return err_set(err, "%s", msg);
+}
+
 bool timeline_resolve(storage *repo, const backup_info *bi, const timeline_choice *c,
-                      uint32_t *target, uint64_t *leaves, pgd_error *err)
+                      timeline_path *p, pgd_error *err)
 {
     timeline_goal goal = c->goal;
     wal_history_entry *h = NULL;
-    size_t n = 0;
+    size_t n = 0, own = SIZE_MAX;
     uint64_t stop;
-    const wal_history_entry *own = NULL;
     char stop_s[LSN_TEXT], end_s[LSN_TEXT];
     const char *which = "";
     bool ok = true;
 
-    *target = bi->timeline;
-    *leaves = 0;
+    memset(p, 0, sizeof(*p));
+    p->target = bi->timeline;
+    p->failure = TIMELINE_UNREADABLE;
     if (goal == TIMELINE_DEFAULT)
         goal =
             bi->pg_version_num >= TIMELINE_PG_LATEST_DEFAULT ? TIMELINE_LATEST : TIMELINE_CURRENT;
-    if (goal == TIMELINE_CURRENT || (goal == TIMELINE_NUMBER && c->number == bi->timeline))
-        return true;
-    if (!pg_parse_lsn(bi->stop_lsn, &stop))
-        return err_set(err, "the backup's sentinel has no valid stop LSN (\"%s\")", bi->stop_lsn);
-    timeline_lsn(stop, stop_s);
-    if (goal == TIMELINE_LATEST) {
-        if (!timeline_newest(repo, bi->timeline, target, &h, &n, err))
-            return false;
-        if (*target == bi->timeline)
-            return true;
-        which = ", the newest in the repository";
-    } else {
+    if (goal == TIMELINE_NUMBER && c->number < bi->timeline)
+        return timeline_refuse(p, err,
+                               "--target-timeline %u is older than the backup's timeline %u: the "
+                               "restored server would not start",
+                               c->number, bi->timeline);
+    if (goal == TIMELINE_LATEST && !timeline_newest(repo, bi->timeline, p, &h, &n, err))
+        return false;
+    if (goal == TIMELINE_NUMBER && c->number != bi->timeline) {
         bool found;
-        *target = c->number;
-        if (c->number < bi->timeline)
-            return err_set(err,
-                           "--target-timeline %u is older than the backup's timeline %u: the "
-                           "restored server would not start",
-                           c->number, bi->timeline);
-        if (!timeline_history(repo, c->number, &h, &n, &found, err))
+        p->target = c->number;
+        if (!timeline_history(repo, c->number, &h, &n, &found, p, err))
             return false;
         if (!found)
-            return err_set(err,
-                           "timeline %u has no history file in repository \"%s\": PostgreSQL "
-                           "would refuse to start (\"recovery target timeline %u does not exist\")",
-                           c->number, repo->uri, c->number);
+            return timeline_refuse(p, err,
+                                   "timeline %u has no history file in repository \"%s\": "
+                                   "PostgreSQL would refuse to start (\"recovery target timeline "
+                                   "%u does not exist\")",
+                                   c->number, repo->uri, c->number);
     }
+    if (p->target == bi->timeline) {
+        free(h);
+        p->legs = calloc(1, sizeof(*p->legs));
+        if (p->legs == NULL)
+            return err_set(err, "out of memory");
+        p->legs[0] = (timeline_leg){.tli = bi->timeline, .begin = 0};
+        p->nlegs = 1;
+        return true;
+    }
+    if (goal == TIMELINE_LATEST)
+        which = ", the newest in the repository";
+    if (!pg_parse_lsn(bi->stop_lsn, &stop)) {
+        free(h);
+        return err_set(err, "the backup's sentinel has no valid stop LSN (\"%s\")", bi->stop_lsn);
+    }
+    timeline_lsn(stop, stop_s);
     for (size_t i = 0; i < n; i++)
         if (h[i].tli == bi->timeline)
-            own = &h[i];
-    if (own == NULL) {
-        ok = err_set(err,
-                     "recovery would follow timeline %u%s, which does not descend from the "
-                     "backup's timeline %u: the restored server would not start; "
-                     "--target-timeline current recovers along the backup's own timeline",
-                     *target, which, bi->timeline);
-    } else if (own->end < stop) {
-        timeline_lsn(own->end, end_s);
-        ok = err_set(err,
-                     "recovery would follow timeline %u%s, which leaves the backup's timeline %u "
-                     "at %s, before the backup's end at %s (was a standby promoted, or did a "
-                     "restored server archive into this repository?): the restored server would "
-                     "not start; --target-timeline current recovers along the backup's own "
-                     "timeline",
-                     *target, which, bi->timeline, end_s, stop_s);
+            own = i;
+    if (own == SIZE_MAX) {
+        ok = timeline_refuse(p, err,
+                             "recovery would follow timeline %u%s, which does not descend from the "
+                             "backup's timeline %u: the restored server would not start; "
+                             "--target-timeline current recovers along the backup's own timeline",
+                             p->target, which, bi->timeline);
+    } else if (h[own].end < stop) {
+        timeline_lsn(h[own].end, end_s);
+        ok = timeline_refuse(
+            p, err,
+            "recovery would follow timeline %u%s, which leaves the backup's timeline %u at %s, "
+            "before the backup's end at %s (was a standby promoted, or did a restored server "
+            "archive into this repository?): the restored server would not start; "
+            "--target-timeline current recovers along the backup's own timeline",
+            p->target, which, bi->timeline, end_s, stop_s);
     } else {
-        *leaves = own->end;
-        timeline_lsn(own->end, end_s);
-        log_info("recovery will follow timeline %u%s, which leaves the backup's timeline %u at "
-                 "%s; the backup ends at %s",
-                 *target, goal == TIMELINE_LATEST ? " (the newest in the repository)" : "",
-                 bi->timeline, end_s, stop_s);
+        ok = timeline_legs(p, h, n, own, err);
     }
     free(h);
     return ok;

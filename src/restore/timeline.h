@@ -42,15 +42,38 @@ typedef struct timeline_choice {
 /* --target-timeline's value: "latest", "current" or a timeline number (decimal, 1 or more). */
 bool timeline_parse(const char *value, timeline_choice *c, char *why, size_t whylen);
 
+/* A timeline on the way from the backup's to the target, and where it begins. */
+typedef struct timeline_leg {
+    uint32_t tli;
+    uint64_t begin; /* 0 for the backup's own */
+} timeline_leg;
+
+typedef enum timeline_failure {
+    TIMELINE_UNREADABLE, /* the repository could not be read: no verdict */
+    TIMELINE_REFUSED,    /* the target's history does not pass through the backup, or is missing */
+    TIMELINE_DAMAGED     /* a history file recovery would read is damaged */
+} timeline_failure;
+
+typedef struct timeline_path {
+    uint32_t target;          /* the timeline recovery follows */
+    timeline_leg *legs;       /* the backup's timeline first, the target last (malloc'd) */
+    size_t nlegs;             /* 1 when recovery stays on the backup's timeline */
+    timeline_failure failure; /* why timeline_resolve failed */
+} timeline_path;
+
 /*
- * The timeline recovery of backup bi follows with choice c into *target,
- * and where that leaves the backup's timeline into *leaves (0 when it does
- * not). False, with why and how to restore anyway,
- * when the target's history does not pass through the backup, a history
- * file it needs is not archived or is damaged, or the repository cannot be
- * read.
+ * The timeline recovery of backup bi follows with choice c, and the way
+ * there, into *p (timeline_path_free it). False, with why and how to
+ * restore anyway, and p->failure, when the target's history does not pass
+ * through the backup, a history file it needs is not archived or is
+ * damaged, or the repository cannot be read.
  */
 bool timeline_resolve(storage *repo, const backup_info *bi, const timeline_choice *c,
-                      uint32_t *target, uint64_t *leaves, pgd_error *err);
+                      timeline_path *p, pgd_error *err);
+
+/* When recovery leaves the backup's timeline: an INFO line saying where it goes, and from where. */
+void timeline_log_path(const timeline_path *p, const backup_info *bi, const timeline_choice *c);
+
+void timeline_path_free(timeline_path *p);
 
 #endif

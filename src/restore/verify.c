@@ -48,6 +48,7 @@ void verify_result_free(verify_result *r)
     for (size_t i = 0; i < r->nproblems; i++)
         free(r->problems[i]);
     free(r->damaged_wal_why);
+    free(r->timeline_problem);
     memset(r, 0, sizeof(*r));
 }
 

@@ -50,6 +50,15 @@ typedef struct verify_result {
      */
     char damaged_wal[VERIFY_WAL_NAME];
     char *damaged_wal_why;
+    /*
+     * The window follows the timelines a restore the default way follows
+     * (restore/timeline.h). When that restore would be refused, why
+     * (malloc'd), and the window is that of the backup's own timeline
+     * (restore --target-timeline current); timeline_damaged when it is
+     * because a history file is damaged. verify exits 3 either way.
+     */
+    char *timeline_problem;
+    bool timeline_damaged;
 } verify_result;
 
 /*

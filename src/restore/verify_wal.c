@@ -21,6 +21,7 @@
 #include "pg/wal_segment.h"
 #include "repo/layout.h"
 #include "restore/backup_read.h"
+#include "restore/timeline.h"
 #include "util/work_pool.h"
 
 #define VERIFY_CHUNK (1024 * 1024)
@@ -39,6 +40,22 @@ typedef struct verify_wal_list {
     char **names; /* object names of segments on the timeline, as listed */
     size_t n, cap;
 } verify_wal_list;
+
+/*
+ * A timeline of the way recovery follows after the stop (restore/timeline.h),
+ * its segments listed, read from first_seg on (the segment where it begins
+ * is read from it, as PostgreSQL does). The backup's own comes first.
+ */
+typedef struct verify_wal_leg {
+    verify_wal_list list;
+    uint64_t first_seg;
+} verify_wal_leg;
+
+/* The legs of the way after the stop, the backup's own first. */
+typedef struct verify_wal_way {
+    verify_wal_leg *legs;
+    size_t n;
+} verify_wal_way;
 
 static bool verify_wal_is_hex(const char *s, size_t n)
 {
@@ -118,6 +135,15 @@ static const char *verify_wal_object(const verify_wal_list *l, uint64_t segno)
             hi = mid;
     }
     return NULL;
+}
+
+/* The leg segment `segno` is read from: the last one that begins at or before it. */
+static const verify_wal_leg *verify_wal_leg_of(const verify_wal_way *w, uint64_t segno)
+{
+    for (size_t i = w->n; i-- > 1;)
+        if (w->legs[i].first_seg <= segno)
+            return &w->legs[i];
+    return &w->legs[0];
 }
 
 static int verify_wal_cmp_names(const void *a, const void *b)
@@ -386,9 +412,8 @@ static bool verify_wal_reader_run(work_pool *pool, void *worker, size_t task, pg
  * network); a batch is judged in order once read, so the window is the
  * same as one read a segment at a time.
  */
-static bool verify_wal_window(const verify_request *req, const verify_wal_list *l,
-                              uint64_t stop_seg, verify_result *r, uint64_t *end_seg,
-                              pgd_error *err)
+static bool verify_wal_window(const verify_request *req, const verify_wal_way *w, uint64_t stop_seg,
+                              verify_result *r, uint64_t *end_seg, pgd_error *err)
 {
     unsigned threads = req->concurrency < 1 ? 1u : (unsigned)req->concurrency;
     size_t batch = (size_t)threads * VERIFY_WAL_BATCH_PER_THREAD;
@@ -405,6 +430,7 @@ static bool verify_wal_window(const verify_request *req, const verify_wal_list *
         size_t n = 0, unread = 0, known_bad = SIZE_MAX;
 
         for (; n < batch; n++) {
+            const verify_wal_list *l = &verify_wal_leg_of(w, next + n)->list;
             const char *object = verify_wal_object(l, next + n);
 
             if (object == NULL) {
@@ -476,6 +502,79 @@ static bool verify_wal_window(const verify_request *req, const verify_wal_list *
     return ok;
 }
 
+/* The stored segments of timeline tli, sorted. */
+static bool verify_wal_list_timeline(storage *repo, uint32_t tli, verify_wal_list *l,
+                                     pgd_error *err)
+{
+    char name[VERIFY_WAL_NAME], dir[LAYOUT_PATH_MAX];
+
+    l->tli = tli;
+    snprintf(name, sizeof(name), "%08X%016X", tli, 0u);
+    layout_wal_dir(name, dir, sizeof(dir));
+    if (!storage_list(repo, dir, verify_wal_list_cb, l, err))
+        return false;
+    qsort(l->names, l->n, sizeof(*l->names), verify_wal_cmp_names);
+    return true;
+}
+
+static void verify_wal_list_free(verify_wal_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->names[i]);
+    free(l->names);
+    memset(l, 0, sizeof(*l));
+}
+
+/*
+ * The way recovery goes after the stop into *w, its first leg taking over
+ * *own: the timeline a default restore follows (restore/timeline.h), each
+ * later timeline listed. When such a restore would be refused, r says why
+ * and the way is the backup's own timeline (what --target-timeline current
+ * gives). False only when the repository could not be read.
+ */
+static bool verify_wal_way_build(const verify_request *req, verify_wal_list *own, uint64_t stop_seg,
+                                 verify_result *r, verify_wal_way *w, pgd_error *err)
+{
+    timeline_choice c = {.goal = TIMELINE_DEFAULT};
+    timeline_path p;
+    pgd_error e = {0};
+    size_t n = 1;
+
+    if (!timeline_resolve(req->repo, req->bi, &c, &p, &e)) {
+        if (p.failure == TIMELINE_UNREADABLE) {
+            *err = e;
+            return false;
+        }
+        if ((r->timeline_problem = strdup(e.msg)) == NULL)
+            return err_set(err, "out of memory");
+        r->timeline_damaged = p.failure == TIMELINE_DAMAGED;
+    } else {
+        n = p.nlegs;
+    }
+    w->legs = calloc(n, sizeof(*w->legs));
+    if (w->legs == NULL) {
+        timeline_path_free(&p);
+        return err_set(err, "out of memory");
+    }
+    w->legs[0].list = *own;
+    memset(own, 0, sizeof(*own));
+    w->n = 1;
+    for (size_t i = 1; i < n; i++) {
+        verify_wal_leg *leg = &w->legs[w->n++];
+        uint64_t begin_seg = p.legs[i].begin / w->legs[0].list.seg_size;
+
+        leg->list.seg_size = w->legs[0].list.seg_size;
+        /* the stop segment itself was read from the backup's timeline */
+        leg->first_seg = begin_seg > stop_seg ? begin_seg : stop_seg + 1;
+        if (!verify_wal_list_timeline(req->repo, p.legs[i].tli, &leg->list, err)) {
+            timeline_path_free(&p);
+            return false;
+        }
+    }
+    timeline_path_free(&p);
+    return true;
+}
+
 /*
  * The segment size: the one for which the sentinel's start and stop LSNs
  * fall in its start and stop segments. Small LSNs fit several sizes; then
@@ -515,6 +614,8 @@ bool verify_wal(const verify_request *req, verify_result *r, pgd_error *err)
 {
     const backup_info *bi = req->bi;
     verify_wal_list l = {0};
+    verify_wal_way way = {0};
+    const verify_wal_list *end_list, *gap_list;
     char dir[LAYOUT_PATH_MAX], name[VERIFY_WAL_NAME];
     unsigned char head[VERIFY_SEG_HEADER_LEN];
     char *buf = NULL;
@@ -609,32 +710,38 @@ bool verify_wal(const verify_request *req, verify_result *r, pgd_error *err)
     if (!r->restorable)
         goto out;
     /*
-     * Onwards: the unbroken run of intact segments after the stop is how far
-     * recovery can go. Each is read and checked as wal-fetch would: a damaged
-     * one ends the window as surely as a missing one, and is said.
+     * Onwards: the unbroken run of intact segments after the stop, along the
+     * timelines a default restore follows, is how far recovery can go. Each
+     * is read and checked as wal-fetch would: a damaged one ends the window
+     * as surely as a missing one, and is said.
      */
-    if (!verify_wal_window(req, &l, stop_seg, r, &end_seg, err)) {
+    if (!verify_wal_way_build(req, &l, stop_seg, r, &way, err) ||
+        !verify_wal_window(req, &way, stop_seg, r, &end_seg, err)) {
         ok = false;
         goto out;
     }
-    verify_wal_seg_name(l.tli, end_seg, l.seg_size, r->window_end_wal);
+    end_list = &verify_wal_leg_of(&way, end_seg)->list;
+    gap_list = &verify_wal_leg_of(&way, end_seg + 1)->list;
+    verify_wal_seg_name(end_list->tli, end_seg, end_list->seg_size, r->window_end_wal);
     snprintf(r->window_end_lsn, sizeof(r->window_end_lsn), "%X/%X",
-             (uint32_t)(((end_seg + 1) * l.seg_size) >> 32),
-             (uint32_t)((end_seg + 1) * l.seg_size));
-    if (r->damaged_wal[0] == '\0' && l.n > 0 &&
-        strncmp(l.names[l.n - 1], r->window_end_wal, VERIFY_WAL_HEX) > 0) {
-        verify_wal_seg_name(l.tli, end_seg + 1, l.seg_size, r->gap_wal);
-        for (size_t i = 0; i < l.n; i++)
-            if (strncmp(l.names[i], r->gap_wal, VERIFY_WAL_HEX) > 0) {
+             (uint32_t)(((end_seg + 1) * end_list->seg_size) >> 32),
+             (uint32_t)((end_seg + 1) * end_list->seg_size));
+    verify_wal_seg_name(gap_list->tli, end_seg + 1, gap_list->seg_size, name);
+    if (r->damaged_wal[0] == '\0' && gap_list->n > 0 &&
+        strncmp(gap_list->names[gap_list->n - 1], name, VERIFY_WAL_HEX) > 0) {
+        snprintf(r->gap_wal, sizeof(r->gap_wal), "%s", name);
+        for (size_t i = 0; i < gap_list->n; i++)
+            if (strncmp(gap_list->names[i], r->gap_wal, VERIFY_WAL_HEX) > 0) {
                 snprintf(r->gap_resume_wal, sizeof(r->gap_resume_wal), "%.*s", VERIFY_WAL_HEX,
-                         l.names[i]);
+                         gap_list->names[i]);
                 break;
             }
     }
 out:
-    for (size_t i = 0; i < l.n; i++)
-        free(l.names[i]);
-    free(l.names);
+    for (size_t i = 0; i < way.n; i++)
+        verify_wal_list_free(&way.legs[i].list);
+    free(way.legs);
+    verify_wal_list_free(&l);
     free(buf);
     return ok;
 }

@@ -6,7 +6,8 @@
 # Restoring that later backup the default way would give a server that does not start (shown
 # here by PostgreSQL itself); restore refuses instead, says why and how to go on
 # (--target-timeline current), and the backup restores along its own timeline. The older
-# backup follows timeline 2 to its end. A damaged history file, a timeline with none and a bad
+# backup follows timeline 2 to its end. verify says the same: exit 3 and a TIMELINE line for the
+# later backup, and the older one's window following timeline 2. A damaged history file, a timeline with none and a bad
 # value are refused by name.
 . "$(dirname "$0")/lib.sh"
 setup_tmp
@@ -67,6 +68,22 @@ pg_stop "$T/fork"
 history=$(ls "$REPO/wal/00000002/" | grep '^00000002\.history')
 [ -n "$history" ] || bail "timeline 2's history file was not archived"
 
+# ---- verify says so, and follows timeline 2 where a restore does ----
+out=$(pgd verify --repo "$REPO" "$B1" 2>&1)
+is "$?" "3" "verify of the later backup: exit 3"
+like "$out" "TIMELINE: a restore the default way would be refused: recovery would follow timeline 2, the newest in the repository, which leaves the backup's timeline 1 at" \
+    "verify: a TIMELINE line says why"
+like "$out" "point-in-time window: from .* \(the end of segment 00000001[0-9A-F]{16}\)" \
+    "verify: and gives the window along the backup's own timeline"
+json=$(pgd verify --repo "$REPO" "$B1" --json 2>/dev/null)
+is "$(echo "$json" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["ok"], d["backups"][0]["window"]["timeline_problem"][:32])')" \
+    "False recovery would follow timeline 2" "verify --json: ok false, and the window's timeline_problem"
+last_tl2=$(ls "$REPO/wal/00000002/" | grep -E '^00000002[0-9A-F]{16}' | sort | tail -1 | cut -c1-24)
+out=$(pgd verify --repo "$REPO" "$B0" 2>&1)
+is "$?" "0" "verify of the older backup: exit 0"
+like "$out" "point-in-time window: from .* \(the end of segment $last_tl2\)" \
+    "verify: its window follows timeline 2 to its last segment ($last_tl2)"
+
 # ---- the later backup, the default way: refused before anything is written ----
 out=$(pgd restore "$B1" --repo "$REPO" --target-dir "$T/r1" 2>&1)
 is "$?" "1" "the later backup, following the newest timeline: exit 1"
@@ -120,6 +137,10 @@ out=$(pgd restore "$B0" --repo "$REPO" --target-dir "$T/r2" 2>&1)
 is "$?" "1" "a damaged history file of the newest timeline: exit 1"
 like "$out" "the history of timeline 2, which recovery would read: .*00000002\.history" \
     "naming the file"
+out=$(pgd verify --repo "$REPO" "$B0" 2>&1)
+is "$?" "3" "verify with the damaged history file: exit 3"
+like "$out" "TIMELINE: a restore the default way would be refused: the history of timeline 2" \
+    "verify: naming it"
 ok $([ -e "$T/r2" ] && echo 1 || echo 0) "nothing was written"
 cp "$T/history.keep" "$obj"
 out=$(pgd restore "$B0" --repo "$REPO" --target-dir "$T/r2" --target-timeline 7 2>&1)

@@ -59,33 +59,49 @@ static void archive_history(fixture *f, uint32_t tli, const char *text)
         wal_archive_push(f->repo, path, COMPRESS_LZ4, COMPRESS_LEVEL_DEFAULT, &result, &err));
 }
 
-static void assert_refused(fixture *f, const char *value, const char *want)
+/* --target-timeline `value` is refused, the message holding `want`, for reason `failure`. */
+static void assert_refused_as(fixture *f, const char *value, timeline_failure failure,
+                              const char *want)
 {
     timeline_choice c;
+    timeline_path p;
     char why[256];
-    uint32_t target = 0;
-    uint64_t leaves = 0;
     pgd_error err = {0};
 
     assert_true(timeline_parse(value, &c, why, sizeof(why)));
-    assert_false(timeline_resolve(f->repo, &f->bi, &c, &target, &leaves, &err));
+    assert_false(timeline_resolve(f->repo, &f->bi, &c, &p, &err));
+    assert_int_equal(p.failure, failure);
+    assert_null(p.legs);
     if (strstr(err.msg, want) == NULL)
         fail_msg("--target-timeline %s: \"%s\" does not say \"%s\"", value, err.msg, want);
 }
 
-static void assert_follows(fixture *f, const char *value, uint32_t want, uint64_t want_leaves)
+static void assert_refused(fixture *f, const char *value, const char *want)
+{
+    assert_refused_as(f, value, TIMELINE_REFUSED, want);
+}
+
+/*
+ * --target-timeline `value` follows timeline `want`; `legs` lists the way
+ * as "tli@begin" pairs ("2@0 3@6000000 4@7000000").
+ */
+static void assert_follows(fixture *f, const char *value, uint32_t want, const char *legs)
 {
     timeline_choice c;
-    char why[256];
-    uint32_t target = 0;
-    uint64_t leaves = 1;
+    timeline_path p;
+    char why[256], got[512] = "";
     pgd_error err = {0};
 
     assert_true(timeline_parse(value, &c, why, sizeof(why)));
-    if (!timeline_resolve(f->repo, &f->bi, &c, &target, &leaves, &err))
+    if (!timeline_resolve(f->repo, &f->bi, &c, &p, &err))
         fail_msg("--target-timeline %s: %s", value, err.msg);
-    assert_int_equal(target, want);
-    assert_int_equal(leaves, want_leaves);
+    assert_int_equal(p.target, want);
+    for (size_t i = 0; i < p.nlegs; i++)
+        snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%u@%llX", i ? " " : "",
+                 p.legs[i].tli, (unsigned long long)p.legs[i].begin);
+    assert_string_equal(got, legs);
+    timeline_log_path(&p, &f->bi, &c);
+    timeline_path_free(&p);
 }
 
 static void test_parse(void **state)
@@ -133,19 +149,20 @@ static void test_no_newer_timeline(void **state)
     fixture *f = *state;
 
     /* the repository holds no history file at all: the backup's own timeline */
-    assert_follows(f, "latest", 2, 0);
+    assert_follows(f, "latest", 2, "2@0");
     f->bi.pg_version_num = 110000; /* before 12 the default is current: nothing is read */
     archive_history(f, 3, "1\t0/1000000\tno recovery target specified\n");
     {
         timeline_choice c = {.goal = TIMELINE_DEFAULT};
-        uint32_t target = 0;
-        uint64_t leaves = 1;
+        timeline_path p;
         pgd_error err = {0};
-        assert_true(timeline_resolve(f->repo, &f->bi, &c, &target, &leaves, &err));
-        assert_int_equal(target, 2);
-        assert_int_equal(leaves, 0);
+        assert_true(timeline_resolve(f->repo, &f->bi, &c, &p, &err));
+        assert_int_equal(p.target, 2);
+        assert_int_equal(p.nlegs, 1);
+        timeline_path_free(&p);
         f->bi.pg_version_num = 150000;
-        assert_false(timeline_resolve(f->repo, &f->bi, &c, &target, &leaves, &err));
+        assert_false(timeline_resolve(f->repo, &f->bi, &c, &p, &err));
+        assert_int_equal(p.failure, TIMELINE_REFUSED);
     }
 }
 
@@ -162,19 +179,19 @@ static void test_newest_descends(void **state)
                     "3\t0/7000000\tno recovery target specified\n");
     /* 6 exists, 5 does not: PostgreSQL stops at the gap */
     archive_history(f, 6, "1\t0/1000000\tno recovery target specified\n");
-    assert_follows(f, "latest", 4, 0x6000000);
-    assert_follows(f, "3", 3, 0x6000000);
-    assert_follows(f, "current", 2, 0);
-    assert_follows(f, "2", 2, 0);
+    assert_follows(f, "latest", 4, "2@0 3@6000000 4@7000000");
+    assert_follows(f, "3", 3, "2@0 3@6000000");
+    assert_follows(f, "current", 2, "2@0");
+    assert_follows(f, "2", 2, "2@0");
     /* leaving exactly at the backup's end is fine */
     snprintf(f->bi.stop_lsn, sizeof(f->bi.stop_lsn), "0/6000000");
-    assert_follows(f, "latest", 4, 0x6000000);
+    assert_follows(f, "latest", 4, "2@0 3@6000000 4@7000000");
     snprintf(f->bi.stop_lsn, sizeof(f->bi.stop_lsn), "0/6000001");
     assert_refused(f, "latest",
                    "recovery would follow timeline 4, the newest in the repository, which leaves "
                    "the backup's timeline 2 at 0/6000000, before the backup's end at 0/6000001");
     assert_refused(f, "latest", "--target-timeline current recovers along the backup's own");
-    assert_follows(f, "current", 2, 0);
+    assert_follows(f, "current", 2, "2@0");
 }
 
 static void test_refused(void **state)
@@ -199,18 +216,19 @@ static void test_damaged_history(void **state)
     FILE *fp;
 
     archive_history(f, 3, "2\t0/9000000\tno recovery target specified\n");
-    assert_follows(f, "latest", 3, 0x9000000);
+    assert_follows(f, "latest", 3, "2@0 3@9000000");
     /* the object cut short: refused, naming the file, whichever way it is asked */
     snprintf(path, sizeof(path), "%s/repo/wal/00000003/00000003.history.lz4", f->dir);
     fp = fopen(path, "r+");
     assert_non_null(fp);
     assert_int_equal(ftruncate(fileno(fp), 20), 0);
     assert_int_equal(fclose(fp), 0);
-    assert_refused(f, "latest", "the history of timeline 3, which recovery would read: ");
-    assert_refused(f, "latest", "00000003.history");
-    assert_refused(f, "3", "the history of timeline 3");
+    assert_refused_as(f, "latest", TIMELINE_DAMAGED,
+                      "the history of timeline 3, which recovery would read: ");
+    assert_refused_as(f, "latest", TIMELINE_DAMAGED, "00000003.history");
+    assert_refused_as(f, "3", TIMELINE_DAMAGED, "the history of timeline 3");
     /* current reads nothing */
-    assert_follows(f, "current", 2, 0);
+    assert_follows(f, "current", 2, "2@0");
 }
 
 int main(void)
