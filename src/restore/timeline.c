@@ -67,9 +67,19 @@ static bool timeline_history(storage *repo, uint32_t tli, wal_history_entry **en
     *n = 0;
     snprintf(name, sizeof(name), "%08X.history", tli);
     if (!wal_archive_read_text(repo, name, &text, &len, found, &damaged, err)) {
+        char cause[PGD_ERROR_MAX];
+
         p->failure = damaged ? TIMELINE_DAMAGED : TIMELINE_UNREADABLE;
-        err_prefix(err, "the history of timeline %u, which recovery would read", tli);
-        return false;
+        if (!damaged) {
+            err_prefix(err, "the history of timeline %u, which recovery would read", tli);
+            return false;
+        }
+        snprintf(cause, sizeof(cause), "%s", err->msg);
+        err_clear(err);
+        return err_set(err,
+                       "the history of timeline %u, which recovery would read: %s "
+                       "(--target-timeline current does not read it)",
+                       tli, cause);
     }
     if (!*found)
         return true;

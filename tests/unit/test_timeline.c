@@ -226,6 +226,8 @@ static void test_damaged_history(void **state)
     assert_refused_as(f, "latest", TIMELINE_DAMAGED,
                       "the history of timeline 3, which recovery would read: ");
     assert_refused_as(f, "latest", TIMELINE_DAMAGED, "00000003.history");
+    assert_refused_as(f, "latest", TIMELINE_DAMAGED,
+                      "(--target-timeline current does not read it)");
     assert_refused_as(f, "3", TIMELINE_DAMAGED, "the history of timeline 3");
     /* current reads nothing */
     assert_follows(f, "current", 2, "2@0");
