@@ -117,7 +117,9 @@ static void verify_print_text(const backup_info *bi, const verify_result *r)
     }
     printf("  WAL: restorable: %s to %s present and checked (consistent at %s, %s)\n",
            bi->start_wal, bi->stop_wal, bi->stop_lsn, stop);
-    if (r->timeline_problem != NULL)
+    if (r->timeline_problem != NULL && r->timeline_damaged)
+        printf("  TIMELINE: a restore would fail: %s\n", r->timeline_problem);
+    else if (r->timeline_problem != NULL)
         printf("  TIMELINE: a restore the default way would be refused: %s; the window below is "
                "along the backup's own timeline (restore --target-timeline current)\n",
                r->timeline_problem);

@@ -77,8 +77,9 @@ static bool timeline_history(storage *repo, uint32_t tli, wal_history_entry **en
         snprintf(cause, sizeof(cause), "%s", err->msg);
         err_clear(err);
         return err_set(err,
-                       "the history of timeline %u, which recovery would read: %s "
-                       "(--target-timeline current does not read it)",
+                       "the history of timeline %u, which recovery would read: %s (PostgreSQL "
+                       "reads it whatever --target-timeline says: the restored server would not "
+                       "start until it is repaired in the repository)",
                        tli, cause);
     }
     if (!*found)
@@ -88,11 +89,17 @@ static bool timeline_history(storage *repo, uint32_t tli, wal_history_entry **en
     return ok;
 }
 
-/* PostgreSQL's findNewestTimeLine(): history files of tli + 1, + 2, ... until one is missing. */
-static bool timeline_newest(storage *repo, uint32_t tli, timeline_path *p, wal_history_entry **h,
-                            size_t *n, pgd_error *err)
+/*
+ * PostgreSQL's findNewestTimeLine(): history files of tli + 1, + 2, ...
+ * until one is missing, each read and checked; *newest gets the last found
+ * (tli when none), *h and *n its history (NULL when none was found).
+ * Recovery makes this probe to find the newest timeline when it follows
+ * the latest, and at its end, whatever it followed, to choose the next.
+ */
+static bool timeline_newest(storage *repo, uint32_t tli, uint32_t *newest, wal_history_entry **h,
+                            size_t *n, timeline_path *p, pgd_error *err)
 {
-    p->target = tli;
+    *newest = tli;
     *h = NULL;
     *n = 0;
     for (uint32_t probe = tli + 1; probe > tli; probe++) {
@@ -110,7 +117,7 @@ static bool timeline_newest(storage *repo, uint32_t tli, timeline_path *p, wal_h
         free(*h);
         *h = entries;
         *n = count;
-        p->target = probe;
+        *newest = probe;
     }
     return true;
 }
@@ -187,19 +194,32 @@ bool timeline_resolve(storage *repo, const backup_info *bi, const timeline_choic
                                "--target-timeline %u is older than the backup's timeline %u: the "
                                "restored server would not start",
                                c->number, bi->timeline);
-    if (goal == TIMELINE_LATEST && !timeline_newest(repo, bi->timeline, p, &h, &n, err))
+    if (goal == TIMELINE_LATEST && !timeline_newest(repo, bi->timeline, &p->target, &h, &n, p, err))
         return false;
-    if (goal == TIMELINE_NUMBER && c->number != bi->timeline) {
-        bool found;
+    if (goal == TIMELINE_NUMBER)
         p->target = c->number;
-        if (!timeline_history(repo, c->number, &h, &n, &found, p, err))
+    /* the history of the timeline recovery follows (timeline 1 has none) */
+    if (h == NULL && p->target > 1) {
+        bool found;
+        if (!timeline_history(repo, p->target, &h, &n, &found, p, err))
             return false;
-        if (!found)
+        if (!found && p->target != bi->timeline)
             return timeline_refuse(p, err,
                                    "timeline %u has no history file in repository \"%s\": "
                                    "PostgreSQL would refuse to start (\"recovery target timeline "
                                    "%u does not exist\")",
                                    c->number, repo->uri, c->number);
+    }
+    /* the probe at the end of recovery, for the next timeline (made above for the latest) */
+    if (goal != TIMELINE_LATEST) {
+        wal_history_entry *later;
+        size_t nlater;
+        uint32_t newest;
+        if (!timeline_newest(repo, p->target, &newest, &later, &nlater, p, err)) {
+            free(h);
+            return false;
+        }
+        free(later);
     }
     if (p->target == bi->timeline) {
         free(h);

@@ -146,6 +146,28 @@ static const verify_wal_leg *verify_wal_leg_of(const verify_wal_way *w, uint64_t
     return &w->legs[0];
 }
 
+/*
+ * The object recovery reads for segment `segno`, as PostgreSQL's
+ * XLogFileReadAnyTLI() finds it: from the newest leg that begins at or
+ * before it and holds it (an older timeline's copy when the newer one has
+ * none); NULL when none does. *list gets that leg's list.
+ */
+static const char *verify_wal_pick(const verify_wal_way *w, uint64_t segno,
+                                   const verify_wal_list **list)
+{
+    for (size_t i = w->n; i-- > 0;) {
+        const char *object;
+
+        if (i > 0 && w->legs[i].first_seg > segno)
+            continue;
+        if ((object = verify_wal_object(&w->legs[i].list, segno)) != NULL) {
+            *list = &w->legs[i].list;
+            return object;
+        }
+    }
+    return NULL;
+}
+
 static int verify_wal_cmp_names(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -354,6 +376,7 @@ static bool verify_wal_window_segment(const verify_request *req, const char *obj
 /* A segment of the window, and what its check found. */
 typedef struct verify_wal_item {
     const char *object; /* in the timeline's listing */
+    uint32_t tli;       /* of that timeline */
     char name[VERIFY_WAL_NAME];
     bool known;      /* the memo knew it: not read again */
     char *why;       /* malloc'd: it did not decode or pass the checks */
@@ -405,39 +428,52 @@ static bool verify_wal_reader_run(work_pool *pool, void *worker, size_t task, pg
 
 /*
  * The point-in-time window: the unbroken run of intact segments after
- * stop_seg, each read and checked as wal-fetch would; *end_seg is its last.
- * A damaged segment ends it as surely as a missing one, and is said in r.
+ * stop_seg along the way w, each read and checked as wal-fetch would, each
+ * the copy recovery reads (verify_wal_pick), and a later timeline's copy of
+ * the stop segment itself when it has one; *end_seg is its last, *end_tli
+ * the timeline of that segment's copy. A damaged segment ends it as surely
+ * as a missing one, and is said in r.
  * The segments are read --concurrency at a time, in batches taken in order
  * (an archive holds weeks of WAL, and on S3 each read waits on the
  * network); a batch is judged in order once read, so the window is the
  * same as one read a segment at a time.
  */
 static bool verify_wal_window(const verify_request *req, const verify_wal_way *w, uint64_t stop_seg,
-                              verify_result *r, uint64_t *end_seg, pgd_error *err)
+                              verify_result *r, uint64_t *end_seg, uint32_t *end_tli,
+                              pgd_error *err)
 {
     unsigned threads = req->concurrency < 1 ? 1u : (unsigned)req->concurrency;
     size_t batch = (size_t)threads * VERIFY_WAL_BATCH_PER_THREAD;
     verify_wal_item *items = calloc(batch, sizeof(*items));
     verify_wal_reader *readers = calloc(threads, sizeof(*readers));
     uint64_t next = stop_seg + 1;
+    uint32_t last_tli = w->legs[0].list.tli; /* of the segment read before */
     bool ok = items != NULL && readers != NULL, listed_end = false, ended = false;
     char text[PGD_ERROR_MAX];
+    const verify_wal_list *stop_list = NULL;
 
     *end_seg = stop_seg;
+    *end_tli = last_tli;
+    /* a timeline that begins in the stop segment has its own copy of it, which recovery reads */
+    if (verify_wal_pick(w, stop_seg, &stop_list) != NULL && stop_list != &w->legs[0].list)
+        next = stop_seg;
     if (!ok)
         err_set(err, "out of memory");
     while (ok && !listed_end && !ended) {
         size_t n = 0, unread = 0, known_bad = SIZE_MAX;
 
         for (; n < batch; n++) {
-            const verify_wal_list *l = &verify_wal_leg_of(w, next + n)->list;
-            const char *object = verify_wal_object(l, next + n);
+            const verify_wal_list *l = NULL;
+            const char *object = verify_wal_pick(w, next + n, &l);
 
-            if (object == NULL) {
+            /* none, or an older timeline's after a newer one's: PostgreSQL ends there
+               ("out-of-sequence timeline ID") */
+            if (object == NULL || l->tli < last_tli) {
                 listed_end = true;
                 break;
             }
-            items[n] = (verify_wal_item){.object = object};
+            last_tli = l->tli;
+            items[n] = (verify_wal_item){.object = object, .tli = l->tli};
             verify_wal_seg_name(l->tli, next + n, l->seg_size, items[n].name);
             if (!verify_wal_memo_lookup(req->memo, object, &items[n].known, &items[n].why,
                                         &items[n].sysid)) {
@@ -488,8 +524,10 @@ static bool verify_wal_window(const verify_request *req, const verify_wal_way *w
                 it->why = NULL;
                 ended = true;
             }
-            if (ok && !ended)
+            if (ok && !ended) {
                 *end_seg = next + i;
+                *end_tli = it->tli;
+            }
             free(it->why);
             it->why = NULL;
         }
@@ -513,7 +551,8 @@ static bool verify_wal_list_timeline(storage *repo, uint32_t tli, verify_wal_lis
     layout_wal_dir(name, dir, sizeof(dir));
     if (!storage_list(repo, dir, verify_wal_list_cb, l, err))
         return false;
-    qsort(l->names, l->n, sizeof(*l->names), verify_wal_cmp_names);
+    if (l->n > 0)
+        qsort(l->names, l->n, sizeof(*l->names), verify_wal_cmp_names);
     return true;
 }
 
@@ -532,8 +571,8 @@ static void verify_wal_list_free(verify_wal_list *l)
  * and the way is the backup's own timeline (what --target-timeline current
  * gives). False only when the repository could not be read.
  */
-static bool verify_wal_way_build(const verify_request *req, verify_wal_list *own, uint64_t stop_seg,
-                                 verify_result *r, verify_wal_way *w, pgd_error *err)
+static bool verify_wal_way_build(const verify_request *req, verify_wal_list *own, verify_result *r,
+                                 verify_wal_way *w, pgd_error *err)
 {
     timeline_choice c = {.goal = TIMELINE_DEFAULT};
     timeline_path p;
@@ -561,11 +600,8 @@ static bool verify_wal_way_build(const verify_request *req, verify_wal_list *own
     w->n = 1;
     for (size_t i = 1; i < n; i++) {
         verify_wal_leg *leg = &w->legs[w->n++];
-        uint64_t begin_seg = p.legs[i].begin / w->legs[0].list.seg_size;
-
         leg->list.seg_size = w->legs[0].list.seg_size;
-        /* the stop segment itself was read from the backup's timeline */
-        leg->first_seg = begin_seg > stop_seg ? begin_seg : stop_seg + 1;
+        leg->first_seg = p.legs[i].begin / w->legs[0].list.seg_size;
         if (!verify_wal_list_timeline(req->repo, p.legs[i].tli, &leg->list, err)) {
             timeline_path_free(&p);
             return false;
@@ -615,8 +651,10 @@ bool verify_wal(const verify_request *req, verify_result *r, pgd_error *err)
     const backup_info *bi = req->bi;
     verify_wal_list l = {0};
     verify_wal_way way = {0};
-    const verify_wal_list *end_list, *gap_list;
-    char dir[LAYOUT_PATH_MAX], name[VERIFY_WAL_NAME];
+    const verify_wal_list *gap_list;
+    uint64_t seg_size;
+    uint32_t end_tli;
+    char name[VERIFY_WAL_NAME];
     unsigned char head[VERIFY_SEG_HEADER_LEN];
     char *buf = NULL;
     const char *first;
@@ -630,11 +668,8 @@ bool verify_wal(const verify_request *req, verify_result *r, pgd_error *err)
         return true;
     }
     snprintf(name, sizeof(name), "%.*s", VERIFY_HEX_PART, bi->start_wal);
-    l.tli = (uint32_t)strtoul(name, NULL, 16);
-    layout_wal_dir(bi->start_wal, dir, sizeof(dir));
-    if (!storage_list(req->repo, dir, verify_wal_list_cb, &l, err))
+    if (!verify_wal_list_timeline(req->repo, (uint32_t)strtoul(name, NULL, 16), &l, err))
         goto out;
-    qsort(l.names, l.n, sizeof(*l.names), verify_wal_cmp_names);
     if ((buf = malloc(VERIFY_CHUNK)) == NULL) {
         ok = err_set(err, "out of memory");
         goto out;
@@ -715,17 +750,16 @@ bool verify_wal(const verify_request *req, verify_result *r, pgd_error *err)
      * is read and checked as wal-fetch would: a damaged one ends the window
      * as surely as a missing one, and is said.
      */
-    if (!verify_wal_way_build(req, &l, stop_seg, r, &way, err) ||
-        !verify_wal_window(req, &way, stop_seg, r, &end_seg, err)) {
+    if (!verify_wal_way_build(req, &l, r, &way, err) ||
+        !verify_wal_window(req, &way, stop_seg, r, &end_seg, &end_tli, err)) {
         ok = false;
         goto out;
     }
-    end_list = &verify_wal_leg_of(&way, end_seg)->list;
+    seg_size = way.legs[0].list.seg_size;
     gap_list = &verify_wal_leg_of(&way, end_seg + 1)->list;
-    verify_wal_seg_name(end_list->tli, end_seg, end_list->seg_size, r->window_end_wal);
+    verify_wal_seg_name(end_tli, end_seg, seg_size, r->window_end_wal);
     snprintf(r->window_end_lsn, sizeof(r->window_end_lsn), "%X/%X",
-             (uint32_t)(((end_seg + 1) * end_list->seg_size) >> 32),
-             (uint32_t)((end_seg + 1) * end_list->seg_size));
+             (uint32_t)(((end_seg + 1) * seg_size) >> 32), (uint32_t)((end_seg + 1) * seg_size));
     verify_wal_seg_name(gap_list->tli, end_seg + 1, gap_list->seg_size, name);
     if (r->damaged_wal[0] == '\0' && gap_list->n > 0 &&
         strncmp(gap_list->names[gap_list->n - 1], name, VERIFY_WAL_HEX) > 0) {

@@ -137,11 +137,15 @@ out=$(pgd restore "$B0" --repo "$REPO" --target-dir "$T/r2" 2>&1)
 is "$?" "1" "a damaged history file of the newest timeline: exit 1"
 like "$out" "the history of timeline 2, which recovery would read: .*00000002\.history" \
     "naming the file"
+ok $([ -e "$T/r2" ] && echo 1 || echo 0) "nothing was written"
+# recovery along timeline 1 reads it too, at its end, to choose its next timeline
+out=$(pgd restore "$B1" --repo "$REPO" --target-dir "$T/r2" --target-timeline current 2>&1)
+is "$?" "1" "the damaged history file, --target-timeline current: exit 1 too"
+like "$out" "the history of timeline 2, which recovery would read: .*PostgreSQL reads it whatever --target-timeline says" \
+    "saying that no --target-timeline avoids it"
 out=$(pgd verify --repo "$REPO" "$B0" 2>&1)
 is "$?" "3" "verify with the damaged history file: exit 3"
-like "$out" "TIMELINE: a restore the default way would be refused: the history of timeline 2" \
-    "verify: naming it"
-ok $([ -e "$T/r2" ] && echo 1 || echo 0) "nothing was written"
+like "$out" "TIMELINE: a restore would fail: the history of timeline 2" "verify: naming it"
 cp "$T/history.keep" "$obj"
 out=$(pgd restore "$B0" --repo "$REPO" --target-dir "$T/r2" --target-timeline 7 2>&1)
 is "$?" "1" "--target-timeline 7, which has no history file: exit 1"
@@ -151,4 +155,30 @@ out=$(pgd restore "$B0" --repo "$REPO" --target-dir "$T/r2" --target-timeline fo
 is "$?" "2" "--target-timeline foo: a usage error (exit 2)"
 like "$out" '^pgdirect: error: invalid value "foo" for option "--target-timeline": expected latest, current or a timeline number' \
     "it says what it expects"
+# ---- a test restore promoted right at the later backup's end: timeline 3 begins inside the
+# backup's stop segment, with its own copy of that segment, which recovery reads ----
+STOP_LSN=$(pgd list --repo "$REPO" --json | python3 -c "import json,sys; print([b for b in json.load(sys.stdin) if b['id'] == '$B1'][0]['stop_lsn'])")
+STOP_WAL=$(pgd list --repo "$REPO" --json | python3 -c "import json,sys; print([b for b in json.load(sys.stdin) if b['id'] == '$B1'][0]['stop_wal'])")
+pgd restore "$B1" --repo "$REPO" --target-dir "$T/fork3" --target-lsn "$STOP_LSN" --target-timeline current \
+    --target-action promote >"$T/fork3.restore.log" 2>&1 || bail "restore for timeline 3 failed"
+FORK_PORT=$(free_port)
+printf "port = %s\nrecovery_target_inclusive = off\n" "$FORK_PORT" >>"$T/fork3/postgresql.auto.conf"
+pg_start "$T/fork3" "$FORK_PORT"
+for _ in $(seq 1 300); do
+    [ "$(psql_at "$FORK_PORT" "SELECT pg_is_in_recovery()" 2>/dev/null)" = "f" ] && break
+    sleep 0.2
+done
+psql_at "$FORK_PORT" "INSERT INTO t SELECT generate_series(7001, 7100)"
+archive_all "$FORK_PORT"
+pg_stop "$T/fork3"
+copy="$REPO/wal/00000003/$(ls "$REPO/wal/00000003/" | grep "^00000003${STOP_WAL:8}")"
+[ -f "$copy" ] || bail "timeline 3 has no copy of the stop segment $STOP_WAL: $(ls "$REPO/wal/00000003/")"
+out=$(pgd verify --repo "$REPO" "$B1" 2>&1)
+is "$?" "0" "timeline 3 begins in the later backup's stop segment: verify exit 0"
+like "$out" "point-in-time window: from .* \(the end of segment 00000003[0-9A-F]{16}\)" \
+    "verify: its window follows timeline 3"
+flip_byte "$copy" 4000
+out=$(pgd verify --repo "$REPO" "$B1" 2>&1)
+is "$?" "3" "timeline 3's copy of the stop segment damaged: verify exit 3"
+like "$out" "WAL DAMAGED: segment 00000003${STOP_WAL:8}" "verify: naming timeline 3's copy"
 done_testing

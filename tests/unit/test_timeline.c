@@ -5,8 +5,9 @@
  * is missing, a gap ending the probe); a target whose history keeps the
  * backup's timeline past the backup's end is taken, one that leaves it
  * earlier, does not descend from it, is older than it or has no history
- * file is refused, each saying why; a damaged history file is refused by
- * name; current, or the backup's own number, reads nothing.
+ * file is refused, each saying why; a damaged history file recovery would
+ * read is refused by name, whatever the target: the target's own, and the
+ * later ones recovery probes at its end to choose the next timeline.
  */
 #include "helpers.h"
 
@@ -227,10 +228,28 @@ static void test_damaged_history(void **state)
                       "the history of timeline 3, which recovery would read: ");
     assert_refused_as(f, "latest", TIMELINE_DAMAGED, "00000003.history");
     assert_refused_as(f, "latest", TIMELINE_DAMAGED,
-                      "(--target-timeline current does not read it)");
+                      "(PostgreSQL reads it whatever --target-timeline says: the restored server "
+                      "would not start until it is repaired in the repository)");
     assert_refused_as(f, "3", TIMELINE_DAMAGED, "the history of timeline 3");
-    /* current reads nothing */
+    /* recovery along the backup's own timeline still reads it at its end, for the next one */
+    assert_refused_as(f, "current", TIMELINE_DAMAGED, "the history of timeline 3");
+    assert_refused_as(f, "2", TIMELINE_DAMAGED, "the history of timeline 3");
+}
+
+/* The history of the backup's own timeline is read too: recovery reads its target's. */
+static void test_damaged_own_history(void **state)
+{
+    fixture *f = *state;
+    char path[4200];
+
+    archive_history(f, 2, "1\t0/4000000\tno recovery target specified\n");
+    assert_follows(f, "latest", 2, "2@0");
     assert_follows(f, "current", 2, "2@0");
+    snprintf(path, sizeof(path), "%s/repo/wal/00000002/00000002.history.lz4", f->dir);
+    assert_int_equal(truncate(path, 20), 0);
+    assert_refused_as(f, "latest", TIMELINE_DAMAGED, "the history of timeline 2, which recovery");
+    assert_refused_as(f, "current", TIMELINE_DAMAGED, "the history of timeline 2, which recovery");
+    assert_refused_as(f, "2", TIMELINE_DAMAGED, "the history of timeline 2, which recovery");
 }
 
 int main(void)
@@ -242,6 +261,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_newest_descends, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_damaged_history, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_damaged_own_history, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
