@@ -360,7 +360,7 @@ static bool backup_info_resolve_latest(storage *repo, backup_info *bi, pgd_error
 
 bool backup_info_resolve(storage *repo, const char *id_or_latest, backup_info *bi, pgd_error *err)
 {
-    bool missing = false;
+    bool missing = false, unread = false;
 
     if (strcmp(id_or_latest, "LATEST") == 0)
         return backup_info_resolve_latest(repo, bi, err);
@@ -369,11 +369,14 @@ bool backup_info_resolve(storage *repo, const char *id_or_latest, backup_info *b
                        "invalid backup id \"%s\": expected LATEST or an id like "
                        "20261129T215959F",
                        id_or_latest);
-    if (!backup_info_load(repo, id_or_latest, bi, &missing, err)) {
+    if (!backup_info_load_sentinel(repo, id_or_latest, bi, &missing, &unread, err)) {
         if (missing)
             return err_set(err, "backup \"%s\" not found in repository \"%s\"", id_or_latest,
                            repo->uri);
-        if (!err->transient)
+        /* a sentinel that could not be read (permission, the repository) is no verdict on it */
+        if (unread)
+            err_prefix(err, "could not read the sentinel of backup %s", id_or_latest);
+        else if (!err->transient)
             err_prefix(err, "backup %s is damaged", id_or_latest);
         return false;
     }

@@ -40,6 +40,13 @@ expect_error "delete with an unreadable sentinel" "backups/$B.done.json.*Permiss
 is "$(ls "$REPO/backups" | grep -c done.json)" "2" "and removes nothing"
 out=$(pgd verify --repo "$REPO" --all 2>&1)
 is "$?" "1" "verify --all: exit 1 (could not check), not 3 (damaged)"
+expect_error "restore of the id whose sentinel cannot be read" \
+    "could not read the sentinel of backup $B: .*Permission denied" \
+    pgd restore "$B" --repo "$REPO" --target-dir "$T/r_unread"
+ok $(printf '%s' "$EXPECT_OUT" | grep -q "is damaged" && echo 1 || echo 0) "and does not call it damaged"
+out=$(pgd verify --repo "$REPO" "$B" 2>&1)
+is "$?" "1" "verify of that id: exit 1 (could not check)"
+ok $(printf '%s' "$out" | grep -q "is damaged" && echo 1 || echo 0) "and does not call it damaged"
 cp -p "$T/B.sentinel" "$REPO/backups/$B.done.json"
 
 # ---- B's sentinel empty ----
