@@ -120,8 +120,8 @@ static void verify_print_text(const backup_info *bi, const verify_result *r)
     if (r->timeline_problem != NULL && r->timeline_damaged)
         printf("  TIMELINE: a restore would fail: %s\n", r->timeline_problem);
     else if (r->timeline_problem != NULL)
-        printf("  TIMELINE: a restore the default way would be refused: %s; the window below is "
-               "along the backup's own timeline (restore --target-timeline current)\n",
+        printf("  TIMELINE: a restore the default way would fail: %s; the window below is along "
+               "the backup's own timeline (restore --target-timeline current)\n",
                r->timeline_problem);
     printf("  point-in-time window: from %s (%s) to %s (the end of segment %s)\n", bi->stop_lsn,
            stop, r->window_end_lsn, r->window_end_wal);

@@ -210,6 +210,23 @@ bool timeline_resolve(storage *repo, const backup_info *bi, const timeline_choic
                                    "%u does not exist\")",
                                    c->number, repo->uri, c->number);
     }
+    /*
+     * Before replay, recovery fetches the history of every timeline from the
+     * backup's up to the one it follows (restoreTimeLineHistoryFiles();
+     * timeline 1 has none): the latest's probe read those above the backup's.
+     */
+    for (uint32_t tli = bi->timeline > 1 ? bi->timeline : 2; tli < p->target; tli++) {
+        wal_history_entry *between;
+        size_t nbetween;
+        bool found;
+        if (goal == TIMELINE_LATEST && tli > bi->timeline)
+            break;
+        if (!timeline_history(repo, tli, &between, &nbetween, &found, p, err)) {
+            free(h);
+            return false;
+        }
+        free(between);
+    }
     /* the probe at the end of recovery, for the next timeline (made above for the latest) */
     if (goal != TIMELINE_LATEST) {
         wal_history_entry *later;

@@ -427,6 +427,33 @@ static bool verify_wal_reader_run(work_pool *pool, void *worker, size_t task, pg
 }
 
 /*
+ * Where the window ends without a damaged segment at segment segno: the
+ * segment recovery looked for first (on the newest timeline that begins at
+ * or before it) is missing, and said as a gap in r when later WAL exists:
+ * the next one on that timeline, or `unreachable`, a newer timeline's
+ * segment that cannot follow the older timeline's copy read for `missing`.
+ */
+static void verify_wal_gap(const verify_wal_way *w, uint64_t segno, const char *unreachable,
+                           const char *missing, verify_result *r)
+{
+    const verify_wal_list *l = &verify_wal_leg_of(w, segno)->list;
+
+    if (unreachable != NULL) {
+        snprintf(r->gap_wal, sizeof(r->gap_wal), "%s", missing);
+        snprintf(r->gap_resume_wal, sizeof(r->gap_resume_wal), "%.*s", VERIFY_WAL_HEX, unreachable);
+        return;
+    }
+    verify_wal_seg_name(l->tli, segno, l->seg_size, r->gap_wal);
+    for (size_t i = 0; i < l->n; i++)
+        if (strncmp(l->names[i], r->gap_wal, VERIFY_WAL_HEX) > 0) {
+            snprintf(r->gap_resume_wal, sizeof(r->gap_resume_wal), "%.*s", VERIFY_WAL_HEX,
+                     l->names[i]);
+            return;
+        }
+    r->gap_wal[0] = '\0'; /* the end of the archive, not a gap */
+}
+
+/*
  * The point-in-time window: the unbroken run of intact segments after
  * stop_seg along the way w, each read and checked as wal-fetch would, each
  * the copy recovery reads (verify_wal_pick), and a later timeline's copy of
@@ -440,7 +467,7 @@ static bool verify_wal_reader_run(work_pool *pool, void *worker, size_t task, pg
  */
 static bool verify_wal_window(const verify_request *req, const verify_wal_way *w, uint64_t stop_seg,
                               verify_result *r, uint64_t *end_seg, uint32_t *end_tli,
-                              pgd_error *err)
+                              bool *stop_copy_damaged, pgd_error *err)
 {
     unsigned threads = req->concurrency < 1 ? 1u : (unsigned)req->concurrency;
     size_t batch = (size_t)threads * VERIFY_WAL_BATCH_PER_THREAD;
@@ -448,15 +475,28 @@ static bool verify_wal_window(const verify_request *req, const verify_wal_way *w
     verify_wal_reader *readers = calloc(threads, sizeof(*readers));
     uint64_t next = stop_seg + 1;
     uint32_t last_tli = w->legs[0].list.tli; /* of the segment read before */
+    uint32_t fell_back_to = UINT32_MAX;      /* an older timeline read where a newer one begun */
+    char missing[VERIFY_WAL_NAME];           /* the newer one's segment it stood in for */
     bool ok = items != NULL && readers != NULL, listed_end = false, ended = false;
     char text[PGD_ERROR_MAX];
     const verify_wal_list *stop_list = NULL;
 
     *end_seg = stop_seg;
     *end_tli = last_tli;
-    /* a timeline that begins in the stop segment has its own copy of it, which recovery reads */
+    *stop_copy_damaged = false;
+    r->gap_wal[0] = r->gap_resume_wal[0] = missing[0] = '\0';
+    /*
+     * A timeline that begins in the stop segment has its own copy of it,
+     * which recovery reads; without one, recovery reads the backup's
+     * timeline's copy there and cannot go on to the newer one.
+     */
     if (verify_wal_pick(w, stop_seg, &stop_list) != NULL && stop_list != &w->legs[0].list)
         next = stop_seg;
+    else if (verify_wal_leg_of(w, stop_seg) != &w->legs[0]) {
+        fell_back_to = w->legs[0].list.tli;
+        verify_wal_seg_name(verify_wal_leg_of(w, stop_seg)->list.tli, stop_seg,
+                            w->legs[0].list.seg_size, missing);
+    }
     if (!ok)
         err_set(err, "out of memory");
     while (ok && !listed_end && !ended) {
@@ -466,11 +506,22 @@ static bool verify_wal_window(const verify_request *req, const verify_wal_way *w
             const verify_wal_list *l = NULL;
             const char *object = verify_wal_pick(w, next + n, &l);
 
-            /* none, or an older timeline's after a newer one's: PostgreSQL ends there
-               ("out-of-sequence timeline ID") */
-            if (object == NULL || l->tli < last_tli) {
+            /*
+             * PostgreSQL ends there: none; an older timeline's after a newer
+             * one's ("out-of-sequence timeline ID"); a newer one's after an
+             * older timeline's copy was read in its stead (replay went on
+             * along the older one: "incorrect prev-link").
+             */
+            if (object == NULL || l->tli < last_tli || l->tli > fell_back_to) {
+                verify_wal_gap(w, next + n, object != NULL && l->tli > fell_back_to ? object : NULL,
+                               missing, r);
                 listed_end = true;
                 break;
+            }
+            if (l != &verify_wal_leg_of(w, next + n)->list && fell_back_to == UINT32_MAX) {
+                fell_back_to = l->tli;
+                verify_wal_seg_name(verify_wal_leg_of(w, next + n)->list.tli, next + n, l->seg_size,
+                                    missing);
             }
             last_tli = l->tli;
             items[n] = (verify_wal_item){.object = object, .tli = l->tli};
@@ -519,6 +570,7 @@ static bool verify_wal_window(const verify_request *req, const verify_wal_way *w
                 (it->why = strdup(text)) == NULL)
                 ok = err_set(err, "out of memory");
             if (ok && !ended && it->why != NULL) {
+                *stop_copy_damaged = next + i == stop_seg;
                 snprintf(r->damaged_wal, sizeof(r->damaged_wal), "%s", it->name);
                 r->damaged_wal_why = it->why;
                 it->why = NULL;
@@ -533,6 +585,8 @@ static bool verify_wal_window(const verify_request *req, const verify_wal_way *w
         }
         next += n;
     }
+    if (ended) /* the window ends before a damaged segment, not at a gap after it */
+        r->gap_wal[0] = r->gap_resume_wal[0] = '\0';
     for (unsigned i = 0; readers != NULL && i < threads; i++)
         free(readers[i].buf);
     free(readers);
@@ -651,9 +705,9 @@ bool verify_wal(const verify_request *req, verify_result *r, pgd_error *err)
     const backup_info *bi = req->bi;
     verify_wal_list l = {0};
     verify_wal_way way = {0};
-    const verify_wal_list *gap_list;
     uint64_t seg_size;
     uint32_t end_tli;
+    bool stop_copy_damaged;
     char name[VERIFY_WAL_NAME];
     unsigned char head[VERIFY_SEG_HEADER_LEN];
     char *buf = NULL;
@@ -751,26 +805,40 @@ bool verify_wal(const verify_request *req, verify_result *r, pgd_error *err)
      * as surely as a missing one, and is said.
      */
     if (!verify_wal_way_build(req, &l, r, &way, err) ||
-        !verify_wal_window(req, &way, stop_seg, r, &end_seg, &end_tli, err)) {
+        !verify_wal_window(req, &way, stop_seg, r, &end_seg, &end_tli, &stop_copy_damaged, err)) {
         ok = false;
         goto out;
     }
+    /*
+     * A later timeline's copy of the stop segment is the first segment a
+     * restore the default way reads: damaged, that restore does not start.
+     * Along the backup's own timeline it does: that window is the one to give.
+     */
+    if (stop_copy_damaged) {
+        if (asprintf(&r->timeline_problem,
+                     "the copy of the stop segment on the timeline it follows, %s, is damaged "
+                     "(recovery reads it first): %s",
+                     r->damaged_wal, r->damaged_wal_why) < 0) {
+            r->timeline_problem = NULL;
+            ok = err_set(err, "out of memory");
+            goto out;
+        }
+        free(r->damaged_wal_why);
+        r->damaged_wal_why = NULL;
+        r->damaged_wal[0] = '\0';
+        for (size_t i = 1; i < way.n; i++)
+            verify_wal_list_free(&way.legs[i].list);
+        way.n = 1;
+        if (!verify_wal_window(req, &way, stop_seg, r, &end_seg, &end_tli, &stop_copy_damaged,
+                               err)) {
+            ok = false;
+            goto out;
+        }
+    }
     seg_size = way.legs[0].list.seg_size;
-    gap_list = &verify_wal_leg_of(&way, end_seg + 1)->list;
     verify_wal_seg_name(end_tli, end_seg, seg_size, r->window_end_wal);
     snprintf(r->window_end_lsn, sizeof(r->window_end_lsn), "%X/%X",
              (uint32_t)(((end_seg + 1) * seg_size) >> 32), (uint32_t)((end_seg + 1) * seg_size));
-    verify_wal_seg_name(gap_list->tli, end_seg + 1, gap_list->seg_size, name);
-    if (r->damaged_wal[0] == '\0' && gap_list->n > 0 &&
-        strncmp(gap_list->names[gap_list->n - 1], name, VERIFY_WAL_HEX) > 0) {
-        snprintf(r->gap_wal, sizeof(r->gap_wal), "%s", name);
-        for (size_t i = 0; i < gap_list->n; i++)
-            if (strncmp(gap_list->names[i], r->gap_wal, VERIFY_WAL_HEX) > 0) {
-                snprintf(r->gap_resume_wal, sizeof(r->gap_resume_wal), "%.*s", VERIFY_WAL_HEX,
-                         gap_list->names[i]);
-                break;
-            }
-    }
 out:
     for (size_t i = 0; i < way.n; i++)
         verify_wal_list_free(&way.legs[i].list);

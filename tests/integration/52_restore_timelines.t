@@ -62,8 +62,10 @@ is "$(psql_at "$FORK_PORT" "SELECT timeline_id FROM pg_control_checkpoint()")" "
     "the promoted test restore runs on timeline 2"
 psql_at "$FORK_PORT" "INSERT INTO t SELECT generate_series(5001, 5500)"
 archive_all "$FORK_PORT"
+psql_at "$FORK_PORT" "INSERT INTO t SELECT generate_series(5501, 5600)"
+archive_all "$FORK_PORT"
 END_TL2=$(rows "$FORK_PORT")
-is "$END_TL2" "2500 4626250" "timeline 2: the 2,000 rows of the restore point and 500 of its own"
+is "$END_TL2" "2600 5181300" "timeline 2: the 2,000 rows of the restore point and 600 of its own"
 pg_stop "$T/fork"
 history=$(ls "$REPO/wal/00000002/" | grep '^00000002\.history')
 [ -n "$history" ] || bail "timeline 2's history file was not archived"
@@ -71,7 +73,7 @@ history=$(ls "$REPO/wal/00000002/" | grep '^00000002\.history')
 # ---- verify says so, and follows timeline 2 where a restore does ----
 out=$(pgd verify --repo "$REPO" "$B1" 2>&1)
 is "$?" "3" "verify of the later backup: exit 3"
-like "$out" "TIMELINE: a restore the default way would be refused: recovery would follow timeline 2, the newest in the repository, which leaves the backup's timeline 1 at" \
+like "$out" "TIMELINE: a restore the default way would fail: recovery would follow timeline 2, the newest in the repository, which leaves the backup's timeline 1 at" \
     "verify: a TIMELINE line says why"
 like "$out" "point-in-time window: from .* \(the end of segment 00000001[0-9A-F]{16}\)" \
     "verify: and gives the window along the backup's own timeline"
@@ -83,6 +85,18 @@ out=$(pgd verify --repo "$REPO" "$B0" 2>&1)
 is "$?" "0" "verify of the older backup: exit 0"
 like "$out" "point-in-time window: from .* \(the end of segment $last_tl2\)" \
     "verify: its window follows timeline 2 to its last segment ($last_tl2)"
+# timeline 2 without its copy of the segment it began in: recovery reads timeline 1's copy there,
+# goes on along timeline 1, and cannot reach timeline 2's later segments
+first_tl2=$(ls "$REPO/wal/00000002/" | grep -E '^00000002[0-9A-F]{16}' | sort | head -1)
+[ "${first_tl2:0:24}" != "$last_tl2" ] || bail "timeline 2 has one segment only"
+mv "$REPO/wal/00000002/$first_tl2" "$T/first_tl2.keep"
+out=$(pgd verify --repo "$REPO" "$B0" 2>&1)
+is "$?" "0" "timeline 2's first segment missing: verify exit 0"
+like "$out" "point-in-time window: from .* \(the end of segment 00000001${first_tl2:8:16}\)" \
+    "verify: the window ends with timeline 1's copy of that segment"
+like "$out" "WAL gap: segment ${first_tl2:0:24} is missing \(the window ends there\); later WAL resumes at 00000002" \
+    "verify: and names timeline 2's missing segment as the gap"
+mv "$T/first_tl2.keep" "$REPO/wal/00000002/$first_tl2"
 
 # ---- the later backup, the default way: refused before anything is written ----
 out=$(pgd restore "$B1" --repo "$REPO" --target-dir "$T/r1" 2>&1)
@@ -180,5 +194,8 @@ like "$out" "point-in-time window: from .* \(the end of segment 00000003[0-9A-F]
 flip_byte "$copy" 4000
 out=$(pgd verify --repo "$REPO" "$B1" 2>&1)
 is "$?" "3" "timeline 3's copy of the stop segment damaged: verify exit 3"
-like "$out" "WAL DAMAGED: segment 00000003${STOP_WAL:8}" "verify: naming timeline 3's copy"
+like "$out" "TIMELINE: a restore the default way would fail: the copy of the stop segment on the timeline it follows, 00000003${STOP_WAL:8}, is damaged" \
+    "verify: naming timeline 3's copy, which a default restore reads first"
+like "$out" "point-in-time window: from .* \(the end of segment 00000001[0-9A-F]{16}\)" \
+    "verify: and the window along timeline 1"
 done_testing

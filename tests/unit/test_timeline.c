@@ -250,6 +250,29 @@ static void test_damaged_own_history(void **state)
     assert_refused_as(f, "latest", TIMELINE_DAMAGED, "the history of timeline 2, which recovery");
     assert_refused_as(f, "current", TIMELINE_DAMAGED, "the history of timeline 2, which recovery");
     assert_refused_as(f, "2", TIMELINE_DAMAGED, "the history of timeline 2, which recovery");
+    /* recovery along a newer timeline still fetches it first (restoreTimeLineHistoryFiles) */
+    archive_history(f, 3,
+                    "1\t0/4000000\tno recovery target specified\n"
+                    "2\t0/9000000\tno recovery target specified\n");
+    assert_refused_as(f, "latest", TIMELINE_DAMAGED, "the history of timeline 2, which recovery");
+    assert_refused_as(f, "3", TIMELINE_DAMAGED, "the history of timeline 2, which recovery");
+}
+
+/* --target-timeline N fetches the history of every timeline from the backup's up to N. */
+static void test_damaged_history_between(void **state)
+{
+    fixture *f = *state;
+    char path[4200];
+
+    archive_history(f, 3, "1\t0/4000000\tno recovery target specified\n");
+    archive_history(f, 4,
+                    "1\t0/4000000\tno recovery target specified\n"
+                    "2\t0/9000000\tno recovery target specified\n");
+    assert_follows(f, "4", 4, "2@0 4@9000000");
+    snprintf(path, sizeof(path), "%s/repo/wal/00000003/00000003.history.lz4", f->dir);
+    assert_int_equal(truncate(path, 20), 0);
+    /* timeline 3 is on no timeline's way here, and recovery fetches it all the same */
+    assert_refused_as(f, "4", TIMELINE_DAMAGED, "the history of timeline 3, which recovery");
 }
 
 int main(void)
@@ -262,6 +285,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_damaged_history, setup, teardown),
         cmocka_unit_test_setup_teardown(test_damaged_own_history, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_damaged_history_between, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
