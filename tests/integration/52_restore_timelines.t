@@ -18,6 +18,19 @@ backup_id() { # backup_id: the newest backup's id
     pgd list --repo "$REPO" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["id"])'
 }
 rows() { psql_at "$1" "SELECT count(*) || ' ' || sum(i) FROM t"; }
+# start_promoted DIR: start the restored DIR on a new port (FORK_PORT), archiving into the
+# repository as its postgresql.conf says, and wait until its recovery has ended
+start_promoted() {
+    FORK_PORT=$(free_port)
+    echo "port = $FORK_PORT" >>"$1/postgresql.auto.conf"
+    pg_start "$1" "$FORK_PORT"
+    for _ in $(seq 1 300); do
+        [ "$(psql_at "$FORK_PORT" "SELECT pg_is_in_recovery()" 2>/dev/null)" = "f" ] && return
+        sleep 0.2
+    done
+    bail "the server in $1 did not leave recovery"
+}
+b1_field() { pgd list --repo "$REPO" --json | python3 -c "import json,sys; print([b for b in json.load(sys.stdin) if b['id'] == '$B1'][0]['$1'])"; }
 
 q "CREATE TABLE t (i int)"
 q "INSERT INTO t SELECT generate_series(1, 1000)"
@@ -51,13 +64,7 @@ ok $(grep -q "recovery_target_timeline" "$T/before/postgresql.auto.conf" && echo
 # ---- timeline 2: the older backup restored to the restore point, promoted, archiving here ----
 pgd restore "$B0" --repo "$REPO" --target-dir "$T/fork" --target-name fork --target-action promote \
     >"$T/fork.restore.log" 2>&1 || bail "restore of $B0 failed: $(tail -3 "$T/fork.restore.log")"
-FORK_PORT=$(free_port)
-echo "port = $FORK_PORT" >>"$T/fork/postgresql.auto.conf"
-pg_start "$T/fork" "$FORK_PORT"
-for _ in $(seq 1 300); do
-    [ "$(psql_at "$FORK_PORT" "SELECT pg_is_in_recovery()" 2>/dev/null)" = "f" ] && break
-    sleep 0.2
-done
+start_promoted "$T/fork"
 is "$(psql_at "$FORK_PORT" "SELECT timeline_id FROM pg_control_checkpoint()")" "2" \
     "the promoted test restore runs on timeline 2"
 psql_at "$FORK_PORT" "INSERT INTO t SELECT generate_series(5001, 5500)"
@@ -171,17 +178,12 @@ like "$out" '^pgdirect: error: invalid value "foo" for option "--target-timeline
     "it says what it expects"
 # ---- a test restore promoted right at the later backup's end: timeline 3 begins inside the
 # backup's stop segment, with its own copy of that segment, which recovery reads ----
-STOP_LSN=$(pgd list --repo "$REPO" --json | python3 -c "import json,sys; print([b for b in json.load(sys.stdin) if b['id'] == '$B1'][0]['stop_lsn'])")
-STOP_WAL=$(pgd list --repo "$REPO" --json | python3 -c "import json,sys; print([b for b in json.load(sys.stdin) if b['id'] == '$B1'][0]['stop_wal'])")
+STOP_LSN=$(b1_field stop_lsn)
+STOP_WAL=$(b1_field stop_wal)
 pgd restore "$B1" --repo "$REPO" --target-dir "$T/fork3" --target-lsn "$STOP_LSN" --target-timeline current \
     --target-action promote >"$T/fork3.restore.log" 2>&1 || bail "restore for timeline 3 failed"
-FORK_PORT=$(free_port)
-printf "port = %s\nrecovery_target_inclusive = off\n" "$FORK_PORT" >>"$T/fork3/postgresql.auto.conf"
-pg_start "$T/fork3" "$FORK_PORT"
-for _ in $(seq 1 300); do
-    [ "$(psql_at "$FORK_PORT" "SELECT pg_is_in_recovery()" 2>/dev/null)" = "f" ] && break
-    sleep 0.2
-done
+echo "recovery_target_inclusive = off" >>"$T/fork3/postgresql.auto.conf"
+start_promoted "$T/fork3"
 psql_at "$FORK_PORT" "INSERT INTO t SELECT generate_series(7001, 7100)"
 archive_all "$FORK_PORT"
 pg_stop "$T/fork3"

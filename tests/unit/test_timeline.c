@@ -61,6 +61,15 @@ static void archive_history(fixture *f, uint32_t tli, const char *text)
 }
 
 /* --target-timeline `value` is refused, the message holding `want`, for reason `failure`. */
+/* Cut timeline tli's archived history file short. */
+static void damage_history(fixture *f, uint32_t tli)
+{
+    char path[4200];
+
+    snprintf(path, sizeof(path), "%s/repo/wal/%08X/%08X.history.lz4", f->dir, tli, tli);
+    assert_int_equal(truncate(path, 20), 0);
+}
+
 static void assert_refused_as(fixture *f, const char *value, timeline_failure failure,
                               const char *want)
 {
@@ -213,17 +222,11 @@ static void test_refused(void **state)
 static void test_damaged_history(void **state)
 {
     fixture *f = *state;
-    char path[4200];
-    FILE *fp;
 
     archive_history(f, 3, "2\t0/9000000\tno recovery target specified\n");
     assert_follows(f, "latest", 3, "2@0 3@9000000");
     /* the object cut short: refused, naming the file, whichever way it is asked */
-    snprintf(path, sizeof(path), "%s/repo/wal/00000003/00000003.history.lz4", f->dir);
-    fp = fopen(path, "r+");
-    assert_non_null(fp);
-    assert_int_equal(ftruncate(fileno(fp), 20), 0);
-    assert_int_equal(fclose(fp), 0);
+    damage_history(f, 3);
     assert_refused_as(f, "latest", TIMELINE_DAMAGED,
                       "the history of timeline 3, which recovery would read: ");
     assert_refused_as(f, "latest", TIMELINE_DAMAGED, "00000003.history");
@@ -240,13 +243,11 @@ static void test_damaged_history(void **state)
 static void test_damaged_own_history(void **state)
 {
     fixture *f = *state;
-    char path[4200];
 
     archive_history(f, 2, "1\t0/4000000\tno recovery target specified\n");
     assert_follows(f, "latest", 2, "2@0");
     assert_follows(f, "current", 2, "2@0");
-    snprintf(path, sizeof(path), "%s/repo/wal/00000002/00000002.history.lz4", f->dir);
-    assert_int_equal(truncate(path, 20), 0);
+    damage_history(f, 2);
     assert_refused_as(f, "latest", TIMELINE_DAMAGED, "the history of timeline 2, which recovery");
     assert_refused_as(f, "current", TIMELINE_DAMAGED, "the history of timeline 2, which recovery");
     assert_refused_as(f, "2", TIMELINE_DAMAGED, "the history of timeline 2, which recovery");
@@ -262,15 +263,13 @@ static void test_damaged_own_history(void **state)
 static void test_damaged_history_between(void **state)
 {
     fixture *f = *state;
-    char path[4200];
 
     archive_history(f, 3, "1\t0/4000000\tno recovery target specified\n");
     archive_history(f, 4,
                     "1\t0/4000000\tno recovery target specified\n"
                     "2\t0/9000000\tno recovery target specified\n");
     assert_follows(f, "4", 4, "2@0 4@9000000");
-    snprintf(path, sizeof(path), "%s/repo/wal/00000003/00000003.history.lz4", f->dir);
-    assert_int_equal(truncate(path, 20), 0);
+    damage_history(f, 3);
     /* timeline 3 is on no timeline's way here, and recovery fetches it all the same */
     assert_refused_as(f, "4", TIMELINE_DAMAGED, "the history of timeline 3, which recovery");
 }
