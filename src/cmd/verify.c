@@ -42,7 +42,7 @@ static const command_help verify_help = {
     "The point-in-time window is the unbroken run of intact segments after the stop, each\n"
     "read and checked once per run (--concurrency at a time): it ends before the first\n"
     "missing or damaged one. It follows the timelines a restore the default way follows\n"
-    "(the newest in the repository, when its history passes through the backup).\n"
+    "(the newest PostgreSQL finds, when its history passes through the backup).\n"
     "Nothing is written to the repository.\n"
     "A delta backup is verified with its chain (its parents down to the full backup, each\n"
     "against its own manifest, increments against their own CRCs too); a delta whose parent\n"
@@ -320,9 +320,8 @@ static int verify_run(const verify_settings *s, storage *repo, pgd_error *err)
         return EXIT_DAMAGED;
     }
     if (timeline_bad > 0) {
-        log_error("a restore the default way of %zu of %zu backups verified would be refused: the "
-                  "timeline it follows does not pass through them, or its history is damaged "
-                  "(see TIMELINE)",
+        log_error("a restore the default way of %zu of %zu backups verified would fail, because "
+                  "of the timelines it follows (see TIMELINE)",
                   timeline_bad, n);
         return EXIT_DAMAGED;
     }

@@ -19,7 +19,7 @@
 #define BACKUP_START_PREFIX "START WAL LOCATION: "
 #define BACKUP_FILE_PREFIX  " (file "
 #define WAL_NAME_LEN        24   /* the segment a backup history file names */
-#define HISTORY_LINE_MAX    1022 /* bytes before the newline (PostgreSQL's MAXPGPATH - 2) */
+#define HISTORY_LINE_MAX    1023 /* bytes before the newline (PostgreSQL's MAXPGPATH - 1) */
 
 /* "<noun> "NAME" <what>": the same words as wal_segment.c's failures. */
 static bool wal_history_fail(pgd_error *err, const char *noun, const char *name, const char *fmt,
@@ -78,8 +78,8 @@ bool wal_history_check(const char *name, uint32_t name_tli, const char *text, si
         char *after;
 
         lineno++;
-        /* readTimeLineHistory() reads a line at a time into 1,024 bytes (its newline and NUL
-           included): the rest of a longer one would be read as a line of its own */
+        /* readTimeLineHistory() reads a line at a time into 1,024 bytes, NUL included: what
+           follows the first 1,023 is read as a line of its own (a lone newline is blank) */
         if (nl - line > HISTORY_LINE_MAX)
             return wal_history_fail(err, HISTORY_NOUN, name,
                                     "has a line longer than PostgreSQL reads in line %u (%zu "

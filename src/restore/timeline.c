@@ -146,7 +146,8 @@ void timeline_log_path(const timeline_path *p, const backup_info *bi, const time
     timeline_lsn(p->legs[1].begin, begin_s);
     log_info("recovery will follow timeline %u%s, which leaves the backup's timeline %u at %s; "
              "the backup ends at %s",
-             p->target, c->goal == TIMELINE_NUMBER ? "" : " (the newest in the repository)",
+             p->target,
+             c->goal == TIMELINE_NUMBER ? "" : " (the newest PostgreSQL finds in the repository)",
              bi->timeline, begin_s, bi->stop_lsn);
 }
 
@@ -248,7 +249,7 @@ bool timeline_resolve(storage *repo, const backup_info *bi, const timeline_choic
         return true;
     }
     if (goal == TIMELINE_LATEST)
-        which = ", the newest in the repository";
+        which = ", the newest PostgreSQL finds in the repository";
     if (!pg_parse_lsn(bi->stop_lsn, &stop)) {
         free(h);
         return err_set(err, "the backup's sentinel has no valid stop LSN (\"%s\")", bi->stop_lsn);

@@ -816,7 +816,7 @@ bool verify_wal(const verify_request *req, verify_result *r, pgd_error *err)
      */
     if (stop_copy_damaged) {
         if (asprintf(&r->timeline_problem,
-                     "the copy of the stop segment on the timeline it follows, %s, is damaged "
+                     "the copy of the stop segment on a newer timeline, %s, is damaged "
                      "(recovery reads it first): %s",
                      r->damaged_wal, r->damaged_wal_why) < 0) {
             r->timeline_problem = NULL;

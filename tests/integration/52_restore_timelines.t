@@ -80,7 +80,7 @@ history=$(ls "$REPO/wal/00000002/" | grep '^00000002\.history')
 # ---- verify says so, and follows timeline 2 where a restore does ----
 out=$(pgd verify --repo "$REPO" "$B1" 2>&1)
 is "$?" "3" "verify of the later backup: exit 3"
-like "$out" "TIMELINE: a restore the default way would fail: recovery would follow timeline 2, the newest in the repository, which leaves the backup's timeline 1 at" \
+like "$out" "TIMELINE: a restore the default way would fail: recovery would follow timeline 2, the newest PostgreSQL finds in the repository, which leaves the backup's timeline 1 at" \
     "verify: a TIMELINE line says why"
 like "$out" "point-in-time window: from .* \(the end of segment 00000001[0-9A-F]{16}\)" \
     "verify: and gives the window along the backup's own timeline"
@@ -109,7 +109,7 @@ mv "$T/first_tl2.keep" "$REPO/wal/00000002/$first_tl2"
 out=$(pgd restore "$B1" --repo "$REPO" --target-dir "$T/r1" 2>&1)
 is "$?" "1" "the later backup, following the newest timeline: exit 1"
 is "$(printf '%s\n' "$out" | grep -c '^pgdirect: error: ')" "1" "one error line"
-like "$out" "restore of backup $B1 failed: recovery would follow timeline 2, the newest in the repository, which leaves the backup's timeline 1 at [0-9A-F]+/[0-9A-F]+, before the backup's end at [0-9A-F]+/[0-9A-F]+" \
+like "$out" "restore of backup $B1 failed: recovery would follow timeline 2, the newest PostgreSQL finds in the repository, which leaves the backup's timeline 1 at [0-9A-F]+/[0-9A-F]+, before the backup's end at [0-9A-F]+/[0-9A-F]+" \
     "it names the timelines and where they part"
 like "$out" "--target-timeline current recovers along the backup's own timeline" "and says how to go on"
 ok $([ -e "$T/r1" ] && echo 1 || echo 0) "nothing was written"
@@ -145,7 +145,7 @@ pg_stop "$T/r1"
 # ---- the older backup: the default follows timeline 2 to its end ----
 port=$(restore_and_start "$B0" "$T/r0")
 ok $? "the older backup restores following the newest timeline"
-like "$(cat "$T/r0.restore.log")" "recovery will follow timeline 2 \(the newest in the repository\), which leaves the backup's timeline 1 at [0-9A-F]+/[0-9A-F]+; the backup ends at [0-9A-F]+/[0-9A-F]+" \
+like "$(cat "$T/r0.restore.log")" "recovery will follow timeline 2 \(the newest PostgreSQL finds in the repository\), which leaves the backup's timeline 1 at [0-9A-F]+/[0-9A-F]+; the backup ends at [0-9A-F]+/[0-9A-F]+" \
     "and says which timeline it follows"
 is "$(rows "$port")" "$END_TL2" "to the end of timeline 2"
 pg_stop "$T/r0"
@@ -196,7 +196,7 @@ like "$out" "point-in-time window: from .* \(the end of segment 00000003[0-9A-F]
 flip_byte "$copy" 4000
 out=$(pgd verify --repo "$REPO" "$B1" 2>&1)
 is "$?" "3" "timeline 3's copy of the stop segment damaged: verify exit 3"
-like "$out" "TIMELINE: a restore the default way would fail: the copy of the stop segment on the timeline it follows, 00000003${STOP_WAL:8}, is damaged" \
+like "$out" "TIMELINE: a restore the default way would fail: the copy of the stop segment on a newer timeline, 00000003${STOP_WAL:8}, is damaged" \
     "verify: naming timeline 3's copy, which a default restore reads first"
 like "$out" "point-in-time window: from .* \(the end of segment 00000001[0-9A-F]{16}\)" \
     "verify: and the window along timeline 1"

@@ -198,7 +198,8 @@ static void test_newest_descends(void **state)
     assert_follows(f, "latest", 4, "2@0 3@6000000 4@7000000");
     snprintf(f->bi.stop_lsn, sizeof(f->bi.stop_lsn), "0/6000001");
     assert_refused(f, "latest",
-                   "recovery would follow timeline 4, the newest in the repository, which leaves "
+                   "recovery would follow timeline 4, the newest PostgreSQL finds in the "
+                   "repository, which leaves "
                    "the backup's timeline 2 at 0/6000000, before the backup's end at 0/6000001");
     assert_refused(f, "latest", "--target-timeline current recovers along the backup's own");
     assert_follows(f, "current", 2, "2@0");
@@ -211,7 +212,8 @@ static void test_refused(void **state)
     /* timeline 3 comes from timeline 1: it never passes through timeline 2 */
     archive_history(f, 3, "1\t0/4000000\tno recovery target specified\n");
     assert_refused(f, "latest",
-                   "recovery would follow timeline 3, the newest in the repository, which does "
+                   "recovery would follow timeline 3, the newest PostgreSQL finds in the "
+                   "repository, which does "
                    "not descend from the backup's timeline 2: the restored server would not start");
     assert_refused(f, "3", "recovery would follow timeline 3, which does not descend");
     assert_refused(f, "1", "--target-timeline 1 is older than the backup's timeline 2");

@@ -437,16 +437,16 @@ static void test_history_files(void **state)
     bad = "# only a comment\n";
     assert_fails_with("00000003.history", (const unsigned char *)bad, strlen(bad),
                       "names no parent");
-    /* PostgreSQL reads 1,022 bytes of a line: the rest would be a line of its own ("zzz") */
+    /* PostgreSQL reads 1,023 bytes of a line: the rest would be a line of its own ("zzz") */
     {
         char longer[1200];
-        snprintf(longer, sizeof(longer), "1\t0/3000000\t%*s\n", 1010, "zzz");
-        assert_int_equal(strlen(longer), 1022 + 1);
-        assert_true(check("00000002.history", (const unsigned char *)longer, strlen(longer), &err));
         snprintf(longer, sizeof(longer), "1\t0/3000000\t%*s\n", 1011, "zzz");
+        assert_int_equal(strlen(longer), 1023 + 1);
+        assert_true(check("00000002.history", (const unsigned char *)longer, strlen(longer), &err));
+        snprintf(longer, sizeof(longer), "1\t0/3000000\t%*s\n", 1012, "zzz");
         assert_fails_with("00000002.history", (const unsigned char *)longer, strlen(longer),
-                          "has a line longer than PostgreSQL reads in line 1 (1023 bytes, at most "
-                          "1022)");
+                          "has a line longer than PostgreSQL reads in line 1 (1024 bytes, at most "
+                          "1023)");
     }
 }
 
