@@ -203,4 +203,5 @@ like "$(cat "$T/after.out")" "removed WAL of timeline 00000001" "and removes the
 port=$(restore_and_start "$ID6" "$T/r6")
 ok $? "the backup that ran during delete restores"
 [ -n "$port" ] && is "$(pgbench_hash "$port")" "$hash_final" "its data equals the source"
+pg_stop "$T/r6"
 done_testing

@@ -123,7 +123,8 @@ expect_error() {
 T=""
 cleanup_all() {
     local d
-    for d in "$T"/data*; do
+    # every server the test started (restored ones too), not only those in data*
+    for d in "$T"/*/; do
         [ -f "$d/postmaster.pid" ] && as_pg "$PG_BIN/pg_ctl" -D "$d" -m immediate stop >/dev/null 2>&1
     done
     [ -n "${KEEP_TMP:-}" ] || rm -rf "$T"
