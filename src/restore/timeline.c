@@ -1,8 +1,11 @@
 /*
  * timeline.c - the timeline recovery follows, checked against the backup
- * (see timeline.h): the probe for the newest timeline and the test of its
- * history are PostgreSQL's findNewestTimeLine() and the "is not a child of
- * this server's history" check, made before anything is written.
+ * (see timeline.h) before anything is written. The history files read are
+ * those PostgreSQL's recovery reads: the probe for the newest timeline and
+ * for the next one at its end (findNewestTimeLine()), those of the
+ * timelines from the backup's up to the target (restoreTimeLineHistoryFiles())
+ * and the target's own; the test of the target's history is PostgreSQL's
+ * "is not a child of this server's history" check, with the backup's end.
  */
 #include "restore/timeline.h"
 
