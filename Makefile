@@ -63,10 +63,16 @@ unit-valgrind: all
 	meson test -C $(BUILD) --print-errorlogs --suite pgdirect \
 	  --wrapper 'valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect --quiet'
 
-integration: all asan
-	PGDIRECT_BIN=$(CURDIR)/$(ASAN_BUILD)/pgdirect PGD_PAGECACHE=$(CURDIR)/$(BUILD)/pgd-pagecache \
+# The integration tests run several at a time (scripts/run_tests.py: TEST_JOBS
+# at once, 3 a core by default; the slowest first, by tests/integration/durations.txt).
+TEST_JOBS ?=
+RUN_TESTS = PGDIRECT_BIN=$(CURDIR)/$(ASAN_BUILD)/pgdirect PGD_PAGECACHE=$(CURDIR)/$(BUILD)/pgd-pagecache \
 	  PGDIRECT_RELEASE_BIN=$(CURDIR)/$(BUILD)/pgdirect PGD_SIGV4=$(CURDIR)/$(BUILD)/pgd-sigv4 \
-	  prove --exec bash --verbose --timer $(TESTS)
+	  python3 scripts/run_tests.py $(if $(TEST_JOBS),--jobs $(TEST_JOBS)) \
+	  --durations tests/integration/durations.txt --save-durations $(ASAN_BUILD)/test-durations.txt
+
+integration: all asan
+	$(RUN_TESTS) $(TESTS)
 
 # CI: the ASan tests and the integration suite run once, on the coverage
 # build (ASan+UBSan with gcov counters), and the floors are checked after.
@@ -74,24 +80,23 @@ check: release unit unit-valgrind
 	python3 scripts/static_prefix.py
 	$(MAKE) coverage-reset
 	GCOV_PREFIX=$(COVERAGE_GCDA) GCOV_PREFIX_STRIP=0 \
-	  $(MAKE) unit-asan integration integration-matrix ASAN_BUILD=$(COVERAGE_BUILD)
+	  $(MAKE) unit-asan integration-all ASAN_BUILD=$(COVERAGE_BUILD)
 	$(MAKE) coverage-report
 
 # The version matrix: each scenario of tests/integration/matrix.list (one test
-# file a line) once per PostgreSQL version besides Debian's 15, every version
-# run even when one fails.
+# file a line) once per PostgreSQL version besides Debian's 15.
 MATRIX_VERSIONS ?= 14 16 17 18
 MATRIX_TESTS    ?= $(shell grep -v '^\#' tests/integration/matrix.list)
-.PHONY: integration-matrix
+comma := ,
+empty :=
+MATRIX_PG = $(subst $(empty) $(empty),$(comma),$(strip $(MATRIX_VERSIONS)))
+.PHONY: integration-matrix integration-all
 integration-matrix: all asan
-	@fail=""; for v in $(MATRIX_VERSIONS); do \
-	  echo "=== PostgreSQL $$v: $(MATRIX_TESTS)"; \
-	  PGDIRECT_TEST_PG=$$v PGDIRECT_BIN=$(CURDIR)/$(ASAN_BUILD)/pgdirect \
-	    PGD_PAGECACHE=$(CURDIR)/$(BUILD)/pgd-pagecache PGDIRECT_RELEASE_BIN=$(CURDIR)/$(BUILD)/pgdirect \
-	    PGD_SIGV4=$(CURDIR)/$(BUILD)/pgd-sigv4 \
-	    prove --exec bash --verbose --timer $(MATRIX_TESTS) || fail="$$fail $$v"; \
-	done; \
-	if [ -n "$$fail" ]; then echo "integration-matrix: failed on PostgreSQL$$fail"; exit 1; fi
+	$(RUN_TESTS) --pg $(MATRIX_PG) $(MATRIX_TESTS)
+
+# the suite on 15 and the matrix, in one run (make check)
+integration-all: all asan
+	$(RUN_TESTS) --pg 15 $(TESTS) --pg $(MATRIX_PG) $(MATRIX_TESTS)
 
 demo: all
 	bash scripts/demo.sh $(CURDIR)/$(BUILD)/pgdirect $(CURDIR)/$(BUILD)/pgd-pagecache

@@ -168,10 +168,17 @@ as_pg() {
 # source port of some outgoing connection between this check and the bind (moto
 # once failed to start with "Address already in use" that way). Nor one that a
 # server of this test holds on its socket in $T.
+# Under scripts/run_tests.py, which runs several test files at once, each takes
+# its ports from a range of its own (PGD_PORT_BASE, PGD_PORT_SPAN), so that two
+# files never pick the same one between the check and the bind.
 free_port() {
     local p lo hi base span
     read -r lo hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || { lo=32768; hi=60999; }
-    if [ "$lo" -ge 21000 ]; then
+    if [ -n "${PGD_PORT_BASE:-}" ]; then
+        base=$PGD_PORT_BASE span=${PGD_PORT_SPAN:?PGD_PORT_SPAN goes with PGD_PORT_BASE}
+        [ $((base + span)) -le "$lo" ] || [ "$base" -gt "$hi" ] ||
+            bail "PGD_PORT_BASE=$base, PGD_PORT_SPAN=$span overlap the ephemeral range $lo-$hi"
+    elif [ "$lo" -ge 21000 ]; then
         base=20000 span=$((lo - 20000))
     else
         base=$((hi + 1)) span=$((65536 - hi - 1))
