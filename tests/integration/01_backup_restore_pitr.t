@@ -4,9 +4,6 @@
 # pgbench table in each restored cluster equals the source at that point.
 . "$(dirname "$0")/lib.sh"
 setup_tmp
-# backups here run beside a pgbench that keeps both CPUs busy: read unpaced, at full speed
-# (the default --max-rate auto would slow to 16 MiB/s; 27_polite_defaults tests that)
-export PGDIRECT_MAX_RATE=0
 pg_init "$T/data"
 pg_start "$T/data"
 
@@ -15,7 +12,7 @@ archive_all "$PGPORT"
 
 # load during the backup: from pgbench's first commit until it is stopped after the backup
 # (-T only bounds it), however long the backup takes on a loaded machine
-as_pg "$PG_BIN/pgbench" -n -c 2 -j 2 -T 900 >"$T/pgbench.log" 2>&1 &
+as_pg "$PG_BIN/pgbench" -n -c 2 -j 2 -R 200 -T 900 >"$T/pgbench.log" 2>&1 &
 load=$!
 pgbench_wait_writing "$PGPORT"
 out=$(pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --concurrency 3 \
@@ -65,9 +62,9 @@ hash_a=$(pgbench_hash "$PGPORT")
 q "SELECT pg_create_restore_point('after_load')" >/dev/null
 as_pg "$PG_BIN/pgbench" -n -c 1 -t 300 >/dev/null 2>&1
 hash_b=$(pgbench_hash "$PGPORT")
-sleep 1.1
+next_second
 time_b=$(q "SELECT now()")
-sleep 1.1
+next_second
 as_pg "$PG_BIN/pgbench" -n -c 1 -t 300 >/dev/null 2>&1
 hash_c=$(pgbench_hash "$PGPORT")
 lsn_c=$(q "SELECT pg_current_wal_lsn()")

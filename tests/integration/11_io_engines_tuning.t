@@ -41,7 +41,6 @@ for engine in threads io_uring; do
     as_pg "$PG_BIN/pg_verifybackup" -n "$T/r_$engine" >/dev/null 2>&1
     ok $? "$engine: pg_verifybackup accepts the restored files"
     rm -rf "$T/r_$engine"
-    sleep 1
 done
 out=$(pgd backup --repo "$REPO" --pgdata "$T/data" --io-engine aio 2>&1)
 like "$out" 'invalid value "aio" for option "--io-engine"' "an unknown engine is refused"
@@ -68,14 +67,12 @@ is "$rc" "0" "cache-neutral backup succeeds"
 like "$out" "read mode cache-neutral" "the summary says cache-neutral"
 cmp_ok "$cold_pct" "<=" 1 "cache-neutral: a file not cached before is not cached after ($cold_pct %)"
 cmp_ok "$hot_pct" ">=" 99 "cache-neutral: a file fully cached before is still cached ($hot_pct %, try $try)"
-sleep 1
 
 # --max-rate: the read rate stays under the cap (a lower bound on time, not a timing race)
 out=$(pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --max-rate 8MiB 2>&1)
 ok $? "backup with --max-rate 8MiB succeeds"
 rate=$(echo "$out" | sed -n 's/.*files read at \([0-9.]*\) MB\/s.*/\1/p')
 cmp_ok "$rate" "<=" 9.5 "files were read at no more than 8 MiB/s ($rate MB/s)"
-sleep 1
 
 # --io-class idle and --cpu-weight, seen from outside while a slow backup runs
 # as root, who may create cgroups (the server's files are readable to root too)
@@ -95,7 +92,6 @@ ok $([ ! -e /sys/fs/cgroup/cpu/pgdirect-$pid ] && echo 0 || echo 1) "its cgroup 
 out=$(pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --cpu-weight 50 2>&1)
 ok $? "as a user who may not create cgroups, --cpu-weight only warns"
 like "$out" "warning: could not create a cgroup .*running at the normal CPU weight" "and says why"
-sleep 1
 
 # memory cap: 20,000 small files and a 2 GiB (sparse) file in the data directory
 mkdir -p "$T/data/pgdirect_many"

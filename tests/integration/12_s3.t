@@ -10,9 +10,6 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_s3.sh"
 setup_tmp
-# backups here run beside a pgbench that keeps both CPUs busy: read unpaced, at full speed
-# (the default --max-rate auto would slow to 16 MiB/s; 27_polite_defaults tests that)
-export PGDIRECT_MAX_RATE=0
 trap 's3_stop; cleanup_all' EXIT
 s3_start
 PREFIX="clu ster+é&1"
@@ -34,7 +31,7 @@ is "$?" 0 "wal-fetch finds segment $seg that archive_command pushed to $REPO"
 cmp -s "$T/seg.source" "$T/seg.fetched"
 ok $? "and it is byte-identical to the server's"
 
-as_pg "$PG_BIN/pgbench" -n -c 2 -j 2 -T 15 >/dev/null 2>&1 &
+as_pg "$PG_BIN/pgbench" -n -c 2 -j 2 -R 200 -T 15 >/dev/null 2>&1 &
 load=$!
 pgbench_wait_writing "$PGPORT"
 out=$(pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --s3-part-size 5MiB \

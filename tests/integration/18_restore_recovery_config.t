@@ -67,9 +67,9 @@ is "$(psql_at "$port" "SELECT count(*), md5(string_agg(id || v, ',' ORDER BY id)
 pg_stop "$T/point"
 
 # ---- inherited recovery settings ----
-sleep 1.1
+next_second
 time_1=$(q "SELECT now()")
-sleep 1.1
+next_second
 q "INSERT INTO t SELECT g, 'later' FROM generate_series(2001, 2500) g"
 archive_all "$PGPORT"
 port2=$(restore_and_start "$id" "$T/c2" --target-time "$time_1" --target-action promote)

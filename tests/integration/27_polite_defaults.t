@@ -7,6 +7,7 @@
 # processes that keep every CPU busy it slows down and says so; --max-rate 0
 # and a fixed rate turn the pacing off.
 . "$(dirname "$0")/lib.sh"
+unset PGDIRECT_MAX_RATE # the default, auto, is what this file tests (lib.sh sets 0)
 setup_tmp
 pg_init "$T/data"
 pg_start "$T/data"
@@ -70,7 +71,13 @@ for _ in $(seq 1 "$(nproc)"); do
     sh -c 'while :; do :; done' &
     HOGS+=($!)
 done
-sleep 0.5
+# each hog has run (10 clock ticks of user time) before the backup starts
+for h in "${HOGS[@]}"; do
+    for _ in $(seq 1 600); do
+        [ "$(awk '{print $14}' "/proc/$h/stat" 2>/dev/null || echo 0)" -ge 10 ] && break
+        sleep 0.05
+    done
+done
 pgd backup --repo "$T/repo_paced" --pgdata "$T/data" --checkpoint fast --archive-check=off >"$T/paced.log" 2>&1
 ok $? "beside busy CPUs, the default backup succeeds"
 like "$(cat "$T/paced.log")" "read slowed for [0-9.]+ s of [0-9.]+ s, down to [0-9.]+ MiB/s, while other processes kept the CPUs busy \(up to [0-9.]+ CPUs\); --max-rate auto, the default: --max-rate 0 reads at full speed" \
@@ -85,7 +92,6 @@ pgd backup --repo "$T/repo_fixed" --pgdata "$T/data" --checkpoint fast --archive
 ok $? "--max-rate 64MiB beside busy CPUs succeeds"
 is "$(grep -cE "read slowed|read at full speed" "$T/fixed.log")" "0" "and paces nothing either"
 stop_hogs
-sleep 1
 expect_error "--max-rate fast" "invalid value \"fast\" for option \"--max-rate\"" \
     pgd backup --repo "$T/repo_bad" --pgdata "$T/data" --max-rate fast
 pgd backup --repo "$T/repo_bad" --pgdata "$T/data" --max-rate fast >/dev/null 2>&1

@@ -7,9 +7,6 @@
 # end of the archive whose tables equal the source, with intact indexes.
 . "$(dirname "$0")/lib.sh"
 setup_tmp
-# backups here run beside a pgbench that keeps both CPUs busy: read unpaced, at full speed
-# (the default --max-rate auto would slow to 16 MiB/s; 27_polite_defaults tests that)
-export PGDIRECT_MAX_RATE=0
 pg_init "$T/data"
 # the server log then shows which backup functions pgdirect called
 echo "log_statement = 'all'" >>"$T/data/postgresql.conf"
@@ -21,7 +18,7 @@ is "$(q 'SHOW data_checksums')" "on" "the cluster has data checksums"
 
 as_pg "$PG_BIN/pgbench" -i -s 2 -q >/dev/null 2>&1 || bail "pgbench -i failed"
 archive_all "$PGPORT"
-as_pg "$PG_BIN/pgbench" -n -c 2 -j 2 -T 900 >"$T/pgbench.log" 2>&1 &
+as_pg "$PG_BIN/pgbench" -n -c 2 -j 2 -R 200 -T 900 >"$T/pgbench.log" 2>&1 &
 load=$!
 pgbench_wait_writing "$PGPORT"
 out=$(pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --partition-size 8MiB \

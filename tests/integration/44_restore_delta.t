@@ -19,9 +19,6 @@
 # cannot be started, and a second run completes it.
 . "$(dirname "$0")/lib.sh"
 setup_tmp
-# backups here run beside a pgbench that keeps both CPUs busy: read unpaced, at full speed
-# (the default --max-rate auto would slow to 16 MiB/s; 27_polite_defaults tests that)
-export PGDIRECT_MAX_RATE=0
 
 pg_init "$T/data"
 pg_start "$T/data"
@@ -29,7 +26,7 @@ mkdir -p "$T/ts1" && chown postgres:postgres "$T/ts1"
 q "CREATE TABLESPACE ts1 LOCATION '$T/ts1'"
 q "CREATE TABLE spc_t TABLESPACE ts1 AS SELECT g AS id, md5(g::text) AS v FROM generate_series(1, 20000) g"
 as_pg "$PG_BIN/pgbench" -i -s 2 -q >/dev/null 2>&1 || bail "pgbench -i failed"
-as_pg "$PG_BIN/pgbench" -n -c 2 -T 600 >/dev/null 2>&1 &
+as_pg "$PG_BIN/pgbench" -n -c 2 -R 200 -T 600 >/dev/null 2>&1 &
 PGBENCH=$!
 pgbench_wait_writing "$PGPORT"
 pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --partition-size 8MiB \

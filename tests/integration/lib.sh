@@ -51,6 +51,12 @@ PGD_PAGECACHE=${PGD_PAGECACHE:-}
 TAP_N=0
 TAP_FAILED=0
 
+# Backups read unpaced (--max-rate 0) unless a test says otherwise: the default, auto,
+# slows a backup's reads while other processes keep the CPUs busy, which is what the test
+# files running beside this one (scripts/run_tests.py) always do. 27_polite_defaults tests
+# auto itself; the rest would be paced by the load of their neighbours.
+export PGDIRECT_MAX_RATE=${PGDIRECT_MAX_RATE:-0}
+
 # ---- TAP ----
 
 ok() { # ok COND_EXIT_STATUS DESCRIPTION
@@ -443,6 +449,30 @@ flip_byte() {
     [ -n "$b" ] || bail "flip_byte: $1 has no byte at offset $2"
     printf "\\$(printf '%03o' $((b ^ 255)))" | dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null ||
         bail "flip_byte: could not write $1 at offset $2"
+}
+
+# wait_exit PID SECONDS: wait (with that deadline) until background process PID has exited;
+# false if it still runs then. It is left to the caller to reap (wait PID) or kill.
+wait_exit() {
+    local pid=$1
+    for _ in $(seq 0 $(($2 * 10))); do
+        # gone, or a zombie its shell has not reaped yet
+        case $(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1) in "" | Z) return 0 ;; esac
+        sleep 0.1
+    done
+    return 1
+}
+
+# next_second: wait (with a deadline) until the clock is in a later second than when called,
+# so that what happens after it has a timestamp in a later second than what happened before
+next_second() {
+    local start
+    start=$(date +%s)
+    for _ in $(seq 1 500); do
+        [ "$(date +%s)" -gt "$start" ] && return 0
+        sleep 0.01
+    done
+    bail "the clock did not move past second $start"
 }
 
 # tap_skip DESCRIPTION REASON: a TAP test that was not run, and why
