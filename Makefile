@@ -69,19 +69,26 @@ TEST_JOBS ?=
 RUN_TESTS = PGDIRECT_BIN=$(CURDIR)/$(ASAN_BUILD)/pgdirect PGD_PAGECACHE=$(CURDIR)/$(BUILD)/pgd-pagecache \
 	  PGDIRECT_RELEASE_BIN=$(CURDIR)/$(BUILD)/pgdirect PGD_SIGV4=$(CURDIR)/$(BUILD)/pgd-sigv4 \
 	  python3 scripts/run_tests.py $(if $(TEST_JOBS),--jobs $(TEST_JOBS)) \
-	  --durations tests/integration/durations.txt --save-durations $(ASAN_BUILD)/test-durations.txt
+	  --durations tests/integration/durations.txt --save-durations $(ASAN_BUILD)/test-durations.txt \
+	  --summary $(ASAN_BUILD)/test-summary.txt
 
 integration: all asan
 	$(RUN_TESTS) $(TESTS)
 
 # CI: the ASan tests and the integration suite run once, on the coverage
 # build (ASan+UBSan with gcov counters), and the floors are checked after.
-check: release unit unit-valgrind
+# (MAKE_STARTED: when this make read the Makefile, for the total printed last)
+MAKE_STARTED := $(shell date +%s)
+check:
+	$(MAKE) release unit unit-valgrind
 	python3 scripts/static_prefix.py
 	$(MAKE) coverage-reset
 	GCOV_PREFIX=$(COVERAGE_GCDA) GCOV_PREFIX_STRIP=0 \
 	  $(MAKE) unit-asan integration-all ASAN_BUILD=$(COVERAGE_BUILD)
 	$(MAKE) coverage-report
+	@echo "=== make check: the integration run (unit tests and coverage floors passed above)"
+	@cat $(COVERAGE_BUILD)/test-summary.txt
+	@echo "make check: $$(( $$(date +%s) - $(MAKE_STARTED) )) s in all"
 
 # The version matrix: each scenario of tests/integration/matrix.list (one test
 # file a line) once per PostgreSQL version besides Debian's 15.

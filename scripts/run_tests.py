@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """run_tests.py - the integration suite, several test files at a time.
 
-    run_tests.py [--jobs N] [--durations FILE] [--save-durations FILE]
+    run_tests.py [--jobs N] [--durations FILE] [--save-durations FILE] [--summary FILE]
+                 [--timeout SECONDS] [--log-dir DIR]
                  [--pg V[,V...]] FILE... [--pg V[,V...] FILE...]...
 
 Each FILE is a TAP test (bash, tests/integration/lib.sh) run once for each
@@ -26,7 +27,8 @@ that runs past --timeout seconds is killed and fails.
 
 At the end: one line per failed job, the number of assertions made (per
 version), the ten slowest jobs with their seconds, and "Result: PASS" or
-"Result: FAIL" (exit status 0 or 1).
+"Result: FAIL" (exit status 0 or 1); --summary writes the same lines to a
+file (make check prints it again last).
 """
 
 import argparse
@@ -171,11 +173,11 @@ def write_durations(path, jobs):
 def parse_args(argv):
     """Options and files in one pass: each --pg applies to the files after it."""
     opts = {"jobs": os.environ.get("PGD_TEST_JOBS") or "0", "durations": None, "save-durations": None,
-            "timeout": "1200", "log-dir": None}
+            "timeout": "1200", "log-dir": None, "summary": None}
     jobs, versions, i = [], [os.environ.get("PGDIRECT_TEST_PG") or "15"], 0
 
     def fail(msg):
-        sys.stderr.write(f"run_tests.py: {msg}\n{__doc__.splitlines()[2]}\n")
+        sys.stderr.write(f"run_tests.py: {msg}\nusage:\n" + "\n".join(__doc__.splitlines()[2:5]) + "\n")
         sys.exit(2)
 
     while i < len(argv):
@@ -212,7 +214,7 @@ def parse_args(argv):
         fail(f"--jobs {opts['jobs']}: at least 1")
     return argparse.Namespace(jobs=opts["jobs"], durations=opts["durations"],
                               save_durations=opts["save-durations"], timeout=opts["timeout"],
-                              log_dir=opts["log-dir"]), jobs
+                              log_dir=opts["log-dir"], summary=opts["summary"]), jobs
 
 
 def start(job, slot, nslots, log_dir, cg_parent):
@@ -327,34 +329,39 @@ def main(argv):
     wall = time.monotonic() - t0
 
     failed = [j for j in jobs if not j.verdict[0]]
-    print()
+    lines = [""]
     for j in failed:
-        print(f"FAILED: {j.name}: {j.verdict[3]} (log: {j.log_path})")
+        lines.append(f"FAILED: {j.name}: {j.verdict[3]} (log: {j.log_path})")
     per_version = {}
     for j in jobs:
-        n, s = per_version.get(j.version, (0, 0))
-        per_version[j.version] = (n + j.verdict[1], s + j.verdict[2])
+        n, sk = per_version.get(j.version, (0, 0))
+        per_version[j.version] = (n + j.verdict[1], sk + j.verdict[2])
     total = sum(n for n, _ in per_version.values())
-    skipped = sum(s for _, s in per_version.values())
+    skipped = sum(sk for _, sk in per_version.values())
     by_version = ", ".join(f"{n} on {v}" for v, (n, _) in sorted(per_version.items(), key=lambda kv: int(kv[0])))
-    print(f"Assertions: {total} ({by_version}); {skipped} of them skipped")
-    print("Slowest test files:")
-    print(f"  {'seconds':>7}  {'CPU s':>7}  test")
+    lines.append(f"Assertions: {total} ({by_version}); {skipped} of them skipped")
+    lines.append("Slowest test files:")
+    lines.append(f"  {'seconds':>7}  {'CPU s':>7}  test")
     for j in sorted(jobs, key=lambda j: -j.seconds)[:10]:
         cpu = f"{j.cpu:7.1f}" if j.cpu is not None else f"{'-':>7}"
-        print(f"  {j.seconds:7.1f}  {cpu}  {j.name}{'  (alone)' if j.alone else ''}")
+        lines.append(f"  {j.seconds:7.1f}  {cpu}  {j.name}{'  (alone)' if j.alone else ''}")
     if cg_parent:
         cpu_total = sum(j.cpu or 0 for j in jobs)
-        print(f"CPU: {cpu_total:.0f} s in all; the most:", ", ".join(
+        lines.append(f"CPU: {cpu_total:.0f} s in all; the most: " + ", ".join(
             f"{j.name} {j.cpu:.0f} s" for j in sorted(jobs, key=lambda j: -(j.cpu or 0))[:5]))
         try:
             os.rmdir(cg_parent)
         except OSError:
-            print(f"run_tests: a test left processes behind in {cg_parent}")
-    print(f"Files={len(jobs)}, Tests={total}, {wall:.0f} wallclock secs, {a.jobs} jobs at a time")
+            lines.append(f"run_tests: a test left processes behind in {cg_parent}")
+    lines.append(f"Files={len(jobs)}, Tests={total}, {wall:.0f} wallclock secs, {a.jobs} jobs at a time")
+    lines.append("Result: " + ("FAIL" if failed else "PASS"))
+    text = "\n".join(lines) + "\n"
+    sys.stdout.write(text)
     if a.save_durations:
         write_durations(a.save_durations, jobs)
-    print("Result: " + ("FAIL" if failed else "PASS"))
+    if a.summary:
+        with open(a.summary, "w", encoding="utf-8") as f:
+            f.write(text.lstrip("\n"))
     return 1 if failed else 0
 
 
