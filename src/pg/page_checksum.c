@@ -7,6 +7,8 @@
 
 #include <string.h>
 
+#include "util/hot_kernel.h"
+
 #define PAGE_CHECKSUM_LANES     32 /* parallel FNV sums: part of the algorithm */
 #define PAGE_CHECKSUM_FNV_PRIME 16777619u
 #define PAGE_CHECKSUM_MIX_SHIFT 17
@@ -24,7 +26,7 @@ static const uint32_t page_checksum_basis[PAGE_CHECKSUM_LANES] = {
     0xE58F764B, 0x187636BC, 0x5D7B3BB1, 0xE73DE7DE, 0x92BEC979, 0xCCA6C0B2, 0x304A0979, 0x85AA43D4,
     0x783125BB, 0x6CA8EAA2, 0xE407EAC6, 0x4B5CFC3E, 0x9FBF8C76, 0x15CA20BE, 0xF2CA9FD3, 0x959BD756};
 
-static inline uint32_t page_checksum_comp(uint32_t sum, uint32_t value)
+static inline HOT_KERNEL uint32_t page_checksum_comp(uint32_t sum, uint32_t value)
 {
     uint32_t tmp = sum ^ value;
 
@@ -32,13 +34,14 @@ static inline uint32_t page_checksum_comp(uint32_t sum, uint32_t value)
 }
 
 /* One row of 32 words into the 32 lanes; the compiler vectorises this loop. */
-static inline void page_checksum_row(uint32_t *sums, const uint32_t *row)
+static inline HOT_KERNEL void page_checksum_row(uint32_t *sums, const uint32_t *row)
 {
     for (int j = 0; j < PAGE_CHECKSUM_LANES; j++)
         sums[j] = page_checksum_comp(sums[j], row[j]);
 }
 
-uint16_t page_checksum_compute(const unsigned char *page, uint32_t blkno)
+/* The loop itself, uninstrumented in the checking builds (util/hot_kernel.h). */
+static HOT_KERNEL uint16_t page_checksum_kernel(const unsigned char *page, uint32_t blkno)
 {
     uint32_t sums[PAGE_CHECKSUM_LANES], row[PAGE_CHECKSUM_LANES], result = 0;
     static const uint32_t zeroes[PAGE_CHECKSUM_LANES];
@@ -58,6 +61,12 @@ uint16_t page_checksum_compute(const unsigned char *page, uint32_t blkno)
         result ^= sums[j];
     result ^= blkno; /* a page moved to another block fails */
     return (uint16_t)(result % PAGE_CHECKSUM_MODULUS + 1);
+}
+
+uint16_t page_checksum_compute(const unsigned char *page, uint32_t blkno)
+{
+    hot_kernel_check(page, PG_PAGE_SIZE);
+    return page_checksum_kernel(page, blkno);
 }
 
 uint16_t page_checksum_stored(const unsigned char *page)

@@ -20,6 +20,8 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "util/hot_kernel.h"
+
 #if defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
 #ifndef HWCAP_CRC32
@@ -48,7 +50,7 @@ static uint32_t (*crc32c_impl)(uint32_t, const unsigned char *, size_t);
 static const char *crc32c_impl_name = "software";
 static pthread_once_t crc32c_once = PTHREAD_ONCE_INIT;
 
-static uint32_t crc32c_sw(uint32_t crc, const unsigned char *p, size_t len)
+static HOT_KERNEL uint32_t crc32c_sw(uint32_t crc, const unsigned char *p, size_t len)
 {
     while (len > 0 && ((uintptr_t)p & (CRC32C_WORD - 1)) != 0) {
         crc = crc32c_sw_table[0][(crc ^ *p++) & 0xFF] ^ (crc >> 8);
@@ -70,7 +72,7 @@ static uint32_t crc32c_sw(uint32_t crc, const unsigned char *p, size_t len)
     return crc;
 }
 
-static inline uint32_t crc32c_shift(const crc32c_shift_table t, uint32_t crc)
+static inline HOT_KERNEL uint32_t crc32c_shift(const crc32c_shift_table t, uint32_t crc)
 {
     return t[0][crc & 0xFF] ^ t[1][(crc >> 8) & 0xFF] ^ t[2][(crc >> 16) & 0xFF] ^ t[3][crc >> 24];
 }
@@ -118,19 +120,23 @@ static inline uint32_t crc32c_shift(const crc32c_shift_table t, uint32_t crc)
     }
 
 #if defined(__x86_64__)
-#include <nmmintrin.h>
-
-__attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, const unsigned char *p,
-                                                               size_t len)
+/*
+ * The compiler's builtins, not <nmmintrin.h>: its wrappers are functions,
+ * which gcc does not inline into a HOT_KERNEL (no coverage counters).
+ */
+__attribute__((target("sse4.2"))) static HOT_KERNEL uint32_t crc32c_sse42(uint32_t crc,
+                                                                          const unsigned char *p,
+                                                                          size_t len)
 {
-#define CRC32C_X86_U64(c, w) _mm_crc32_u64((c), (w))
-#define CRC32C_X86_U8(c, b)  _mm_crc32_u8((c), (b))
+#define CRC32C_X86_U64(c, w) __builtin_ia32_crc32di((c), (w))
+#define CRC32C_X86_U8(c, b)  __builtin_ia32_crc32qi((c), (b))
     CRC32C_THREE_STREAMS(CRC32C_X86_U64, CRC32C_X86_U8);
     return crc;
 }
 #endif
 
 #if defined(__aarch64__)
+/* (instrumented: the ACLE intrinsics are functions that a HOT_KERNEL cannot inline) */
 #pragma GCC push_options
 #pragma GCC target("+crc")
 #include <arm_acle.h>
@@ -234,6 +240,7 @@ static void crc32c_init_once(void)
 uint32_t crc32c_update(uint32_t crc, const void *data, size_t len)
 {
     pthread_once(&crc32c_once, crc32c_init_once);
+    hot_kernel_check(data, len);
     return crc32c_impl(crc, data, len);
 }
 
