@@ -30,7 +30,7 @@ HASH="$(pgbench_hash "$PGPORT") $(q "SELECT count(*) FROM b")"
 q "DELETE FROM b WHERE id % 10 = 0"
 q "VACUUM b"
 q "UPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid BETWEEN 50001 AND 60000"
-sleep 1 # F2 in another second than D1
+next_second # F2 in another second than D1
 F2=$(backup)
 archive_all "$PGPORT"
 B=$REPO/backups

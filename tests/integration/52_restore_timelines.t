@@ -42,7 +42,7 @@ q "INSERT INTO t SELECT generate_series(1001, 2000)"
 q "SELECT pg_create_restore_point('fork')" >/dev/null
 q "INSERT INTO t SELECT generate_series(2001, 3000)"
 archive_all "$PGPORT"
-sleep 1 # a second backup id
+next_second # a second backup id
 pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast >/dev/null 2>"$T/b1.err" ||
     bail "backup 1 failed: $(cat "$T/b1.err")"
 B1=$(backup_id)
