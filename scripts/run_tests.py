@@ -25,6 +25,12 @@ ports of its own (PGD_TEST_SLOT, PGD_PORT_BASE, PGD_PORT_SPAN, which
 lib.sh's free_port reads), so two test files never pick the same port. A job
 that runs past --timeout seconds is killed and fails.
 
+Where the kernel runs proactive reclaim (a DAMON kdamond with a "pageout"
+scheme, as the machines this suite runs on do: page cache left idle for a
+minute is paged out), it is paused for the run and resumed at the end: the
+residency tests measure which cached pages a backup evicts, and the kernel's
+own evictions of idle pages would be counted as the backup's.
+
 At the end: one line per failed job, the number of assertions made (per
 version), the ten slowest jobs with their seconds, and "Result: PASS" or
 "Result: FAIL" (exit status 0 or 1); --summary writes the same lines to a
@@ -32,6 +38,7 @@ file (make check prints it again last).
 """
 
 import argparse
+import glob
 import os
 import re
 import signal
@@ -52,6 +59,46 @@ PORT_LO, PORT_HI = 20000, 32767
 # CPU time per job, servers included (a postmaster leaves its test's process tree but not
 # its cgroup): a cpuacct cgroup (v1) per job, where there is one we may create
 CPUACCT = "/sys/fs/cgroup/cpuacct"
+
+
+# the kernel's DAMON interface: kdamonds whose schemes page out idle memory
+DAMON = "/sys/kernel/mm/damon/admin/kdamonds"
+
+
+def damon_reclaimers():
+    """The kdamonds that are on and page memory out: [(directory, its schemes' actions)]."""
+    found = []
+    try:
+        names = sorted(os.listdir(DAMON))
+    except OSError:
+        return found
+    for name in names:
+        d = os.path.join(DAMON, name)
+        try:
+            with open(os.path.join(d, "state"), encoding="ascii") as f:
+                if f.read().strip() != "on":
+                    continue
+            actions = []
+            for ctx in glob.glob(os.path.join(d, "contexts", "*", "schemes", "*", "action")):
+                with open(ctx, encoding="ascii") as f:
+                    actions.append(f.read().strip())
+        except OSError:
+            continue
+        if "pageout" in actions:
+            found.append(d)
+    return found
+
+
+def damon_set(dirs, state):
+    """Turn each kdamond of dirs on or off; the ones that refused, with why."""
+    failed = []
+    for d in dirs:
+        try:
+            with open(os.path.join(d, "state"), "w", encoding="ascii") as f:
+                f.write(state)
+        except OSError as e:
+            failed.append(f"{d}: {e.strerror}")
+    return failed
 
 
 def cpuacct_parent():
@@ -282,7 +329,13 @@ def finish(job):
     out.flush()
 
 
+def terminated(signum, frame):
+    """SIGTERM ends the run as Ctrl-C does: the jobs are killed, the kernel's reclaim resumed."""
+    raise KeyboardInterrupt
+
+
 def main(argv):
+    signal.signal(signal.SIGTERM, terminated)
     a, jobs = parse_args(argv)
     times = read_durations(a.durations)
     for j in jobs:
@@ -299,6 +352,15 @@ def main(argv):
           flush=True)
     running = []
     free = list(range(a.jobs))
+    damon = damon_reclaimers()
+    if damon:
+        failed = damon_set(damon, "off")
+        if failed:
+            print("run_tests: could not pause the kernel's proactive reclaim (DAMON): " + "; ".join(failed) +
+                  "; residency tests may count its evictions as a backup's", flush=True)
+        else:
+            print(f"run_tests: paused the kernel's proactive reclaim for the run (DAMON pageout: "
+                  f"{', '.join(damon)}); resumed at the end", flush=True)
     try:
         while pending or running:
             while pending and len(running) < a.jobs:
@@ -326,6 +388,9 @@ def main(argv):
         for j in running:
             kill_group(j)
         raise
+    finally:
+        for problem in damon_set(damon, "on"):
+            print(f"run_tests: could not resume the kernel's proactive reclaim: {problem}", flush=True)
     wall = time.monotonic() - t0
 
     failed = [j for j in jobs if not j.verdict[0]]

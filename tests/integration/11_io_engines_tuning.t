@@ -50,10 +50,10 @@ like "$out" 'invalid value "aio" for option "--io-engine"' "an unknown engine is
 # file itself, and tmpfs accepts O_DIRECT since Linux 6.6)
 cold="$T/data/$(q "SELECT pg_relation_filepath('t')")"
 hot="$T/data/$(q "SELECT pg_relation_filepath('hot')")"
-# (hot: >= 99, not 100, and up to three tries: this machine's kernel drops a few pages of
-# idle files on its own now and then — bench/results shows it in the trial that runs no
-# backup at all, and under load it once took 1.3 % of hot during the backup. A backup that
-# evicted what was cached would do it every time; the kernel's nibbling does not repeat.)
+# (hot: >= 99, not 100, and up to three tries: the machines this runs on page out page
+# cache that stays idle, with a DAMON kdamond, which scripts/run_tests.py pauses for the
+# suite but not for a test run by hand. A backup that evicted what was cached would do it
+# every time; the kernel's evictions of idle pages do not repeat.)
 for try in 1 2 3; do
     sync; "$PC" evict "$cold"; "$PC" load "$hot"
     out=$(pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --direct-io=cache-neutral 2>&1)

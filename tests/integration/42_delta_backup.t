@@ -134,9 +134,10 @@ D2=$(newest)
 is "$(sentinel "$D2" parent)/$(sentinel "$D2" depth)" "$D1/2" "on top of the first (depth 2)"
 cold_after=$("$PC" percent "$cold")
 cmp_ok "$cold_after" "<=" 1 "the delta leaves the cold relation out of the cache ($cold_after %)"
-# (>= 97: the kernel here reclaims file pages on its own now and then — /proc/vmstat's
-# pgsteal_file grows with no kswapd or direct reclaim counted — and once took 1.1 % of hot
-# under stress-ng. A backup that dropped or pushed out cached pages would take far more.)
+# (>= 97, not 100: the machines this runs on page out page cache that stays idle, with a
+# DAMON kdamond — 3.3 % of hot once, in a parallel run; scripts/run_tests.py now pauses it
+# for the suite, not for a test run by hand. A backup that dropped or pushed out cached
+# pages would take far more.)
 hot_after=$("$PC" percent "$hot")
 cmp_ok "$hot_after" ">=" 97 "and the hot one cached ($hot_after %)"
 
