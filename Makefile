@@ -6,6 +6,9 @@
 #   make check      everything CI runs: unit tests (plain, ASan+UBSan, valgrind),
 #                   integration tests against a real PostgreSQL 15 (needs root:
 #                   it runs the servers as the postgres user)
+#   make check-quick   for work in progress (a couple of minutes): the unit tests and
+#                   the integration files of tests/integration/smoke.list on the
+#                   ASan build; never instead of make check
 #   make integration TESTS='tests/integration/08_wal.t'   one or a few integration tests
 #   PGDIRECT_TEST_PG=17 make integration TESTS=...   the same against PostgreSQL 17 (14 to 18)
 #   make integration-matrix   the scenarios of tests/integration/matrix.list against
@@ -89,6 +92,11 @@ check:
 	@echo "=== make check: the integration run (unit tests and coverage floors passed above)"
 	@cat $(COVERAGE_BUILD)/test-summary.txt
 	@echo "make check: $$(( $$(date +%s) - $(MAKE_STARTED) )) s in all"
+
+SMOKE_TESTS ?= $(shell grep -v '^\#' tests/integration/smoke.list)
+.PHONY: check-quick
+check-quick: unit
+	$(MAKE) unit-asan integration TESTS='$(SMOKE_TESTS)'
 
 # The version matrix: each scenario of tests/integration/matrix.list (one test
 # file a line) once per PostgreSQL version besides Debian's 15.
