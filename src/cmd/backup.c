@@ -50,6 +50,7 @@
 #include "cmd/common.h"
 #include "io/politeness.h"
 #include "repo/wal_archive.h"
+#include "restore/timeline.h"
 #include "util/digest.h"
 #include "util/interrupt.h"
 #include "util/log.h"
@@ -304,6 +305,24 @@ static bool backup_plan_delta(backup_run *r, pgd_error *err)
     return delta_summary_plan(&req, r->files, r->dd.n, &r->summary, err);
 }
 
+/*
+ * A timeline in the repository that the server was never on (restore/timeline.h): the backup
+ * goes on, but a default restore of it would refuse; say so before the long part.
+ */
+static void backup_warn_stray_timeline(backup_run *r)
+{
+    char warning[PGD_ERROR_MAX];
+    pgd_error werr = {0};
+    uint32_t tli;
+
+    if (pg_session_timeline(&r->pg, &tli, &werr) &&
+        timeline_find_stray(r->repo, tli, NULL, warning, sizeof(warning), &werr) &&
+        warning[0] != '\0')
+        log_warn("%s", warning);
+    else if (werr.set)
+        log_warn("could not look for timelines the server was never on: %s", werr.msg);
+}
+
 /* The repository, the server, the id (claimed before anything is written), pg_backup_start. */
 static bool backup_begin(backup_run *r, pgd_error *err)
 {
@@ -324,6 +343,7 @@ static bool backup_begin(backup_run *r, pgd_error *err)
     if (s->standby_only && !r->pg.in_recovery)
         return err_set(err, "the server is a primary (pg_is_in_recovery() is false): "
                             "--standby-only backs up only a hot standby");
+    backup_warn_stray_timeline(r);
     if (s->delta && !backup_choose_parent(r, err))
         return false;
     /* a delta's claim names its parent: delete keeps it while this run goes */

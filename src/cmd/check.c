@@ -35,6 +35,7 @@
 #include "repo/backup_info.h"
 #include "repo/layout.h"
 #include "repo/wal_archive.h"
+#include "restore/timeline.h"
 #include "util/log.h"
 #include "util/progress.h"
 #include "util/text.h"
@@ -211,6 +212,36 @@ static bool check_probe(storage *repo, pgd_error *err)
     return true;
 }
 
+/*
+ * No timeline in the repository that a default restore would follow although the server was
+ * never on it (restore/timeline.h, timeline_find_stray): what a promoted test restore leaves.
+ */
+static void check_timelines(check_run *r, const backup_info *backups, size_t n)
+{
+    const backup_info *newest = NULL;
+    char warning[PGD_ERROR_MAX];
+    pgd_error err = {0};
+    uint32_t tli;
+
+    if (!r->connected) {
+        check_add(r, "timelines", CHECK_SKIPPED, "no connection to the server");
+        return;
+    }
+    for (size_t i = n; newest == NULL && i-- > 0;)
+        if (!backups[i].damaged && !backups[i].checksum_failed)
+            newest = &backups[i];
+    if (!pg_session_timeline(&r->pg, &tli, &err) ||
+        !timeline_find_stray(r->repo, tli, newest, warning, sizeof(warning), &err))
+        check_add(r, "timelines", CHECK_FAILED, "%s", err.msg);
+    else if (warning[0] != '\0')
+        check_add(r, "timelines", CHECK_WARNING, "%s", warning);
+    else
+        check_add(r, "timelines", CHECK_OK,
+                  "no timeline newer than the server's (%u) in the repository%s%s%s", tli,
+                  newest ? "; a default restore of the newest backup (" : "",
+                  newest ? newest->id : "", newest ? ") follows a timeline through it" : "");
+}
+
 static void check_repository(check_run *r, const pgd_options *opts)
 {
     pgd_error err = {0};
@@ -257,6 +288,7 @@ static void check_repository(check_run *r, const pgd_options *opts)
                       backups[i].id, r->pg.system_identifier);
         break;
     }
+    check_timelines(r, backups, n);
     free(backups);
 }
 

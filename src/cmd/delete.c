@@ -34,6 +34,7 @@
 #include "repo/repo_lock.h"
 #include "repo/retention.h"
 #include "repo/wal_archive.h"
+#include "restore/timeline.h"
 #include "util/log.h"
 #include "util/text.h"
 
@@ -51,12 +52,18 @@ static const command_help delete_help = {
     "WAL before the oldest backup kept; --backup removes one backup; --garbage removes what\n"
     "killed runs left. The newest usable backup is never removed, nor anything a running\n"
     "backup needs. One delete runs at a time per repository (a lease in lock/). --dry-run\n"
-    "prints what would go and removes nothing."};
+    "prints what would go and removes nothing.\n"
+    "\n"
+    "--timeline N removes a stray timeline: its history file and WAL, which a test restore\n"
+    "that was promoted and archived into this repository leaves (check and backup warn of\n"
+    "it: a default restore would follow it). Refused while a backup is on timeline N or on\n"
+    "one that descends from it. Stop the server that archived it first."};
 
 typedef struct delete_settings {
     retention_policy policy;
     bool retention, garbage, dry_run;
     int64_t garbage_age;
+    uint32_t timeline; /* --timeline N; 0 when not given */
 } delete_settings;
 
 typedef struct delete_run {
@@ -96,9 +103,19 @@ static bool delete_read_settings(const pgd_options *opts, delete_settings *s, pg
         return err_set(err, "--with-dependents goes with --backup");
     s->retention =
         s->policy.retain_full > 0 || s->policy.retain_since_set || s->policy.backup_id != NULL;
-    if (!s->retention && !s->garbage)
-        return err_set(err, "nothing to do: give --retain-full, --retain-since, --backup or "
-                            "--garbage (see --help)");
+    if (opt_str(opts, OPT_TIMELINE) != NULL) {
+        long tli;
+        /* from 2: timeline 1, where every cluster begins, has no history and is never stray */
+        if (!opt_int(opts, OPT_TIMELINE, 2, UINT32_MAX, &tli, err))
+            return false;
+        if (s->retention || s->garbage)
+            return err_set(err, "--timeline cannot be combined with --retain-full, "
+                                "--retain-since, --backup or --garbage");
+        s->timeline = (uint32_t)tli;
+    }
+    if (!s->retention && !s->garbage && s->timeline == 0)
+        return err_set(err, "nothing to do: give --retain-full, --retain-since, --backup, "
+                            "--garbage or --timeline (see --help)");
     return true;
 }
 
@@ -400,6 +417,97 @@ static bool delete_garbage(delete_run *r, pgd_error *err)
     return delete_keep_lease(r, err) && storage_remove_stale_temp(r->repo, WAL_DIR, wal_age, err);
 }
 
+/*
+ * --timeline N: why timeline N may not go, into why ("" when it may): a backup on it or on a
+ * timeline that descends from it, a timeline that descends from it, a backup running.
+ */
+static bool delete_timeline_needed(delete_run *r, const repo_contents_names *timelines, char *why,
+                                   size_t whylen, pgd_error *err)
+{
+    uint32_t tli = r->s->timeline;
+    bool descends;
+
+    why[0] = '\0';
+    for (size_t i = 0; i < r->c.ndirs; i++)
+        if (!r->c.dirs[i].sentinel && r->c.dirs[i].objects > 0 &&
+            r->c.dirs[i].state != RETENTION_CLAIM_DEAD) {
+            snprintf(why, whylen, "backup %s is running (%s): run delete again once it is done",
+                     r->c.dirs[i].id, r->c.dirs[i].why);
+            return true;
+        }
+    for (size_t i = 0; i < r->c.n; i++) {
+        const backup_info *bi = &r->c.infos[i];
+        if (bi->damaged)
+            continue;
+        if (!timeline_descends(r->repo, bi->timeline, tli, &descends, err))
+            return false;
+        if (bi->timeline == tli || descends) {
+            if (descends)
+                snprintf(why, whylen,
+                         "backup %s is on timeline %u, which descends from it: timeline %u is "
+                         "part of that backup's history, not a stray one",
+                         bi->id, bi->timeline, tli);
+            else
+                snprintf(why, whylen, "backup %s is on it", bi->id);
+            return true;
+        }
+    }
+    for (size_t i = 0; i < timelines->n; i++) {
+        unsigned long t = strtoul(timelines->names[i], NULL, 16);
+        if (t <= tli)
+            continue;
+        if (!timeline_descends(r->repo, (uint32_t)t, tli, &descends, err))
+            return false;
+        if (descends) {
+            snprintf(why, whylen,
+                     "timeline %lu descends from it and would lose its past: remove timeline %lu "
+                     "first",
+                     t, t);
+            return true;
+        }
+    }
+    return true;
+}
+
+/* --timeline N: its history file and every WAL file of it, when nothing needs them. */
+static bool delete_timeline(delete_run *r, pgd_error *err)
+{
+    repo_contents_names timelines, files;
+    char dir[WAL_TIMELINE_LEN + 1], why[PGD_ERROR_MAX];
+    bool ok;
+
+    snprintf(dir, sizeof(dir), "%08X", r->s->timeline);
+    if (!repo_contents_wal_all(r->repo, dir, &files, err))
+        return false;
+    if (files.n == 0) {
+        repo_contents_names_free(&files);
+        return err_set(err, "repository \"%s\" holds nothing of timeline %u (%s/%s/ is empty)",
+                       r->repo->uri, r->s->timeline, WAL_DIR, dir);
+    }
+    ok = repo_contents_wal_timelines(r->repo, &timelines, err);
+    if (ok) {
+        ok = delete_timeline_needed(r, &timelines, why, sizeof(why), err);
+        repo_contents_names_free(&timelines);
+    }
+    if (ok && why[0] != '\0')
+        ok = err_set(err, "timeline %u not removed: %s", r->s->timeline, why);
+    for (size_t i = 0; ok && i < files.n && r->s->dry_run; i++)
+        printf("would remove %s\n", files.names[i]);
+    for (size_t i = 0; ok && !r->s->dry_run && i < files.n; i += DELETE_BATCH) {
+        size_t count = files.n - i < DELETE_BATCH ? files.n - i : DELETE_BATCH;
+        ok = delete_keep_lease(r, err) &&
+             storage_remove_many(r->repo, (const char *const *)&files.names[i], count, err);
+        if (ok)
+            r->removed_wal += count;
+    }
+    if (ok)
+        printf("%s timeline %u: %zu files (its history file and WAL) under %s/%s/; no backup is on "
+               "it or descends from it\n",
+               r->s->dry_run ? "would remove" : "removed", r->s->timeline, files.n, WAL_DIR, dir);
+    repo_contents_names_free(&files);
+    return ok;
+}
+
 static bool delete_execute(delete_run *r, pgd_error *err)
 {
     const char *named = r->s->policy.backup_id;
@@ -410,6 +518,8 @@ static bool delete_execute(delete_run *r, pgd_error *err)
     if (!repo_contents_scan_backups(r->repo, &r->c, err) ||
         !repo_contents_scan_dirs(r->repo, r->s->garbage_age, &r->c, err))
         return false;
+    if (r->s->timeline != 0)
+        return delete_timeline(r, err);
     if (named != NULL) {
         for (size_t i = 0; i < r->c.ndirs; i++)
             if (strcmp(r->c.dirs[i].id, named) == 0 && !r->c.dirs[i].sentinel)

@@ -95,6 +95,11 @@ static const command_help restore_help = {
     "standby promoted by mistake, a test restore that archived into this repository) would\n"
     "leave a server that refuses to start.\n"
     "\n"
+    "The restored cluster does not archive: archive_mode = off is written to its\n"
+    "postgresql.auto.conf, so that a test restore started and promoted never archives a new\n"
+    "timeline into the production repository. A restore that becomes the new primary (a\n"
+    "failover) passes --archive-mode preserve to keep the backup's archive settings.\n"
+    "\n"
     "restore_command carries every repository option this restore used, resolved to flags,\n"
     "but never S3 credentials: the restored server needs AWS_ACCESS_KEY_ID and\n"
     "AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN) in its own environment.\n"
@@ -114,6 +119,7 @@ typedef struct restore_settings {
     bool progress;
     bool allow_external_links;
     bool delta;                  /* reuse an existing data directory: write only what differs */
+    bool archive_off;            /* --archive-mode off: the restored cluster does not archive */
     char *const *tablespace_map; /* OLD=NEW values */
     size_t ntablespace_map;
 } restore_settings;
@@ -185,6 +191,7 @@ static bool restore_read_target(const pgd_options *opts, restore_settings *s, pg
 static bool restore_read_settings(const pgd_options *opts, restore_settings *s, pgd_error *err)
 {
     long concurrency;
+    int archive_mode;
 
     memset(s, 0, sizeof(*s));
     if (opts->nargs != 1)
@@ -215,6 +222,9 @@ static bool restore_read_settings(const pgd_options *opts, restore_settings *s, 
     if (s->standby && s->target_key != NULL)
         return err_set(err, "option \"--standby\" cannot be combined with a recovery target "
                             "(--target-time, --target-lsn, --target-name, --target-xid)");
+    if (!opt_enum(opts, OPT_ARCHIVE_MODE, "off|preserve", &archive_mode, err))
+        return false;
+    s->archive_off = archive_mode == 0;
     return command_progress(opts, &s->progress, err) &&
            opt_bool(opts, OPT_ALLOW_EXTERNAL_LINKS, &s->allow_external_links, err) &&
            opt_bool(opts, OPT_DELTA, &s->delta, err);
@@ -344,6 +354,10 @@ static bool restore_prepare(restore_run *r, pgd_error *err)
         log_info("backup %s is a delta: its chain of %zu older backups down to full backup %s "
                  "is assembled in one pass",
                  r->bi.id, r->chain.n, r->chain.parents[r->chain.n - 1].bi.id);
+    if (r->s->archive_off)
+        log_info("the restored cluster will not archive WAL (archive_mode = off in "
+                 "postgresql.auto.conf), so that it never adds a timeline to this repository; "
+                 "--archive-mode preserve keeps the backup's setting (a failover)");
     if (restore_command_repo_is_s3(r->repo))
         log_info("restore_command carries no S3 credentials: the server needs "
                  "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in its own environment");
@@ -405,7 +419,8 @@ static bool restore_write(restore_run *r, const char **spc_dest, pgd_error *err)
                                       .target_action = s->target_action,
                                       .target_timeline = r->timeline[0] ? r->timeline : NULL,
                                       .standby = s->standby,
-                                      .primary_conninfo = s->primary_conninfo};
+                                      .primary_conninfo = s->primary_conninfo,
+                                      .archive_off = s->archive_off};
     double t_sync;
     size_t removed = 0;
     bool ok = true;

@@ -279,11 +279,17 @@ static bool repo_contents_collect_wal(void *arg, const char *name, uint64_t size
     if (is_dir)
         return true;
     repo_contents_wal_base(name, base, sizeof(base));
-    if (!retention_wal_removable(base, w->keep_from))
+    if (w->keep_from != NULL && !retention_wal_removable(base, w->keep_from))
         return true;
     if (asprintf(&path, WAL_DIR "/%s/%s", w->timeline, name) < 0)
         path = NULL;
     return repo_contents_names_add(w->out, path, err);
+}
+
+bool repo_contents_wal_all(storage *repo, const char *timeline, repo_contents_names *out,
+                           pgd_error *err)
+{
+    return repo_contents_wal_before(repo, timeline, NULL, out, err);
 }
 
 bool repo_contents_wal_before(storage *repo, const char *timeline, const char *keep_from,

@@ -66,6 +66,10 @@ bool repo_contents_wal_timelines(storage *repo, repo_contents_names *out, pgd_er
 bool repo_contents_wal_before(storage *repo, const char *timeline, const char *keep_from,
                               repo_contents_names *out, pgd_error *err);
 
+/* Every object stored under one timeline's directory (wal/<timeline>/), its .history too. */
+bool repo_contents_wal_all(storage *repo, const char *timeline, repo_contents_names *out,
+                           pgd_error *err);
+
 void repo_contents_names_free(repo_contents_names *l);
 
 #endif

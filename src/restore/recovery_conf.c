@@ -378,6 +378,10 @@ bool recovery_conf_write(const recovery_conf_request *req, durable_list *l, pgd_
         recovery_conf_append(out, "standby_mode", "on");
     if (req->primary_conninfo != NULL)
         recovery_conf_append(out, "primary_conninfo", req->primary_conninfo);
+    /* last, so that it wins over an archive_mode the restored files set (the last one counts);
+       recovery.conf (before 12) takes recovery settings only */
+    if (req->archive_off && req->pg_version_num >= PG_VERSION_AUTO_CONF)
+        recovery_conf_append(out, "archive_mode", "off");
     ok = req->pg_version_num < PG_VERSION_AUTO_CONF || recovery_conf_overrides(req, out, err);
     if (fclose(out) != 0) {
         free(conf);

@@ -64,6 +64,7 @@ typedef struct recovery_conf_request {
     const char *target_timeline;  /* recovery_target_timeline, or NULL: PostgreSQL's default */
     bool standby;                 /* standby.signal (standby_mode before 12): a new replica */
     const char *primary_conninfo; /* written when set (with standby); wins over inherited ones */
+    bool archive_off;             /* archive_mode = off: the restored cluster does not archive */
 } recovery_conf_request;
 
 /*

@@ -282,3 +282,64 @@ bool timeline_resolve(storage *repo, const backup_info *bi, const timeline_choic
     free(h);
     return ok;
 }
+
+bool timeline_find_stray(storage *repo, uint32_t server_tli, const backup_info *newest,
+                         char *warning, size_t len, pgd_error *err)
+{
+    timeline_choice latest = {.goal = TIMELINE_DEFAULT};
+    timeline_path p = {0};
+    wal_history_entry *h;
+    size_t n;
+    uint32_t found;
+
+    warning[0] = '\0';
+    if (!timeline_newest(repo, server_tli, &found, &h, &n, &p, err)) {
+        if (p.failure == TIMELINE_UNREADABLE)
+            return false;
+        snprintf(warning, len, "%s", err->msg); /* a damaged history file: a restore refuses */
+        err_clear(err);
+        return true;
+    }
+    free(h);
+    if (found > server_tli) {
+        snprintf(warning, len,
+                 "repository \"%s\" holds timeline %u (%08X.history), newer than the server's "
+                 "timeline %u: a restore that follows the latest timeline, PostgreSQL's default, "
+                 "would recover along it and not along this server's WAL (a restore of a later "
+                 "backup would refuse); if a test restore or another server archived it, "
+                 "\"pgdirect delete --timeline %u\" removes it",
+                 repo->uri, found, found, server_tli, found);
+        return true;
+    }
+    if (newest == NULL)
+        return true;
+    if (timeline_resolve(repo, newest, &latest, &p, err)) {
+        timeline_path_free(&p);
+        return true;
+    }
+    if (p.failure == TIMELINE_UNREADABLE)
+        return false;
+    snprintf(warning, len, "a restore of the newest backup %s the default way would refuse: %s",
+             newest->id, err->msg);
+    err_clear(err);
+    return true;
+}
+
+bool timeline_descends(storage *repo, uint32_t tli, uint32_t ancestor, bool *descends,
+                       pgd_error *err)
+{
+    timeline_path p = {0};
+    wal_history_entry *h;
+    size_t n;
+    bool found;
+
+    *descends = false;
+    if (tli <= ancestor)
+        return true;
+    if (!timeline_history(repo, tli, &h, &n, &found, &p, err))
+        return false;
+    for (size_t i = 0; found && i < n; i++)
+        *descends = *descends || h[i].tli == ancestor;
+    free(h);
+    return true;
+}

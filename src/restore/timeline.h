@@ -76,4 +76,27 @@ void timeline_log_path(const timeline_path *p, const backup_info *bi, const time
 
 void timeline_path_free(timeline_path *p);
 
+/*
+ * What check and backup warn of: a timeline a default restore would follow
+ * although the server was never on it. PostgreSQL recovers along the newest
+ * timeline whose history file the archive holds; a test restore that was
+ * promoted and archived into this repository, or another server promoted
+ * from this one, leaves one newer than the server's own timeline
+ * server_tli, and from then on a default restore of every later backup
+ * refuses (restore/timeline.h above) or follows WAL that is not the
+ * server's. Also: a default restore of `newest` (NULL: none) would refuse.
+ * *warning is "" when all is well; false only when the repository could not
+ * be read.
+ */
+/*
+ * Whether timeline tli descends from timeline `ancestor` (tli's history file, in the
+ * repository, lists it; a timeline does not descend from itself). A missing history file
+ * says no; a damaged one fails.
+ */
+bool timeline_descends(storage *repo, uint32_t tli, uint32_t ancestor, bool *descends,
+                       pgd_error *err);
+
+bool timeline_find_stray(storage *repo, uint32_t server_tli, const backup_info *newest,
+                         char *warning, size_t len, pgd_error *err);
+
 #endif

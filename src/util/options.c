@@ -136,6 +136,10 @@ const opt_def opt_defs[OPT_COUNT] = {
     [OPT_TARGET_TIMELINE] = {"target-timeline", "latest|current|N", NULL, CMD_RESTORE, false,
                              "the timeline recovery follows (recovery_target_timeline; "
                              "PostgreSQL default: latest), checked to pass through the backup"},
+    [OPT_ARCHIVE_MODE] = {"archive-mode", "off|preserve", "off", CMD_RESTORE, false,
+                          "off: the restored cluster does not archive (archive_mode = off, so a "
+                          "test restore never adds to this repository); preserve: as the backup "
+                          "had it (a failover, a new primary)"},
     [OPT_TABLESPACE_MAP] = {"tablespace-map", "OLD=NEW", NULL, CMD_RESTORE, true,
                             "restore the tablespace at OLD into NEW (repeatable)"},
     [OPT_ALLOW_EXTERNAL_LINKS] = {"allow-external-links", NULL, "off", CMD_RESTORE, false,
@@ -172,6 +176,10 @@ const opt_def opt_defs[OPT_COUNT] = {
     [OPT_GARBAGE_AGE] = {"garbage-age", "AGE", "1d", CMD_DELETE, false,
                          "a backup claimed this long ago without a sentinel is dead (longer than "
                          "any backup runs)"},
+    [OPT_TIMELINE] = {"timeline", "N", NULL, CMD_DELETE, false,
+                      "remove timeline N's history file and WAL, a timeline no backup is on or "
+                      "descends from (what a promoted test restore archived; refused when a "
+                      "backup needs it)"},
     [OPT_DRY_RUN] = {"dry-run", NULL, "off", CMD_DELETE, false,
                      "print what would be removed, remove nothing"},
     [OPT_ALL] = {"all", NULL, "off", CMD_VERIFY, false, "every backup in the repository"},

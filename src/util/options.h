@@ -72,6 +72,7 @@ typedef enum {
     OPT_TARGET_XID,
     OPT_TARGET_ACTION,
     OPT_TARGET_TIMELINE,
+    OPT_ARCHIVE_MODE,
     OPT_TABLESPACE_MAP,
     OPT_ALLOW_EXTERNAL_LINKS,
     OPT_DELTA,
@@ -98,6 +99,7 @@ typedef enum {
     OPT_GARBAGE,
     OPT_GARBAGE_AGE,
     OPT_DRY_RUN,
+    OPT_TIMELINE,
     OPT_ALL,
     /* asynchronous WAL archiving and prefetching (cmd/wal_async.c) */
     OPT_ARCHIVE_ASYNC,

@@ -63,7 +63,7 @@ ok $(grep -q "recovery_target_timeline" "$T/before/postgresql.auto.conf" && echo
 
 # ---- timeline 2: the older backup restored to the restore point, promoted, archiving here ----
 pgd restore "$B0" --repo "$REPO" --target-dir "$T/fork" --target-name fork --target-action promote \
-    >"$T/fork.restore.log" 2>&1 || bail "restore of $B0 failed: $(tail -3 "$T/fork.restore.log")"
+    --archive-mode preserve >"$T/fork.restore.log" 2>&1 || bail "restore of $B0 failed: $(tail -3 "$T/fork.restore.log")"
 start_promoted "$T/fork"
 is "$(psql_at "$FORK_PORT" "SELECT timeline_id FROM pg_control_checkpoint()")" "2" \
     "the promoted test restore runs on timeline 2"
@@ -181,7 +181,7 @@ like "$out" '^pgdirect: error: invalid value "foo" for option "--target-timeline
 STOP_LSN=$(b1_field stop_lsn)
 STOP_WAL=$(b1_field stop_wal)
 pgd restore "$B1" --repo "$REPO" --target-dir "$T/fork3" --target-lsn "$STOP_LSN" --target-timeline current \
-    --target-action promote >"$T/fork3.restore.log" 2>&1 || bail "restore for timeline 3 failed"
+    --target-action promote --archive-mode preserve >"$T/fork3.restore.log" 2>&1 || bail "restore for timeline 3 failed"
 echo "recovery_target_inclusive = off" >>"$T/fork3/postgresql.auto.conf"
 start_promoted "$T/fork3"
 psql_at "$FORK_PORT" "INSERT INTO t SELECT generate_series(7001, 7100)"
