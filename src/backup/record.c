@@ -88,6 +88,7 @@ static bool record_build_info(backup_info *bi, const record_facts *f, const char
     snprintf(bi->read_mode, sizeof(bi->read_mode), "%s",
              record_read_mode(f->res->read_modes, f->mode));
     bi->from_standby = f->from_standby;
+    bi->stop_next_xid = f->stop_next_xid;
     bi->size = f->res->bytes_read;
     bi->compressed_size = f->res->bytes_stored;
     record_checksum_totals(bi, f);

@@ -49,6 +49,7 @@ typedef struct record_facts {
     const char *page_checksums; /* "verified", "off", "not verified" (backup_info.h) */
     bool checksum_errors_fail;  /* --checksum-errors fail: bad pages mark the backup */
     bool from_standby;          /* read from a hot standby */
+    uint64_t stop_next_xid;     /* the next xid when the backup ended; 0: unknown */
     /* a delta: its parent's sentinel and manifest (NULL for a full) */
     const backup_info *parent;
     const manifest *parent_manifest;

@@ -436,6 +436,21 @@ static bool backup_wal_same_system(backup_run *r, const char *seg, pgd_error *er
     return true;
 }
 
+/*
+ * The next xid at the end, which restore --target-xid compares with (backup_info.h); a server
+ * that does not say costs only that, with a warning.
+ */
+static void backup_next_xid(backup_run *r, uint64_t *xid)
+{
+    pgd_error xerr = {0};
+
+    *xid = 0;
+    if (!pg_session_next_xid(&r->pg, xid, &xerr))
+        log_warn("could not record the next transaction id at the backup's end (restore "
+                 "--target-xid will not know which side of it a transaction is): %s",
+                 xerr.msg);
+}
+
 /* pg_backup_stop, the labels and manifests, the WAL in the repository, the sentinel. */
 static bool backup_finish(backup_run *r, pgd_error *err)
 {
@@ -470,6 +485,7 @@ static bool backup_finish(backup_run *r, pgd_error *err)
         !source_standby_timeline(&r->pg, r->rec.m.backup_label, err) || backup_interrupted())
         return false;
     facts.stop_time = time(NULL);
+    backup_next_xid(r, &facts.stop_next_xid);
     if (!record_build(&r->rec, &facts, err) || !record_write(r->repo, &r->rec, err))
         return false;
     if (s->archive_check) {

@@ -300,12 +300,96 @@ static bool restore_timeline(restore_run *r, pgd_error *err)
     return true;
 }
 
+#define RESTORE_FATAL_BEFORE_END                                                                   \
+    "PostgreSQL would stop with FATAL (\"requested recovery stop point is before consistent "      \
+    "recovery point\")"
+
+/* LATEST with a target before its end: the newest older usable backup that ends before it. */
+static bool restore_older_backup(restore_run *r, const char *newest_end, pgd_error *err)
+{
+    const restore_settings *s = r->s;
+    bool xid = strcmp(s->target_key, "recovery_target_xid") == 0;
+    char end[64], why[PGD_ERROR_MAX];
+    size_t n, oldest = SIZE_MAX;
+    backup_info *all;
+
+    if (!backup_info_scan(r->repo, &all, &n, err))
+        return false;
+    for (size_t i = n; i-- > 0;) {
+        if (backup_info_unusable(&all[i], why, sizeof(why)) != NULL ||
+            strcmp(all[i].id, r->bi.id) >= 0)
+            continue;
+        oldest = i;
+        if (recovery_target_versus_backup(&all[i], s->target_key, s->target_value, end,
+                                          sizeof(end)) == RECOVERY_TARGET_BEFORE_END)
+            continue;
+        log_info("restoring backup %s, the newest that ended before the recovery target (%s = "
+                 "'%s'): the newer %s ended at %s, after it",
+                 all[i].id, s->target_key, s->target_value, r->bi.id, newest_end);
+        r->bi = all[i];
+        free(all);
+        return true;
+    }
+    if (xid && oldest != SIZE_MAX) { /* it may still have committed after the end: try the oldest */
+        recovery_target_versus_backup(&all[oldest], s->target_key, s->target_value, end,
+                                      sizeof(end));
+        log_warn("transaction %s began before every backup ended (the oldest, %s, at %s): "
+                 "restoring %s, which reaches it only if it committed after that; else %s",
+                 s->target_value, all[oldest].id, end, all[oldest].id, RESTORE_FATAL_BEFORE_END);
+        r->bi = all[oldest];
+        free(all);
+        return true;
+    }
+    if (oldest != SIZE_MAX)
+        recovery_target_versus_backup(&all[oldest], s->target_key, s->target_value, end,
+                                      sizeof(end));
+    err_set(err,
+            "the recovery target %s = '%s' is before the end of every backup in repository "
+            "\"%s\": the oldest, %s, ended at %s; %s",
+            s->target_key, s->target_value, r->repo->uri,
+            oldest != SIZE_MAX ? all[oldest].id : r->bi.id, oldest != SIZE_MAX ? end : newest_end,
+            RESTORE_FATAL_BEFORE_END);
+    free(all);
+    return false;
+}
+
+/*
+ * The backup to restore: the id, or LATEST. With a recovery target, one that ends before it
+ * (restore/recovery_target.h): LATEST takes the newest that does and says which; an id that
+ * ends after a time or LSN target is refused (a server that stops with FATAL otherwise); for a
+ * transaction that began before the end, which may still commit after it, a warning.
+ */
+static bool restore_resolve_backup(restore_run *r, pgd_error *err)
+{
+    const restore_settings *s = r->s;
+    char end[64];
+
+    if (!backup_info_resolve(r->repo, s->id, &r->bi, err))
+        return false;
+    if (s->target_key == NULL ||
+        recovery_target_versus_backup(&r->bi, s->target_key, s->target_value, end, sizeof(end)) !=
+            RECOVERY_TARGET_BEFORE_END)
+        return true;
+    if (strcmp(s->id, "LATEST") == 0)
+        return restore_older_backup(r, end, err);
+    if (strcmp(s->target_key, "recovery_target_xid") == 0) {
+        log_warn("transaction %s began before backup %s ended (at %s): recovery reaches it only if "
+                 "it committed after that; else %s",
+                 s->target_value, r->bi.id, end, RESTORE_FATAL_BEFORE_END);
+        return true;
+    }
+    return err_set(err,
+                   "backup %s ended at %s, after the recovery target %s = '%s': %s; restore an "
+                   "older backup, or LATEST, which takes the newest that ended before the target",
+                   r->bi.id, end, s->target_key, s->target_value, RESTORE_FATAL_BEFORE_END);
+}
+
 /* Everything that can be decided or refused before the first write. */
 static bool restore_plan(restore_run *r, const pgd_options *opts, pgd_error *err)
 {
     const restore_settings *s = r->s;
 
-    if (!backup_info_resolve(r->repo, s->id, &r->bi, err) || !restore_timeline(r, err) ||
+    if (!restore_resolve_backup(r, err) || !restore_timeline(r, err) ||
         (s->delta && !delta_dir_check(s->target, r->bi.system_identifier, err)) ||
         !backup_read_manifest(r->repo, r->bi.id, s->allow_external_links, &r->m, err) ||
         !chain_load(r->repo, &r->bi, &r->m, s->allow_external_links, &r->chain, err) ||

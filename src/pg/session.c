@@ -7,6 +7,7 @@
 
 #include <inttypes.h>
 #include <signal.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -270,6 +271,21 @@ bool pg_session_backup_stop(pg_session *s, bool wait_for_archive, char *stop_lsn
         free(*spcmapfile);
         return err_set(err, "out of memory");
     }
+    return true;
+}
+
+bool pg_session_next_xid(pg_session *s, uint64_t *xid, pgd_error *err)
+{
+    char buf[32], *end;
+
+    if (!pg_session_fetch_one(
+            s, "SELECT pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot())::text", buf,
+            sizeof(buf), err))
+        return false;
+    errno = 0;
+    *xid = strtoull(buf, &end, 10);
+    if (buf[0] < '0' || buf[0] > '9' || *end != '\0' || errno != 0)
+        return err_set(err, "the server returned an invalid transaction id \"%s\"", buf);
     return true;
 }
 

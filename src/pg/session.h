@@ -77,6 +77,12 @@ void pg_session_cancel_request(void);
 void pg_session_cancel_disarm(void);
 
 /* pg_is_in_recovery() now: whether the server is (still) a standby. */
+/*
+ * The next transaction id (xid8): the xmax of a snapshot taken now, which every transaction
+ * that has not begun yet will be at or after.
+ */
+bool pg_session_next_xid(pg_session *s, uint64_t *xid, pgd_error *err);
+
 bool pg_session_in_recovery(pg_session *s, bool *in_recovery, pgd_error *err);
 
 /*

@@ -33,6 +33,9 @@ bool backup_info_to_json(const backup_info *bi, char **json, pgd_error *err)
                             json_integer((json_int_t)bi->checksum_error_files)) != 0 ||
         json_object_set_new(o, "checksum_failed", json_boolean(bi->checksum_failed)) != 0 ||
         json_object_set_new(o, "from_standby", json_boolean(bi->from_standby)) != 0 ||
+        (bi->stop_next_xid != 0 &&
+         json_object_set_new(o, "stop_next_xid", json_integer((json_int_t)bi->stop_next_xid)) !=
+             0) ||
         json_object_set_new(o, "parent", json_string(bi->parent)) != 0 ||
         json_object_set_new(o, "depth", json_integer(bi->depth)) != 0 ||
         json_object_set_new(o, "parent_start_lsn", json_string(bi->parent_start_lsn)) != 0 ||
@@ -114,6 +117,7 @@ bool backup_info_from_json(backup_info *bi, const char *json, const char *what, 
         *tool_version, *compression, *read_mode, *bad;
     json_int_t start_time, stop_time, timeline, size, csize, files;
     int pgver, from_standby = 0;
+    json_int_t next_xid = 0;
 
     memset(bi, 0, sizeof(*bi));
     if (o == NULL)
@@ -144,12 +148,17 @@ bool backup_info_from_json(backup_info *bi, const char *json, const char *what, 
         json_decref(o);
         return false;
     }
-    /* absent from sentinels written before standbys were backed up: a primary's */
-    if (json_unpack_ex(o, &jerr, 0, "{s?b}", "from_standby", &from_standby) != 0) {
+    /* absent from sentinels written before standbys were backed up (a primary's), and before
+       the next xid was recorded */
+    if (json_unpack_ex(o, &jerr, 0, "{s?b, s?I}", "from_standby", &from_standby, "stop_next_xid",
+                       &next_xid) != 0 ||
+        next_xid < 0) {
         json_decref(o);
-        return err_set(err, "invalid %s: %s", what, jerr.text);
+        return err_set(err, "invalid %s: %s", what,
+                       next_xid < 0 ? "bad \"stop_next_xid\"" : jerr.text);
     }
     bi->from_standby = from_standby != 0;
+    bi->stop_next_xid = (uint64_t)next_xid;
     if (!backup_info_delta_from_json(bi, o, type, what, err)) {
         json_decref(o);
         return false;
@@ -314,7 +323,7 @@ bool backup_info_list(storage *repo, backup_info **out, size_t *count, pgd_error
  * backup and WAL replay rebuild those pages as they were written, which
  * beats restoring the copies that failed; restore it by id to use it.
  */
-static const char *backup_info_unusable(const backup_info *bi, char *buf, size_t len)
+const char *backup_info_unusable(const backup_info *bi, char *buf, size_t len)
 {
     if (bi->damaged)
         return bi->damage;

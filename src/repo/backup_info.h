@@ -47,6 +47,12 @@ typedef struct backup_info {
     bool checksum_failed;
     /* taken from a hot standby; false in sentinels written before standbys were backed up */
     bool from_standby;
+    /*
+     * The next transaction id (xid8) when the backup ended: every transaction from it on began
+     * after the end, so a --target-xid from it on is reached after the backup is consistent.
+     * 0 in sentinels written before it was recorded.
+     */
+    uint64_t stop_next_xid;
     /* set by backup_info_scan when the sentinel is damaged: only id and damage are valid */
     bool damaged;
     char damage[PGD_ERROR_MAX];
@@ -79,5 +85,8 @@ bool backup_info_list(storage *repo, backup_info **out, size_t *count, pgd_error
  * the repository, or the damage.
  */
 bool backup_info_resolve(storage *repo, const char *id_or_latest, backup_info *bi, pgd_error *err);
+
+/* Why LATEST passes over backup bi (damaged, or marked by --checksum-errors fail), or NULL. */
+const char *backup_info_unusable(const backup_info *bi, char *buf, size_t len);
 
 #endif

@@ -12,7 +12,9 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 
+#include "pg/session.h"
 #include "util/text.h"
 
 #define TZ_DIR_DEFAULT         "/usr/share/zoneinfo"
@@ -49,10 +51,10 @@ static int recovery_target_days_in_month(int year, int month)
     return month == 2 && leap ? 29 : days[month - 1];
 }
 
-/* +HH, +HHMM, +HH:MM, +HH:MM:SS (and -) at the end of the value. */
-static bool recovery_target_offset(const char *p)
+/* +HH, +HHMM, +HH:MM, +HH:MM:SS (and -) at the end of the value; *east: seconds east of UTC. */
+static bool recovery_target_offset(const char *p, int64_t *east)
 {
-    int h, m = 0, s = 0;
+    int h, m = 0, s = 0, sign = *p == '-' ? -1 : 1;
 
     p++; /* the sign */
     if (!recovery_target_digits(&p, 2, &h))
@@ -66,7 +68,31 @@ static bool recovery_target_offset(const char *p)
         if (!recovery_target_digits(&p, 2, &s))
             return false;
     }
+    *east = sign * ((int64_t)h * 3600 + m * 60 + s);
     return *p == '\0' && h <= TZ_OFFSET_HOUR_MAX && m < 60 && s < 60;
+}
+
+/*
+ * The Unix time of broken-down local time tm in zone `name` of the tz database: TZ set for the
+ * one call (a restore is single-threaded until it has decided what to restore).
+ */
+static int64_t recovery_target_zone_time(struct tm *tm, const char *name)
+{
+    char *saved = getenv("TZ") ? strdup(getenv("TZ")) : NULL;
+    time_t t;
+
+    setenv("TZ", name, 1);
+    tzset();
+    tm->tm_isdst = -1;
+    t = mktime(tm);
+    if (saved != NULL) {
+        setenv("TZ", saved, 1);
+        free(saved);
+    } else {
+        unsetenv("TZ");
+    }
+    tzset();
+    return (int64_t)t;
 }
 
 /* A zone name of the system's tz database: a regular file under $TZDIR. */
@@ -94,11 +120,13 @@ static bool recovery_target_zone_name(const char *name, char *why, size_t whylen
     return true;
 }
 
-bool recovery_target_check_time(const char *value, char *why, size_t whylen)
+bool recovery_target_time_seconds(const char *value, int64_t *seconds, char *why, size_t whylen)
 {
     const char *p = value;
     int year, month, day, hour, minute, second = 0;
     bool spaced = false;
+    int64_t east;
+    struct tm tm;
 
     if (!recovery_target_digits(&p, 4, &year) || *p++ != '-' ||
         !recovery_target_digits(&p, 2, &month) || *p++ != '-' ||
@@ -118,7 +146,7 @@ bool recovery_target_check_time(const char *value, char *why, size_t whylen)
             snprintf(why, whylen, TIME_EXAMPLE);
             return false;
         }
-        if (*p == '.') {
+        if (*p == '.') { /* the fraction is dropped: *seconds is the second it falls in */
             size_t n = strspn(++p, "0123456789");
             if (n == 0 || n > FRACTION_DIGITS_MAX) {
                 snprintf(why, whylen, TIME_EXAMPLE);
@@ -133,6 +161,13 @@ bool recovery_target_check_time(const char *value, char *why, size_t whylen)
         snprintf(why, whylen, "no such date or time");
         return false;
     }
+    memset(&tm, 0, sizeof(tm));
+    tm.tm_year = year - 1900;
+    tm.tm_mon = month - 1;
+    tm.tm_mday = day;
+    tm.tm_hour = hour;
+    tm.tm_min = minute;
+    tm.tm_sec = second;
     if (*p == ' ') {
         spaced = true;
         p++;
@@ -143,11 +178,15 @@ bool recovery_target_check_time(const char *value, char *why, size_t whylen)
                  "reads the time in its own TimeZone");
         return false;
     }
-    if ((p[0] == 'Z' || p[0] == 'z') && p[1] == '\0')
+    if ((p[0] == 'Z' || p[0] == 'z') && p[1] == '\0') {
+        *seconds = (int64_t)timegm(&tm);
         return true;
+    }
     if (*p == '+' || *p == '-') {
-        if (recovery_target_offset(p))
+        if (recovery_target_offset(p, &east)) {
+            *seconds = (int64_t)timegm(&tm) - east;
             return true;
+        }
         snprintf(why, whylen, "invalid zone offset \"%s\": expected +HH, +HHMM or +HH:MM", p);
         return false;
     }
@@ -155,7 +194,17 @@ bool recovery_target_check_time(const char *value, char *why, size_t whylen)
         snprintf(why, whylen, TIME_EXAMPLE);
         return false;
     }
-    return recovery_target_zone_name(p, why, whylen);
+    if (!recovery_target_zone_name(p, why, whylen))
+        return false;
+    *seconds = recovery_target_zone_time(&tm, p);
+    return true;
+}
+
+bool recovery_target_check_time(const char *value, char *why, size_t whylen)
+{
+    int64_t seconds;
+
+    return recovery_target_time_seconds(value, &seconds, why, whylen);
 }
 
 bool recovery_target_check_lsn(const char *value, char *why, size_t whylen)
@@ -202,4 +251,41 @@ bool recovery_target_check_name(const char *value, char *why, size_t whylen)
         return false;
     }
     return true;
+}
+
+recovery_target_order recovery_target_versus_backup(const backup_info *bi, const char *key,
+                                                    const char *value, char *end, size_t endlen)
+{
+    char why[PGD_ERROR_MAX], when[64];
+    uint64_t target, stop;
+    int64_t seconds;
+    time_t t = (time_t)bi->stop_time;
+    struct tm tm;
+
+    if (strcmp(key, "recovery_target_time") == 0) {
+        strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S+00", gmtime_r(&t, &tm));
+        snprintf(end, endlen, "%s", when);
+        if (!recovery_target_time_seconds(value, &seconds, why, sizeof(why)))
+            return RECOVERY_TARGET_UNKNOWN;
+        /* the backup ended in its stop_time's second or before: the target's must be later */
+        return seconds > bi->stop_time ? RECOVERY_TARGET_AFTER_END : RECOVERY_TARGET_BEFORE_END;
+    }
+    if (strcmp(key, "recovery_target_lsn") == 0) {
+        snprintf(end, endlen, "%s", bi->stop_lsn);
+        if (!pg_parse_lsn(value, &target) || !pg_parse_lsn(bi->stop_lsn, &stop))
+            return RECOVERY_TARGET_UNKNOWN;
+        return target >= stop ? RECOVERY_TARGET_AFTER_END : RECOVERY_TARGET_BEFORE_END;
+    }
+    if (strcmp(key, "recovery_target_xid") == 0) {
+        snprintf(end, endlen, "next transaction id %llu", (unsigned long long)bi->stop_next_xid);
+        if (bi->stop_next_xid == 0)
+            return RECOVERY_TARGET_UNKNOWN;
+        target = strtoull(value, NULL, 10);
+        /* a 32-bit xid is taken in the epoch of the backup's end (xid8 = epoch << 32 | xid) */
+        if (target <= UINT32_MAX)
+            target |= bi->stop_next_xid & ~(uint64_t)UINT32_MAX;
+        return target >= bi->stop_next_xid ? RECOVERY_TARGET_AFTER_END : RECOVERY_TARGET_BEFORE_END;
+    }
+    snprintf(end, endlen, "%s", bi->stop_lsn);
+    return RECOVERY_TARGET_UNKNOWN;
 }

@@ -25,11 +25,33 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include "repo/backup_info.h"
 
 /* Each returns false and a reason ("expected ...") in why. */
 bool recovery_target_check_time(const char *value, char *why, size_t whylen);
+/* The same, and the Unix time of the second it names (a fraction dropped). */
+bool recovery_target_time_seconds(const char *value, int64_t *seconds, char *why, size_t whylen);
 bool recovery_target_check_lsn(const char *value, char *why, size_t whylen);
 bool recovery_target_check_xid(const char *value, char *why, size_t whylen);
 bool recovery_target_check_name(const char *value, char *why, size_t whylen);
+
+/* Where a recovery target falls against a backup's end (recovery_target_versus_backup). */
+typedef enum recovery_target_order {
+    RECOVERY_TARGET_AFTER_END,  /* recovery is consistent before it gets there: fine */
+    RECOVERY_TARGET_BEFORE_END, /* PostgreSQL would stop with FATAL */
+    RECOVERY_TARGET_UNKNOWN     /* a restore point (only replay finds it), or an unrecorded xid */
+} recovery_target_order;
+
+/*
+ * Recovery is consistent only at the backup's end; a target before it makes PostgreSQL stop with
+ * "requested recovery stop point is before consistent recovery point". For recovery_target_time,
+ * _lsn and _xid (key; value checked above) against backup bi: a time after the second the backup
+ * ended in, an LSN at or after its stop LSN, a transaction that began after its end (the next
+ * xid it recorded). `end` gets the backup's end as messages say it.
+ */
+recovery_target_order recovery_target_versus_backup(const backup_info *bi, const char *key,
+                                                    const char *value, char *end, size_t endlen);
 
 #endif

@@ -6,6 +6,9 @@
 #   archive a new timeline). The stray timeline such a restore leaves is named by check and
 #   backup; restore LATEST of a later backup refuses it (PostgreSQL would not start);
 #   delete --timeline N removes it (refused while a backup is on it), and the restore works.
+# - A recovery target before a backup's end: restore LATEST takes the newest backup that ended
+#   before it, and says which; an id that ended after it is refused, and so is a target before
+#   every backup (PostgreSQL itself, given such a target, stops with FATAL: the control).
 . "$(dirname "$0")/lib.sh"
 setup_tmp
 pg_init "$T/data"
@@ -82,7 +85,7 @@ expect_error "restore LATEST across the stray timeline" \
 expect_error "delete --timeline 2 while a backup is on it" "timeline 2 not removed: backup $B3 is on it" \
     pgd delete --repo "$REPO" --timeline 2
 pg_stop "$T/r2"
-pgd delete --repo "$REPO" --backup "$B3" >/dev/null 2>&1 || bail "could not delete $B3"
+out=$(pgd delete --repo "$REPO" --backup "$B3" 2>&1) || bail "could not delete $B3: $out"
 expect_error "--timeline 1" "invalid value \"1\" for option \"--timeline\"" pgd delete --repo "$REPO" --timeline 1
 pgd delete --repo "$REPO" --timeline 1 >/dev/null 2>&1
 is "$?" "2" "--timeline 1 is a usage error (exit 2)"
@@ -103,5 +106,49 @@ ok $? "restore LATEST works again" || sed 's/^/# /' "$T/r4.restore.log"
 start_restored "$T/r4"
 is "$(rows "$PORT_R")" "$(rows "$PGPORT")" "and recovers production's data, not the test restore's"
 pg_stop "$T/r4"
+
+# ---- a recovery target before a backup's end ----
+next_second
+q "INSERT INTO t SELECT generate_series(3001, 3100)"
+next_second
+T_MID=$(date -u '+%Y-%m-%d %H:%M:%S+00')
+LSN_MID=$(q "SELECT pg_current_wal_lsn()")
+T_MID_RE=${T_MID//+/\\+} # as a regular expression
+want_mid=$(rows "$PGPORT")
+next_second
+q "INSERT INTO t SELECT generate_series(3101, 3200)"
+pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast >/dev/null 2>"$T/b4.err" ||
+    bail "backup 4 failed: $(cat "$T/b4.err")"
+B4=$(newest)
+archive_all "$PGPORT"
+pgd restore LATEST --repo "$REPO" --target-dir "$T/r5" --target-time "$T_MID" --target-action promote \
+    >"$T/r5.restore.log" 2>&1
+ok $? "restore LATEST --target-time before the newest backup's end" || sed 's/^/# /' "$T/r5.restore.log"
+like "$(cat "$T/r5.restore.log")" "restoring backup $B2, the newest that ended before the recovery target \(recovery_target_time = '$T_MID_RE'\): the newer $B4 ended at" \
+    "takes the newest backup that ended before the target, and says which"
+start_restored "$T/r5"
+is "$(rows "$PORT_R")" "$want_mid" "and recovers to the target"
+pg_stop "$T/r5"
+out=$(pgd restore LATEST --repo "$REPO" --target-dir "$T/r6" --target-lsn "$LSN_MID" 2>&1)
+ok $? "restore LATEST --target-lsn before the newest backup's end"
+like "$out" "restoring backup $B2, the newest that ended before the recovery target \(recovery_target_lsn" \
+    "an LSN target chooses the same way"
+rm -rf "$T/r6"
+expect_error "an id that ended after the target" \
+    "backup $B4 ended at [0-9: -]+\+00, after the recovery target recovery_target_time = '$T_MID_RE': PostgreSQL would stop with FATAL" \
+    pgd restore "$B4" --repo "$REPO" --target-dir "$T/r7" --target-time "$T_MID"
+ok $([ ! -e "$T/r7" ] && echo 0 || echo 1) "refused before anything is written"
+expect_error "a target before every backup" \
+    "the recovery target recovery_target_time = '2000-01-01 00:00:00\+00' is before the end of every backup in repository \"$REPO\": the oldest, $B1, ended at" \
+    pgd restore LATEST --repo "$REPO" --target-dir "$T/r7" --target-time "2000-01-01 00:00:00+00"
+# the control: PostgreSQL given such a target for that backup (an LSN: a time target stops only
+# at a commit, and an idle cluster commits nothing during a backup)
+pgd restore "$B4" --repo "$REPO" --target-dir "$T/r8" >/dev/null 2>&1 || bail "restore of $B4 failed"
+printf "port = %s\nrecovery_target_lsn = '%s'\nrecovery_target_action = 'promote'\n" "$(free_port)" "$LSN_MID" \
+    >>"$T/r8/postgresql.auto.conf"
+as_pg "$PG_BIN/pg_ctl" -D "$T/r8" -l "$T/r8.log" -w -t 60 start >/dev/null 2>&1
+for _ in $(seq 1 300); do grep -q "before consistent recovery point" "$T/r8.log" && break; sleep 0.1; done
+like "$(cat "$T/r8.log")" "FATAL: +requested recovery stop point is before consistent recovery point" \
+    "the control: PostgreSQL itself stops with FATAL on such a target"
 
 done_testing

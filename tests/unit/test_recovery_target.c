@@ -76,12 +76,84 @@ static void test_lsn_xid_and_name(void **state)
     assert_true(recovery_target_check_name(longname, why, sizeof(why)));
 }
 
+static void test_time_to_seconds(void **state)
+{
+    char why[256];
+    int64_t t;
+
+    (void)state;
+    assert_true(recovery_target_time_seconds("2026-11-29 21:00:00+00", &t, why, sizeof(why)));
+    assert_int_equal(t, 1795986000);
+    assert_true(recovery_target_time_seconds("2026-11-29T21:00:00.9Z", &t, why, sizeof(why)));
+    assert_int_equal(t, 1795986000); /* the fraction dropped */
+    assert_true(recovery_target_time_seconds("2026-11-29 23:30:00+02:30", &t, why, sizeof(why)));
+    assert_int_equal(t, 1795986000);
+    assert_true(recovery_target_time_seconds("2026-11-29 16:00:00-05", &t, why, sizeof(why)));
+    assert_int_equal(t, 1795986000);
+    /* a zone name: Berlin is an hour ahead of UTC in November, two in July */
+    assert_true(
+        recovery_target_time_seconds("2026-11-29 22:00:00 Europe/Berlin", &t, why, sizeof(why)));
+    assert_int_equal(t, 1795986000);
+    assert_true(
+        recovery_target_time_seconds("2026-07-01 14:00:00 Europe/Berlin", &t, why, sizeof(why)));
+    assert_int_equal(t, 1782907200);
+    assert_false(recovery_target_time_seconds("2026-11-29 21:00:00", &t, why, sizeof(why)));
+}
+
+static void test_target_against_a_backups_end(void **state)
+{
+    backup_info bi;
+    char end[64];
+
+    (void)state;
+    memset(&bi, 0, sizeof(bi));
+    bi.stop_time = 1795986000; /* 2026-11-29 21:00:00 UTC */
+    snprintf(bi.stop_lsn, sizeof(bi.stop_lsn), "0/8000100");
+    /* a time: later than the second the backup ended in */
+    assert_int_equal(recovery_target_versus_backup(&bi, "recovery_target_time",
+                                                   "2026-11-29 21:00:01+00", end, sizeof(end)),
+                     RECOVERY_TARGET_AFTER_END);
+    assert_int_equal(recovery_target_versus_backup(&bi, "recovery_target_time",
+                                                   "2026-11-29 21:00:00.999+00", end, sizeof(end)),
+                     RECOVERY_TARGET_BEFORE_END);
+    assert_string_equal(end, "2026-11-29 21:00:00+00");
+    /* an LSN: at or after the stop LSN */
+    assert_int_equal(
+        recovery_target_versus_backup(&bi, "recovery_target_lsn", "0/8000100", end, sizeof(end)),
+        RECOVERY_TARGET_AFTER_END);
+    assert_int_equal(
+        recovery_target_versus_backup(&bi, "recovery_target_lsn", "0/80000FF", end, sizeof(end)),
+        RECOVERY_TARGET_BEFORE_END);
+    assert_string_equal(end, "0/8000100");
+    /* an xid: not recorded, then recorded (epoch 1, xid 1000) */
+    assert_int_equal(
+        recovery_target_versus_backup(&bi, "recovery_target_xid", "5000", end, sizeof(end)),
+        RECOVERY_TARGET_UNKNOWN);
+    bi.stop_next_xid = (1ULL << 32) | 1000;
+    assert_int_equal(
+        recovery_target_versus_backup(&bi, "recovery_target_xid", "1000", end, sizeof(end)),
+        RECOVERY_TARGET_AFTER_END);
+    assert_int_equal(
+        recovery_target_versus_backup(&bi, "recovery_target_xid", "999", end, sizeof(end)),
+        RECOVERY_TARGET_BEFORE_END);
+    assert_int_equal(recovery_target_versus_backup(&bi, "recovery_target_xid", "4294968295", end,
+                                                   sizeof(end)), /* xid8: epoch 1, xid 999 */
+                     RECOVERY_TARGET_BEFORE_END);
+    assert_string_equal(end, "next transaction id 4294968296");
+    /* a restore point: only replay finds it */
+    assert_int_equal(
+        recovery_target_versus_backup(&bi, "recovery_target_name", "rp", end, sizeof(end)),
+        RECOVERY_TARGET_UNKNOWN);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_time_with_a_zone_is_accepted),
         cmocka_unit_test(test_time_without_a_zone_or_malformed_is_refused),
         cmocka_unit_test(test_lsn_xid_and_name),
+        cmocka_unit_test(test_time_to_seconds),
+        cmocka_unit_test(test_target_against_a_backups_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
