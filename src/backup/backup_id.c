@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "util/log.h"
+#include "util/process.h"
 
 /*
  * Seconds after the start tried before giving up. Each run started at the
@@ -25,7 +26,6 @@
  * a killed run's garbage by the run after next.
  */
 #define BACKUP_ID_STALE_S (24 * 60 * 60)
-#define HOST_NAME_LEN     256
 
 typedef struct backup_id_names {
     char **names;
@@ -74,20 +74,27 @@ static bool backup_id_list(storage *repo, const char *id, backup_id_names *out, 
 }
 
 /*
- * The claim: id, host, pid, start_time; a delta's also its parent and the
- * parent's start_lsn, so that delete keeps that parent while the run goes.
+ * The claim: id, the process (host, pid, boot id, its start time and pid namespace: see
+ * util/process.h), start_time, the system identifier of the cluster when known; a delta's also
+ * its parent and the parent's start_lsn, so that delete keeps that parent while the run goes.
  */
 static char *backup_id_claim_text(const char *id, time_t start, const backup_id_parent *parent,
-                                  pgd_error *err)
+                                  const char *system_identifier, pgd_error *err)
 {
-    char host[HOST_NAME_LEN] = "";
+    process_identity me;
     json_t *o;
     char *text;
 
-    if (gethostname(host, sizeof(host) - 1) != 0)
-        snprintf(host, sizeof(host), "unknown");
-    o = json_pack("{s:s, s:s, s:I, s:I}", "id", id, "host", host, "pid", (json_int_t)getpid(),
-                  "start_time", (json_int_t)start);
+    process_self(&me);
+    o = json_pack("{s:s, s:s, s:I, s:s, s:I, s:I, s:I}", "id", id, "host", me.host, "pid",
+                  (json_int_t)me.pid, "boot_id", me.boot_id, "pid_start",
+                  (json_int_t)me.start_ticks, "pid_ns", (json_int_t)me.pid_ns, "start_time",
+                  (json_int_t)start);
+    if (o != NULL && system_identifier != NULL &&
+        json_object_set_new(o, "system_identifier", json_string(system_identifier)) != 0) {
+        json_decref(o);
+        o = NULL;
+    }
     if (o != NULL && parent != NULL &&
         (json_object_set_new(o, "parent", json_string(parent->id)) != 0 ||
          json_object_set_new(o, "parent_start_lsn", json_string(parent->start_lsn)) != 0)) {
@@ -124,11 +131,12 @@ static bool backup_id_foreign(storage *repo, const char *id, bool *foreign, pgd_
 
 /* Try to claim `id`: *taken when another run (or its leftovers) holds it. */
 static bool backup_id_try(storage *repo, const char *id, time_t start,
-                          const backup_id_parent *parent, bool *taken, pgd_error *err)
+                          const backup_id_parent *parent, const char *system_identifier,
+                          bool *taken, pgd_error *err)
 {
     char path[LAYOUT_PATH_MAX];
     pgd_error put_err = {0};
-    char *text = backup_id_claim_text(id, start, parent, err);
+    char *text = backup_id_claim_text(id, start, parent, system_identifier, err);
     bool ok, foreign;
 
     *taken = false;
@@ -180,11 +188,11 @@ static bool backup_id_sibling_taken(storage *repo, const char *id, bool *taken, 
 
 bool backup_id_claim(storage *repo, time_t start, char id[BACKUP_ID_LEN + 1], pgd_error *err)
 {
-    return backup_id_claim_kind(repo, start, NULL, id, err);
+    return backup_id_claim_kind(repo, start, NULL, NULL, id, err);
 }
 
 bool backup_id_claim_kind(storage *repo, time_t start, const backup_id_parent *parent,
-                          char id[BACKUP_ID_LEN + 1], pgd_error *err)
+                          const char *system_identifier, char id[BACKUP_ID_LEN + 1], pgd_error *err)
 {
     char first[BACKUP_ID_LEN + 1];
     bool delta = parent != NULL;
@@ -202,7 +210,7 @@ bool backup_id_claim_kind(storage *repo, time_t start, const backup_id_parent *p
         }
         if (taken)
             continue;
-        if (!backup_id_try(repo, id, start, parent, &taken, err)) {
+        if (!backup_id_try(repo, id, start, parent, system_identifier, &taken, err)) {
             err_prefix(err, "could not claim backup id %s", id);
             return false;
         }

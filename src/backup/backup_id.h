@@ -43,10 +43,13 @@ typedef struct backup_id_parent {
  * The same for a full (parent NULL, id ending F) or a delta (ending D, the
  * claim naming its parent). A second that holds a backup of the other kind
  * counts as taken too: ids sort by time, and a delta must never sort
- * before its parent (D < F in the same second).
+ * before its parent (D < F in the same second). The claim names the
+ * cluster's system_identifier when given (two backups of one cluster at
+ * once: backup_id_running_twin).
  */
 bool backup_id_claim_kind(storage *repo, time_t start, const backup_id_parent *parent,
-                          char id[BACKUP_ID_LEN + 1], pgd_error *err);
+                          const char *system_identifier, char id[BACKUP_ID_LEN + 1],
+                          pgd_error *err);
 
 /*
  * Remove everything backup `id` wrote: its sentinel, every object under

@@ -49,6 +49,7 @@
 #include "cmd/cmd.h"
 #include "cmd/common.h"
 #include "io/politeness.h"
+#include "repo/repo_contents.h"
 #include "repo/wal_archive.h"
 #include "restore/timeline.h"
 #include "util/digest.h"
@@ -306,6 +307,37 @@ static bool backup_plan_delta(backup_run *r, pgd_error *err)
 }
 
 /*
+ * Two backups of one cluster into one repository at once read it twice and double the load on
+ * it: the later one gives way (pgBackRest refuses the second too). Looked for before our claim
+ * (mine NULL: nothing written when refused) and again after it exists, against earlier ids
+ * only (mine): of two runs that start together, the later always sees the earlier's claim. A claim
+ * that may be a killed run's (another host, within --garbage-age) counts as running; the message
+ * says how to remove it.
+ */
+static bool backup_refuse_twin(backup_run *r, const char *mine, pgd_error *err)
+{
+    repo_contents c;
+    bool ok;
+
+    memset(&c, 0, sizeof(c));
+    ok = repo_contents_scan_dirs(r->repo, RETENTION_GARBAGE_AGE_DEFAULT_S, &c, err);
+    for (size_t i = 0; ok && i < c.ndirs; i++) {
+        const repo_dir *d = &c.dirs[i];
+        if (d->sentinel || d->state != RETENTION_CLAIM_RUNNING ||
+            (mine != NULL && strcmp(d->id, mine) >= 0) ||
+            strcmp(d->system_identifier, r->pg.system_identifier) != 0)
+            continue;
+        ok = err_set(err,
+                     "backup %s of this cluster (system %s) is running into repository \"%s\" "
+                     "(%s): a second one would read the cluster twice at once; --concurrent allows "
+                     "it",
+                     d->id, d->system_identifier, r->repo->uri, d->why);
+    }
+    repo_contents_free(&c);
+    return ok;
+}
+
+/*
  * A timeline in the repository that the server was never on (restore/timeline.h): the backup
  * goes on, but a default restore of it would refuse; say so before the long part.
  */
@@ -346,9 +378,14 @@ static bool backup_begin(backup_run *r, pgd_error *err)
     backup_warn_stray_timeline(r);
     if (s->delta && !backup_choose_parent(r, err))
         return false;
+    if (!s->concurrent && !backup_refuse_twin(r, NULL, err))
+        return false;
     /* a delta's claim names its parent: delete keeps it while this run goes */
-    if (!(r->claimed = backup_id_claim_kind(r->repo, (time_t)r->start_time,
-                                            r->parent.found ? &parent : NULL, r->id, err)))
+    if (!(r->claimed =
+              backup_id_claim_kind(r->repo, (time_t)r->start_time, r->parent.found ? &parent : NULL,
+                                   r->pg.system_identifier, r->id, err)))
+        return false;
+    if (!s->concurrent && !backup_refuse_twin(r, r->id, err))
         return false;
     /* a delete that listed the repository before our claim existed may have taken it */
     if (r->parent.found && !delta_parent_still_there(r->repo, &r->parent, err))

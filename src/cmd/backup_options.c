@@ -68,6 +68,7 @@ bool backup_read_settings(const pgd_options *opts, backup_settings *s, pgd_error
         !opt_enum(opts, OPT_CHECKSUM_ERRORS, "warn|fail", &checksum_errors, err) ||
         !opt_bool(opts, OPT_NO_VERIFY_CHECKSUMS, &no_verify, err) ||
         !opt_bool(opts, OPT_STANDBY_ONLY, &s->standby_only, err) ||
+        !opt_bool(opts, OPT_CONCURRENT, &s->concurrent, err) ||
         !opt_bool(opts, OPT_DELTA, &s->delta, err) ||
         !opt_int(opts, OPT_DELTA_MAX_STEPS, 0, DELTA_MAX_STEPS_MAX, &max_steps, err) ||
         !opt_int(opts, OPT_DELTA_SUMMARY_WAIT, 0, DELTA_SUMMARY_WAIT_MAX_S, &summary_wait, err) ||

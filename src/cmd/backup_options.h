@@ -36,6 +36,7 @@ typedef struct backup_settings {
     int archive_timeout;
     bool verify_checksums, checksum_errors_fail;
     bool standby_only; /* refuse a primary */
+    bool concurrent;   /* allow a second backup of the cluster into the repository at once */
     bool delta;
     const char *delta_from; /* an id or LATEST */
     uint32_t delta_max_steps;

@@ -114,29 +114,21 @@ static bool repo_contents_count(void *arg, const char *name, uint64_t size, bool
     return true;
 }
 
-/* Whether process `pid` of host `host` still exists, as far as this host can tell. */
-static bool repo_contents_process_alive(const char *host, long long pid)
-{
-    char me[REPO_HOST_MAX] = "";
-
-    if (gethostname(me, sizeof(me) - 1) != 0 || strcmp(me, host) != 0 || pid <= 0)
-        return false;
-    return kill((pid_t)pid, 0) == 0 || errno == EPERM;
-}
-
 /* What backups/<id>/claim.json says (backup/backup_id.c writes it). */
 static bool repo_contents_read_claim(storage *repo, const char *id, retention_claim *c,
                                      pgd_error *err)
 {
     char path[LAYOUT_PATH_MAX];
-    json_int_t start, pid;
-    const char *host, *parent = NULL;
+    json_int_t start, pid, pid_start = 0, pid_ns = 0;
+    const char *host, *parent = NULL, *boot_id = "", *sysid = "";
+    process_identity proc;
     bool missing = false;
     char *text;
     size_t len;
     json_t *o;
 
     memset(c, 0, sizeof(*c));
+    snprintf(c->id, sizeof(c->id), "%s", id);
     layout_backup_object(id, CLAIM_NAME, path, sizeof(path));
     if (!storage_get(repo, path, &text, &len, &missing, err)) {
         if (!missing)
@@ -147,11 +139,20 @@ static bool repo_contents_read_claim(storage *repo, const char *id, retention_cl
     c->present = true;
     o = json_loads(text, 0, NULL);
     free(text);
-    if (o != NULL &&
-        json_unpack(o, "{s:I, s:s, s:I}", "start_time", &start, "host", &host, "pid", &pid) == 0) {
+    /* boot_id, pid_start and pid_ns are absent from older claims: util/process.h decides less */
+    if (o != NULL && json_unpack(o, "{s:I, s:s, s:I, s?s, s?I, s?I, s?s}", "start_time", &start,
+                                 "host", &host, "pid", &pid, "boot_id", &boot_id, "pid_start",
+                                 &pid_start, "pid_ns", &pid_ns, "system_identifier", &sysid) == 0) {
         c->readable = true;
         c->start_time = start;
-        c->process_alive = repo_contents_process_alive(host, pid);
+        memset(&proc, 0, sizeof(proc));
+        snprintf(proc.host, sizeof(proc.host), "%s", host);
+        snprintf(proc.boot_id, sizeof(proc.boot_id), "%s", boot_id);
+        proc.pid = pid;
+        proc.start_ticks = pid_start > 0 ? (uint64_t)pid_start : 0;
+        proc.pid_ns = pid_ns > 0 ? (uint64_t)pid_ns : 0;
+        c->process = process_check(&proc, c->process_why, sizeof(c->process_why));
+        snprintf(c->system_identifier, sizeof(c->system_identifier), "%s", sysid);
     }
     /* a delta's claim names its parent (backup/backup_id.h); older claims do not */
     if (o != NULL && json_unpack(o, "{s:s}", "parent", &parent) == 0 && layout_is_backup_id(parent))
@@ -182,6 +183,7 @@ bool repo_contents_scan_dirs(storage *repo, int64_t garbage_age, repo_contents *
             return false;
         d->state = retention_claim_classify(&claim, now, garbage_age, d->why, sizeof(d->why));
         memcpy(d->parent, claim.parent, sizeof(d->parent));
+        memcpy(d->system_identifier, claim.system_identifier, sizeof(d->system_identifier));
     }
     return true;
 }

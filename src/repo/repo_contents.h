@@ -27,6 +27,7 @@ typedef struct repo_dir {
     retention_claim_state state;
     char why[RETENTION_REASON_MAX];
     char parent[BACKUP_ID_LEN + 1]; /* a running delta's parent, as its claim names it */
+    char system_identifier[24];     /* of the cluster its claim says it backs up; "" unknown */
 } repo_dir;
 
 typedef struct repo_contents {

@@ -521,15 +521,22 @@ retention_claim_state retention_claim_classify(const retention_claim *c, int64_t
     }
     retention_format_age(now > c->start_time ? now - c->start_time : 0, age, sizeof(age));
     retention_format_age(garbage_age, limit, sizeof(limit));
+    if (c->process == PROCESS_GONE) {
+        snprintf(why, whylen, "claimed %s ago by %s: no sentinel, so garbage", age, c->process_why);
+        return RETENTION_CLAIM_DEAD;
+    }
+    if (c->process == PROCESS_ALIVE) {
+        snprintf(why, whylen, "claimed %s ago by %s", age, c->process_why);
+        return RETENTION_CLAIM_RUNNING;
+    }
     if (now - c->start_time < garbage_age) {
-        snprintf(why, whylen, "claimed %s ago, less than --garbage-age %s: taken as running", age,
-                 limit);
+        snprintf(why, whylen,
+                 "claimed %s ago by %s, less than --garbage-age %s: taken as running (if that run "
+                 "has ended, delete --backup %s --garbage-age 0 removes it)",
+                 age, c->process_why, limit, c->id);
         return RETENTION_CLAIM_RUNNING;
     }
-    if (c->process_alive) {
-        snprintf(why, whylen, "claimed %s ago by a process of this host that is still alive", age);
-        return RETENTION_CLAIM_RUNNING;
-    }
-    snprintf(why, whylen, "claimed %s ago, no sentinel, older than --garbage-age %s", age, limit);
+    snprintf(why, whylen, "claimed %s ago by %s, no sentinel, older than --garbage-age %s", age,
+             c->process_why, limit);
     return RETENTION_CLAIM_DEAD;
 }

@@ -44,10 +44,11 @@
 #include <stdint.h>
 
 #include "repo/layout.h"
+#include "util/process.h"
 #include "util/error.h"
 
 #define RETENTION_WAL_NAME_LEN 24 /* TTTTTTTTXXXXXXXXYYYYYYYY */
-#define RETENTION_REASON_MAX   160
+#define RETENTION_REASON_MAX   320
 
 /* One backup with a sentinel, as retention needs it. */
 typedef struct retention_backup {
@@ -117,16 +118,24 @@ typedef enum {
 } retention_claim_state;
 
 typedef struct retention_claim {
-    bool present;  /* claim.json exists */
-    bool readable; /* and says when the run started */
+    char id[BACKUP_ID_LEN + 1]; /* the backup it claims, for messages */
+    bool present;               /* claim.json exists */
+    bool readable;              /* and says when the run started */
     int64_t start_time;
-    bool process_alive;             /* claimed on this host by a process that still exists */
+    process_state process;          /* its process, seen from here (util/process.h) */
+    char process_why[128];          /* how that was decided: "process 42 of this host, ..." */
     char parent[BACKUP_ID_LEN + 1]; /* a delta's parent ("parent"), "" when it names none */
+    char system_identifier[24];     /* of the cluster it backs up; "" in older claims */
 } retention_claim;
 
+/* --garbage-age's default: longer than any backup runs. */
+#define RETENTION_GARBAGE_AGE_DEFAULT_S (24 * 3600)
+
 /*
- * Dead only when the claim is older than garbage_age and its process is
- * not known to be alive; why says which rule decided.
+ * Dead at once when its process is gone (this host and boot: util/process.h), running while it
+ * is alive; otherwise (another host, an older claim) dead only once older than garbage_age.
+ * why says which rule decided, and for a claim taken as running only by its age, how to remove
+ * it when its run has in fact ended.
  */
 retention_claim_state retention_claim_classify(const retention_claim *c, int64_t now,
                                                int64_t garbage_age, char *why, size_t whylen);

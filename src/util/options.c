@@ -104,6 +104,10 @@ const opt_def opt_defs[OPT_COUNT] = {
                                  "do not verify data page checksums while reading"},
     [OPT_STANDBY_ONLY] = {"standby-only", NULL, "off", CMD_BACKUP, false,
                           "refuse to back up a primary: the server must be a hot standby"},
+    [OPT_CONCURRENT] = {"concurrent", NULL, "off", CMD_BACKUP, false,
+                        "allow a backup while another backup of the same cluster runs into the "
+                        "same repository (refused by default: it would read the cluster twice "
+                        "at once)"},
     [OPT_DELTA_FROM] = {"delta-from", "ID|LATEST", "LATEST", CMD_BACKUP, false,
                         "with --delta: the parent backup (LATEST: the newest); a parent that "
                         "cannot serve (damaged, another system or timeline, chain too long) "

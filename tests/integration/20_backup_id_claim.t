@@ -3,7 +3,8 @@
 # id create-exclusively (backups/<id>/claim.json) before writing anything
 # under it and, when that second is taken, uses the next one at once. Every
 # run succeeds, every backup restores to the data it was taken from, and no
-# run touches another's objects.
+# run touches another's objects. (--concurrent: a second backup of one cluster into one
+# repository is refused by default, test 53.)
 . "$(dirname "$0")/lib.sh"
 setup_tmp
 pg_init "$T/data"
@@ -17,7 +18,7 @@ N=3
 for i in $(seq 1 $N); do
     (
         for _ in $(seq 1 6000); do [ -e "$T/go" ] && break; sleep 0.01; done
-        pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast >"$T/run$i.out" 2>"$T/run$i.err"
+        pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --concurrent >"$T/run$i.out" 2>"$T/run$i.err"
         echo $? >"$T/run$i.rc"
     ) &
 done

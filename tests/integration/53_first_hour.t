@@ -9,6 +9,10 @@
 # - A recovery target before a backup's end: restore LATEST takes the newest backup that ended
 #   before it, and says which; an id that ended after it is refused, and so is a target before
 #   every backup (PostgreSQL itself, given such a target, stops with FATAL: the control).
+# - A second backup of the same cluster into the same repository while one runs is refused,
+#   naming the running one (--concurrent allows it); a backup killed by kill -9 is garbage at
+#   once (its claim names a process of this host and boot that is gone), so delete removes it
+#   and keeps no WAL for it.
 . "$(dirname "$0")/lib.sh"
 setup_tmp
 pg_init "$T/data"
@@ -150,5 +154,33 @@ as_pg "$PG_BIN/pg_ctl" -D "$T/r8" -l "$T/r8.log" -w -t 60 start >/dev/null 2>&1
 for _ in $(seq 1 300); do grep -q "before consistent recovery point" "$T/r8.log" && break; sleep 0.1; done
 like "$(cat "$T/r8.log")" "FATAL: +requested recovery stop point is before consistent recovery point" \
     "the control: PostgreSQL itself stops with FATAL on such a target"
+
+# ---- two backups at once; a backup killed by kill -9 ----
+running_id() { # the id of the backup directory without a sentinel
+    for d in "$REPO"/backups/*/; do
+        d=$(basename "$d")
+        [ -e "$REPO/backups/$d.done.json" ] || { [ -e "$REPO/backups/$d/claim.json" ] && echo "$d"; }
+    done
+}
+pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --max-rate 1MiB >"$T/slow.log" 2>&1 &
+SLOW=$!
+for _ in $(seq 1 600); do [ -n "$(running_id)" ] && grep -q "backup started" "$T/slow.log" && break; sleep 0.1; done
+RUNNING=$(running_id)
+[ -n "$RUNNING" ] || bail "the slow backup did not claim an id: $(cat "$T/slow.log")"
+expect_error "a second backup of the cluster while one runs" \
+    "backup $RUNNING of this cluster \(system [0-9]+\) is running into repository \"$REPO\" \(claimed [0-9smh]+ ago by process [0-9]+ of this host, still running\): a second one would read the cluster twice at once; --concurrent allows it" \
+    pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast
+is "$(running_id)" "$RUNNING" "the refused backup left nothing behind"
+out=$(pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --concurrent 2>&1)
+ok $? "--concurrent allows it" || diag "$out"
+out=$(pgd delete --repo "$REPO" --garbage --dry-run 2>&1)
+like "$out" "would leave running backup $RUNNING: claimed .* by process [0-9]+ of this host, still running" \
+    "delete leaves the running backup alone"
+sigkill "$SLOW"
+out=$(pgd delete --repo "$REPO" --garbage 2>&1)
+ok $? "after kill -9, delete --garbage with the default --garbage-age" || diag "$out"
+like "$out" "removed incomplete backup $RUNNING: claimed [0-9smh]+ ago by process [0-9]+ of this host, which has ended: no sentinel, so garbage" \
+    "removes the killed backup at once, saying why"
+ok $([ ! -e "$REPO/backups/$RUNNING" ] && echo 0 || echo 1) "and its directory is gone"
 
 done_testing

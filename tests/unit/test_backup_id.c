@@ -76,9 +76,9 @@ static void test_a_delta_and_a_full_never_share_a_second(void **state)
     bool missing;
 
     (void)state;
-    assert_true(backup_id_claim_kind(repo, START, NULL, f, &err));
-    assert_true(backup_id_claim_kind(repo, START, &parent, d, &err));
-    assert_true(backup_id_claim_kind(repo, START, NULL, f2, &err));
+    assert_true(backup_id_claim_kind(repo, START, NULL, NULL, f, &err));
+    assert_true(backup_id_claim_kind(repo, START, &parent, NULL, d, &err));
+    assert_true(backup_id_claim_kind(repo, START, NULL, NULL, f2, &err));
     assert_string_equal(f, "20261129T215959F");
     assert_string_equal(d, "20261129T220000D");
     assert_string_equal(f2, "20261129T220001F");

@@ -11,6 +11,7 @@
 #include "repo/backup_info.h"
 #include "repo/layout.h"
 #include "repo/repo_contents.h"
+#include "util/process.h"
 
 #define FULL_ID     "20261129T100000F"
 #define DELTA_ID    "20261129T110000D"
@@ -21,6 +22,9 @@
 #define ALIVE_ID    "20261129T150000F"
 #define NOCLAIM_ID  "20261129T160000F"
 #define EMPTY_ID    "20261129T170000F"
+#define KILLED_ID   "20261129T180000F"
+#define REUSED_ID   "20261129T190000F"
+#define REBOOT_ID   "20261129T200000F"
 #define GARBAGE_AGE 3600
 #define DAY         (24 * 3600)
 
@@ -65,6 +69,26 @@ static void put_claim(storage *repo, const char *id, int64_t start, const char *
 
     snprintf(text, sizeof(text), "{\"start_time\": %lld, \"host\": \"%s\", \"pid\": %ld}",
              (long long)start, host, pid);
+    layout_backup_object(id, CLAIM_NAME, path, sizeof(path));
+    put_text(repo, path, text);
+    layout_backup_object(id, "part_0001.tar", path, sizeof(path));
+    put_text(repo, path, "partial");
+}
+
+/* A claim as this version writes it: this host's boot id and the process's start and pid namespace.
+ */
+static void put_claim_of(storage *repo, const char *id, int64_t start, const char *boot_id,
+                         long pid, unsigned long long pid_start)
+{
+    char path[LAYOUT_PATH_MAX], text[768];
+    process_identity me;
+
+    process_self(&me);
+    snprintf(text, sizeof(text),
+             "{\"start_time\": %lld, \"host\": \"%s\", \"pid\": %ld, \"boot_id\": \"%s\", "
+             "\"pid_start\": %llu, \"pid_ns\": %llu}",
+             (long long)start, me.host, pid, boot_id ? boot_id : me.boot_id, pid_start,
+             (unsigned long long)me.pid_ns);
     layout_backup_object(id, CLAIM_NAME, path, sizeof(path));
     put_text(repo, path, text);
     layout_backup_object(id, "part_0001.tar", path, sizeof(path));
@@ -143,6 +167,17 @@ static void test_directories_are_classified_by_their_claim(void **state)
     /* a pid that cannot exist (above pid_max's ceiling): the process is gone */
     put_claim(repo, DEAD_ID, now - DAY, host, 0x7ffffff0L);
     put_claim(repo, ALIVE_ID, now - DAY, host, (long)getpid());
+    {
+        process_identity me;
+        process_self(&me);
+        /* a minute old, of this host and boot, its process gone: garbage at once */
+        put_claim_of(repo, KILLED_ID, now - 60, NULL, 0x7ffffff0L, 12345);
+        /* this process's pid, but a process that started at another time: the pid was reused */
+        put_claim_of(repo, REUSED_ID, now - 60, NULL, (long)getpid(), me.start_ticks + 1);
+        /* a claim of an earlier boot of this host */
+        put_claim_of(repo, REBOOT_ID, now - 60, "00000000-0000-0000-0000-000000000000",
+                     (long)getpid(), me.start_ticks);
+    }
     layout_backup_object(NOCLAIM_ID, "part_0001.tar", path, sizeof(path));
     put_text(repo, path, "no claim");
     /* backups/<id>/ holding only an empty sub-directory: nothing to remove */
@@ -170,7 +205,19 @@ static void test_directories_are_classified_by_their_claim(void **state)
     d = find_dir(&c, ALIVE_ID);
     assert_non_null(d);
     assert_int_equal(d->state, RETENTION_CLAIM_RUNNING);
-    assert_non_null(strstr(d->why, "still alive"));
+    assert_non_null(strstr(d->why, "still running"));
+    d = find_dir(&c, KILLED_ID);
+    assert_non_null(d);
+    assert_int_equal(d->state, RETENTION_CLAIM_DEAD);
+    assert_non_null(strstr(d->why, "which has ended"));
+    d = find_dir(&c, REUSED_ID);
+    assert_non_null(d);
+    assert_int_equal(d->state, RETENTION_CLAIM_DEAD);
+    assert_non_null(strstr(d->why, "the pid is another's now"));
+    d = find_dir(&c, REBOOT_ID);
+    assert_non_null(d);
+    assert_int_equal(d->state, RETENTION_CLAIM_DEAD);
+    assert_non_null(strstr(d->why, "before its last boot"));
     d = find_dir(&c, NOCLAIM_ID);
     assert_non_null(d);
     assert_int_equal(d->objects, 1);

@@ -783,20 +783,31 @@ static void test_claim_classification(void **state)
     c.present = true;
     assert_int_equal(retention_claim_classify(&c, T0, age, why, sizeof(why)),
                      RETENTION_CLAIM_UNKNOWN);
+    /* a process that cannot be seen from here (another host): its lease, the age */
     c.readable = true;
+    c.process = PROCESS_UNKNOWN;
+    snprintf(c.id, sizeof(c.id), "20270115T080000F");
+    snprintf(c.process_why, sizeof(c.process_why), "process 42 of host elsewhere");
     c.start_time = T0 - age + 1;
     assert_int_equal(retention_claim_classify(&c, T0, age, why, sizeof(why)),
                      RETENTION_CLAIM_RUNNING);
-    assert_non_null(strstr(why, "less than --garbage-age 1d00h"));
+    assert_non_null(strstr(why, "by process 42 of host elsewhere, less than --garbage-age 1d00h"));
+    assert_non_null(strstr(why, "delete --backup 20270115T080000F --garbage-age 0 removes it"));
     c.start_time = T0 - age;
     assert_int_equal(retention_claim_classify(&c, T0, age, why, sizeof(why)), RETENTION_CLAIM_DEAD);
     assert_non_null(strstr(why, "claimed 1d00h ago"));
-    c.process_alive = true; /* old, but its process is alive here */
+    /* its process alive here: running, however old */
+    c.process = PROCESS_ALIVE;
     assert_int_equal(retention_claim_classify(&c, T0, age, why, sizeof(why)),
                      RETENTION_CLAIM_RUNNING);
-    assert_non_null(strstr(why, "still alive"));
+    /* its process gone (this host and boot): garbage at once, however young */
+    c.process = PROCESS_GONE;
+    c.start_time = T0 - 5;
+    snprintf(c.process_why, sizeof(c.process_why), "process 42 of this host, which has ended");
+    assert_int_equal(retention_claim_classify(&c, T0, age, why, sizeof(why)), RETENTION_CLAIM_DEAD);
+    assert_non_null(strstr(why, "which has ended"));
     /* a claim from a clock ahead of ours is young */
-    c.process_alive = false;
+    c.process = PROCESS_UNKNOWN;
     c.start_time = T0 + HOUR;
     assert_int_equal(retention_claim_classify(&c, T0, age, why, sizeof(why)),
                      RETENTION_CLAIM_RUNNING);
