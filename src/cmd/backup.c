@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backup/archive_probe.h"
 #include "backup/backup_id.h"
 #include "backup/delta_parent.h"
 #include "backup/delta_summary.h"
@@ -355,6 +356,54 @@ static void backup_warn_stray_timeline(backup_run *r)
         log_warn("could not look for timelines the server was never on: %s", werr.msg);
 }
 
+/*
+ * With --archive-check, archive_command must store WAL in this repository, proved before the
+ * cluster is read (backup/archive_probe.h): the last file archived is in the repository, or a
+ * switched segment arrives. A standby cannot switch WAL: its wait comes at the end, as before.
+ */
+static bool backup_probe_archive(backup_run *r, pgd_error *err)
+{
+    archive_probe_request req = {
+        .pg = &r->pg, .repo = r->repo, .timeout_s = r->s->archive_timeout, .accept_latest = true};
+    char detail[PGD_ERROR_MAX];
+
+    if (!r->s->archive_check || r->pg.in_recovery)
+        return true;
+    if (archive_probe_run(&req, detail, sizeof(detail)) != ARCHIVE_PROBE_FAILED) {
+        log_debug("archive_command stores WAL here: %s", detail);
+        return true;
+    }
+    return err_set(err, "%s (checked before reading the cluster; --archive-check off skips it)",
+                   detail);
+}
+
+/*
+ * pg_backup_start waits for a checkpoint (a restartpoint on a standby) before it answers, and a
+ * spread one takes up to checkpoint_timeout x checkpoint_completion_target: a person waiting
+ * is told what for, for how long at most, and how to hurry.
+ */
+static void backup_log_checkpoint_wait(backup_run *r)
+{
+    double timeout_s, target;
+    pgd_error cerr = {0};
+
+    if (r->s->fast_checkpoint && !r->pg.in_recovery)
+        return;
+    if (!pg_session_checkpoint_settings(&r->pg, &timeout_s, &target, &cerr)) {
+        log_warn("%s", cerr.msg);
+        return;
+    }
+    if (r->pg.in_recovery)
+        log_info("waiting for a restartpoint on the standby: it follows the primary's next "
+                 "checkpoint, at most checkpoint_timeout (%.0f s here) away when the primary is "
+                 "set alike",
+                 timeout_s);
+    else
+        log_info("waiting for the spread checkpoint: up to %.0f s (checkpoint_timeout %.0f s x "
+                 "checkpoint_completion_target %.2g); --checkpoint fast to hurry",
+                 timeout_s * target, timeout_s, target);
+}
+
 /* The repository, the server, the id (claimed before anything is written), pg_backup_start. */
 static bool backup_begin(backup_run *r, pgd_error *err)
 {
@@ -369,7 +418,8 @@ static bool backup_begin(backup_run *r, pgd_error *err)
         return false;
     r->t0 = clock_seconds();
     r->start_time = time(NULL);
-    if (!source_check(&r->pg, s->pgdata, s->pgdata_real, s->archive_check, err))
+    if (!source_check(&r->pg, s->pgdata, s->pgdata_real, s->archive_check, err) ||
+        !pg_session_backup_privileges(&r->pg, err) || !backup_probe_archive(r, err))
         return false;
     /* before the id is claimed: a refused run writes nothing */
     if (s->standby_only && !r->pg.in_recovery)
@@ -395,6 +445,7 @@ static bool backup_begin(backup_run *r, pgd_error *err)
              r->pg.in_recovery    ? "restartpoint"
              : s->fast_checkpoint ? "fast"
                                   : "spread");
+    backup_log_checkpoint_wait(r);
     return pg_session_backup_start(&r->pg, s->label, s->fast_checkpoint, r->start_lsn,
                                    sizeof(r->start_lsn), err) &&
            !backup_interrupted();

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backup/archive_probe.h"
 #include "cmd/cmd.h"
 #include "cmd/common.h"
 #include "pg/pq_api.h"
@@ -42,7 +43,6 @@
 
 #define CHECK_MAX           16
 #define CHECK_SETTING_MAX   1024
-#define CHECK_POLL_US       (200 * 1000)
 #define CHECK_PROBE_DIR     "check"
 #define CHECK_HOST_MAX      256
 #define ARCHIVE_TIMEOUT_MAX 86400
@@ -368,140 +368,22 @@ static void check_free_space(check_run *r, const char *uri)
 }
 
 /* What pg_stat_archiver says, on one line, for a message. */
-static void check_archiver_state(check_run *r, char *last_archived, size_t lalen, char *out,
-                                 size_t outlen)
-{
-    char why[PGD_ERROR_MAX];
-    PGresult *res =
-        PQexec(r->pg.conn, "SELECT coalesce(last_archived_wal, ''), coalesce(last_failed_wal, ''), "
-                           "coalesce(last_failed_time::text, ''), failed_count::text FROM "
-                           "pg_catalog.pg_stat_archiver");
-
-    last_archived[0] = '\0';
-    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 || PQnfields(res) != 4) {
-        pg_error_line(r->pg.conn, "unexpected result", why, sizeof(why));
-        (void)str_format(out, outlen, "pg_stat_archiver could not be read: %s", why);
-    } else {
-        snprintf(last_archived, lalen, "%s", PQgetvalue(res, 0, 0));
-        if (PQgetvalue(res, 0, 1)[0] != '\0')
-            snprintf(out, outlen,
-                     "pg_stat_archiver: the last failure was WAL file \"%s\" at %s (%s failures "
-                     "in all; the server log has archive_command's output)",
-                     PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2), PQgetvalue(res, 0, 3));
-        else
-            snprintf(out, outlen, "pg_stat_archiver records no failure");
-    }
-    PQclear(res);
-}
-
-/* archive_command, or archive_library when one is set (PostgreSQL 15), for messages. */
-static void check_archiver_setting(check_run *r, char *out, size_t outlen)
-{
-    char cmd[CHECK_SETTING_MAX] = "", lib[CHECK_SETTING_MAX] = "", why[PGD_ERROR_MAX];
-
-    check_query(r, "SHOW archive_command", cmd, sizeof(cmd), why, sizeof(why));
-    if (r->pg.version_num >= 150000)
-        check_query(r, "SHOW archive_library", lib, sizeof(lib), why, sizeof(why));
-    /* a cut setting only shortens a message */
-    if (lib[0] != '\0')
-        (void)str_format(out, outlen, "archive_library = '%s'", lib);
-    else
-        (void)str_format(out, outlen, "archive_command = '%s'", cmd);
-}
-
-/* Switch WAL (after writing a record, so the switch completes a new segment): its name. */
-static bool check_switch_wal(check_run *r, char *segment, size_t seglen, char *why, size_t whylen)
-{
-    char ignore[64];
-
-    return check_query(r, "SELECT pg_catalog.txid_current()::text", ignore, sizeof(ignore), why,
-                       whylen) &&
-           check_query(r, "SELECT pg_catalog.pg_walfile_name(pg_catalog.pg_switch_wal())", segment,
-                       seglen, why, whylen);
-}
-
-/*
- * Wait for `segment` in the repository. A server that reports it archived
- * while the repository does not have it archives somewhere else: say so
- * at once instead of waiting out the timeout.
- */
-static void check_archive_wait(check_run *r, const char *segment, const char *setting)
-{
-    time_t start = time(NULL), deadline = start + r->archive_timeout;
-    char state[PGD_ERROR_MAX], last[64];
-    pgd_error err = {0};
-    compress_kind kind;
-    bool found = false;
-
-    for (;;) {
-        if (!wal_archive_find(r->repo, segment, &found, &kind, &err)) {
-            check_add(r, "archive_command", CHECK_FAILED, "could not look for WAL file \"%s\": %s",
-                      segment, err.msg);
-            return;
-        }
-        if (found) {
-            check_add(r, "archive_command", CHECK_OK,
-                      "WAL file \"%s\" reached repository \"%s\" %lds after pg_switch_wal() "
-                      "(%s)",
-                      segment, r->repo->uri, (long)(time(NULL) - start), setting);
-            return;
-        }
-        check_archiver_state(r, last, sizeof(last), state, sizeof(state));
-        if (last[0] != '\0' && strlen(last) == strlen(segment) && strcmp(last, segment) >= 0) {
-            /* archived by the server: one more look, in case it landed between the two */
-            if (wal_archive_find(r->repo, segment, &found, &kind, &err) && found)
-                continue;
-            check_add(r, "archive_command", CHECK_FAILED,
-                      "the server archived WAL file \"%s\" (pg_stat_archiver) but it is not in "
-                      "repository \"%s\": %s stores WAL somewhere else",
-                      segment, r->repo->uri, setting);
-            return;
-        }
-        if (time(NULL) >= deadline) {
-            check_add(r, "archive_command", CHECK_FAILED,
-                      "WAL file \"%s\" did not reach repository \"%s\" within %ds of "
-                      "pg_switch_wal(); %s; %s",
-                      segment, r->repo->uri, r->archive_timeout, state, setting);
-            return;
-        }
-        usleep(CHECK_POLL_US);
-    }
-}
-
+/* archive_command stores WAL in this repository: a WAL switch, then a wait for that segment. */
 static void check_archive(check_run *r)
 {
-    char setting[CHECK_SETTING_MAX + 32], segment[64], why[PGD_ERROR_MAX];
+    archive_probe_request req = {.pg = &r->pg, .repo = r->repo, .timeout_s = r->archive_timeout};
+    static const check_status status[] = {[ARCHIVE_PROBE_OK] = CHECK_OK,
+                                          [ARCHIVE_PROBE_FAILED] = CHECK_FAILED,
+                                          [ARCHIVE_PROBE_SKIPPED] = CHECK_SKIPPED};
+    char detail[PGD_ERROR_MAX];
+    archive_probe_status st;
 
     if (!r->connected || r->repo == NULL) {
         check_add(r, "archive_command", CHECK_SKIPPED, "needs the server and the repository");
         return;
     }
-    check_archiver_setting(r, setting, sizeof(setting));
-    if (strcmp(r->pg.archive_mode, "off") == 0) {
-        check_add(r, "archive_command", CHECK_FAILED, "not run: archive_mode is off (%s)", setting);
-        return;
-    }
-    if (r->pg.in_recovery) {
-        check_add(r, "archive_command", CHECK_SKIPPED,
-                  "the server is a standby, where WAL cannot be switched: run pgdirect check on "
-                  "the primary (%s)",
-                  setting);
-        return;
-    }
-    if (strcmp(setting, "archive_command = ''") == 0) {
-        check_add(r, "archive_command", CHECK_FAILED,
-                  "archive_command is empty: set it to 'pgdirect wal-push %%p' with this "
-                  "repository");
-        return;
-    }
-    if (!check_switch_wal(r, segment, sizeof(segment), why, sizeof(why))) {
-        check_add(r, "archive_command", CHECK_FAILED,
-                  "could not switch WAL to test it: %s (check needs superuser or EXECUTE on "
-                  "pg_switch_wal())",
-                  why);
-        return;
-    }
-    check_archive_wait(r, segment, setting);
+    st = archive_probe_run(&req, detail, sizeof(detail));
+    check_add(r, "archive_command", status[st], "%s", detail);
 }
 
 static int check_report(check_run *r)

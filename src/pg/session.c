@@ -134,10 +134,14 @@ bool pg_session_open(pg_session *s, const char *conninfo, pgd_error *err)
         pg_session_close(s);
         return false;
     }
+    /* data_directory: no row at all for a role that may not read it (one row, "", then) */
     if (!pg_session_fetch_one(s, "SHOW server_version", s->version, sizeof(s->version), err) ||
-        !pg_session_fetch_one(
-            s, "SELECT setting FROM pg_catalog.pg_settings WHERE name = 'data_directory'",
-            s->data_directory, sizeof(s->data_directory), err) ||
+        !pg_session_fetch_one(s, "SELECT pg_catalog.quote_ident(current_user)", s->role,
+                              sizeof(s->role), err) ||
+        !pg_session_fetch_one(s,
+                              "SELECT coalesce((SELECT setting FROM pg_catalog.pg_settings "
+                              "WHERE name = 'data_directory'), '')",
+                              s->data_directory, sizeof(s->data_directory), err) ||
         !pg_session_fetch_one(s, "SHOW archive_mode", s->archive_mode, sizeof(s->archive_mode),
                               err) ||
         !pg_session_fetch_one(s, "SELECT pg_catalog.pg_is_in_recovery()::text", buf, sizeof(buf),
@@ -160,14 +164,61 @@ bool pg_session_open(pg_session *s, const char *conninfo, pgd_error *err)
                               s->system_identifier, sizeof(s->system_identifier), err))
         goto fail;
     if (s->data_directory[0] == '\0') {
-        err_set(err, "could not read the server's data_directory: the role needs superuser or "
-                     "pg_read_all_settings");
+        err_set(err,
+                "role %s may not read the server's data_directory: GRANT pg_read_all_settings TO "
+                "%s; (or connect as a superuser)",
+                s->role, s->role);
         goto fail;
     }
     return true;
 fail:
     pg_session_close(s);
     return false;
+}
+
+bool pg_session_backup_privileges(pg_session *s, pgd_error *err)
+{
+    bool named = s->version_num >= PG_VERSION_NEW_NAMES;
+    const char *start = named ? "pg_catalog.pg_backup_start(text, boolean)"
+                              : "pg_catalog.pg_start_backup(text, boolean, boolean)";
+    const char *stop = named ? "pg_catalog.pg_backup_stop(boolean)"
+                             : "pg_catalog.pg_stop_backup(boolean, boolean)";
+    const char *params[] = {start, stop};
+    PGresult *res = pg_session_run(s,
+                                   "SELECT pg_catalog.has_function_privilege($1, 'EXECUTE')::text, "
+                                   "pg_catalog.has_function_privilege($2, 'EXECUTE')::text",
+                                   2, params, 2, err);
+    char grants[2 * 256] = "";
+    size_t len = 0;
+
+    if (res == NULL)
+        return false;
+    for (int i = 0; i < 2; i++)
+        if (strcmp(PQgetvalue(res, 0, i), "true") != 0)
+            len += (size_t)snprintf(grants + len, sizeof(grants) - len,
+                                    "%sGRANT EXECUTE ON FUNCTION %s TO %s;", len ? " " : "",
+                                    params[i], s->role);
+    PQclear(res);
+    if (len == 0)
+        return true;
+    return err_set(err, "role %s may not take a backup: %s (or connect as a superuser)", s->role,
+                   grants);
+}
+
+bool pg_session_checkpoint_settings(pg_session *s, double *timeout_s, double *target,
+                                    pgd_error *err)
+{
+    char buf[64];
+
+    if (!pg_session_fetch_one(s,
+                              "SELECT (SELECT setting FROM pg_catalog.pg_settings WHERE name = "
+                              "'checkpoint_timeout') || ' ' || (SELECT setting FROM "
+                              "pg_catalog.pg_settings WHERE name = 'checkpoint_completion_target')",
+                              buf, sizeof(buf), err))
+        return false;
+    if (sscanf(buf, "%lf %lf", timeout_s, target) != 2)
+        return err_set(err, "unexpected checkpoint settings from the server: \"%s\"", buf);
+    return true;
 }
 
 bool pg_session_check_version(int version_num, const char *version, pgd_error *err)

@@ -32,6 +32,7 @@ typedef struct pg_session {
     bool in_recovery;
     bool data_checksums; /* SHOW data_checksums: pages carry checksums to verify */
     char system_identifier[24];
+    char role[140]; /* current_user, quoted as an identifier: for the GRANTs messages suggest */
 } pg_session;
 
 typedef struct pg_tablespace {
@@ -44,6 +45,16 @@ typedef struct pg_tablespace {
  * server facts; a server outside PG_SESSION_MAJOR_MIN..MAX is refused.
  */
 bool pg_session_open(pg_session *s, const char *conninfo, pgd_error *err);
+
+/*
+ * The role may run the backup functions (pg_backup_start and pg_backup_stop, or 14's
+ * pg_start_backup and pg_stop_backup); when not, err names the GRANTs that would let it.
+ */
+bool pg_session_backup_privileges(pg_session *s, pgd_error *err);
+
+/* checkpoint_timeout (seconds) and checkpoint_completion_target: how long a spread one may take. */
+bool pg_session_checkpoint_settings(pg_session *s, double *timeout_s, double *target,
+                                    pgd_error *err);
 void pg_session_close(pg_session *s);
 
 /*
