@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "repo/increment.h"
+#include "repo/layout.h"
 #include "util/text.h"
 
 void manifest_init(manifest *m)
@@ -449,6 +450,30 @@ done:
     json_decref(root);
     if (!ok)
         manifest_free(m);
+    return ok;
+}
+
+bool manifest_load(storage *repo, const char *id, manifest *m, bool *unread, pgd_error *err)
+{
+    char path[LAYOUT_PATH_MAX], what[LAYOUT_PATH_MAX + 64];
+    char *json;
+    size_t len;
+    bool missing = false, ok;
+
+    manifest_init(m);
+    layout_manifest_path(id, path, sizeof(path));
+    *unread = !storage_get(repo, path, &json, &len, &missing, err) && !missing;
+    if (*unread)
+        return false;
+    if (missing)
+        return err_set(err, "manifest of backup \"%s\" is missing from repository \"%s\"", id,
+                       repo->uri);
+    snprintf(what, sizeof(what), "manifest of backup \"%s\"", id);
+    if (strlen(json) != len)
+        ok = err_set(err, "%s holds a NUL byte", what);
+    else
+        ok = manifest_from_json(m, json, what, err);
+    free(json);
     return ok;
 }
 

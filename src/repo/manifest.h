@@ -41,6 +41,7 @@
 #include <stdint.h>
 
 #include "compress/compress.h"
+#include "storage/storage.h"
 #include "util/error.h"
 
 #define MANIFEST_FORMAT         1
@@ -116,6 +117,15 @@ bool manifest_add_tablespace(manifest *m, uint32_t oid, const char *name, const 
 bool manifest_to_json(const manifest *m, char **json, pgd_error *err);
 /* Parse and validate types; `what` names the object in errors. */
 bool manifest_from_json(manifest *m, const char *json, const char *what, pgd_error *err);
+
+/*
+ * manifest.json of backup `id`, read from the repository and parsed (a
+ * restore checks more: restore/backup_read.h). False with *unread when the
+ * object could not be read at all (permission, the repository): that says
+ * nothing of the backup. Otherwise a false return is a verdict: the
+ * manifest is missing, empty, holds a NUL byte or does not parse.
+ */
+bool manifest_load(storage *repo, const char *id, manifest *m, bool *unread, pgd_error *err);
 
 /* Sort files and links by path, for manifest_find and manifest_find_link. */
 void manifest_build_index(manifest *m);

@@ -33,23 +33,9 @@ static bool backup_read_check(const manifest *m, const char *id, pgd_error *err)
 bool backup_read_manifest(storage *repo, const char *id, bool allow_external_links, manifest *m,
                           pgd_error *err)
 {
-    char path[LAYOUT_PATH_MAX], what[LAYOUT_PATH_MAX + 64];
-    char *json;
-    size_t len;
-    bool missing, ok;
+    bool unread;
 
-    manifest_init(m);
-    layout_manifest_path(id, path, sizeof(path));
-    if (!storage_get(repo, path, &json, &len, &missing, err))
-        return missing ? err_set(err,
-                                 "manifest of backup \"%s\" is missing from repository "
-                                 "\"%s\"",
-                                 id, repo->uri)
-                       : false;
-    snprintf(what, sizeof(what), "manifest of backup \"%s\"", id);
-    ok = manifest_from_json(m, json, what, err);
-    free(json);
-    if (!ok || !backup_read_check(m, id, err))
+    if (!manifest_load(repo, id, m, &unread, err) || !backup_read_check(m, id, err))
         return false;
     manifest_build_index(m);
     return links_check(m, id, allow_external_links, err);
