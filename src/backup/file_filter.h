@@ -30,9 +30,10 @@
  *                 whole, and its block number is
  *                 segment * PG_SEGMENT_PAGES + offset / PG_PAGE_SIZE.
  *   end(result)   after the last byte (fewer than announced when the file
- *                 shrank while it was read): each filter fills in its
- *                 part of the result, which becomes the manifest entry,
- *                 and passes on.
+ *                 shrank while it was read: the tar entry is completed with
+ *                 zeros, and the manifest records them, filter_crc.h):
+ *                 each filter fills in its part of the result, which
+ *                 becomes the manifest entry, and passes on.
  * A failed call fails the file and the backup; the chain is then freed
  * and whatever it passed on is discarded with the partition.
  */

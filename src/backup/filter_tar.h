@@ -6,8 +6,9 @@
  * to the tar block inside the chunk when it has room (one write, not two).
  * A file that delivers fewer bytes than announced (it shrank while it was
  * read) is completed with zeros, so the partition stays a valid archive;
- * the manifest records the real size (filter_crc.h). More bytes than
- * announced is a bug in a filter above and fails the backup.
+ * the manifest records the entry as it is, zeros included (filter_crc.h),
+ * since a restore refuses an entry whose size is not the manifest's. More
+ * bytes than announced is a bug in a filter above and fails the backup.
  */
 #ifndef PGD_FILTER_TAR_H
 #define PGD_FILTER_TAR_H

@@ -448,7 +448,7 @@ static bool pipeline_backup_file(pipeline_worker *w, pipeline_reading *rd, work_
     while (rd->inflight > 0) /* it ended early: its reads left are past its end */
         if (!pipeline_consume_head(w, rd, pool, err))
             return false;
-    if (rd->consumed < rd->planned) /* the tar filter keeps the entry whole */
+    if (rd->consumed < rd->planned) /* completed with zeros, which the manifest records */
         log_info("\"%s\" shrank during the backup (%llu -> %llu bytes)", f->source,
                  (unsigned long long)rd->declared, (unsigned long long)rd->consumed);
     if (!file_filter_end(w->chain, &f->result, err))
