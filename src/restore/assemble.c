@@ -32,8 +32,12 @@ static bool assemble_bit_get(const unsigned char *bits, uint64_t i)
     return (bits[i / 8] >> (i % 8)) & 1u;
 }
 
-/* The entry of the backup being read for `path`, as it must be stored (whole or increment). */
-static bool assemble_layer_file(const extract_shared *sh, const char *path, const char *tar_path,
+/*
+ * The entry of the backup being read for `path`, as it must be stored (whole
+ * or increment, of the manifest's size): checked whether or not its data is
+ * used.
+ */
+static bool assemble_layer_file(const extract_shared *sh, const char *path, const tar_entry *e,
                                 bool increment, size_t part_idx, const char *part_name,
                                 const manifest_file **out, pgd_error *err)
 {
@@ -43,9 +47,9 @@ static bool assemble_layer_file(const extract_shared *sh, const char *path, cons
         sh->lm->files[idx].increment != increment)
         return err_set(err,
                        "file \"%s\" in partition \"%s\" of backup \"%s\" is not in the manifest",
-                       tar_path, part_name, sh->lid);
+                       e->path, part_name, sh->lid);
     *out = &sh->lm->files[idx];
-    return true;
+    return extract_entry_size_matches(e, *out, part_name, sh->lid, err);
 }
 
 typedef struct assemble_page_sink {
@@ -94,16 +98,11 @@ bool assemble_increment(extract_worker *w, work_pool *pool, tar_reader *tr, cons
     bool ok;
 
     if (!extract_file_dest(p, path, dest, sizeof(dest), err) ||
-        !assemble_layer_file(sh, path, e->path, true, part_idx, part_name, &lf, err))
+        !assemble_layer_file(sh, path, e, true, part_idx, part_name, &lf, err))
         return false;
     nidx = manifest_find(p->m, path);
     if (sh->layer > 0 && (nidx < 0 || p->m->files[nidx].is_dir || !sh->asm_[nidx].need))
         return true; /* no newer backup needs it: its data is skipped */
-    if (e->size < lf->size)
-        return err_set(err,
-                       "file \"%s\" in backup \"%s\" is truncated: %llu bytes, the manifest says "
-                       "%llu",
-                       e->path, sh->lid, (unsigned long long)e->size, (unsigned long long)lf->size);
     sink.a = &sh->asm_[nidx];
     sink.final_size = p->m->files[nidx].file_size;
     if (sh->layer == 0) {
@@ -178,15 +177,10 @@ static bool assemble_older_whole(extract_worker *w, work_pool *pool, tar_reader 
     bool ok = true;
 
     if (!extract_file_dest(p, e->path, dest, sizeof(dest), err) ||
-        !assemble_layer_file(sh, e->path, e->path, false, part_idx, part_name, &lf, err))
+        !assemble_layer_file(sh, e->path, e, false, part_idx, part_name, &lf, err))
         return false;
     if (nidx < 0 || p->m->files[nidx].is_dir || sh->asm_[nidx].done == NULL || !sh->asm_[nidx].need)
         return true;
-    if (e->size < lf->size)
-        return err_set(err,
-                       "file \"%s\" in backup \"%s\" is truncated: %llu bytes, the manifest says "
-                       "%llu",
-                       e->path, sh->lid, (unsigned long long)e->size, (unsigned long long)lf->size);
     a = &sh->asm_[nidx];
     final_size = p->m->files[nidx].file_size;
     fd = open(dest, (p->delta ? O_RDWR : O_WRONLY) | O_NOFOLLOW | O_CLOEXEC);

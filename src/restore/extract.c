@@ -43,7 +43,6 @@ static bool extract_file_data(extract_worker *w, work_pool *pool, tar_reader *tr
     uint32_t crc = CRC32C_INIT;
     uint64_t left = f->size, written = 0, flushed = 0;
 
-    /* a file that shrank during the backup is zero-padded in the tar: keep the manifest size */
     while (left > 0) {
         size_t n;
         if (work_pool_stopping(pool))
@@ -97,12 +96,8 @@ static bool extract_file(extract_worker *w, work_pool *pool, tar_reader *tr, con
                        "the manifest",
                        e->path, part_name, p->backup_id);
     f = &p->m->files[idx];
-    if (e->size < f->size)
-        return err_set(err,
-                       "file \"%s\" in backup \"%s\" is truncated: %llu bytes, the "
-                       "manifest says %llu",
-                       e->path, p->backup_id, (unsigned long long)e->size,
-                       (unsigned long long)f->size);
+    if (!extract_entry_size_matches(e, f, part_name, p->backup_id, err))
+        return false;
     /* read and write with --delta: every page is compared first */
     fd = open(dest, (p->delta ? O_RDWR : O_WRONLY) | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
               0600);

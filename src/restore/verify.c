@@ -8,7 +8,6 @@
 
 #include <limits.h>
 
-#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +20,7 @@
 #include "repo/tar.h"
 #include "restore/backup_read.h"
 #include "restore/chain.h"
+#include "restore/extract.h"
 #include "restore/verify_wal.h"
 #include "util/crc32c.h"
 #include "util/work_pool.h"
@@ -117,11 +117,6 @@ static bool verify_file_stream(verify_worker *w, work_pool *pool, tar_reader *tr
     uint32_t crc = CRC32C_INIT;
     uint64_t left = f->size;
 
-    if (e->size < f->size)
-        return err_set(err,
-                       "file \"%s\" is truncated in partition \"%s\": %" PRIu64
-                       " bytes, the manifest says %" PRIu64,
-                       e->path, part_name, e->size, f->size);
     while (left > 0) {
         size_t n;
         if (work_pool_stopping(pool))
@@ -163,7 +158,8 @@ static bool verify_entry(verify_worker *w, work_pool *pool, tar_reader *tr, cons
             return err_set(err, "file \"%s\" appears twice in partition \"%s\"", e->path,
                            part_name);
         w->sh->seen[idx] = 1;
-        return verify_file_data(w, pool, tr, e, &m->files[idx], part_name, err);
+        return extract_entry_size_matches(e, &m->files[idx], part_name, w->sh->req->bi->id, err) &&
+               verify_file_data(w, pool, tr, e, &m->files[idx], part_name, err);
     case TAR_DIR:
         idx = manifest_find(m, e->path);
         if (idx < 0 || !m->files[idx].is_dir)
