@@ -4,11 +4,12 @@
  * which are restorable and how far a point-in-time restore can reach.
  *
  * The exit status tells a scheduler what to do: 0 every backup checked is
- * good, EXIT_DAMAGED (3) at least one is damaged, or damaged WAL ends a
- * window, or a restore of one the default way would be refused because
- * of the timeline it follows (page someone: a backup cannot be restored
- * as it normally would), 1 verify itself could not run (the repository did
- * not answer, a signal; try again), 2 a usage error. Nothing is written to
+ * good, EXIT_DAMAGED (3) at least one is damaged (its sentinel too, however
+ * the backup was named), or damaged WAL ends a window, or a restore of one
+ * the default way would be refused because of the timeline it follows
+ * (page someone: a backup cannot be restored as it normally would), 1
+ * verify itself could not run (the repository did not answer or cannot be
+ * read, a signal; try again), 2 a usage error. Nothing is written to
  * the repository, and a local one is read without filling the page cache
  * (storage/fs.c drops what it read).
  */
@@ -36,9 +37,10 @@
 static const command_help verify_help = {
     CMD_VERIFY, "usage: pgdirect verify [ID|LATEST|--all] [--json] [OPTIONS]",
     "Re-read a backup (LATEST by default, or every backup with --all) without restoring it:\n"
-    "each partition's size and CRC-32C, each file's size and CRC-32C against the manifest,\n"
-    "the manifest against the partitions, and the WAL from the backup's start to its stop\n"
-    "segment (without it the backup cannot be restored), each segment read and checked.\n"
+    "each partition's size and CRC-32C, each file's size (its tar header's too) and CRC-32C\n"
+    "against the manifest, the manifest against the partitions, and the WAL from the\n"
+    "backup's start to its stop segment (without it the backup cannot be restored), each\n"
+    "segment read and checked.\n"
     "The point-in-time window is the unbroken run of intact segments after the stop, each\n"
     "read and checked once per run (--concurrency at a time): it ends before the first\n"
     "missing or damaged one. It follows the timelines a restore the default way follows\n"
@@ -48,11 +50,12 @@ static const command_help verify_help = {
     "against its own manifest, increments against their own CRCs too); a delta whose parent\n"
     "is damaged or missing is damaged.\n"
     "\n"
-    "Exit status: 0 every backup verified is good; 3 at least one is damaged, or a WAL\n"
+    "Exit status: 0 every backup verified is good; 3 at least one is damaged (a corrupt\n"
+    "sentinel too, whether the backup was named by id or met by --all), or a WAL\n"
     "segment after a stop is, or a restore the default way would be refused because the\n"
     "newest timeline does not pass through the backup (each problem is named; restore\n"
     "--target-timeline current restores along the backup's own); 1 verify could not run\n"
-    "(repository unreachable, interrupted); 2 usage error."};
+    "(repository unreachable or unreadable, interrupted); 2 usage error."};
 
 typedef struct verify_settings {
     const char *id; /* NULL with --all */
@@ -218,8 +221,12 @@ static bool verify_select_chain(storage *repo, backup_info **out, size_t *n, pgd
     return true;
 }
 
-/* The backups to verify: one (an id or LATEST) with its chain, or every one, the damaged ones
- * included. */
+/*
+ * The backups to verify: one (an id or LATEST) with its chain, or every
+ * one, the damaged ones included. A damaged sentinel is a verdict (exit 3),
+ * whether the backup was named by id or met by --all; one that cannot be
+ * read is not.
+ */
 static bool verify_select(storage *repo, const verify_settings *s, backup_info **out, size_t *n,
                           pgd_error *err)
 {
@@ -231,9 +238,10 @@ static bool verify_select(storage *repo, const verify_settings *s, backup_info *
     if ((*out = calloc(1, sizeof(**out))) == NULL)
         return err_set(err, "out of memory");
     *n = 1;
-    if (!backup_info_resolve(repo, s->id, *out, err))
+    if (strcmp(s->id, "LATEST") == 0 ? !backup_info_resolve(repo, s->id, *out, err)
+                                     : !backup_info_find(repo, s->id, *out, err))
         return false;
-    return verify_select_chain(repo, out, n, err);
+    return (*out)[0].damaged || verify_select_chain(repo, out, n, err);
 }
 
 static int verify_run(const verify_settings *s, storage *repo, pgd_error *err)

@@ -253,6 +253,50 @@ static int backup_info_id_cmp(const void *a, const void *b)
     return strcmp(a, b);
 }
 
+/*
+ * One sentinel as backup_info_scan reads it: true, loaded or marked
+ * damaged; false when it is missing (*missing, no error) or cannot be read.
+ */
+static bool backup_info_read(storage *repo, const char *id, backup_info *bi, bool *missing,
+                             pgd_error *err)
+{
+    pgd_error load_err = {0};
+    bool unread;
+
+    *missing = false;
+    if (backup_info_load_sentinel(repo, id, bi, missing, &unread, &load_err))
+        return true;
+    if (*missing)
+        return false;
+    if (unread) { /* the repository or its files, not this backup */
+        *err = load_err;
+        return false;
+    }
+    memset(bi, 0, sizeof(*bi));
+    snprintf(bi->id, sizeof(bi->id), "%s", id);
+    bi->damaged = true;
+    snprintf(bi->damage, sizeof(bi->damage), "%s", load_err.msg);
+    return true;
+}
+
+bool backup_info_find(storage *repo, const char *id, backup_info *bi, pgd_error *err)
+{
+    bool missing;
+
+    if (!layout_is_backup_id(id))
+        return err_set(err,
+                       "invalid backup id \"%s\": expected LATEST or an id like "
+                       "20261129T215959F",
+                       id);
+    if (backup_info_read(repo, id, bi, &missing, err))
+        return true;
+    if (missing)
+        return err_set(err, "backup \"%s\" not found in repository \"%s\"", id, repo->uri);
+    /* a sentinel that could not be read (permission, the repository) is no verdict on it */
+    err_prefix(err, "could not read the sentinel of backup %s", id);
+    return false;
+}
+
 bool backup_info_scan(storage *repo, backup_info **out, size_t *count, pgd_error *err)
 {
     id_list ids = {0};
@@ -272,25 +316,17 @@ bool backup_info_scan(storage *repo, backup_info **out, size_t *count, pgd_error
         return err_set(err, "out of memory");
     }
     for (size_t i = 0; i < ids.n; i++) {
-        pgd_error load_err = {0};
-        bool missing = false, unread;
-        if (!backup_info_load_sentinel(repo, ids.ids[i], &infos[n], &missing, &unread, &load_err)) {
+        bool missing;
+        if (!backup_info_read(repo, ids.ids[i], &infos[n], &missing, err)) {
             if (missing) /* removed while we listed */
                 continue;
-            if (unread) { /* the repository or its files, not this backup */
-                *err = load_err;
-                err_prefix(err,
-                           "nothing can be said of backup %s, whose sentinel cannot be read (make "
-                           "it readable; or remove it, and delete --garbage removes the backup)",
-                           ids.ids[i]);
-                free(infos);
-                free(ids.ids);
-                return false;
-            }
-            memset(&infos[n], 0, sizeof(infos[n]));
-            snprintf(infos[n].id, sizeof(infos[n].id), "%s", ids.ids[i]);
-            infos[n].damaged = true;
-            snprintf(infos[n].damage, sizeof(infos[n].damage), "%s", load_err.msg);
+            err_prefix(err,
+                       "nothing can be said of backup %s, whose sentinel cannot be read (make "
+                       "it readable; or remove it, and delete --garbage removes the backup)",
+                       ids.ids[i]);
+            free(infos);
+            free(ids.ids);
+            return false;
         }
         n++;
     }
@@ -369,25 +405,11 @@ static bool backup_info_resolve_latest(storage *repo, backup_info *bi, pgd_error
 
 bool backup_info_resolve(storage *repo, const char *id_or_latest, backup_info *bi, pgd_error *err)
 {
-    bool missing = false, unread = false;
-
     if (strcmp(id_or_latest, "LATEST") == 0)
         return backup_info_resolve_latest(repo, bi, err);
-    if (!layout_is_backup_id(id_or_latest))
-        return err_set(err,
-                       "invalid backup id \"%s\": expected LATEST or an id like "
-                       "20261129T215959F",
-                       id_or_latest);
-    if (!backup_info_load_sentinel(repo, id_or_latest, bi, &missing, &unread, err)) {
-        if (missing)
-            return err_set(err, "backup \"%s\" not found in repository \"%s\"", id_or_latest,
-                           repo->uri);
-        /* a sentinel that could not be read (permission, the repository) is no verdict on it */
-        if (unread)
-            err_prefix(err, "could not read the sentinel of backup %s", id_or_latest);
-        else if (!err->transient)
-            err_prefix(err, "backup %s is damaged", id_or_latest);
+    if (!backup_info_find(repo, id_or_latest, bi, err))
         return false;
-    }
+    if (bi->damaged)
+        return err_set(err, "backup %s is damaged: %s", id_or_latest, bi->damage);
     return true;
 }

@@ -66,6 +66,14 @@ bool backup_info_load(storage *repo, const char *id, backup_info *bi, bool *miss
                       pgd_error *err);
 
 /*
+ * The sentinel of backup `id` as backup_info_scan reads each: true with
+ * damaged set when it was read and is damaged; false, the error naming it,
+ * when `id` is not a backup id, the backup is not in the repository or its
+ * sentinel cannot be read (no verdict on the backup).
+ */
+bool backup_info_find(storage *repo, const char *id, backup_info *bi, pgd_error *err);
+
+/*
  * Every backup with a sentinel, oldest first (ids sort by time), the
  * damaged ones included (a sentinel that was read and is empty, not JSON,
  * invalid or of another backup: damaged is set and damage says why). One

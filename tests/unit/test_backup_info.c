@@ -305,6 +305,44 @@ static void test_latest_fails_when_the_only_backup_is_marked(void **state)
     rm_rf(dir);
 }
 
+/*
+ * find: a damaged sentinel is returned as such (a verdict, for verify); a
+ * missing backup, an invalid id and a sentinel that cannot be read are
+ * errors naming it.
+ */
+static void test_find_returns_a_damaged_sentinel_as_damaged(void **state)
+{
+    char *dir = test_tmpdir();
+    storage *repo = repo_in(dir);
+    char path[4400];
+    backup_info bi;
+    pgd_error err = {0};
+
+    (void)state;
+    put_sentinel(repo, OLD_ID);
+    put_sentinel_text(repo, NEW_ID, "{\"id\": \"20261129T1");
+    assert_true(backup_info_find(repo, OLD_ID, &bi, &err));
+    assert_false(bi.damaged);
+    assert_string_equal(bi.id, OLD_ID);
+    assert_true(backup_info_find(repo, NEW_ID, &bi, &err));
+    assert_true(bi.damaged);
+    assert_string_equal(bi.id, NEW_ID);
+    assert_non_null(strstr(bi.damage, "could not parse sentinel"));
+    assert_false(err.set);
+    assert_false(backup_info_find(repo, NEWEST_ID, &bi, &err));
+    assert_non_null(strstr(err.msg, "backup \"" NEWEST_ID "\" not found in repository"));
+    err_clear(&err);
+    assert_false(backup_info_find(repo, "yesterday", &bi, &err));
+    assert_non_null(strstr(err.msg, "invalid backup id \"yesterday\""));
+    err_clear(&err);
+    snprintf(path, sizeof(path), "%s/repo/" BACKUPS_DIR "/" NEWEST_ID SENTINEL_SUFFIX, dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    assert_false(backup_info_find(repo, NEWEST_ID, &bi, &err));
+    assert_non_null(strstr(err.msg, "could not read the sentinel of backup " NEWEST_ID));
+    storage_free(repo);
+    rm_rf(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -319,6 +357,7 @@ int main(void)
         cmocka_unit_test(test_more_errors_than_pages_checked_is_damage),
         cmocka_unit_test(test_latest_passes_over_a_backup_marked_for_checksum_errors),
         cmocka_unit_test(test_latest_fails_when_the_only_backup_is_marked),
+        cmocka_unit_test(test_find_returns_a_damaged_sentinel_as_damaged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
