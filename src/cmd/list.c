@@ -1,9 +1,15 @@
 /*
  * list.c - `pgdirect list [--json]`: the complete backups of a repository,
- * and the damaged ones (a sentinel that cannot be read), marked as such so
- * one bad object neither hides the others nor goes unnoticed. A delta
- * whose chain meets a parent that is not listed, or is damaged, is marked
- * "chain broken" (decided from the listing alone: the sentinels).
+ * and the damaged ones, marked as such so one bad object neither hides the
+ * others nor goes unnoticed. A delta whose chain meets a parent that is not
+ * listed, or is damaged, is marked "chain broken".
+ *
+ * What it reads is kept cheap: every sentinel, and the manifests restore
+ * LATEST reads before it chooses (repo/backup_info.h,
+ * backup_info_check_latest): the newest backup's, and an older one's only
+ * while the newer ones are damaged. So the newest backup listed "ok" is the
+ * one restore LATEST restores, at the cost of one more GET on S3, not one
+ * per backup; an older backup's manifest is left to verify --all.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -22,7 +28,9 @@ static const command_help list_help = {
     CMD_LIST, "usage: pgdirect list [--json] [OPTIONS]",
     "List the complete backups in the repository, oldest first. A backup that is still\n"
     "running or was interrupted is not shown: it has no sentinel yet. A backup whose\n"
-    "sentinel cannot be read is shown with status \"damaged\" and the reason. A delta\n"
+    "sentinel is empty or corrupt is shown with status \"damaged\" and the reason, and so\n"
+    "is one whose manifest is missing or does not parse, among those restore LATEST\n"
+    "considers (the newest, and older ones while the newer are damaged). A delta\n"
     "backup shows its parent and its depth in the chain; one whose parent (or a parent\n"
     "of that) is missing or damaged cannot be restored and is shown \"chain broken\"."};
 
@@ -193,7 +201,8 @@ int cmd_list(int argc, char **argv)
         return rc;
     if (!opt_bool(&opts, OPT_JSON, &json, &err) ||
         (repo = command_open_repo(&opts, &err)) == NULL ||
-        !backup_info_scan(repo, &backups, &n, &err)) {
+        !backup_info_scan(repo, &backups, &n, &err) ||
+        !backup_info_check_latest(repo, backups, n, &err)) {
         rc = command_fail(&err);
     } else {
         for (size_t i = 0; i < n; i++)

@@ -48,10 +48,11 @@ static const command_help verify_help = {
     "Nothing is written to the repository.\n"
     "A delta backup is verified with its chain (its parents down to the full backup, each\n"
     "against its own manifest, increments against their own CRCs too); a delta whose parent\n"
-    "is damaged or missing is damaged.\n"
+    "is damaged or missing is damaged. LATEST is the backup restore LATEST restores; each\n"
+    "newer one restore would pass over as damaged is reported damaged too.\n"
     "\n"
     "Exit status: 0 every backup verified is good; 3 at least one is damaged (a corrupt\n"
-    "sentinel too, whether the backup was named by id or met by --all), or a WAL\n"
+    "sentinel too, whether the backup was named by id, LATEST or --all), or a WAL\n"
     "segment after a stop is, or a restore the default way would be refused because the\n"
     "newest timeline does not pass through the backup (each problem is named; restore\n"
     "--target-timeline current restores along the backup's own); 1 verify could not run\n"
@@ -222,10 +223,49 @@ static bool verify_select_chain(storage *repo, backup_info **out, size_t *n, pgd
 }
 
 /*
+ * LATEST: the backup restore LATEST takes, with its chain, and after it
+ * every damaged backup newer than it. Restore passes those over with a
+ * warning; verify reports each as damaged (exit 3), since finding damage
+ * is what it runs for. When no backup is usable, the damaged ones are all
+ * there is to report; with none damaged either (every one marked for
+ * checksum errors), verify cannot run.
+ */
+static bool verify_select_latest(storage *repo, backup_info **out, size_t *n, pgd_error *err)
+{
+    backup_info *all;
+    size_t count, latest = 0;
+    pgd_error none = {0};
+    bool found;
+
+    if (!backup_info_scan(repo, &all, &count, err))
+        return false;
+    if (!backup_info_check_latest(repo, all, count, err)) {
+        free(all);
+        return false;
+    }
+    if ((*out = calloc(count ? count : 1, sizeof(**out))) == NULL) {
+        free(all);
+        return err_set(err, "out of memory");
+    }
+    found = backup_info_pick_latest(repo, all, count, false, &latest, &none);
+    *n = 0;
+    if (found)
+        (*out)[(*n)++] = all[latest];
+    for (size_t i = found ? latest + 1 : 0; i < count; i++)
+        if (all[i].damaged)
+            (*out)[(*n)++] = all[i];
+    free(all);
+    if (*n == 0) {
+        *err = none;
+        return false;
+    }
+    return !found || verify_select_chain(repo, out, n, err);
+}
+
+/*
  * The backups to verify: one (an id or LATEST) with its chain, or every
  * one, the damaged ones included. A damaged sentinel is a verdict (exit 3),
- * whether the backup was named by id or met by --all; one that cannot be
- * read is not.
+ * whichever way the backup was named; one that cannot be read is not.
  */
 static bool verify_select(storage *repo, const verify_settings *s, backup_info **out, size_t *n,
                           pgd_error *err)
@@ -235,11 +275,12 @@ static bool verify_select(storage *repo, const verify_settings *s, backup_info *
             return false;
         return *n > 0 || err_set(err, "repository \"%s\" holds no backups", repo->uri);
     }
+    if (strcmp(s->id, "LATEST") == 0)
+        return verify_select_latest(repo, out, n, err);
     if ((*out = calloc(1, sizeof(**out))) == NULL)
         return err_set(err, "out of memory");
     *n = 1;
-    if (strcmp(s->id, "LATEST") == 0 ? !backup_info_resolve(repo, s->id, *out, err)
-                                     : !backup_info_find(repo, s->id, *out, err))
+    if (!backup_info_find(repo, s->id, *out, err))
         return false;
     return (*out)[0].damaged || verify_select_chain(repo, out, n, err);
 }

@@ -1,5 +1,6 @@
 /*
- * backup_info.c - the backup sentinel: JSON form, loading and listing.
+ * backup_info.c - the backup sentinel: JSON form, loading and listing; and
+ * which backup LATEST is, the manifests it depends on read too.
  */
 #include "repo/backup_info.h"
 
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "repo/layout.h"
+#include "repo/manifest.h"
 #include "util/log.h"
 
 bool backup_info_to_json(const backup_info *bi, char **json, pgd_error *err)
@@ -372,14 +374,56 @@ const char *backup_info_unusable(const backup_info *bi, char *buf, size_t len)
     return buf;
 }
 
-static bool backup_info_resolve_latest(storage *repo, backup_info *bi, pgd_error *err)
+/*
+ * The manifest of a backup LATEST would take, read and parsed: one that is
+ * missing or does not parse, or is another backup's, marks it damaged.
+ */
+static bool backup_info_check_manifest(storage *repo, backup_info *bi, pgd_error *err)
 {
-    backup_info *all;
-    size_t n, usable;
+    manifest m;
+    pgd_error e = {0};
+    bool unread = false, ok;
+
+    ok = manifest_load(repo, bi->id, &m, &unread, &e);
+    if (ok && strcmp(m.id, bi->id) != 0)
+        ok = err_set(&e, "manifest of backup \"%s\" names backup \"%s\"", bi->id, m.id);
+    manifest_free(&m);
+    if (ok)
+        return true;
+    if (unread) {
+        *err = e;
+        err_prefix(err,
+                   "nothing can be said of backup %s, whose manifest cannot be read (make it "
+                   "readable; or remove the backup with delete --backup %s)",
+                   bi->id, bi->id);
+        return false;
+    }
+    bi->damaged = true;
+    snprintf(bi->damage, sizeof(bi->damage), "%s", e.msg);
+    return true;
+}
+
+bool backup_info_check_latest(storage *repo, backup_info *all, size_t n, pgd_error *err)
+{
     char why[PGD_ERROR_MAX];
 
-    if (!backup_info_scan(repo, &all, &n, err))
-        return false;
+    for (size_t i = n; i-- > 0;) {
+        if (backup_info_unusable(&all[i], why, sizeof(why)) != NULL)
+            continue; /* passed over on its sentinel alone */
+        if (!backup_info_check_manifest(repo, &all[i], err))
+            return false;
+        if (!all[i].damaged)
+            return true;
+    }
+    return true;
+}
+
+bool backup_info_pick_latest(storage *repo, const backup_info *all, size_t n, bool warn,
+                             size_t *latest, pgd_error *err)
+{
+    size_t usable;
+    char why[PGD_ERROR_MAX];
+
     for (usable = n; usable > 0 && backup_info_unusable(&all[usable - 1], why, sizeof(why));
          usable--)
         ;
@@ -387,20 +431,35 @@ static bool backup_info_resolve_latest(storage *repo, backup_info *bi, pgd_error
         bool damaged = true;
         for (size_t i = 0; i < n; i++)
             damaged = damaged && all[i].damaged;
-        err_set(err,
-                "no usable backup in repository \"%s\": the %zu there %s %s (the newest, %s: %s)",
-                repo->uri, n, n == 1 ? "is" : "are all", damaged ? "damaged" : "unusable",
-                all[n - 1].id, backup_info_unusable(&all[n - 1], why, sizeof(why)));
-    } else if (n == 0)
-        err_set(err, "no backup in repository \"%s\"", repo->uri);
-    for (size_t i = usable; usable > 0 && i < n; i++)
+        return err_set(
+            err, "no usable backup in repository \"%s\": the %zu there %s %s (the newest, %s: %s)",
+            repo->uri, n, n == 1 ? "is" : "are all", damaged ? "damaged" : "unusable",
+            all[n - 1].id, backup_info_unusable(&all[n - 1], why, sizeof(why)));
+    }
+    if (n == 0)
+        return err_set(err, "no backup in repository \"%s\"", repo->uri);
+    for (size_t i = usable; warn && i < n; i++)
         log_warn("skipping backup %s, newer than %s, because %s%s", all[i].id, all[usable - 1].id,
                  all[i].damaged ? "it is damaged: " : "",
                  backup_info_unusable(&all[i], why, sizeof(why)));
-    if (usable > 0)
-        *bi = all[usable - 1];
+    *latest = usable - 1;
+    return true;
+}
+
+static bool backup_info_resolve_latest(storage *repo, backup_info *bi, pgd_error *err)
+{
+    backup_info *all;
+    size_t n, latest;
+    bool ok;
+
+    if (!backup_info_scan(repo, &all, &n, err))
+        return false;
+    ok = backup_info_check_latest(repo, all, n, err) &&
+         backup_info_pick_latest(repo, all, n, true, &latest, err);
+    if (ok)
+        *bi = all[latest];
     free(all);
-    return usable > 0;
+    return ok;
 }
 
 bool backup_info_resolve(storage *repo, const char *id_or_latest, backup_info *bi, pgd_error *err)

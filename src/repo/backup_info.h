@@ -53,7 +53,11 @@ typedef struct backup_info {
      * 0 in sentinels written before it was recorded.
      */
     uint64_t stop_next_xid;
-    /* set by backup_info_scan when the sentinel is damaged: only id and damage are valid */
+    /*
+     * Set by backup_info_scan when the sentinel is damaged (only id and
+     * damage are valid then), and by backup_info_check_latest when the
+     * manifest is: damage says why.
+     */
     bool damaged;
     char damage[PGD_ERROR_MAX];
 } backup_info;
@@ -84,13 +88,35 @@ bool backup_info_find(storage *repo, const char *id, backup_info *bi, pgd_error 
  */
 bool backup_info_scan(storage *repo, backup_info **out, size_t *count, pgd_error *err);
 
+/*
+ * The manifests LATEST depends on, after backup_info_scan: from the newest
+ * backup down to the first usable one (neither damaged nor checksum_failed),
+ * each one's manifest.json is read and parsed as a restore reads it. One
+ * that is missing, empty, does not parse or is another backup's marks its
+ * backup damaged (damage says why), as a damaged sentinel does, and the
+ * next older one is tried. A manifest that cannot be read at all
+ * (permission, the repository) fails, naming it, as an unreadable sentinel
+ * does. Only those manifests are read: normally the newest backup's alone,
+ * one GET, not one per backup (list calls it too; verify reads the rest).
+ */
+bool backup_info_check_latest(storage *repo, backup_info *all, size_t n, pgd_error *err);
+
 /* Every complete backup, oldest first; damaged ones are left out with a warning. */
 bool backup_info_list(storage *repo, backup_info **out, size_t *count, pgd_error *err);
 
 /*
- * "LATEST" (the newest backup that is neither damaged nor checksum_failed;
- * a warning names each newer one it skipped, and why) or an id -> the backup's info; errors name
- * the repository, or the damage.
+ * LATEST among `all` (backup_info_scan, then backup_info_check_latest): the
+ * index of the newest usable backup in *latest; with `warn`, a warning
+ * names each newer one passed over, and why. False, the error naming the
+ * repository and the newest backup's trouble, when none is usable.
+ */
+bool backup_info_pick_latest(storage *repo, const backup_info *all, size_t n, bool warn,
+                             size_t *latest, pgd_error *err);
+
+/*
+ * "LATEST" (backup_info_pick_latest, with its warnings, after the manifests
+ * were checked) or an id -> the backup's info; errors name the repository,
+ * or the damage.
  */
 bool backup_info_resolve(storage *repo, const char *id_or_latest, backup_info *bi, pgd_error *err);
 

@@ -1,7 +1,8 @@
 /*
  * test_backup_info.c - covers src/repo/backup_info.c: sentinels written and
  * read back, and damaged sentinels reported one by one instead of failing
- * the whole repository.
+ * the whole repository; LATEST passes over a backup whose manifest is
+ * missing or does not parse, reading only the manifests it depends on.
  */
 #include "helpers.h"
 
@@ -23,7 +24,31 @@ static void put_sentinel_text(storage *repo, const char *id, const char *text)
     assert_true(storage_put(repo, path, text, strlen(text), 0, &err));
 }
 
-/* A sentinel; with checksum errors (pages that failed) when bad > 0, marked when `failed`. */
+static void put_manifest_text(storage *repo, const char *id, const char *text)
+{
+    char path[LAYOUT_PATH_MAX];
+    pgd_error err = {0};
+
+    layout_manifest_path(id, path, sizeof(path));
+    assert_true(storage_put(repo, path, text, strlen(text), 0, &err));
+}
+
+/* The manifest of an empty full backup named `id`. */
+static void put_manifest(storage *repo, const char *id)
+{
+    char text[256];
+
+    snprintf(text, sizeof(text),
+             "{\"format\": 1, \"id\": \"%s\", \"compression\": \"none\", \"partitions\": [], "
+             "\"tablespaces\": [], \"files\": []}",
+             id);
+    put_manifest_text(repo, id, text);
+}
+
+/*
+ * A sentinel, and the manifest LATEST reads; with checksum errors (pages
+ * that failed) when bad > 0, marked when `failed`.
+ */
 static void put_sentinel_checked(storage *repo, const char *id, uint64_t bad, bool failed)
 {
     backup_info bi;
@@ -47,6 +72,7 @@ static void put_sentinel_checked(storage *repo, const char *id, uint64_t bad, bo
     assert_true(backup_info_to_json(&bi, &json, &err));
     put_sentinel_text(repo, id, json);
     free(json);
+    put_manifest(repo, id);
 }
 
 static void put_sentinel(storage *repo, const char *id)
@@ -306,6 +332,132 @@ static void test_latest_fails_when_the_only_backup_is_marked(void **state)
 }
 
 /*
+ * A newest backup whose manifest is cut short, missing, or another backup's
+ * is damaged as a damaged sentinel makes it: LATEST passes it over for the
+ * older good one, and check_latest says why.
+ */
+static void test_latest_skips_a_newer_backup_whose_manifest_is_damaged(void **state)
+{
+    static const struct {
+        const char *manifest; /* NULL: none */
+        const char *why;
+    } cases[] = {
+        {"{\"format\": 1, \"id\": \"20261129T1",
+         "could not parse manifest of backup \"" NEW_ID "\""},
+        {"", "could not parse manifest of backup \"" NEW_ID "\""},
+        {NULL, "manifest of backup \"" NEW_ID "\" is missing from repository"},
+        {"{\"format\": 1, \"id\": \"" OLD_ID "\", \"compression\": \"none\", \"partitions\": [], "
+         "\"tablespaces\": [], \"files\": []}",
+         "manifest of backup \"" NEW_ID "\" names backup \"" OLD_ID "\""},
+    };
+
+    (void)state;
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        char *dir = test_tmpdir();
+        storage *repo = repo_in(dir);
+        char path[LAYOUT_PATH_MAX];
+        backup_info bi, *all;
+        pgd_error err = {0};
+        size_t n;
+
+        put_sentinel(repo, OLD_ID);
+        put_sentinel(repo, NEW_ID);
+        if (cases[c].manifest != NULL) {
+            put_manifest_text(repo, NEW_ID, cases[c].manifest);
+        } else {
+            layout_manifest_path(NEW_ID, path, sizeof(path));
+            assert_true(storage_remove(repo, path, &err));
+        }
+        assert_true(backup_info_scan(repo, &all, &n, &err));
+        assert_int_equal(n, 2);
+        assert_false(all[1].damaged); /* the sentinel alone says nothing */
+        assert_true(backup_info_check_latest(repo, all, n, &err));
+        assert_false(all[0].damaged);
+        assert_true(all[1].damaged);
+        assert_non_null(strstr(all[1].damage, cases[c].why));
+        free(all);
+        assert_true(backup_info_resolve(repo, "LATEST", &bi, &err));
+        assert_string_equal(bi.id, OLD_ID);
+        assert_false(err.set);
+        storage_free(repo);
+        rm_rf(dir);
+    }
+}
+
+/*
+ * Only the manifests LATEST depends on are read: the newest usable
+ * backup's, not an older one's (list stays one GET), nor that of a newer
+ * backup passed over on its sentinel.
+ */
+static void test_check_latest_reads_only_the_manifests_latest_needs(void **state)
+{
+    char *dir = test_tmpdir();
+    storage *repo = repo_in(dir);
+    backup_info *all;
+    pgd_error err = {0};
+    size_t n;
+
+    (void)state;
+    put_sentinel(repo, OLD_ID);
+    put_manifest_text(repo, OLD_ID, "not json");
+    put_sentinel(repo, NEW_ID);
+    put_sentinel_checked(repo, NEWEST_ID, 2, true);
+    put_manifest_text(repo, NEWEST_ID, "not json");
+    assert_true(backup_info_scan(repo, &all, &n, &err));
+    assert_int_equal(n, 3);
+    assert_true(backup_info_check_latest(repo, all, n, &err));
+    assert_false(all[0].damaged);
+    assert_false(all[1].damaged);
+    assert_false(all[2].damaged);
+    free(all);
+
+    /* the newest usable one's is read: damaged, it is passed over for an older one */
+    put_manifest_text(repo, NEW_ID, "not json");
+    assert_true(backup_info_scan(repo, &all, &n, &err));
+    assert_true(backup_info_check_latest(repo, all, n, &err));
+    assert_true(all[0].damaged);
+    assert_true(all[1].damaged);
+    assert_false(all[2].damaged);
+    free(all);
+    storage_free(repo);
+    rm_rf(dir);
+}
+
+/*
+ * A manifest that cannot be read (a directory stands under its name) is no
+ * verdict on its backup, as with a sentinel: LATEST fails naming it and is
+ * not quietly an older backup.
+ */
+static void test_unreadable_manifest_fails_latest(void **state)
+{
+    char *dir = test_tmpdir();
+    storage *repo = repo_in(dir);
+    char path[LAYOUT_PATH_MAX], full[4400];
+    backup_info bi, *all;
+    pgd_error err = {0};
+    size_t n;
+
+    (void)state;
+    put_sentinel(repo, OLD_ID);
+    put_sentinel(repo, NEW_ID);
+    layout_manifest_path(NEW_ID, path, sizeof(path));
+    assert_true(storage_remove(repo, path, &err));
+    snprintf(full, sizeof(full), "%s/repo/%s", dir, path);
+    assert_int_equal(mkdir(full, 0700), 0);
+    assert_true(backup_info_scan(repo, &all, &n, &err));
+    assert_false(backup_info_check_latest(repo, all, n, &err));
+    assert_non_null(
+        strstr(err.msg, "nothing can be said of backup " NEW_ID ", whose manifest cannot be read"));
+    assert_non_null(strstr(err.msg, "Is a directory"));
+    free(all);
+    err_clear(&err);
+    assert_false(backup_info_resolve(repo, "LATEST", &bi, &err));
+    assert_non_null(strstr(err.msg, NEW_ID "/" MANIFEST_NAME));
+    storage_free(repo);
+    rm_rf(dir);
+}
+
+/*
  * find: a damaged sentinel is returned as such (a verdict, for verify); a
  * missing backup, an invalid id and a sentinel that cannot be read are
  * errors naming it.
@@ -357,6 +509,9 @@ int main(void)
         cmocka_unit_test(test_more_errors_than_pages_checked_is_damage),
         cmocka_unit_test(test_latest_passes_over_a_backup_marked_for_checksum_errors),
         cmocka_unit_test(test_latest_fails_when_the_only_backup_is_marked),
+        cmocka_unit_test(test_latest_skips_a_newer_backup_whose_manifest_is_damaged),
+        cmocka_unit_test(test_check_latest_reads_only_the_manifests_latest_needs),
+        cmocka_unit_test(test_unreadable_manifest_fails_latest),
         cmocka_unit_test(test_find_returns_a_damaged_sentinel_as_damaged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
