@@ -1,24 +1,19 @@
 /*
  * options.c - the option table and its three sources (command line,
- * PGDIRECT_* environment, INI config file) merged by precedence into one
- * store. The typed getters over that store are options_value.c's; --help
- * and the manual page are options_help.c's.
- *
- * Over 400 lines because of the table: one entry per option with its help
- * text, about 170 lines; the readers are the rest.
+ * PGDIRECT_* environment, config file) merged by precedence into one
+ * store. The config file's syntax is options_config.c's; the typed getters
+ * over the store are options_value.c's; --help and the manual page are
+ * options_help.c's.
  */
 #include "util/options_internal.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "util/units.h"
-
-#define DEFAULT_CONFIG_PATH "/etc/pgdirect.conf"
 
 const opt_def opt_defs[OPT_COUNT] = {
     [OPT_REPO] = {"repo", "URI", "file:///var/lib/pgdirect", CMD_REPO_USERS, false,
@@ -44,8 +39,8 @@ const opt_def opt_defs[OPT_COUNT] = {
                         "a request that makes no progress for this long is retried"},
     [OPT_DOWNLOAD_CONCURRENCY] = {"download-concurrency", "N", "4", CMD_REPO_USERS, false,
                                   "ranged GETs in flight per object read from S3"},
-    [OPT_CONFIG] = {"config", "FILE", DEFAULT_CONFIG_PATH, CMD_ALL, false,
-                    "INI file with option = value lines"},
+    [OPT_CONFIG] = {"config", "FILE", OPTIONS_DEFAULT_CONFIG_PATH, CMD_ALL, false,
+                    "file of name = value lines, quoted as in postgresql.conf"},
     [OPT_LOG_LEVEL] = {"log-level", "debug|info|warning|error", "info", CMD_ALL, false,
                        "least important message shown"},
     [OPT_PGDATA] = {"pgdata", "DIR", NULL, CMD_BACKUP | CMD_CACHE | CMD_TUNE, false,
@@ -215,7 +210,7 @@ const char *opt_name(opt_id id)
     return opt_defs[id].name;
 }
 
-static int opt_lookup(const char *name, size_t len)
+int options_lookup(const char *name, size_t len)
 {
     for (int i = 0; i < OPT_COUNT; i++)
         if (strlen(opt_defs[i].name) == len && strncmp(opt_defs[i].name, name, len) == 0)
@@ -223,7 +218,7 @@ static int opt_lookup(const char *name, size_t len)
     return -1;
 }
 
-static bool opt_store(pgd_options *opts, int id, const char *value, opt_source src)
+bool options_store(pgd_options *opts, int id, const char *value, opt_source src)
 {
     opt_value *v = &opts->v[id];
     char **grown;
@@ -289,7 +284,7 @@ static bool options_parse_cli(pgd_options *opts, int argc, char **argv, pgd_erro
         }
         name = arg + 2;
         eq = strchr(name, '=');
-        id = opt_lookup(name, eq ? (size_t)(eq - name) : strlen(name));
+        id = options_lookup(name, eq ? (size_t)(eq - name) : strlen(name));
         if (id < 0 || !(opt_defs[id].commands & opts->command))
             return err_set(err, "unknown option \"%.*s\" (see --help)",
                            (int)(eq ? (size_t)(eq - arg) : strlen(arg)), arg);
@@ -305,7 +300,7 @@ static bool options_parse_cli(pgd_options *opts, int argc, char **argv, pgd_erro
         else
             return err_set(err, "option \"--%s\" needs a value (%s)", opt_defs[id].name,
                            opt_defs[id].metavar);
-        if (!opt_store(opts, id, value, SRC_CLI))
+        if (!options_store(opts, id, value, SRC_CLI))
             return err_set(err, "out of memory");
     }
     return true;
@@ -331,92 +326,9 @@ static bool options_parse_env(pgd_options *opts, pgd_error *err)
             continue;
         options_env_name(opt_defs[id].name, name, sizeof(name));
         value = getenv(name);
-        if (value != NULL && !opt_store(opts, id, value, SRC_ENV))
+        if (value != NULL && !options_store(opts, id, value, SRC_ENV))
             return err_set(err, "out of memory");
     }
-    return true;
-}
-
-static char *options_trim(char *s)
-{
-    char *end;
-
-    while (isspace((unsigned char)*s))
-        s++;
-    end = s + strlen(s);
-    while (end > s && isspace((unsigned char)end[-1]))
-        *--end = '\0';
-    return s;
-}
-
-/*
- * INI file: "name = value" lines; '#' and ';' start comments; [section]
- * headers are accepted and ignored (one namespace). Options that belong to
- * other commands are allowed, so one file serves every command, but a name
- * no command knows is an error: a typo must not be silently ignored.
- */
-static bool options_parse_config(pgd_options *opts, pgd_error *err)
-{
-    const char *path = opt_str(opts, OPT_CONFIG);
-    bool explicit_path = opt_is_set(opts, OPT_CONFIG);
-    char line[8192];
-    int lineno = 0;
-    FILE *f;
-
-    if (path == NULL)
-        path = DEFAULT_CONFIG_PATH;
-    snprintf(opts->config_path, sizeof(opts->config_path), "%s", path);
-    f = fopen(path, "r");
-    if (f == NULL) {
-        if (errno == ENOENT && !explicit_path)
-            return true;
-        return err_errno(err, errno, "could not open config file \"%s\"", path);
-    }
-    while (fgets(line, sizeof(line), f) != NULL) {
-        size_t len = strlen(line);
-        char *s, *eq, *key, *value;
-        int id;
-
-        lineno++;
-        /* a line longer than the buffer would go on as a line of its own */
-        if (len == sizeof(line) - 1 && line[len - 1] != '\n' && !feof(f)) {
-            fclose(f);
-            return err_set(err, "config file \"%s\" line %d: longer than %zu bytes", path, lineno,
-                           sizeof(line) - 2);
-        }
-        s = options_trim(line);
-        if (*s == '\0' || *s == '#' || *s == ';' || *s == '[')
-            continue;
-        eq = strchr(s, '=');
-        if (eq == NULL) {
-            fclose(f);
-            return err_set(err, "config file \"%s\" line %d: expected \"name = value\"", path,
-                           lineno);
-        }
-        *eq = '\0';
-        key = options_trim(s);
-        value = options_trim(eq + 1);
-        id = opt_lookup(key, strlen(key));
-        if (id < 0 || id == OPT_CONFIG || id == OPT_HELP) {
-            fclose(f);
-            return err_set(err, "config file \"%s\" line %d: unknown option \"%s\"", path, lineno,
-                           key);
-        }
-        if (!(opt_defs[id].commands & opts->command))
-            continue;
-        if ((opts->v[id].nvalues == 0 || opts->v[id].source == SRC_CONFIG) &&
-            !opt_store(opts, id, value, SRC_CONFIG)) {
-            fclose(f);
-            return err_set(err, "out of memory");
-        }
-    }
-    /* a read error part-way must not pass for the end of the file */
-    if (ferror(f)) {
-        int e = errno;
-        fclose(f);
-        return err_errno(err, e, "could not read config file \"%s\"", path);
-    }
-    fclose(f);
     return true;
 }
 
@@ -456,11 +368,11 @@ bool options_parse(pgd_options *opts, unsigned command, int argc, char **argv, p
         return true;
     /* before the config file is opened: its path may be the malformed value */
     if (!options_parse_env(opts, err) || !options_check_spacing(opts, err) ||
-        !options_parse_config(opts, err) || !options_check_spacing(opts, err))
+        !options_config_parse(opts, err) || !options_check_spacing(opts, err))
         return false;
     for (int id = 0; id < OPT_COUNT; id++)
         if (opts->v[id].nvalues == 0 && opt_defs[id].def != NULL &&
-            !opt_store(opts, id, opt_defs[id].def, SRC_DEFAULT))
+            !options_store(opts, id, opt_defs[id].def, SRC_DEFAULT))
             return err_set(err, "out of memory");
     return true;
 }

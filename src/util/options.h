@@ -1,6 +1,7 @@
 /*
  * options.h - one option table for the command line, PGDIRECT_* environment
- * variables and the INI config file, in that order of precedence.
+ * variables and the config file (postgresql.conf's syntax), in that order
+ * of precedence.
  *
  * Every option has one name used in all three places: --block-count,
  * PGDIRECT_BLOCK_COUNT, "block-count = 256". Options may stand anywhere after

@@ -70,7 +70,7 @@ static void test_precedence_cli_env_config_default(void **state)
     (void)state;
     snprintf(cfg, sizeof(cfg), "%s/pgdirect.conf", dir);
     {
-        const char *text = "# comment\n[global]\nblock-count = 32\nconcurrency = 3\n"
+        const char *text = "# comment\nblock-count = 32\nconcurrency = 3\n"
                            "target-dir = /ignored/for/backup\n";
         write_test_file(cfg, text, strlen(text));
     }
@@ -132,6 +132,108 @@ static void test_config_errors_name_file_and_line(void **state)
     assert_non_null(strstr(err.msg, "line 2: longer than 8190 bytes"));
     options_free(&o);
     rm_rf(dir);
+}
+
+/* Parse `text` as the config file of `cmd` into o (freed by the caller); false with err set. */
+static bool parse_config_text(pgd_options *o, unsigned cmd, const char *text, pgd_error *err)
+{
+    char *dir = test_tmpdir();
+    char cfg[4200];
+    bool ok;
+
+    snprintf(cfg, sizeof(cfg), "%s/pgdirect.conf", dir);
+    write_test_file(cfg, text, strlen(text));
+    ok = parse(o, cmd, cfg, 0, NULL, err);
+    rm_rf(dir);
+    return ok;
+}
+
+/* The error of a config file holding `text`, from "line N: " on (the path is a temporary one). */
+static void assert_config_error(const char *text, const char *expected)
+{
+    pgd_options o;
+    pgd_error err = {0};
+    const char *line;
+
+    assert_false(parse_config_text(&o, CMD_BACKUP, text, &err));
+    assert_non_null(strstr(err.msg, "config file \""));
+    line = strstr(err.msg, "\" line ");
+    assert_non_null(line);
+    assert_string_equal(line + 2, expected);
+    options_free(&o);
+}
+
+/* Values are read as postgresql.conf's are: a quoted string, or one word. */
+static void test_config_values_as_postgresql_reads_them(void **state)
+{
+    pgd_options o;
+    pgd_error err = {0};
+    const char *text = "repo = '/var/lib/pgdirect'\n"              /* quoted */
+                       "label = 'it''s # not a comment'   # one\n" /* '' and # in quotes */
+                       "dbname 'host=/tmp port=5433'\n"            /* no '=' */
+                       "compression=zstd#comment\n"                /* no spaces */
+                       "  \t# an indented comment\n"
+                       "\n"
+                       "partition-size   512MiB  \r\n"             /* CRLF, unquoted */
+                       "tablespace-map = /old=/new\n"              /* '=' in a word */
+                       "tablespace-map = 'a\\'b\\\\c\\tz\\101'\n"; /* backslash escapes */
+
+    (void)state;
+    assert_true(parse_config_text(&o, CMD_BACKUP | CMD_RESTORE, text, &err));
+    assert_string_equal(opt_str(&o, OPT_REPO), "/var/lib/pgdirect");
+    assert_string_equal(opt_str(&o, OPT_LABEL), "it's # not a comment");
+    assert_string_equal(opt_str(&o, OPT_DBNAME), "host=/tmp port=5433");
+    assert_string_equal(opt_str(&o, OPT_COMPRESSION), "zstd");
+    assert_string_equal(opt_str(&o, OPT_PARTITION_SIZE), "512MiB");
+    assert_int_equal(o.v[OPT_TABLESPACE_MAP].nvalues, 2);
+    assert_string_equal(o.v[OPT_TABLESPACE_MAP].values[0], "/old=/new");
+    assert_string_equal(o.v[OPT_TABLESPACE_MAP].values[1], "a'b\\c\tzA");
+    assert_int_equal(o.v[OPT_REPO].source, SRC_CONFIG);
+    options_free(&o);
+
+    /* an empty value is written as one: '' */
+    assert_true(parse_config_text(&o, CMD_BACKUP, "label = ''\n", &err));
+    assert_string_equal(opt_str(&o, OPT_LABEL), "");
+    options_free(&o);
+}
+
+/* What PostgreSQL would refuse, and what an INI reader would skip, is refused by line. */
+static void test_config_syntax_errors_name_the_line(void **state)
+{
+    (void)state;
+    assert_config_error("# settings\n\n[main]\nrepo = /x\n",
+                        "line 3: unexpected section header \"[main]\" (the file has no "
+                        "sections: name = value lines only)");
+    assert_config_error("repo = /x\nlabel = 'nightly\n",
+                        "line 2: unterminated quoted string in the value of \"label\"");
+    assert_config_error("label = 'a\\'\n",
+                        "line 1: unterminated quoted string in the value of \"label\"");
+    assert_config_error("repo = '/x' /y\n", "line 1: unexpected \"/y\" after the value of "
+                                            "\"repo\" (quote a value that holds white space "
+                                            "or '#')");
+    assert_config_error("repo = '/x'y\n", "line 1: unexpected \"y\" after the value of \"repo\" "
+                                          "(quote a value that holds white space or '#')");
+    assert_config_error("label = nightly run\n",
+                        "line 1: unexpected \"run\" after the value of \"label\" (quote a value "
+                        "that holds white space or '#')");
+    assert_config_error("\nrepo = /var/lib/pgdirect'\n",
+                        "line 2: quote inside the unquoted value of \"repo\" (quote the whole "
+                        "value, with '' for a quote in it)");
+    assert_config_error("repo =\n", "line 1: no value for \"repo\"");
+    assert_config_error("repo   # nothing\n", "line 1: no value for \"repo\"");
+    assert_config_error("= /x\n", "line 1: expected \"name = value\"");
+    assert_config_error("; an INI comment\n", "line 1: \";\" starts no comment here: use \"#\"");
+    assert_config_error("label = 'a\\0b'\n", "line 1: NUL character (\\0) in the value of "
+                                             "\"label\"");
+    assert_config_error("repo = /x\ninclude 'other.conf'\n", "line 2: unknown option \"include\"");
+    {
+        char text[300], expected[100];
+
+        memset(text, 'a', 200);
+        strcpy(text + 200, " = 1\n");
+        snprintf(expected, sizeof(expected), "line 1: unknown option \"%.40s...\"", text);
+        assert_config_error(text, expected);
+    }
 }
 
 static void test_invalid_values_name_the_option(void **state)
@@ -219,6 +321,8 @@ int main(void)
         cmocka_unit_test(test_unknown_option_and_wrong_command),
         cmocka_unit_test(test_precedence_cli_env_config_default),
         cmocka_unit_test(test_config_errors_name_file_and_line),
+        cmocka_unit_test(test_config_values_as_postgresql_reads_them),
+        cmocka_unit_test(test_config_syntax_errors_name_the_line),
         cmocka_unit_test(test_invalid_values_name_the_option),
         cmocka_unit_test(test_values_with_edge_white_space_are_refused),
     };
