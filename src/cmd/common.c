@@ -11,6 +11,20 @@
 #include "storage/s3/s3.h"
 #include "util/log.h"
 
+/*
+ * --repo's form, before anything runs: a value no repository can have is a
+ * usage error, naming where the value came from.
+ */
+static bool command_repo_valid(const pgd_options *opts, pgd_error *err)
+{
+    const char *uri = opt_str(opts, OPT_REPO), *why;
+
+    if (!opt_applies(opts, OPT_REPO) || uri == NULL || storage_uri_valid(uri, &why))
+        return true;
+    return err_set(err, "invalid value \"%s\" for option \"--repo\"%s: %s", uri,
+                   opt_source_note(opts, OPT_REPO), why);
+}
+
 bool command_start(pgd_options *opts, const command_help *help, size_t max_args, int argc,
                    char **argv, int *exit_code)
 {
@@ -29,6 +43,8 @@ bool command_start(pgd_options *opts, const command_help *help, size_t max_args,
                   opt_str(opts, OPT_LOG_LEVEL));
     } else if (opts->nargs > max_args) {
         log_error("unexpected argument \"%s\" (see --help)", opts->args[max_args]);
+    } else if (!command_repo_valid(opts, &err)) {
+        log_error("%s", err.msg);
     } else {
         log_set_level(level);
         return true;

@@ -19,7 +19,8 @@ typedef struct command_help {
 
 /*
  * Parse; on --help print it and set *exit_code = 0; on an error (or more
- * than max_args positional arguments) print it and set *exit_code = 2.
+ * than max_args positional arguments, or a --repo no repository can have:
+ * a relative path) print it and set *exit_code = 2.
  * Returns true when the command should run; otherwise opts is freed.
  */
 bool command_start(pgd_options *opts, const command_help *help, size_t max_args, int argc,

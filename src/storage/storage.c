@@ -17,30 +17,57 @@ bool storage_uri_is_s3(const char *uri)
     return strncmp(uri, STORAGE_S3_SCHEME, strlen(STORAGE_S3_SCHEME)) == 0;
 }
 
+/* What --repo may be, for the messages that refuse something else (null: is for benchmarks). */
+#define STORAGE_URI_FORMS "an absolute path, file:///path or s3://bucket/prefix"
+
+/*
+ * A plain path must be absolute: archive_command and restore_command run
+ * in the data directory, the other commands wherever they are started, so
+ * a relative path would name another repository in each.
+ */
+bool storage_uri_valid(const char *uri, const char **why)
+{
+    const char *rest;
+
+    *why = NULL;
+    if (uri[0] == '\0')
+        *why = "empty; expected " STORAGE_URI_FORMS;
+    else if (strcmp(uri, STORAGE_NULL_URI) == 0)
+        return true;
+    else if (storage_uri_is_s3(uri)) {
+        rest = uri + strlen(STORAGE_S3_SCHEME);
+        if (rest[0] == '\0' || rest[0] == '/')
+            *why = "no bucket; expected s3://bucket/prefix";
+    } else if (strncmp(uri, STORAGE_FILE_SCHEME, strlen(STORAGE_FILE_SCHEME)) == 0) {
+        rest = uri + strlen(STORAGE_FILE_SCHEME);
+        if (rest[0] != '/')
+            *why = "expected file:///absolute/path";
+    } else if (strstr(uri, "://") != NULL)
+        *why = "unsupported scheme; expected " STORAGE_URI_FORMS;
+    else if (uri[0] != '/')
+        *why = "a relative path (archive_command and restore_command run in the data "
+               "directory); expected " STORAGE_URI_FORMS;
+    return *why == NULL;
+}
+
 storage *storage_open(const char *uri, const struct s3_options *s3, pgd_error *err)
 {
+    const char *why;
+
     if (uri == NULL || uri[0] == '\0') {
         err_set(err, "no repository given (--repo)");
         return NULL;
     }
-    if (strcmp(uri, "null:") == 0)
+    if (!storage_uri_valid(uri, &why)) {
+        err_set(err, "invalid repository \"%s\": %s", uri, why);
+        return NULL;
+    }
+    if (strcmp(uri, STORAGE_NULL_URI) == 0)
         return storage_null_new(err);
     if (storage_uri_is_s3(uri))
         return s3_storage_open(uri, s3, err);
-    if (strncmp(uri, "file://", 7) == 0) {
-        if (uri[7] != '/') {
-            err_set(err, "invalid repository \"%s\": expected file:///absolute/path", uri);
-            return NULL;
-        }
-        return storage_fs_new(uri + 7, err);
-    }
-    if (strstr(uri, "://") != NULL) {
-        err_set(err,
-                "unsupported repository \"%s\": expected file:///path, a path or "
-                "s3://bucket/prefix",
-                uri);
-        return NULL;
-    }
+    if (strncmp(uri, STORAGE_FILE_SCHEME, strlen(STORAGE_FILE_SCHEME)) == 0)
+        return storage_fs_new(uri + strlen(STORAGE_FILE_SCHEME), err);
     return storage_fs_new(uri, err);
 }
 

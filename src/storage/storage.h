@@ -67,13 +67,23 @@ struct storage {
 struct s3_options;
 
 /*
- * "file:///path", a plain absolute or relative path, "null:" (keeps
- * nothing), or "s3://bucket/prefix" (s3 may be NULL: defaults and AWS_*).
+ * "file:///path", a plain absolute path, "null:" (keeps nothing), or
+ * "s3://bucket/prefix" (s3 may be NULL: defaults and AWS_*). A relative
+ * path is refused (storage_uri_valid).
  */
 storage *storage_open(const char *uri, const struct s3_options *s3, pgd_error *err);
 
-/* The scheme of an S3 repository's URI, and whether `uri` has it. */
-#define STORAGE_S3_SCHEME "s3://"
+/*
+ * Is `uri` of a form storage_open accepts? Decided from the text alone,
+ * nothing is looked at; when not, *why says what is wrong, to follow
+ * "invalid repository \"URI\": " or the option that gave it.
+ */
+bool storage_uri_valid(const char *uri, const char **why);
+
+/* The schemes of repository URIs, and whether `uri` is an S3 one. */
+#define STORAGE_S3_SCHEME   "s3://"
+#define STORAGE_FILE_SCHEME "file://"
+#define STORAGE_NULL_URI    "null:"
 bool storage_uri_is_s3(const char *uri);
 void storage_free(storage *s);
 

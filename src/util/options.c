@@ -17,7 +17,7 @@
 
 const opt_def opt_defs[OPT_COUNT] = {
     [OPT_REPO] = {"repo", "URI", "file:///var/lib/pgdirect", CMD_REPO_USERS, false,
-                  "repository: file:///path (or a plain path), or s3://bucket/prefix"},
+                  "repository: an absolute path, file:///path or s3://bucket/prefix"},
     [OPT_S3_ENDPOINT] = {"s3-endpoint", "URL", NULL, CMD_REPO_USERS, false,
                          "S3 endpoint, http(s)://host[:port] (default: $AWS_ENDPOINT_URL, else "
                          "AWS)"},

@@ -142,6 +142,7 @@ void options_print_help(unsigned command, const char *usage, const char *summary
 
 const char *opt_str(const pgd_options *opts, opt_id id); /* NULL when unset, no default */
 bool opt_is_set(const pgd_options *opts, opt_id id);     /* given by the user, not a default */
+bool opt_applies(const pgd_options *opts, opt_id id);    /* an option of the command parsed */
 const char *opt_name(opt_id id);
 /* "" (command line), " (from the environment)", " (from the config file)" or " (default)" */
 const char *opt_source_note(const pgd_options *opts, opt_id id);

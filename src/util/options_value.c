@@ -25,6 +25,11 @@ bool opt_is_set(const pgd_options *opts, opt_id id)
     return opts->v[id].nvalues > 0 && opts->v[id].source != SRC_DEFAULT;
 }
 
+bool opt_applies(const pgd_options *opts, opt_id id)
+{
+    return (opt_defs[id].commands & opts->command) != 0;
+}
+
 const char *opt_source_note(const pgd_options *opts, opt_id id)
 {
     return options_source_name(opts->v[id].source);

@@ -32,7 +32,46 @@ static void test_open_refuses_what_is_not_a_repository(void **state)
     assert_non_null(strstr(err.msg, "invalid repository \"file://relative/path\""));
     err_clear(&err);
     assert_null(storage_open("ftp://host/x", NULL, &err));
-    assert_non_null(strstr(err.msg, "unsupported repository \"ftp://host/x\""));
+    assert_non_null(strstr(err.msg, "invalid repository \"ftp://host/x\": unsupported scheme"));
+}
+
+/* What --repo may be, decided from its text: a relative path never, from any source. */
+static void test_uri_forms(void **state)
+{
+    static const char *const good[] = {"/var/lib/pgdirect", "/",    "file:///srv/b", "s3://bucket",
+                                       "s3://bucket/p/q",   "null:"};
+    static const struct {
+        const char *uri, *why;
+    } bad[] = {
+        {"backups", "a relative path (archive_command and restore_command run in the data "
+                    "directory); expected an absolute path, file:///path or s3://bucket/prefix"},
+        {"./backups", "a relative path"},
+        {"'/var/lib/pgdirect'", "a relative path"}, /* a quote taken literally */
+        {"", "empty; expected an absolute path"},
+        {"file://relative", "expected file:///absolute/path"},
+        {"s3://", "no bucket; expected s3://bucket/prefix"},
+        {"s3:///prefix", "no bucket"},
+        {"ftp://host/x", "unsupported scheme; expected an absolute path"},
+    };
+    pgd_error err = {0};
+    const char *why;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        assert_true(storage_uri_valid(good[i], &why));
+        assert_null(why);
+    }
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_false(storage_uri_valid(bad[i].uri, &why));
+        assert_non_null(why);
+        assert_true(strncmp(why, bad[i].why, strlen(bad[i].why)) == 0);
+    }
+    /* storage_open refuses them too, naming the repository */
+    assert_null(storage_open("backups", NULL, &err));
+    assert_string_equal(err.msg, "invalid repository \"backups\": a relative path "
+                                 "(archive_command and restore_command run in the data "
+                                 "directory); expected an absolute path, file:///path or "
+                                 "s3://bucket/prefix");
 }
 
 static void test_file_uri_and_plain_path_are_the_same_repository(void **state)
@@ -173,6 +212,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_open_refuses_what_is_not_a_repository),
+        cmocka_unit_test(test_uri_forms),
         cmocka_unit_test(test_file_uri_and_plain_path_are_the_same_repository),
         cmocka_unit_test(test_get_reads_an_object_larger_than_its_first_buffer),
         cmocka_unit_test(test_remove_many_falls_back_to_one_by_one),

@@ -105,7 +105,7 @@ static void test_uris(void **state)
     assert_non_null(strstr(err.msg, "file:///absolute/path"));
     err_clear(&err);
     assert_null(storage_open("ftp://x/y", NULL, &err));
-    assert_non_null(strstr(err.msg, "unsupported repository"));
+    assert_non_null(strstr(err.msg, "invalid repository \"ftp://x/y\": unsupported scheme"));
 }
 
 static void touch_aged(const char *path, time_t age_s)
