@@ -12,6 +12,13 @@
 #include "util/log.h"
 
 /*
+ * The commands that never create a repository: for them, one that is not
+ * there is a wrong --repo (or one not mounted), not an empty repository.
+ * The others (backup, wal-push, check) create it.
+ */
+#define COMMAND_REPO_READERS (CMD_LIST | CMD_RESTORE | CMD_VERIFY | CMD_DELETE | CMD_WAL_FETCH)
+
+/*
  * --repo's form, before anything runs: a value no repository can have is a
  * usage error, naming where the value came from.
  */
@@ -59,6 +66,43 @@ int command_fail(const pgd_error *err)
     return EXIT_ERROR;
 }
 
+/* Where --repo came from, in the words of a message that sends the user there. */
+static void command_repo_source(const pgd_options *opts, char *out, size_t len)
+{
+    switch (opts->v[OPT_REPO].source) {
+    case SRC_CLI:
+        snprintf(out, len, "--repo");
+        break;
+    case SRC_ENV:
+        snprintf(out, len, "PGDIRECT_REPO");
+        break;
+    case SRC_CONFIG:
+        snprintf(out, len, "repo in config file \"%s\"", opts->config_path);
+        break;
+    default:
+        snprintf(out, len, "the default of --repo");
+        break;
+    }
+}
+
+/* For a command that never creates the repository: is it there? */
+static bool command_repo_exists(const pgd_options *opts, storage *repo, pgd_error *err)
+{
+    char source[sizeof(opts->config_path) + 32];
+    bool exists;
+
+    if (!(opts->command & COMMAND_REPO_READERS))
+        return true;
+    if (!storage_root_exists(repo, &exists, err))
+        return false;
+    if (exists)
+        return true;
+    command_repo_source(opts, source, sizeof(source));
+    return err_set(err,
+                   "repository \"%s\" does not exist (%s; backups and archive_command create it)",
+                   repo->uri, source);
+}
+
 /*
  * The S3 driver's settings come from here, through its own s3_options: the
  * generic storage interface forwards them without knowing what they hold.
@@ -66,6 +110,7 @@ int command_fail(const pgd_error *err)
 storage *command_open_repo(const pgd_options *opts, pgd_error *err)
 {
     s3_options s3 = {0};
+    storage *repo;
     long up, down, retries, timeout;
     int style;
 
@@ -86,7 +131,12 @@ storage *command_open_repo(const pgd_options *opts, pgd_error *err)
     s3.download_concurrency = (unsigned)down;
     s3.retries = retries == 0 ? S3_OPTIONS_NO_RETRIES : (unsigned)retries;
     s3.timeout_s = timeout;
-    return storage_open(opt_str(opts, OPT_REPO), &s3, err);
+    repo = storage_open(opt_str(opts, OPT_REPO), &s3, err);
+    if (repo != NULL && !command_repo_exists(opts, repo, err)) {
+        storage_free(repo);
+        return NULL;
+    }
+    return repo;
 }
 
 bool command_compression(const pgd_options *opts, compress_kind *kind, int *level, pgd_error *err)

@@ -29,6 +29,12 @@ bool command_start(pgd_options *opts, const command_help *help, size_t max_args,
 /* Print err once ("pgdirect: error: ...") and return 1. */
 int command_fail(const pgd_error *err);
 
+/*
+ * The repository --repo names (its form was checked by command_start). For
+ * the commands that never create one (list, restore, verify, delete,
+ * wal-fetch), a repository that does not exist is an error that names it
+ * and where --repo came from, instead of an empty repository.
+ */
 storage *command_open_repo(const pgd_options *opts, pgd_error *err);
 
 /* --compression and --compression-level, validated together. */

@@ -457,6 +457,28 @@ static bool fs_sync(storage *s, const char *path, pgd_error *err)
            sync_dir_of(full, err);
 }
 
+/*
+ * The repository's directory: missing when it, or a directory above it,
+ * does not exist; an error when it is something else, or cannot be looked
+ * at (permission).
+ */
+static bool fs_root_exists(storage *s, bool *exists, pgd_error *err)
+{
+    fs_storage *fs = (fs_storage *)s;
+    struct stat st;
+
+    *exists = false;
+    if (stat(fs->root, &st) != 0) {
+        if (errno == ENOENT || errno == ENOTDIR)
+            return true;
+        return err_errno(err, errno, "could not stat repository \"%s\"", fs->root);
+    }
+    if (!S_ISDIR(st.st_mode))
+        return err_set(err, "repository \"%s\" is not a directory", fs->root);
+    *exists = true;
+    return true;
+}
+
 static void fs_free(storage *s)
 {
     fs_storage *fs = (fs_storage *)s;
@@ -475,6 +497,7 @@ static const storage_ops fs_ops = {
     .free = fs_free,
     .remove_stale_temp = fs_remove_stale_temp,
     .sync = fs_sync,
+    .root_exists = fs_root_exists,
 };
 
 storage *storage_fs_new(const char *root, pgd_error *err)

@@ -71,6 +71,12 @@ storage *storage_open(const char *uri, const struct s3_options *s3, pgd_error *e
     return storage_fs_new(uri, err);
 }
 
+bool storage_root_exists(storage *s, bool *exists, pgd_error *err)
+{
+    *exists = true;
+    return s->ops->root_exists == NULL || s->ops->root_exists(s, exists, err);
+}
+
 void storage_free(storage *s)
 {
     if (s != NULL)

@@ -51,6 +51,11 @@ typedef struct storage_ops {
      * once visible leave it NULL.
      */
     bool (*sync)(storage *s, const char *path, pgd_error *err);
+    /*
+     * optional: is the repository's root there? For back ends whose root
+     * can be missing on its own (a local directory); NULL: it always is.
+     */
+    bool (*root_exists)(storage *s, bool *exists, pgd_error *err);
 } storage_ops;
 
 struct storage {
@@ -69,7 +74,9 @@ struct s3_options;
 /*
  * "file:///path", a plain absolute path, "null:" (keeps nothing), or
  * "s3://bucket/prefix" (s3 may be NULL: defaults and AWS_*). A relative
- * path is refused (storage_uri_valid).
+ * path is refused (storage_uri_valid). A local directory that does not
+ * exist is opened all the same (writers create it): storage_root_exists
+ * tells.
  */
 storage *storage_open(const char *uri, const struct s3_options *s3, pgd_error *err);
 
@@ -86,6 +93,14 @@ bool storage_uri_valid(const char *uri, const char **why);
 #define STORAGE_NULL_URI    "null:"
 bool storage_uri_is_s3(const char *uri);
 void storage_free(storage *s);
+
+/*
+ * Is the repository itself there? False, without an error, for a local
+ * directory that does not exist; always true for back ends without a root
+ * of their own (an S3 prefix exists with its first object, and a bucket
+ * that does not exist fails the first request, naming it).
+ */
+bool storage_root_exists(storage *s, bool *exists, pgd_error *err);
 
 /* Remove many objects (batched where the back end can). */
 bool storage_remove_many(storage *s, const char *const *paths, size_t n, pgd_error *err);

@@ -51,6 +51,8 @@ expect_error "two recovery targets" "at most one of" \
     pgd restore LATEST --repo "$REPO" --target-dir "$T/r2" --target-name a --target-xid 5
 expect_error "missing --target-dir" 'option "--target-dir" is required' \
     pgd restore LATEST --repo "$REPO"
+# there, but empty (one that is not there is tested in 55_config_and_repository)
+mkdir -p "$T/empty" && chown postgres "$T/empty"
 expect_error "empty repository" "no backup in repository \"$T/empty\"" \
     pgd restore LATEST --repo "$T/empty" --target-dir "$T/r3"
 

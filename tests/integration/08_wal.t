@@ -183,7 +183,8 @@ pgd wal-fetch --repo "$N" "$seg" "$T/out/raw" && cmp -s "$T/out/raw" "$T/wal/$se
 ok $? "the intact uncompressed segment is fetched byte-identical"
 
 # a repository that is not there is not an archive that ends here
-fetch_fails "missing repository" "$seg.*\"$T/nowhere\" holds no WAL and no backups" \
+fetch_fails "missing repository" \
+    "$seg.*repository \"$T/nowhere\" does not exist \\(--repo; backups and archive_command create it\\)" \
     --repo "$T/nowhere" "$seg" "$T/out/F"
 mkdir -p "$T/empty" && chown postgres "$T/empty"
 fetch_fails "empty repository (not mounted)" "holds no WAL and no backups" \

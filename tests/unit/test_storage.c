@@ -200,6 +200,9 @@ static void test_null_keeps_nothing(void **state)
     assert_int_equal(entries, 0);
     assert_true(storage_remove_many(repo, paths, 2, &err));
     assert_true(storage_remove_stale_temp(repo, "backups", 0, &err));
+    exists = false;
+    assert_true(storage_root_exists(repo, &exists, &err)); /* no root to be missing */
+    assert_true(exists);
     /* an aborted write is freed like a closed one (ASan and valgrind see a leak otherwise) */
     assert_non_null(out = storage_write_open(repo, "y", 0, &err));
     assert_true(out_write(out, "z", 1, &err));

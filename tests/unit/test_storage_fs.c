@@ -108,6 +108,47 @@ static void test_uris(void **state)
     assert_non_null(strstr(err.msg, "invalid repository \"ftp://x/y\": unsupported scheme"));
 }
 
+/*
+ * The root of a local repository: missing (itself or a directory above it)
+ * is an answer, not an error, and opening or asking creates nothing; a file
+ * in its place is an error naming it.
+ */
+static void test_root_exists(void **state)
+{
+    char *dir = test_tmpdir(), path[4200], file[4200];
+    pgd_error err = {0};
+    storage *s;
+    bool exists = true;
+
+    (void)state;
+    snprintf(path, sizeof(path), "%s/repo", dir);
+    assert_non_null(s = storage_open(path, NULL, &err));
+    assert_true(storage_root_exists(s, &exists, &err));
+    assert_false(exists);
+    assert_false(err.set);
+    assert_int_equal(access(path, F_OK), -1); /* not created by looking */
+    assert_int_equal(mkdir(path, 0700), 0);
+    assert_true(storage_root_exists(s, &exists, &err));
+    assert_true(exists);
+    storage_free(s);
+
+    /* a file where the directory should be, and a path under that file */
+    snprintf(file, sizeof(file), "%s/file", dir);
+    write_test_file(file, "x", 1);
+    assert_non_null(s = storage_open(file, NULL, &err));
+    assert_false(storage_root_exists(s, &exists, &err));
+    assert_non_null(strstr(err.msg, "repository \""));
+    assert_non_null(strstr(err.msg, "/file\" is not a directory"));
+    storage_free(s);
+    err_clear(&err);
+    snprintf(path, sizeof(path), "file://%s/file/repo", dir);
+    assert_non_null(s = storage_open(path, NULL, &err));
+    assert_true(storage_root_exists(s, &exists, &err));
+    assert_false(exists);
+    storage_free(s);
+    rm_rf(dir);
+}
+
 static void touch_aged(const char *path, time_t age_s)
 {
     struct timeval times[2];
@@ -329,6 +370,7 @@ int main(void)
         cmocka_unit_test(test_put_get_list_remove),
         cmocka_unit_test(test_unwritable_repository_is_named),
         cmocka_unit_test(test_uris),
+        cmocka_unit_test(test_root_exists),
         cmocka_unit_test(test_remove_stale_temp),
         cmocka_unit_test(test_writeback_error_fails_the_write),
         cmocka_unit_test(test_no_sync_file_range_still_writes),
