@@ -10,7 +10,8 @@
 
 #include <stddef.h>
 
-/* len bytes aligned to 4 KiB at least (for O_DIRECT), freed with free(); NULL when out of memory. */
+/* len bytes aligned to 4 KiB at least (for O_DIRECT), freed with free(); NULL when out of memory.
+ */
 void *big_buffer_alloc(size_t len);
 
 #endif
