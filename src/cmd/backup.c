@@ -26,6 +26,7 @@
  * it wrote and dies of that signal.
  */
 #define _GNU_SOURCE
+#include <jansson.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -613,12 +614,38 @@ static void backup_run_free(backup_run *r)
     pg_session_close(&r->pg);
 }
 
+/* --json: the sentinel's fields, and what the run itself measured. */
+static json_t *backup_result_json(const backup_run *r)
+{
+    struct rusage ru;
+    long peak_kib = getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : 0;
+    pgd_error jerr = {0};
+    json_t *o = NULL;
+    char *text;
+
+    if (!backup_info_to_json(&r->rec.info, &text, &jerr))
+        return NULL;
+    o = json_loads(text, 0, NULL);
+    free(text);
+    if (o != NULL && (json_object_set_new(o, "seconds", json_real(clock_seconds() - r->t0)) != 0 ||
+                      json_object_set_new(o, "read_seconds", json_real(r->read_secs)) != 0 ||
+                      json_object_set_new(o, "pages_read_again",
+                                          json_integer((json_int_t)r->pages_reread)) != 0 ||
+                      json_object_set_new(o, "peak_rss_bytes",
+                                          json_integer((json_int_t)peak_kib * 1024)) != 0)) {
+        json_decref(o);
+        o = NULL;
+    }
+    return o;
+}
+
 /*
  * The backup; *marked when it completed but pages failed their checksum
- * under --checksum-errors fail (err then says so).
+ * under --checksum-errors fail (err then says so); *result (--json) the
+ * backup's object once it exists.
  */
 static bool cmd_backup_run(const backup_settings *s, storage *repo, bool *marked, bool *usage,
-                           pgd_error *err)
+                           json_t **result, pgd_error *err)
 {
     backup_run r = {.s = s, .repo = repo};
     bool ok;
@@ -629,6 +656,8 @@ static bool cmd_backup_run(const backup_settings *s, storage *repo, bool *marked
     *usage = r.usage_error;
     if (ok)
         backup_log_complete(&r);
+    if (ok && result != NULL)
+        *result = backup_result_json(&r);
     *marked = ok && r.rec.info.checksum_failed;
     if (*marked)
         err_set(err,
@@ -661,12 +690,13 @@ int cmd_backup(int argc, char **argv)
     pgd_error err = {0};
     backup_settings s;
     storage *repo = NULL;
-    bool marked = false, usage = false;
+    bool marked = false, usage = false, json = false;
+    json_t *result = NULL;
     int rc;
 
     if (!command_start(&opts, &backup_help, 0, argc, argv, &rc))
         return rc;
-    if (!backup_read_settings(&opts, &s, &err)) {
+    if (!backup_read_settings(&opts, &s, &err) || !opt_bool(&opts, OPT_JSON, &json, &err)) {
         /* a usage error, like a bad option: nothing was touched */
         command_fail(&err);
         rc = EXIT_USAGE;
@@ -675,11 +705,13 @@ int cmd_backup(int argc, char **argv)
         rc = command_fail(&err);
     } else {
         interrupt_catch(backup_on_signal);
-        rc = !cmd_backup_run(&s, repo, &marked, &usage, &err)
+        rc = !cmd_backup_run(&s, repo, &marked, &usage, json ? &result : NULL, &err)
                  ? (usage ? (command_fail(&err), EXIT_USAGE) : command_fail(&err))
              : marked ? (command_fail(&err), EXIT_CHECKSUM_ERRORS)
                       : EXIT_OK;
     }
+    if (json)
+        rc = command_print_json(result, rc, &err);
     storage_free(repo);
     options_free(&opts);
     if (rc != EXIT_OK && backup_interrupted()) /* the caller learns how we ended */

@@ -4,7 +4,9 @@
  */
 #include "cmd/common.h"
 
+#include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "cmd/cmd.h"
@@ -154,6 +156,40 @@ bool command_compression(const pgd_options *opts, compress_kind *kind, int *leve
         *level = (int)lvl;
     }
     return compress_level_valid(*kind, *level, err);
+}
+
+int command_print_json(json_t *o, int rc, const pgd_error *err)
+{
+    char *text;
+
+    if (rc != EXIT_OK) {
+        if (o == NULL)
+            o = json_object();
+        if (o != NULL &&
+            (json_object_set_new(o, "ok", json_false()) != 0 ||
+             json_object_set_new(
+                 o, "error", json_string(err != NULL && err->set ? err->msg : "unknown error")) !=
+                 0 ||
+             json_object_set_new(o, "exit_code", json_integer(rc)) != 0)) {
+            json_decref(o);
+            o = NULL;
+        }
+    } else if (o != NULL) {
+        json_object_set_new(o, "ok", json_true());
+    }
+    text = o != NULL ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    if (text == NULL) {
+        log_error("could not serialise the result as JSON");
+        return rc != EXIT_OK ? rc : EXIT_ERROR;
+    }
+    printf("%s\n", text);
+    free(text);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        log_error("could not write the JSON result to standard output");
+        return rc != EXIT_OK ? rc : EXIT_ERROR;
+    }
+    return rc;
 }
 
 bool command_progress(const pgd_options *opts, bool *enabled, pgd_error *err)

@@ -40,6 +40,15 @@ storage *command_open_repo(const pgd_options *opts, pgd_error *err);
 /* --compression and --compression-level, validated together. */
 bool command_compression(const pgd_options *opts, compress_kind *kind, int *level, pgd_error *err);
 
+/*
+ * --json of backup, restore and delete: one object on standard output when the command ends.
+ * On success `o` gets "ok": true; on failure `o` (or an empty object when o is NULL: nothing
+ * was done) gets "ok": false, the error and the exit code. o is consumed. Returns rc, or 1 when
+ * standard output fails.
+ */
+struct json_t;
+int command_print_json(struct json_t *o, int rc, const pgd_error *err);
+
 /* --progress auto|on|off against whether stderr is a terminal. */
 bool command_progress(const pgd_options *opts, bool *enabled, pgd_error *err);
 

@@ -18,6 +18,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +66,7 @@ typedef struct delete_settings {
     bool retention, garbage, dry_run;
     int64_t garbage_age;
     uint32_t timeline; /* --timeline N; 0 when not given */
+    bool json;
 } delete_settings;
 
 typedef struct delete_run {
@@ -72,12 +75,14 @@ typedef struct delete_run {
     repo_lock *lock;
     repo_contents c;
     size_t removed_backups, removed_wal, removed_garbage;
+    json_t *actions, *notes; /* --json: what delete_say and delete_note would have printed */
 } delete_run;
 
 static bool delete_read_settings(const pgd_options *opts, delete_settings *s, pgd_error *err)
 {
     memset(s, 0, sizeof(*s));
     if (!opt_bool(opts, OPT_GARBAGE, &s->garbage, err) ||
+        !opt_bool(opts, OPT_JSON, &s->json, err) ||
         !opt_bool(opts, OPT_DRY_RUN, &s->dry_run, err) ||
         !opt_bool(opts, OPT_WITH_DEPENDENTS, &s->policy.with_dependents, err) ||
         !opt_duration(opts, OPT_GARBAGE_AGE, 0, GARBAGE_AGE_MAX, &s->garbage_age, err))
@@ -164,8 +169,36 @@ static bool delete_keep_lease(delete_run *r, pgd_error *err)
 static void delete_say(const delete_run *r, const char *verb, const char *done, const char *what,
                        const char *id, const char *why)
 {
-    printf("%s%s %s %s: %s\n", r->s->dry_run ? "would " : "", r->s->dry_run ? verb : done, what, id,
-           why);
+    char action[64];
+
+    snprintf(action, sizeof(action), "%s%s", r->s->dry_run ? "would " : "",
+             r->s->dry_run ? verb : done);
+    if (r->actions != NULL) {
+        json_array_append_new(r->actions, json_pack("{s:s, s:s, s:s, s:s}", "action", action,
+                                                    "what", what, "id", id, "reason", why));
+        return;
+    }
+    printf("%s %s %s: %s\n", action, what, id, why);
+    fflush(stdout);
+}
+
+/* Any other line of the report: printed, or with --json kept in "notes". */
+static void delete_note(const delete_run *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void delete_note(const delete_run *r, const char *fmt, ...)
+{
+    char line[PGD_ERROR_MAX];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (r->notes != NULL) {
+        json_array_append_new(r->notes, json_string(line));
+        return;
+    }
+    printf("%s\n", line);
     fflush(stdout);
 }
 
@@ -287,7 +320,7 @@ static bool delete_wal_timeline(delete_run *r, const char *timeline, const char 
         size_t count = l.n - i < DELETE_BATCH ? l.n - i : DELETE_BATCH;
         if (r->s->dry_run) {
             for (size_t j = i; j < i + count; j++)
-                printf("would remove WAL file %s\n", l.names[j]);
+                delete_note(r, "would remove WAL file %s", l.names[j]);
             continue;
         }
         ok = delete_keep_lease(r, err) &&
@@ -296,8 +329,8 @@ static bool delete_wal_timeline(delete_run *r, const char *timeline, const char 
             r->removed_wal += count;
     }
     if (ok && !r->s->dry_run && l.n > 0)
-        printf("removed WAL of timeline %s: %zu files before segment %s\n", timeline, l.n,
-               keep_from);
+        delete_note(r, "removed WAL of timeline %s: %zu files before segment %s", timeline, l.n,
+                    keep_from);
     repo_contents_names_free(&l);
     return ok;
 }
@@ -308,12 +341,13 @@ static bool delete_wal(delete_run *r, const retention_plan *plan, pgd_error *err
     bool ok;
 
     if (plan->wal_keep_from[0] == '\0') {
-        printf("%skeep all WAL: %s\n", r->s->dry_run ? "would " : "", plan->wal_note);
+        delete_note(r, "%skeep all WAL: %s", r->s->dry_run ? "would " : "", plan->wal_note);
         return true;
     }
-    printf("%skeep WAL from segment %s on (the oldest kept backup's start), on every timeline, "
-           "and every .history file\n",
-           r->s->dry_run ? "would " : "", plan->wal_keep_from);
+    delete_note(r,
+                "%skeep WAL from segment %s on (the oldest kept backup's start), on every "
+                "timeline, and every .history file",
+                r->s->dry_run ? "would " : "", plan->wal_keep_from);
     ok = repo_contents_wal_timelines(r->repo, &timelines, err);
     for (size_t i = 0; ok && i < timelines.n; i++)
         ok = delete_wal_timeline(r, timelines.names[i], plan->wal_keep_from, err);
@@ -409,9 +443,10 @@ static bool delete_garbage(delete_run *r, pgd_error *err)
         delete_say(r, "remove", "removed", "incomplete backup", d->id, d->why);
     }
     if (r->s->dry_run) {
-        printf("would remove temporary objects (unfinished uploads, *.tmp.* files) idle for "
-               "--garbage-age under complete backups, and for %llds under %s/\n",
-               (long long)wal_age, WAL_DIR);
+        delete_note(r,
+                    "would remove temporary objects (unfinished uploads, *.tmp.* files) idle for "
+                    "--garbage-age under complete backups, and for %llds under %s/",
+                    (long long)wal_age, WAL_DIR);
         return true;
     }
     return delete_keep_lease(r, err) && storage_remove_stale_temp(r->repo, WAL_DIR, wal_age, err);
@@ -492,7 +527,7 @@ static bool delete_timeline(delete_run *r, pgd_error *err)
     if (ok && why[0] != '\0')
         ok = err_set(err, "timeline %u not removed: %s", r->s->timeline, why);
     for (size_t i = 0; ok && i < files.n && r->s->dry_run; i++)
-        printf("would remove %s\n", files.names[i]);
+        delete_note(r, "would remove %s", files.names[i]);
     for (size_t i = 0; ok && !r->s->dry_run && i < files.n; i += DELETE_BATCH) {
         size_t count = files.n - i < DELETE_BATCH ? files.n - i : DELETE_BATCH;
         ok = delete_keep_lease(r, err) &&
@@ -501,9 +536,11 @@ static bool delete_timeline(delete_run *r, pgd_error *err)
             r->removed_wal += count;
     }
     if (ok)
-        printf("%s timeline %u: %zu files (its history file and WAL) under %s/%s/; no backup is on "
-               "it or descends from it\n",
-               r->s->dry_run ? "would remove" : "removed", r->s->timeline, files.n, WAL_DIR, dir);
+        delete_note(
+            r,
+            "%s timeline %u: %zu files (its history file and WAL) under %s/%s/; no backup is on "
+            "it or descends from it",
+            r->s->dry_run ? "would remove" : "removed", r->s->timeline, files.n, WAL_DIR, dir);
     repo_contents_names_free(&files);
     return ok;
 }
@@ -548,6 +585,10 @@ int cmd_delete(int argc, char **argv)
     }
     memset(&r, 0, sizeof(r));
     r.s = &s;
+    if (s.json) {
+        r.actions = json_array();
+        r.notes = json_array();
+    }
     delete_catch_signals();
     if ((r.repo = command_open_repo(&opts, &err)) == NULL || !delete_execute(&r, &err)) {
         pgd_error release_err = {0};
@@ -567,6 +608,13 @@ int cmd_delete(int argc, char **argv)
             log_info("delete done: %zu backups, %zu WAL files and %zu incomplete backups removed",
                      r.removed_backups, r.removed_wal, r.removed_garbage);
     }
+    if (s.json)
+        rc = command_print_json(json_pack("{s:b, s:o, s:o, s:I, s:I, s:I}", "dry_run", s.dry_run,
+                                          "actions", r.actions, "notes", r.notes, "backups_removed",
+                                          (json_int_t)r.removed_backups, "wal_files_removed",
+                                          (json_int_t)r.removed_wal, "incomplete_removed",
+                                          (json_int_t)r.removed_garbage),
+                                rc, &err);
     repo_contents_free(&r.c);
     storage_free(r.repo);
     options_free(&opts);

@@ -10,6 +10,10 @@
  * while the newer ones are damaged. So the newest backup listed "ok" is the
  * one restore LATEST restores, at the cost of one more GET on S3, not one
  * per backup; an older backup's manifest is left to verify --all.
+ *
+ * Each backup's last verify verdict (repo/verify_record.h: a GET per backup, as for its
+ * sentinel), and the backup directories without a sentinel with what their claims say (running
+ * on host H as pid P, or interrupted: repo/repo_contents.h), come after the complete ones.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -21,6 +25,9 @@
 #include "cmd/cmd.h"
 #include "cmd/common.h"
 #include "repo/backup_info.h"
+#include "repo/layout.h"
+#include "repo/repo_contents.h"
+#include "repo/verify_record.h"
 #include "util/log.h"
 #include "util/units.h"
 
@@ -32,7 +39,39 @@ static const command_help list_help = {
     "is one whose manifest is missing or does not parse, among those restore LATEST\n"
     "considers (the newest, and older ones while the newer are damaged). A delta\n"
     "backup shows its parent and its depth in the chain; one whose parent (or a parent\n"
-    "of that) is missing or damaged cannot be restored and is shown \"chain broken\"."};
+    "of that) is missing or damaged cannot be restored and is shown \"chain broken\".\n"
+    "VERIFIED is the last verify's verdict on each backup, and when it was given.\n"
+    "Backups without a sentinel follow: \"running\" (host and pid of the run), \"interrupted\"\n"
+    "(what a killed run left: delete --garbage removes it), or \"unknown\"."};
+
+/* What list shows of one backup besides its sentinel. */
+typedef struct list_extra {
+    verify_record verified;
+} list_extra;
+
+/* VERIFIED: "good 2026-12-05", "DAMAGED 2026-12-05", or "-" when never verified. */
+static void list_verified(const verify_record *v, char *out, size_t len)
+{
+    char day[16];
+    time_t t = (time_t)v->time;
+    struct tm tm;
+
+    if (!v->present) {
+        snprintf(out, len, "-");
+        return;
+    }
+    gmtime_r(&t, &tm);
+    strftime(day, sizeof(day), "%Y-%m-%d", &tm);
+    snprintf(out, len, "%s %s", strcmp(v->status, "good") == 0 ? "good" : "DAMAGED", day);
+}
+
+/* A backup directory without a sentinel, as its claim says: its status word. */
+static const char *list_incomplete_status(const repo_dir *d)
+{
+    return d->state == RETENTION_CLAIM_RUNNING ? "running"
+           : d->state == RETENTION_CLAIM_DEAD  ? "interrupted"
+                                               : "unknown";
+}
 
 /* BAD PAGES: pages that failed their data checksum; "off": the cluster has none; "-": not verified.
  */
@@ -90,21 +129,28 @@ static void list_format_duration(int64_t secs, char *out, size_t outlen)
  * A delta shows its PARENT and its DEPTH in the chain (0: a full); READ is what the backup
  * read from PGDATA, STORED what it wrote (a delta reads everything, stores what changed).
  */
-static void list_print_table(const backup_info *b, size_t n)
+static void list_print_table(const backup_info *b, const list_extra *x, size_t n,
+                             const repo_contents *c)
 {
-    printf("%-17s  %-5s  %-17s  %5s  %-20s  %9s  %10s  %10s  %5s  %-12s  %-12s  %-24s  %9s  %s\n",
+    size_t shown = 0;
+
+    printf("%-17s  %-5s  %-17s  %5s  %-20s  %9s  %10s  %10s  %5s  %-12s  %-12s  %-24s  %-18s  %9s  "
+           "%s\n",
            "ID", "TYPE", "PARENT", "DEPTH", "STARTED (UTC)", "DURATION", "READ", "STORED", "RATIO",
-           "START LSN", "STOP LSN", "WAL START", "BAD PAGES", "STATUS");
+           "START LSN", "STOP LSN", "WAL START", "VERIFIED", "BAD PAGES", "STATUS");
     for (size_t i = 0; i < n; i++) {
         char started[32], dur[32], size[32], stored[32], bad[24], why[96], status[128];
+        char verified[32];
         struct tm tm;
         time_t t = (time_t)b[i].start_time;
 
+        shown++;
+        list_verified(&x[i].verified, verified, sizeof(verified));
         if (b[i].damaged) {
-            printf(
-                "%-17s  %-5s  %-17s  %5s  %-20s  %9s  %10s  %10s  %5s  %-12s  %-12s  %-24s  %9s  "
-                "damaged: %s\n",
-                b[i].id, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", b[i].damage);
+            printf("%-17s  %-5s  %-17s  %5s  %-20s  %9s  %10s  %10s  %5s  %-12s  %-12s  %-24s  "
+                   "%-18s  %9s  damaged: %s\n",
+                   b[i].id, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", verified, "-",
+                   b[i].damage);
             continue;
         }
         if (list_chain_broken(b, n, i, why, sizeof(why)))
@@ -118,14 +164,31 @@ static void list_print_table(const backup_info *b, size_t n)
         list_format_duration(b[i].stop_time - b[i].start_time, dur, sizeof(dur));
         units_format_bytes(b[i].size, size, sizeof(size));
         units_format_bytes(b[i].compressed_size, stored, sizeof(stored));
-        printf("%-17s  %-5s  %-17s  %5u  %-20s  %9s  %10s  %10s  %5.2f  %-12s  %-12s  %-24s  %9s  "
-               "%s\n",
+        printf("%-17s  %-5s  %-17s  %5u  %-20s  %9s  %10s  %10s  %5.2f  %-12s  %-12s  %-24s  "
+               "%-18s  %9s  %s\n",
                b[i].id, b[i].type[0] ? b[i].type : "full", b[i].parent[0] ? b[i].parent : "-",
                b[i].depth, started, dur, size, stored,
                b[i].compressed_size ? (double)b[i].size / (double)b[i].compressed_size : 0.0,
-               b[i].start_lsn, b[i].stop_lsn, b[i].start_wal, bad, status);
+               b[i].start_lsn, b[i].stop_lsn, b[i].start_wal, verified, bad, status);
     }
-    if (n == 0)
+    for (size_t i = 0; i < c->ndirs; i++) {
+        const repo_dir *d = &c->dirs[i];
+        char started[32] = "-";
+        time_t t = (time_t)d->start_time;
+        struct tm tm;
+
+        if (d->sentinel || d->objects == 0)
+            continue;
+        shown++;
+        if (t > 0 && gmtime_r(&t, &tm) != NULL)
+            strftime(started, sizeof(started), "%Y-%m-%d %H:%M:%S", &tm);
+        printf("%-17s  %-5s  %-17s  %5s  %-20s  %9s  %10s  %10s  %5s  %-12s  %-12s  %-24s  %-18s  "
+               "%9s  %s: %s\n",
+               d->id, d->id[BACKUP_ID_LEN - 1] == 'D' ? "delta" : "full",
+               d->parent[0] ? d->parent : "-", "-", started, "-", "-", "-", "-", "-", "-", "-", "-",
+               "-", list_incomplete_status(d), d->why);
+    }
+    if (shown == 0)
         printf("(no backups)\n");
 }
 
@@ -133,38 +196,72 @@ static void list_print_table(const backup_info *b, size_t n)
  * One backup as a JSON object: the sentinel's fields and "status" ("ok",
  * "checksum errors", or "chain broken" with "reason"), or id, status and reason.
  */
-static json_t *list_backup_json(const backup_info *all, size_t n, size_t i, pgd_error *err)
+static json_t *list_backup_json(const backup_info *all, const list_extra *x, size_t n, size_t i,
+                                pgd_error *err)
 {
     const backup_info *b = &all[i];
+    const verify_record *v = &x[i].verified;
     const char *status;
     char why[96];
     bool broken;
     json_t *o;
     char *one;
 
-    if (b->damaged)
-        return json_pack("{s:s, s:s, s:s}", "id", b->id, "status", "damaged", "reason", b->damage);
-    if (!backup_info_to_json(b, &one, err))
-        return NULL;
-    o = json_loads(one, 0, NULL);
-    free(one);
-    broken = list_chain_broken(all, n, i, why, sizeof(why));
-    status = broken ? "chain broken" : b->checksum_failed ? "checksum errors" : "ok";
-    if (o != NULL && (json_object_set_new(o, "status", json_string(status)) != 0 ||
-                      (broken && json_object_set_new(o, "reason", json_string(why)) != 0))) {
+    if (b->damaged) {
+        o = json_pack("{s:s, s:s, s:s}", "id", b->id, "status", "damaged", "reason", b->damage);
+    } else {
+        if (!backup_info_to_json(b, &one, err))
+            return NULL;
+        o = json_loads(one, 0, NULL);
+        free(one);
+        broken = list_chain_broken(all, n, i, why, sizeof(why));
+        status = broken ? "chain broken" : b->checksum_failed ? "checksum errors" : "ok";
+        if (o != NULL && (json_object_set_new(o, "status", json_string(status)) != 0 ||
+                          (broken && json_object_set_new(o, "reason", json_string(why)) != 0))) {
+            json_decref(o);
+            o = NULL;
+        }
+    }
+    if (o != NULL && json_object_set_new(
+                         o, "verified",
+                         v->present ? json_pack("{s:I, s:s, s:I, s:s}", "time", (json_int_t)v->time,
+                                                "status", v->status, "problems",
+                                                (json_int_t)v->problems, "summary", v->summary)
+                                    : json_null()) != 0) {
         json_decref(o);
         o = NULL;
     }
     return o;
 }
 
-static bool list_print_json(const backup_info *b, size_t n, pgd_error *err)
+/* A backup directory without a sentinel: id, status (running, interrupted, unknown), why. */
+static json_t *list_incomplete_json(const repo_dir *d)
+{
+    return json_pack("{s:s, s:s, s:s, s:s?, s:I, s:s?, s:I, s:s}", "id", d->id, "type",
+                     d->id[BACKUP_ID_LEN - 1] == 'D' ? "delta" : "full", "status",
+                     list_incomplete_status(d), "host", d->host[0] ? d->host : NULL, "pid",
+                     (json_int_t)d->pid, "parent", d->parent[0] ? d->parent : NULL, "start_time",
+                     (json_int_t)d->start_time, "reason", d->why);
+}
+
+static bool list_print_json(const backup_info *b, const list_extra *x, size_t n,
+                            const repo_contents *c, pgd_error *err)
 {
     json_t *arr = json_array();
     char *text;
 
     for (size_t i = 0; arr != NULL && i < n; i++) {
-        json_t *o = list_backup_json(b, n, i, err);
+        json_t *o = list_backup_json(b, x, n, i, err);
+        if (o == NULL || json_array_append_new(arr, o) != 0) {
+            json_decref(arr);
+            return err_set(err, "could not serialise the backup list");
+        }
+    }
+    for (size_t i = 0; arr != NULL && i < c->ndirs; i++) {
+        json_t *o;
+        if (c->dirs[i].sentinel || c->dirs[i].objects == 0)
+            continue;
+        o = list_incomplete_json(&c->dirs[i]);
         if (o == NULL || json_array_append_new(arr, o) != 0) {
             json_decref(arr);
             return err_set(err, "could not serialise the backup list");
@@ -176,6 +273,19 @@ static bool list_print_json(const backup_info *b, size_t n, pgd_error *err)
         return err_set(err, "could not serialise the backup list");
     printf("%s\n", text);
     free(text);
+    return true;
+}
+
+/* The last verify's verdict on each backup. */
+static bool list_read_extra(storage *repo, const backup_info *b, size_t n, list_extra **out,
+                            pgd_error *err)
+{
+    *out = calloc(n + 1, sizeof(**out));
+    if (*out == NULL)
+        return err_set(err, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        if (!verify_record_load(repo, b[i].id, &(*out)[i].verified, err))
+            return false;
     return true;
 }
 
@@ -193,29 +303,36 @@ int cmd_list(int argc, char **argv)
     pgd_error err = {0};
     storage *repo = NULL;
     backup_info *backups = NULL;
+    list_extra *extra = NULL;
+    repo_contents dirs;
     size_t n = 0;
     bool json;
     int rc;
 
     if (!command_start(&opts, &list_help, 0, argc, argv, &rc))
         return rc;
+    memset(&dirs, 0, sizeof(dirs));
     if (!opt_bool(&opts, OPT_JSON, &json, &err) ||
         (repo = command_open_repo(&opts, &err)) == NULL ||
         !backup_info_scan(repo, &backups, &n, &err) ||
-        !backup_info_check_latest(repo, backups, n, &err)) {
+        !backup_info_check_latest(repo, backups, n, &err) ||
+        !list_read_extra(repo, backups, n, &extra, &err) ||
+        !repo_contents_scan_dirs(repo, RETENTION_GARBAGE_AGE_DEFAULT_S, &dirs, &err)) {
         rc = command_fail(&err);
     } else {
         for (size_t i = 0; i < n; i++)
             if (backups[i].damaged)
                 log_warn("backup %s is damaged: %s", backups[i].id, backups[i].damage);
-        if (json && !list_print_json(backups, n, &err))
+        if (json && !list_print_json(backups, extra, n, &dirs, &err))
             rc = command_fail(&err);
         else {
             if (!json)
-                list_print_table(backups, n);
+                list_print_table(backups, extra, n, &dirs);
             rc = list_flush_stdout(&err) ? EXIT_OK : command_fail(&err);
         }
     }
+    repo_contents_free(&dirs);
+    free(extra);
     free(backups);
     storage_free(repo);
     options_free(&opts);

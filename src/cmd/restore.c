@@ -30,6 +30,7 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,6 +121,7 @@ typedef struct restore_settings {
     bool allow_external_links;
     bool delta;                  /* reuse an existing data directory: write only what differs */
     bool archive_off;            /* --archive-mode off: the restored cluster does not archive */
+    bool json;                   /* one JSON object on standard output at the end */
     char *const *tablespace_map; /* OLD=NEW values */
     size_t ntablespace_map;
 } restore_settings;
@@ -225,7 +227,7 @@ static bool restore_read_settings(const pgd_options *opts, restore_settings *s, 
     if (!opt_enum(opts, OPT_ARCHIVE_MODE, "off|preserve", &archive_mode, err))
         return false;
     s->archive_off = archive_mode == 0;
-    return command_progress(opts, &s->progress, err) &&
+    return command_progress(opts, &s->progress, err) && opt_bool(opts, OPT_JSON, &s->json, err) &&
            opt_bool(opts, OPT_ALLOW_EXTERNAL_LINKS, &s->allow_external_links, err) &&
            opt_bool(opts, OPT_DELTA, &s->delta, err);
 }
@@ -249,6 +251,7 @@ typedef struct restore_run {
     uint64_t bytes;
     uint64_t unchanged; /* --delta: bytes that matched and were not written */
     double t0;
+    json_t *result; /* --json: what the restore did, once it completed */
 } restore_run;
 
 static void restore_log_complete(const restore_run *r, double sync_secs)
@@ -276,6 +279,31 @@ static void restore_log_complete(const restore_run *r, double sync_secs)
                  "disk in the final fsync pass); start the server to recover%s%s%s",
                  r->bi.id, size_s, time_s, secs > 0 ? (double)r->bytes / secs / 1e6 : 0.0, sync_s,
                  key ? " to " : "", key ? key : "", key ? "" : " to the end of the archive");
+}
+
+/* --json: what was restored, where, and the recovery it set up. */
+static json_t *restore_result_json(const restore_run *r, double sync_secs)
+{
+    const restore_settings *s = r->s;
+    json_t *chain = json_array(), *o;
+
+    for (size_t i = 0; chain != NULL && i < r->chain.n; i++)
+        json_array_append_new(chain, json_string(r->chain.parents[i].bi.id));
+    o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:f, s:f, s:o*, s:b, s:b, s:s, s:{s:s?, s:s?, "
+                  "s:s?, s:s?}}",
+                  "backup", r->bi.id, "type", r->bi.type[0] ? r->bi.type : "full", "target_dir",
+                  r->dirs[0].real, "files", (json_int_t)r->bi.files, "bytes", (json_int_t)r->bytes,
+                  "seconds", clock_seconds() - r->t0, "fsync_seconds", sync_secs, "chain", chain,
+                  "delta", s->delta, "standby", s->standby, "archive_mode",
+                  s->archive_off ? "off" : "preserve", "recovery", "target", s->target_key, "value",
+                  s->target_value, "action", s->target_action, "timeline",
+                  r->timeline[0] ? r->timeline : NULL);
+    if (o != NULL && s->delta &&
+        json_object_set_new(o, "unchanged_bytes", json_integer((json_int_t)r->unchanged)) != 0) {
+        json_decref(o);
+        o = NULL;
+    }
+    return o;
 }
 
 /*
@@ -528,8 +556,11 @@ static bool restore_write(restore_run *r, const char **spc_dest, pgd_error *err)
                            s->concurrency > FSYNC_THREADS_MIN ? s->concurrency : FSYNC_THREADS_MIN,
                            err) &&
          extract_publish_control(&plan, err);
-    if (ok)
+    if (ok) {
         restore_log_complete(r, clock_seconds() - t_sync);
+        if (s->json)
+            r->result = restore_result_json(r, clock_seconds() - t_sync);
+    }
     return ok;
 }
 
@@ -544,7 +575,7 @@ static bool restore_control_retired(const target_dir *d)
 }
 
 static bool cmd_restore_run(const restore_settings *s, const pgd_options *opts, storage *repo,
-                            pgd_error *err)
+                            json_t **result, pgd_error *err)
 {
     restore_run r = {.s = s, .repo = repo, .sync = durable_list_new(), .t0 = clock_seconds()};
     const char **spc_dest = NULL;
@@ -582,6 +613,7 @@ static bool cmd_restore_run(const restore_settings *s, const pgd_options *opts, 
     free(r.older);
     chain_free(&r.chain);
     manifest_free(&r.m);
+    *result = r.result;
     return ok;
 }
 
@@ -591,10 +623,14 @@ int cmd_restore(int argc, char **argv)
     pgd_error err = {0};
     restore_settings s;
     storage *repo = NULL;
+    json_t *result = NULL;
+    bool json = false;
     int rc;
 
     if (!command_start(&opts, &restore_help, 1, argc, argv, &rc))
         return rc;
+    if (!opt_bool(&opts, OPT_JSON, &json, &err))
+        err_clear(&err); /* restore_read_settings reports it */
     if (!restore_read_settings(&opts, &s, &err)) {
         /* a usage error, like a bad option: nothing was touched */
         command_fail(&err);
@@ -602,8 +638,10 @@ int cmd_restore(int argc, char **argv)
     } else if ((repo = command_open_repo(&opts, &err)) == NULL) {
         rc = command_fail(&err);
     } else {
-        rc = cmd_restore_run(&s, &opts, repo, &err) ? EXIT_OK : command_fail(&err);
+        rc = cmd_restore_run(&s, &opts, repo, &result, &err) ? EXIT_OK : command_fail(&err);
     }
+    if (json)
+        rc = command_print_json(result, rc, &err);
     storage_free(repo);
     options_free(&opts);
     return rc;

@@ -9,8 +9,9 @@
  * the default way would be refused because of the timeline it follows
  * (page someone: a backup cannot be restored as it normally would), 1
  * verify itself could not run (the repository did not answer or cannot be
- * read, a signal; try again), 2 a usage error. Nothing is written to
- * the repository, and a local one is read without filling the page cache
+ * read, a signal; try again), 2 a usage error. Nothing of a backup is
+ * changed; its verdict is recorded beside it (repo/verify_record.h) for
+ * list, and a local repository is read without filling the page cache
  * (storage/fs.c drops what it read).
  */
 #include <jansson.h>
@@ -24,6 +25,7 @@
 #include "cmd/common.h"
 #include "repo/backup_info.h"
 #include "repo/layout.h"
+#include "repo/verify_record.h"
 #include "restore/chain.h"
 #include "restore/verify.h"
 #include "util/interrupt.h"
@@ -45,7 +47,8 @@ static const command_help verify_help = {
     "read and checked once per run (--concurrency at a time): it ends before the first\n"
     "missing or damaged one. It follows the timelines a restore the default way follows\n"
     "(the newest PostgreSQL finds, when its history passes through the backup).\n"
-    "Nothing is written to the repository.\n"
+    "Nothing of a backup is changed; the verdict is recorded beside it (verify.json in its\n"
+    "directory), and list shows it.\n"
     "A delta backup is verified with its chain (its parents down to the full backup, each\n"
     "against its own manifest, increments against their own CRCs too); a delta whose parent\n"
     "is damaged or missing is damaged. LATEST is the backup restore LATEST restores; each\n"
@@ -285,6 +288,35 @@ static bool verify_select(storage *repo, const verify_settings *s, backup_info *
     return (*out)[0].damaged || verify_select_chain(repo, out, n, err);
 }
 
+/*
+ * The verdict beside the backup, for list. A repository verify may only read (credentials
+ * that cannot write) loses the record, not the verify: one warning says so.
+ */
+static void verify_record_verdict(storage *repo, const verify_result *r, bool *warned)
+{
+    verify_record rec = {.time = (int64_t)time(NULL), .problems = r->nproblems_all};
+    pgd_error werr = {0};
+
+    snprintf(rec.status, sizeof(rec.status), "%s",
+             r->damaged                    ? "damaged"
+             : r->damaged_wal[0] != '\0'   ? "wal damaged"
+             : r->timeline_problem != NULL ? "timeline"
+                                           : "good");
+    if (r->nproblems > 0)
+        snprintf(rec.summary, sizeof(rec.summary), "%s", r->problems[0]);
+    else if (r->damaged_wal[0] != '\0')
+        snprintf(rec.summary, sizeof(rec.summary), "WAL segment %s: %s", r->damaged_wal,
+                 r->damaged_wal_why);
+    else if (r->timeline_problem != NULL)
+        snprintf(rec.summary, sizeof(rec.summary), "%s", r->timeline_problem);
+    if (!verify_record_write(repo, r->id, &rec, &werr) && !*warned) {
+        log_warn("could not record the verdict in the repository (list shows no verify result): "
+                 "%s",
+                 werr.msg);
+        *warned = true;
+    }
+}
+
 static int verify_run(const verify_settings *s, storage *repo, pgd_error *err)
 {
     backup_info *infos = NULL;
@@ -292,7 +324,7 @@ static int verify_run(const verify_settings *s, storage *repo, pgd_error *err)
     unsigned char *bad = NULL; /* per backup verified: damaged */
     verify_wal_memo memo = {0};
     json_t *arr = s->json ? json_array() : NULL;
-    bool ok;
+    bool ok, record_warned = false;
 
     ok = verify_select(repo, s, &infos, &n, err);
     if (ok && (bad = calloc(n ? n : 1, 1)) == NULL)
@@ -330,6 +362,7 @@ static int verify_run(const verify_settings *s, storage *repo, pgd_error *err)
         damaged += r.damaged;
         wal_damaged += !r.damaged && r.damaged_wal[0] != '\0';
         timeline_bad += !r.damaged && r.timeline_problem != NULL;
+        verify_record_verdict(repo, &r, &record_warned);
         if (arr != NULL)
             json_array_append_new(arr, verify_to_json(&infos[i], &r));
         else

@@ -153,6 +153,8 @@ static bool repo_contents_read_claim(storage *repo, const char *id, retention_cl
         proc.pid_ns = pid_ns > 0 ? (uint64_t)pid_ns : 0;
         c->process = process_check(&proc, c->process_why, sizeof(c->process_why));
         snprintf(c->system_identifier, sizeof(c->system_identifier), "%s", sysid);
+        snprintf(c->host, sizeof(c->host), "%s", host);
+        c->pid = pid;
     }
     /* a delta's claim names its parent (backup/backup_id.h); older claims do not */
     if (o != NULL && json_unpack(o, "{s:s}", "parent", &parent) == 0 && layout_is_backup_id(parent))
@@ -184,6 +186,9 @@ bool repo_contents_scan_dirs(storage *repo, int64_t garbage_age, repo_contents *
         d->state = retention_claim_classify(&claim, now, garbage_age, d->why, sizeof(d->why));
         memcpy(d->parent, claim.parent, sizeof(d->parent));
         memcpy(d->system_identifier, claim.system_identifier, sizeof(d->system_identifier));
+        memcpy(d->host, claim.host, sizeof(d->host));
+        d->pid = claim.pid;
+        d->start_time = claim.readable ? claim.start_time : 0;
     }
     return true;
 }

@@ -126,6 +126,8 @@ typedef struct retention_claim {
     char process_why[128];          /* how that was decided: "process 42 of this host, ..." */
     char parent[BACKUP_ID_LEN + 1]; /* a delta's parent ("parent"), "" when it names none */
     char system_identifier[24];     /* of the cluster it backs up; "" in older claims */
+    char host[64];                  /* of the process that claimed it */
+    int64_t pid;
 } retention_claim;
 
 /* --garbage-age's default: longer than any backup runs. */

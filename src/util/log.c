@@ -61,12 +61,16 @@ void log_msg(log_level level, const char *fmt, ...)
     log_unlock();
 }
 
-void log_progress_line(const char *line)
+void log_progress_line(const char *line, bool terminal)
 {
     log_lock();
-    fprintf(stderr, "\r\033[K%s", line);
+    if (terminal) {
+        fprintf(stderr, "\r\033[K%s", line);
+        progress_shown = true;
+    } else {
+        fprintf(stderr, "pgdirect: progress: %s\n", line);
+    }
     fflush(stderr);
-    progress_shown = true;
     log_unlock();
 }
 

@@ -17,8 +17,11 @@ void log_msg(log_level level, const char *fmt, ...) __attribute__((format(printf
 #define log_warn(...)  log_msg(LOG_WARNING, __VA_ARGS__)
 #define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
 
-/* A progress line that later messages overwrite cleanly (TTY only). */
-void log_progress_line(const char *line);
+/*
+ * The progress line: redrawn in place on a terminal; where stderr is not one (a log file, a
+ * pipe), a plain "pgdirect: progress: ..." line, and never a control code.
+ */
+void log_progress_line(const char *line, bool terminal);
 void log_progress_end(void);
 
 /* Serialise with the progress line so a message never lands inside it. */

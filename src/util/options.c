@@ -149,8 +149,12 @@ const opt_def opt_defs[OPT_COUNT] = {
                    "backup: store only the pages changed since a parent backup (--delta-from); "
                    "restore: into an existing data directory of the same system (stopped): "
                    "write only what differs, remove what the backup does not have"},
-    [OPT_JSON] = {"json", NULL, "off", CMD_LIST | CMD_CACHE | CMD_TUNE | CMD_CHECK | CMD_VERIFY,
-                  false, "machine-readable output"},
+    [OPT_JSON] = {"json", NULL, "off",
+                  CMD_LIST | CMD_CACHE | CMD_TUNE | CMD_CHECK | CMD_VERIFY | CMD_BACKUP |
+                      CMD_RESTORE | CMD_DELETE,
+                  false,
+                  "machine-readable output (backup, restore, delete: one JSON object on standard "
+                  "output when the command ends, with \"ok\" and, when it failed, \"error\")"},
     [OPT_DATABASE] = {"database", "NAME", NULL, CMD_CACHE, true,
                       "only this database (repeatable; default: every database)"},
     [OPT_RELATION] = {"relation", "PATTERN", NULL, CMD_CACHE, false,

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "util/log.h"
 #include "util/units.h"
@@ -22,6 +23,7 @@ double clock_seconds(void)
 void progress_start(progress_meter *m, bool enabled, uint64_t total)
 {
     m->enabled = enabled;
+    m->terminal = isatty(STDERR_FILENO);
     m->total = total;
     m->start = clock_seconds();
     m->last_print = 0;
@@ -32,7 +34,8 @@ void progress_update(progress_meter *m, uint64_t done)
     double now = clock_seconds(), elapsed = now - m->start, rate;
     char done_s[32], total_s[32], eta_s[32], line[160];
 
-    if (!m->enabled || now - m->last_print < PROGRESS_INTERVAL_S)
+    if (!m->enabled ||
+        now - m->last_print < (m->terminal ? PROGRESS_INTERVAL_S : PROGRESS_LOG_INTERVAL_S))
         return;
     m->last_print = now;
     rate = elapsed > 0 ? (double)done / elapsed : 0;
@@ -44,7 +47,7 @@ void progress_update(progress_meter *m, uint64_t done)
         snprintf(eta_s, sizeof(eta_s), "-");
     snprintf(line, sizeof(line), "%s / %s (%.0f%%)  %.1f MB/s  ETA %s", done_s, total_s,
              m->total ? 100.0 * (double)done / (double)m->total : 100.0, rate / MB, eta_s);
-    log_progress_line(line);
+    log_progress_line(line, m->terminal);
 }
 
 void progress_finish(progress_meter *m)

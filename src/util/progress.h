@@ -11,10 +11,12 @@
 
 #include "util/units.h"
 
-#define PROGRESS_INTERVAL_S 0.5 /* seconds between redraws */
+#define PROGRESS_INTERVAL_S     0.5 /* seconds between redraws on a terminal */
+#define PROGRESS_LOG_INTERVAL_S 10  /* between lines elsewhere (a log file keeps them all) */
 
 typedef struct progress_meter {
     bool enabled;
+    bool terminal; /* stderr is a terminal: one line redrawn in place */
     uint64_t total;
     double start;
     double last_print;

@@ -12,7 +12,11 @@
 # - A second backup of the same cluster into the same repository while one runs is refused,
 #   naming the running one (--concurrent allows it); a backup killed by kill -9 is garbage at
 #   once (its claim names a process of this host and boot that is gone), so delete removes it
-#   and keeps no WAL for it.
+#   and keeps no WAL for it. list shows the running backup (host, pid), then the interrupted one.
+# - Scripts can read the result: backup, restore and delete --json print one object (ok, ids,
+#   sizes, what was removed; ok false and the error when they fail); list shows each backup's
+#   last verify verdict; --progress writes plain lines, no control codes, into a log file (the
+#   control: on a terminal, script(1)'s, the line is redrawn with them).
 . "$(dirname "$0")/lib.sh"
 setup_tmp
 pg_init "$T/data"
@@ -167,6 +171,11 @@ SLOW=$!
 for _ in $(seq 1 600); do [ -n "$(running_id)" ] && grep -q "backup started" "$T/slow.log" && break; sleep 0.1; done
 RUNNING=$(running_id)
 [ -n "$RUNNING" ] || bail "the slow backup did not claim an id: $(cat "$T/slow.log")"
+line=$(pgd list --repo "$REPO" | grep "^$RUNNING ")
+like "$line" "running: claimed [0-9smh]+ ago by process [0-9]+ of this host, still running$" \
+    "list shows the running backup, with its process"
+is "$(pgd list --repo "$REPO" --json | python3 -c "import json,sys; b=[x for x in json.load(sys.stdin) if x['id'] == '$RUNNING'][0]; print(b['status'], b['host'] == '$(hostname)', b['pid'] > 0)")" \
+    "running True True" "list --json: status running, host and pid"
 expect_error "a second backup of the cluster while one runs" \
     "backup $RUNNING of this cluster \(system [0-9]+\) is running into repository \"$REPO\" \(claimed [0-9smh]+ ago by process [0-9]+ of this host, still running\): a second one would read the cluster twice at once; --concurrent allows it" \
     pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast
@@ -177,10 +186,48 @@ out=$(pgd delete --repo "$REPO" --garbage --dry-run 2>&1)
 like "$out" "would leave running backup $RUNNING: claimed .* by process [0-9]+ of this host, still running" \
     "delete leaves the running backup alone"
 sigkill "$SLOW"
+like "$(pgd list --repo "$REPO" | grep "^$RUNNING ")" "interrupted: claimed .* which has ended: no sentinel, so garbage$" \
+    "after kill -9, list shows it interrupted"
 out=$(pgd delete --repo "$REPO" --garbage 2>&1)
 ok $? "after kill -9, delete --garbage with the default --garbage-age" || diag "$out"
 like "$out" "removed incomplete backup $RUNNING: claimed [0-9smh]+ ago by process [0-9]+ of this host, which has ended: no sentinel, so garbage" \
     "removes the killed backup at once, saying why"
 ok $([ ! -e "$REPO/backups/$RUNNING" ] && echo 0 || echo 1) "and its directory is gone"
+
+# ---- results scripts can read ----
+out=$(pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --json 2>/dev/null)
+ok $? "backup --json"
+is "$(echo "$out" | python3 -c 'import json,sys; b=json.load(sys.stdin); print(b["ok"], b["type"], b["size"] > 0, b["compressed_size"] > 0, b["seconds"] > 0, b["id"].endswith("F"))')" \
+    "True full True True True True" "one object: ok, type, sizes, seconds and the id"
+B5=$(echo "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+out=$(pgd restore "$B5" --repo "$REPO" --target-dir "$T/r9" --json 2>/dev/null)
+ok $? "restore --json"
+is "$(echo "$out" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["ok"], r["backup"], r["bytes"] > 0, r["archive_mode"], r["recovery"]["target"])')" \
+    "True $B5 True off None" "one object: ok, the backup, the bytes, archive_mode, the recovery target"
+out=$(pgd restore "$B5" --repo "$REPO" --target-dir "$T/r9" --json 2>/dev/null)
+is "$?" "1" "restore --json into a directory that is not empty fails"
+is "$(echo "$out" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["ok"], r["exit_code"], "not empty" in r["error"])')" \
+    "False 1 True" "and says so in its object: ok false, the exit code and the error"
+rm -rf "$T/r9"
+out=$(pgd delete --repo "$REPO" --retain-full 1 --dry-run --json 2>/dev/null)
+ok $? "delete --json --dry-run"
+is "$(echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["ok"], d["dry_run"], sorted({a["action"] for a in d["actions"]}), any("keep WAL" in n for n in d["notes"]))')" \
+    "True True ['would keep', 'would remove'] True" "one object: the backups it would keep and remove, the WAL note"
+out=$(pgd verify "$B5" --repo "$REPO" 2>&1)
+ok $? "verify of the newest backup" || diag "$out"
+like "$(pgd list --repo "$REPO" | grep "^$B5 ")" " good $(date -u +%Y-%m-%d) " "list shows its verdict and the day"
+is "$(pgd list --repo "$REPO" --json | python3 -c "import json,sys; b=[x for x in json.load(sys.stdin) if x['id'] == '$B5'][0]; print(b['verified']['status'], b['verified']['problems'])")" \
+    "good 0" "list --json: the verdict"
+like "$(pgd list --repo "$REPO" | grep "^$B1 ")" " - +[0-9-]+ +ok$" "a backup never verified shows -"
+
+# --progress into a log file: lines, no control codes; on a terminal (the control): redrawn
+pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --progress on >/dev/null 2>"$T/progress.log"
+ok $? "backup --progress on into a file"
+like "$(cat "$T/progress.log")" "pgdirect: progress: [0-9.]+ [KMG]?i?B / " "it writes progress lines"
+is "$(tr -d '\n' <"$T/progress.log" | tr -cd '\r\033' | wc -c)" "0" "with no carriage return or escape code"
+as_pg script -qec "$PGD backup --repo $REPO --pgdata $T/data --checkpoint fast --progress on" /dev/null \
+    >"$T/progress.tty" 2>&1
+is "$(tr -cd '\033' <"$T/progress.tty" | wc -c | awk '{print ($1 > 0)}')" "1" \
+    "the control: on a terminal the line is redrawn with control codes"
 
 done_testing
