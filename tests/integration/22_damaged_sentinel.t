@@ -53,7 +53,7 @@ cp -p "$T/B.sentinel" "$REPO/backups/$B.done.json"
 : >"$REPO/backups/$B.done.json"
 out=$(pgd list --repo "$REPO" 2>"$T/list.err")
 is "$?" "0" "list succeeds with one empty sentinel"
-like "$(head -1 <<<"$out")" "^ID +TYPE .* WAL START +BAD PAGES +STATUS$" "the table has a status column, last"
+like "$(head -1 <<<"$out")" "^ID +TYPE .* WAL START +VERIFIED +BAD PAGES +STATUS$" "the table has a status column, last"
 like "$(grep "^$A" <<<"$out")" "^$A +full .* ok$" "the good backup is listed as ok"
 like "$(grep "^$B" <<<"$out")" "^$B +- .* damaged: sentinel \"backups/$B.done.json\" is empty$" \
     "the damaged backup is marked, with the reason"

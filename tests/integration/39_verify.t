@@ -22,7 +22,9 @@ as_pg "$PG_BIN/pgbench" -i -s 1 -q >/dev/null 2>&1 || bail "pgbench -i failed"
 archive_all "$PGPORT"
 
 backup_id() { sed -n 's/.*backup \([0-9]\{8\}T[0-9]\{6\}F\) complete.*/\1/p' "$1"; }
-snapshot() { (cd "$1" && find . -printf '%p %s %T@ %m\n' | sort); }
+# everything but the verdicts verify records (backups/<id>/verify.json), which list shows
+# (and the mtimes of the directories that hold them)
+snapshot() { (cd "$1" && find . ! -name verify.json \( -type d -printf '%p %m\n' -o -printf '%p %s %T@ %m\n' \) | sort); }
 copy_repo() { rm -rf "$1"; cp -a "$REPO" "$1"; }
 seg_add() { # seg_add NAME N: the segment N after NAME (16 MiB segments)
     python3 -c 'import sys
@@ -77,7 +79,8 @@ last=$(ls "$REPO/wal/${START:0:8}/" | grep -E '^[0-9A-F]{24}(\.lz4|\.zst)?$' | s
 like "$(cat "$T/good.out")" "point-in-time window: from .* to [0-9A-F]+/[0-9A-F]+ \(the end of segment ${last:0:24}\)" \
     "the window reaches the last archived segment"
 snapshot "$REPO" >"$T/snap_after"
-is "$(diff "$T/snap_before" "$T/snap_after")" "" "verify wrote nothing: listing, sizes, mtimes and modes unchanged"
+is "$(diff "$T/snap_before" "$T/snap_after")" "" "verify wrote nothing but its verdicts: listing, sizes, mtimes and modes unchanged"
+ok $(ls "$REPO"/backups/*/verify.json >/dev/null 2>&1 && echo 0 || echo 1) "and it did record its verdicts"
 part=$(ls -S "$REPO/backups/$ID"/part_* | head -1)
 pct=$("$PC" percent "$part")
 cmp_ok "$pct" "<=" 5 "the largest partition it read is not left in the page cache ($pct %)"
@@ -285,7 +288,8 @@ like "$OUT" "WAL: restorable: $START to $STOP" "S3: the same WAL found"
 tail -n +"$((before + 1))" "$S3_LOG" >"$T/s3_requests"
 ok $(grep -q "^GET /$S3_BUCKET/verify/backups/$ID/$(basename "$part")" "$T/s3_requests" && echo 0 || echo 1) \
     "S3: the partition was read with GET"
-is "$(grep -Ev '^(GET|HEAD) ' "$T/s3_requests" | head -3)" "" "S3: no request but GET and HEAD (nothing written)"
+is "$(grep -Ev '^(GET|HEAD) ' "$T/s3_requests" | grep -Ev "^PUT /$S3_BUCKET/verify/backups/$ID/verify.json " | head -3)" "" \
+    "S3: no request but GET and HEAD, and the PUT of the verdict (nothing of the backup written)"
 "$PGD_STORAGE" "$S3REPO" rm "backups/$ID/$(basename "$part")" || bail "could not remove the partition"
 OUT=$("$PGD" verify --repo "$S3REPO" "$ID" 2>/dev/null)
 is "$?" "3" "S3: a missing partition object: exit 3"
