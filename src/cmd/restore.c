@@ -252,6 +252,9 @@ typedef struct restore_run {
     uint64_t unchanged; /* --delta: bytes that matched and were not written */
     double t0;
     json_t *result; /* --json: what the restore did, once it completed */
+    bool give_away; /* run as root: every file goes to the target's owner (target_dir_owner) */
+    uid_t owner_uid;
+    gid_t owner_gid;
 } restore_run;
 
 static void restore_log_complete(const restore_run *r, double sync_secs)
@@ -412,10 +415,34 @@ static bool restore_resolve_backup(restore_run *r, pgd_error *err)
                    r->bi.id, end, s->target_key, s->target_value, RESTORE_FATAL_BEFORE_END);
 }
 
+/*
+ * Run as root, the restored files go to the user who owns the target (or its nearest existing
+ * parent), the one who will run the server; a target root owns is refused (restore/target_dir.h).
+ */
+static bool restore_plan_owner(restore_run *r, pgd_error *err)
+{
+    if (geteuid() != 0)
+        return true;
+    if (!target_dir_owner(r->s->target, &r->owner_uid, &r->owner_gid, err))
+        return false;
+    if (r->owner_uid == 0)
+        return err_set(err,
+                       "restore run as root into \"%s\", which root owns, would leave a data "
+                       "directory owned by root, and PostgreSQL refuses to start on one: run "
+                       "restore as the OS user that will run the server (runuser -u postgres -- "
+                       "pgdirect restore ...), or give \"%s\" (or its parent) to that user first",
+                       r->s->target, r->s->target);
+    r->give_away = true;
+    return true;
+}
+
 /* Everything that can be decided or refused before the first write. */
 static bool restore_plan(restore_run *r, const pgd_options *opts, pgd_error *err)
 {
     const restore_settings *s = r->s;
+
+    if (!restore_plan_owner(r, err))
+        return false;
 
     if (!restore_resolve_backup(r, err) || !restore_timeline(r, err) ||
         (s->delta && !delta_dir_check(s->target, r->bi.system_identifier, err)) ||
@@ -505,6 +532,19 @@ static bool restore_pg_manifest(const restore_run *r, const char *target, pgd_er
     return ok;
 }
 
+/* Run as root: everything written goes to the target's owner, before the fsync pass. */
+static bool restore_give_away(const restore_run *r, pgd_error *err)
+{
+    for (size_t i = 0; r->give_away && i < r->ndirs; i++)
+        if (!target_dir_chown(r->dirs[i].real, r->owner_uid, r->owner_gid, err))
+            return false;
+    if (r->give_away)
+        log_info("restored files given to user %u (group %u), who owns \"%s\" or the directory it "
+                 "was made in",
+                 (unsigned)r->owner_uid, (unsigned)r->owner_gid, r->s->target);
+    return true;
+}
+
 /* Unpack into the prepared directories, write the recovery setup, make it all durable. */
 static bool restore_write(restore_run *r, const char **spc_dest, pgd_error *err)
 {
@@ -549,7 +589,7 @@ static bool restore_write(restore_run *r, const char **spc_dest, pgd_error *err)
          extract_partitions(&plan, &r->bytes, err) && links_create(&plan, err) &&
          durable_write_file(target, "backup_label", r->m.backup_label, O_EXCL, r->sync, err) &&
          restore_pg_manifest(r, target, err) && recovery_conf_write(&recovery, r->sync, err) &&
-         restore_list_durable(r, &plan, err);
+         restore_give_away(r, err) && restore_list_durable(r, &plan, err);
     t_sync = clock_seconds();
     ok = ok &&
          durable_list_sync(r->sync,

@@ -303,3 +303,51 @@ bool target_dir_is_within(const char *path, const char *dir)
         return true;
     return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
+
+bool target_dir_owner(const char *path, uid_t *uid, gid_t *gid, pgd_error *err)
+{
+    char probe[PATH_MAX];
+    struct stat st;
+
+    if (!str_format(probe, sizeof(probe), "%s", path))
+        return err_set(err, "path too long: \"%s\"", path);
+    for (;;) {
+        if (stat(probe, &st) == 0)
+            break;
+        if (errno != ENOENT || strcmp(probe, "/") == 0 || strrchr(probe, '/') == NULL)
+            return err_errno(err, errno, "could not look at \"%s\"", probe);
+        *strrchr(probe, '/') = '\0';
+        if (probe[0] == '\0')
+            snprintf(probe, sizeof(probe), "/");
+    }
+    *uid = st.st_uid;
+    *gid = st.st_gid;
+    return true;
+}
+
+/* nftw's callback takes no argument: a restore gives its files away once, at its end */
+static uid_t target_dir_chown_uid;
+static gid_t target_dir_chown_gid;
+
+static int target_dir_chown_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)flag;
+    (void)ftw;
+    if (st->st_uid == target_dir_chown_uid && st->st_gid == target_dir_chown_gid)
+        return 0;
+    return lchown(path, target_dir_chown_uid, target_dir_chown_gid) == 0 ? 0 : errno;
+}
+
+bool target_dir_chown(const char *dir, uid_t uid, gid_t gid, pgd_error *err)
+{
+    int rc;
+
+    target_dir_chown_uid = uid;
+    target_dir_chown_gid = gid;
+    rc = nftw(dir, target_dir_chown_one, TARGET_DIR_NFTW_FDS, FTW_PHYS);
+    if (rc != 0)
+        return err_errno(err, rc > 0 ? rc : errno,
+                         "could not give the files under \"%s\" to user %u (group %u)", dir,
+                         (unsigned)uid, (unsigned)gid);
+    return true;
+}

@@ -66,6 +66,18 @@ bool target_dir_add_durable(const target_dir *d, durable_list *l, pgd_error *err
  */
 bool target_dir_resolve(const char *path, char *out, size_t outlen, pgd_error *err);
 
+/*
+ * Who will own a cluster restored into `path`: its owner, or its nearest existing parent's when
+ * it does not exist yet. A restore run as root gives every file it writes to that user
+ * (target_dir_chown), and refuses when that user is root: PostgreSQL will not start on a data
+ * directory root owns ("data directory ... has wrong ownership"). Run as any other user, the
+ * files are that user's, as always.
+ */
+bool target_dir_owner(const char *path, uid_t *uid, gid_t *gid, pgd_error *err);
+
+/* Every entry under dir (dir included, links not followed) given to uid:gid. */
+bool target_dir_chown(const char *dir, uid_t uid, gid_t gid, pgd_error *err);
+
 /* `path` is `dir` or lies below it (both resolved). */
 bool target_dir_is_within(const char *path, const char *dir);
 

@@ -33,6 +33,15 @@
 typedef struct fs_storage {
     storage base;
     char *root;
+    /*
+     * Run as root into a repository another user owns (postgres, whose archive_command writes
+     * it): every file and directory created goes to that user, so that the repository never
+     * becomes half root's (objects postgres can then neither read nor remove). Decided at the
+     * first write, from the root directory's owner.
+     */
+    bool owner_known, give_away;
+    uid_t owner_uid;
+    gid_t owner_gid;
 } fs_storage;
 
 static atomic_uint tmp_counter;
@@ -44,12 +53,38 @@ static bool fs_full_path(fs_storage *fs, const char *path, char *out, size_t out
     return true;
 }
 
+/* Whether what this process creates goes to the repository's owner (fs_storage.give_away). */
+static void fs_decide_owner(fs_storage *fs)
+{
+    struct stat st;
+
+    if (fs->owner_known)
+        return;
+    fs->owner_known = true;
+    if (geteuid() != 0 || stat(fs->root, &st) != 0 || st.st_uid == 0)
+        return;
+    fs->give_away = true;
+    fs->owner_uid = st.st_uid;
+    fs->owner_gid = st.st_gid;
+}
+
+/* Give the new file (fd, or path when fd is -1) to the repository's owner. */
+static bool fs_give(fs_storage *fs, const char *path, int fd, pgd_error *err)
+{
+    if ((fd >= 0 ? fchown(fd, fs->owner_uid, fs->owner_gid)
+                 : lchown(path, fs->owner_uid, fs->owner_gid)) != 0)
+        return err_errno(err, errno,
+                         "could not give \"%s\" to user %u, who owns repository \"%s\"", path,
+                         (unsigned)fs->owner_uid, fs->root);
+    return true;
+}
+
 /*
  * mkdir -p of the directory part of `full` (mode 0750). Each directory it
  * creates is made durable in its parent: the fsync of a file's own
  * directory at close does not cover the directories above it.
  */
-static bool fs_make_parents(char *full, pgd_error *err)
+static bool fs_make_parents(fs_storage *fs, char *full, pgd_error *err)
 {
     for (char *p = full + 1; *p != '\0'; p++) {
         bool ok = true;
@@ -58,7 +93,7 @@ static bool fs_make_parents(char *full, pgd_error *err)
             continue;
         *p = '\0';
         if (mkdir(full, 0750) == 0)
-            ok = sync_dir_of_new(full, err);
+            ok = (!fs->give_away || fs_give(fs, full, -1, err)) && sync_dir_of_new(full, err);
         else if (errno != EEXIST)
             ok = err_errno(err, errno, "could not create directory \"%s\"", full);
         *p = '/';
@@ -205,8 +240,9 @@ static out_stream *fs_write_open(storage *s, const char *path, unsigned flags, p
     w->base.ops = &fs_writer_ops;
     w->fd = -1;
     w->flags = flags;
+    fs_decide_owner(fs);
     if (!fs_full_path(fs, path, w->final_path, sizeof(w->final_path), err) ||
-        !fs_make_parents(w->final_path, err)) {
+        !fs_make_parents(fs, w->final_path, err)) {
         free(w);
         return NULL;
     }
@@ -215,6 +251,12 @@ static out_stream *fs_write_open(storage *s, const char *path, unsigned flags, p
     w->fd = open(w->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
     if (w->fd < 0) {
         err_errno(err, errno, "could not create file \"%s\"", w->tmp_path);
+        free(w);
+        return NULL;
+    }
+    if (fs->give_away && !fs_give(fs, w->tmp_path, w->fd, err)) {
+        close(w->fd);
+        unlink(w->tmp_path);
         free(w);
         return NULL;
     }

@@ -17,6 +17,10 @@
 #   sizes, what was removed; ok false and the error when they fail); list shows each backup's
 #   last verify verdict; --progress writes plain lines, no control codes, into a log file (the
 #   control: on a terminal, script(1)'s, the line is redrawn with them).
+# - Ownership: a backup run as root into the postgres user's repository leaves only postgres's
+#   objects (postgres can list and delete them after); into root's own repository, root's (the
+#   control). A restore run as root gives the cluster to the target's owner, and the server
+#   starts; into a directory root owns it is refused before anything is written.
 . "$(dirname "$0")/lib.sh"
 setup_tmp
 pg_init "$T/data"
@@ -229,5 +233,30 @@ as_pg script -qec "$PGD backup --repo $REPO --pgdata $T/data --checkpoint fast -
     >"$T/progress.tty" 2>&1
 is "$(tr -cd '\033' <"$T/progress.tty" | wc -c | awk '{print ($1 > 0)}')" "1" \
     "the control: on a terminal the line is redrawn with control codes"
+
+# ---- ownership ----
+as_root() { env PGHOST="$T" PGPORT="$PGPORT" PGUSER=postgres "$PGD" "$@"; }
+out=$(as_root backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast 2>&1)
+ok $? "a backup run as root into postgres's repository" || diag "$out"
+is "$(find "$REPO" ! -user postgres | head -3)" "" "leaves nothing in it that postgres does not own"
+out=$(pgd delete --repo "$REPO" --retain-full 1 2>&1)
+ok $? "postgres can then delete what root wrote (--retain-full 1)" || diag "$out"
+mkdir "$T/rootrepo" && chown root:root "$T/rootrepo"
+out=$(as_root backup --repo "$T/rootrepo" --pgdata "$T/data" --checkpoint fast --archive-check off 2>&1)
+ok $? "the control: a backup run as root into root's repository" || diag "$out"
+is "$(find "$T/rootrepo/backups" -user root -type f | grep -c .)" "$(find "$T/rootrepo/backups" -type f | grep -c .)" \
+    "the control: its objects are root's"
+out=$(as_root restore LATEST --repo "$REPO" --target-dir "$T/r10" 2>&1)
+ok $? "a restore run as root into a directory of postgres's" || diag "$out"
+like "$out" "restored files given to user $(id -u postgres) \(group $(id -g postgres)\)" "says who owns the files"
+is "$(find "$T/r10" ! -user postgres | head -3)" "" "every restored file is postgres's"
+start_restored "$T/r10"
+is "$(rows "$PORT_R")" "$(rows "$PGPORT")" "and the server starts on it"
+pg_stop "$T/r10"
+mkdir -p "$T/rootowned" && chown root:root "$T/rootowned"
+expect_error "a restore run as root into a directory root owns" \
+    "restore run as root into \"$T/rootowned/r\", which root owns, would leave a data directory owned by root" \
+    as_root restore LATEST --repo "$REPO" --target-dir "$T/rootowned/r"
+ok $([ ! -e "$T/rootowned/r" ] && echo 0 || echo 1) "refused before anything is written"
 
 done_testing
