@@ -195,7 +195,10 @@ bool repo_contents_scan_dirs(storage *repo, int64_t garbage_age, repo_contents *
 
 bool repo_contents_scan_backups(storage *repo, repo_contents *c, pgd_error *err)
 {
-    if (!backup_info_scan(repo, &c->infos, &c->n, err))
+    /* the manifests restore LATEST depends on too: retention must not keep, as the newest
+       usable backup, one whose manifest is damaged, and remove the older good one */
+    if (!backup_info_scan(repo, &c->infos, &c->n, err) ||
+        !backup_info_check_latest(repo, c->infos, c->n, err))
         return false;
     c->backups = calloc(c->n + 1, sizeof(*c->backups));
     if (c->backups == NULL)

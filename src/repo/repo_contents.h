@@ -41,7 +41,11 @@ typedef struct repo_contents {
     size_t ndirs, dircap;
 } repo_contents;
 
-/* The backups with a sentinel, in infos and backups (a delta without a valid parent: damaged). */
+/*
+ * The backups with a sentinel, in infos and backups (a delta without a valid parent: damaged;
+ * the newest ones whose manifest is damaged too, as restore LATEST sees them:
+ * backup_info_check_latest).
+ */
 bool repo_contents_scan_backups(storage *repo, repo_contents *c, pgd_error *err);
 
 /*

@@ -6,7 +6,7 @@
 #   restore fails naming them and leaves no target directory;
 # - verify ID of a backup whose sentinel is corrupt exits 3, as verify --all
 #   does; 1 stays for "could not run" (a repository that cannot be read);
-# - a newest backup whose manifest.json is cut short or missing is damaged,
+# - a newest backup whose manifest.json is cut short or missing is damaged (retention too),
 #   as a damaged sentinel makes it: list says so (text and --json), restore
 #   LATEST passes it over with a warning for the older good backup, verify
 #   LATEST reports it (exit 3). A manifest that cannot be read (another
@@ -147,6 +147,10 @@ is "$?" "3" "verify LATEST exits 3: a newer backup is damaged"
 like "$out" "backup $A: ok: " "it verifies the backup LATEST restores"
 like "$out" "^backup $B: DAMAGED: " "and reports the damaged newer one"
 like "$out" "^  problem: could not parse manifest of backup \"$B\"" "with the reason (the only problem found)"
+
+out=$(pgd delete --repo "$REPO" --retain-full 1 --dry-run 2>/dev/null)
+like "$(grep " $A:" <<<"$out")" "^would keep backup $A: " \
+    "retention keeps the older good backup, not the newest whose manifest is damaged"
 
 rm "$M"
 out=$(pgd list --repo "$REPO" 2>/dev/null)

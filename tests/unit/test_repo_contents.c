@@ -37,7 +37,7 @@ static void put_text(storage *repo, const char *path, const char *text)
 
 static void put_sentinel(storage *repo, const char *id, const char *parent)
 {
-    char path[LAYOUT_PATH_MAX];
+    char path[LAYOUT_PATH_MAX], text[256];
     backup_info bi;
     pgd_error err = {0};
     char *json;
@@ -60,6 +60,13 @@ static void put_sentinel(storage *repo, const char *id, const char *parent)
     layout_sentinel_path(id, path, sizeof(path));
     put_text(repo, path, json);
     free(json);
+    /* the manifest restore LATEST (and so retention) reads of the newest backups */
+    snprintf(text, sizeof(text),
+             "{\"format\": 1, \"id\": \"%s\", \"compression\": \"none\", \"partitions\": [], "
+             "\"tablespaces\": [], \"files\": []}",
+             id);
+    layout_manifest_path(id, path, sizeof(path));
+    put_text(repo, path, text);
 }
 
 /* backups/<id>/claim.json, and one more object under the directory. */
