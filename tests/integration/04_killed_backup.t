@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A backup killed with SIGKILL mid-run is not shown by list, and the next
+# A backup killed with SIGKILL mid-run is shown by list only as interrupted, and the next
 # backup succeeds (PostgreSQL ended the killed one with its session).
 . "$(dirname "$0")/lib.sh"
 setup_tmp
@@ -24,13 +24,16 @@ grep -q "backup .* complete" "$T/killed.log"
 isnt "$?" "0" "the killed backup did not complete"
 ok $([ ! -e "$REPO"/backups/*.done.json ] 2>/dev/null && echo 0 || echo 1) "no sentinel was written"
 listing=$(pgd list --repo "$REPO")
-is "$listing" "$(printf '%s\n%s' "$(echo "$listing" | head -1)" "(no backups)")" "list shows no backup"
+is "$(echo "$listing" | sed 1d | grep -c .)" "1" "list shows one line besides its header"
+like "$(echo "$listing" | sed 1d)" "^[0-9]{8}T[0-9]{6}F .* interrupted: claimed .* which has ended: no sentinel, so garbage$" \
+    "the killed backup, as interrupted (no complete backup)"
 json=$(pgd list --repo "$REPO" --json)
-is "$(echo "$json" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" "0" "list --json shows no backup"
+is "$(echo "$json" | python3 -c 'import json,sys; print([b["status"] for b in json.load(sys.stdin)])')" "['interrupted']" \
+    "list --json: the killed backup, interrupted"
 
 # the server forgot the killed backup: a new one starts at once
 pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast >/dev/null 2>"$T/next.err"
 ok $? "the next backup succeeds"
-is "$(pgd list --repo "$REPO" --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" "1" \
-   "list shows exactly the completed backup"
+is "$(pgd list --repo "$REPO" --json | python3 -c 'import json,sys; print(sorted(b["status"] for b in json.load(sys.stdin)))')" "['interrupted', 'ok']" \
+   "list shows exactly the completed backup, and the interrupted one"
 done_testing

@@ -48,14 +48,20 @@ echo skip >"$T/archive.mode"
 out=$(pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --archive-timeout 1 2>&1)
 check_failed "archive wait timeout" "$?" "$out" "was not archived to repository .* within 1 s"
 
-# ---- archive_command fails: the server would wait for ever; --archive-timeout bounds the wait ----
+# ---- archive_command fails: refused before the cluster is read (backup/archive_probe.h) ----
 echo fail >"$T/archive.mode"
 out=$(timeout 120 runuser -u postgres -- env ASAN_OPTIONS="$ASAN_OPTIONS" PGHOST="$T" PGPORT="$PGPORT" \
     PGUSER=postgres "$PGD" backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast \
     --archive-timeout 1 2>&1)
 rc=$?
 isnt "$rc" "124" "a failing archive_command: the backup ends by itself (no endless wait in the stop call)"
-check_failed "failing archive_command" "$rc" "$out" "was not archived to repository .* within 1 s"
+isnt "$rc" "0" "failing archive_command: non-zero exit"
+is "$(error_lines "$out")" "1" "failing archive_command: one error line"
+like "$(printf '%s\n' "$out" | grep '^pgdirect: error: ')" \
+    "archive_command failed while WAL file \"[0-9A-F]{24}\" waited to reach repository .*\(checked before reading the cluster; --archive-check off skips it\)" \
+    "failing archive_command: the error says why, before the cluster is read"
+is "$(leftovers)" "" "failing archive_command: nothing of the backup is left in the repository"
+is "$(printf '%s\n' "$out" | grep -c 'backup started')" "0" "failing archive_command: and nothing was read"
 echo push >"$T/archive.mode"
 archive_all "$PGPORT"
 
@@ -115,8 +121,8 @@ like "$warning" "could not remove backup $HELD_ID .*Permission denied; left behi
 left=$(ls "$REPO/backups/$HELD_ID" | wc -l)
 like "$warning" "with $left objects" "and the count is what is really there"
 ok $([ ! -e "$REPO/backups/$HELD_ID.done.json" ] && echo 0 || echo 1) "no sentinel for it"
-is "$(pgd list --repo "$REPO" --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" "0" \
-    "list shows no backup"
+is "$(pgd list --repo "$REPO" --json | python3 -c 'import json,sys; print(len([b for b in json.load(sys.stdin) if b["status"] not in ("running", "interrupted", "unknown")]))')" "0" \
+    "list shows no complete backup"
 rm -rf "${REPO:?}/backups/$HELD_ID"
 
 # ---- SIGTERM in the middle of the pipeline: the run stops, removes what it wrote, dies of it ----

@@ -1,0 +1,223 @@
+#!/usr/bin/env bash
+# polite.sh - politeness is two numbers, never one (../shared/BENCH.md): the query p99 during a
+# backup against the same queries just before it, AND the backup's wall time against
+# pgBackRest's, measured side by side in one run, for three loads:
+#
+#   saturated  2 clients of primary-key lookups flat out on the warmed range (they want both
+#              vCPUs all the time)
+#   half       the same lookups at half the saturated rate (about one vCPU busy)
+#   idle       no queries: only the wall time counts (defaults must cost nothing)
+#
+# The cluster (pgbench scale --scale, about 16 MB a unit) and every backup run inside one memory
+# cgroup smaller than the database (--limit-mb). Each trial restarts PostgreSQL inside it on an
+# empty page cache, warms the front of pgbench_accounts and its index once, starts the load,
+# measures a baseline window, runs one backup, and stops. Trials alternate kinds within a
+# round, so slow drifts of this shared machine fall on every kind alike.
+#
+# Kinds (--kinds; each a politeness candidate, run as postgres unless said):
+#   pgbackrest     pgBackRest, lz4, 2 processes, unthrottled: the wall time to match
+#   fast           pgdirect with nothing polite: --max-rate 0 --io-class best-effort
+#   default        pgdirect with its defaults
+#   idle           fast under SCHED_IDLE (chrt --idle 0): unprivileged
+#   batch          fast under SCHED_BATCH (chrt --batch 0): unprivileged
+#   nice19         fast at nice 19: unprivileged
+#   weight25       fast in a cgroup of CPU weight 25 (--cpu-weight 25, as root)
+#   deadline       the defaults with --deadline (--deadline-s seconds)
+# and any KIND=COMMAND given with --kind (the backup options that follow "pgdirect backup").
+#
+#   bash bench/polite.sh [--scale N] [--limit-mb N] [--rounds N] [--loads "saturated half idle"]
+#                        [--kinds "..."] [--kind NAME=OPTIONS] [--deadline-s N] [--out DIR]
+#
+# Output: DIR/report.md (per load: wall, ratio to pgBackRest, CPU s, p99 before and during and
+# their ratio, CPU pressure), DIR/raw/trials.txt (one line per trial).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+. "$HERE/lib.sh"
+. "$ROOT/scripts/cgroup.sh"
+
+SCALE=200
+LIMIT_MB=1536
+ROUNDS=2
+LOADS="saturated half idle"
+KINDS="pgbackrest fast default idle nice19 weight25"
+DEADLINE_S=""
+OUT=""
+BASELINE=10     # seconds of load measured before each backup
+TRIAL_MAX=900   # a backup still running after this long is stopped and reported as such
+declare -A EXTRA=()
+while [ $# -gt 0 ]; do
+    case $1 in
+    --scale) SCALE=$2; shift ;;
+    --limit-mb) LIMIT_MB=$2; shift ;;
+    --rounds) ROUNDS=$2; shift ;;
+    --loads) LOADS=$2; shift ;;
+    --kinds) KINDS=$2; shift ;;
+    --kind) EXTRA[${2%%=*}]=${2#*=}; KINDS="$KINDS ${2%%=*}"; shift ;;
+    --deadline-s) DEADLINE_S=$2; shift ;;
+    --out) OUT=$2; shift ;;
+    *) echo "polite.sh: unknown argument \"$1\"" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+PG_BIN=/usr/lib/postgresql/15/bin
+BUILD=${BUILD:-$ROOT/build}
+bench_require polite.sh "cgroups, drop_caches, servers as postgres" pgdirect pgd-latency -- \
+    pgbackrest chrt bc /usr/bin/time
+STAMP=$(date -u +%Y-%m-%dT%H%M%SZ)
+OUT=${OUT:-$ROOT/bench/results/$STAMP-polite}
+mkdir -p "$OUT/raw"
+
+D=$(mktemp -d /tmp/pgdirect-polite.XXXXXX)
+chmod 755 "$D"
+mkdir -p "$D/bin"
+cp "$BUILD/pgdirect" "$D/bin/"
+chown -R postgres:postgres "$D"
+PGD="$D/bin/pgdirect"
+PORT=$((20000 + RANDOM % 20000))
+log() { printf '[%s] %s\n' "$(date -u +%T)" "$*" >&2; }
+pg() { runuser -u postgres -- env PGHOST="$D" PGPORT="$PORT" PGUSER=postgres PGDATABASE=postgres "$@"; }
+q() { pg "$PG_BIN/psql" -X -Atq -v ON_ERROR_STOP=1 -c "$1"; }
+stop_pg() { [ -f "$D/data/postmaster.pid" ] && pg "$PG_BIN/pg_ctl" -D "$D/data" -m fast -w stop >/dev/null 2>&1 || true; }
+cleanup() {
+    touch "$D/stop_probe" 2>/dev/null || true
+    stop_pg
+    cgroup_destroy
+    rm -rf "$D"
+}
+trap cleanup EXIT
+
+# ---- the cluster ----
+log "cluster: pgbench scale $SCALE, in a ${LIMIT_MB} MiB memory cgroup"
+pg "$PG_BIN/initdb" -D "$D/data" -U postgres -A trust --data-checksums >/dev/null
+bench_server_conf "$PGD wal-push --repo $D/repo_pgdirect %p"
+pg "$PG_BIN/pg_ctl" -D "$D/data" -l "$D/server.log" -w start >/dev/null
+q "CREATE EXTENSION pg_prewarm"
+pg "$PG_BIN/pgbench" -i -s "$SCALE" -q >/dev/null 2>&1
+q "VACUUM (FREEZE, ANALYZE)"
+q "CHECKPOINT"
+DATA_BYTES=$(du -sb --exclude=pg_wal "$D/data" | cut -f1)
+HOT_ROWS=$((SCALE * 100000 / 10)) # the first tenth of pgbench_accounts
+HOT_BLOCKS=$(q "SELECT (pg_relation_size('pgbench_accounts') / 8192 / 10)::int")
+HOT_INDEX_BLOCKS=$(q "SELECT (pg_relation_size('pgbench_accounts_pkey') / 8192 / 10)::int")
+cat >"$D/pk_select.sql" <<SQL
+\set aid random(1, $HOT_ROWS)
+SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
+SQL
+chown postgres "$D/pk_select.sql"
+bench_pgbackrest_conf
+pg $PGBR stanza-create >/dev/null
+log "data directory: $((DATA_BYTES / 1048576)) MiB"
+
+backup_cmd() { # backup_cmd KIND: the command, and whether it runs as root (2nd word "root")
+    local pd="$PGD backup --repo $D/repo_pgdirect --pgdata $D/data --checkpoint fast"
+    case $1 in
+    pgbackrest) echo "postgres $PGBR --type=full backup" ;;
+    fast) echo "postgres $pd --max-rate 0 --io-class best-effort" ;;
+    default) echo "postgres $pd" ;;
+    idle) echo "postgres chrt --idle 0 $pd --max-rate 0" ;;
+    batch) echo "postgres chrt --batch 0 $pd --max-rate 0" ;;
+    nice19) echo "postgres nice -n 19 $pd --max-rate 0" ;;
+    weight25) echo "root $pd --max-rate 0 --cpu-weight 25" ;;
+    deadline) echo "postgres $pd --deadline ${DEADLINE_S:?--deadline-s is needed for the deadline kind}s" ;;
+    *) [ -n "${EXTRA[$1]:-}" ] || { echo "polite.sh: unknown kind \"$1\"" >&2; exit 2; }
+       echo "postgres $pd ${EXTRA[$1]}" ;;
+    esac
+}
+
+# cumulative "some" CPU stall of the machine (PSI), microseconds; 0 where the kernel has none
+psi_cpu() { sed -n 's/^some .*total=\([0-9]*\)/\1/p' /proc/pressure/cpu 2>/dev/null || echo 0; }
+
+start_load() { # start_load LOAD: the probe: back-to-back one-second pgbench runs, each logged
+    local rate=""
+    rm -f "$D/stop_probe" "$D"/lat.*
+    [ "$1" = idle ] && return 0
+    [ "$1" = half ] && rate="-R $HALF_TPS"
+    (i=0; while [ ! -f "$D/stop_probe" ]; do
+        pg "$PG_BIN/pgbench" -n -c 2 -j 2 -T 1 $rate -f "$D/pk_select.sql" --log \
+            --log-prefix="$D/lat.$i" >/dev/null 2>&1 || true
+        i=$((i + 1)); done) &
+    PROBE=$!
+}
+stop_load() { touch "$D/stop_probe"; [ -z "${PROBE:-}" ] || wait "$PROBE" 2>/dev/null || true; PROBE=""; }
+
+restart_in_cgroup() {
+    stop_pg
+    cgroup_destroy
+    cgroup_create "pgdirect-polite-$$" $((LIMIT_MB * 1024 * 1024)) || { echo "polite.sh: $CG_WHY" >&2; exit 1; }
+    sync; echo 3 >/proc/sys/vm/drop_caches
+    cgroup_exec runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$D/data" -o "-p $PORT" -l "$D/server.log" -w start >/dev/null
+    q "SELECT pg_prewarm('pgbench_accounts', 'read', 'main', 0, $HOT_BLOCKS - 1)" >/dev/null
+    q "SELECT pg_prewarm('pgbench_accounts_pkey', 'read', 'main', 0, $HOT_INDEX_BLOCKS - 1)" >/dev/null
+}
+
+# ---- the half load's rate: half of what 2 clients do flat out here ----
+restart_in_cgroup
+SAT_TPS=$(pg "$PG_BIN/pgbench" -n -c 2 -j 2 -T 10 -f "$D/pk_select.sql" 2>/dev/null |
+    sed -n 's/^tps = \([0-9.]*\).*/\1/p' | head -1)
+HALF_TPS=$(printf '%.0f' "$(echo "$SAT_TPS / 2" | bc -l)")
+log "2 clients flat out: $SAT_TPS lookups/s; the half load runs at $HALF_TPS/s"
+
+run_trial() { # run_trial LOAD KIND ROUND
+    local load=$1 kind=$2 n=$3 dir="$OUT/raw/$1.$2.$3" who cmd tp t0 t1 psi0 psi1 rc=0
+    mkdir -p "$dir"
+    rm -rf "$D/repo_pgdirect/backups" "$D/repo_pgbackrest/backup"
+    sed -i "/^archive_command/d" "$D/data/postgresql.conf"
+    if [ "$kind" = pgbackrest ]; then
+        echo "archive_command = '$PGBR archive-push %p'" >>"$D/data/postgresql.conf"
+    else
+        echo "archive_command = '$PGD wal-push --repo $D/repo_pgdirect %p'" >>"$D/data/postgresql.conf"
+    fi
+    restart_in_cgroup
+    read -r who cmd <<<"$(backup_cmd "$kind")"
+    start_load "$load"
+    tp=$(date +%s.%N)
+    sleep "$BASELINE"
+    psi0=$(psi_cpu)
+    t0=$(date +%s.%N)
+    if [ "$who" = root ]; then
+        cgroup_exec env PGHOST="$D" PGPORT="$PORT" PGUSER=postgres \
+            timeout "$TRIAL_MAX" /usr/bin/time -f "%e %U %S %M" -o "$dir/time" $cmd >"$dir/backup.log" 2>&1 || rc=$?
+    else
+        cgroup_exec runuser -u postgres -- env PGHOST="$D" PGPORT="$PORT" PGUSER=postgres \
+            timeout "$TRIAL_MAX" /usr/bin/time -f "%e %U %S %M" -o "$dir/time" $cmd >"$dir/backup.log" 2>&1 || rc=$?
+    fi
+    t1=$(date +%s.%N)
+    psi1=$(psi_cpu)
+    stop_load
+    mv "$D"/lat.* "$dir/" 2>/dev/null || true
+    local wall cpu nb p50b p99b nd p50d p99d psi
+    wall=$(echo "$t1 - $t0" | bc)
+    cpu=$(awk '{printf "%.2f", $2 + $3}' "$dir/time" 2>/dev/null || echo 0)
+    psi=$(echo "scale=3; ($psi1 - $psi0) / 10000 / $wall" | bc) # % of the wall time stalled
+    if [ "$load" = idle ]; then
+        nb=0 p50b=0 p99b=0 nd=0 p50d=0 p99d=0
+    else
+        read -r nb p50b p99b < <("$BUILD/pgd-latency" "$tp" "$t0" "$dir"/lat.*)
+        read -r nd p50d p99d < <("$BUILD/pgd-latency" "$t0" "$t1" "$dir"/lat.*)
+    fi
+    [ "$rc" = 0 ] || { log "trial $load/$kind/$n: the backup exited $rc"; tail -3 "$dir/backup.log" >&2; }
+    # load kind round rc wall cpu p50_before p99_before p50_during p99_during queries_during psi%
+    printf '%s %s %s %s %.2f %s %s %s %s %s %s %s\n' "$load" "$kind" "$n" "$rc" "$wall" "$cpu" \
+        "$p50b" "$p99b" "$p50d" "$p99d" "$nd" "$psi" | tee -a "$OUT/raw/trials.txt"
+    grep -E "read slowed|read at full speed|politeness|deadline" "$dir/backup.log" >"$dir/notes" || true
+}
+
+: >"$OUT/raw/trials.txt"
+for n in $(seq 1 "$ROUNDS"); do
+    for load in $LOADS; do
+        for kind in $KINDS; do
+            log "round $n/$ROUNDS, $load load: $kind"
+            run_trial "$load" "$kind" "$n"
+        done
+    done
+done
+stop_pg
+cgroup_destroy
+
+python3 "$HERE/polite_report.py" "$OUT/raw/trials.txt" "$DATA_BYTES" "$SCALE" "$LIMIT_MB" "$SAT_TPS" \
+    "$HALF_TPS" >"$OUT/report.md"
+log "report: $OUT/report.md"
+cat "$OUT/report.md"
