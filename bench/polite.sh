@@ -163,7 +163,7 @@ log "2 clients flat out: $SAT_TPS lookups/s; the half load runs at $HALF_TPS/s"
 run_trial() { # run_trial LOAD KIND ROUND
     local load=$1 kind=$2 n=$3 dir="$OUT/raw/$1.$2.$3" who cmd tp t0 t1 psi0 psi1 rc=0
     mkdir -p "$dir"
-    rm -rf "$D/repo_pgdirect/backups" "$D/repo_pgbackrest/backup"
+    rm -rf "$D/repo_pgdirect/backups" # (pgBackRest keeps its backups: its backup.info must stay)
     sed -i "/^archive_command/d" "$D/data/postgresql.conf"
     if [ "$kind" = pgbackrest ]; then
         echo "archive_command = '$PGBR archive-push %p'" >>"$D/data/postgresql.conf"
@@ -179,11 +179,12 @@ run_trial() { # run_trial LOAD KIND ROUND
     t0=$(date +%s.%N)
     if [ "$who" = root ]; then
         cgroup_exec env PGHOST="$D" PGPORT="$PORT" PGUSER=postgres \
-            timeout "$TRIAL_MAX" /usr/bin/time -f "%e %U %S %M" -o "$dir/time" $cmd >"$dir/backup.log" 2>&1 || rc=$?
+            timeout "$TRIAL_MAX" /usr/bin/time -f "%e %U %S %M" -o "$D/time" $cmd >"$dir/backup.log" 2>&1 || rc=$?
     else
         cgroup_exec runuser -u postgres -- env PGHOST="$D" PGPORT="$PORT" PGUSER=postgres \
-            timeout "$TRIAL_MAX" /usr/bin/time -f "%e %U %S %M" -o "$dir/time" $cmd >"$dir/backup.log" 2>&1 || rc=$?
+            timeout "$TRIAL_MAX" /usr/bin/time -f "%e %U %S %M" -o "$D/time" $cmd >"$dir/backup.log" 2>&1 || rc=$?
     fi
+    mv "$D/time" "$dir/time" 2>/dev/null || true
     t1=$(date +%s.%N)
     psi1=$(psi_cpu)
     stop_load
@@ -202,7 +203,7 @@ run_trial() { # run_trial LOAD KIND ROUND
     # load kind round rc wall cpu p50_before p99_before p50_during p99_during queries_during psi%
     printf '%s %s %s %s %.2f %s %s %s %s %s %s %s\n' "$load" "$kind" "$n" "$rc" "$wall" "$cpu" \
         "$p50b" "$p99b" "$p50d" "$p99d" "$nd" "$psi" | tee -a "$OUT/raw/trials.txt"
-    grep -E "read slowed|read at full speed|politeness|deadline" "$dir/backup.log" >"$dir/notes" || true
+    grep -E "politeness|deadline" "$dir/backup.log" >"$dir/notes" || true
 }
 
 : >"$OUT/raw/trials.txt"

@@ -13,7 +13,7 @@ fio_best = max(int(fio_1m), int(fio_4m))
 KINDS = ["none", "pgdirect", "pgdirect_fast", "pgdirect_buffered", "pgbackrest", "pg_basebackup"]
 LABEL = {
     "none": "none (no backup)",
-    "pgdirect": "pgdirect (direct I/O, defaults: --max-rate auto)",
+    "pgdirect": "pgdirect (direct I/O, defaults: idle CPU and I/O classes)",
     "pgdirect_fast": "pgdirect --max-rate 0 (unpaced)",
     "pgdirect_buffered": "pgdirect --direct-io=off --max-rate 0",
     "pgbackrest": "pgBackRest 2.45 (lz4, process-max 2)",
@@ -64,7 +64,7 @@ for k in KINDS:
           f"{med(k, 'p50a'):.0f} / {med(k, 'p99a'):.0f} |")
 print()
 print(f"The same {window} s from each backup's start, whether the backup ran all of it, less, or "
-      f"more (a paced backup may run longer): the queries it let through and their p99.\n")
+      f"more (a polite backup may run longer): the queries it let through and their p99.\n")
 print(f"| trial | wall s | PK queries in the first {window} s | vs no backup | PK p99 µs, first {window} s |")
 print("|---|---|---|---|---|")
 none_nw = med("none", "nw") if "none" in rows else 0

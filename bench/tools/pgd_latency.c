@@ -6,7 +6,10 @@
  *                                 transactions that ended in [FROM, TO)
  *                                 (Unix seconds, fractions allowed)
  *
- * pgbench log lines: client_id transaction_no time_us script_no epoch_s epoch_us
+ * pgbench log lines: client_id transaction_no time_us script_no epoch_s epoch_us [lag_us].
+ * With --rate, pgbench measures time_us from when the transaction was scheduled and adds the
+ * schedule lag (how late it started, which the client's own pace decides): the query's own
+ * latency is time_us - lag_us.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,10 +37,13 @@ int main(int argc, char **argv)
         }
         while (fgets(line, sizeof(line), f) != NULL) {
             long client, tx, script, sec, usec;
-            double us;
-            if (sscanf(line, "%ld %ld %lf %ld %ld %ld", &client, &tx, &us, &script, &sec, &usec) !=
-                6)
+            double us, lag = 0;
+            int fields = sscanf(line, "%ld %ld %lf %ld %ld %ld %lf", &client, &tx, &us, &script,
+                                &sec, &usec, &lag);
+            if (fields < 6)
                 continue;
+            if (fields == 7)
+                us -= lag;
             double end = (double)sec + (double)usec / 1e6;
             if (end < from || end >= to)
                 continue;

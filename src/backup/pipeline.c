@@ -28,13 +28,15 @@
 #include "backup/filter_crc.h"
 #include "backup/filter_tar.h"
 #include "io/page_residency.h"
+#include "io/politeness.h"
 #include "io/rate_limit.h"
 #include "repo/layout.h"
 #include "util/log.h"
 #include "util/work_pool.h"
 
 /* --max-rate is enforced in bursts of at most a tenth of a second of reading */
-#define PIPELINE_RATE_BURSTS_PER_S 10
+#define PIPELINE_RATE_BURSTS_PER_S   10
+#define PIPELINE_DEADLINE_INTERVAL_S 0.25 /* how often the deadline controller looks */
 
 typedef struct pipeline_shared {
     const pipeline_config *cfg;
@@ -43,6 +45,7 @@ typedef struct pipeline_shared {
     atomic_uint next_partition;
     atomic_uint_fast64_t bytes_stored;
     atomic_uint read_modes;
+    atomic_uint idle_failed; /* threads that could not enter the idle CPU class */
     rate_limit rate;
     pthread_mutex_t lock; /* guards partitions */
     pipeline_partition *partitions;
@@ -581,7 +584,7 @@ static bool pipeline_worker_setup(pipeline_worker *w, pipeline_shared *sh, pgd_e
     }
     if (!pipeline_make_chain(w, cfg, err))
         return false;
-    w->open_cap = pipeline_open_cap(w->depth, cfg->workers);
+    w->open_cap = pipeline_open_cap(w->depth, cfg->workers + (int)cfg->reserve);
     if ((w->open = calloc((size_t)w->open_cap, sizeof(*w->open))) == NULL)
         return err_set(err, "out of memory");
     w->engine = io_engine_new(cfg->engine, (unsigned)w->depth, err);
@@ -606,7 +609,7 @@ static int pipeline_partition_cmp(const void *a, const void *b)
     return (pa->number > pb->number) - (pa->number < pb->number);
 }
 
-static uint64_t pipeline_total_bytes(const pipeline_file *files, size_t n)
+uint64_t pipeline_bytes_to_read(const pipeline_file *files, size_t n)
 {
     uint64_t total = 0;
 
@@ -624,7 +627,7 @@ static uint64_t pipeline_total_bytes(const pipeline_file *files, size_t n)
  */
 static bool pipeline_setup(pipeline_worker *workers, pipeline_shared *sh, pgd_error *err)
 {
-    for (int i = 0; i < sh->cfg->workers; i++) {
+    for (int i = 0; i < sh->cfg->workers + (int)sh->cfg->reserve; i++) {
         if (!pipeline_worker_setup(&workers[i], sh, err)) {
             err_prefix(err, "could not set up reader thread %d", i + 1);
             return false;
@@ -633,14 +636,43 @@ static bool pipeline_setup(pipeline_worker *workers, pipeline_shared *sh, pgd_er
     return true;
 }
 
+/*
+ * First thing in each reading thread: the idle CPU class (threads it starts later, S3 uploads,
+ * inherit it). A deadline's reserve threads stay at normal priority. A system that refuses
+ * (a seccomp profile, say) costs politeness, not the backup: counted, and the caller warns.
+ */
+static void pipeline_thread_start(void *arg, unsigned number, bool reserve)
+{
+    pipeline_shared *sh = arg;
+    pgd_error ignore = {0};
+
+    (void)number;
+    if (sh->cfg->cpu_idle && !reserve && !politeness_thread_idle(&ignore))
+        atomic_fetch_add(&sh->idle_failed, 1);
+}
+
+/* The deadline controller, asked by the work pool: how many reserve threads should read. */
+static unsigned pipeline_deadline(void *arg, double now, uint64_t advanced)
+{
+    deadline_control *c = arg;
+    unsigned before = c->released, now_released = deadline_step(c, now, advanced);
+
+    if (now_released > before)
+        log_info("--deadline: the reading would end too late (%.0f %% read after %.0f s): %u of "
+                 "%u more reading threads at normal priority from now on",
+                 100.0 * (double)advanced / (double)(c->total ? c->total : 1), now - c->start,
+                 now_released, c->reserve);
+    return now_released;
+}
+
 bool pipeline_run(const pipeline_config *cfg, pipeline_file *files, size_t nfiles,
                   pipeline_result *result, pgd_error *err)
 {
     pipeline_shared sh = {.cfg = cfg, .files = files};
-    pipeline_worker *workers = calloc((size_t)cfg->workers, sizeof(*workers));
+    unsigned threads = (unsigned)cfg->workers + cfg->reserve;
+    pipeline_worker *workers = calloc(threads, sizeof(*workers));
     progress_meter meter;
-    pgd_error perr = {0};
-    work_pool_job job = {.threads = (unsigned)cfg->workers,
+    work_pool_job job = {.threads = threads,
                          .ntasks = nfiles,
                          .workers = workers,
                          .worker_size = sizeof(*workers),
@@ -648,7 +680,13 @@ bool pipeline_run(const pipeline_config *cfg, pipeline_file *files, size_t nfile
                          .finish = pipeline_finish,
                          .thread_name = "reader thread",
                          .cancel = cfg->interrupted,
-                         .progress = &meter};
+                         .progress = &meter,
+                         .thread_start = pipeline_thread_start,
+                         .thread_arg = &sh,
+                         .reserve = cfg->deadline != NULL ? cfg->reserve : 0,
+                         .control = cfg->deadline != NULL ? pipeline_deadline : NULL,
+                         .control_arg = cfg->deadline,
+                         .control_interval_s = PIPELINE_DEADLINE_INTERVAL_S};
     bool ok;
 
     memset(result, 0, sizeof(*result));
@@ -659,25 +697,20 @@ bool pipeline_run(const pipeline_config *cfg, pipeline_file *files, size_t nfile
     for (size_t i = 0; i < nfiles; i++)
         if (pipeline_read_size(files[i].read_size) > sh.max_read)
             sh.max_read = pipeline_read_size(files[i].read_size);
-    if (!cfg->pace_rate)
-        rate_limit_init(&sh.rate, cfg->max_rate,
-                        sh.max_read > cfg->max_rate / PIPELINE_RATE_BURSTS_PER_S
-                            ? sh.max_read
-                            : cfg->max_rate / PIPELINE_RATE_BURSTS_PER_S);
-    else if (!rate_limit_init_paced(&sh.rate, sh.max_read, &perr)) {
-        log_warn("%s: reading at full speed (--max-rate auto needs the machine's CPU time)",
-                 perr.msg);
-    }
-    progress_start(&meter, cfg->progress, pipeline_total_bytes(files, nfiles));
+    rate_limit_init(&sh.rate, cfg->max_rate,
+                    sh.max_read > cfg->max_rate / PIPELINE_RATE_BURSTS_PER_S
+                        ? sh.max_read
+                        : cfg->max_rate / PIPELINE_RATE_BURSTS_PER_S);
+    progress_start(&meter, cfg->progress, pipeline_bytes_to_read(files, nfiles));
     ok = pipeline_setup(workers, &sh, err) && work_pool_run(&job, &result->bytes_read, err);
     progress_finish(&meter);
-    for (int i = 0; i < cfg->workers; i++) {
+    for (unsigned i = 0; i < threads; i++) {
         if (workers[i].files_in_flight_max > result->files_in_flight)
             result->files_in_flight = workers[i].files_in_flight_max;
         pipeline_worker_teardown(&workers[i]);
     }
     free(workers);
-    result->pace = rate_limit_report(&sh.rate);
+    result->idle_failed = atomic_load(&sh.idle_failed);
     rate_limit_destroy(&sh.rate);
     pthread_mutex_destroy(&sh.lock);
     /* the partitions already written stay: the caller owns the backup id and removes them */

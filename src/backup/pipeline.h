@@ -48,6 +48,7 @@
 #include "backup/file_filter.h"
 #include "compress/compress.h"
 #include "io/dio_reader.h"
+#include "io/deadline.h"
 #include "io/io_engine.h"
 #include "io/rate_limit.h"
 #include "pg/relfile.h"
@@ -84,7 +85,13 @@ typedef struct pipeline_config {
     uint64_t partition_size;
     read_mode mode;    /* READ_MODE_DIRECT, _BUFFERED or _CACHE_NEUTRAL */
     uint64_t max_rate; /* bytes/s, 0: unlimited */
-    bool pace_rate;    /* --max-rate auto: max_rate ignored, see io/rate_limit.h */
+    bool cpu_idle;     /* the reading threads in the idle CPU class (io/politeness.h) */
+    /*
+     * A deadline (io/deadline.h): `reserve` more reading threads, at normal priority, that the
+     * controller releases when the reading falls behind; NULL and 0 without one.
+     */
+    deadline_control *deadline;
+    unsigned reserve;
     bool progress;
     const volatile sig_atomic_t *interrupted; /* non-zero: stop (a signal arrived); may be NULL */
     /* filters in front of size/CRC-32C and the tar entry, first one first (page checks, delta) */
@@ -104,10 +111,13 @@ typedef struct pipeline_result {
     size_t npartitions;
     uint64_t bytes_read;
     uint64_t bytes_stored;
-    unsigned read_modes; /* bit (1 << read_mode) for each mode used */
-    int files_in_flight; /* most files one thread had reads in flight for at once */
-    rate_pace_report pace;
+    unsigned read_modes;  /* bit (1 << read_mode) for each mode used */
+    int files_in_flight;  /* most files one thread had reads in flight for at once */
+    unsigned idle_failed; /* reading threads the system kept out of the idle CPU class */
 } pipeline_result;
+
+/* The bytes the pipeline will read of these files (a sparse plan's pages only). */
+uint64_t pipeline_bytes_to_read(const pipeline_file *files, size_t n);
 
 /* The bytes actually read at a time for a read size: whole pages, at least one. */
 static inline size_t pipeline_read_size(size_t read_size)

@@ -98,6 +98,7 @@ typedef struct backup_run {
     const char *page_checksums; /* what the sentinel says: "verified", "off", "not verified" */
     uint64_t pages_reread;      /* pages that failed as first read and were read again */
     cpu_cgroup cpu_cg;
+    deadline_control deadline; /* --deadline's controller (io/deadline.h) */
     double t0, read_secs;
 } backup_run;
 
@@ -113,10 +114,9 @@ static bool backup_interrupted(void)
 }
 
 /*
- * --io-class, --cpu-weight and --nice: warnings, not failures, when the system will not allow
- * them. The idle I/O class is the default: measured, it cut query p99 during a backup 2-5x for
- * 9 % more backup time (README, "Politeness"); the scheduler's aging (mq-deadline,
- * BFQ) keeps a busy database from starving the backup's reads for good.
+ * --cpu-class, --io-class, --cpu-weight and --nice: warnings, not failures, when the system will
+ * not allow them. The idle classes are the default (io/politeness.h says what was measured);
+ * the reading threads enter the idle CPU class themselves as they start (backup/pipeline.c).
  */
 static void backup_be_polite(const backup_settings *s, cpu_cgroup *cg)
 {
@@ -124,9 +124,17 @@ static void backup_be_polite(const backup_settings *s, cpu_cgroup *cg)
 
     if (s->io_idle && !politeness_io_class(true, &perr))
         log_warn("%s: reading at the normal I/O priority", perr.msg);
-    else if (s->io_idle)
-        log_info("reading in the idle I/O class");
     err_clear(&perr);
+    if (s->cpu_idle || s->io_idle)
+        log_info("politeness: %s%s%s (no privilege needed); %s",
+                 s->cpu_idle ? "reading threads in the idle CPU class (SCHED_IDLE: they run on "
+                               "CPU time the database leaves idle, and a waking query preempts "
+                               "them)"
+                             : "",
+                 s->cpu_idle && s->io_idle ? ", " : "",
+                 s->io_idle ? "reads in the idle I/O class" : "",
+                 s->cpu_idle ? "--cpu-class normal to compete for the CPU instead"
+                             : "--io-class best-effort to compete for the disk instead");
     if (s->cpu_weight > 0 && !politeness_cpu_weight(s->cpu_weight, cg, &perr))
         log_warn("%s: running at the normal CPU weight", perr.msg);
     else if (s->cpu_weight > 0)
@@ -157,31 +165,33 @@ static void backup_log_plan(const backup_run *r)
                  plan->memory_note);
 }
 
-/* --max-rate auto: a backup that took longer because it gave way says so, and how to stop it */
-static void backup_log_pace(const backup_run *r)
+/* --deadline: what it took to make it, or that it could not. */
+static void backup_log_deadline(const backup_run *r)
 {
-    const rate_pace_report *p = &r->res.pace;
-    char lowest_s[32];
+    const deadline_control *c = &r->deadline;
+    char took[32], limit[32];
 
-    if (!p->paced)
+    if (r->s->deadline_s <= 0)
         return;
-    if (p->lost[0] != '\0')
-        log_warn("%s: read at full speed from then on (--max-rate auto lost sight of the CPUs)",
-                 p->lost);
-    if (p->slowed_s <= 0) {
-        log_info("read at full speed (--max-rate auto: other processes used at most %.1f CPUs)",
-                 p->others);
-        return;
-    }
-    units_format_bytes((uint64_t)p->lowest, lowest_s, sizeof(lowest_s));
-    log_info("read slowed for %.1f s of %.1f s, down to %s/s, while other processes kept the CPUs "
-             "busy (up to %.1f CPUs); --max-rate auto, the default: --max-rate 0 reads at full "
-             "speed",
-             p->slowed_s, p->seconds, lowest_s, p->others);
+    units_format_duration(clock_seconds() - r->t0, took, sizeof(took));
+    units_format_duration((double)r->s->deadline_s, limit, sizeof(limit));
+    if (c->late)
+        log_warn("--deadline %s could not be met: even with every reading thread at normal "
+                 "priority (%u more) the reading was behind; it went on at full speed",
+                 limit, c->reserve);
+    else if (c->released == 0)
+        log_info("--deadline %s: read on idle CPU time alone, in %s", limit, took);
+    else
+        log_info("--deadline %s: %u of %u more reading threads at normal priority were needed "
+                 "(the first after %.0f s, at %.0f %% read)",
+                 limit, c->released, c->reserve, c->releases[0].at, 100 * c->releases[0].progress);
 }
 
 static void backup_log_complete(const backup_run *r)
 {
+    if (r->s->deadline_s > 0 && clock_seconds() - r->t0 > (double)r->s->deadline_s)
+        log_warn("backup %s took %.0f s, past --deadline %lld s", r->rec.info.id,
+                 clock_seconds() - r->t0, (long long)r->s->deadline_s);
     const backup_info *bi = &r->rec.info;
     double secs = clock_seconds() - r->t0;
     char size_s[32], stored_s[32], time_s[32];
@@ -381,18 +391,27 @@ static bool backup_probe_archive(backup_run *r, pgd_error *err)
 /*
  * pg_backup_start waits for a checkpoint (a restartpoint on a standby) before it answers, and a
  * spread one takes up to checkpoint_timeout x checkpoint_completion_target: a person waiting
- * is told what for, for how long at most, and how to hurry.
+ * is told what for, for how long at most, and how to hurry. Returns whether to hurry: --checkpoint
+ * fast, or a --deadline that a spread checkpoint would eat half of.
  */
-static void backup_log_checkpoint_wait(backup_run *r)
+static bool backup_log_checkpoint_wait(backup_run *r)
 {
     double timeout_s, target;
     pgd_error cerr = {0};
 
     if (r->s->fast_checkpoint && !r->pg.in_recovery)
-        return;
+        return true;
     if (!pg_session_checkpoint_settings(&r->pg, &timeout_s, &target, &cerr)) {
         log_warn("%s", cerr.msg);
-        return;
+        return r->s->fast_checkpoint;
+    }
+    /* a spread checkpoint that may take half the window leaves too little of it */
+    if (r->s->deadline_s > 0 && !r->pg.in_recovery && !r->s->fast_checkpoint &&
+        timeout_s * target > (double)r->s->deadline_s / 2) {
+        log_info("a fast checkpoint: a spread one may take up to %.0f s (checkpoint_timeout %.0f s "
+                 "x checkpoint_completion_target %.2g), more than half of --deadline",
+                 timeout_s * target, timeout_s, target);
+        return true;
     }
     if (r->pg.in_recovery)
         log_info("waiting for a restartpoint on the standby: it follows the primary's next "
@@ -403,6 +422,7 @@ static void backup_log_checkpoint_wait(backup_run *r)
         log_info("waiting for the spread checkpoint: up to %.0f s (checkpoint_timeout %.0f s x "
                  "checkpoint_completion_target %.2g); --checkpoint fast to hurry",
                  timeout_s * target, timeout_s, target);
+    return r->s->fast_checkpoint;
 }
 
 /* The repository, the server, the id (claimed before anything is written), pg_backup_start. */
@@ -446,8 +466,7 @@ static bool backup_begin(backup_run *r, pgd_error *err)
              r->pg.in_recovery    ? "restartpoint"
              : s->fast_checkpoint ? "fast"
                                   : "spread");
-    backup_log_checkpoint_wait(r);
-    return pg_session_backup_start(&r->pg, s->label, s->fast_checkpoint, r->start_lsn,
+    return pg_session_backup_start(&r->pg, s->label, backup_log_checkpoint_wait(r), r->start_lsn,
                                    sizeof(r->start_lsn), err) &&
            !backup_interrupted();
 }
@@ -472,15 +491,18 @@ static bool backup_copy(backup_run *r, pgd_error *err)
                            .partition_size = s->partition_size,
                            .mode = s->mode,
                            .max_rate = s->max_rate,
-                           .pace_rate = s->pace_rate,
+                           .cpu_idle = s->cpu_idle,
                            .progress = s->progress,
                            .interrupted = interrupt_flag()};
     double t_read;
 
+    /* a delta's changed pages take half the memory; a deadline's reserve threads half the rest */
+    uint64_t memory =
+        (r->parent.found ? s->max_memory / 2 : s->max_memory) / (s->deadline_s > 0 ? 2 : 1);
+
     if (!pg_session_tablespaces(&r->pg, &r->spcs, &r->nspcs, err) ||
         !datadir_walk(&r->dd, s->pgdata_real, r->pg.version_num, err) ||
-        !io_plan_for_datadir(&req, &r->dd, r->parent.found ? s->max_memory / 2 : s->max_memory,
-                             &r->plan, err) ||
+        !io_plan_for_datadir(&req, &r->dd, memory, &r->plan, err) ||
         (r->files = file_queue_build(&r->dd, &r->plan, err)) == NULL)
         return false;
     if (!backup_plan_page_checks(r, err) || !backup_plan_delta(r, err))
@@ -494,12 +516,25 @@ static bool backup_copy(backup_run *r, pgd_error *err)
     cfg.depth = r->plan.depth;
     cfg.engine = r->plan.engine;
     t_read = clock_seconds();
+    if (s->deadline_s > 0) {
+        deadline_init(&r->deadline, r->t0, (double)s->deadline_s, t_read,
+                      pipeline_bytes_to_read(r->files, r->dd.n), (unsigned)r->plan.workers);
+        cfg.deadline = &r->deadline;
+        cfg.reserve = (unsigned)r->plan.workers;
+        log_info("--deadline: %d more reading threads at normal priority wait, to join one at a "
+                 "time if the reading would end after %.0f s from the backup's start",
+                 r->plan.workers, r->deadline.target - r->t0);
+    }
     if (!pipeline_run(&cfg, r->files, r->dd.n, &r->res, err))
         return false;
+    if (r->res.idle_failed > 0)
+        log_warn("%u reading threads could not enter the idle CPU class: they competed with the "
+                 "database for the CPU",
+                 r->res.idle_failed);
     r->read_secs = clock_seconds() - t_read;
     log_debug("reads were in flight in up to %d file%s at once in one reader thread",
               r->res.files_in_flight, r->res.files_in_flight == 1 ? "" : "s");
-    backup_log_pace(r);
+    backup_log_deadline(r);
     backup_log_bad_pages(r);
     return true;
 }

@@ -21,6 +21,7 @@
 #define CPU_WEIGHT_MAX      10000
 #define NICE_MAX            19 /* the highest nice value there is */
 #define ARCHIVE_TIMEOUT_MAX (24 * 60 * 60)
+#define DEADLINE_MAX_S      (7LL * 24 * 60 * 60) /* a week: longer is a typo */
 
 /* "auto" -> IO_PLAN_AUTO, else an integer in [1, max]. */
 static bool backup_options_auto_or_int(const pgd_options *opts, opt_id id, long max, unsigned *out,
@@ -46,7 +47,7 @@ static bool backup_options_auto_or_int(const pgd_options *opts, opt_id id, long 
 bool backup_read_settings(const pgd_options *opts, backup_settings *s, pgd_error *err)
 {
     long timeout, weight, nice_increment, max_steps, summary_wait;
-    int checkpoint, engine, mode, io_class, checksum_errors;
+    int checkpoint, engine, mode, io_class, cpu_class, checksum_errors;
     bool no_verify;
 
     memset(s, 0, sizeof(*s));
@@ -62,6 +63,7 @@ bool backup_read_settings(const pgd_options *opts, backup_settings *s, pgd_error
         !opt_int(opts, OPT_CPU_WEIGHT, 0, CPU_WEIGHT_MAX, &weight, err) ||
         !opt_int(opts, OPT_NICE, 0, NICE_MAX, &nice_increment, err) ||
         !opt_enum(opts, OPT_IO_CLASS, "best-effort|idle", &io_class, err) ||
+        !opt_enum(opts, OPT_CPU_CLASS, "normal|idle", &cpu_class, err) ||
         !opt_enum(opts, OPT_CHECKPOINT, "spread|fast", &checkpoint, err) ||
         !opt_bool(opts, OPT_ARCHIVE_CHECK, &s->archive_check, err) ||
         !opt_int(opts, OPT_ARCHIVE_TIMEOUT, 1, ARCHIVE_TIMEOUT_MAX, &timeout, err) ||
@@ -74,8 +76,18 @@ bool backup_read_settings(const pgd_options *opts, backup_settings *s, pgd_error
         !opt_int(opts, OPT_DELTA_SUMMARY_WAIT, 0, DELTA_SUMMARY_WAIT_MAX_S, &summary_wait, err) ||
         !command_progress(opts, &s->progress, err))
         return false;
-    s->pace_rate = strcmp(opt_str(opts, OPT_MAX_RATE), "auto") == 0;
-    if (!s->pace_rate && !opt_size(opts, OPT_MAX_RATE, 0, UINT64_MAX, &s->max_rate, err))
+    /* auto was the CPU pacer, replaced by --cpu-class idle (io/rate_limit.h): said, not guessed */
+    if (strcmp(opt_str(opts, OPT_MAX_RATE), "auto") == 0)
+        return err_set(err,
+                       "invalid value \"auto\" for option \"--max-rate\"%s: the pacing it named "
+                       "is gone; the reading threads yield the CPU to the database by default now "
+                       "(--cpu-class idle), and --max-rate is a fixed cap in bytes per second "
+                       "(0, the default: none)",
+                       opt_source_note(opts, OPT_MAX_RATE));
+    if (!opt_size(opts, OPT_MAX_RATE, 0, UINT64_MAX, &s->max_rate, err))
+        return false;
+    if (opt_str(opts, OPT_DEADLINE) != NULL &&
+        !opt_duration(opts, OPT_DEADLINE, 1, DEADLINE_MAX_S, &s->deadline_s, err))
         return false;
     if (strcmp(opt_str(opts, OPT_MAX_MEMORY), "auto") == 0)
         s->max_memory = io_plan_default_memory();
@@ -88,6 +100,7 @@ bool backup_read_settings(const pgd_options *opts, backup_settings *s, pgd_error
     s->cpu_weight = (unsigned)weight;
     s->nice_increment = (int)nice_increment;
     s->io_idle = io_class == 1;
+    s->cpu_idle = cpu_class == 1;
     s->fast_checkpoint = checkpoint == 1;
     s->archive_timeout = (int)timeout;
     s->verify_checksums = !no_verify;

@@ -25,7 +25,8 @@ typedef struct backup_settings {
     int engine;           /* -1: auto */
     uint64_t partition_size;
     uint64_t max_rate, max_memory;
-    bool pace_rate; /* --max-rate auto */
+    bool cpu_idle;      /* --cpu-class idle: the reading threads under SCHED_IDLE */
+    int64_t deadline_s; /* --deadline; 0: none */
     unsigned cpu_weight;
     int nice_increment;
     bool io_idle;

@@ -5,6 +5,7 @@
 #include "io/politeness.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,16 @@ bool politeness_io_class(bool idle, pgd_error *err)
     if (syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, value) != 0)
         return err_errno(err, errno, "could not set the I/O class to %s",
                          idle ? "idle" : "best-effort");
+    return true;
+}
+
+bool politeness_thread_idle(pgd_error *err)
+{
+    struct sched_param param = {.sched_priority = 0};
+
+    /* pid 0: the calling thread, not the process (Linux schedules threads) */
+    if (sched_setscheduler(0, SCHED_IDLE, &param) != 0)
+        return err_errno(err, errno, "could not put a reading thread in the idle CPU class");
     return true;
 }
 

@@ -68,10 +68,9 @@ const opt_def opt_defs[OPT_COUNT] = {
                        "page cache; cache-neutral: buffered, dropping only pages it brought in"},
     [OPT_IO_ENGINE] = {"io-engine", "auto|io_uring|threads", "auto", CMD_BACKUP, false,
                        "how reads are kept in flight (auto: io_uring when the kernel allows it)"},
-    [OPT_MAX_RATE] = {"max-rate", "auto|BYTES", "auto", CMD_BACKUP, false,
-                      "read at most this many bytes per second (MiB suffixes; 0: unlimited; "
-                      "auto: unlimited while other processes leave the CPUs idle, slowed down "
-                      "to 16MiB while they keep them busy)"},
+    [OPT_MAX_RATE] = {"max-rate", "BYTES", "0", CMD_BACKUP, false,
+                      "read at most this many bytes per second (MiB suffixes; 0: no cap); the "
+                      "queries are protected by --cpu-class and --io-class, not by a rate"},
     [OPT_MAX_MEMORY] = {"max-memory", "BYTES|auto", "auto", CMD_BACKUP, false,
                         "cap on read and compression buffers (auto: 5 % of RAM, at most 1GiB)"},
     [OPT_CPU_WEIGHT] = {"cpu-weight", "N", "0", CMD_BACKUP, false,
@@ -82,6 +81,14 @@ const opt_def opt_defs[OPT_COUNT] = {
     [OPT_IO_CLASS] = {"io-class", "best-effort|idle", "idle", CMD_BACKUP, false,
                       "I/O scheduling class of the backup's reads (ioprio; idle: the database's "
                       "I/O first, best-effort: compete with it)"},
+    [OPT_CPU_CLASS] = {"cpu-class", "idle|normal", "idle", CMD_BACKUP, false,
+                       "CPU scheduling class of the reading threads (idle: SCHED_IDLE, they run "
+                       "on CPU time the database leaves idle and a waking query preempts them; "
+                       "normal: compete with it)"},
+    [OPT_DEADLINE] = {"deadline", "DURATION", NULL, CMD_BACKUP, false,
+                      "finish within DURATION (\"2h\", \"45m\") whatever the load: as many "
+                      "reading threads at normal priority wait, and join one at a time when the "
+                      "reading would end too late"},
     [OPT_CHECKPOINT] = {"checkpoint", "spread|fast", "spread", CMD_BACKUP, false,
                         "checkpoint mode of pg_backup_start"},
     [OPT_LABEL] = {"label", "TEXT", "pgdirect", CMD_BACKUP, false, "backup label"},

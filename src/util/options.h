@@ -53,6 +53,8 @@ typedef enum {
     OPT_CPU_WEIGHT,
     OPT_NICE,
     OPT_IO_CLASS,
+    OPT_CPU_CLASS,
+    OPT_DEADLINE,
     OPT_CHECKPOINT,
     OPT_LABEL,
     OPT_ARCHIVE_CHECK,

@@ -15,16 +15,20 @@ struct work_pool {
     const work_pool_job *job;
     atomic_size_t next_task;
     atomic_bool stopping;
+    atomic_bool exhausted; /* every task is taken: parked reserve threads may end */
     atomic_uint_fast64_t advanced;
-    pthread_mutex_t lock; /* guards err, running */
+    pthread_mutex_t lock; /* guards err, running, released */
     pthread_cond_t idle;  /* signalled when the last thread ends */
+    pthread_cond_t wake;  /* reserve threads: released, tasks exhausted, or stopping */
     unsigned running;
+    unsigned released; /* reserve threads allowed to work */
     pgd_error err;
 };
 
 typedef struct work_pool_thread {
     work_pool *pool;
     void *worker;
+    unsigned number;
     pthread_t id;
 } work_pool_thread;
 
@@ -42,10 +46,27 @@ bool work_pool_claim(work_pool *pool, size_t *task)
     if (work_pool_stopping(pool))
         return false;
     next = atomic_fetch_add(&pool->next_task, 1);
-    if (next >= pool->job->ntasks)
+    if (next >= pool->job->ntasks) {
+        if (!atomic_exchange(&pool->exhausted, true) && pool->job->reserve > 0) {
+            pthread_mutex_lock(&pool->lock);
+            pthread_cond_broadcast(&pool->wake);
+            pthread_mutex_unlock(&pool->lock);
+        }
         return false;
+    }
     *task = next;
     return true;
+}
+
+/* A reserve thread before its first task: wait until released, the tasks are gone, or a stop. */
+static void work_pool_park(work_pool *pool, unsigned number)
+{
+    unsigned rank = number - (pool->job->threads - pool->job->reserve);
+
+    pthread_mutex_lock(&pool->lock);
+    while (rank >= pool->released && !atomic_load(&pool->exhausted) && !work_pool_stopping(pool))
+        pthread_cond_wait(&pool->wake, &pool->lock);
+    pthread_mutex_unlock(&pool->lock);
 }
 
 void work_pool_advance(work_pool *pool, uint64_t units)
@@ -73,6 +94,9 @@ static void work_pool_fail(work_pool *pool, const pgd_error *err)
     }
     pthread_mutex_unlock(&pool->lock);
     atomic_store(&pool->stopping, true);
+    pthread_mutex_lock(&pool->lock);
+    pthread_cond_broadcast(&pool->wake); /* parked reserve threads: the job is over */
+    pthread_mutex_unlock(&pool->lock);
 }
 
 static void *work_pool_thread_main(void *arg)
@@ -81,9 +105,13 @@ static void *work_pool_thread_main(void *arg)
     work_pool *pool = t->pool;
     const work_pool_job *job = pool->job;
     pgd_error err = {0};
-    bool ok = true;
+    bool ok = true, reserve = t->number >= job->threads - job->reserve;
     size_t task;
 
+    if (job->thread_start != NULL)
+        job->thread_start(job->thread_arg, t->number, reserve);
+    if (reserve)
+        work_pool_park(pool, t->number);
     while (ok && work_pool_claim(pool, &task))
         ok = job->run(pool, t->worker, task, &err);
     if (ok && work_pool_stopping(pool))
@@ -99,26 +127,51 @@ static void *work_pool_thread_main(void *arg)
     return NULL;
 }
 
-/* Until the last thread ends; with a progress line, redraw it at its interval meanwhile. */
+/* The controller's answer, applied: reserve threads released (never taken back). */
+static void work_pool_control(work_pool *pool)
+{
+    const work_pool_job *job = pool->job;
+    unsigned want = job->control(job->control_arg, clock_seconds(), atomic_load(&pool->advanced));
+
+    if (want > job->reserve)
+        want = job->reserve;
+    pthread_mutex_lock(&pool->lock);
+    if (want > pool->released) {
+        pool->released = want;
+        pthread_cond_broadcast(&pool->wake);
+    }
+    pthread_mutex_unlock(&pool->lock);
+}
+
+/*
+ * Until the last thread ends; meanwhile, at their intervals, redraw the progress line and ask
+ * the controller.
+ */
 static void work_pool_wait(work_pool *pool)
 {
     progress_meter *meter = pool->job->progress;
-    bool redraw = meter != NULL && meter->enabled;
+    bool redraw = meter != NULL && meter->enabled, control = pool->job->control != NULL;
+    double interval = PROGRESS_INTERVAL_S;
 
+    if (control && (!redraw || pool->job->control_interval_s < interval))
+        interval = pool->job->control_interval_s;
     pthread_mutex_lock(&pool->lock);
     while (pool->running > 0) {
         struct timespec until;
-        if (!redraw) {
+        if (!redraw && !control) {
             pthread_cond_wait(&pool->idle, &pool->lock);
             continue;
         }
         clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_nsec += (long)(PROGRESS_INTERVAL_S * WORK_POOL_NS_PER_S);
+        until.tv_nsec += (long)(interval * WORK_POOL_NS_PER_S);
         until.tv_sec += until.tv_nsec / WORK_POOL_NS_PER_S;
         until.tv_nsec %= WORK_POOL_NS_PER_S;
         pthread_cond_timedwait(&pool->idle, &pool->lock, &until);
         pthread_mutex_unlock(&pool->lock);
-        progress_update(meter, atomic_load(&pool->advanced));
+        if (redraw)
+            progress_update(meter, atomic_load(&pool->advanced));
+        if (control)
+            work_pool_control(pool);
         pthread_mutex_lock(&pool->lock);
     }
     pthread_mutex_unlock(&pool->lock);
@@ -137,11 +190,12 @@ bool work_pool_run(const work_pool_job *job, uint64_t *advanced, pgd_error *err)
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&pool.idle, &attr);
+    pthread_cond_init(&pool.wake, NULL);
     pthread_condattr_destroy(&attr);
     for (unsigned i = 0; i < job->threads && !work_pool_stopping(&pool); i++) {
         int rc;
-        threads[i] = (work_pool_thread){.pool = &pool,
-                                        .worker = (char *)job->workers + i * job->worker_size};
+        threads[i] = (work_pool_thread){
+            .pool = &pool, .worker = (char *)job->workers + i * job->worker_size, .number = i};
         pthread_mutex_lock(&pool.lock);
         pool.running++;
         pthread_mutex_unlock(&pool.lock);
@@ -162,6 +216,7 @@ bool work_pool_run(const work_pool_job *job, uint64_t *advanced, pgd_error *err)
         pthread_join(threads[i].id, NULL);
     free(threads);
     pthread_cond_destroy(&pool.idle);
+    pthread_cond_destroy(&pool.wake);
     pthread_mutex_destroy(&pool.lock);
     if (advanced != NULL)
         *advanced = atomic_load(&pool.advanced);

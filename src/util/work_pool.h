@@ -7,7 +7,11 @@
  * task, an error must win once and stop the others, and the starting
  * thread redraws a progress line while it waits. It waits on a condition
  * variable until the last thread ends, waking only at the progress line's
- * interval when there is one: nothing polls.
+ * interval, or the controller's, when there is one: nothing polls.
+ *
+ * Reserve threads (a backup's deadline, backup/pipeline.h) are started
+ * with the others but take no task until the controller releases them,
+ * and end without one when the tasks run out first.
  */
 #ifndef PGD_WORK_POOL_H
 #define PGD_WORK_POOL_H
@@ -35,6 +39,19 @@ typedef struct work_pool_job {
     const char *thread_name;             /* in errors: "could not start reader thread 2" */
     const volatile sig_atomic_t *cancel; /* optional: non-zero (a signal) stops the job */
     progress_meter *progress;            /* optional: redrawn with what work_pool_advance adds */
+    /* Optional: first thing each thread runs, with its number (the reserve's are the last). */
+    void (*thread_start)(void *arg, unsigned number, bool reserve);
+    void *thread_arg;
+    /* The last `reserve` of `threads` wait for the controller before their first task. */
+    unsigned reserve;
+    /*
+     * Optional: asked every control_interval_s with the time (clock_seconds) and the units
+     * advanced so far; returns how many reserve threads are to work from now on (never fewer
+     * than before).
+     */
+    unsigned (*control)(void *arg, double now, uint64_t advanced);
+    void *control_arg;
+    double control_interval_s;
 } work_pool_job;
 
 /*

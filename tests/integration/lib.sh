@@ -51,11 +51,11 @@ PGD_PAGECACHE=${PGD_PAGECACHE:-}
 TAP_N=0
 TAP_FAILED=0
 
-# Backups read unpaced (--max-rate 0) unless a test says otherwise: the default, auto,
-# slows a backup's reads while other processes keep the CPUs busy, which is what the test
-# files running beside this one (scripts/run_tests.py) always do. 27_polite_defaults tests
-# auto itself; the rest would be paced by the load of their neighbours.
-export PGDIRECT_MAX_RATE=${PGDIRECT_MAX_RATE:-0}
+# Backups' reading threads compete for the CPU (--cpu-class normal) unless a test says otherwise:
+# the default, idle, runs them only on CPU time nobody else wants, and the test files running
+# beside this one (scripts/run_tests.py) keep the CPUs busy, so every backup of the suite would
+# wait on its neighbours. 27_polite_defaults tests the default itself.
+export PGDIRECT_CPU_CLASS=${PGDIRECT_CPU_CLASS:-normal}
 
 # ---- TAP ----
 
