@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""polite_report.py TRIALS DATA_BYTES SCALE LIMIT_MB SAT_TPS HALF_TPS - bench/polite.sh's report.
+"""polite_report.py TRIALS DATA_BYTES SCALE LIMIT_MB SAT_TPS HALF_TPS [WINDOW] - polite.sh's report.
 
 One table per load: for each kind, the medians over its rounds of the backup's wall time (and
 its ratio to pgBackRest's in the same run), CPU seconds, the queries' p99 before and during the
@@ -12,6 +12,7 @@ import sys
 
 def main(argv):
     trials, data_bytes, scale, limit_mb, sat_tps, half_tps = argv[1:7]
+    window = argv[7] if len(argv) > 7 else None
     rows = []
     with open(trials, encoding="utf-8") as f:
         for line in f:
@@ -20,7 +21,8 @@ def main(argv):
                 continue
             rows.append({"load": p[0], "kind": p[1], "round": int(p[2]), "rc": int(p[3]),
                          "wall": float(p[4]), "cpu": float(p[5]), "p99b": float(p[7]),
-                         "p99d": float(p[9]), "n": int(p[10]), "psi": float(p[11])})
+                         "p99d": float(p[9]), "n": int(p[10]), "psi": float(p[11]),
+                         "p99w": float(p[13]) if len(p) > 13 else None})
     print(f"# Politeness: query p99 and backup wall time, side by side\n")
     print(f"Data directory {int(data_bytes) / 1e9:.2f} GB (pgbench scale {scale}), PostgreSQL and every "
           f"backup in one {limit_mb} MiB memory cgroup; 2 vCPUs. Saturated load: 2 clients of "
@@ -48,8 +50,10 @@ def main(argv):
         if load != "idle":
             print(f"Baseline p99 over every trial's window before its backup (pooled median): "
                   f"{pooled:.0f} us.\n")
-        print("| kind | wall s | / pgBackRest | / fast | CPU s | p99 before | p99 during | during / before | during / pooled baseline | CPU pressure % | rounds |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        has_w = window is not None and load != "idle" and all(r["p99w"] is not None for r in mine)
+        wcol = f" p99 over {window} s from the start / pooled baseline |" if has_w else ""
+        print("| kind | wall s | / pgBackRest | / fast | CPU s | p99 before | p99 during | during / before | during / pooled baseline |" + wcol + " CPU pressure % | rounds |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if has_w else ""))
         for kind in kinds:
             k = [r for r in mine if r["kind"] == kind]
             ok = [r for r in k if r["rc"] == 0]
@@ -70,6 +74,9 @@ def main(argv):
                 ratio = statistics.median(r["p99d"] / r["p99b"] for r in ok if r["p99b"] > 0)
                 cells += [f"{p99b:.0f}", f"{p99d:.0f}", f"{ratio:.2f}",
                           f"**{p99d / pooled:.2f}**" if pooled else "-"]
+                if has_w:
+                    p99w = statistics.median(r["p99w"] for r in ok)
+                    cells += [f"**{p99w / pooled:.2f}** ({p99w:.0f} us)"]
             cells += [f"{psi:.1f}", str(len(k))]
             print("| " + " | ".join(cells) + " |")
         print()
@@ -77,8 +84,9 @@ def main(argv):
         print()
         for r in mine:
             tail = "" if r["rc"] == 0 else f" (exit {r['rc']})"
+            w = f", window {r['p99w']:.0f} us" if r["p99w"] is not None else ""
             print(f"- {r['kind']} ({r['round']}): {r['wall']:.1f} s, {r['cpu']:.1f} CPU s, "
-                  f"{r['p99b']:.0f} / {r['p99d']:.0f} us{tail}")
+                  f"{r['p99b']:.0f} / {r['p99d']:.0f} us{w}{tail}")
         print()
 
 

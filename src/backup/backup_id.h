@@ -10,7 +10,10 @@
  * The others take the next second at once, without waiting: an id is a
  * name that sorts by start time, not a clock reading.
  *
- * claim.json holds {"id", "host", "pid", "start_time"} and, for a delta,
+ * claim.json holds {"id", "host", "pid", "boot_id", "pid_start",
+ * "pid_ns", "start_time"} (the process, as util/process.h decides whether
+ * it still runs), "system_identifier" of the cluster (two backups of one
+ * cluster at once are refused) and, for a delta,
  * "parent" (the parent's id) and "parent_start_lsn": a delta's parent is
  * chosen before its id is claimed, so from its first object on, delete
  * (repo/repo_contents.c, repo/retention.h) can see which backup a running

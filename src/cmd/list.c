@@ -33,8 +33,8 @@
 
 static const command_help list_help = {
     CMD_LIST, "usage: pgdirect list [--json] [OPTIONS]",
-    "List the complete backups in the repository, oldest first. A backup that is still\n"
-    "running or was interrupted is not shown: it has no sentinel yet. A backup whose\n"
+    "List the complete backups in the repository, oldest first; after them the ones\n"
+    "without a sentinel yet (running, or interrupted: see the end). A backup whose\n"
     "sentinel is empty or corrupt is shown with status \"damaged\" and the reason, and so\n"
     "is one whose manifest is missing or does not parse, among those restore LATEST\n"
     "considers (the newest, and older ones while the newer are damaged). A delta\n"

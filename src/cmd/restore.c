@@ -32,6 +32,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -684,5 +685,8 @@ int cmd_restore(int argc, char **argv)
         rc = command_print_json(result, rc, &err);
     storage_free(repo);
     options_free(&opts);
+    /* what it wrote is removed (cmd_restore_run): now the caller learns how it ended, 128 + N */
+    if (rc != EXIT_OK && interrupt_signal() != 0)
+        raise(interrupt_signal());
     return rc;
 }

@@ -8,10 +8,13 @@
  *   backups/<id>/backup_label          from pg_backup_stop, uncompressed
  *   backups/<id>/tablespace_map        idem, only when there are tablespaces
  *   backups/<id>/backup_manifest       PostgreSQL's format (repo/pg_manifest.h)
+ *   backups/<id>/verify.json           the last verify's verdict (repo/verify_record.h)
  *   backups/<id>.done.json             sentinel, written last (repo/backup_info.h)
  *   wal/<timeline>/<segment><suffix>   archived WAL, .history and .backup files
+ *   lock/delete.<generation>.json      delete's lease (repo/repo_lock.h)
+ *   check/                             check's probe objects, removed as it goes
  *
- * <id> is the UTC start time plus F (full): 20261129T215959F. It sorts by
+ * <id> is the UTC start time plus F (full) or D (delta): 20261129T215959F. It sorts by
  * time and never depends on WAL names. A run owns an id once it has created
  * backups/<id>/claim.json (create-exclusive, src/backup/backup_id.c); when
  * that second is taken it uses the next one, so an id may be a few seconds

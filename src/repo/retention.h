@@ -3,7 +3,7 @@
  * removes, decided from a list alone: no I/O, so every rule is a pure
  * function the unit tests can drive with any repository they can imagine.
  *
- * The rules (the README repeats them for users):
+ * The rules (docs/user-guide.md, "Retention and delete", repeats them for users):
  *
  *   - Backups are ordered by start time, then start LSN, then id; never by
  *     WAL file names (after a pg_upgrade or a timeline switch those do not

@@ -102,7 +102,7 @@ out=$(ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" strace -f -qq -o /dev/null -e 
       -e inject=write:signal=TERM:when=200 \
       "$PGD" restore "$id" --repo "$REPO" --target-dir "$T/termed" \
       --tablespace-map "$T/ts1=$T/ts_termed" 2>&1)
-isnt "$?" "0" "a restore sent SIGTERM midway fails"
+is "$?" "143" "a restore sent SIGTERM midway fails, and dies of the signal (128 + 15), as backup does"
 like "$out" "restore of backup $id failed: interrupted by signal 15" "it says it was interrupted"
 ok $([ ! -e "$T/termed" ] && [ ! -e "$T/ts_termed" ] && echo 0 || echo 1) \
     "and removed what it had written"

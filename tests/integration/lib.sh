@@ -54,7 +54,7 @@ TAP_FAILED=0
 # Backups' reading threads compete for the CPU (--cpu-class normal) unless a test says otherwise:
 # the default, idle, runs them only on CPU time nobody else wants, and the test files running
 # beside this one (scripts/run_tests.py) keep the CPUs busy, so every backup of the suite would
-# wait on its neighbours. 27_polite_defaults tests the default itself.
+# wait on its neighbours. 56_polite_defaults tests the default itself.
 export PGDIRECT_CPU_CLASS=${PGDIRECT_CPU_CLASS:-normal}
 
 # ---- TAP ----
