@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "pg/pq_api.h"
-#include "repo/wal_archive.h"
+#include "wal/wal_archive.h"
 #include "util/text.h"
 
 #define ARCHIVE_PROBE_SETTING_MAX 1024

@@ -13,7 +13,7 @@
 
 #include "pg/session.h"
 #include "repo/layout.h"
-#include "restore/backup_read.h"
+#include "repo/backup_read.h"
 
 #define PG_MAJOR_DIVISOR         10000 /* server_version_num: major * 10000 + minor, from 10 on */
 #define DELTA_PARENT_HISTORY_MAX (1024 * 1024) /* a history file is a line per timeline */
@@ -183,7 +183,7 @@ bool delta_parent_choose(storage *repo, const delta_parent_request *req, delta_p
     if (!delta_parent_chain(repo, bi, out, err) || !out->found)
         return !err->set;
     lerr = (pgd_error){0};
-    if (!backup_read_manifest(repo, bi->id, true, &out->m, &lerr)) {
+    if (!backup_read_manifest(repo, bi->id, &out->m, &lerr)) {
         if (lerr.transient) {
             *err = lerr;
             return false;

@@ -52,7 +52,7 @@
 #include "cmd/common.h"
 #include "io/politeness.h"
 #include "repo/repo_contents.h"
-#include "repo/wal_archive.h"
+#include "wal/wal_archive.h"
 #include "restore/timeline.h"
 #include "util/digest.h"
 #include "util/interrupt.h"

@@ -35,7 +35,7 @@
 #include "pg/session.h"
 #include "repo/backup_info.h"
 #include "repo/layout.h"
-#include "repo/wal_archive.h"
+#include "wal/wal_archive.h"
 #include "restore/timeline.h"
 #include "util/log.h"
 #include "util/progress.h"

@@ -35,7 +35,7 @@
 #include "repo/repo_contents.h"
 #include "repo/repo_lock.h"
 #include "repo/retention.h"
-#include "repo/wal_archive.h"
+#include "wal/wal_archive.h"
 #include "restore/timeline.h"
 #include "util/log.h"
 #include "util/text.h"

@@ -7,7 +7,7 @@
  * reports; the modules do the work:
  *
  *   plan     which backup (repo/backup_info.h); its manifest, checked
- *            (restore/backup_read.h, restore/links.h); a delta's chain
+ *            (repo/backup_read.h, restore/links.h); a delta's chain
  *            (restore/chain.h); with --delta, whether the existing target
  *            may be reused (restore/delta_dir.h); the restore_command
  *            (restore/restore_command.h); where each tablespace goes
@@ -44,7 +44,7 @@
 #include "repo/manifest.h"
 #include "repo/layout.h"
 #include "repo/pg_manifest.h"
-#include "restore/backup_read.h"
+#include "repo/backup_read.h"
 #include "restore/chain.h"
 #include "restore/delta_dir.h"
 #include "restore/durable.h"
@@ -447,7 +447,8 @@ static bool restore_plan(restore_run *r, const pgd_options *opts, pgd_error *err
 
     if (!restore_resolve_backup(r, err) || !restore_timeline(r, err) ||
         (s->delta && !delta_dir_check(s->target, r->bi.system_identifier, err)) ||
-        !backup_read_manifest(r->repo, r->bi.id, s->allow_external_links, &r->m, err) ||
+        !backup_read_manifest(r->repo, r->bi.id, &r->m, err) ||
+        !links_check(&r->m, r->bi.id, s->allow_external_links, err) ||
         !chain_load(r->repo, &r->bi, &r->m, s->allow_external_links, &r->chain, err) ||
         !restore_command_build(opts, r->repo, &r->restore_command, err))
         return false;
@@ -521,13 +522,20 @@ static bool restore_list_durable(const restore_run *r, const extract_plan *plan,
  */
 static bool restore_pg_manifest(const restore_run *r, const char *target, pgd_error *err)
 {
+    char path[LAYOUT_PATH_MAX];
     char *text;
-    bool ok;
+    size_t len;
+    bool missing, ok;
 
-    if (r->chain.n == 0)
-        return backup_read_pg_manifest(r->repo, r->bi.id, target, r->sync, err);
-    if (!pg_manifest_build(&r->m, &r->bi, &text, err))
-        return false;
+    layout_backup_object(r->bi.id, PG_MANIFEST_NAME, path, sizeof(path));
+    if (r->chain.n > 0) {
+        if (!pg_manifest_build(&r->m, &r->bi, &text, err))
+            return false;
+    } else if (!storage_get(r->repo, path, &text, &len, &missing, err)) {
+        return missing ? err_set(err, "\"%s\" is missing from repository \"%s\"", path,
+                                 r->repo->uri)
+                       : false;
+    }
     ok = durable_write_file(target, PG_MANIFEST_NAME, text, O_EXCL, r->sync, err);
     free(text);
     return ok;

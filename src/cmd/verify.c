@@ -1,6 +1,6 @@
 /*
  * verify.c - `pgdirect verify [ID|LATEST|--all] [--json]`: re-read stored
- * backups and their WAL without restoring them (restore/verify.h), and say
+ * backups and their WAL without restoring them (verify/verify.h), and say
  * which are restorable and how far a point-in-time restore can reach.
  *
  * The exit status tells a scheduler what to do: 0 every backup checked is
@@ -27,7 +27,7 @@
 #include "repo/layout.h"
 #include "repo/verify_record.h"
 #include "restore/chain.h"
-#include "restore/verify.h"
+#include "verify/verify.h"
 #include "util/interrupt.h"
 #include "util/log.h"
 #include "util/units.h"

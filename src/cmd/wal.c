@@ -23,8 +23,8 @@
 #include "cmd/cmd.h"
 #include "cmd/common.h"
 #include "cmd/wal_async.h"
-#include "repo/wal_archive.h"
-#include "repo/wal_spool.h"
+#include "wal/wal_archive.h"
+#include "wal/wal_spool.h"
 #include "util/log.h"
 
 /* In the data directory, which is restore_command's working directory (PostgreSQL >= 12). */

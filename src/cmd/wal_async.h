@@ -2,7 +2,7 @@
  * wal_async.h - wal-push --archive-async and wal-fetch --prefetch: the part
  * PostgreSQL runs (wait for the background pusher's record of one file;
  * serve one segment from the prefetch spool) and the start of the
- * background processes themselves (repo/wal_pusher.h, repo/wal_prefetch.h).
+ * background processes themselves (wal/wal_pusher.h, wal/wal_prefetch.h).
  *
  * Both fall back to the direct command (passed in) whenever the spool
  * cannot do its part, and say so: the spool makes WAL faster, it never

@@ -21,7 +21,7 @@
 #include "cmd/wal_async_internal.h"
 #include "io/politeness.h"
 #include "pg/wal_segment.h"
-#include "repo/wal_prefetch.h"
+#include "wal/wal_prefetch.h"
 #include "util/log.h"
 
 /* A fetcher stays this long after the last request (a segment replayed in that time). */

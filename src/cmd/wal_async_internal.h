@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "repo/wal_spool.h"
+#include "wal/wal_spool.h"
 #include "storage/storage.h"
 #include "util/error.h"
 #include "util/options.h"

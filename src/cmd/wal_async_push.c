@@ -24,7 +24,7 @@
 #include "cmd/common.h"
 #include "cmd/wal_async_internal.h"
 #include "pg/wal_segment.h"
-#include "repo/wal_pusher.h"
+#include "wal/wal_pusher.h"
 #include "util/crc32c.h"
 #include "util/log.h"
 

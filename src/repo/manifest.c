@@ -3,7 +3,9 @@
  */
 #include "repo/manifest.h"
 
+#include <errno.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -521,4 +523,43 @@ long manifest_find(const manifest *m, const char *path)
 long manifest_find_link(const manifest *m, const char *path)
 {
     return manifest_search(m->links, m->nlinks, sizeof(*m->links), path);
+}
+
+bool manifest_path_is_safe(const char *path)
+{
+    const char *p = path;
+
+    if (path[0] == '\0' || path[0] == '/' || strlen(path) >= PATH_MAX / 2)
+        return false;
+    while (*p != '\0') {
+        size_t len = strcspn(p, "/");
+        if (len == 0 || (len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
+            return false;
+        p += len;
+        if (*p == '/') {
+            p++;
+            if (*p == '\0')
+                return false; /* trailing slash: an empty last component */
+        }
+    }
+    return true;
+}
+
+bool manifest_partition_name_is_valid(const char *name, compress_kind kind)
+{
+    static const char prefix[] = "part_";
+    const char *digits = name + strlen(prefix);
+    char expected[LAYOUT_PATH_MAX];
+    unsigned long number;
+    char *end;
+
+    /* exactly what layout_partition_name writes: never a path */
+    if (strncmp(name, prefix, strlen(prefix)) != 0 || *digits < '0' || *digits > '9')
+        return false;
+    errno = 0;
+    number = strtoul(digits, &end, 10);
+    if (errno != 0 || number == 0 || number > UINT32_MAX)
+        return false;
+    layout_partition_name((unsigned)number, kind, expected, sizeof(expected));
+    return strcmp(name, expected) == 0;
 }

@@ -120,7 +120,7 @@ bool manifest_from_json(manifest *m, const char *json, const char *what, pgd_err
 
 /*
  * manifest.json of backup `id`, read from the repository and parsed (a
- * restore checks more: restore/backup_read.h). False with *unread when the
+ * restore checks more: repo/backup_read.h). False with *unread when the
  * object could not be read at all (permission, the repository): that says
  * nothing of the backup. Otherwise a false return is a verdict: the
  * manifest is missing, empty, holds a NUL byte or does not parse.
@@ -129,6 +129,12 @@ bool manifest_load(storage *repo, const char *id, manifest *m, bool *unread, pgd
 
 /* Sort files and links by path, for manifest_find and manifest_find_link. */
 void manifest_build_index(manifest *m);
+
+/* A relative path with no empty, "." or ".." component. */
+bool manifest_path_is_safe(const char *path);
+
+/* A partition name as the backup writes it (part_NNNN.tar + the codec's suffix). */
+bool manifest_partition_name_is_valid(const char *name, compress_kind kind);
 /* Index of the file or directory at `path` (binary search); -1 if absent. */
 long manifest_find(const manifest *m, const char *path);
 /* Index of the link at `path` (binary search); -1 if absent. */

@@ -8,7 +8,8 @@
 
 #include "pg/session.h"
 #include "repo/layout.h"
-#include "restore/backup_read.h"
+#include "repo/backup_read.h"
+#include "restore/links.h"
 
 #define CHAIN_TYPE_FULL  "full"
 #define CHAIN_TYPE_DELTA "delta"
@@ -87,7 +88,8 @@ static bool chain_load_parent(storage *repo, const backup_info *child, bool allo
                        "backup \"%s\" needs its parent \"%s\", which is of another system "
                        "(system identifier %s, not %s)",
                        child->id, id, out->bi.system_identifier, child->system_identifier);
-    if (!backup_read_manifest(repo, id, allow_external_links, &out->m, err)) {
+    if (!backup_read_manifest(repo, id, &out->m, err) ||
+        !links_check(&out->m, id, allow_external_links, err)) {
         err_prefix(err, "backup \"%s\" needs its parent \"%s\", which is damaged", child->id, id);
         return false;
     }

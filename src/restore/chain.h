@@ -27,7 +27,7 @@
 
 typedef struct chain_member {
     backup_info bi;
-    manifest m; /* checked, index built (restore/backup_read.h) */
+    manifest m; /* checked, index built (repo/backup_read.h) */
 } chain_member;
 
 typedef struct chain {

@@ -77,12 +77,6 @@ typedef struct extract_plan {
     size_t nolder;
 } extract_plan;
 
-/* A relative path with no empty, "." or ".." component. */
-bool extract_path_is_safe(const char *path);
-
-/* A partition name as the backup writes it (part_NNNN.tar + the codec's suffix). */
-bool extract_partition_name_is_valid(const char *name, compress_kind kind);
-
 /*
  * A file's tar entry declares exactly the size its manifest entry records
  * (`f`, of backup `backup_id`). A header that declares more is damage as
@@ -90,7 +84,7 @@ bool extract_partition_name_is_valid(const char *name, compress_kind kind);
  * partition holds, and reading only the manifest's bytes would pass over
  * the rest unseen. Checked before any of the entry's data is read; the
  * error names the file, the partition and the backup. Verify checks the
- * same (restore/verify.h).
+ * same (verify/verify.h).
  */
 bool extract_entry_size_matches(const tar_entry *e, const manifest_file *f, const char *part_name,
                                 const char *backup_id, pgd_error *err);

@@ -29,49 +29,10 @@
 #define EXTRACT_FILE_MODE_MAX 0640
 #define EXTRACT_FILE_MODE_MIN 0600
 
-bool extract_path_is_safe(const char *path)
-{
-    const char *p = path;
-
-    if (path[0] == '\0' || path[0] == '/' || strlen(path) >= PATH_MAX / 2)
-        return false;
-    while (*p != '\0') {
-        size_t len = strcspn(p, "/");
-        if (len == 0 || (len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
-            return false;
-        p += len;
-        if (*p == '/') {
-            p++;
-            if (*p == '\0')
-                return false; /* trailing slash: an empty last component */
-        }
-    }
-    return true;
-}
-
 uint32_t extract_mode(uint32_t mode, bool is_dir)
 {
     return is_dir ? (mode & EXTRACT_DIR_MODE_MAX) | EXTRACT_DIR_MODE_MIN
                   : (mode & EXTRACT_FILE_MODE_MAX) | EXTRACT_FILE_MODE_MIN;
-}
-
-bool extract_partition_name_is_valid(const char *name, compress_kind kind)
-{
-    static const char prefix[] = "part_";
-    const char *digits = name + strlen(prefix);
-    char expected[LAYOUT_PATH_MAX];
-    unsigned long number;
-    char *end;
-
-    /* exactly what layout_partition_name writes: never a path */
-    if (strncmp(name, prefix, strlen(prefix)) != 0 || *digits < '0' || *digits > '9')
-        return false;
-    errno = 0;
-    number = strtoul(digits, &end, 10);
-    if (errno != 0 || number == 0 || number > UINT32_MAX)
-        return false;
-    layout_partition_name((unsigned)number, kind, expected, sizeof(expected));
-    return strcmp(name, expected) == 0;
 }
 
 bool extract_entry_size_matches(const tar_entry *e, const manifest_file *f, const char *part_name,
@@ -91,7 +52,7 @@ bool extract_dest_path(const extract_plan *p, const char *path, char *out, size_
 {
     const char *base = p->target, *rest = path;
 
-    if (!extract_path_is_safe(path))
+    if (!manifest_path_is_safe(path))
         return err_set(err,
                        "refusing path \"%s\" in backup \"%s\": it would land outside the "
                        "target directory",

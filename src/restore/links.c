@@ -181,7 +181,7 @@ static bool links_check_one(const manifest *m, size_t i, const char *backup_id, 
     const manifest_link *l = &m->links[i];
     links_where where;
 
-    if (!extract_path_is_safe(l->path))
+    if (!manifest_path_is_safe(l->path))
         return err_set(err,
                        "refusing path \"%s\" in the manifest of backup \"%s\": it would land "
                        "outside the target directory",

@@ -17,7 +17,7 @@
 
 #include "pg/session.h"
 #include "pg/wal_history.h"
-#include "repo/wal_archive.h"
+#include "wal/wal_archive.h"
 #include "util/log.h"
 
 #define TIMELINE_PG_LATEST_DEFAULT 120000 /* recovery_target_timeline defaults to latest */

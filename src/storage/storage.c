@@ -1,5 +1,7 @@
 /*
- * storage.c - back-end selection and helpers built on the interface alone.
+ * storage.c - what every back end shares, built on the interface alone:
+ * repository URIs, whole small objects, batched removal. Choosing a back
+ * end is storage_open.c's, above the drivers: this file knows none.
  */
 #include "storage/storage.h"
 
@@ -7,8 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include "storage/s3/s3.h"
 
 #define SMALL_OBJECT_MAX (256u * 1024 * 1024)
 
@@ -48,27 +48,6 @@ bool storage_uri_valid(const char *uri, const char **why)
         *why = "a relative path (archive_command and restore_command run in the data "
                "directory); expected " STORAGE_URI_FORMS;
     return *why == NULL;
-}
-
-storage *storage_open(const char *uri, const struct s3_options *s3, pgd_error *err)
-{
-    const char *why;
-
-    if (uri == NULL || uri[0] == '\0') {
-        err_set(err, "no repository given (--repo)");
-        return NULL;
-    }
-    if (!storage_uri_valid(uri, &why)) {
-        err_set(err, "invalid repository \"%s\": %s", uri, why);
-        return NULL;
-    }
-    if (strcmp(uri, STORAGE_NULL_URI) == 0)
-        return storage_null_new(err);
-    if (storage_uri_is_s3(uri))
-        return s3_storage_open(uri, s3, err);
-    if (strncmp(uri, STORAGE_FILE_SCHEME, strlen(STORAGE_FILE_SCHEME)) == 0)
-        return storage_fs_new(uri + strlen(STORAGE_FILE_SCHEME), err);
-    return storage_fs_new(uri, err);
 }
 
 bool storage_root_exists(storage *s, bool *exists, pgd_error *err)

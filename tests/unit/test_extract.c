@@ -14,17 +14,17 @@
 static void test_safe_paths(void **state)
 {
     (void)state;
-    assert_true(extract_path_is_safe("base/1/1259"));
-    assert_true(extract_path_is_safe("PG_VERSION"));
-    assert_true(extract_path_is_safe("a..b/c"));
-    assert_false(extract_path_is_safe(""));
-    assert_false(extract_path_is_safe("/etc/passwd"));
-    assert_false(extract_path_is_safe("../escape"));
-    assert_false(extract_path_is_safe("base/../../escape"));
-    assert_false(extract_path_is_safe("base/.."));
-    assert_false(extract_path_is_safe("./base"));
-    assert_false(extract_path_is_safe("base//1"));
-    assert_false(extract_path_is_safe("base/"));
+    assert_true(manifest_path_is_safe("base/1/1259"));
+    assert_true(manifest_path_is_safe("PG_VERSION"));
+    assert_true(manifest_path_is_safe("a..b/c"));
+    assert_false(manifest_path_is_safe(""));
+    assert_false(manifest_path_is_safe("/etc/passwd"));
+    assert_false(manifest_path_is_safe("../escape"));
+    assert_false(manifest_path_is_safe("base/../../escape"));
+    assert_false(manifest_path_is_safe("base/.."));
+    assert_false(manifest_path_is_safe("./base"));
+    assert_false(manifest_path_is_safe("base//1"));
+    assert_false(manifest_path_is_safe("base/"));
 }
 
 static void test_dest_paths(void **state)
@@ -69,16 +69,16 @@ static void test_modes_are_masked(void **state)
 static void test_partition_names(void **state)
 {
     (void)state;
-    assert_true(extract_partition_name_is_valid("part_0001.tar.lz4", COMPRESS_LZ4));
-    assert_true(extract_partition_name_is_valid("part_12345.tar.zst", COMPRESS_ZSTD));
-    assert_true(extract_partition_name_is_valid("part_0002.tar", COMPRESS_NONE));
-    assert_false(extract_partition_name_is_valid("part_0001.tar.zst", COMPRESS_LZ4));
-    assert_false(extract_partition_name_is_valid("../../etc/hostname", COMPRESS_NONE));
-    assert_false(extract_partition_name_is_valid("part_0000.tar", COMPRESS_NONE));
-    assert_false(extract_partition_name_is_valid("part_1.tar", COMPRESS_NONE));
-    assert_false(extract_partition_name_is_valid("part_0001.tar/../x", COMPRESS_NONE));
-    assert_false(extract_partition_name_is_valid("part_-001.tar", COMPRESS_NONE));
-    assert_false(extract_partition_name_is_valid("", COMPRESS_NONE));
+    assert_true(manifest_partition_name_is_valid("part_0001.tar.lz4", COMPRESS_LZ4));
+    assert_true(manifest_partition_name_is_valid("part_12345.tar.zst", COMPRESS_ZSTD));
+    assert_true(manifest_partition_name_is_valid("part_0002.tar", COMPRESS_NONE));
+    assert_false(manifest_partition_name_is_valid("part_0001.tar.zst", COMPRESS_LZ4));
+    assert_false(manifest_partition_name_is_valid("../../etc/hostname", COMPRESS_NONE));
+    assert_false(manifest_partition_name_is_valid("part_0000.tar", COMPRESS_NONE));
+    assert_false(manifest_partition_name_is_valid("part_1.tar", COMPRESS_NONE));
+    assert_false(manifest_partition_name_is_valid("part_0001.tar/../x", COMPRESS_NONE));
+    assert_false(manifest_partition_name_is_valid("part_-001.tar", COMPRESS_NONE));
+    assert_false(manifest_partition_name_is_valid("", COMPRESS_NONE));
 }
 
 static void test_entry_size_must_be_the_manifests(void **state)

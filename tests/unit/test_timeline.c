@@ -12,7 +12,7 @@
 #include "helpers.h"
 
 #include "pg/wal_history.h"
-#include "repo/wal_archive.h"
+#include "wal/wal_archive.h"
 #include "restore/timeline.h"
 
 typedef struct fixture {

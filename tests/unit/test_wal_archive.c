@@ -1,5 +1,5 @@
 /*
- * test_wal_archive.c - covers src/repo/wal_archive.c: one file per WAL name
+ * test_wal_archive.c - covers src/wal/wal_archive.c: one file per WAL name
  * whatever the compression, even when another push stores a file between
  * this push's store and its look at the other compressions; a fetch that
  * says "not archived" only from a repository that is there, and the
@@ -19,7 +19,7 @@
 
 #include "fail_sync.h"
 #include "repo/layout.h"
-#include "repo/wal_archive.h"
+#include "wal/wal_archive.h"
 
 #define SEG_SIZE  (16u << 20)
 #define PAGE_SIZE 8192u

@@ -1,5 +1,5 @@
 /*
- * test_wal_prefetch.c - covers src/repo/wal_prefetch.c: the segments after
+ * test_wal_prefetch.c - covers src/wal/wal_prefetch.c: the segments after
  * the one served are downloaded, checked and published under their size
  * and CRC, and only those; a segment not in the repository is left out
  * (not recorded as missing); a segment of another database system is not
@@ -16,9 +16,9 @@
 
 #include <sys/stat.h>
 
-#include "repo/wal_archive.h"
-#include "repo/wal_prefetch.h"
-#include "repo/wal_spool.h"
+#include "wal/wal_archive.h"
+#include "wal/wal_prefetch.h"
+#include "wal/wal_spool.h"
 
 #define SYSID     UINT64_C(7200000000000000001)
 #define OTHER_SYS UINT64_C(7200000000000000002)

@@ -1,5 +1,5 @@
 /*
- * test_wal_pusher.c - covers src/repo/wal_pusher.c: every file PostgreSQL
+ * test_wal_pusher.c - covers src/wal/wal_pusher.c: every file PostgreSQL
  * marked ready is pushed and recorded with what was stored; a failure is
  * recorded with its cause and not tried again until the record is read; a
  * file that is not what its name says is never stored; records of files
@@ -14,9 +14,9 @@
 
 #include <sys/stat.h>
 
-#include "repo/wal_archive.h"
-#include "repo/wal_pusher.h"
-#include "repo/wal_spool.h"
+#include "wal/wal_archive.h"
+#include "wal/wal_pusher.h"
+#include "wal/wal_spool.h"
 #include "util/crc32c.h"
 
 #define SYSID     UINT64_C(7100000000000000001)

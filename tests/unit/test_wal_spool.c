@@ -1,5 +1,5 @@
 /*
- * test_wal_spool.c - covers src/repo/wal_spool.c: one spool directory per
+ * test_wal_spool.c - covers src/wal/wal_spool.c: one spool directory per
  * data directory and repository; push records that say exactly what was
  * stored, and nothing when they cannot be read; segment arithmetic across
  * a log boundary; prefetched files served only when they match their
@@ -11,7 +11,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "repo/wal_spool.h"
+#include "wal/wal_spool.h"
 #include "util/crc32c.h"
 
 #define SYSID     UINT64_C(7000000000000000001)

@@ -12,7 +12,7 @@
 #include "storage/storage.h"
 #include "util/error.h"
 
-/* What a push stored or a fetch wrote: the spool records it (repo/wal_spool.h). */
+/* What a push stored or a fetch wrote: the spool records it (wal/wal_spool.h). */
 typedef struct wal_file_sum {
     uint64_t size;
     uint32_t crc; /* CRC-32C of the uncompressed content */

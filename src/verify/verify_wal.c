@@ -6,7 +6,7 @@
  * themselves.
  */
 #define _GNU_SOURCE
-#include "restore/verify_wal.h"
+#include "verify/verify_wal.h"
 
 #include <inttypes.h>
 #include <limits.h>
@@ -20,7 +20,7 @@
 #include "pg/session.h"
 #include "pg/wal_segment.h"
 #include "repo/layout.h"
-#include "restore/backup_read.h"
+#include "repo/backup_read.h"
 #include "restore/timeline.h"
 #include "util/work_pool.h"
 
@@ -310,18 +310,6 @@ static bool verify_wal_memo_add(verify_wal_memo *m, const char *object, const ch
     m->sysid[at] = sysid;
     m->n++;
     return true;
-}
-
-void verify_wal_memo_free(verify_wal_memo *m)
-{
-    for (size_t i = 0; i < m->n; i++) {
-        free(m->names[i]);
-        free(m->why[i]);
-    }
-    free(m->names);
-    free(m->why);
-    free(m->sysid);
-    memset(m, 0, sizeof(*m));
 }
 
 /*

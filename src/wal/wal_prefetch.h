@@ -1,7 +1,7 @@
 /*
  * wal_prefetch.h - the background fetcher of wal-fetch --prefetch N: keeps
  * the N segments after the one PostgreSQL was last served downloaded in the
- * spool (repo/wal_spool.h), several at a time, so that the next
+ * spool (wal/wal_spool.h), several at a time, so that the next
  * restore_command finds its segment on local disk.
  *
  * Each download is checked exactly as a direct fetch checks it (repo/
@@ -16,12 +16,12 @@
 
 #include <stdbool.h>
 
-#include "repo/wal_spool.h"
+#include "wal/wal_spool.h"
 #include "storage/storage.h"
 #include "util/error.h"
 
 typedef struct wal_prefetch_config {
-    const char *spool_dir; /* fetch-<key> (repo/wal_spool.h) */
+    const char *spool_dir; /* fetch-<key> (wal/wal_spool.h) */
     unsigned concurrency;  /* downloads in flight */
     int idle_exit_s;       /* stop when no new request came for this long */
     wal_daemon_hooks hooks;

@@ -11,7 +11,7 @@
  * flight or recorded, never neither, and never queues a pushed file twice.
  */
 #define _GNU_SOURCE
-#include "repo/wal_pusher.h"
+#include "wal/wal_pusher.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -25,8 +25,8 @@
 
 #include "pg/wal_segment.h"
 #include "repo/layout.h"
-#include "repo/wal_archive.h"
-#include "repo/wal_spool.h"
+#include "wal/wal_archive.h"
+#include "wal/wal_spool.h"
 #include "util/log.h"
 #include "util/threads.h"
 

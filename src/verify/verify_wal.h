@@ -9,7 +9,7 @@
 
 #include <stdbool.h>
 
-#include "restore/verify.h"
+#include "verify/verify_result.h"
 #include "util/error.h"
 
 /*

@@ -11,7 +11,7 @@
  * the requests to the repository few.
  */
 #define _GNU_SOURCE
-#include "repo/wal_prefetch.h"
+#include "wal/wal_prefetch.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -21,8 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "repo/wal_archive.h"
-#include "repo/wal_spool.h"
+#include "wal/wal_archive.h"
+#include "wal/wal_spool.h"
 #include "util/log.h"
 #include "util/threads.h"
 

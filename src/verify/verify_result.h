@@ -1,20 +1,11 @@
 /*
- * verify.h - re-read a stored backup without restoring it: every
- * partition's size and CRC-32C, every file's size and CRC-32C against the
- * manifest, the manifest against the partitions, and the WAL from the
- * backup's start to its stop segment (needed to restore it at all) and on
- * from there (how far a point-in-time restore can go).
- *
- * It reads through the same path a restore does (restore/backup_read.h,
- * repo/tar.h, the partition's CRC and decompression streams) and writes
- * nothing anywhere. A damaged backup is a result, not an error: each
- * problem is recorded and the rest is still checked. Only what says
- * nothing about the backup (a repository that cannot be listed, an object
- * that is there but cannot be opened, a read that may succeed later, a
- * signal) fails the call.
+ * verify_result.h - what verify finds of one backup: its problems, and what
+ * it found of the backup's WAL and the point-in-time window; the request
+ * that asks for it. Shared by the partition side (verify.h) and the WAL
+ * side (verify_wal.h), which both record problems here.
  */
-#ifndef PGD_VERIFY_H
-#define PGD_VERIFY_H
+#ifndef PGD_VERIFY_RESULT_H
+#define PGD_VERIFY_RESULT_H
 
 #include <signal.h>
 #include <stdbool.h>
@@ -23,7 +14,6 @@
 
 #include "repo/backup_info.h"
 #include "storage/storage.h"
-#include "util/error.h"
 
 #define VERIFY_WAL_NAME 32
 /* problems kept per backup; the rest are counted */
@@ -83,13 +73,9 @@ typedef struct verify_request {
     verify_wal_memo *memo; /* may be NULL */
 } verify_request;
 
-/* Check one backup into *r (verify_result_free it); false only on an operational error, with
-   nothing left in *r. */
-bool verify_backup(const verify_request *req, verify_result *r, pgd_error *err);
-
 void verify_result_free(verify_result *r);
 
-/* Record a problem: the backup is damaged (a delta whose parent is, for one). */
+/* A problem found: the backup is damaged; the first VERIFY_PROBLEMS_MAX are kept, all counted. */
 void verify_problem(verify_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

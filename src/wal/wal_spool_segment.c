@@ -3,7 +3,7 @@
  * segment name's timeline and number, the name of the segment n after it,
  * and the system identifier and segment size in a segment's first page.
  */
-#include "repo/wal_spool.h"
+#include "wal/wal_spool.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "pg/wal_segment.h"
-#include "repo/wal_spool_internal.h"
+#include "wal/wal_spool_internal.h"
 
 static bool wal_spool_segment_hex32(const char *s, uint32_t *out)
 {

@@ -4,7 +4,7 @@
  * a delta's chain; the WAL part is verify_wal.c's.
  */
 #define _GNU_SOURCE
-#include "restore/verify.h"
+#include "verify/verify.h"
 
 #include <limits.h>
 
@@ -18,40 +18,15 @@
 #include "repo/layout.h"
 #include "repo/manifest.h"
 #include "repo/tar.h"
-#include "restore/backup_read.h"
+#include "repo/backup_read.h"
+#include "restore/links.h"
 #include "restore/chain.h"
 #include "restore/extract.h"
-#include "restore/verify_wal.h"
+#include "verify/verify_wal.h"
 #include "util/crc32c.h"
 #include "util/work_pool.h"
 
 #define VERIFY_CHUNK (1024 * 1024)
-void verify_problem(verify_result *r, const char *fmt, ...)
-{
-    va_list ap;
-    char *msg = NULL;
-
-    r->damaged = true;
-    r->nproblems_all++;
-    if (r->nproblems >= VERIFY_PROBLEMS_MAX)
-        return;
-    va_start(ap, fmt);
-    if (vasprintf(&msg, fmt, ap) < 0)
-        msg = NULL;
-    va_end(ap);
-    if (msg != NULL)
-        r->problems[r->nproblems++] = msg;
-}
-
-void verify_result_free(verify_result *r)
-{
-    for (size_t i = 0; i < r->nproblems; i++)
-        free(r->problems[i]);
-    free(r->damaged_wal_why);
-    free(r->timeline_problem);
-    memset(r, 0, sizeof(*r));
-}
-
 /* ---- partitions ---- */
 
 typedef struct verify_shared {
@@ -359,7 +334,8 @@ bool verify_backup(const verify_request *req, verify_result *r, pgd_error *err)
         verify_problem(r, "%s", bi->damage);
         return true;
     }
-    if (!backup_read_manifest(req->repo, bi->id, true, &m, &e)) {
+    if (!backup_read_manifest(req->repo, bi->id, &m, &e) ||
+        !links_check(&m, bi->id, true, &e)) {
         manifest_free(&m);
         if (e.transient) {
             *err = e;

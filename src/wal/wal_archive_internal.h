@@ -1,6 +1,6 @@
 /*
  * wal_archive_internal.h - what the two files of WAL in the repository
- * share; nothing outside src/repo/wal_archive*.c includes it.
+ * share; nothing outside src/wal/wal_archive*.c includes it.
  *
  *   wal_archive.c       find, fetch and wait for a WAL file
  *   wal_archive_push.c  push one, never two different files under one name

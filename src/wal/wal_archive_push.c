@@ -5,7 +5,7 @@
  * even when two pushes race (see wal_archive_push_store_once).
  */
 #define _GNU_SOURCE
-#include "repo/wal_archive.h"
+#include "wal/wal_archive.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,7 +20,7 @@
 
 #include "pg/wal_segment.h"
 #include "repo/layout.h"
-#include "repo/wal_archive_internal.h"
+#include "wal/wal_archive_internal.h"
 #include "util/big_buffer.h"
 #include "util/crc32c.h"
 #include "util/log.h"

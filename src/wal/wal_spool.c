@@ -16,7 +16,7 @@
  * where instead.
  */
 #define _GNU_SOURCE
-#include "repo/wal_spool.h"
+#include "wal/wal_spool.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,7 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "repo/wal_spool_internal.h"
+#include "wal/wal_spool_internal.h"
 #include "util/sync_dir.h"
 
 #define WAL_SPOOL_INFO     "info"

@@ -42,7 +42,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "repo/wal_archive.h"
+#include "wal/wal_archive.h"
 #include "storage/storage.h"
 #include "util/error.h"
 

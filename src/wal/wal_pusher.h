@@ -2,10 +2,10 @@
  * wal_pusher.h - the background pusher of wal-push --archive-async: pushes
  * every WAL file PostgreSQL has marked ready (pg_wal/archive_status/
  * <wal>.ready), several at a time and ahead of being asked, and records
- * each outcome in the spool (repo/wal_spool.h), where the archive_command
+ * each outcome in the spool (wal/wal_spool.h), where the archive_command
  * that PostgreSQL runs for that file finds it.
  *
- * A push is the same as a direct wal-push (repo/wal_archive.h: checked,
+ * A push is the same as a direct wal-push (wal/wal_archive.h: checked,
  * no-replace, never two files under one name); the ".ok" record is written
  * and fsynced only after the repository confirmed it. A failed push leaves
  * an ".error" record, and the file is not tried again until the
@@ -18,13 +18,13 @@
 #include <stdbool.h>
 
 #include "compress/compress.h"
-#include "repo/wal_spool.h"
+#include "wal/wal_spool.h"
 #include "storage/storage.h"
 #include "util/error.h"
 
 typedef struct wal_pusher_config {
     const char *pg_wal;    /* absolute path of the cluster's pg_wal */
-    const char *spool_dir; /* push-<key> (repo/wal_spool.h) */
+    const char *spool_dir; /* push-<key> (wal/wal_spool.h) */
     unsigned concurrency;  /* pushes in flight */
     compress_kind kind;
     int level;

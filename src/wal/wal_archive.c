@@ -9,7 +9,7 @@
  * what was pushed, or fails loudly.
  */
 #define _GNU_SOURCE
-#include "repo/wal_archive.h"
+#include "wal/wal_archive.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -23,7 +23,7 @@
 
 #include "pg/wal_segment.h"
 #include "repo/layout.h"
-#include "repo/wal_archive_internal.h"
+#include "wal/wal_archive_internal.h"
 #include "util/crc32c.h"
 
 /*

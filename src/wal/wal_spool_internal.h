@@ -1,6 +1,6 @@
 /*
  * wal_spool_internal.h - what the files of the spool share; nothing
- * outside src/repo/wal_spool*.c includes it.
+ * outside src/wal/wal_spool*.c includes it.
  *
  *   wal_spool.c          its directories, lock, wake FIFO and settings,
  *                        and how its small text files are written and read

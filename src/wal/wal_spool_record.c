@@ -4,7 +4,7 @@
  * or once it failed, and what wal-push --archive-async reads to answer
  * PostgreSQL.
  */
-#include "repo/wal_spool.h"
+#include "wal/wal_spool.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "pg/wal_segment.h"
-#include "repo/wal_spool_internal.h"
+#include "wal/wal_spool_internal.h"
 
 #define WAL_SPOOL_OK_EXT    ".ok"
 #define WAL_SPOOL_ERROR_EXT ".error"

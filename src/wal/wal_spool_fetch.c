@@ -6,7 +6,7 @@
  * no request wants them any more.
  */
 #define _GNU_SOURCE
-#include "repo/wal_spool.h"
+#include "wal/wal_spool.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "pg/wal_segment.h"
-#include "repo/wal_spool_internal.h"
+#include "wal/wal_spool_internal.h"
 #include "util/crc32c.h"
 
 #define WAL_SPOOL_REQUEST  "request"

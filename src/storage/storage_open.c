@@ -1,0 +1,33 @@
+/*
+ * storage_open.c - the one place that knows every back end: it chooses the
+ * driver a repository URI names. The generic layer (storage.c) and the
+ * drivers (fs.c, null.c, s3/) stand below it; adding a store adds a file
+ * and a line here.
+ */
+#include "storage/storage.h"
+
+#include <string.h>
+
+#include "storage/s3/s3.h"
+
+storage *storage_open(const char *uri, const struct s3_options *s3, pgd_error *err)
+{
+    const char *why;
+
+    if (uri == NULL || uri[0] == '\0') {
+        err_set(err, "no repository given (--repo)");
+        return NULL;
+    }
+    if (!storage_uri_valid(uri, &why)) {
+        err_set(err, "invalid repository \"%s\": %s", uri, why);
+        return NULL;
+    }
+    if (strcmp(uri, STORAGE_NULL_URI) == 0)
+        return storage_null_new(err);
+    if (storage_uri_is_s3(uri))
+        return s3_storage_open(uri, s3, err);
+    if (strncmp(uri, STORAGE_FILE_SCHEME, strlen(STORAGE_FILE_SCHEME)) == 0)
+        return storage_fs_new(uri + strlen(STORAGE_FILE_SCHEME), err);
+    return storage_fs_new(uri, err);
+}
+
