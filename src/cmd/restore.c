@@ -10,7 +10,7 @@
  *            (repo/backup_read.h, restore/links.h); a delta's chain
  *            (restore/chain.h); with --delta, whether the existing target
  *            may be reused (restore/delta_dir.h); the restore_command
- *            (restore/restore_command.h); where each tablespace goes
+ *            (cmd/restore_command.h); where each tablespace goes
  *            (restore/tablespaces.h). Everything that can be checked is
  *            checked before anything is written.
  *   prepare  the target and tablespace directories (restore/target_dir.h);
@@ -40,6 +40,7 @@
 
 #include "cmd/cmd.h"
 #include "cmd/common.h"
+#include "cmd/restore_command.h"
 #include "repo/backup_info.h"
 #include "repo/manifest.h"
 #include "repo/layout.h"
@@ -52,7 +53,6 @@
 #include "restore/links.h"
 #include "restore/recovery_conf.h"
 #include "restore/recovery_target.h"
-#include "restore/restore_command.h"
 #include "restore/tablespaces.h"
 #include "restore/target_dir.h"
 #include "restore/timeline.h"
@@ -532,9 +532,9 @@ static bool restore_pg_manifest(const restore_run *r, const char *target, pgd_er
         if (!pg_manifest_build(&r->m, &r->bi, &text, err))
             return false;
     } else if (!storage_get(r->repo, path, &text, &len, &missing, err)) {
-        return missing ? err_set(err, "\"%s\" is missing from repository \"%s\"", path,
-                                 r->repo->uri)
-                       : false;
+        return missing
+                   ? err_set(err, "\"%s\" is missing from repository \"%s\"", path, r->repo->uri)
+                   : false;
     }
     ok = durable_write_file(target, PG_MANIFEST_NAME, text, O_EXCL, r->sync, err);
     free(text);

@@ -10,7 +10,7 @@
  * other outcome, a usage error included, prints one line and exits with
  * EXIT_WAL_FATAL, which stops recovery instead (cmd.h).
  *
- * --archive-async and --prefetch (cmd/wal_async.c) only change how fast:
+ * --archive-async and --prefetch (wal/wal_async.h) only change how fast:
  * what PostgreSQL is told is decided by the same checks, or by these
  * direct commands, which they fall back to.
  */
@@ -115,7 +115,7 @@ int cmd_wal_push(int argc, char **argv)
     if (!opt_bool(&opts, OPT_ARCHIVE_ASYNC, &async, &err))
         rc = command_fail(&err);
     else if (async)
-        rc = wal_async_push(&opts, opts.args[0], wal_push_direct);
+        rc = cmd_wal_async_push(&opts, opts.args[0], wal_push_direct);
     else
         rc = wal_push_direct(&opts, opts.args[0]);
     options_free(&opts);
@@ -172,8 +172,8 @@ int cmd_wal_fetch(int argc, char **argv)
         command_fail(&err);
         rc = EXIT_WAL_FATAL;
     } else {
-        rc = wal_async_fetch(&opts, opts.args[0], opts.args[1], (unsigned)prefetch,
-                             wal_fetch_direct);
+        rc = cmd_wal_async_fetch(&opts, opts.args[0], opts.args[1], (unsigned)prefetch,
+                                 wal_fetch_direct);
     }
     options_free(&opts);
     return rc;

@@ -1,76 +1,21 @@
 /*
- * wal_async.c - what the foregrounds of wal-push --archive-async and
- * wal-fetch --prefetch share: where the command's spool is (keyed by its
- * data directory and repository), the fingerprint of the settings it
- * would start a background process with, and the clock a waiting command
- * polls with. The foregrounds are wal_async_push.c and wal_async_fetch.c;
- * the background processes are started by wal_async_daemon.c.
+ * wal_async.c - the faces of wal-push --archive-async and wal-fetch
+ * --prefetch (see wal_async.h): the options become a wal_async_env, and
+ * the outcome an exit status.
  */
 #include "cmd/wal_async.h"
 
-#include <errno.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "cmd/wal_async_internal.h"
+#include "cmd/cmd.h"
+#include "cmd/common.h"
+#include "pg/wal_segment.h"
+#include "util/log.h"
+#include "wal/wal_async.h"
 
 #define WAL_REPO_ID_MAX 2048
-
-void wal_async_sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
-long wal_async_now_ms(void)
-{
-    struct timespec now;
-
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return now.tv_sec * 1000 + now.tv_nsec / 1000000;
-}
-
-/* The repository as the spool keys it: its URI and, for S3, the endpoint. */
-static void wal_async_repo_id(const pgd_options *opts, char *out, size_t outlen)
-{
-    const char *endpoint = opt_str(opts, OPT_S3_ENDPOINT), *repo = opt_str(opts, OPT_REPO);
-
-    if (endpoint == NULL)
-        endpoint = getenv("AWS_ENDPOINT_URL");
-    if (endpoint == NULL || !storage_uri_is_s3(repo))
-        endpoint = NULL;
-    snprintf(out, outlen, "%s%s%s", repo, endpoint != NULL ? " at " : "",
-             endpoint != NULL ? endpoint : "");
-}
-
-/* The spool directory of `role` for datadir (absolute), created if missing. */
-bool wal_async_spool_dir(const pgd_options *opts, wal_spool_role role, const char *datadir,
-                         char *dir, size_t dirlen, pgd_error *err)
-{
-    char root[WAL_SPOOL_PATH_MAX], repo_id[WAL_REPO_ID_MAX];
-    const char *given = opt_str(opts, OPT_SPOOL_PATH);
-
-    if (given != NULL && given[0] != '/') {
-        char cwd[PATH_MAX];
-        if (getcwd(cwd, sizeof(cwd)) == NULL)
-            return err_errno(err, errno, "could not find the current directory");
-        if ((size_t)snprintf(root, sizeof(root), "%s/%s", cwd, given) >= sizeof(root))
-            return err_set(err, "spool path too long: \"%s/%s\"", cwd, given);
-    } else if (given != NULL) {
-        snprintf(root, sizeof(root), "%s", given);
-    } else if (!wal_spool_default_root(datadir, root, sizeof(root), err)) {
-        return false;
-    }
-    wal_async_repo_id(opts, repo_id, sizeof(repo_id));
-    return wal_spool_open(root, role, datadir, repo_id, dir, dirlen, err);
-}
 
 /*
  * Everything a background process takes from the command that starts it
@@ -107,7 +52,8 @@ static uint64_t wal_async_hash(uint64_t h, const char *s)
     return (h ^ '\n') * 0x100000001b3ull;
 }
 
-void wal_async_settings(const pgd_options *opts, char *out, size_t outlen)
+/* The fingerprint of the settings above (see wal_spool_settings_write). */
+static void wal_async_settings(const pgd_options *opts, char *out, size_t outlen)
 {
     uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
 
@@ -117,4 +63,111 @@ void wal_async_settings(const pgd_options *opts, char *out, size_t outlen)
     for (size_t i = 0; i < sizeof(wal_async_settings_env) / sizeof(wal_async_settings_env[0]); i++)
         h = wal_async_hash(h, getenv(wal_async_settings_env[i]));
     snprintf(out, outlen, "%016" PRIx64, h);
+}
+
+/* The repository as the spool keys it: its URI and, for S3, the endpoint. */
+static void wal_async_repo_id(const pgd_options *opts, char *out, size_t outlen)
+{
+    const char *endpoint = opt_str(opts, OPT_S3_ENDPOINT), *repo = opt_str(opts, OPT_REPO);
+
+    if (endpoint == NULL)
+        endpoint = getenv("AWS_ENDPOINT_URL");
+    if (endpoint == NULL || !storage_uri_is_s3(repo))
+        endpoint = NULL;
+    snprintf(out, outlen, "%s%s%s", repo, endpoint != NULL ? " at " : "",
+             endpoint != NULL ? endpoint : "");
+}
+
+static storage *wal_async_open_repo(void *arg, pgd_error *err)
+{
+    return command_open_repo(arg, err);
+}
+
+/* What the options say the spool and the background process are; the buffers hold it. */
+static wal_async_env wal_async_env_of(const pgd_options *opts, char *repo_id, size_t repo_id_len,
+                                      char *settings, size_t settings_len)
+{
+    wal_async_repo_id(opts, repo_id, repo_id_len);
+    wal_async_settings(opts, settings, settings_len);
+    return (wal_async_env){.spool_path = opt_str(opts, OPT_SPOOL_PATH),
+                           .repo_id = repo_id,
+                           .repo_uri = opt_str(opts, OPT_REPO),
+                           .settings = settings,
+                           .open_repo = wal_async_open_repo,
+                           .open_arg = (void *)opts};
+}
+
+/* The exit status of a process that became the background one, at the end of its life. */
+static int wal_async_daemon_status(wal_async_outcome o)
+{
+    return o == WAL_ASYNC_DAEMON_OK ? EXIT_OK : EXIT_ERROR;
+}
+
+static bool wal_async_push_settings_of(const pgd_options *opts, wal_async_push_settings *s,
+                                       pgd_error *err)
+{
+    long concurrency;
+
+    if (!opt_int(opts, OPT_ARCHIVE_PUSH_CONCURRENCY, 1, WAL_PUSH_CONCURRENCY_MAX, &concurrency,
+                 err) ||
+        !opt_size(opts, OPT_ARCHIVE_PUSH_QUEUE_MAX, WAL_SEG_SIZE_MIN, UINT64_MAX, &s->queue_max,
+                  err) ||
+        !opt_int(opts, OPT_ARCHIVE_TIMEOUT, 1, WAL_ARCHIVE_TIMEOUT_MAX_S, &s->timeout_s, err) ||
+        !command_compression(opts, &s->kind, &s->level, err))
+        return false;
+    s->concurrency = (unsigned)concurrency;
+    return true;
+}
+
+int cmd_wal_async_push(const pgd_options *opts, const char *path, wal_direct_push_fn direct)
+{
+    char repo_id[WAL_REPO_ID_MAX], settings[WAL_SETTINGS_LEN];
+    wal_async_env env =
+        wal_async_env_of(opts, repo_id, sizeof(repo_id), settings, sizeof(settings));
+    wal_async_push_settings s;
+    pgd_error err = {0};
+    wal_async_outcome o;
+
+    if (!wal_async_push_settings_of(opts, &s, &err)) {
+        log_error("%s", err.msg);
+        return EXIT_USAGE;
+    }
+    o = wal_async_push(&env, &s, path, &err);
+    switch (o) {
+    case WAL_ASYNC_DONE:
+        return EXIT_OK;
+    case WAL_ASYNC_DIRECT:
+        return direct(opts, path);
+    case WAL_ASYNC_FAILED:
+        return command_fail(&err);
+    default:
+        return wal_async_daemon_status(o);
+    }
+}
+
+int cmd_wal_async_fetch(const pgd_options *opts, const char *name, const char *dest,
+                        unsigned prefetch, wal_direct_fetch_fn direct)
+{
+    char repo_id[WAL_REPO_ID_MAX], settings[WAL_SETTINGS_LEN];
+    wal_async_env env =
+        wal_async_env_of(opts, repo_id, sizeof(repo_id), settings, sizeof(settings));
+    wal_async_fetch_call call;
+    pgd_error err = {0};
+    wal_async_outcome o;
+    long concurrency;
+    int rc;
+
+    if (prefetch == 0)
+        return direct(opts, name, dest);
+    if (!opt_int(opts, OPT_PREFETCH_CONCURRENCY, 1, WAL_PREFETCH_MAX, &concurrency, &err)) {
+        log_error("%s", err.msg);
+        return EXIT_WAL_FATAL;
+    }
+    rc = wal_async_fetch_serve(&env, name, dest, &call) == WAL_ASYNC_DONE
+             ? EXIT_OK
+             : direct(opts, name, dest);
+    if (rc != EXIT_OK)
+        return rc;
+    o = wal_async_fetch_ahead(&env, &call, name, dest, prefetch, (unsigned)concurrency);
+    return o == WAL_ASYNC_DONE ? EXIT_OK : wal_async_daemon_status(o);
 }

@@ -1,12 +1,11 @@
 /*
- * wal_async.h - wal-push --archive-async and wal-fetch --prefetch: the part
- * PostgreSQL runs (wait for the background pusher's record of one file;
- * serve one segment from the prefetch spool) and the start of the
- * background processes themselves (wal/wal_pusher.h, wal/wal_prefetch.h).
+ * wal_async.h - the faces of wal-push --archive-async and wal-fetch
+ * --prefetch: what they take from the options (the settings of the spool
+ * and of the background processes, wal/wal_async.h does the rest) and the
+ * exit status PostgreSQL sees.
  *
  * Both fall back to the direct command (passed in) whenever the spool
- * cannot do its part, and say so: the spool makes WAL faster, it never
- * decides what PostgreSQL is told.
+ * cannot do its part.
  */
 #ifndef PGD_CMD_WAL_ASYNC_H
 #define PGD_CMD_WAL_ASYNC_H
@@ -24,14 +23,14 @@ typedef int (*wal_direct_fetch_fn)(const pgd_options *opts, const char *name, co
  * this file. Returns the exit status (in the background pusher it starts:
  * the pusher's, once it is done).
  */
-int wal_async_push(const pgd_options *opts, const char *path, wal_direct_push_fn direct);
+int cmd_wal_async_push(const pgd_options *opts, const char *path, wal_direct_push_fn direct);
 
 /*
  * wal-fetch --prefetch N NAME DEST: serve NAME from the spool if it was
  * prefetched and is intact, else fetch it directly; then ask the
  * background fetcher for the N segments after it.
  */
-int wal_async_fetch(const pgd_options *opts, const char *name, const char *dest, unsigned prefetch,
-                    wal_direct_fetch_fn direct);
+int cmd_wal_async_fetch(const pgd_options *opts, const char *name, const char *dest,
+                        unsigned prefetch, wal_direct_fetch_fn direct);
 
 #endif

@@ -57,7 +57,7 @@ typedef struct recovery_conf_request {
     const char *target;          /* the restored data directory */
     int pg_version_num;          /* of the backup's server: recovery.conf before 12 */
     const char *backup_id;       /* named in a comment */
-    const char *restore_command; /* as PostgreSQL will run it (restore/restore_command.h) */
+    const char *restore_command; /* as PostgreSQL will run it (cmd/restore_command.h) */
     const char *target_key;      /* recovery_target_time...; NULL: to the end of the archive */
     const char *target_value;
     const char *target_action;    /* recovery_target_action, or NULL */

@@ -235,6 +235,7 @@ static void s3_config_free(storage *st)
     free(s->bucket);
     free(s->prefix);
     s3_config_endpoint_free(&s->endpoint);
+    free(s->endpoint_url);
     free(s->region);
     free(s->access_key);
     if (s->secret_key) {
@@ -276,7 +277,7 @@ static bool s3_config_settings(s3_storage *s, const s3_options *o)
     if (s->region == NULL)
         s->region = s3_config_dup_or_env(NULL, "AWS_DEFAULT_REGION");
     if (s->region == NULL)
-        s->region = strdup("us-east-1");
+        s->region = strdup(S3_REGION_DEFAULT);
     s->access_key = s3_config_dup_or_env(o->access_key, "AWS_ACCESS_KEY_ID");
     s->secret_key = s3_config_dup_or_env(o->secret_key, "AWS_SECRET_ACCESS_KEY");
     s->session_token = s3_config_dup_or_env(o->session_token, "AWS_SESSION_TOKEN");
@@ -348,11 +349,26 @@ storage *s3_storage_open(const char *uri, const s3_options *o, pgd_error *err)
         endpoint = aws_endpoint;
     }
     ok = s3_config_parse_endpoint(endpoint, s->host_style, s->bucket, &s->endpoint, err);
-    free(aws_endpoint);
+    s->endpoint_url = aws_endpoint != NULL ? aws_endpoint : strdup(endpoint);
     if (!ok)
         goto fail;
+    if (s->endpoint_url == NULL) {
+        err_set(err, "out of memory");
+        goto fail;
+    }
     return &s->base;
 fail:
     s3_config_free(&s->base);
     return NULL;
+}
+
+bool s3_storage_where(const storage *repo, const char **endpoint_url, const char **region)
+{
+    const s3_storage *s = (const s3_storage *)repo;
+
+    if (repo->ops != &s3_config_ops)
+        return false;
+    *endpoint_url = s->endpoint_url;
+    *region = s->region;
+    return true;
 }

@@ -67,6 +67,7 @@ typedef struct s3_storage {
     storage base;
     char *bucket, *prefix; /* prefix without leading/trailing '/' */
     s3_endpoint endpoint;
+    char *endpoint_url; /* as given, or AWS_ENDPOINT_URL, or AWS's for the region */
     bool host_style;
     char *region, *access_key, *secret_key, *session_token, *storage_class, *sse;
     uint64_t part_size;

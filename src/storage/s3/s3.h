@@ -40,7 +40,17 @@ typedef struct s3_options {
 #define S3_OPTIONS_RETRIES_MAX     100
 #define S3_OPTIONS_TIMEOUT_MAX_S   3600
 
+/* The region when neither --s3-region nor AWS_REGION nor AWS_DEFAULT_REGION gives one. */
+#define S3_REGION_DEFAULT "us-east-1"
+
 /* "s3://bucket/prefix"; o may be NULL for every default. */
 storage *s3_storage_open(const char *uri, const s3_options *o, pgd_error *err);
+
+/*
+ * Where an open S3 repository sends its requests and the region it signs
+ * for, as resolved from the options and AWS_* (for a command line that must
+ * reach it the same way). False for a repository of another driver.
+ */
+bool s3_storage_where(const storage *repo, const char **endpoint_url, const char **region);
 
 #endif

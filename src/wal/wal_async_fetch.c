@@ -7,7 +7,7 @@
  * segments ready until nobody asks any more.
  */
 #define _GNU_SOURCE
-#include "cmd/wal_async.h"
+#include "wal/wal_async.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -16,13 +16,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cmd/cmd.h"
-#include "cmd/common.h"
-#include "cmd/wal_async_internal.h"
 #include "io/politeness.h"
 #include "pg/wal_segment.h"
-#include "wal/wal_prefetch.h"
 #include "util/log.h"
+#include "wal/wal_async_internal.h"
+#include "wal/wal_prefetch.h"
 
 /* A fetcher stays this long after the last request (a segment replayed in that time). */
 #define WAL_FETCHER_IDLE_EXIT_S 60
@@ -43,14 +41,14 @@
 #define WAL_WHY_LEN 256
 
 /* The background fetcher's life: keep the requested segments ready until idle. */
-static int wal_async_fetch_background(const pgd_options *opts, unsigned concurrency,
-                                      const char *dir, const char *settings, int lock_fd)
+static wal_async_outcome wal_async_fetch_background(const wal_async_env *env, unsigned concurrency,
+                                                    const char *dir, int lock_fd)
 {
     wal_prefetch_config cfg = {
         .spool_dir = dir,
         .concurrency = concurrency,
         .idle_exit_s = WAL_FETCHER_IDLE_EXIT_S,
-        .hooks = wal_async_daemon_hooks(opts, dir, settings),
+        .hooks = wal_async_daemon_hooks(env, dir),
     };
     pgd_error err = {0};
     char when[WAL_WHEN_LEN];
@@ -59,7 +57,7 @@ static int wal_async_fetch_background(const pgd_options *opts, unsigned concurre
 
     wal_async_daemon_when(when, sizeof(when));
     log_info("prefetcher %d started at %s: repository \"%s\", %u at a time", (int)getpid(), when,
-             opt_str(opts, OPT_REPO), concurrency);
+             env->repo_uri, concurrency);
     if (!politeness_nice(WAL_PREFETCH_NICE, &err)) {
         log_warn("%s: the prefetcher runs at the normal nice value", err.msg);
         err = (pgd_error){0};
@@ -84,7 +82,7 @@ static int wal_async_fetch_background(const pgd_options *opts, unsigned concurre
         log_info("prefetcher %d stopped: no request for %d s; spool emptied", (int)getpid(),
                  WAL_FETCHER_IDLE_EXIT_S);
     close(lock_fd);
-    return ok ? EXIT_OK : EXIT_ERROR;
+    return ok ? WAL_ASYNC_DAEMON_OK : WAL_ASYNC_DAEMON_FAILED;
 }
 
 /*
@@ -140,80 +138,68 @@ static void wal_async_fetch_spooled(const char *dir, const char *datadir, const 
     }
 }
 
-/*
- * After `name` was served: ask for the `prefetch` segments after it and
- * make sure a fetcher works on them. Returns true in the fetcher it starts
- * (*rc: its exit status). Failures only cost the prefetch: warned, no more.
- */
-static bool wal_async_fetch_ahead(const pgd_options *opts, const char *dir, const char *name,
-                                  const char *dest, unsigned prefetch, unsigned concurrency,
-                                  int *rc)
+wal_async_outcome wal_async_fetch_serve(const wal_async_env *env, const char *name,
+                                        const char *dest, wal_async_fetch_call *call)
+{
+    pgd_error err = {0};
+    bool served;
+
+    call->spooled = false;
+    if (wal_segment_file_kind(name) != WAL_FILE_SEGMENT)
+        return WAL_ASYNC_DIRECT;
+    /* restore_command runs in the data directory */
+    if (realpath(".", call->datadir) == NULL) {
+        log_warn("could not resolve the current directory: %s; no prefetch", strerror(errno));
+        return WAL_ASYNC_DIRECT;
+    }
+    if (!wal_async_spool_dir(env, WAL_SPOOL_FETCH, call->datadir, call->dir, sizeof(call->dir),
+                             &err)) {
+        log_warn("%s; no prefetch", err.msg);
+        return WAL_ASYNC_DIRECT;
+    }
+    call->spooled = true;
+    wal_async_fetch_spooled(call->dir, call->datadir, name, dest, &served);
+    return served ? WAL_ASYNC_DONE : WAL_ASYNC_DIRECT;
+}
+
+wal_async_outcome wal_async_fetch_ahead(const wal_async_env *env, wal_async_fetch_call *call,
+                                        const char *name, const char *dest, unsigned prefetch,
+                                        unsigned concurrency)
 {
     wal_fetch_request req = {.count = prefetch}, old;
+    const char *dir = call->dir;
     pgd_error err = {0};
     bool missing, held, started, daemon = false;
-    char settings[WAL_SETTINGS_LEN];
     int lock_fd;
 
-    wal_async_settings(opts, settings, sizeof(settings));
+    if (!call->spooled)
+        return WAL_ASYNC_DONE;
     snprintf(req.name, sizeof(req.name), "%s", name);
     if (!wal_spool_segment_identity(dest, &req.sysid, &req.seg_size, &err) ||
         !wal_spool_request_read(dir, &old, &missing, &err)) {
         log_warn("%s; no prefetch after \"%s\"", err.msg, name);
-        return false;
+        return WAL_ASYNC_DONE;
     }
     /* another cluster restored here: nothing of the last one may be served */
     if (!missing && old.sysid != req.sysid && !wal_spool_entry_prune(dir, NULL, false, &err)) {
         log_warn("%s; no prefetch after \"%s\"", err.msg, name);
-        return false;
+        return WAL_ASYNC_DONE;
     }
-    if (!wal_spool_settings_write(dir, settings, &err) ||
+    if (!wal_spool_settings_write(dir, env->settings, &err) ||
         !wal_spool_request_write(dir, &req, &err) ||
         !wal_spool_entry_prune(dir, &req, false, &err) || !wal_spool_lock_held(dir, &held, &err)) {
         log_warn("%s; no prefetch after \"%s\"", err.msg, name);
-        return false;
+        return WAL_ASYNC_DONE;
     }
     if (held) {
         wal_spool_wake(dir);
-        return false;
+        return WAL_ASYNC_DONE;
     }
     if (!wal_async_daemon_spawn(dir, &started, &daemon, &lock_fd, &err)) {
         log_warn("%s; no prefetch after \"%s\"", err.msg, name);
-        return false;
+        return WAL_ASYNC_DONE;
     }
     if (!daemon)
-        return false;
-    *rc = wal_async_fetch_background(opts, concurrency, dir, settings, lock_fd);
-    return true;
-}
-
-int wal_async_fetch(const pgd_options *opts, const char *name, const char *dest, unsigned prefetch,
-                    wal_direct_fetch_fn direct)
-{
-    char datadir[PATH_MAX], dir[WAL_SPOOL_PATH_MAX];
-    pgd_error err = {0};
-    long concurrency;
-    bool served = false;
-    int rc;
-
-    if (prefetch == 0 || wal_segment_file_kind(name) != WAL_FILE_SEGMENT)
-        return direct(opts, name, dest);
-    if (!opt_int(opts, OPT_PREFETCH_CONCURRENCY, 1, WAL_PREFETCH_MAX, &concurrency, &err)) {
-        log_error("%s", err.msg);
-        return EXIT_WAL_FATAL;
-    }
-    /* restore_command runs in the data directory */
-    if (realpath(".", datadir) == NULL) {
-        log_warn("could not resolve the current directory: %s; no prefetch", strerror(errno));
-        return direct(opts, name, dest);
-    }
-    if (!wal_async_spool_dir(opts, WAL_SPOOL_FETCH, datadir, dir, sizeof(dir), &err)) {
-        log_warn("%s; no prefetch", err.msg);
-        return direct(opts, name, dest);
-    }
-    wal_async_fetch_spooled(dir, datadir, name, dest, &served);
-    rc = served ? EXIT_OK : direct(opts, name, dest);
-    if (rc == EXIT_OK)
-        wal_async_fetch_ahead(opts, dir, name, dest, prefetch, (unsigned)concurrency, &rc);
-    return rc;
+        return WAL_ASYNC_DONE;
+    return wal_async_fetch_background(env, concurrency, dir, lock_fd);
 }

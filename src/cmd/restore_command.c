@@ -3,7 +3,7 @@
  * the restored server (see restore_command.h).
  */
 #define _GNU_SOURCE
-#include "restore/restore_command.h"
+#include "cmd/restore_command.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -13,11 +13,9 @@
 #include <unistd.h>
 
 #include "restore/recovery_conf.h"
+#include "storage/s3/s3.h"
 
 #define RESTORE_COMMAND_ARGS_MAX 24
-#define S3_SCHEME                "s3://"
-#define S3_REGION_DEFAULT        "us-east-1" /* as the S3 back end */
-#define S3_ENDPOINT_MAX          512
 #define SELF_EXE                 "/proc/self/exe"
 
 /* Arguments of wal-fetch (malloc'd). */
@@ -28,7 +26,7 @@ typedef struct restore_command_args {
 
 bool restore_command_repo_is_s3(const storage *repo)
 {
-    return strncmp(repo->uri, S3_SCHEME, strlen(S3_SCHEME)) == 0;
+    return storage_uri_is_s3(repo->uri);
 }
 
 static void restore_command_args_free(restore_command_args *a)
@@ -54,31 +52,14 @@ static bool restore_command_arg(restore_command_args *a, const char *flag, const
     return true;
 }
 
-static const char *restore_command_env(const char *name)
-{
-    const char *v = getenv(name);
-
-    return v != NULL && v[0] != '\0' ? v : NULL;
-}
-
+/* the endpoint and region as the S3 driver resolved them: the server reaches the same store */
 static bool restore_command_s3_args(const pgd_options *opts, const storage *repo,
                                     restore_command_args *a, pgd_error *err)
 {
-    const char *region = opt_str(opts, OPT_S3_REGION);
-    char endpoint[S3_ENDPOINT_MAX];
+    const char *endpoint, *region;
 
-    if (region == NULL || region[0] == '\0')
-        region = restore_command_env("AWS_REGION");
-    if (region == NULL)
-        region = restore_command_env("AWS_DEFAULT_REGION");
-    if (region == NULL)
-        region = S3_REGION_DEFAULT;
-    if (opt_str(opts, OPT_S3_ENDPOINT) != NULL && opt_str(opts, OPT_S3_ENDPOINT)[0] != '\0')
-        snprintf(endpoint, sizeof(endpoint), "%s", opt_str(opts, OPT_S3_ENDPOINT));
-    else if (restore_command_env("AWS_ENDPOINT_URL") != NULL)
-        snprintf(endpoint, sizeof(endpoint), "%s", restore_command_env("AWS_ENDPOINT_URL"));
-    else
-        snprintf(endpoint, sizeof(endpoint), "https://s3.%s.amazonaws.com", region);
+    if (!s3_storage_where(repo, &endpoint, &region))
+        return err_set(err, "repository \"%s\" is not an open S3 repository", repo->uri);
     return restore_command_arg(a, "--repo", repo->uri, err) &&
            restore_command_arg(a, "--s3-endpoint", endpoint, err) &&
            restore_command_arg(a, "--s3-region", region, err) &&

@@ -7,7 +7,7 @@
  * the pusher's life, once started: push until idle, then stop.
  */
 #define _GNU_SOURCE
-#include "cmd/wal_async.h"
+#include "wal/wal_async.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,13 +20,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cmd/cmd.h"
-#include "cmd/common.h"
-#include "cmd/wal_async_internal.h"
 #include "pg/wal_segment.h"
-#include "wal/wal_pusher.h"
 #include "util/crc32c.h"
 #include "util/log.h"
+#include "wal/wal_async_internal.h"
+#include "wal/wal_pusher.h"
 
 /*
  * A pusher stays this long after its last push: PostgreSQL calls
@@ -40,33 +38,6 @@
  */
 #define WAL_PUSHER_STARTS_MAX 2
 #define WAL_SUM_CHUNK         (1024 * 1024)
-/* --archive-push-concurrency: a bound that keeps a typo from opening hundreds of uploads */
-#define WAL_PUSH_CONCURRENCY_MAX 64
-/* --archive-timeout: a day; PostgreSQL retries a failed archive_command anyway */
-#define WAL_ARCHIVE_TIMEOUT_MAX_S 86400
-
-typedef struct wal_push_settings {
-    unsigned concurrency;
-    uint64_t queue_max;
-    long timeout_s;
-    compress_kind kind;
-    int level;
-} wal_push_settings;
-
-static bool wal_async_push_settings(const pgd_options *opts, wal_push_settings *s, pgd_error *err)
-{
-    long concurrency;
-
-    if (!opt_int(opts, OPT_ARCHIVE_PUSH_CONCURRENCY, 1, WAL_PUSH_CONCURRENCY_MAX, &concurrency,
-                 err) ||
-        !opt_size(opts, OPT_ARCHIVE_PUSH_QUEUE_MAX, WAL_SEG_SIZE_MIN, UINT64_MAX, &s->queue_max,
-                  err) ||
-        !opt_int(opts, OPT_ARCHIVE_TIMEOUT, 1, WAL_ARCHIVE_TIMEOUT_MAX_S, &s->timeout_s, err) ||
-        !command_compression(opts, &s->kind, &s->level, err))
-        return false;
-    s->concurrency = (unsigned)concurrency;
-    return true;
-}
 
 /* Size and CRC-32C of the local file, to compare with what the pusher recorded. */
 static bool wal_async_push_file_sum(const char *path, wal_file_sum *sum, pgd_error *err)
@@ -109,10 +80,10 @@ static bool wal_async_push_before(const struct timespec *a, const struct timespe
     return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
 }
 
-/* The background pusher's life: push until idle, then stop. Returns its exit status. */
-static int wal_async_push_background(const pgd_options *opts, const wal_push_settings *s,
-                                     const char *pg_wal, const char *dir, const char *settings,
-                                     int lock_fd)
+/* The background pusher's life: push until idle, then stop. */
+static wal_async_outcome wal_async_push_background(const wal_async_env *env,
+                                                   const wal_async_push_settings *s,
+                                                   const char *pg_wal, const char *dir, int lock_fd)
 {
     wal_pusher_config cfg = {
         .pg_wal = pg_wal,
@@ -121,7 +92,7 @@ static int wal_async_push_background(const pgd_options *opts, const wal_push_set
         .kind = s->kind,
         .level = s->level,
         .idle_exit_s = WAL_PUSHER_IDLE_EXIT_S,
-        .hooks = wal_async_daemon_hooks(opts, dir, settings),
+        .hooks = wal_async_daemon_hooks(env, dir),
     };
     pgd_error err = {0};
     char when[WAL_WHEN_LEN];
@@ -130,7 +101,7 @@ static int wal_async_push_background(const pgd_options *opts, const wal_push_set
 
     wal_async_daemon_when(when, sizeof(when));
     log_info("pusher %d started at %s: \"%s\" to repository \"%s\", %u at a time", (int)getpid(),
-             when, pg_wal, opt_str(opts, OPT_REPO), s->concurrency);
+             when, pg_wal, env->repo_uri, s->concurrency);
     ok = wal_pusher_run(&cfg, &why, &err);
     if (!ok)
         log_error("pusher %d stopped: %s", (int)getpid(), err.msg);
@@ -148,7 +119,7 @@ static int wal_async_push_background(const pgd_options *opts, const wal_push_set
         log_info("pusher %d stopped: nothing to archive for %d s", (int)getpid(),
                  WAL_PUSHER_IDLE_EXIT_S);
     close(lock_fd);
-    return ok ? EXIT_OK : EXIT_ERROR;
+    return ok ? WAL_ASYNC_DAEMON_OK : WAL_ASYNC_DAEMON_FAILED;
 }
 
 /* Warn when more WAL waits for the archive than --archive-push-queue-max (nothing is dropped). */
@@ -171,14 +142,13 @@ static void wal_async_push_backlog(const char *pg_wal, const char *dir, uint64_t
 }
 
 typedef struct wal_push_call {
-    const pgd_options *opts;
+    const wal_async_env *env;
+    const wal_async_push_settings *s;
     const char *path;
     char name[WAL_NAME_MAX];
     char pg_wal[PATH_MAX];
     char dir[WAL_SPOOL_PATH_MAX];
-    wal_push_settings s;
     wal_file_sum sum;
-    char settings[WAL_SETTINGS_LEN]; /* wal_async_settings() */
 } wal_push_call;
 
 /* Where the call's file, pg_wal and data directory are; false: push directly (said why). */
@@ -200,60 +170,58 @@ static bool wal_async_push_locate(wal_push_call *c, bool *ready, pgd_error *err)
         return err_errno(err, errno, "could not resolve the data directory of \"%s\"", c->path);
     if (realpath(pg_wal_rel, c->pg_wal) == NULL)
         return err_errno(err, errno, "could not resolve directory \"%s\"", pg_wal_rel);
-    return wal_async_spool_dir(c->opts, WAL_SPOOL_PUSH, datadir, c->dir, sizeof(c->dir), err) &&
+    return wal_async_spool_dir(c->env, WAL_SPOOL_PUSH, datadir, c->dir, sizeof(c->dir), err) &&
            wal_spool_probe(c->dir, err);
 }
 
+/* The spool could not do its part: say why, and have the command push `name` itself. */
+static wal_async_outcome wal_async_push_fall_back(const char *name, pgd_error *err)
+{
+    log_warn("%s; archiving \"%s\" directly", err->msg, name);
+    err_clear(err);
+    return WAL_ASYNC_DIRECT;
+}
+
 /*
- * Wait for the pusher's record of the file. Returns the exit status, or -1
- * when the file must be pushed directly (said why). In a pusher this
- * starts, *daemon is set and the pusher's status is returned.
+ * Wait for the pusher's record of the file (WAL_ASYNC_DIRECT: push it
+ * directly, said why). In a pusher this starts, how the pusher ended.
  */
-static int wal_async_push_wait(wal_push_call *c, bool *daemon)
+static wal_async_outcome wal_async_push_wait(wal_push_call *c, pgd_error *err)
 {
     struct timespec called;
-    long deadline = wal_async_now_ms() + c->s.timeout_s * 1000, pause = WAL_POLL_MIN_MS;
+    long deadline = wal_async_now_ms() + c->s->timeout_s * 1000, pause = WAL_POLL_MIN_MS;
     unsigned starts = 0;
-    pgd_error err = {0};
     bool woken = false;
 
     clock_gettime(CLOCK_REALTIME, &called);
     for (;;) {
         wal_push_record rec;
-        bool held, started;
+        bool held, started, daemon;
         int lock_fd;
 
-        if (!wal_spool_record_read(c->dir, c->name, &rec, &err)) {
-            log_warn("%s; archiving \"%s\" directly", err.msg, c->name);
-            return -1;
-        }
+        if (!wal_spool_record_read(c->dir, c->name, &rec, err))
+            return wal_async_push_fall_back(c->name, err);
         if (rec.kind == WAL_RECORD_OK && rec.sum.size == c->sum.size && rec.sum.crc == c->sum.crc)
-            return EXIT_OK;
+            return WAL_ASYNC_DONE;
         if (rec.kind == WAL_RECORD_OK) {
             /* a record of another file under this name (a cluster re-created here) */
             log_warn("the spool's record of \"%s\" is of another file: archiving it again",
                      c->name);
             woken = false;
-            if (!wal_spool_record_remove(c->dir, c->name, WAL_RECORD_OK, &err)) {
-                log_warn("%s; archiving \"%s\" directly", err.msg, c->name);
-                return -1;
-            }
+            if (!wal_spool_record_remove(c->dir, c->name, WAL_RECORD_OK, err))
+                return wal_async_push_fall_back(c->name, err);
         } else if (rec.kind == WAL_RECORD_ERROR) {
-            if (!wal_spool_record_remove(c->dir, c->name, WAL_RECORD_ERROR, &err)) {
-                log_warn("%s; archiving \"%s\" directly", err.msg, c->name);
-                return -1;
-            }
+            if (!wal_spool_record_remove(c->dir, c->name, WAL_RECORD_ERROR, err))
+                return wal_async_push_fall_back(c->name, err);
             /* a failure from before this call (pushed ahead) gets one more try first */
             if (!wal_async_push_before(&rec.written, &called)) {
-                err_set(&err, "%s", rec.msg);
-                return command_fail(&err);
+                err_set(err, "%s", rec.msg);
+                return WAL_ASYNC_FAILED;
             }
             woken = false;
         }
-        if (!wal_spool_lock_held(c->dir, &held, &err)) {
-            log_warn("%s; archiving \"%s\" directly", err.msg, c->name);
-            return -1;
-        }
+        if (!wal_spool_lock_held(c->dir, &held, err))
+            return wal_async_push_fall_back(c->name, err);
         if (held && !woken) {
             wal_spool_wake(c->dir); /* not recorded yet: have the pusher look now */
             woken = true;
@@ -263,60 +231,44 @@ static int wal_async_push_wait(wal_push_call *c, bool *daemon)
                 log_warn("the background pusher stopped %u times without recording \"%s\" "
                          "(see \"%s/" WAL_LOG_NAME "\"): archiving it directly",
                          starts, c->name, c->dir);
-                return -1;
+                return WAL_ASYNC_DIRECT;
             }
-            if (!wal_async_daemon_spawn(c->dir, &started, daemon, &lock_fd, &err)) {
-                log_warn("%s; archiving \"%s\" directly", err.msg, c->name);
-                return -1;
-            }
-            if (*daemon)
-                return wal_async_push_background(c->opts, &c->s, c->pg_wal, c->dir, c->settings,
-                                                 lock_fd);
+            if (!wal_async_daemon_spawn(c->dir, &started, &daemon, &lock_fd, err))
+                return wal_async_push_fall_back(c->name, err);
+            if (daemon)
+                return wal_async_push_background(c->env, c->s, c->pg_wal, c->dir, lock_fd);
             if (started)
                 starts++;
         }
         if (wal_async_now_ms() >= deadline) {
-            err_set(&err,
+            err_set(err,
                     "WAL file \"%s\" was not archived by the background pusher within %ld s "
                     "(--archive-timeout; see \"%s/" WAL_LOG_NAME "\")",
-                    c->name, c->s.timeout_s, c->dir);
-            return command_fail(&err);
+                    c->name, c->s->timeout_s, c->dir);
+            return WAL_ASYNC_FAILED;
         }
         wal_async_sleep_ms(pause);
         pause = pause * 2 > WAL_POLL_MAX_MS ? WAL_POLL_MAX_MS : pause * 2;
     }
 }
 
-int wal_async_push(const pgd_options *opts, const char *path, wal_direct_push_fn direct)
+wal_async_outcome wal_async_push(const wal_async_env *env, const wal_async_push_settings *s,
+                                 const char *path, pgd_error *err)
 {
-    wal_push_call c = {.opts = opts, .path = path};
-    pgd_error err = {0};
-    bool ready, daemon = false;
-    int rc;
+    wal_push_call c = {.env = env, .s = s, .path = path};
+    bool ready;
 
-    if (!wal_async_push_settings(opts, &c.s, &err)) {
-        log_error("%s", err.msg);
-        return EXIT_USAGE;
-    }
-    if (!wal_async_push_locate(&c, &ready, &err)) {
-        log_warn("%s; archiving \"%s\" directly", err.msg, path);
-        return direct(opts, path);
-    }
+    if (!wal_async_push_locate(&c, &ready, err))
+        return wal_async_push_fall_back(path, err);
     if (!ready) {
         /* not PostgreSQL's archiver asking (or a file it no longer has ready): no pusher */
         log_debug("\"%s\" is not marked ready in archive_status: archiving it directly", path);
-        return direct(opts, path);
+        return WAL_ASYNC_DIRECT;
     }
-    if (!wal_async_push_file_sum(path, &c.sum, &err))
-        return command_fail(&err);
-    wal_async_settings(opts, c.settings, sizeof(c.settings));
-    if (!wal_spool_settings_write(c.dir, c.settings, &err)) {
-        log_warn("%s; archiving \"%s\" directly", err.msg, path);
-        return direct(opts, path);
-    }
-    wal_async_push_backlog(c.pg_wal, c.dir, c.s.queue_max);
-    rc = wal_async_push_wait(&c, &daemon);
-    if (rc < 0 && !daemon)
-        rc = direct(opts, path);
-    return rc;
+    if (!wal_async_push_file_sum(path, &c.sum, err))
+        return WAL_ASYNC_FAILED;
+    if (!wal_spool_settings_write(c.dir, env->settings, err))
+        return wal_async_push_fall_back(path, err);
+    wal_async_push_backlog(c.pg_wal, c.dir, s->queue_max);
+    return wal_async_push_wait(&c, err);
 }

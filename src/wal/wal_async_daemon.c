@@ -13,7 +13,7 @@
  * itself once it has had nothing to do for a while.
  */
 #define _GNU_SOURCE
-#include "cmd/wal_async.h"
+#include "wal/wal_async.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,8 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cmd/common.h"
-#include "cmd/wal_async_internal.h"
+#include "wal/wal_async_internal.h"
 
 /* A background process that has neither taken nor found the lock by then is not coming. */
 #define WAL_SPAWN_HANDSHAKE_MS (30 * 1000)
@@ -37,11 +36,6 @@
 #define SPAWN_STARTED 'S' /* took the lock: it is running */
 #define SPAWN_BUSY    'B' /* another process holds the lock */
 #define SPAWN_FAILED  'F' /* could not start; a message follows */
-
-static storage *wal_async_daemon_open_repo(void *arg, pgd_error *err)
-{
-    return command_open_repo(arg, err);
-}
 
 /* Open the spool's log for appending; rotate it first when it has grown past its bound. */
 static bool wal_async_daemon_log_open(const char *dir, int *fd, pgd_error *err)
@@ -80,12 +74,11 @@ static void wal_async_daemon_log_tick(void *arg)
     close(fd);
 }
 
-wal_daemon_hooks wal_async_daemon_hooks(const pgd_options *opts, const char *dir,
-                                        const char *settings)
+wal_daemon_hooks wal_async_daemon_hooks(const wal_async_env *env, const char *dir)
 {
-    return (wal_daemon_hooks){.open_repo = wal_async_daemon_open_repo,
-                              .open_arg = (void *)opts,
-                              .settings = settings,
+    return (wal_daemon_hooks){.open_repo = env->open_repo,
+                              .open_arg = env->open_arg,
+                              .settings = env->settings,
                               .tick = wal_async_daemon_log_tick,
                               .tick_arg = (void *)dir};
 }

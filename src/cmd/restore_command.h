@@ -13,8 +13,8 @@
  * Upload-only options do not matter to a read; secrets are never written:
  * the server needs the AWS credentials in its own environment.
  */
-#ifndef PGD_RESTORE_COMMAND_H
-#define PGD_RESTORE_COMMAND_H
+#ifndef PGD_CMD_RESTORE_COMMAND_H
+#define PGD_CMD_RESTORE_COMMAND_H
 
 #include <stdbool.h>
 

@@ -1,24 +1,23 @@
 /*
  * wal_async_internal.h - what the files of wal-push --archive-async and
- * wal-fetch --prefetch share; nothing outside src/cmd/wal_async*.c
+ * wal-fetch --prefetch share; nothing outside src/wal/wal_async*.c
  * includes it.
  *
- *   wal_async.c         the command's spool directory, the fingerprint of
- *                       its settings, and the clock a waiting command polls
+ *   wal_async.c         the command's spool directory, and the clock a
+ *                       waiting command polls
  *   wal_async_daemon.c  how a background process is started, and its log
  *   wal_async_push.c    the foreground of wal-push --archive-async
  *   wal_async_fetch.c   the foreground of wal-fetch --prefetch
  */
-#ifndef PGD_CMD_WAL_ASYNC_INTERNAL_H
-#define PGD_CMD_WAL_ASYNC_INTERNAL_H
+#ifndef PGD_WAL_ASYNC_INTERNAL_H
+#define PGD_WAL_ASYNC_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "wal/wal_spool.h"
-#include "storage/storage.h"
 #include "util/error.h"
-#include "util/options.h"
+#include "wal/wal_async.h"
+#include "wal/wal_spool.h"
 
 /*
  * A waiting command looks again after 2 ms, then ever less often up to
@@ -28,8 +27,6 @@
 #define WAL_POLL_MIN_MS 2
 #define WAL_POLL_MAX_MS 20
 #define WAL_LOG_NAME    "log"
-/* the settings fingerprint: 16 hex digits and a terminator, with room */
-#define WAL_SETTINGS_LEN 32
 /* "2026-11-30 19:31:21 UTC" with room */
 #define WAL_WHEN_LEN 64
 
@@ -38,13 +35,8 @@
 void wal_async_sleep_ms(long ms);
 long wal_async_now_ms(void);
 /* The spool directory of `role` for datadir (absolute), created if missing. */
-bool wal_async_spool_dir(const pgd_options *opts, wal_spool_role role, const char *datadir,
+bool wal_async_spool_dir(const wal_async_env *env, wal_spool_role role, const char *datadir,
                          char *dir, size_t dirlen, pgd_error *err);
-/*
- * The fingerprint of the settings a background process takes from the
- * command that starts it (see wal_spool_settings_write).
- */
-void wal_async_settings(const pgd_options *opts, char *out, size_t outlen);
 
 /* ---- wal_async_daemon.c ---- */
 
@@ -59,11 +51,10 @@ bool wal_async_daemon_spawn(const char *dir, bool *started, bool *daemon, int *l
                             pgd_error *err);
 /*
  * What the background process of spool `dir` runs with: the repository of
- * opts, the settings recorded in the spool, and between scans its log
+ * env, the settings recorded in the spool, and between scans its log
  * rotated past its bound (a long-lived process never fills a disk).
  */
-wal_daemon_hooks wal_async_daemon_hooks(const pgd_options *opts, const char *dir,
-                                        const char *settings);
+wal_daemon_hooks wal_async_daemon_hooks(const wal_async_env *env, const char *dir);
 /* "2026-11-30 19:31:21 UTC": when a background process started, for its log. */
 void wal_async_daemon_when(char *out, size_t outlen);
 
