@@ -32,26 +32,6 @@ static bool assemble_bit_get(const unsigned char *bits, uint64_t i)
     return (bits[i / 8] >> (i % 8)) & 1u;
 }
 
-/*
- * The entry of the backup being read for `path`, as it must be stored (whole
- * or increment, of the manifest's size): checked whether or not its data is
- * used.
- */
-static bool assemble_layer_file(const extract_shared *sh, const char *path, const tar_entry *e,
-                                bool increment, size_t part_idx, const char *part_name,
-                                const manifest_file **out, pgd_error *err)
-{
-    long idx = manifest_find(sh->lm, path);
-
-    if (idx < 0 || sh->lm->files[idx].is_dir || sh->lm->files[idx].partition != part_idx + 1 ||
-        sh->lm->files[idx].increment != increment)
-        return err_set(err,
-                       "file \"%s\" in partition \"%s\" of backup \"%s\" is not in the manifest",
-                       e->path, part_name, sh->lid);
-    *out = &sh->lm->files[idx];
-    return extract_entry_size_matches(e, *out, part_name, sh->lid, err);
-}
-
 typedef struct assemble_page_sink {
     const extract_plan *p;
     char *cmp; /* restore --delta: compare before writing */
@@ -59,6 +39,7 @@ typedef struct assemble_page_sink {
     const char *dest;
     extract_asm *a;
     uint64_t final_size;
+    increment_reader *ir;
 } assemble_page_sink;
 
 /* An increment's page: written where no newer backup wrote one, and below the final size. */
@@ -79,28 +60,45 @@ static bool assemble_increment_page(void *arg, uint32_t block, const unsigned ch
     return true;
 }
 
+/* An increment's bytes, as the partition reader hands them: its pages go to the file. */
+static bool assemble_increment_data(void *arg, const char *buf, size_t n, uint64_t off,
+                                    pgd_error *err)
+{
+    assemble_page_sink *k = arg;
+
+    (void)off;
+    return increment_reader_feed(k->ir, buf, n, assemble_increment_page, k, err);
+}
+
+/* After an increment's last byte: its own structure (repo/increment.h). */
+static bool assemble_increment_check(void *arg, pgd_error *err)
+{
+    assemble_page_sink *k = arg;
+
+    return increment_reader_finish(k->ir, err);
+}
+
 /*
  * An increment entry: of the backup restored (the file is created at its
  * final size) or of an older one (only while the file still needs pages).
  */
-bool assemble_increment(extract_worker *w, work_pool *pool, tar_reader *tr, const tar_entry *e,
-                        const char *path, size_t part_idx, const char *part_name, pgd_error *err)
+bool assemble_increment(extract_worker *w, partition_read *pr, const partition_read_file *pf,
+                        pgd_error *err)
 {
     extract_shared *sh = w->sh;
     const extract_plan *p = sh->p;
-    const manifest_file *lf = NULL;
+    const manifest_file *lf = pf->f;
     long nidx;
     char dest[PATH_MAX];
-    assemble_page_sink sink = {.p = p, .cmp = w->cmp, .fd = -1, .dest = dest};
     increment_reader ir;
-    uint32_t crc = CRC32C_INIT;
-    uint64_t left;
+    assemble_page_sink sink = {.p = p, .cmp = w->cmp, .fd = -1, .dest = dest, .ir = &ir};
+    partition_read_sink data = {
+        .data = assemble_increment_data, .check = assemble_increment_check, .arg = &sink};
     bool ok;
 
-    if (!extract_file_dest(p, path, dest, sizeof(dest), err) ||
-        !assemble_layer_file(sh, path, e, true, part_idx, part_name, &lf, err))
+    if (!extract_file_dest(p, pf->path, dest, sizeof(dest), err))
         return false;
-    nidx = manifest_find(p->m, path);
+    nidx = manifest_find(p->m, pf->path);
     if (sh->layer > 0 && (nidx < 0 || p->m->files[nidx].is_dir || !sh->asm_[nidx].need))
         return true; /* no newer backup needs it: its data is skipped */
     sink.a = &sh->asm_[nidx];
@@ -129,30 +127,12 @@ bool assemble_increment(extract_worker *w, work_pool *pool, tar_reader *tr, cons
         if (sink.fd < 0)
             return err_errno(err, errno, "could not open file \"%s\"", dest);
     }
-    ok = increment_reader_init(&ir, e->path, true, lf->size, lf->file_size, lf->inc_blocks, err);
-    for (left = lf->size; ok && left > 0;) {
-        size_t n = 0;
-        ok = !work_pool_stopping(pool) &&
-             tar_reader_data(tr, w->buf, left < EXTRACT_CHUNK ? (size_t)left : EXTRACT_CHUNK, &n,
-                             err);
-        if (ok && n == 0)
-            ok = err_set(err, "file \"%s\" in backup \"%s\" ends early", e->path, sh->lid);
-        if (!ok)
-            break;
-        crc = crc32c_update(crc, w->buf, n);
-        ok = increment_reader_feed(&ir, w->buf, n, assemble_increment_page, &sink, err);
-        left -= n;
-        work_pool_advance(pool, n);
-    }
-    ok = ok && increment_reader_finish(&ir, err);
+    ok = increment_reader_init(&ir, pf->e->path, true, lf->size, lf->file_size, lf->inc_blocks,
+                               err) &&
+         partition_read_file_data(pr, &data, err);
     increment_reader_free(&ir);
     if (!ok && err->msg[0] != '\0' && strstr(err->msg, sh->lid) == NULL)
-        err_prefix(err, "backup \"%s\" (partition \"%s\")", sh->lid, part_name);
-    if (ok && crc32c_final(crc) != lf->crc)
-        ok = err_set(err,
-                     "checksum mismatch for file \"%s\" in backup \"%s\" (partition \"%s\"): "
-                     "%08x, the manifest says %08x",
-                     e->path, sh->lid, part_name, crc32c_final(crc), lf->crc);
+        err_prefix(err, "backup \"%s\" (partition \"%s\")", sh->lid, pr->part_name);
     if (close(sink.fd) != 0 && ok)
         ok = err_errno(err, errno, "could not close file \"%s\"", dest);
     if (ok && sh->layer == 0)
@@ -161,66 +141,63 @@ bool assemble_increment(extract_worker *w, work_pool *pool, tar_reader *tr, cons
 }
 
 /* An older backup's whole copy of a file still being assembled: it fills what is missing. */
-static bool assemble_older_whole(extract_worker *w, work_pool *pool, tar_reader *tr,
-                                 const tar_entry *e, size_t part_idx, const char *part_name,
-                                 pgd_error *err)
+typedef struct assemble_whole_sink {
+    const extract_plan *p;
+    char *cmp;
+    int fd;
+    const char *dest;
+    const extract_asm *a;
+    uint64_t final_size;
+} assemble_whole_sink;
+
+/* Bytes at `off` of the older copy: each page no newer backup wrote, below the final size. */
+static bool assemble_whole_data(void *arg, const char *buf, size_t n, uint64_t off, pgd_error *err)
+{
+    assemble_whole_sink *k = arg;
+
+    for (uint64_t at = off; at < off + n && at < k->final_size;) {
+        uint64_t block = at / INCREMENT_PAGE_SIZE;
+        uint64_t end = (block + 1) * INCREMENT_PAGE_SIZE;
+        if (end > off + n)
+            end = off + n;
+        if (end > k->final_size)
+            end = k->final_size;
+        if (!assemble_bit_get(k->a->done, block) &&
+            !extract_put(k->p, k->cmp, k->fd, k->dest, buf + (at - off), (size_t)(end - at), at,
+                         err))
+            return false;
+        at = end;
+    }
+    return true;
+}
+
+static bool assemble_older_whole(extract_worker *w, partition_read *pr,
+                                 const partition_read_file *pf, pgd_error *err)
 {
     extract_shared *sh = w->sh;
     const extract_plan *p = sh->p;
-    const manifest_file *lf = NULL;
-    long nidx = manifest_find(p->m, e->path);
+    const manifest_file *lf = pf->f;
+    long nidx = manifest_find(p->m, pf->path);
     extract_asm *a;
     char dest[PATH_MAX];
-    uint32_t crc = CRC32C_INIT;
-    uint64_t off = 0, final_size, own_pages;
-    int fd;
-    bool ok = true;
+    assemble_whole_sink k = {.p = p, .cmp = w->cmp, .dest = dest};
+    partition_read_sink data = {.data = assemble_whole_data, .arg = &k};
+    uint64_t own_pages;
+    bool ok;
 
-    if (!extract_file_dest(p, e->path, dest, sizeof(dest), err) ||
-        !assemble_layer_file(sh, e->path, e, false, part_idx, part_name, &lf, err))
+    if (!extract_file_dest(p, pf->path, dest, sizeof(dest), err))
         return false;
     if (nidx < 0 || p->m->files[nidx].is_dir || sh->asm_[nidx].done == NULL || !sh->asm_[nidx].need)
         return true;
     a = &sh->asm_[nidx];
-    final_size = p->m->files[nidx].file_size;
-    fd = open(dest, (p->delta ? O_RDWR : O_WRONLY) | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
+    k.a = a;
+    k.final_size = p->m->files[nidx].file_size;
+    k.fd = open(dest, (p->delta ? O_RDWR : O_WRONLY) | O_NOFOLLOW | O_CLOEXEC);
+    if (k.fd < 0)
         return err_errno(err, errno, "could not open file \"%s\"", dest);
     /* the bitmap is only updated at the end: a page may straddle two chunks */
-    while (ok && off < lf->size) {
-        size_t n = 0;
-        uint64_t at;
-        ok = !work_pool_stopping(pool) &&
-             tar_reader_data(tr, w->buf,
-                             lf->size - off < EXTRACT_CHUNK ? (size_t)(lf->size - off)
-                                                            : EXTRACT_CHUNK,
-                             &n, err);
-        if (ok && n == 0)
-            ok = err_set(err, "file \"%s\" in backup \"%s\" ends early", e->path, sh->lid);
-        if (!ok)
-            break;
-        crc = crc32c_update(crc, w->buf, n);
-        for (at = off; ok && at < off + n && at < final_size;) {
-            uint64_t block = at / INCREMENT_PAGE_SIZE;
-            uint64_t end = (block + 1) * INCREMENT_PAGE_SIZE;
-            if (end > off + n)
-                end = off + n;
-            if (end > final_size)
-                end = final_size;
-            if (!assemble_bit_get(a->done, block))
-                ok = extract_put(p, w->cmp, fd, dest, w->buf + (at - off), (size_t)(end - at), at,
-                                 err);
-            at = end;
-        }
-        off += n;
-        work_pool_advance(pool, n);
-    }
-    if (ok && crc32c_final(crc) != lf->crc)
-        ok = err_set(err,
-                     "checksum mismatch for file \"%s\" in backup \"%s\" (partition \"%s\"): "
-                     "%08x, the manifest says %08x",
-                     e->path, sh->lid, part_name, crc32c_final(crc), lf->crc);
-    if (close(fd) != 0 && ok)
+    ok = partition_read_file_data(pr, &data, err);
+    if (close(k.fd) != 0 && ok)
         ok = err_errno(err, errno, "could not close file \"%s\"", dest);
     if (!ok)
         return false;
@@ -233,14 +210,12 @@ static bool assemble_older_whole(extract_worker *w, work_pool *pool, tar_reader 
 }
 
 /* A file entry of an older backup of the chain: used only when a file still needs it. */
-bool assemble_older_file(extract_worker *w, work_pool *pool, tar_reader *tr, const tar_entry *e,
-                         size_t part_idx, const char *part_name, pgd_error *err)
+bool assemble_older_file(extract_worker *w, partition_read *pr, const partition_read_file *pf,
+                         pgd_error *err)
 {
-    char path[PATH_MAX];
-
-    if (increment_file_path(e->path, path, sizeof(path)))
-        return assemble_increment(w, pool, tr, e, path, part_idx, part_name, err);
-    return assemble_older_whole(w, pool, tr, e, part_idx, part_name, err);
+    if (pf->f->increment)
+        return assemble_increment(w, pr, pf, err);
+    return assemble_older_whole(w, pr, pf, err);
 }
 
 /* Which partitions of the backup now read hold a file that still needs data; false if none. */

@@ -1,9 +1,10 @@
 /*
  * extract.c - parallel, verified extraction of backup partitions: each
- * partition read by a worker, its entries checked against the manifest, a
- * full backup's files written as they come (with restore --delta, compared
- * first: extract_io.c); a delta's increments and its older backups are
- * handed to assemble.c. Where entries land is extract_target.c's.
+ * partition read by a worker through repo/partition_read.h, which checks
+ * its entries against the manifest; a full backup's files written as they
+ * come (with restore --delta, compared first: extract_io.c); a delta's
+ * increments and its older backups are handed to assemble.c. Where entries
+ * land is extract_target.c's.
  */
 #define _GNU_SOURCE
 #include "restore/extract_internal.h"
@@ -18,85 +19,70 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "compress/compress.h"
-#include "repo/increment.h"
-#include "repo/layout.h"
-#include "repo/tar.h"
+#include "repo/partition_read.h"
 #include "restore/durable.h"
-#include "util/crc32c.h"
 #include "util/progress.h"
 #include "util/work_pool.h"
 
 /* a large file's writeback starts every this many bytes, not only at its end */
 #define EXTRACT_WRITEBACK_EVERY (32 * 1024 * 1024)
 
-/*
- * The data of a file's tar entry into the file, checked against the
- * manifest's CRC-32C: a new file written through, or (restore --delta) an
- * existing one compared first; *changed when anything was written.
- */
-static bool extract_file_data(extract_worker *w, work_pool *pool, tar_reader *tr, int fd,
-                              const char *dest, const tar_entry *e, const manifest_file *f,
-                              const char *part_name, bool *changed, pgd_error *err)
-{
-    const extract_plan *p = w->sh->p;
-    uint32_t crc = CRC32C_INIT;
-    uint64_t left = f->size, written = 0, flushed = 0;
+/* Where a full file's bytes go: written through, or (restore --delta) compared first. */
+typedef struct extract_file_sink {
+    extract_worker *w;
+    int fd;
+    const char *dest;
+    bool *changed;
+    uint64_t flushed;
+} extract_file_sink;
 
-    while (left > 0) {
-        size_t n;
-        if (work_pool_stopping(pool))
-            return false;
-        if (!tar_reader_data(tr, w->buf, left < EXTRACT_CHUNK ? (size_t)left : EXTRACT_CHUNK, &n,
-                             err))
-            return false;
-        if (n == 0)
-            return err_set(err, "file \"%s\" in backup \"%s\" ends early", e->path, p->backup_id);
-        crc = crc32c_update(crc, w->buf, n);
-        if (p->delta ? !extract_delta_write(p, w->cmp, fd, dest, w->buf, n, written, changed, err)
-                     : !extract_write_all(fd, w->buf, n, dest, err))
-            return false;
-        left -= n;
-        written += n;
-        if (written - flushed >= EXTRACT_WRITEBACK_EVERY) {
-            durable_start_writeback(fd, (off_t)flushed, (off_t)(written - flushed));
-            flushed = written;
-        }
-        work_pool_advance(pool, n);
+static bool extract_file_chunk(void *arg, const char *buf, size_t n, uint64_t off, pgd_error *err)
+{
+    extract_file_sink *k = arg;
+    const extract_plan *p = k->w->sh->p;
+    uint64_t written = off + n;
+
+    if (p->delta ? !extract_delta_write(p, k->w->cmp, k->fd, k->dest, buf, n, off, k->changed, err)
+                 : !extract_write_all(k->fd, buf, n, k->dest, err))
+        return false;
+    if (written - k->flushed >= EXTRACT_WRITEBACK_EVERY) {
+        durable_start_writeback(k->fd, (off_t)k->flushed, (off_t)(written - k->flushed));
+        k->flushed = written;
     }
-    if (crc32c_final(crc) != f->crc)
-        return err_set(err,
-                       "checksum mismatch for file \"%s\" in backup \"%s\" (partition \"%s\"): "
-                       "%08x, the manifest says %08x",
-                       e->path, p->backup_id, part_name, crc32c_final(crc), f->crc);
-    /* the final fsync pass (restore/durable.h) finds it written already */
-    durable_start_writeback(fd, (off_t)flushed, 0);
     return true;
 }
 
-static bool extract_file(extract_worker *w, work_pool *pool, tar_reader *tr, const tar_entry *e,
-                         size_t part_idx, const char *part_name, pgd_error *err)
+/*
+ * The data of a file's tar entry into the file, checked against the
+ * manifest's CRC-32C (repo/partition_read.h): a new file written through,
+ * or (restore --delta) an existing one compared first; *changed when
+ * anything was written.
+ */
+static bool extract_file_data(extract_worker *w, partition_read *pr, int fd, const char *dest,
+                              bool *changed, pgd_error *err)
+{
+    extract_file_sink k = {.w = w, .fd = fd, .dest = dest, .changed = changed};
+    partition_read_sink sink = {.data = extract_file_chunk, .arg = &k};
+
+    if (!partition_read_file_data(pr, &sink, err))
+        return false;
+    /* the final fsync pass (restore/durable.h) finds it written already */
+    durable_start_writeback(fd, (off_t)k.flushed, 0);
+    return true;
+}
+
+static bool extract_file(extract_worker *w, partition_read *pr, const partition_read_file *pf,
+                         pgd_error *err)
 {
     const extract_plan *p = w->sh->p;
-    long idx = manifest_find(p->m, e->path);
-    const manifest_file *f;
+    const manifest_file *f = pf->f;
     char dest[PATH_MAX];
     struct timespec times[2];
     struct stat st;
     bool changed;
     int fd;
 
-    /* the path first: a hostile name is refused as such, whatever the manifest says */
-    if (!extract_file_dest(p, e->path, dest, sizeof(dest), err))
-        return false;
-    if (idx < 0 || p->m->files[idx].is_dir || p->m->files[idx].partition != part_idx + 1 ||
-        p->m->files[idx].increment)
-        return err_set(err,
-                       "file \"%s\" in partition \"%s\" of backup \"%s\" is not in "
-                       "the manifest",
-                       e->path, part_name, p->backup_id);
-    f = &p->m->files[idx];
-    if (!extract_entry_size_matches(e, f, part_name, p->backup_id, err))
+    if (!extract_file_dest(p, pf->path, dest, sizeof(dest), err))
         return false;
     /* read and write with --delta: every page is compared first */
     fd = open(dest, (p->delta ? O_RDWR : O_WRONLY) | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
@@ -114,7 +100,7 @@ static bool extract_file(extract_worker *w, work_pool *pool, tar_reader *tr, con
         err_set(err, "could not write file \"%s\": it is not a regular file", dest);
         goto fail;
     }
-    if (!extract_file_data(w, pool, tr, fd, dest, e, f, part_name, &changed, err))
+    if (!extract_file_data(w, pr, fd, dest, &changed, err))
         goto fail;
     if ((uint64_t)st.st_size > f->size) {
         if (ftruncate(fd, (off_t)f->size) != 0) {
@@ -138,7 +124,7 @@ static bool extract_file(extract_worker *w, work_pool *pool, tar_reader *tr, con
             unlink(dest);
         return false;
     }
-    w->sh->restored[idx] = 1;
+    w->sh->restored[pf->idx] = 1;
     return true;
 fail:
     close(fd);
@@ -148,113 +134,71 @@ fail:
     return false;
 }
 
-/* A link's tar entry must be the manifest's; links_create makes it, after every file. */
-static bool extract_link_entry(extract_worker *w, const tar_entry *e, size_t part_idx,
-                               const char *part_name, pgd_error *err)
+/*
+ * A file entry the partition reader checked against the manifest: a full
+ * file written, an increment or an older backup's file handed to
+ * assemble.c.
+ */
+static bool extract_entry_file(void *arg, partition_read *pr, const partition_read_file *pf,
+                               pgd_error *err)
 {
-    const extract_plan *p = w->sh->p;
-    char dest[PATH_MAX];
-    long idx;
-
-    if (!extract_dest_path(p, e->path, dest, sizeof(dest), err))
-        return false;
-    idx = manifest_find_link(p->m, e->path);
-    if (idx < 0 || p->m->links[idx].partition != part_idx + 1 || e->linkpath == NULL ||
-        strcmp(e->linkpath, p->m->links[idx].target) != 0)
-        return err_set(err,
-                       "refusing link \"%s\" -> \"%s\" in partition \"%s\" of backup \"%s\": "
-                       "the manifest does not list it",
-                       e->path, e->linkpath ? e->linkpath : "", part_name, p->backup_id);
-    w->sh->links_seen[idx] = 1;
-    return true;
-}
-
-/* One entry of a partition: a file is written, a directory or link checked against the manifest. */
-static bool extract_entry(extract_worker *w, work_pool *pool, tar_reader *tr, const tar_entry *e,
-                          size_t part_idx, const char *part_name, pgd_error *err)
-{
-    const extract_plan *p = w->sh->p;
-    char dest[PATH_MAX];
-
-    char real[PATH_MAX];
+    extract_worker *w = arg;
 
     /* an older backup of a chain: only its files' data matters, the newest decides the rest */
     if (w->sh->layer > 0)
-        return e->type == TAR_FILE ? assemble_older_file(w, pool, tr, e, part_idx, part_name, err)
-                                   : true;
-    switch (e->type) {
-    case TAR_FILE:
-        if (p->m->delta && increment_file_path(e->path, real, sizeof(real)))
-            return assemble_increment(w, pool, tr, e, real, part_idx, part_name, err);
-        return extract_file(w, pool, tr, e, part_idx, part_name, err);
-    case TAR_DIR:
-        return extract_dest_path(p, e->path, dest, sizeof(dest), err) &&
-               (manifest_find(p->m, e->path) >= 0 ||
-                err_set(err,
-                        "directory \"%s\" in partition \"%s\" of backup \"%s\" is not in the "
-                        "manifest",
-                        e->path, part_name, p->backup_id));
-    case TAR_SYMLINK:
-        return extract_link_entry(w, e, part_idx, part_name, err);
-    case TAR_HARDLINK:
-        return err_set(err,
-                       "refusing hard link \"%s\" -> \"%s\" in partition \"%s\" of backup "
-                       "\"%s\": pgdirect never writes one",
-                       e->path, e->linkpath ? e->linkpath : "", part_name, p->backup_id);
-    default:
-        return err_set(err,
-                       "refusing entry \"%s\" of type '%c' in partition \"%s\" of backup \"%s\"",
-                       e->path, e->type, part_name, p->backup_id);
-    }
+        return assemble_older_file(w, pr, pf, err);
+    if (pf->f->increment)
+        return assemble_increment(w, pr, pf, err);
+    return extract_file(w, pr, pf, err);
 }
+
+/* The path first: a hostile name is refused as such, whatever the manifest says. */
+static bool extract_entry_path(void *arg, const char *path, pgd_error *err)
+{
+    extract_worker *w = arg;
+    char dest[PATH_MAX];
+
+    return extract_dest_path(w->sh->p, path, dest, sizeof(dest), err);
+}
+
+/* A link's tar entry is the manifest's; links_create makes it, after every file. */
+static void extract_link_seen(void *arg, size_t idx)
+{
+    extract_worker *w = arg;
+
+    w->sh->links_seen[idx] = 1;
+}
+
+static const partition_read_ops extract_read_ops = {
+    .check_path = extract_entry_path,
+    .file = extract_entry_file,
+    .link_seen = extract_link_seen,
+};
+
+static const partition_read_ops extract_read_older_ops = {
+    .files_only = true,
+    .check_path = extract_entry_path,
+    .file = extract_entry_file,
+};
 
 /* A task of the work pool: partition number `part_idx`, every entry, then its size and CRC. */
 static bool extract_partition(work_pool *pool, void *worker, size_t part_idx, pgd_error *err)
 {
     extract_worker *w = worker;
-    const extract_plan *p = w->sh->p;
-    const manifest_partition *part = &w->sh->lm->partitions[part_idx];
-    char path[LAYOUT_PATH_MAX];
-    tar_reader tr;
-    in_stream *in;
-    bool missing, end = false, ok = true;
+    partition_read pr = {.repo = w->sh->p->repo,
+                         .backup_id = w->sh->lid,
+                         .m = w->sh->lm,
+                         .part_idx = part_idx,
+                         .pool = pool,
+                         .buf = w->buf,
+                         .buflen = EXTRACT_CHUNK,
+                         .ops = w->sh->layer > 0 ? &extract_read_older_ops : &extract_read_ops,
+                         .arg = w};
 
     /* an older backup's partition with nothing a newer one still needs is not read at all */
     if (w->sh->layer > 0 && !w->sh->part_needed[part_idx])
         return true;
-    layout_backup_object(w->sh->lid, part->name, path, sizeof(path));
-    in = storage_read_open(p->repo, path, &missing, err);
-    if (in == NULL)
-        return missing ? err_set(err,
-                                 "partition \"%s\" of backup \"%s\" is missing from "
-                                 "repository \"%s\"",
-                                 part->name, w->sh->lid, p->repo->uri)
-                       : false;
-    in = crc_in_new(in, path, part->size, part->crc, err);
-    if (in != NULL)
-        in = decompress_in_new(compress_from_suffix(part->name), in, path, err);
-    if (in == NULL)
-        return false;
-    tar_reader_init(&tr, in, path);
-    while (ok && !end) {
-        tar_entry e;
-        if (work_pool_stopping(pool) || !tar_reader_next(&tr, &e, &end, err)) {
-            ok = false;
-            break;
-        }
-        if (!end)
-            ok = extract_entry(w, pool, &tr, &e, part_idx, part->name, err);
-        tar_entry_free(&e);
-    }
-    /* drain to the end so the partition's size and CRC-32C are checked */
-    while (ok) {
-        size_t n = 0;
-        ok = in_read(in, w->buf, EXTRACT_CHUNK, &n, err);
-        if (n == 0)
-            break;
-    }
-    in_close(in);
-    return ok;
+    return partition_read_run(&pr, err);
 }
 
 static uint64_t extract_manifest_bytes(const manifest *m)

@@ -20,7 +20,6 @@
 #include <stddef.h>
 
 #include "repo/manifest.h"
-#include "repo/tar.h"
 #include "restore/durable.h"
 #include "storage/storage.h"
 #include "util/error.h"
@@ -76,18 +75,6 @@ typedef struct extract_plan {
     const extract_older *older;
     size_t nolder;
 } extract_plan;
-
-/*
- * A file's tar entry declares exactly the size its manifest entry records
- * (`f`, of backup `backup_id`). A header that declares more is damage as
- * much as one that declares less: the manifest no longer says what the
- * partition holds, and reading only the manifest's bytes would pass over
- * the rest unseen. Checked before any of the entry's data is read; the
- * error names the file, the partition and the backup. Verify checks the
- * same (verify/verify.h).
- */
-bool extract_entry_size_matches(const tar_entry *e, const manifest_file *f, const char *part_name,
-                                const char *backup_id, pgd_error *err);
 
 /*
  * The mode a restored file or directory gets for `mode` from the manifest:

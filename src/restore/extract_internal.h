@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "repo/tar.h"
+#include "repo/partition_read.h"
 #include "restore/extract.h"
 #include "util/error.h"
 #include "util/work_pool.h"
@@ -71,16 +71,16 @@ bool extract_put(const extract_plan *p, char *cmp, int fd, const char *dest, con
                  size_t n, uint64_t off, pgd_error *err);
 
 /*
- * An increment entry (`path` is the file it is of): of the backup restored,
- * layer 0 (the file is created at its final size), or of an older one
- * (used only while the file still needs pages).
+ * An increment entry (pf->path is the file it is of): of the backup
+ * restored, layer 0 (the file is created at its final size), or of an
+ * older one (used only while the file still needs pages).
  */
-bool assemble_increment(extract_worker *w, work_pool *pool, tar_reader *tr, const tar_entry *e,
-                        const char *path, size_t part_idx, const char *part_name, pgd_error *err);
+bool assemble_increment(extract_worker *w, partition_read *pr, const partition_read_file *pf,
+                        pgd_error *err);
 
 /* A file entry of an older backup of the chain: used only when a file still needs it. */
-bool assemble_older_file(extract_worker *w, work_pool *pool, tar_reader *tr, const tar_entry *e,
-                         size_t part_idx, const char *part_name, pgd_error *err);
+bool assemble_older_file(extract_worker *w, partition_read *pr, const partition_read_file *pf,
+                         pgd_error *err);
 
 /* The older backups of the chain, newest first, read while files still need data. */
 bool assemble_older_layers(const extract_plan *p, extract_shared *sh, work_pool_job *job,

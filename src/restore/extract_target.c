@@ -35,18 +35,6 @@ uint32_t extract_mode(uint32_t mode, bool is_dir)
                   : (mode & EXTRACT_FILE_MODE_MAX) | EXTRACT_FILE_MODE_MIN;
 }
 
-bool extract_entry_size_matches(const tar_entry *e, const manifest_file *f, const char *part_name,
-                                const char *backup_id, pgd_error *err)
-{
-    if (e->size == f->size)
-        return true;
-    return err_set(err,
-                   "tar header of file \"%s\" in partition \"%s\" of backup \"%s\" declares "
-                   "%llu bytes; the manifest says %llu",
-                   e->path, part_name, backup_id, (unsigned long long)e->size,
-                   (unsigned long long)f->size);
-}
-
 bool extract_dest_path(const extract_plan *p, const char *path, char *out, size_t outlen,
                        pgd_error *err)
 {

@@ -13,17 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compress/compress.h"
 #include "repo/increment.h"
 #include "repo/layout.h"
 #include "repo/manifest.h"
-#include "repo/tar.h"
+#include "repo/partition_read.h"
 #include "repo/backup_read.h"
 #include "restore/links.h"
 #include "restore/chain.h"
-#include "restore/extract.h"
 #include "verify/verify_wal.h"
-#include "util/crc32c.h"
 #include "util/work_pool.h"
 
 #define VERIFY_CHUNK (1024 * 1024)
@@ -42,10 +39,6 @@ typedef struct verify_worker {
     char *buf;
 } verify_worker;
 
-static bool verify_file_stream(verify_worker *w, work_pool *pool, tar_reader *tr,
-                               const tar_entry *e, const manifest_file *f, const char *part_name,
-                               increment_reader *ir, uint32_t *crcp, pgd_error *err);
-
 /* Pages of an increment are only checked (header, order, CRCs), never kept. */
 static bool verify_increment_page(void *arg, uint32_t block, const unsigned char *page,
                                   pgd_error *err)
@@ -57,160 +50,99 @@ static bool verify_increment_page(void *arg, uint32_t block, const unsigned char
     return true;
 }
 
-/* A file's data in the partition: its size and CRC-32C against the manifest. */
-static bool verify_file_data(verify_worker *w, work_pool *pool, tar_reader *tr, const tar_entry *e,
-                             const manifest_file *f, const char *part_name, pgd_error *err)
+/* An increment's bytes, as the partition reader hands them, to its reader (repo/increment.h). */
+static bool verify_increment_data(void *arg, const char *buf, size_t n, uint64_t off,
+                                  pgd_error *err)
 {
-    uint32_t crc = CRC32C_INIT;
-    increment_reader ir;
-    bool ok;
-
-    /* an increment's own structure and CRCs too (repo/increment.h) */
-    if (f->increment &&
-        !increment_reader_init(&ir, e->path, true, f->size, f->file_size, f->inc_blocks, err))
-        return false;
-    ok = verify_file_stream(w, pool, tr, e, f, part_name, f->increment ? &ir : NULL, &crc, err);
-    if (f->increment) {
-        ok = ok && increment_reader_finish(&ir, err);
-        increment_reader_free(&ir);
-    }
-    if (!ok)
-        return false;
-    if (crc32c_final(crc) != f->crc)
-        return err_set(err,
-                       "checksum mismatch for file \"%s\" in partition \"%s\": %08x, the "
-                       "manifest says %08x",
-                       e->path, part_name, crc32c_final(crc), f->crc);
-    return true;
+    (void)off;
+    return increment_reader_feed(arg, buf, n, verify_increment_page, NULL, err);
 }
 
-/* Read a file's data to its manifest size: its CRC-32C into *crcp, an increment fed to ir. */
-static bool verify_file_stream(verify_worker *w, work_pool *pool, tar_reader *tr,
-                               const tar_entry *e, const manifest_file *f, const char *part_name,
-                               increment_reader *ir, uint32_t *crcp, pgd_error *err)
+static bool verify_increment_check(void *arg, pgd_error *err)
 {
-    uint32_t crc = CRC32C_INIT;
-    uint64_t left = f->size;
-
-    while (left > 0) {
-        size_t n;
-        if (work_pool_stopping(pool))
-            return err_set(err, "interrupted");
-        if (!tar_reader_data(tr, w->buf, left < VERIFY_CHUNK ? (size_t)left : VERIFY_CHUNK, &n,
-                             err))
-            return false;
-        if (n == 0)
-            return err_set(err, "file \"%s\" ends early in partition \"%s\"", e->path, part_name);
-        crc = crc32c_update(crc, w->buf, n);
-        if (ir != NULL && !increment_reader_feed(ir, w->buf, n, verify_increment_page, NULL, err))
-            return false;
-        left -= n;
-        work_pool_advance(pool, n);
-    }
-    *crcp = crc;
-    return true;
+    return increment_reader_finish(arg, err);
 }
 
-/* One tar entry: it must be the manifest's, in the partition the manifest says. */
-static bool verify_entry(verify_worker *w, work_pool *pool, tar_reader *tr, const tar_entry *e,
-                         size_t part_idx, const char *part_name, pgd_error *err)
+/* A whole file's bytes: the partition reader checks their size and CRC-32C, nothing else to do. */
+static bool verify_whole_data(void *arg, const char *buf, size_t n, uint64_t off, pgd_error *err)
 {
-    const manifest *m = w->sh->m;
-    char real[PATH_MAX];
-    bool increment;
-    long idx;
-
-    switch (e->type) {
-    case TAR_FILE:
-        /* a delta's increment is stored as dir/INCREMENTAL.name; the manifest has the real path */
-        increment = m->delta && increment_file_path(e->path, real, sizeof(real));
-        idx = manifest_find(m, increment ? real : e->path);
-        if (idx < 0 || m->files[idx].is_dir || m->files[idx].partition != part_idx + 1 ||
-            m->files[idx].increment != increment)
-            return err_set(err, "file \"%s\" in partition \"%s\" is not in the manifest", e->path,
-                           part_name);
-        if (w->sh->seen[idx])
-            return err_set(err, "file \"%s\" appears twice in partition \"%s\"", e->path,
-                           part_name);
-        w->sh->seen[idx] = 1;
-        return extract_entry_size_matches(e, &m->files[idx], part_name, w->sh->req->bi->id, err) &&
-               verify_file_data(w, pool, tr, e, &m->files[idx], part_name, err);
-    case TAR_DIR:
-        idx = manifest_find(m, e->path);
-        if (idx < 0 || !m->files[idx].is_dir)
-            return err_set(err, "directory \"%s\" in partition \"%s\" is not in the manifest",
-                           e->path, part_name);
-        return true;
-    case TAR_SYMLINK:
-        idx = manifest_find_link(m, e->path);
-        if (idx < 0 || m->links[idx].partition != part_idx + 1 || e->linkpath == NULL ||
-            strcmp(e->linkpath, m->links[idx].target) != 0)
-            return err_set(err, "link \"%s\" in partition \"%s\" is not the manifest's", e->path,
-                           part_name);
-        w->sh->links_seen[idx] = 1;
-        return true;
-    default:
-        return err_set(err,
-                       "entry \"%s\" of type '%c' in partition \"%s\" is not one pgdirect "
-                       "writes",
-                       e->path, e->type, part_name);
-    }
+    (void)arg;
+    (void)buf;
+    (void)n;
+    (void)off;
+    (void)err;
+    return true;
 }
 
 /*
+ * A file entry of the manifest (repo/partition_read.h checked that): met
+ * once, its data read to its size and CRC-32C, an increment's own
+ * structure and CRCs too.
+ */
+static bool verify_entry_file(void *arg, partition_read *pr, const partition_read_file *pf,
+                              pgd_error *err)
+{
+    verify_worker *w = arg;
+    const manifest_file *f = pf->f;
+    increment_reader ir;
+    partition_read_sink sink = {.data = verify_whole_data};
+    bool ok;
+
+    if (w->sh->seen[pf->idx])
+        return err_set(err, "file \"%s\" appears twice in partition \"%s\" of backup \"%s\"",
+                       pf->e->path, pr->part_name, pr->backup_id);
+    w->sh->seen[pf->idx] = 1;
+    if (!f->increment)
+        return partition_read_file_data(pr, &sink, err);
+    if (!increment_reader_init(&ir, pf->e->path, true, f->size, f->file_size, f->inc_blocks, err))
+        return false;
+    sink = (partition_read_sink){
+        .data = verify_increment_data, .check = verify_increment_check, .arg = &ir};
+    ok = partition_read_file_data(pr, &sink, err);
+    increment_reader_free(&ir);
+    return ok;
+}
+
+static void verify_link_seen(void *arg, size_t idx)
+{
+    verify_worker *w = arg;
+
+    w->sh->links_seen[idx] = 1;
+}
+
+static const partition_read_ops verify_read_ops = {
+    .strict_dirs = true,
+    .file = verify_entry_file,
+    .link_seen = verify_link_seen,
+};
+
+/*
  * Read one partition to its end through the CRC and decompression streams a
- * restore uses, so its stored size and CRC-32C are checked too. A damaged
- * partition is recorded, not returned: the other partitions are still
- * read. Only an error that says nothing about the data (err->transient, a
- * signal) fails the task.
+ * restore uses (repo/partition_read.h), so its stored size and CRC-32C are
+ * checked too. A damaged partition is recorded, not returned: the other
+ * partitions are still read. Only an error that says nothing about the data
+ * (a partition there that could not be opened, err->transient, a signal)
+ * fails the task.
  */
 static bool verify_partition(work_pool *pool, void *worker, size_t part_idx, pgd_error *err)
 {
     verify_worker *w = worker;
     const verify_request *req = w->sh->req;
-    const manifest_partition *part = &w->sh->m->partitions[part_idx];
     pgd_error *perr = &w->sh->part_err[part_idx];
-    char path[LAYOUT_PATH_MAX];
-    tar_reader tr;
-    in_stream *in;
-    bool missing, end = false, ok = true;
+    partition_read pr = {.repo = req->repo,
+                         .backup_id = req->bi->id,
+                         .m = w->sh->m,
+                         .part_idx = part_idx,
+                         .pool = pool,
+                         .buf = w->buf,
+                         .buflen = VERIFY_CHUNK,
+                         .ops = &verify_read_ops,
+                         .arg = w};
 
-    layout_backup_object(req->bi->id, part->name, path, sizeof(path));
-    in = storage_read_open(req->repo, path, &missing, perr);
-    if (in == NULL && !missing) {
-        /* a partition that cannot be opened (permission, an unreachable store) says nothing about
-         * it */
+    if (!partition_read_run(&pr, perr) && pr.open_failed) {
         *err = *perr;
         return false;
     }
-    if (in == NULL) {
-        err_set(perr, "partition \"%s\" is missing from the repository", part->name);
-        goto out;
-    }
-    in = crc_in_new(in, path, part->size, part->crc, perr);
-    if (in != NULL)
-        in = decompress_in_new(compress_from_suffix(part->name), in, path, perr);
-    if (in == NULL)
-        goto out;
-    tar_reader_init(&tr, in, path);
-    while (ok && !end) {
-        tar_entry e;
-        if (work_pool_stopping(pool) || !tar_reader_next(&tr, &e, &end, perr)) {
-            ok = false;
-            break;
-        }
-        if (!end)
-            ok = verify_entry(w, pool, &tr, &e, part_idx, part->name, perr);
-        tar_entry_free(&e);
-    }
-    while (ok) {
-        size_t n = 0;
-        ok = in_read(in, w->buf, VERIFY_CHUNK, &n, perr);
-        if (n == 0)
-            break;
-    }
-    in_close(in);
-out:
     if (perr->set && perr->transient) {
         *err = *perr;
         return false;

@@ -6,8 +6,9 @@
  * from there (how far a point-in-time restore can go).
  *
  * It reads through the same path a restore does (repo/backup_read.h,
- * repo/tar.h, the partition's CRC and decompression streams) and writes
- * nothing (the command records the verdict: repo/verify_record.h). A damaged backup is a result, not an error: each
+ * repo/partition_read.h: the partition's CRC and decompression streams,
+ * its tar entries, the same messages) and writes nothing (the command
+ * records the verdict: repo/verify_record.h). A damaged backup is a result, not an error: each
  * problem is recorded and the rest is still checked. Only what says
  * nothing about the backup (a repository that cannot be listed, an object
  * that is there but cannot be opened, a read that may succeed later, a

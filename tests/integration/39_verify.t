@@ -125,7 +125,7 @@ copy_repo "$T/nopart"
 rm "$T/nopart/backups/$ID/$(basename "$part")"
 verify_copy "$T/nopart"
 is "$RC" "3" "a missing partition: exit 3"
-like "$OUT" "problem: partition \"$(basename "$part")\" is missing from the repository" \
+like "$OUT" "problem: partition \"$(basename "$part")\" of backup \"$ID\" is missing from repository \"" \
     "the missing partition is named"
 
 copy_repo "$T/filecrc"
@@ -293,7 +293,7 @@ is "$(grep -Ev '^(GET|HEAD) ' "$T/s3_requests" | grep -Ev "^PUT /$S3_BUCKET/veri
 "$PGD_STORAGE" "$S3REPO" rm "backups/$ID/$(basename "$part")" || bail "could not remove the partition"
 OUT=$("$PGD" verify --repo "$S3REPO" "$ID" 2>/dev/null)
 is "$?" "3" "S3: a missing partition object: exit 3"
-like "$OUT" "partition \"$(basename "$part")\" is missing" "S3: and it is named"
+like "$OUT" "partition \"$(basename "$part")\" of backup \"$ID\" is missing from repository \"s3://" "S3: and it is named"
 # ---- S3: a request that stalls gives way to Ctrl-C at once (not after --s3-timeout and retries) ----
 proxy_start
 proxy_rules '[{"method": "GET", "path": "/wal/", "fault": "stall"}]'

@@ -1,11 +1,13 @@
 /*
  * test_extract.c - covers src/restore/extract.c: which backup paths are safe
- * and where they land; a tar entry whose header declares another size than
- * the manifest's is refused, more as well as less, before it is written.
+ * and where they land; a tar entry whose header declares more than the
+ * manifest's size is refused before it is written (the check itself, more
+ * as well as less: test_partition_read.c).
  */
 #include "helpers.h"
 
 #include "repo/layout.h"
+#include "repo/tar.h"
 #include "restore/extract.h"
 #include "util/crc32c.h"
 
@@ -79,25 +81,6 @@ static void test_partition_names(void **state)
     assert_false(manifest_partition_name_is_valid("part_0001.tar/../x", COMPRESS_NONE));
     assert_false(manifest_partition_name_is_valid("part_-001.tar", COMPRESS_NONE));
     assert_false(manifest_partition_name_is_valid("", COMPRESS_NONE));
-}
-
-static void test_entry_size_must_be_the_manifests(void **state)
-{
-    manifest_file f = {.path = "base/1/2", .size = 8192};
-    tar_entry e = {.path = "base/1/2", .size = 8192, .type = TAR_FILE};
-    pgd_error err = {0};
-
-    (void)state;
-    assert_true(extract_entry_size_matches(&e, &f, "part_0001.tar", ID, &err));
-    e.size = 53687091200; /* 50 GiB */
-    assert_false(extract_entry_size_matches(&e, &f, "part_0001.tar", ID, &err));
-    assert_string_equal(err.msg, "tar header of file \"base/1/2\" in partition \"part_0001.tar\" "
-                                 "of backup \"" ID "\" declares 53687091200 bytes; the manifest "
-                                 "says 8192");
-    err_clear(&err);
-    e.size = 8191;
-    assert_false(extract_entry_size_matches(&e, &f, "part_0001.tar", ID, &err));
-    assert_non_null(strstr(err.msg, "declares 8191 bytes; the manifest says 8192"));
 }
 
 /*
@@ -189,7 +172,6 @@ int main(void)
         cmocka_unit_test(test_dest_paths),
         cmocka_unit_test(test_modes_are_masked),
         cmocka_unit_test(test_partition_names),
-        cmocka_unit_test(test_entry_size_must_be_the_manifests),
         cmocka_unit_test(test_restore_refuses_an_entry_that_declares_more),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
