@@ -89,7 +89,7 @@ static bool delta_parent_chain(storage *repo, const backup_info *bi, delta_paren
         if (steps > DELTA_MAX_STEPS_MAX)
             return delta_parent_refuse(out, "the chain of backup %s loops", bi->id);
         if (!backup_info_load(repo, cur.parent, &up, &missing, &lerr)) {
-            if (lerr.transient) {
+            if (err_is(&lerr, PGD_ERR_TRANSIENT)) {
                 *err = lerr;
                 return false;
             }
@@ -129,7 +129,7 @@ bool delta_parent_choose(storage *repo, const delta_parent_request *req, delta_p
                 return err_set(err, "--delta-from: backup \"%s\" not found in repository \"%s\"",
                                req->from, repo->uri);
             }
-            if (lerr.transient) {
+            if (err_is(&lerr, PGD_ERR_TRANSIENT)) {
                 *err = lerr;
                 return false;
             }
@@ -184,7 +184,7 @@ bool delta_parent_choose(storage *repo, const delta_parent_request *req, delta_p
         return !err->set;
     lerr = (pgd_error){0};
     if (!backup_read_manifest(repo, bi->id, &out->m, &lerr)) {
-        if (lerr.transient) {
+        if (err_is(&lerr, PGD_ERR_TRANSIENT)) {
             *err = lerr;
             return false;
         }
@@ -204,7 +204,7 @@ static bool delta_parent_load_again(storage *repo, const char *id, const char *w
 
     if (backup_info_load(repo, id, bi, &missing, &lerr))
         return true;
-    if (lerr.transient && !missing) {
+    if (err_is(&lerr, PGD_ERR_TRANSIENT) && !missing) {
         *err = lerr;
         return false;
     }

@@ -187,7 +187,7 @@ static bool verify_still_there(storage *repo, const backup_info *bi, pgd_error *
     if (missing)
         return err_set(err, "backup %s was removed from repository \"%s\" while it was verified",
                        bi->id, repo->uri);
-    if (e.transient) {
+    if (err_is(&e, PGD_ERR_TRANSIENT)) {
         *err = e;
         return false;
     }
@@ -208,7 +208,7 @@ static bool verify_select_chain(storage *repo, backup_info **out, size_t *n, pgd
         bool missing = false;
         if (!layout_is_backup_id((*out)[0].parent) ||
             !backup_info_load(repo, (*out)[0].parent, &parent, &missing, &e)) {
-            if (e.transient) {
+            if (err_is(&e, PGD_ERR_TRANSIENT)) {
                 *err = e;
                 return false;
             }

@@ -129,7 +129,7 @@ static int wal_fetch_fail(const char *name, pgd_error *err)
         err_set(err, "unknown error");
     if (strstr(err->msg, name) == NULL)
         err_prefix(err, "could not fetch WAL file \"%s\"", name);
-    if (err->transient && access(STANDBY_SIGNAL_FILE, F_OK) == 0) {
+    if (err_is(err, PGD_ERR_TRANSIENT) && access(STANDBY_SIGNAL_FILE, F_OK) == 0) {
         log_warn("%s (standby: PostgreSQL will ask again)", err->msg);
         return EXIT_WAL_NOT_ARCHIVED;
     }

@@ -161,7 +161,7 @@ static bool verify_entry(verify_worker *w, work_pool *pool, tar_reader *tr, cons
  * Read one partition to its end through the CRC and decompression streams a
  * restore uses, so its stored size and CRC-32C are checked too. A damaged
  * partition is recorded, not returned: the other partitions are still
- * read. Only an error that says nothing about the data (err->transient, a
+ * read. Only an error that says nothing about the data (PGD_ERR_TRANSIENT, a
  * signal) fails the task.
  */
 static bool verify_partition(work_pool *pool, void *worker, size_t part_idx, pgd_error *err)
@@ -211,7 +211,7 @@ static bool verify_partition(work_pool *pool, void *worker, size_t part_idx, pgd
     }
     in_close(in);
 out:
-    if (perr->set && perr->transient) {
+    if (err_is(perr, PGD_ERR_TRANSIENT)) {
         *err = *perr;
         return false;
     }
@@ -291,7 +291,7 @@ static bool verify_objects(const verify_request *req, verify_result *r, pgd_erro
 
     layout_backup_object(req->bi->id, PG_MANIFEST_NAME, path, sizeof(path));
     if (!storage_exists(req->repo, path, &exists, &e)) {
-        if (e.transient) {
+        if (err_is(&e, PGD_ERR_TRANSIENT)) {
             *err = e;
             return false;
         }
@@ -310,7 +310,7 @@ static bool verify_chain(const verify_request *req, const manifest *m, verify_re
     pgd_error e = {0};
 
     if (!chain_load(req->repo, req->bi, m, true, &c, &e)) {
-        if (e.transient) {
+        if (err_is(&e, PGD_ERR_TRANSIENT)) {
             *err = e;
             chain_free(&c);
             return false;
@@ -337,7 +337,7 @@ bool verify_backup(const verify_request *req, verify_result *r, pgd_error *err)
     if (!backup_read_manifest(req->repo, bi->id, &m, &e) ||
         !links_check(&m, bi->id, true, &e)) {
         manifest_free(&m);
-        if (e.transient) {
+        if (err_is(&e, PGD_ERR_TRANSIENT)) {
             *err = e;
             return false;
         }

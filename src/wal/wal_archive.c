@@ -246,7 +246,7 @@ bool wal_archive_read_text(storage *repo, const char *name, char **text, size_t 
         return err_set(err, "\"%s\" is not the name of a timeline or backup history file", name);
     if (!wal_archive_open_found(repo, name, &in, found, err)) {
         /* found: its codec refused how it begins */
-        *damaged = *found && !err->transient;
+        *damaged = *found && !err_is(err, PGD_ERR_TRANSIENT);
         return false;
     }
     if (!*found)
@@ -277,7 +277,7 @@ bool wal_archive_read_text(storage *repo, const char *name, char **text, size_t 
     in_close(in);
     if (!ok) {
         /* a read that may succeed later says nothing about the file */
-        *damaged = !err->transient;
+        *damaged = !err_is(err, PGD_ERR_TRANSIENT);
         free(*text);
         *text = NULL;
         *len = 0;
