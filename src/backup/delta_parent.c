@@ -104,7 +104,7 @@ static bool delta_parent_chain(storage *repo, const backup_info *bi, delta_paren
 }
 
 bool delta_parent_choose(storage *repo, const delta_parent_request *req, delta_parent *out,
-                         bool *usage_error, pgd_error *err)
+                         pgd_error *err)
 {
     backup_info *all = NULL, *bi;
     size_t n = 0;
@@ -114,20 +114,21 @@ bool delta_parent_choose(storage *repo, const delta_parent_request *req, delta_p
 
     memset(out, 0, sizeof(*out));
     manifest_init(&out->m);
-    *usage_error = false;
     if (strcmp(req->from, "LATEST") != 0) {
         if (!layout_is_backup_id(req->from)) {
-            *usage_error = true;
-            return err_set(err,
-                           "invalid value \"%s\" for option \"--delta-from\": expected LATEST or "
-                           "a backup id like 20261129T215959F",
-                           req->from);
+            err_set(err,
+                    "invalid value \"%s\" for option \"--delta-from\": expected LATEST or "
+                    "a backup id like 20261129T215959F",
+                    req->from);
+            err_mark(err, PGD_ERR_USAGE);
+            return false;
         }
         if (!backup_info_load(repo, req->from, &out->info, &missing, &lerr)) {
             if (missing) {
-                *usage_error = true;
-                return err_set(err, "--delta-from: backup \"%s\" not found in repository \"%s\"",
-                               req->from, repo->uri);
+                err_set(err, "--delta-from: backup \"%s\" not found in repository \"%s\"",
+                        req->from, repo->uri);
+                err_mark(err, PGD_ERR_USAGE);
+                return false;
             }
             if (err_is(&lerr, PGD_ERR_TRANSIENT)) {
                 *err = lerr;

@@ -199,8 +199,8 @@ int wal_async_fetch(const pgd_options *opts, const char *name, const char *dest,
     if (prefetch == 0 || wal_segment_file_kind(name) != WAL_FILE_SEGMENT)
         return direct(opts, name, dest);
     if (!opt_int(opts, OPT_PREFETCH_CONCURRENCY, 1, WAL_PREFETCH_MAX, &concurrency, &err)) {
-        log_error("%s", err.msg);
-        return EXIT_WAL_FATAL;
+        err_mark(&err, PGD_ERR_USAGE);
+        return command_fail(CMD_WAL_FETCH, &err);
     }
     /* restore_command runs in the data directory */
     if (realpath(".", datadir) == NULL) {

@@ -246,7 +246,7 @@ static int wal_async_push_wait(wal_push_call *c, bool *daemon)
             /* a failure from before this call (pushed ahead) gets one more try first */
             if (!wal_async_push_before(&rec.written, &called)) {
                 err_set(&err, "%s", rec.msg);
-                return command_fail(&err);
+                return command_fail(CMD_WAL_PUSH, &err);
             }
             woken = false;
         }
@@ -280,7 +280,7 @@ static int wal_async_push_wait(wal_push_call *c, bool *daemon)
                     "WAL file \"%s\" was not archived by the background pusher within %ld s "
                     "(--archive-timeout; see \"%s/" WAL_LOG_NAME "\")",
                     c->name, c->s.timeout_s, c->dir);
-            return command_fail(&err);
+            return command_fail(CMD_WAL_PUSH, &err);
         }
         wal_async_sleep_ms(pause);
         pause = pause * 2 > WAL_POLL_MAX_MS ? WAL_POLL_MAX_MS : pause * 2;
@@ -295,8 +295,8 @@ int wal_async_push(const pgd_options *opts, const char *path, wal_direct_push_fn
     int rc;
 
     if (!wal_async_push_settings(opts, &c.s, &err)) {
-        log_error("%s", err.msg);
-        return EXIT_USAGE;
+        err_mark(&err, PGD_ERR_USAGE);
+        return command_fail(CMD_WAL_PUSH, &err);
     }
     if (!wal_async_push_locate(&c, &ready, &err)) {
         log_warn("%s; archiving \"%s\" directly", err.msg, path);
@@ -308,7 +308,7 @@ int wal_async_push(const pgd_options *opts, const char *path, wal_direct_push_fn
         return direct(opts, path);
     }
     if (!wal_async_push_file_sum(path, &c.sum, &err))
-        return command_fail(&err);
+        return command_fail(CMD_WAL_PUSH, &err);
     wal_async_settings(opts, c.settings, sizeof(c.settings));
     if (!wal_spool_settings_write(c.dir, c.settings, &err)) {
         log_warn("%s; archiving \"%s\" directly", err.msg, path);
