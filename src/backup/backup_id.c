@@ -150,7 +150,7 @@ static bool backup_id_try(storage *repo, const char *id, time_t start,
          * a conflict leaves the other run's claim in place; anything else is
          * an error, even when our claim is there now (made visible, not durable)
          */
-        if (!put_err.exists) {
+        if (!err_is(&put_err, PGD_ERR_EXISTS)) {
             *err = put_err;
             return false;
         }

@@ -89,7 +89,7 @@ static bool delta_parent_chain(storage *repo, const backup_info *bi, delta_paren
         if (steps > DELTA_MAX_STEPS_MAX)
             return delta_parent_refuse(out, "the chain of backup %s loops", bi->id);
         if (!backup_info_load(repo, cur.parent, &up, &missing, &lerr)) {
-            if (lerr.transient) {
+            if (err_is(&lerr, PGD_ERR_TRANSIENT)) {
                 *err = lerr;
                 return false;
             }
@@ -104,7 +104,7 @@ static bool delta_parent_chain(storage *repo, const backup_info *bi, delta_paren
 }
 
 bool delta_parent_choose(storage *repo, const delta_parent_request *req, delta_parent *out,
-                         bool *usage_error, pgd_error *err)
+                         pgd_error *err)
 {
     backup_info *all = NULL, *bi;
     size_t n = 0;
@@ -114,22 +114,23 @@ bool delta_parent_choose(storage *repo, const delta_parent_request *req, delta_p
 
     memset(out, 0, sizeof(*out));
     manifest_init(&out->m);
-    *usage_error = false;
     if (strcmp(req->from, "LATEST") != 0) {
         if (!layout_is_backup_id(req->from)) {
-            *usage_error = true;
-            return err_set(err,
-                           "invalid value \"%s\" for option \"--delta-from\": expected LATEST or "
-                           "a backup id like 20261129T215959F",
-                           req->from);
+            err_set(err,
+                    "invalid value \"%s\" for option \"--delta-from\": expected LATEST or "
+                    "a backup id like 20261129T215959F",
+                    req->from);
+            err_mark(err, PGD_ERR_USAGE);
+            return false;
         }
         if (!backup_info_load(repo, req->from, &out->info, &missing, &lerr)) {
             if (missing) {
-                *usage_error = true;
-                return err_set(err, "--delta-from: backup \"%s\" not found in repository \"%s\"",
-                               req->from, repo->uri);
+                err_set(err, "--delta-from: backup \"%s\" not found in repository \"%s\"",
+                        req->from, repo->uri);
+                err_mark(err, PGD_ERR_USAGE);
+                return false;
             }
-            if (lerr.transient) {
+            if (err_is(&lerr, PGD_ERR_TRANSIENT)) {
                 *err = lerr;
                 return false;
             }
@@ -184,7 +185,7 @@ bool delta_parent_choose(storage *repo, const delta_parent_request *req, delta_p
         return !err->set;
     lerr = (pgd_error){0};
     if (!backup_read_manifest(repo, bi->id, &out->m, &lerr)) {
-        if (lerr.transient) {
+        if (err_is(&lerr, PGD_ERR_TRANSIENT)) {
             *err = lerr;
             return false;
         }
@@ -204,7 +205,7 @@ static bool delta_parent_load_again(storage *repo, const char *id, const char *w
 
     if (backup_info_load(repo, id, bi, &missing, &lerr))
         return true;
-    if (lerr.transient && !missing) {
+    if (err_is(&lerr, PGD_ERR_TRANSIENT) && !missing) {
         *err = lerr;
         return false;
     }

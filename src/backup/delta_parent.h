@@ -51,11 +51,12 @@ typedef struct delta_parent {
 
 /*
  * Choose the parent. False only on an error that must stop the run (a
- * --delta-from id that does not exist or is not an id, a repository that
- * cannot be listed); a parent that cannot serve is found = false.
+ * --delta-from id that does not exist or is not an id: of kind
+ * PGD_ERR_USAGE; a repository that cannot be listed); a parent that cannot
+ * serve is found = false.
  */
 bool delta_parent_choose(storage *repo, const delta_parent_request *req, delta_parent *out,
-                         bool *usage_error, pgd_error *err);
+                         pgd_error *err);
 
 void delta_parent_free(delta_parent *p);
 

@@ -92,7 +92,6 @@ typedef struct backup_run {
     delta_parent parent; /* parent.found: this run is a delta */
     filter_delta_config delta;
     delta_summary summary; /* the delta's method and sparse read plans */
-    bool usage_error;      /* --delta-from names no backup: the caller's mistake */
     file_filter_maker filters[2];
     size_t nfilters;
     const char *page_checksums; /* what the sentinel says: "verified", "off", "not verified" */
@@ -283,7 +282,7 @@ static bool backup_choose_parent(backup_run *r, pgd_error *err)
                                 .pgdata = r->s->pgdata_real};
 
     if (!pg_session_timeline(&r->pg, &req.timeline, err) ||
-        !delta_parent_choose(r->repo, &req, &r->parent, &r->usage_error, err))
+        !delta_parent_choose(r->repo, &req, &r->parent, err))
         return false;
     if (!r->parent.found)
         log_warn("taking a full backup instead of a delta: %s", r->parent.why);
@@ -675,12 +674,13 @@ static json_t *backup_result_json(const backup_run *r)
 }
 
 /*
- * The backup; *marked when it completed but pages failed their checksum
- * under --checksum-errors fail (err then says so); *result (--json) the
- * backup's object once it exists.
+ * The backup; true when it completed, and *result (--json) its object.
+ * One that completed but whose pages failed their checksum under
+ * --checksum-errors fail is a result, not a failure: it stays in the
+ * repository, marked. It returns true too, with err saying so, of kind
+ * PGD_ERR_DAMAGED (its exit status, and the "error" of --json).
  */
-static bool cmd_backup_run(const backup_settings *s, storage *repo, bool *marked, bool *usage,
-                           json_t **result, pgd_error *err)
+static bool cmd_backup_run(const backup_settings *s, storage *repo, json_t **result, pgd_error *err)
 {
     backup_run r = {.s = s, .repo = repo};
     bool ok;
@@ -688,21 +688,24 @@ static bool cmd_backup_run(const backup_settings *s, storage *repo, bool *marked
     record_init(&r.rec);
     manifest_init(&r.parent.m);
     ok = backup_begin(&r, err) && backup_copy(&r, err) && backup_finish(&r, err);
-    *usage = r.usage_error;
     if (ok)
         backup_log_complete(&r);
     if (ok && result != NULL)
         *result = backup_result_json(&r);
-    *marked = ok && r.rec.info.checksum_failed;
-    if (*marked)
+    if (ok && r.rec.info.checksum_failed) {
         err_set(err,
                 "backup %s completed, but %llu pages in %llu files failed their data checksum "
                 "(--checksum-errors fail): it is marked, and restore LATEST passes it over",
                 r.id, (unsigned long long)r.rec.info.checksum_errors,
                 (unsigned long long)r.rec.info.checksum_error_files);
+        err_mark(err, PGD_ERR_DAMAGED);
+    }
     backup_run_free(&r);
     if (ok)
         return true;
+    /* a backup that failed is no backup, whatever it read: never the status of a marked one */
+    if (err_is(err, PGD_ERR_DAMAGED))
+        err_mark(err, PGD_ERR_FAILED);
     if (backup_interrupted()) {
         err_clear(err);
         err_set(err, "interrupted by %s", interrupt_signal_name(interrupt_signal()));
@@ -725,7 +728,7 @@ int cmd_backup(int argc, char **argv)
     pgd_error err = {0};
     backup_settings s;
     storage *repo = NULL;
-    bool marked = false, usage = false, json = false;
+    bool json = false;
     json_t *result = NULL;
     int rc;
 
@@ -733,17 +736,17 @@ int cmd_backup(int argc, char **argv)
         return rc;
     if (!backup_read_settings(&opts, &s, &err) || !opt_bool(&opts, OPT_JSON, &json, &err)) {
         /* a usage error, like a bad option: nothing was touched */
-        command_fail(&err);
-        rc = EXIT_USAGE;
+        err_mark(&err, PGD_ERR_USAGE);
+        rc = command_fail(CMD_BACKUP, &err);
     } else if (!source_resolve_pgdata(s.pgdata, s.pgdata_real, sizeof(s.pgdata_real), &err) ||
                (repo = command_open_repo(&opts, &err)) == NULL) {
-        rc = command_fail(&err);
+        rc = command_fail(CMD_BACKUP, &err);
     } else {
         interrupt_catch(backup_on_signal);
-        rc = !cmd_backup_run(&s, repo, &marked, &usage, json ? &result : NULL, &err)
-                 ? (usage ? (command_fail(&err), EXIT_USAGE) : command_fail(&err))
-             : marked ? (command_fail(&err), EXIT_CHECKSUM_ERRORS)
-                      : EXIT_OK;
+        /* a backup that completed marked is reported as what it is (cmd_backup_run) */
+        rc = !cmd_backup_run(&s, repo, json ? &result : NULL, &err) || err_is(&err, PGD_ERR_DAMAGED)
+                 ? command_fail(CMD_BACKUP, &err)
+                 : EXIT_OK;
     }
     if (json)
         rc = command_print_json(result, rc, &err);

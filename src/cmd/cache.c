@@ -172,7 +172,7 @@ int cmd_cache(int argc, char **argv)
     if (!opt_int(&opts, OPT_TOP, 0, 1000000, &top, &err) ||
         !opt_int(&opts, OPT_WATCH_COUNT, 0, 100000000, &count, &err) ||
         !opt_bool(&opts, OPT_JSON, &json, &err)) {
-        rc = command_fail(&err);
+        rc = command_fail(CMD_CACHE, &err);
         goto done;
     }
     req.conninfo = opt_str(&opts, OPT_DBNAME);
@@ -183,7 +183,7 @@ int cmd_cache(int argc, char **argv)
         req.databases = NULL;
     if (opt_str(&opts, OPT_RELATION) != NULL &&
         (like = cmd_cache_glob_to_like(opt_str(&opts, OPT_RELATION))) == NULL) {
-        rc = command_fail(&err);
+        rc = command_fail(CMD_CACHE, &err);
         goto done;
     }
     req.like = like;
@@ -194,19 +194,21 @@ int cmd_cache(int argc, char **argv)
                     "invalid value \"%s\" for option \"--watch\": expected seconds from "
                     "0.1 to 86400",
                     opt_str(&opts, OPT_WATCH));
-            rc = command_fail(&err);
+            rc = command_fail(CMD_CACHE, &err);
         } else {
-            rc = cmd_cache_watch(&req, interval, count, &err) ? EXIT_OK : command_fail(&err);
+            rc = cmd_cache_watch(&req, interval, count, &err) ? EXIT_OK
+                                                              : command_fail(CMD_CACHE, &err);
         }
         goto done;
     }
     if (!cache_collect(&req, &r, &err)) {
-        rc = command_fail(&err);
+        rc = command_fail(CMD_CACHE, &err);
         goto done;
     }
     cache_sort_by_size(&r);
     if (json) {
-        rc = cache_report_write_json(stdout, &r, (size_t)top, &err) ? EXIT_OK : command_fail(&err);
+        rc = cache_report_write_json(stdout, &r, (size_t)top, &err) ? EXIT_OK
+                                                                    : command_fail(CMD_CACHE, &err);
     } else {
         for (size_t i = 0; i < r.nnotes; i++)
             log_warn("%s", r.notes[i]);

@@ -390,6 +390,7 @@ static int check_report(check_run *r)
 {
     size_t failed = 0;
     char names[PGD_ERROR_MAX] = "";
+    pgd_error err = {0};
 
     for (size_t i = 0; i < r->n; i++) {
         if (r->items[i].status != CHECK_FAILED)
@@ -410,20 +411,20 @@ static int check_report(check_run *r)
         text = o != NULL ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
         json_decref(o);
         if (text == NULL) {
-            log_error("could not serialise the check results");
-            return EXIT_ERROR;
+            err_set(&err, "could not serialise the check results");
+            return command_fail(CMD_CHECK, &err);
         }
         printf("%s\n", text);
         free(text);
     }
     if (fflush(stdout) != 0 || ferror(stdout)) {
-        log_error("could not write the check results to standard output: %s", strerror(errno));
-        return EXIT_ERROR;
+        err_errno(&err, errno, "could not write the check results to standard output");
+        return command_fail(CMD_CHECK, &err);
     }
     if (failed == 0)
         return EXIT_OK;
-    log_error("%zu of %zu checks failed: %s", failed, r->n, names);
-    return EXIT_ERROR;
+    err_set(&err, "%zu of %zu checks failed: %s", failed, r->n, names);
+    return command_fail(CMD_CHECK, &err);
 }
 
 int cmd_check(int argc, char **argv)
@@ -439,9 +440,10 @@ int cmd_check(int argc, char **argv)
     memset(&r, 0, sizeof(r));
     if (!opt_bool(&opts, OPT_JSON, &r.json, &err) ||
         !opt_int(&opts, OPT_ARCHIVE_TIMEOUT, 1, ARCHIVE_TIMEOUT_MAX, &timeout, &err)) {
-        log_error("%s", err.msg);
+        err_mark(&err, PGD_ERR_USAGE);
+        rc = command_fail(CMD_CHECK, &err);
         options_free(&opts);
-        return EXIT_USAGE;
+        return rc;
     }
     r.archive_timeout = (int)timeout;
     check_server(&r, opt_str(&opts, OPT_DBNAME));

@@ -20,6 +20,9 @@
  */
 #define COMMAND_REPO_READERS (CMD_LIST | CMD_RESTORE | CMD_VERIFY | CMD_DELETE | CMD_WAL_FETCH)
 
+/* In the data directory, which is restore_command's working directory (PostgreSQL >= 12). */
+#define COMMAND_STANDBY_SIGNAL_FILE "standby.signal"
+
 /*
  * --repo's form, before anything runs: a value no repository can have is a
  * usage error, naming where the value came from.
@@ -34,13 +37,41 @@ static bool command_repo_valid(const pgd_options *opts, pgd_error *err)
                    opt_source_note(opts, OPT_REPO), why);
 }
 
+/* The table of command_exit_status (common.h). */
+static int command_kind_status(unsigned command, pgd_error_kind kind)
+{
+    if (command == CMD_WAL_FETCH) {
+        /* PostgreSQL ends recovery on 1: only for a file that is not there (cmd.h) */
+        if (kind == PGD_ERR_NOT_FOUND ||
+            (kind == PGD_ERR_TRANSIENT && access(COMMAND_STANDBY_SIGNAL_FILE, F_OK) == 0))
+            return EXIT_WAL_NOT_ARCHIVED;
+        return EXIT_WAL_FATAL;
+    }
+    switch (kind) {
+    case PGD_ERR_USAGE:
+        return EXIT_USAGE;
+    case PGD_ERR_DAMAGED:
+        if (command == CMD_VERIFY)
+            return EXIT_DAMAGED;
+        if (command == CMD_BACKUP)
+            return EXIT_CHECKSUM_ERRORS;
+        return EXIT_ERROR;
+    case PGD_ERR_FAILED:
+    case PGD_ERR_NOT_FOUND:
+    case PGD_ERR_TRANSIENT:
+    case PGD_ERR_EXISTS:
+        break;
+    }
+    return EXIT_ERROR;
+}
+
 bool command_start(pgd_options *opts, const command_help *help, size_t max_args, int argc,
                    char **argv, int *exit_code)
 {
     pgd_error err = {0};
     log_level level;
 
-    *exit_code = EXIT_USAGE;
+    *exit_code = command_kind_status(help->command, PGD_ERR_USAGE);
     if (!options_parse(opts, help->command, argc, argv, &err)) {
         log_error("%s", err.msg);
     } else if (opt_is_set(opts, OPT_HELP)) {
@@ -62,10 +93,15 @@ bool command_start(pgd_options *opts, const command_help *help, size_t max_args,
     return false;
 }
 
-int command_fail(const pgd_error *err)
+int command_exit_status(unsigned command, const pgd_error *err)
+{
+    return command_kind_status(command, err != NULL && err->set ? err->kind : PGD_ERR_FAILED);
+}
+
+int command_fail(unsigned command, const pgd_error *err)
 {
     log_error("%s", err->set ? err->msg : "unknown error");
-    return EXIT_ERROR;
+    return command_exit_status(command, err);
 }
 
 /* Where --repo came from, in the words of a message that sends the user there. */

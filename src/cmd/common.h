@@ -20,14 +20,37 @@ typedef struct command_help {
 /*
  * Parse; on --help print it and set *exit_code = 0; on an error (or more
  * than max_args positional arguments, or a --repo no repository can have:
- * a relative path) print it and set *exit_code = 2.
+ * a relative path) print it and set *exit_code to the command's status for
+ * a usage error (2; wal-fetch's is 254).
  * Returns true when the command should run; otherwise opts is freed.
  */
 bool command_start(pgd_options *opts, const command_help *help, size_t max_args, int argc,
                    char **argv, int *exit_code);
 
-/* Print err once ("pgdirect: error: ...") and return 1. */
-int command_fail(const pgd_error *err);
+/*
+ * The exit status of `command` (CMD_* of util/options.h) when it fails with
+ * err: the one place an error's kind (util/error.h) becomes an exit status
+ * (cmd.h; what each means to a caller: docs/user-guide.md#exit-codes).
+ *
+ *   kind               wal-fetch                  backup, verify   the others
+ *   PGD_ERR_USAGE      254                        2                2
+ *   PGD_ERR_NOT_FOUND  1 (not archived)           1                1
+ *   PGD_ERR_TRANSIENT  254; 1 on a standby        1                1
+ *   PGD_ERR_DAMAGED    254                        3                1
+ *   any other          254                        1                1
+ *
+ * wal-fetch is on a standby when standby.signal is in the current directory
+ * (restore_command runs in the data directory): a standby does not promote
+ * on 1, it asks again later, which is what a repository that did not answer
+ * needs. backup's PGD_ERR_DAMAGED is its report of a backup that completed
+ * with pages that failed their data checksum (--checksum-errors fail);
+ * verify's, of a backup or WAL it found damaged. Never EXIT_OK: an err that
+ * is NULL or not set is a failure of unknown cause.
+ */
+int command_exit_status(unsigned command, const pgd_error *err);
+
+/* Print err once ("pgdirect: error: ...") and return command_exit_status(command, err). */
+int command_fail(unsigned command, const pgd_error *err);
 
 /*
  * The repository --repo names (its form was checked by command_start). For

@@ -579,9 +579,10 @@ int cmd_delete(int argc, char **argv)
     if (!command_start(&opts, &delete_help, 0, argc, argv, &rc))
         return rc;
     if (!delete_read_settings(&opts, &s, &err)) {
-        log_error("%s", err.msg);
+        err_mark(&err, PGD_ERR_USAGE);
+        rc = command_fail(CMD_DELETE, &err);
         options_free(&opts);
-        return EXIT_USAGE;
+        return rc;
     }
     memset(&r, 0, sizeof(r));
     r.s = &s;
@@ -595,13 +596,13 @@ int cmd_delete(int argc, char **argv)
         if (r.lock != NULL && !repo_lock_release(r.lock, &release_err))
             log_warn("%s", release_err.msg);
         r.lock = NULL;
-        rc = command_fail(&err);
+        rc = command_fail(CMD_DELETE, &err);
     } else if (r.lock != NULL && !repo_lock_release(r.lock, &err)) {
-        rc = command_fail(&err);
+        rc = command_fail(CMD_DELETE, &err);
     } else {
         if (fflush(stdout) != 0 || ferror(stdout)) {
             err_errno(&err, errno, "could not write to standard output");
-            rc = command_fail(&err);
+            rc = command_fail(CMD_DELETE, &err);
         } else
             rc = EXIT_OK;
         if (!s.dry_run)

@@ -318,17 +318,17 @@ int cmd_list(int argc, char **argv)
         !backup_info_check_latest(repo, backups, n, &err) ||
         !list_read_extra(repo, backups, n, &extra, &err) ||
         !repo_contents_scan_dirs(repo, RETENTION_GARBAGE_AGE_DEFAULT_S, &dirs, &err)) {
-        rc = command_fail(&err);
+        rc = command_fail(CMD_LIST, &err);
     } else {
         for (size_t i = 0; i < n; i++)
             if (backups[i].damaged)
                 log_warn("backup %s is damaged: %s", backups[i].id, backups[i].damage);
         if (json && !list_print_json(backups, extra, n, &dirs, &err))
-            rc = command_fail(&err);
+            rc = command_fail(CMD_LIST, &err);
         else {
             if (!json)
                 list_print_table(backups, extra, n, &dirs);
-            rc = list_flush_stdout(&err) ? EXIT_OK : command_fail(&err);
+            rc = list_flush_stdout(&err) ? EXIT_OK : command_fail(CMD_LIST, &err);
         }
     }
     repo_contents_free(&dirs);

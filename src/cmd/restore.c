@@ -682,12 +682,13 @@ int cmd_restore(int argc, char **argv)
         err_clear(&err); /* restore_read_settings reports it */
     if (!restore_read_settings(&opts, &s, &err)) {
         /* a usage error, like a bad option: nothing was touched */
-        command_fail(&err);
-        rc = EXIT_USAGE;
+        err_mark(&err, PGD_ERR_USAGE);
+        rc = command_fail(CMD_RESTORE, &err);
     } else if ((repo = command_open_repo(&opts, &err)) == NULL) {
-        rc = command_fail(&err);
+        rc = command_fail(CMD_RESTORE, &err);
     } else {
-        rc = cmd_restore_run(&s, &opts, repo, &result, &err) ? EXIT_OK : command_fail(&err);
+        rc = cmd_restore_run(&s, &opts, repo, &result, &err) ? EXIT_OK
+                                                             : command_fail(CMD_RESTORE, &err);
     }
     if (json)
         rc = command_print_json(result, rc, &err);

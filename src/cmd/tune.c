@@ -124,19 +124,19 @@ int cmd_tune(int argc, char **argv)
         return rc;
     pgdata = opt_str(&opts, OPT_PGDATA) ? opt_str(&opts, OPT_PGDATA) : getenv("PGDATA");
     if (!opt_bool(&opts, OPT_JSON, &json, &err)) {
-        rc = command_fail(&err);
+        rc = command_fail(CMD_TUNE, &err);
     } else if (pgdata == NULL || access(pgdata, F_OK) != 0) {
         err_set(&err,
                 pgdata ? "data directory \"%s\" is not accessible"
                        : "no data directory given: use --pgdata or set PGDATA%s",
                 pgdata ? pgdata : "");
-        rc = command_fail(&err);
+        rc = command_fail(CMD_TUNE, &err);
     } else if (!datadir_tablespaces(&spcs, pgdata, &err)) {
-        rc = command_fail(&err);
+        rc = command_fail(CMD_TUNE, &err);
     } else if ((oids = calloc(spcs.ntablespaces + 1, sizeof(*oids))) == NULL ||
                (locations = calloc(spcs.ntablespaces + 1, sizeof(*locations))) == NULL) {
         err_set(&err, "out of memory");
-        rc = command_fail(&err);
+        rc = command_fail(CMD_TUNE, &err);
     } else {
         unsigned cpus = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
         uint64_t cap = io_plan_default_memory();
@@ -159,7 +159,7 @@ int cmd_tune(int argc, char **argv)
             cmd_tune_print_plan(&plan, cpus, cap, json);
             rc = EXIT_OK;
         } else {
-            rc = command_fail(&err);
+            rc = command_fail(CMD_TUNE, &err);
         }
     }
     free(locations);

@@ -187,7 +187,7 @@ static bool verify_still_there(storage *repo, const backup_info *bi, pgd_error *
     if (missing)
         return err_set(err, "backup %s was removed from repository \"%s\" while it was verified",
                        bi->id, repo->uri);
-    if (e.transient) {
+    if (err_is(&e, PGD_ERR_TRANSIENT)) {
         *err = e;
         return false;
     }
@@ -208,7 +208,7 @@ static bool verify_select_chain(storage *repo, backup_info **out, size_t *n, pgd
         bool missing = false;
         if (!layout_is_backup_id((*out)[0].parent) ||
             !backup_info_load(repo, (*out)[0].parent, &parent, &missing, &e)) {
-            if (e.transient) {
+            if (err_is(&e, PGD_ERR_TRANSIENT)) {
                 *err = e;
                 return false;
             }
@@ -323,6 +323,7 @@ static int verify_run(const verify_settings *s, storage *repo, pgd_error *err)
     size_t n = 0, damaged = 0, wal_damaged = 0, timeline_bad = 0;
     unsigned char *bad = NULL; /* per backup verified: damaged */
     verify_wal_memo memo = {0};
+    pgd_error verdict = {0};
     json_t *arr = s->json ? json_array() : NULL;
     bool ok, record_warned = false;
 
@@ -389,23 +390,28 @@ static int verify_run(const verify_settings *s, storage *repo, pgd_error *err)
     free(infos);
     if (ok && (fflush(stdout) != 0 || ferror(stdout)))
         ok = err_set(err, "could not write to standard output");
-    if (!ok)
-        return command_fail(err);
-    if (damaged > 0) {
-        log_error("%zu of %zu backups verified are damaged", damaged, n);
-        return EXIT_DAMAGED;
+    if (!ok) {
+        /* verify could not run: whatever it read, that is no verdict */
+        if (err_is(err, PGD_ERR_DAMAGED))
+            err_mark(err, PGD_ERR_FAILED);
+        return command_fail(CMD_VERIFY, err);
     }
-    if (wal_damaged > 0) {
-        log_error("the repository holds damaged WAL after the stop of %zu of %zu backups "
-                  "verified (their point-in-time window ends before it)",
-                  wal_damaged, n);
-        return EXIT_DAMAGED;
-    }
-    if (timeline_bad > 0) {
-        log_error("a restore the default way of %zu of %zu backups verified would fail, because "
-                  "of the timelines it follows (see TIMELINE)",
-                  timeline_bad, n);
-        return EXIT_DAMAGED;
+    /* the verdicts: verify ran, and what it found is damaged */
+    if (damaged > 0)
+        err_set(&verdict, "%zu of %zu backups verified are damaged", damaged, n);
+    else if (wal_damaged > 0)
+        err_set(&verdict,
+                "the repository holds damaged WAL after the stop of %zu of %zu backups "
+                "verified (their point-in-time window ends before it)",
+                wal_damaged, n);
+    else if (timeline_bad > 0)
+        err_set(&verdict,
+                "a restore the default way of %zu of %zu backups verified would fail, because "
+                "of the timelines it follows (see TIMELINE)",
+                timeline_bad, n);
+    if (verdict.set) {
+        err_mark(&verdict, PGD_ERR_DAMAGED);
+        return command_fail(CMD_VERIFY, &verdict);
     }
     log_info("%zu backup%s verified: good", n, n == 1 ? "" : "s");
     return EXIT_OK;
@@ -422,10 +428,10 @@ int cmd_verify(int argc, char **argv)
     if (!command_start(&opts, &verify_help, 1, argc, argv, &rc))
         return rc;
     if (!verify_read_settings(&opts, &s, &err)) {
-        command_fail(&err);
-        rc = EXIT_USAGE;
+        err_mark(&err, PGD_ERR_USAGE);
+        rc = command_fail(CMD_VERIFY, &err);
     } else if ((repo = command_open_repo(&opts, &err)) == NULL) {
-        rc = command_fail(&err);
+        rc = command_fail(CMD_VERIFY, &err);
     } else {
         rc = verify_run(&s, repo, &err);
     }

@@ -27,9 +27,6 @@
 #include "wal/wal_spool.h"
 #include "util/log.h"
 
-/* In the data directory, which is restore_command's working directory (PostgreSQL >= 12). */
-#define STANDBY_SIGNAL_FILE "standby.signal"
-
 static const command_help push_help = {
     CMD_WAL_PUSH, "usage: pgdirect wal-push [OPTIONS] PATH",
     "Archive one WAL file (archive_command = 'pgdirect wal-push %p'). The file is checked\n"
@@ -76,7 +73,7 @@ static int wal_push_direct(const pgd_options *opts, const char *path)
     if (!command_compression(opts, &kind, &level, &err) ||
         (repo = command_open_repo(opts, &err)) == NULL ||
         !wal_archive_push(repo, path, kind, level, &result, &err)) {
-        rc = command_fail(&err);
+        rc = command_fail(CMD_WAL_PUSH, &err);
     } else {
         if (result == WAL_PUSH_IDENTICAL)
             log_info("WAL file \"%s\" was already archived with the same content", path);
@@ -108,12 +105,14 @@ int cmd_wal_push(int argc, char **argv)
     if (!command_start(&opts, &push_help, 1, argc, argv, &rc))
         return rc;
     if (opts.nargs != 1) {
-        log_error("wal-push takes one WAL file path (see --help)");
+        err_set(&err, "wal-push takes one WAL file path (see --help)");
+        err_mark(&err, PGD_ERR_USAGE);
+        rc = command_fail(CMD_WAL_PUSH, &err);
         options_free(&opts);
-        return EXIT_USAGE;
+        return rc;
     }
     if (!opt_bool(&opts, OPT_ARCHIVE_ASYNC, &async, &err))
-        rc = command_fail(&err);
+        rc = command_fail(CMD_WAL_PUSH, &err);
     else if (async)
         rc = cmd_wal_async_push(&opts, opts.args[0], wal_push_direct);
     else
@@ -122,19 +121,24 @@ int cmd_wal_push(int argc, char **argv)
     return rc;
 }
 
-/* One line for a failed fetch, naming the file; the exit status PostgreSQL must see. */
+/*
+ * One line for a failed fetch, naming the file; the exit status PostgreSQL
+ * must see (command_exit_status: 1 only on a standby, for a repository that
+ * did not answer, with a warning).
+ */
 static int wal_fetch_fail(const char *name, pgd_error *err)
 {
+    int rc;
+
     if (!err->set)
         err_set(err, "unknown error");
     if (strstr(err->msg, name) == NULL)
         err_prefix(err, "could not fetch WAL file \"%s\"", name);
-    if (err->transient && access(STANDBY_SIGNAL_FILE, F_OK) == 0) {
-        log_warn("%s (standby: PostgreSQL will ask again)", err->msg);
-        return EXIT_WAL_NOT_ARCHIVED;
-    }
-    command_fail(err);
-    return EXIT_WAL_FATAL;
+    rc = command_exit_status(CMD_WAL_FETCH, err);
+    if (rc != EXIT_WAL_NOT_ARCHIVED || !err_is(err, PGD_ERR_TRANSIENT))
+        return command_fail(CMD_WAL_FETCH, err);
+    log_warn("%s (standby: PostgreSQL will ask again)", err->msg);
+    return rc;
 }
 
 /* Fetch `name` from the repository now; the exit status PostgreSQL must see. */
@@ -146,10 +150,16 @@ static int wal_fetch_direct(const pgd_options *opts, const char *name, const cha
     int rc;
 
     if ((repo = command_open_repo(opts, &err)) == NULL ||
-        !wal_archive_fetch(repo, name, dest, &found, &err))
+        !wal_archive_fetch(repo, name, dest, &found, &err)) {
         rc = wal_fetch_fail(name, &err);
-    else
-        rc = found ? EXIT_OK : EXIT_WAL_NOT_ARCHIVED;
+    } else if (!found) {
+        /* quietly: PostgreSQL asks for files that do not exist all the time */
+        err_set(&err, "WAL file \"%s\" is not in repository \"%s\"", name, repo->uri);
+        err_mark(&err, PGD_ERR_NOT_FOUND);
+        rc = command_exit_status(CMD_WAL_FETCH, &err);
+    } else {
+        rc = EXIT_OK;
+    }
     storage_free(repo);
     return rc;
 }
@@ -162,15 +172,17 @@ int cmd_wal_fetch(int argc, char **argv)
     int rc;
 
     if (!command_start(&opts, &fetch_help, 2, argc, argv, &rc))
-        return rc == EXIT_OK ? EXIT_OK : EXIT_WAL_FATAL;
+        return rc;
     if (opts.nargs != 2) {
-        log_error("wal-fetch takes a WAL file name and a destination path (see --help)");
+        err_set(&err, "wal-fetch takes a WAL file name and a destination path (see --help)");
+        err_mark(&err, PGD_ERR_USAGE);
+        rc = command_fail(CMD_WAL_FETCH, &err);
         options_free(&opts);
-        return EXIT_WAL_FATAL;
+        return rc;
     }
     if (!opt_int(&opts, OPT_PREFETCH, 0, WAL_PREFETCH_MAX, &prefetch, &err)) {
-        command_fail(&err);
-        rc = EXIT_WAL_FATAL;
+        err_mark(&err, PGD_ERR_USAGE);
+        rc = command_fail(CMD_WAL_FETCH, &err);
     } else {
         rc = cmd_wal_async_fetch(&opts, opts.args[0], opts.args[1], (unsigned)prefetch,
                                  wal_fetch_direct);

@@ -129,8 +129,8 @@ int cmd_wal_async_push(const pgd_options *opts, const char *path, wal_direct_pus
     wal_async_outcome o;
 
     if (!wal_async_push_settings_of(opts, &s, &err)) {
-        log_error("%s", err.msg);
-        return EXIT_USAGE;
+        err_mark(&err, PGD_ERR_USAGE);
+        return command_fail(CMD_WAL_PUSH, &err);
     }
     o = wal_async_push(&env, &s, path, &err);
     switch (o) {
@@ -139,7 +139,7 @@ int cmd_wal_async_push(const pgd_options *opts, const char *path, wal_direct_pus
     case WAL_ASYNC_DIRECT:
         return direct(opts, path);
     case WAL_ASYNC_FAILED:
-        return command_fail(&err);
+        return command_fail(CMD_WAL_PUSH, &err);
     default:
         return wal_async_daemon_status(o);
     }
@@ -160,8 +160,8 @@ int cmd_wal_async_fetch(const pgd_options *opts, const char *name, const char *d
     if (prefetch == 0)
         return direct(opts, name, dest);
     if (!opt_int(opts, OPT_PREFETCH_CONCURRENCY, 1, WAL_PREFETCH_MAX, &concurrency, &err)) {
-        log_error("%s", err.msg);
-        return EXIT_WAL_FATAL;
+        err_mark(&err, PGD_ERR_USAGE);
+        return command_fail(CMD_WAL_FETCH, &err);
     }
     rc = wal_async_fetch_serve(&env, name, dest, &call) == WAL_ASYNC_DONE
              ? EXIT_OK

@@ -382,15 +382,17 @@ static bool backup_info_check_manifest(storage *repo, backup_info *bi, pgd_error
 {
     manifest m;
     pgd_error e = {0};
-    bool unread = false, ok;
+    bool ok;
 
-    ok = manifest_load(repo, bi->id, &m, &unread, &e);
-    if (ok && strcmp(m.id, bi->id) != 0)
+    ok = manifest_load(repo, bi->id, &m, &e);
+    if (ok && strcmp(m.id, bi->id) != 0) {
         ok = err_set(&e, "manifest of backup \"%s\" names backup \"%s\"", bi->id, m.id);
+        err_mark(&e, PGD_ERR_DAMAGED);
+    }
     manifest_free(&m);
     if (ok)
         return true;
-    if (unread) {
+    if (!err_is(&e, PGD_ERR_DAMAGED)) {
         *err = e;
         err_prefix(err,
                    "nothing can be said of backup %s, whose manifest cannot be read (make it "

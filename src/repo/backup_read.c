@@ -26,9 +26,7 @@ static bool backup_read_check(const manifest *m, const char *id, pgd_error *err)
 
 bool backup_read_manifest(storage *repo, const char *id, manifest *m, pgd_error *err)
 {
-    bool unread;
-
-    if (!manifest_load(repo, id, m, &unread, err) || !backup_read_check(m, id, err))
+    if (!manifest_load(repo, id, m, err) || !backup_read_check(m, id, err))
         return false;
     manifest_build_index(m);
     return true;

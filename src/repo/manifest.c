@@ -455,7 +455,7 @@ done:
     return ok;
 }
 
-bool manifest_load(storage *repo, const char *id, manifest *m, bool *unread, pgd_error *err)
+bool manifest_load(storage *repo, const char *id, manifest *m, pgd_error *err)
 {
     char path[LAYOUT_PATH_MAX], what[LAYOUT_PATH_MAX + 64];
     char *json;
@@ -464,18 +464,21 @@ bool manifest_load(storage *repo, const char *id, manifest *m, bool *unread, pgd
 
     manifest_init(m);
     layout_manifest_path(id, path, sizeof(path));
-    *unread = !storage_get(repo, path, &json, &len, &missing, err) && !missing;
-    if (*unread)
+    if (!storage_get(repo, path, &json, &len, &missing, err) && !missing)
         return false;
-    if (missing)
-        return err_set(err, "manifest of backup \"%s\" is missing from repository \"%s\"", id,
-                       repo->uri);
+    if (missing) {
+        err_set(err, "manifest of backup \"%s\" is missing from repository \"%s\"", id, repo->uri);
+        err_mark(err, PGD_ERR_DAMAGED);
+        return false;
+    }
     snprintf(what, sizeof(what), "manifest of backup \"%s\"", id);
     if (strlen(json) != len)
         ok = err_set(err, "%s holds a NUL byte", what);
     else
         ok = manifest_from_json(m, json, what, err);
     free(json);
+    if (!ok)
+        err_mark(err, PGD_ERR_DAMAGED);
     return ok;
 }
 

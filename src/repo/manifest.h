@@ -120,12 +120,13 @@ bool manifest_from_json(manifest *m, const char *json, const char *what, pgd_err
 
 /*
  * manifest.json of backup `id`, read from the repository and parsed (a
- * restore checks more: repo/backup_read.h). False with *unread when the
- * object could not be read at all (permission, the repository): that says
- * nothing of the backup. Otherwise a false return is a verdict: the
- * manifest is missing, empty, holds a NUL byte or does not parse.
+ * restore checks more: repo/backup_read.h). A false return with err of
+ * kind PGD_ERR_DAMAGED is a verdict: the manifest is missing, empty, holds
+ * a NUL byte or does not parse. Of another kind, the object could not be
+ * read at all (permission, the repository): that says nothing of the
+ * backup.
  */
-bool manifest_load(storage *repo, const char *id, manifest *m, bool *unread, pgd_error *err);
+bool manifest_load(storage *repo, const char *id, manifest *m, pgd_error *err);
 
 /* Sort files and links by path, for manifest_find and manifest_find_link. */
 void manifest_build_index(manifest *m);

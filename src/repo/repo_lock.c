@@ -265,7 +265,7 @@ repo_lock *repo_lock_acquire(storage *repo, const char *name, int64_t lease_s, p
         }
         free(g.gens);
         /* another run created that generation first: look again (it now holds the lease) */
-        if (!put_err.exists) {
+        if (!err_is(&put_err, PGD_ERR_EXISTS)) {
             *err = put_err;
             err_prefix(err, "could not take lock \"%s\" in repository \"%s\"", name, repo->uri);
             break;

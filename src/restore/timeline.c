@@ -64,26 +64,28 @@ static bool timeline_history(storage *repo, uint32_t tli, wal_history_entry **en
 {
     char name[HISTORY_NAME_LEN + 1], *text;
     size_t len;
-    bool ok, damaged;
+    bool ok;
 
     *entries = NULL;
     *n = 0;
     snprintf(name, sizeof(name), "%08X.history", tli);
-    if (!wal_archive_read_text(repo, name, &text, &len, found, &damaged, err)) {
+    if (!wal_archive_read_text(repo, name, &text, &len, found, err)) {
         char cause[PGD_ERROR_MAX];
 
-        p->failure = damaged ? TIMELINE_DAMAGED : TIMELINE_UNREADABLE;
-        if (!damaged) {
+        p->failure = err_is(err, PGD_ERR_DAMAGED) ? TIMELINE_DAMAGED : TIMELINE_UNREADABLE;
+        if (!err_is(err, PGD_ERR_DAMAGED)) {
             err_prefix(err, "the history of timeline %u, which recovery would read", tli);
             return false;
         }
         snprintf(cause, sizeof(cause), "%s", err->msg);
         err_clear(err);
-        return err_set(err,
-                       "the history of timeline %u, which recovery would read: %s (PostgreSQL "
-                       "reads it whatever --target-timeline says: the restored server would not "
-                       "start until it is repaired in the repository)",
-                       tli, cause);
+        err_set(err,
+                "the history of timeline %u, which recovery would read: %s (PostgreSQL "
+                "reads it whatever --target-timeline says: the restored server would not "
+                "start until it is repaired in the repository)",
+                tli, cause);
+        err_mark(err, PGD_ERR_DAMAGED);
+        return false;
     }
     if (!*found)
         return true;

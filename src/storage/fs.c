@@ -207,7 +207,7 @@ static bool fs_writer_close(out_stream *s, pgd_error *err)
 
             err_errno(err, errno, "could not rename \"%s\" to \"%s\"", w->tmp_path, w->final_path);
             if (exists)
-                err_mark_exists(err);
+                err_mark(err, PGD_ERR_EXISTS);
             fs_writer_free(w, true);
             return false;
         }

@@ -1,5 +1,5 @@
 /*
- * error.c - error reports that carry the operation and the object.
+ * error.c - error reports that carry the operation, the object and a kind.
  */
 #include "util/error.h"
 
@@ -16,6 +16,7 @@ bool err_set(pgd_error *err, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
     va_end(ap);
+    err->kind = PGD_ERR_FAILED;
     err->set = true;
     return false;
 }
@@ -32,6 +33,7 @@ bool err_errno(pgd_error *err, int errnum, const char *fmt, ...)
     va_end(ap);
     len = strlen(err->msg);
     snprintf(err->msg + len, sizeof(err->msg) - len, ": %s", strerror(errnum));
+    err->kind = PGD_ERR_FAILED;
     err->set = true;
     return false;
 }
@@ -52,22 +54,15 @@ void err_prefix(pgd_error *err, const char *fmt, ...)
         memcpy(err->msg + sizeof(err->msg) - 4, "...", 4); /* say it was cut */
 }
 
-void err_mark_transient(pgd_error *err)
+void err_mark(pgd_error *err, pgd_error_kind kind)
 {
     if (err != NULL && err->set)
-        err->transient = true;
-}
-
-void err_mark_exists(pgd_error *err)
-{
-    if (err != NULL && err->set)
-        err->exists = true;
+        err->kind = kind;
 }
 
 void err_clear(pgd_error *err)
 {
     err->set = false;
-    err->transient = false;
-    err->exists = false;
+    err->kind = PGD_ERR_FAILED;
     err->msg[0] = '\0';
 }

@@ -121,7 +121,7 @@ static const partition_read_ops verify_read_ops = {
  * restore uses (repo/partition_read.h), so its stored size and CRC-32C are
  * checked too. A damaged partition is recorded, not returned: the other
  * partitions are still read. Only an error that says nothing about the data
- * (a partition there that could not be opened, err->transient, a signal)
+ * (a partition there that could not be opened, PGD_ERR_TRANSIENT, a signal)
  * fails the task.
  */
 static bool verify_partition(work_pool *pool, void *worker, size_t part_idx, pgd_error *err)
@@ -143,7 +143,7 @@ static bool verify_partition(work_pool *pool, void *worker, size_t part_idx, pgd
         *err = *perr;
         return false;
     }
-    if (perr->set && perr->transient) {
+    if (err_is(perr, PGD_ERR_TRANSIENT)) {
         *err = *perr;
         return false;
     }
@@ -223,7 +223,7 @@ static bool verify_objects(const verify_request *req, verify_result *r, pgd_erro
 
     layout_backup_object(req->bi->id, PG_MANIFEST_NAME, path, sizeof(path));
     if (!storage_exists(req->repo, path, &exists, &e)) {
-        if (e.transient) {
+        if (err_is(&e, PGD_ERR_TRANSIENT)) {
             *err = e;
             return false;
         }
@@ -242,7 +242,7 @@ static bool verify_chain(const verify_request *req, const manifest *m, verify_re
     pgd_error e = {0};
 
     if (!chain_load(req->repo, req->bi, m, true, &c, &e)) {
-        if (e.transient) {
+        if (err_is(&e, PGD_ERR_TRANSIENT)) {
             *err = e;
             chain_free(&c);
             return false;
@@ -269,7 +269,7 @@ bool verify_backup(const verify_request *req, verify_result *r, pgd_error *err)
     if (!backup_read_manifest(req->repo, bi->id, &m, &e) ||
         !links_check(&m, bi->id, true, &e)) {
         manifest_free(&m);
-        if (e.transient) {
+        if (err_is(&e, PGD_ERR_TRANSIENT)) {
             *err = e;
             return false;
         }

@@ -352,7 +352,7 @@ static bool verify_wal_window_segment(const verify_request *req, const char *obj
         *sysid = verify_wal_head_sysid(head);
         return true;
     }
-    if (e.transient || operational) {
+    if (err_is(&e, PGD_ERR_TRANSIENT) || operational) {
         *err = e;
         return false;
     }
@@ -725,7 +725,7 @@ bool verify_wal(const verify_request *req, verify_result *r, pgd_error *err)
         pgd_error e = {0};
         have_head =
             verify_wal_read_wal(req->repo, first, head, sizeof(head), buf, &operational, &e);
-        if (!have_head && (e.transient || operational)) {
+        if (!have_head && (err_is(&e, PGD_ERR_TRANSIENT) || operational)) {
             *err = e;
             ok = false;
             goto out;
@@ -773,7 +773,7 @@ bool verify_wal(const verify_request *req, verify_result *r, pgd_error *err)
             continue;
         }
         if (!verify_wal_read_wal(req->repo, object, head, sizeof(head), buf, &operational, &e)) {
-            if (e.transient || operational) {
+            if (err_is(&e, PGD_ERR_TRANSIENT) || operational) {
                 *err = e;
                 ok = false;
                 goto out;

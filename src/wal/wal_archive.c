@@ -232,7 +232,7 @@ bool wal_archive_fetch(storage *repo, const char *name, const char *dest, bool *
 }
 
 bool wal_archive_read_text(storage *repo, const char *name, char **text, size_t *len, bool *found,
-                           bool *damaged, pgd_error *err)
+                           pgd_error *err)
 {
     in_stream *in;
     size_t cap = 0;
@@ -240,13 +240,13 @@ bool wal_archive_read_text(storage *repo, const char *name, char **text, size_t 
 
     *text = NULL;
     *len = 0;
-    *damaged = false;
     if (wal_segment_file_kind(name) != WAL_FILE_HISTORY &&
         wal_segment_file_kind(name) != WAL_FILE_BACKUP)
         return err_set(err, "\"%s\" is not the name of a timeline or backup history file", name);
     if (!wal_archive_open_found(repo, name, &in, found, err)) {
         /* found: its codec refused how it begins */
-        *damaged = *found && !err->transient;
+        if (*found && !err_is(err, PGD_ERR_TRANSIENT))
+            err_mark(err, PGD_ERR_DAMAGED);
         return false;
     }
     if (!*found)
@@ -277,7 +277,8 @@ bool wal_archive_read_text(storage *repo, const char *name, char **text, size_t 
     in_close(in);
     if (!ok) {
         /* a read that may succeed later says nothing about the file */
-        *damaged = !err->transient;
+        if (!err_is(err, PGD_ERR_TRANSIENT))
+            err_mark(err, PGD_ERR_DAMAGED);
         free(*text);
         *text = NULL;
         *len = 0;

@@ -88,11 +88,12 @@ bool wal_archive_fetch_sum(storage *repo, const char *name, const char *dest, bo
  * Archived text file `name` (a .history or .backup file) into *text
  * (malloc'd, NUL-terminated, *len bytes), checked as wal-fetch checks it;
  * *found = false, and no error, when it is not archived. When it fails,
- * *damaged says whether the file is (it was there and failed the check, or
- * its content could not be decoded), or the repository could not be read.
+ * err is of kind PGD_ERR_DAMAGED when the file is (it was there and failed
+ * the check, or its content could not be decoded); of another kind, the
+ * repository could not be read.
  */
 bool wal_archive_read_text(storage *repo, const char *name, char **text, size_t *len, bool *found,
-                           bool *damaged, pgd_error *err);
+                           pgd_error *err);
 
 /* Wait up to timeout_s for `name` to be archived. */
 bool wal_archive_wait(storage *repo, const char *name, int timeout_s, pgd_error *err);

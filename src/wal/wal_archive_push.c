@@ -210,7 +210,7 @@ static bool wal_archive_push_store(storage *repo, const char *name, compress_kin
      * rename whose directory could not be fsynced leaves an object that is
      * not durable, and finding it again must not acknowledge it.
      */
-    if (err->exists) {
+    if (err_is(err, PGD_ERR_EXISTS)) {
         err_clear(err);
         *taken = true;
     }
@@ -237,14 +237,14 @@ static bool wal_archive_push_take_back(storage *repo, const char *name, const ch
 {
     char cause[PGD_ERROR_MAX];
     pgd_error undo = {0};
-    bool transient = err->transient, removed = storage_remove(repo, path, &undo);
+    bool transient = err_is(err, PGD_ERR_TRANSIENT), removed = storage_remove(repo, path, &undo);
 
     snprintf(cause, sizeof(cause), "%s", err->msg);
     err_clear(err);
     err_set(err, "could not check the other compressions of WAL file \"%s\": %s%s%s", name, cause,
             removed ? "" : "; could not remove what was stored either: ", removed ? "" : undo.msg);
     if (transient)
-        err_mark_transient(err);
+        err_mark(err, PGD_ERR_TRANSIENT);
     return false;
 }
 

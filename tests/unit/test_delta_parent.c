@@ -4,7 +4,8 @@
  * if it started before that timeline's switch point; a later or unrelated
  * timeline, or no history, does not. And the check a delta makes before its
  * sentinel: its parent (sentinel, same start LSN, manifest) and the parent's
- * chain still in the repository.
+ * chain still in the repository. A --delta-from that names no backup is
+ * the caller's mistake: an error of kind PGD_ERR_USAGE.
  */
 #include "helpers.h"
 
@@ -110,11 +111,36 @@ static void test_parent_still_there(void **state)
     rm_rf(dir);
 }
 
+/* --delta-from that is no id, or an id the repository does not hold: a usage error */
+static void test_delta_from_naming_no_backup_is_a_usage_error(void **state)
+{
+    char *dir = test_tmpdir();
+    storage *repo = repo_in(dir);
+    delta_parent p;
+    pgd_error err = {0};
+    delta_parent_request req = {.from = "yesterday", .max_steps = DELTA_MAX_STEPS_DEFAULT};
+
+    (void)state;
+    assert_false(delta_parent_choose(repo, &req, &p, &err));
+    assert_true(err_is(&err, PGD_ERR_USAGE));
+    assert_non_null(strstr(err.msg, "invalid value \"yesterday\" for option \"--delta-from\""));
+    delta_parent_free(&p);
+    err_clear(&err);
+    req.from = FULL_ID;
+    assert_false(delta_parent_choose(repo, &req, &p, &err));
+    assert_true(err_is(&err, PGD_ERR_USAGE));
+    assert_non_null(strstr(err.msg, "backup \"" FULL_ID "\" not found"));
+    delta_parent_free(&p);
+    storage_free(repo);
+    rm_rf(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_timeline_rule),
         cmocka_unit_test(test_parent_still_there),
+        cmocka_unit_test(test_delta_from_naming_no_backup_is_a_usage_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -258,7 +258,7 @@ static void test_5xx_retried_then_transient(void **state)
     assert_false(storage_exists(s, "wal/x", &exists, &err));
     expect_msg(&err, "HEAD of \"wal/x\" in s3://bucket failed after retries: HTTP 503");
     assert_null(strstr(err.msg, "HTTP 503 ")); /* no code to learn from a 5xx: no GET asked */
-    assert_true(err.transient);
+    assert_true(err_is(&err, PGD_ERR_TRANSIENT));
     assert_int_equal(server.nrequests, 3);
     storage_free(s);
     server_stop();
@@ -294,7 +294,7 @@ static void test_refused_connection_is_transient(void **state)
     server_stop(); /* nobody listens on that port any more */
     assert_false(storage_exists(s, "wal/x", &exists, &err));
     expect_msg(&err, "failed after 2 tries");
-    assert_true(err.transient);
+    assert_true(err_is(&err, PGD_ERR_TRANSIENT));
     storage_free(s);
 }
 
@@ -315,7 +315,7 @@ static void test_head_403_named_by_its_code(void **state)
     assert_false(storage_exists(s, "wal/x", &exists, &err));
     expect_msg(&err,
                "HEAD of \"wal/x\" in s3://bucket failed: HTTP 403 AccessDenied: Access Denied");
-    assert_false(err.transient);
+    assert_false(err_is(&err, PGD_ERR_TRANSIENT));
     assert_int_equal(server.nrequests, 2); /* not retried */
     expect_request(1, "GET /bucket/p/wal/x");
     storage_free(s);
@@ -343,7 +343,7 @@ static void test_404_of_a_missing_bucket(void **state)
     s = open_s3(3, 0);
     assert_false(storage_exists(s, "wal/x", &exists, &err));
     expect_msg(&err, "bucket \"bucket\" does not exist (HTTP 404 NoSuchBucket");
-    assert_false(err.transient);
+    assert_false(err_is(&err, PGD_ERR_TRANSIENT));
     expect_request(1, "GET /bucket?list-type=2&max-keys=1");
     err_clear(&err);
     server.responses = (const char *const[]){HEAD_404, script[1], NULL};

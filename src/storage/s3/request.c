@@ -311,7 +311,7 @@ static bool s3_request_fail(s3_storage *s, const s3_call *call, const char *targ
     if (r->transport_error) {
         err_set(err, "%s of \"%s\" in s3://%s failed after %u tries: %s", call->method,
                 s3_request_what(call), s->bucket, attempts, terr->msg);
-        err_mark_transient(err);
+        err_mark(err, PGD_ERR_TRANSIENT);
         return false;
     }
     if (r->body != NULL)
@@ -323,13 +323,13 @@ static bool s3_request_fail(s3_storage *s, const s3_call *call, const char *targ
     if (call->no_replace && (r->status == S3_HTTP_PRECONDITION || r->status == S3_HTTP_CONFLICT)) {
         err_set(err, "could not create \"%s\" in s3://%s: it already exists (%s)",
                 s3_request_what(call), s->bucket, desc);
-        err_mark_exists(err);
+        err_mark(err, PGD_ERR_EXISTS);
         return false;
     }
     err_set(err, "%s of \"%s\" in s3://%s failed%s: %s", call->method, s3_request_what(call),
             s->bucket, attempts > 1 ? " after retries" : "", desc);
     if (s3_request_retryable(answer))
-        err_mark_transient(err);
+        err_mark(err, PGD_ERR_TRANSIENT);
     return false;
 }
 

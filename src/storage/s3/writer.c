@@ -419,7 +419,7 @@ static bool s3_writer_complete(s3_writer *w, pgd_error *err)
                         w->path, w->s->bucket, fault.code, fault.message[0] ? ": " : "",
                         fault.message);
             if (retry)
-                err_mark_transient(err);
+                err_mark(err, PGD_ERR_TRANSIENT);
             break;
         }
         log_debug("completing the upload of \"%s\": %s, retrying", w->path, fault.code);
