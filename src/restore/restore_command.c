@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "restore/recovery_conf.h"
+#include "util/xmalloc.h"
 
 #define RESTORE_COMMAND_ARGS_MAX 24
 #define S3_SCHEME                "s3://"
@@ -43,14 +44,8 @@ static bool restore_command_arg(restore_command_args *a, const char *flag, const
 {
     if (a->n + 2 > RESTORE_COMMAND_ARGS_MAX)
         return err_set(err, "too many restore_command arguments");
-    a->v[a->n] = strdup(flag);
-    if (a->v[a->n] == NULL)
-        return err_set(err, "out of memory");
-    a->n++;
-    a->v[a->n] = strdup(value);
-    if (a->v[a->n] == NULL)
-        return err_set(err, "out of memory");
-    a->n++;
+    a->v[a->n++] = xstrdup(flag);
+    a->v[a->n++] = xstrdup(value);
     return true;
 }
 
