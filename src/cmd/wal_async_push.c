@@ -27,6 +27,7 @@
 #include "wal/wal_pusher.h"
 #include "util/crc32c.h"
 #include "util/log.h"
+#include "util/xmalloc.h"
 
 /*
  * A pusher stays this long after its last push: PostgreSQL calls
@@ -71,13 +72,11 @@ static bool wal_async_push_settings(const pgd_options *opts, wal_push_settings *
 /* Size and CRC-32C of the local file, to compare with what the pusher recorded. */
 static bool wal_async_push_file_sum(const char *path, wal_file_sum *sum, pgd_error *err)
 {
-    unsigned char *buf = malloc(WAL_SUM_CHUNK);
+    unsigned char *buf = xmalloc(WAL_SUM_CHUNK);
     uint32_t crc = CRC32C_INIT;
     int fd;
 
     sum->size = 0;
-    if (buf == NULL)
-        return err_set(err, "out of memory");
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         free(buf);
