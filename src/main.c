@@ -4,13 +4,16 @@
  *
  * Dispatch only: `pgdirect COMMAND [OPTIONS] [ARGS]`.
  */
+#include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cmd/cmd.h"
 #include "pg/session.h"
 #include "util/log.h"
 #include "util/options.h"
+#include "util/xmalloc.h"
 
 static const struct {
     const char *name;
@@ -118,6 +121,8 @@ static void main_print_man(void)
 
 int main(int argc, char **argv)
 {
+    /* jansson allocates as the rest of pgdirect does (util/xmalloc.h): its NULLs mean bad input */
+    json_set_alloc_funcs(xmalloc, free);
     if (argc < 2) {
         main_usage(stderr);
         return EXIT_USAGE;

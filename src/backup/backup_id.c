@@ -12,6 +12,7 @@
 
 #include "util/log.h"
 #include "util/process.h"
+#include "util/xmalloc.h"
 
 /*
  * Seconds after the start tried before giving up. Each run started at the
@@ -39,17 +40,13 @@ static bool backup_id_collect(void *arg, const char *name, uint64_t size, bool i
 
     (void)size;
     (void)is_dir;
+    (void)err;
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 16;
-        char **grown = realloc(l->names, cap * sizeof(*grown));
-        if (grown == NULL)
-            return err_set(err, "out of memory");
-        l->names = grown;
+        l->names = xrealloc(l->names, cap * sizeof(*l->names));
         l->cap = cap;
     }
-    if ((l->names[l->n] = strdup(name)) == NULL)
-        return err_set(err, "out of memory");
-    l->n++;
+    l->names[l->n++] = xstrdup(name);
     return true;
 }
 
@@ -103,8 +100,11 @@ static char *backup_id_claim_text(const char *id, time_t start, const backup_id_
     }
     text = o != NULL ? json_dumps(o, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
-    if (text == NULL)
-        err_set(err, "out of memory");
+    if (text == NULL) /* jansson allocates with xmalloc: the host name is not UTF-8 */
+        err_set(err,
+                "could not encode the claim of backup %s in JSON: host name \"%s\" is not "
+                "UTF-8",
+                id, me.host);
     return text;
 }
 
@@ -269,10 +269,8 @@ bool backup_id_discard(storage *repo, const char *id, pgd_error *err)
     /* the sentinel first: from then on the backup does not exist for list or restore */
     ok = storage_remove(repo, sentinel, err) && backup_id_list(repo, id, &names, err);
     if (ok && names.n > 0) {
-        paths = calloc(names.n, sizeof(*paths));
-        list = calloc(names.n, sizeof(*list));
-        if (paths == NULL || list == NULL)
-            ok = err_set(err, "out of memory");
+        paths = xcalloc(names.n, sizeof(*paths));
+        list = xcalloc(names.n, sizeof(*list));
     }
     for (size_t i = 0; ok && i < names.n; i++) {
         if (strcmp(names.names[i], CLAIM_NAME) == 0)

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/xmalloc.h"
+
 /* More than this share of a file's pages (in tenths) and it is read whole, by the page scan */
 #define BLOCK_PLAN_SCAN_TENTHS 9
 #define BLOCK_PLAN_TENTHS      10
@@ -27,20 +29,16 @@ static int block_plan_run_cmp(const void *a, const void *b)
 }
 
 /* Add [from, to) (pages of the segment file), when not empty. */
-static bool block_plan_add(block_plan *p, size_t *cap, uint64_t from, uint64_t to, pgd_error *err)
+static void block_plan_add(block_plan *p, size_t *cap, uint64_t from, uint64_t to)
 {
     if (from >= to)
-        return true;
+        return;
     if (p->nruns == *cap) {
         size_t grown = *cap ? *cap * 2 : 8;
-        block_run *runs = realloc(p->runs, grown * sizeof(*runs));
-        if (runs == NULL)
-            return err_set(err, "out of memory");
-        p->runs = runs;
+        p->runs = xrealloc(p->runs, grown * sizeof(*p->runs));
         *cap = grown;
     }
     p->runs[p->nruns++] = (block_run){(uint32_t)from, (uint32_t)(to - from)};
-    return true;
 }
 
 /* Sort and merge overlapping or adjacent runs, so that each becomes one read. */
@@ -92,6 +90,7 @@ bool block_plan_for_file(const wal_summary *ws, const block_plan_file *f,
     uint64_t seg_start = (uint64_t)f->rel.segment * lim->segment_pages, limit;
     size_t first, n, cap = 0;
 
+    (void)err; /* a failed allocation ends the process (util/xmalloc.h) */
     memset(out, 0, sizeof(*out));
     out->kind = BLOCK_PLAN_SCAN;
     if (f->size % PG_PAGE_SIZE != 0 || pages > lim->segment_pages || lim->segment_pages == 0)
@@ -116,13 +115,11 @@ bool block_plan_for_file(const wal_summary *ws, const block_plan_file *f,
             continue;
         from = from > seg_start ? from - seg_start : 0;
         to = to > seg_start ? to - seg_start : 0;
-        if (!block_plan_add(out, &cap, from, to < pages ? to : pages, err))
-            return false;
+        block_plan_add(out, &cap, from, to < pages ? to : pages);
     }
-    if (limit != BLOCK_PLAN_NO_LIMIT && !block_plan_add(out, &cap, limit - seg_start, pages, err))
-        return false;
-    if (!block_plan_add(out, &cap, parent_pages, pages, err))
-        return false;
+    if (limit != BLOCK_PLAN_NO_LIMIT)
+        block_plan_add(out, &cap, limit - seg_start, pages);
+    block_plan_add(out, &cap, parent_pages, pages);
     block_plan_coalesce(out);
     if (out->pages * BLOCK_PLAN_TENTHS > pages * BLOCK_PLAN_SCAN_TENTHS ||
         out->pages > lim->max_pages)

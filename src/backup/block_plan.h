@@ -70,7 +70,7 @@ typedef struct block_plan_limits {
 /* The tablespace OID a summary names for a relation file's place (base/, global/, pg_tblspc). */
 uint32_t block_plan_spc_oid(const relfile *rel);
 
-/* The plan of one file; false only when out of memory. */
+/* The plan of one file; always true (a failed allocation ends the process). */
 bool block_plan_for_file(const wal_summary *ws, const block_plan_file *f,
                          const block_plan_limits *lim, block_plan *out, pgd_error *err);
 

@@ -14,6 +14,7 @@
 #include "pg/session.h"
 #include "repo/layout.h"
 #include "repo/backup_read.h"
+#include "util/xmalloc.h"
 
 #define PG_MAJOR_DIVISOR         10000 /* server_version_num: major * 10000 + minor, from 10 on */
 #define DELTA_PARENT_HISTORY_MAX (1024 * 1024) /* a history file is a line per timeline */
@@ -68,11 +69,10 @@ static char *delta_parent_read_history(const char *pgdata, uint32_t current)
     snprintf(path, sizeof(path), "%s/pg_wal/%08X.history", pgdata, current);
     if ((f = fopen(path, "r")) == NULL)
         return NULL;
-    text = malloc(DELTA_PARENT_HISTORY_MAX + 1);
-    n = text != NULL ? fread(text, 1, DELTA_PARENT_HISTORY_MAX, f) : 0;
+    text = xmalloc(DELTA_PARENT_HISTORY_MAX + 1);
+    n = fread(text, 1, DELTA_PARENT_HISTORY_MAX, f);
     fclose(f);
-    if (text != NULL)
-        text[n] = '\0';
+    text[n] = '\0';
     return text;
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "util/log.h"
+#include "util/xmalloc.h"
 
 #define DELTA_SUMMARY_MS_PER_S      1000
 #define DELTA_SUMMARY_VERSION_MAJOR 10000 /* server_version_num / this: the major release */
@@ -20,9 +21,7 @@ bool delta_summary_assign(const wal_summary *ws, const manifest *parent,
 {
     uint64_t sparse = 0, whole = 0, scan = 0, pages = 0;
 
-    out->plans = calloc(nfiles ? nfiles : 1, sizeof(*out->plans));
-    if (out->plans == NULL)
-        return err_set(err, "out of memory");
+    out->plans = xcalloc(nfiles ? nfiles : 1, sizeof(*out->plans));
     out->nplans = nfiles;
     for (size_t i = 0; i < nfiles; i++) {
         block_plan_file bf = {.size = files[i].size};

@@ -54,7 +54,7 @@ typedef struct delta_summary {
 /*
  * Choose the method and, with summaries, give each relation file its plan
  * (files[i].plan). False only on an error that must stop the backup (a
- * failed query, out of memory); a method that cannot serve falls back.
+ * failed query); a method that cannot serve falls back.
  */
 bool delta_summary_plan(const delta_summary_request *req, pipeline_file *files, size_t nfiles,
                         delta_summary *out, pgd_error *err);

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/xmalloc.h"
+
 static int file_queue_cmp(const void *a, const void *b)
 {
     const pipeline_file *fa = a, *fb = b;
@@ -20,12 +22,9 @@ static int file_queue_cmp(const void *a, const void *b)
 
 pipeline_file *file_queue_build(const datadir *dd, const io_plan *plan, pgd_error *err)
 {
-    pipeline_file *files = calloc(dd->n ? dd->n : 1, sizeof(*files));
+    pipeline_file *files = xcalloc(dd->n ? dd->n : 1, sizeof(*files));
 
-    if (files == NULL) {
-        err_set(err, "out of memory");
-        return NULL;
-    }
+    (void)err; /* never NULL: a failed allocation ends the process */
     for (size_t i = 0; i < dd->n; i++) {
         const datadir_entry *e = &dd->entries[i];
         files[i] = (pipeline_file){.path = e->path,

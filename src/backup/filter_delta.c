@@ -17,6 +17,7 @@
 #include "repo/increment.h"
 #include "util/crc32c.h"
 #include "util/log.h"
+#include "util/xmalloc.h"
 
 /* PageHeaderData (storage/bufpage.h): where the fields PageIsVerified checks live */
 #define FILTER_DELTA_OFF_FLAGS    10
@@ -113,33 +114,25 @@ static bool filter_delta_wanted(const filter_delta *d, const unsigned char *page
            !filter_delta_header_valid(page);
 }
 
-/* Room for one more page; false when the bound says the file goes whole. */
-static bool filter_delta_room(filter_delta *d, pgd_error *err, bool *over)
+/* Room for one more page; *over when the bound says the file goes whole. */
+static void filter_delta_room(filter_delta *d, bool *over)
 {
     size_t cap;
-    unsigned char *pages;
-    uint32_t *block;
 
     *over = false;
     if (d->npages < d->cap_pages)
-        return true;
+        return;
     cap = d->cap_pages ? d->cap_pages * 2 : FILTER_DELTA_GROW_PAGES;
     if (cap > d->cfg.max_buffer / PG_PAGE_SIZE)
         cap = d->cfg.max_buffer / PG_PAGE_SIZE;
     if (cap <= d->npages) {
         *over = true;
-        return true;
+        return;
     }
-    pages = realloc(d->pages, cap * PG_PAGE_SIZE);
-    if (pages != NULL)
-        d->pages = pages;
-    block = realloc(d->block, cap * sizeof(*block));
-    if (block != NULL)
-        d->block = block;
-    if (pages == NULL || block == NULL)
-        return err_set(err, "out of memory");
+    /* bounded by max_buffer, which --max-memory sized: no smaller fallback to take */
+    d->pages = xrealloc(d->pages, cap * PG_PAGE_SIZE);
+    d->block = xrealloc(d->block, cap * sizeof(*d->block));
     d->cap_pages = cap;
-    return true;
 }
 
 /*
@@ -158,9 +151,8 @@ static bool filter_delta_go_whole(filter_delta *d, uint64_t upto, pgd_error *err
         return false;
     if (upto == 0)
         return true;
-    if (d->reread_buf == NULL &&
-        (d->reread_buf = dio_buffer_alloc(FILTER_DELTA_REREAD_CHUNK, err)) == NULL)
-        return false;
+    if (d->reread_buf == NULL)
+        d->reread_buf = dio_buffer_alloc(FILTER_DELTA_REREAD_CHUNK, err);
     if (!dio_file_open(&df, d->file.source, d->cfg.reread, &missing, err)) {
         if (!missing)
             return false;
@@ -202,8 +194,7 @@ static bool filter_delta_data(file_filter *f, file_chunk *chunk, pgd_error *err)
 
         if (!filter_delta_wanted(d, chunk->data + at, len, blkno))
             continue;
-        if (!filter_delta_room(d, err, &over))
-            return false;
+        filter_delta_room(d, &over);
         if (over && d->sparse) /* the plan was bounded by max_buffer (backup/block_plan.h) */
             return err_set(err, "\"%s\": more planned pages than the delta buffer holds",
                            d->file.path);
@@ -229,13 +220,11 @@ static bool filter_delta_data(file_filter *f, file_chunk *chunk, pgd_error *err)
 static bool filter_delta_emit(filter_delta *d, pgd_error *err)
 {
     uint64_t hdr_len = increment_header_size((uint32_t)d->npages);
-    unsigned char *hdr = malloc(hdr_len), trailer[INCREMENT_CRC_SIZE];
+    unsigned char *hdr = xmalloc(hdr_len), trailer[INCREMENT_CRC_SIZE];
     file_filter_file inc = d->file;
     file_chunk chunk;
     bool ok;
 
-    if (hdr == NULL)
-        return err_set(err, "out of memory");
     inc.path = d->inc_path;
     inc.size = increment_size((uint32_t)d->npages);
     ok = increment_encode_header(hdr, d->received, d->cfg.threshold_lsn, d->block,
@@ -297,13 +286,9 @@ static const file_filter_ops filter_delta_ops = {filter_delta_begin, filter_delt
 
 file_filter *filter_delta_new(file_filter *next, const filter_delta_config *cfg, pgd_error *err)
 {
-    filter_delta *d = calloc(1, sizeof(*d));
+    filter_delta *d = xcalloc(1, sizeof(*d));
 
-    if (d == NULL) {
-        err_set(err, "out of memory");
-        file_filter_free(next);
-        return NULL;
-    }
+    (void)err; /* never NULL: the signature is that of every filter's constructor */
     d->base.ops = &filter_delta_ops;
     d->base.next = next;
     d->cfg = *cfg;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "pg/page_checksum.h"
+#include "util/xmalloc.h"
 
 typedef struct filter_page_checksum {
     file_filter base;
@@ -137,15 +138,9 @@ static const file_filter_ops filter_page_checksum_ops = {
 file_filter *filter_page_checksum_new(file_filter *next, const filter_page_checksum_config *cfg,
                                       pgd_error *err)
 {
-    filter_page_checksum *c = calloc(1, sizeof(*c));
+    filter_page_checksum *c = xcalloc(1, sizeof(*c));
 
-    if (c == NULL || (c->page = dio_buffer_alloc(PG_PAGE_SIZE, err)) == NULL) {
-        if (c == NULL)
-            err_set(err, "out of memory");
-        free(c);
-        file_filter_free(next);
-        return NULL;
-    }
+    c->page = dio_buffer_alloc(PG_PAGE_SIZE, err);
     c->base.ops = &filter_page_checksum_ops;
     c->base.next = next;
     c->cfg = *cfg;

@@ -12,6 +12,7 @@
 #include "backup/pipeline.h"
 #include "io/dio_reader.h"
 #include "util/text.h"
+#include "util/xmalloc.h"
 
 #define MEMORY_CAP_MAX  (1024ULL * 1024 * 1024)
 #define MEMORY_RAM_PCT  5
@@ -99,9 +100,7 @@ bool io_plan_make(const io_plan_request *req, io_plan *out, pgd_error *err)
     char why[128];
 
     memset(out, 0, sizeof(*out));
-    out->places = calloc(req->nspcs + 1, sizeof(*out->places));
-    if (out->places == NULL)
-        return err_set(err, "out of memory");
+    out->places = xcalloc(req->nspcs + 1, sizeof(*out->places));
     out->nplaces = req->nspcs + 1;
     for (size_t i = 0; i < out->nplaces; i++) {
         io_plan_place *pl = &out->places[i];
@@ -190,17 +189,12 @@ static uint64_t io_plan_rss_bytes(void)
 bool io_plan_for_datadir(const io_plan_request *base, const datadir *dd, uint64_t max_memory,
                          io_plan *plan, pgd_error *err)
 {
-    uint32_t *oids = calloc(dd->ntablespaces + 1, sizeof(*oids));
-    const char **locations = calloc(dd->ntablespaces + 1, sizeof(*locations));
+    uint32_t *oids = xcalloc(dd->ntablespaces + 1, sizeof(*oids));
+    const char **locations = xcalloc(dd->ntablespaces + 1, sizeof(*locations));
     uint64_t used = io_plan_rss_bytes() + RSS_MARGIN;
     io_plan_request req = *base;
     bool ok;
 
-    if (oids == NULL || locations == NULL) {
-        free(oids);
-        free(locations);
-        return err_set(err, "out of memory");
-    }
     for (size_t i = 0; i < dd->ntablespaces; i++) {
         oids[i] = dd->tablespaces[i].oid;
         locations[i] = dd->tablespaces[i].location;

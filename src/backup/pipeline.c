@@ -33,6 +33,7 @@
 #include "repo/layout.h"
 #include "util/log.h"
 #include "util/work_pool.h"
+#include "util/xmalloc.h"
 
 /* --max-rate is enforced in bursts of at most a tenth of a second of reading */
 #define PIPELINE_RATE_BURSTS_PER_S   10
@@ -138,17 +139,14 @@ static bool pipeline_partition_close(pipeline_worker *w, pgd_error *err)
         return false;
     atomic_fetch_add(&sh->bytes_stored, w->part_stored);
     pthread_mutex_lock(&sh->lock);
-    grown = realloc(sh->partitions, (sh->npartitions + 1) * sizeof(*grown));
-    if (grown != NULL) {
-        sh->partitions = grown;
-        grown[sh->npartitions] = (pipeline_partition){
-            .number = w->part_number, .size = w->part_stored, .crc = w->part_crc};
-        snprintf(grown[sh->npartitions].name, sizeof(grown[sh->npartitions].name), "%s",
-                 w->part_name);
-        sh->npartitions++;
-    }
+    grown = xrealloc(sh->partitions, (sh->npartitions + 1) * sizeof(*grown));
+    sh->partitions = grown;
+    grown[sh->npartitions] =
+        (pipeline_partition){.number = w->part_number, .size = w->part_stored, .crc = w->part_crc};
+    snprintf(grown[sh->npartitions].name, sizeof(grown[sh->npartitions].name), "%s", w->part_name);
+    sh->npartitions++;
     pthread_mutex_unlock(&sh->lock);
-    return grown != NULL || err_set(err, "out of memory");
+    return true;
 }
 
 /* Whether a read is left to submit: bytes before the end, or a sparse plan's runs within it. */
@@ -572,21 +570,17 @@ static bool pipeline_worker_setup(pipeline_worker *w, pipeline_shared *sh, pgd_e
 
     w->sh = sh;
     w->depth = cfg->depth;
-    w->slots = calloc((size_t)w->depth, sizeof(*w->slots));
-    if (w->slots == NULL)
-        return err_set(err, "out of memory");
-    if ((w->buffers = dio_buffer_alloc(stride * (size_t)w->depth, err)) == NULL)
-        return false;
+    w->slots = xcalloc((size_t)w->depth, sizeof(*w->slots));
+    w->buffers = dio_buffer_alloc(stride * (size_t)w->depth, err);
     for (int d = 0; d < w->depth; d++) {
         w->slots[d].req.buf = w->buffers + stride * (size_t)d;
-        if (cfg->mode != READ_MODE_BUFFERED && (w->slots[d].was_cached = malloc(pages)) == NULL)
-            return err_set(err, "out of memory");
+        if (cfg->mode != READ_MODE_BUFFERED)
+            w->slots[d].was_cached = xmalloc(pages);
     }
     if (!pipeline_make_chain(w, cfg, err))
         return false;
     w->open_cap = pipeline_open_cap(w->depth, cfg->workers + (int)cfg->reserve);
-    if ((w->open = calloc((size_t)w->open_cap, sizeof(*w->open))) == NULL)
-        return err_set(err, "out of memory");
+    w->open = xcalloc((size_t)w->open_cap, sizeof(*w->open));
     w->engine = io_engine_new(cfg->engine, (unsigned)w->depth, err);
     return w->engine != NULL;
 }
@@ -670,7 +664,7 @@ bool pipeline_run(const pipeline_config *cfg, pipeline_file *files, size_t nfile
 {
     pipeline_shared sh = {.cfg = cfg, .files = files};
     unsigned threads = (unsigned)cfg->workers + cfg->reserve;
-    pipeline_worker *workers = calloc(threads, sizeof(*workers));
+    pipeline_worker *workers = xcalloc(threads, sizeof(*workers));
     progress_meter meter;
     work_pool_job job = {.threads = threads,
                          .ntasks = nfiles,
@@ -690,8 +684,6 @@ bool pipeline_run(const pipeline_config *cfg, pipeline_file *files, size_t nfile
     bool ok;
 
     memset(result, 0, sizeof(*result));
-    if (workers == NULL)
-        return err_set(err, "out of memory");
     pthread_mutex_init(&sh.lock, NULL);
     sh.max_read = pipeline_read_size(cfg->read_size);
     for (size_t i = 0; i < nfiles; i++)

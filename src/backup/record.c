@@ -10,6 +10,7 @@
 
 #include "repo/layout.h"
 #include "repo/pg_manifest.h"
+#include "util/xmalloc.h"
 
 #define RECORD_TYPE_FULL  "full"
 #define RECORD_TYPE_DELTA "delta"
@@ -144,11 +145,9 @@ static int record_path_cmp(const void *a, const void *b)
 static bool record_gone(manifest *m, const manifest *parent, pgd_error *err)
 {
     size_t n = m->nfiles + m->nlinks, k = 0;
-    char **paths = malloc((n ? n : 1) * sizeof(*paths));
+    char **paths = xmalloc((n ? n : 1) * sizeof(*paths));
     bool ok = true;
 
-    if (paths == NULL)
-        return err_set(err, "out of memory");
     for (size_t i = 0; i < m->nfiles; i++)
         paths[k++] = m->files[i].path;
     for (size_t i = 0; i < m->nlinks; i++)
@@ -168,13 +167,11 @@ static bool record_build_manifest(manifest *m, const record_facts *f, pgd_error 
 {
     const datadir *dd = f->dd;
 
-    m->id = strdup(f->id);
+    m->id = xstrdup(f->id);
     m->compression = f->compression;
     m->delta = f->parent != NULL;
-    if (m->delta && (m->parent = strdup(f->parent->id)) == NULL)
-        return err_set(err, "out of memory");
-    if (m->id == NULL)
-        return err_set(err, "out of memory");
+    if (m->delta)
+        m->parent = xstrdup(f->parent->id);
     for (size_t i = 0; i < f->res->npartitions; i++)
         if (!manifest_add_partition(m, f->res->partitions[i].name, f->res->partitions[i].size,
                                     f->res->partitions[i].crc, err))
@@ -199,8 +196,8 @@ bool record_build(backup_record *r, const record_facts *facts, pgd_error *err)
 {
     if (r->m.backup_label == NULL)
         return err_set(err, "the server returned no backup_label");
-    if (r->m.tablespace_map == NULL && (r->m.tablespace_map = strdup("")) == NULL)
-        return err_set(err, "out of memory");
+    if (r->m.tablespace_map == NULL)
+        r->m.tablespace_map = xstrdup("");
     if (!record_build_info(&r->info, facts, r->m.backup_label, err) ||
         !record_build_manifest(&r->m, facts, err))
         return false;

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/xmalloc.h"
+
 #define CGROUP_ROOT "/sys/fs/cgroup"
 #define TEXT_MAX    (64 * 1024)
 
@@ -49,11 +51,9 @@ bool meminfo_parse(const char *text, meminfo *out)
 
 bool meminfo_read(meminfo *out, pgd_error *err)
 {
-    char *text = malloc(TEXT_MAX);
+    char *text = xmalloc(TEXT_MAX);
     bool ok;
 
-    if (text == NULL)
-        return err_set(err, "out of memory");
     ok = meminfo_read_text("/proc/meminfo", text, TEXT_MAX) && meminfo_parse(text, out);
     free(text);
     return ok || err_set(err, "could not read /proc/meminfo");
@@ -77,15 +77,11 @@ bool cgroup_parse_stat(const char *text, bool v2, uint64_t *bytes)
 bool cgroup_page_cache(uint64_t *bytes, bool *found, char *cgroup_path, size_t pathlen,
                        pgd_error *err)
 {
-    char *self = malloc(TEXT_MAX), *stat_text = malloc(TEXT_MAX), *line, *save = NULL;
+    char *self = xmalloc(TEXT_MAX), *stat_text = xmalloc(TEXT_MAX), *line, *save = NULL;
     bool ok = true;
 
+    (void)err; /* a failed allocation ends the process (util/xmalloc.h) */
     *found = false;
-    if (self == NULL || stat_text == NULL) {
-        free(self);
-        free(stat_text);
-        return err_set(err, "out of memory");
-    }
     if (!meminfo_read_text("/proc/self/cgroup", self, TEXT_MAX)) {
         free(self);
         free(stat_text);

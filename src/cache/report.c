@@ -19,6 +19,7 @@
 #include "cache/residency.h"
 #include "pg/relations.h"
 #include "util/work_pool.h"
+#include "util/xmalloc.h"
 
 static const char *const fork_suffix[] = {"", "_fsm", "_vm", "_init"};
 static const char *const fork_name[] = {"main", "fsm", "vm", "init"};
@@ -52,15 +53,11 @@ static void cache_add_note(cache_report *r, const char *fmt, ...)
 
 static void cache_add_note(cache_report *r, const char *fmt, ...)
 {
-    char **grown = realloc(r->notes, (r->nnotes + 1) * sizeof(char *));
     va_list ap;
 
-    if (grown == NULL)
-        return;
-    r->notes = grown;
+    r->notes = xrealloc(r->notes, (r->nnotes + 1) * sizeof(char *));
     va_start(ap, fmt);
-    if (vasprintf(&r->notes[r->nnotes], fmt, ap) >= 0)
-        r->nnotes++;
+    r->notes[r->nnotes++] = xvasprintf(fmt, ap);
     va_end(ap);
 }
 
@@ -68,10 +65,7 @@ static cache_row *cache_new_row(cache_report *r)
 {
     if (r->n == r->cap) {
         size_t cap = r->cap ? r->cap * 2 : 256;
-        cache_row *grown = realloc(r->rows, cap * sizeof(*grown));
-        if (grown == NULL)
-            return NULL;
-        r->rows = grown;
+        r->rows = xrealloc(r->rows, cap * sizeof(*r->rows));
         r->cap = cap;
     }
     memset(&r->rows[r->n], 0, sizeof(r->rows[0]));
@@ -131,10 +125,8 @@ unsigned char *cache_sb_map(const pg_buffer *bufs, size_t nbufs, uint32_t tables
     for (size_t i = lo; i < nbufs && bufs[i].filenode == filenode && bufs[i].fork == fork &&
                         bufs[i].tablespace == tablespace && bufs[i].block < end;
          i++) {
-        if (map == NULL && (map = calloc(blocks, 1)) == NULL) {
-            *oom = true;
-            return NULL;
-        }
+        if (map == NULL)
+            map = xcalloc(blocks, 1);
         map[bufs[i].block - first_block] = 1;
     }
     return map;
@@ -144,8 +136,6 @@ static cache_row *cache_fork_row(cache_report *r, const char *db, const pg_relat
 {
     cache_row *row = cache_new_row(r);
 
-    if (row == NULL)
-        return NULL;
     row->database = rel->shared ? "(shared)" : db;
     row->name = rel->name;
     row->kind = rel->kind;
@@ -200,6 +190,8 @@ static void cache_dir_list(cache_dir *d)
             close(fd);
         return;
     }
+    /* plain realloc and strdup: the listing only saves failed opens, and without it every file
+       is tried (below), so running short of memory here is no reason to end the process */
     while ((de = readdir(dh)) != NULL) {
         if (d->n == cap) {
             size_t grown_cap = cap ? cap * 2 : 1024;
@@ -214,7 +206,7 @@ static void cache_dir_list(cache_dir *d)
         d->n++;
     }
     closedir(dh);
-    if (de != NULL) { /* out of memory: no listing, try every file */
+    if (de != NULL) { /* no memory for the listing: try every file */
         int keep = d->fd;
         d->fd = -1;
         cache_dir_close(d);
@@ -261,12 +253,11 @@ static const char *cache_dir_of(cache_dir *d, const char *pgdata, const char *fi
 /*
  * One fork: walk its segment files, one open each (size, page residency and evictions together;
  * the shared_buffers map of the segment's block range). A fork whose first segment does not exist
- * has no row, except the main fork, which every relation with storage has. Returns false only on
- * a hard error.
+ * has no row, except the main fork, which every relation with storage has.
  */
-static bool cache_collect_fork(cache_report *r, const char *pgdata, cache_dir *dir, const char *db,
+static void cache_collect_fork(cache_report *r, const char *pgdata, cache_dir *dir, const char *db,
                                const pg_relation *rel, int fork, const pg_buffer *bufs,
-                               size_t nbufs, bool *unreadable, pgd_error *err)
+                               size_t nbufs, bool *unreadable)
 {
     size_t os_page = (size_t)sysconf(_SC_PAGESIZE);
     const char *base = cache_dir_of(dir, pgdata, rel->filepath);
@@ -300,31 +291,24 @@ static bool cache_collect_fork(cache_report *r, const char *pgdata, cache_dir *d
             *unreadable = true;
             if (stat(path, &st) != 0)
                 break;
-            if (row == NULL && (row = cache_fork_row(r, db, rel, fork)) == NULL)
-                return err_set(err, "out of memory");
+            if (row == NULL)
+                row = cache_fork_row(r, db, rel, fork);
             cache_add_segment(&row->f, (uint64_t)st.st_size, NULL, os_page, NULL);
             continue;
         }
-        if (row == NULL && (row = cache_fork_row(r, db, rel, fork)) == NULL) {
-            free(res.vec);
-            return err_set(err, "out of memory");
-        }
+        if (row == NULL)
+            row = cache_fork_row(r, db, rel, fork);
         sb = cache_sb_map(bufs, nbufs, rel->tablespace_oid, rel->filenode, fork,
                           (uint64_t)seg * PG_SEGMENT_BLOCKS, pages_for(res.size, PG_BLOCK_SIZE),
                           &oom);
-        if (oom) {
-            free(res.vec);
-            return err_set(err, "out of memory");
-        }
         cache_add_segment(&row->f, res.size, res.vec, os_page, sb);
         if (res.from_cachestat)
             row->f.evicted_pages += res.evicted;
         free(sb);
         free(res.vec);
     }
-    if (row == NULL && fork == 0 && cache_fork_row(r, db, rel, fork) == NULL)
-        return err_set(err, "out of memory");
-    return true;
+    if (row == NULL && fork == 0)
+        cache_fork_row(r, db, rel, fork);
 }
 
 /*
@@ -360,14 +344,13 @@ static bool cache_files_chunk(work_pool *pool, void *arg, size_t task, pgd_error
     size_t end = (task + 1) * CACHE_CHUNK < job->nrels ? (task + 1) * CACHE_CHUNK : job->nrels;
 
     (void)pool;
+    (void)err;
     for (size_t i = task * CACHE_CHUNK; i < end; i++) {
         if (job->rels[i].shared && !job->include_shared)
             continue;
         for (int fork = 0; fork < NFORKS; fork++)
-            if (!cache_collect_fork(&job->chunks[task], job->pgdata, &w->dir, job->db,
-                                    &job->rels[i], fork, job->bufs, job->nbufs, &w->unreadable,
-                                    err))
-                return false;
+            cache_collect_fork(&job->chunks[task], job->pgdata, &w->dir, job->db, &job->rels[i],
+                               fork, job->bufs, job->nbufs, &w->unreadable);
     }
     return true;
 }
@@ -402,8 +385,7 @@ static bool cache_collect_files(cache_report *r, const char *pgdata, const char 
 
     if (ntasks == 0)
         return true;
-    if ((job.chunks = calloc(ntasks, sizeof(*job.chunks))) == NULL)
-        return err_set(err, "out of memory");
+    job.chunks = xcalloc(ntasks, sizeof(*job.chunks));
     for (unsigned i = 0; i < CACHE_THREADS; i++)
         workers[i] = (cache_files_worker){.job = &job, .dir = {.fd = AT_FDCWD}};
     ok = work_pool_run(&pj, NULL, err);
@@ -412,13 +394,8 @@ static bool cache_collect_files(cache_report *r, const char *pgdata, const char 
     for (size_t t = 0; ok && t < ntasks; t++)
         rows += job.chunks[t].n;
     if (ok && rows > r->cap) {
-        cache_row *grown = realloc(r->rows, rows * sizeof(*grown));
-        if (grown == NULL)
-            ok = err_set(err, "out of memory");
-        else {
-            r->rows = grown;
-            r->cap = rows;
-        }
+        r->rows = xrealloc(r->rows, rows * sizeof(*r->rows));
+        r->cap = rows;
     }
     for (size_t t = 0; t < ntasks; t++) {
         if (ok && job.chunks[t].n > 0) {
@@ -433,22 +410,14 @@ static bool cache_collect_files(cache_report *r, const char *pgdata, const char 
 
 /*
  * Room for one more relation list and database name in r, which the rows point into; the name is
- * copied. Returns the copy, NULL when out of memory.
+ * copied. Returns the copy.
  */
 static const char *cache_keep_database(cache_report *r, const char *db)
 {
-    pg_relation_list *lists = realloc(r->lists, (r->nlists + 1) * sizeof(*lists));
-    char **dbs;
-
-    if (lists == NULL)
-        return NULL;
-    r->lists = lists;
-    if ((dbs = realloc(r->databases, (r->ndatabases + 1) * sizeof(*dbs))) == NULL)
-        return NULL;
-    r->databases = dbs;
-    if ((dbs[r->ndatabases] = strdup(db)) == NULL)
-        return NULL;
-    return dbs[r->ndatabases++];
+    r->lists = xrealloc(r->lists, (r->nlists + 1) * sizeof(*r->lists));
+    r->databases = xrealloc(r->databases, (r->ndatabases + 1) * sizeof(*r->databases));
+    r->databases[r->ndatabases] = xstrdup(db);
+    return r->databases[r->ndatabases++];
 }
 
 static bool cache_collect_database(cache_report *r, const cache_request *req, const char *pgdata,
@@ -462,8 +431,6 @@ static bool cache_collect_database(cache_report *r, const cache_request *req, co
     buffercache_status bstatus;
     bool unreadable = false, ok = false;
 
-    if (db == NULL)
-        return err_set(err, "out of memory");
     if ((conn = pg_connect_db(req->conninfo, db, err)) == NULL)
         return false;
     rels = &r->lists[r->nlists];

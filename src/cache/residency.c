@@ -6,6 +6,7 @@
 #include "cache/residency.h"
 
 #include "io/page_residency.h"
+#include "util/xmalloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -117,10 +118,7 @@ bool residency_pages_of_file(int dirfd, const char *name, const char *path, resi
     }
     /* cachestat's count answers the common cases, none or all of the file, without a mapping */
     if (out->from_cachestat && (counts.cached == 0 || counts.cached >= out->npages)) {
-        if ((out->vec = malloc(out->npages)) == NULL) {
-            close(fd);
-            return err_set(err, "out of memory");
-        }
+        out->vec = xmalloc(out->npages);
         memset(out->vec, counts.cached == 0 ? 0 : 1, out->npages);
     } else {
         ok = page_residency_of_file(fd, out->size, path, &out->vec, err);

@@ -20,6 +20,7 @@
 #include "util/log.h"
 #include "util/progress.h"
 #include "util/units.h"
+#include "util/xmalloc.h"
 
 static const command_help cache_help = {
     CMD_CACHE, "usage: pgdirect cache [OPTIONS]",
@@ -38,10 +39,8 @@ static void cmd_cache_on_signal(int sig)
 /* "pgbench_*" -> "pgbench\_%" (SQL LIKE), so users need not know LIKE's rules. */
 static char *cmd_cache_glob_to_like(const char *glob)
 {
-    char *out = malloc(strlen(glob) * 2 + 1), *p = out;
+    char *out = xmalloc(strlen(glob) * 2 + 1), *p = out;
 
-    if (out == NULL)
-        return NULL;
     for (; *glob; glob++) {
         if (*glob == '*')
             *p++ = '%';
@@ -181,11 +180,8 @@ int cmd_cache(int argc, char **argv)
     req.ndatabases = opts.v[OPT_DATABASE].nvalues;
     if (req.ndatabases == 0)
         req.databases = NULL;
-    if (opt_str(&opts, OPT_RELATION) != NULL &&
-        (like = cmd_cache_glob_to_like(opt_str(&opts, OPT_RELATION))) == NULL) {
-        rc = command_fail(CMD_CACHE, &err);
-        goto done;
-    }
+    if (opt_str(&opts, OPT_RELATION) != NULL)
+        like = cmd_cache_glob_to_like(opt_str(&opts, OPT_RELATION));
     req.like = like;
     if (opt_str(&opts, OPT_WATCH) != NULL) {
         double interval;

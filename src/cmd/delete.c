@@ -39,6 +39,7 @@
 #include "restore/timeline.h"
 #include "util/log.h"
 #include "util/text.h"
+#include "util/xmalloc.h"
 
 #define DELETE_LOCK_NAME "delete"
 #define DELETE_BATCH     1000 /* objects per removal request: S3 DeleteObjects' limit */
@@ -202,13 +203,10 @@ static void delete_note(const delete_run *r, const char *fmt, ...)
     fflush(stdout);
 }
 
-static bool delete_running(const repo_contents *c, retention_running **out, size_t *n,
-                           pgd_error *err)
+static void delete_running(const repo_contents *c, retention_running **out, size_t *n)
 {
     *n = 0;
-    *out = calloc(c->ndirs + 1, sizeof(**out));
-    if (*out == NULL)
-        return err_set(err, "out of memory");
+    *out = xcalloc(c->ndirs + 1, sizeof(**out));
     for (size_t i = 0; i < c->ndirs; i++)
         if (!c->dirs[i].sentinel && c->dirs[i].objects > 0 &&
             c->dirs[i].state != RETENTION_CLAIM_DEAD) {
@@ -216,7 +214,6 @@ static bool delete_running(const repo_contents *c, retention_running **out, size
             memcpy(run->id, c->dirs[i].id, sizeof(run->id));
             memcpy(run->parent, c->dirs[i].parent, sizeof(run->parent));
         }
-    return true;
 }
 
 /* A backup with a sentinel that the first scan did not see (it finished since). */
@@ -253,8 +250,9 @@ static bool delete_still_removable(delete_run *r, size_t i, bool *removable, cha
 
     memset(&now, 0, sizeof(now));
     *removable = true; /* gone already: nothing left to keep */
-    ok = repo_contents_scan_dirs(r->repo, r->s->garbage_age, &now, err) &&
-         delete_running(&now, &running, &nrunning, err);
+    ok = repo_contents_scan_dirs(r->repo, r->s->garbage_age, &now, err);
+    if (ok)
+        delete_running(&now, &running, &nrunning);
     if (ok && delete_new_sentinel(r, &now)) {
         ok = repo_contents_scan_backups(r->repo, &now, err);
         b = &now;
@@ -362,8 +360,7 @@ static bool delete_retention(delete_run *r, pgd_error *err)
     size_t nrunning;
     bool ok;
 
-    if (!delete_running(&r->c, &running, &nrunning, err))
-        return false;
+    delete_running(&r->c, &running, &nrunning);
     ok = retention_plan_make(r->c.backups, r->c.n, running, nrunning, &r->s->policy, &plan, err);
     free(running);
     if (!ok)

@@ -30,6 +30,7 @@
 #include "repo/verify_record.h"
 #include "util/log.h"
 #include "util/units.h"
+#include "util/xmalloc.h"
 
 static const command_help list_help = {
     CMD_LIST, "usage: pgdirect list [--json] [OPTIONS]",
@@ -280,9 +281,7 @@ static bool list_print_json(const backup_info *b, const list_extra *x, size_t n,
 static bool list_read_extra(storage *repo, const backup_info *b, size_t n, list_extra **out,
                             pgd_error *err)
 {
-    *out = calloc(n + 1, sizeof(**out));
-    if (*out == NULL)
-        return err_set(err, "out of memory");
+    *out = xcalloc(n + 1, sizeof(**out));
     for (size_t i = 0; i < n; i++)
         if (!verify_record_load(repo, b[i].id, &(*out)[i].verified, err))
             return false;

@@ -61,6 +61,7 @@
 #include "util/log.h"
 #include "util/progress.h"
 #include "util/units.h"
+#include "util/xmalloc.h"
 
 #define CONCURRENCY_MAX 256
 #define CONCURRENCY_MIN 2 /* partitions are decompressed in parallel: one per vCPU, at least 2 */
@@ -456,19 +457,15 @@ static bool restore_plan(restore_run *r, const pgd_options *opts, pgd_error *err
     if (r->chain.n > 0 && !digest_load(err))
         return false;
     if (r->chain.n > 0) {
-        r->older = calloc(r->chain.n, sizeof(*r->older));
-        if (r->older == NULL)
-            return err_set(err, "out of memory");
+        r->older = xcalloc(r->chain.n, sizeof(*r->older));
         for (size_t i = 0; i < r->chain.n; i++)
             r->older[i] = (extract_older){.backup_id = r->chain.parents[i].bi.id,
                                           .m = &r->chain.parents[i].m};
     }
-    r->dest = calloc(r->m.ntablespaces + 1, sizeof(*r->dest));
-    r->dirs = calloc(r->m.ntablespaces + 1, sizeof(*r->dirs));
-    r->from = calloc(r->m.ntablespaces + 1, sizeof(*r->from));
-    r->own = calloc(r->m.ntablespaces + 1, sizeof(*r->own));
-    if (r->dest == NULL || r->dirs == NULL || r->from == NULL || r->own == NULL)
-        return err_set(err, "out of memory");
+    r->dest = xcalloc(r->m.ntablespaces + 1, sizeof(*r->dest));
+    r->dirs = xcalloc(r->m.ntablespaces + 1, sizeof(*r->dirs));
+    r->from = xcalloc(r->m.ntablespaces + 1, sizeof(*r->from));
+    r->own = xcalloc(r->m.ntablespaces + 1, sizeof(*r->own));
     r->ndirs = r->m.ntablespaces + 1;
     /* --delta: a tablespace goes where the directory's own link points, not where the backup's
        location is (another cluster's, maybe running); any other destination must be free */
@@ -628,16 +625,16 @@ static bool cmd_restore_run(const restore_settings *s, const pgd_options *opts, 
 {
     restore_run r = {.s = s, .repo = repo, .sync = durable_list_new(), .t0 = clock_seconds()};
     const char **spc_dest = NULL;
-    bool ok = r.sync != NULL || err_set(err, "out of memory"), caught;
+    bool ok, caught;
 
     manifest_init(&r.m);
-    ok = ok && restore_plan(&r, opts, err);
+    ok = restore_plan(&r, opts, err);
     /* from the first write on, a signal must not leave a half-written directory behind */
     caught = ok;
     if (caught)
         interrupt_catch(NULL);
-    if (ok && (spc_dest = calloc(r.ndirs, sizeof(*spc_dest))) == NULL)
-        ok = err_set(err, "out of memory");
+    if (ok)
+        spc_dest = xcalloc(r.ndirs, sizeof(*spc_dest));
     ok = ok && restore_prepare(&r, err) && restore_write(&r, spc_dest, err);
     if (!ok) {
         for (size_t i = 0; i < r.ndirs; i++)

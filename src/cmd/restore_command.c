@@ -14,6 +14,7 @@
 
 #include "restore/recovery_conf.h"
 #include "storage/s3/s3.h"
+#include "util/xmalloc.h"
 
 #define RESTORE_COMMAND_ARGS_MAX 24
 #define SELF_EXE                 "/proc/self/exe"
@@ -41,14 +42,8 @@ static bool restore_command_arg(restore_command_args *a, const char *flag, const
 {
     if (a->n + 2 > RESTORE_COMMAND_ARGS_MAX)
         return err_set(err, "too many restore_command arguments");
-    a->v[a->n] = strdup(flag);
-    if (a->v[a->n] == NULL)
-        return err_set(err, "out of memory");
-    a->n++;
-    a->v[a->n] = strdup(value);
-    if (a->v[a->n] == NULL)
-        return err_set(err, "out of memory");
-    a->n++;
+    a->v[a->n++] = xstrdup(flag);
+    a->v[a->n++] = xstrdup(value);
     return true;
 }
 

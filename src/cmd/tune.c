@@ -17,6 +17,7 @@
 #include "cmd/common.h"
 #include "pg/datadir.h"
 #include "util/log.h"
+#include "util/xmalloc.h"
 
 static const command_help tune_help = {
     CMD_TUNE, "usage: pgdirect tune [--pgdata DIR] [--json]",
@@ -133,24 +134,23 @@ int cmd_tune(int argc, char **argv)
         rc = command_fail(CMD_TUNE, &err);
     } else if (!datadir_tablespaces(&spcs, pgdata, &err)) {
         rc = command_fail(CMD_TUNE, &err);
-    } else if ((oids = calloc(spcs.ntablespaces + 1, sizeof(*oids))) == NULL ||
-               (locations = calloc(spcs.ntablespaces + 1, sizeof(*locations))) == NULL) {
-        err_set(&err, "out of memory");
-        rc = command_fail(CMD_TUNE, &err);
     } else {
         unsigned cpus = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
         uint64_t cap = io_plan_default_memory();
-        io_plan_request req = {.sysfs_root = "/sys",
-                               .pgdata = pgdata,
-                               .spc_oids = oids,
-                               .spc_locations = locations,
-                               .nspcs = spcs.ntablespaces,
-                               .engine = -1,
-                               .max_memory = cap,
-                               .compression = COMPRESS_LZ4,
-                               .compression_level = COMPRESS_LEVEL_DEFAULT,
-                               .cpus = cpus};
+        io_plan_request req;
 
+        oids = xcalloc(spcs.ntablespaces + 1, sizeof(*oids));
+        locations = xcalloc(spcs.ntablespaces + 1, sizeof(*locations));
+        req = (io_plan_request){.sysfs_root = "/sys",
+                                .pgdata = pgdata,
+                                .spc_oids = oids,
+                                .spc_locations = locations,
+                                .nspcs = spcs.ntablespaces,
+                                .engine = -1,
+                                .max_memory = cap,
+                                .compression = COMPRESS_LZ4,
+                                .compression_level = COMPRESS_LEVEL_DEFAULT,
+                                .cpus = cpus};
         for (size_t i = 0; i < spcs.ntablespaces; i++) {
             oids[i] = spcs.tablespaces[i].oid;
             locations[i] = spcs.tablespaces[i].location;

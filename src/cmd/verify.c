@@ -31,6 +31,7 @@
 #include "util/interrupt.h"
 #include "util/log.h"
 #include "util/units.h"
+#include "util/xmalloc.h"
 
 #define VERIFY_CONCURRENCY_MAX 256
 #define VERIFY_CONCURRENCY_MIN 2
@@ -214,9 +215,7 @@ static bool verify_select_chain(storage *repo, backup_info **out, size_t *n, pgd
             }
             break;
         }
-        grown = realloc(*out, (*n + 1) * sizeof(**out));
-        if (grown == NULL)
-            return err_set(err, "out of memory");
+        grown = xrealloc(*out, (*n + 1) * sizeof(**out));
         memmove(grown + 1, grown, *n * sizeof(*grown));
         grown[0] = parent;
         *out = grown;
@@ -246,10 +245,7 @@ static bool verify_select_latest(storage *repo, backup_info **out, size_t *n, pg
         free(all);
         return false;
     }
-    if ((*out = calloc(count ? count : 1, sizeof(**out))) == NULL) {
-        free(all);
-        return err_set(err, "out of memory");
-    }
+    *out = xcalloc(count ? count : 1, sizeof(**out));
     found = backup_info_pick_latest(repo, all, count, false, &latest, &none);
     *n = 0;
     if (found)
@@ -280,8 +276,7 @@ static bool verify_select(storage *repo, const verify_settings *s, backup_info *
     }
     if (strcmp(s->id, "LATEST") == 0)
         return verify_select_latest(repo, out, n, err);
-    if ((*out = calloc(1, sizeof(**out))) == NULL)
-        return err_set(err, "out of memory");
+    *out = xcalloc(1, sizeof(**out));
     *n = 1;
     if (!backup_info_find(repo, s->id, *out, err))
         return false;
@@ -328,8 +323,8 @@ static int verify_run(const verify_settings *s, storage *repo, pgd_error *err)
     bool ok, record_warned = false;
 
     ok = verify_select(repo, s, &infos, &n, err);
-    if (ok && (bad = calloc(n ? n : 1, 1)) == NULL)
-        ok = err_set(err, "out of memory");
+    if (ok)
+        bad = xcalloc(n ? n : 1, 1);
     if (ok)
         interrupt_catch(NULL);
     for (size_t i = 0; ok && i < n; i++) {
@@ -376,11 +371,9 @@ static int verify_run(const verify_settings *s, storage *repo, pgd_error *err)
         json_t *o =
             json_pack("{s:b, s:O}", "ok", damaged == 0 && wal_damaged == 0 && timeline_bad == 0,
                       "backups", arr);
-        char *text = o != NULL ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
-        if (text == NULL)
-            ok = err_set(err, "out of memory");
-        else
-            printf("%s\n", text);
+        /* jansson allocates with xmalloc (main.c) and these values are all valid: no NULL */
+        char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        printf("%s\n", text);
         free(text);
         json_decref(o);
     }

@@ -26,6 +26,7 @@
 #include "wal/wal_archive.h"
 #include "wal/wal_spool.h"
 #include "util/log.h"
+#include "util/xmalloc.h"
 
 static const command_help push_help = {
     CMD_WAL_PUSH, "usage: pgdirect wal-push [OPTIONS] PATH",
@@ -171,6 +172,8 @@ int cmd_wal_fetch(int argc, char **argv)
     long prefetch;
     int rc;
 
+    /* no memory is no "not archived" either, here or in the --prefetch daemon forked from here */
+    xmalloc_set_exit_status(EXIT_WAL_FATAL);
     if (!command_start(&opts, &fetch_help, 2, argc, argv, &rc))
         return rc;
     if (opts.nargs != 2) {

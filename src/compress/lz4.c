@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/xmalloc.h"
+
 /* Input is fed to LZ4F in pieces of at most this size, which bounds dst. */
 #define LZ4_CHUNK       (1024 * 1024)
 #define LZ4_IN_BUF_SIZE (256 * 1024)
@@ -109,15 +111,10 @@ static const out_stream_ops lz4_out_ops = {lz4_out_write, lz4_out_close, lz4_out
 out_stream *lz4_out_new(int level, bool frame_checksum, out_stream *next, const char *name,
                         pgd_error *err)
 {
-    lz4_out *z = calloc(1, sizeof(*z));
+    lz4_out *z = xcalloc(1, sizeof(*z));
     size_t n;
 
-    if (z == NULL || (z->name = strdup(name)) == NULL) {
-        free(z);
-        out_abort(next);
-        err_set(err, "out of memory");
-        return NULL;
-    }
+    z->name = xstrdup(name);
     z->base.ops = &lz4_out_ops;
     z->next = next;
     z->prefs.frameInfo.blockSizeID = LZ4F_max1MB; /* LZ4_CHUNK */
@@ -128,8 +125,8 @@ out_stream *lz4_out_new(int level, bool frame_checksum, out_stream *next, const 
     z->dst_cap = LZ4F_compressBound(LZ4_CHUNK, &z->prefs);
     if (z->dst_cap < LZ4F_HEADER_SIZE_MAX)
         z->dst_cap = LZ4F_HEADER_SIZE_MAX;
-    z->dst = malloc(z->dst_cap);
-    if (z->dst == NULL || LZ4F_isError(LZ4F_createCompressionContext(&z->cctx, LZ4F_VERSION))) {
+    z->dst = xmalloc(z->dst_cap);
+    if (LZ4F_isError(LZ4F_createCompressionContext(&z->cctx, LZ4F_VERSION))) {
         err_set(err, "could not set up lz4 compression for \"%s\"", name);
         lz4_out_abort(&z->base);
         return NULL;
@@ -210,19 +207,13 @@ unsigned lz4_in_frames(const in_stream *s)
 
 in_stream *lz4_in_new(in_stream *src, const char *name, pgd_error *err)
 {
-    lz4_in *z = calloc(1, sizeof(*z));
+    lz4_in *z = xcalloc(1, sizeof(*z));
 
-    if (z == NULL) {
-        in_close(src);
-        err_set(err, "out of memory");
-        return NULL;
-    }
     z->base.ops = &lz4_in_ops;
     z->src = src;
-    z->in = malloc(LZ4_IN_BUF_SIZE);
-    z->name = strdup(name);
-    if (z->in == NULL || z->name == NULL ||
-        LZ4F_isError(LZ4F_createDecompressionContext(&z->dctx, LZ4F_VERSION))) {
+    z->in = xmalloc(LZ4_IN_BUF_SIZE);
+    z->name = xstrdup(name);
+    if (LZ4F_isError(LZ4F_createDecompressionContext(&z->dctx, LZ4F_VERSION))) {
         err_set(err, "could not set up lz4 decompression for \"%s\"", name);
         lz4_in_close(&z->base);
         return NULL;

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "util/crc32c.h"
+#include "util/xmalloc.h"
 
 #define TRAILER_MAGIC      0x184D2A5Du
 #define TRAILER_BODY       16
@@ -145,15 +146,8 @@ out_stream *compress_out_new_trailed(compress_kind kind, int level, out_stream *
 
     if (kind == COMPRESS_NONE)
         return next; /* a plain copy stays a plain copy */
-    t = calloc(1, sizeof(*t));
-    h = calloc(1, sizeof(*h));
-    if (t == NULL || h == NULL) {
-        free(t);
-        free(h);
-        out_abort(next);
-        err_set(err, "out of memory");
-        return NULL;
-    }
+    t = xcalloc(1, sizeof(*t));
+    h = xcalloc(1, sizeof(*h));
     t->base.ops = &trailer_tail_ops;
     t->next = next;
     if ((codec = compress_out_new(kind, level, &t->base, name, err)) == NULL) {
@@ -318,15 +312,9 @@ in_stream *decompress_in_new_trailed(compress_kind kind, in_stream *src, const c
 
     if (kind == COMPRESS_NONE)
         return src;
-    t = calloc(1, sizeof(*t));
-    c = calloc(1, sizeof(*c));
-    if (t == NULL || c == NULL || (c->name = strdup(name)) == NULL) {
-        free(t);
-        free(c);
-        in_close(src);
-        err_set(err, "out of memory");
-        return NULL;
-    }
+    t = xcalloc(1, sizeof(*t));
+    c = xcalloc(1, sizeof(*c));
+    c->name = xstrdup(name);
     t->base.ops = &trailer_tap_ops;
     t->src = src;
     if ((codec = decompress_in_new(kind, &t->base, name, err)) == NULL) {

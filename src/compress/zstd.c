@@ -8,6 +8,8 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "util/xmalloc.h"
+
 #define ZSTD_DEFAULT_LEVEL 3
 
 typedef struct zstd_out {
@@ -77,20 +79,15 @@ static const out_stream_ops zstd_out_ops = {zstd_out_write, zstd_out_close, zstd
 out_stream *zstd_out_new(int level, bool frame_checksum, out_stream *next, const char *name,
                          pgd_error *err)
 {
-    zstd_out *z = calloc(1, sizeof(*z));
+    zstd_out *z = xcalloc(1, sizeof(*z));
 
-    if (z == NULL || (z->name = strdup(name)) == NULL) {
-        free(z);
-        out_abort(next);
-        err_set(err, "out of memory");
-        return NULL;
-    }
+    z->name = xstrdup(name);
     z->base.ops = &zstd_out_ops;
     z->next = next;
     z->dst_cap = ZSTD_CStreamOutSize();
-    z->dst = malloc(z->dst_cap);
+    z->dst = xmalloc(z->dst_cap);
     z->cctx = ZSTD_createCCtx();
-    if (z->dst == NULL || z->cctx == NULL ||
+    if (z->cctx == NULL ||
         ZSTD_isError(
             ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_compressionLevel,
                                    level == COMPRESS_LEVEL_DEFAULT ? ZSTD_DEFAULT_LEVEL : level)) ||
@@ -172,20 +169,15 @@ unsigned zstd_in_frames(const in_stream *s)
 
 in_stream *zstd_in_new(in_stream *src, const char *name, pgd_error *err)
 {
-    zstd_in *z = calloc(1, sizeof(*z));
+    zstd_in *z = xcalloc(1, sizeof(*z));
 
-    if (z == NULL) {
-        in_close(src);
-        err_set(err, "out of memory");
-        return NULL;
-    }
     z->base.ops = &zstd_in_ops;
     z->src = src;
     z->in_cap = ZSTD_DStreamInSize();
-    z->in = malloc(z->in_cap);
-    z->name = strdup(name);
+    z->in = xmalloc(z->in_cap);
+    z->name = xstrdup(name);
     z->dctx = ZSTD_createDCtx();
-    if (z->in == NULL || z->name == NULL || z->dctx == NULL) {
+    if (z->dctx == NULL) {
         err_set(err, "could not set up zstd decompression for \"%s\"", name);
         zstd_in_close(&z->base);
         return NULL;

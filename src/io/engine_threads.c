@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "io/io_engine.h"
+#include "util/xmalloc.h"
 
 typedef struct io_engine_threads_queue {
     io_request **items;
@@ -128,27 +129,18 @@ static const io_engine_ops io_engine_threads_ops = {io_engine_threads_submit,
 
 io_engine *io_engine_threads_new(unsigned depth, pgd_error *err)
 {
-    io_engine_threads *e = calloc(1, sizeof(*e));
+    io_engine_threads *e = xcalloc(1, sizeof(*e));
 
-    if (e == NULL) {
-        err_set(err, "out of memory");
-        return NULL;
-    }
     e->base.ops = &io_engine_threads_ops;
     e->base.kind = IO_ENGINE_THREADS;
     e->base.depth = depth;
     e->pending.cap = e->completed.cap = depth;
-    e->pending.items = calloc(depth, sizeof(io_request *));
-    e->completed.items = calloc(depth, sizeof(io_request *));
-    e->threads = calloc(depth, sizeof(pthread_t));
+    e->pending.items = xcalloc(depth, sizeof(io_request *));
+    e->completed.items = xcalloc(depth, sizeof(io_request *));
+    e->threads = xcalloc(depth, sizeof(pthread_t));
     pthread_mutex_init(&e->lock, NULL);
     pthread_cond_init(&e->work, NULL);
     pthread_cond_init(&e->done, NULL);
-    if (e->pending.items == NULL || e->completed.items == NULL || e->threads == NULL) {
-        io_engine_threads_free(&e->base);
-        err_set(err, "out of memory");
-        return NULL;
-    }
     for (; e->nthreads < depth; e->nthreads++) {
         if (pthread_create(&e->threads[e->nthreads], NULL, io_engine_threads_main, e) != 0) {
             io_engine_threads_free(&e->base);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "io/io_engine.h"
+#include "util/xmalloc.h"
 
 /*
  * The kernel fills io_uring buffers behind valgrind's back; tell memcheck
@@ -80,13 +81,9 @@ static const io_engine_ops io_engine_uring_ops = {io_engine_uring_submit, io_eng
 
 io_engine *io_engine_uring_new(unsigned depth, pgd_error *err)
 {
-    io_engine_uring *e = calloc(1, sizeof(*e));
+    io_engine_uring *e = xcalloc(1, sizeof(*e));
     int rc;
 
-    if (e == NULL) {
-        err_set(err, "out of memory");
-        return NULL;
-    }
     e->base.ops = &io_engine_uring_ops;
     e->base.kind = IO_ENGINE_URING;
     e->base.depth = depth;

@@ -12,6 +12,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "util/xmalloc.h"
+
 size_t page_residency_page_size(void)
 {
     static size_t page;
@@ -73,11 +75,7 @@ bool page_residency_of_file(int fd, uint64_t len, const char *path, unsigned cha
         return true;
     if (!page_residency_open(&r, fd, len, path, err))
         return false;
-    *vec = malloc(page_residency_vector_len(r.len));
-    if (*vec == NULL) {
-        page_residency_close(&r);
-        return err_set(err, "out of memory");
-    }
+    *vec = xmalloc(page_residency_vector_len(r.len));
     if (!page_residency_mincore(&r, 0, r.len, *vec)) {
         e = errno;
         free(*vec);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "util/crc32c.h"
+#include "util/xmalloc.h"
 
 bool in_read_full(in_stream *s, void *buf, size_t len, size_t *n, pgd_error *err)
 {
@@ -68,13 +69,9 @@ static const out_stream_ops stream_crc_out_ops = {stream_crc_out_write, stream_c
 
 out_stream *crc_out_new(out_stream *next, uint64_t *size, uint32_t *crc, pgd_error *err)
 {
-    stream_crc_out *c = calloc(1, sizeof(*c));
+    stream_crc_out *c = xcalloc(1, sizeof(*c));
 
-    if (c == NULL) {
-        out_abort(next);
-        err_set(err, "out of memory");
-        return NULL;
-    }
+    (void)err; /* never NULL: the signature is that of every stream constructor */
     c->base.ops = &stream_crc_out_ops;
     c->next = next;
     c->crc = CRC32C_INIT;
@@ -128,14 +125,10 @@ static const in_stream_ops stream_crc_in_ops = {stream_crc_in_read, stream_crc_i
 in_stream *crc_in_new(in_stream *src, const char *name, uint64_t expect_size, uint32_t expect_crc,
                       pgd_error *err)
 {
-    stream_crc_in *c = calloc(1, sizeof(*c));
+    stream_crc_in *c = xcalloc(1, sizeof(*c));
 
-    if (c == NULL || (c->name = strdup(name)) == NULL) {
-        free(c);
-        in_close(src);
-        err_set(err, "out of memory");
-        return NULL;
-    }
+    (void)err; /* never NULL: the signature is that of every stream constructor */
+    c->name = xstrdup(name);
     c->base.ops = &stream_crc_in_ops;
     c->src = src;
     c->crc = CRC32C_INIT;
@@ -173,12 +166,9 @@ static const in_stream_ops stream_mem_in_ops = {stream_mem_in_read, stream_mem_i
 
 in_stream *mem_in_new(const void *data, size_t len, pgd_error *err)
 {
-    stream_mem_in *m = calloc(1, sizeof(*m));
+    stream_mem_in *m = xcalloc(1, sizeof(*m));
 
-    if (m == NULL) {
-        err_set(err, "out of memory");
-        return NULL;
-    }
+    (void)err; /* never NULL: the signature is that of every stream constructor */
     m->base.ops = &stream_mem_in_ops;
     m->data = data;
     m->len = len;

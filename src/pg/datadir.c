@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "util/log.h"
+#include "util/xmalloc.h"
 
 #define TABLESPACE_DIR "pg_tblspc"
 #define INIT_FORK      "_init"
@@ -85,21 +86,13 @@ static bool datadir_add_entry(walk_ctx *c, const char *rel, const char *abs, con
 
     if (dd->n == dd->cap) {
         size_t cap = dd->cap ? dd->cap * 2 : 1024;
-        datadir_entry *grown = realloc(dd->entries, cap * sizeof(*grown));
-        if (grown == NULL)
-            return err_set(c->err, "out of memory");
-        dd->entries = grown;
+        dd->entries = xrealloc(dd->entries, cap * sizeof(*dd->entries));
         dd->cap = cap;
     }
     e = &dd->entries[dd->n];
     memset(e, 0, sizeof(*e));
-    e->path = strdup(rel);
-    e->source = strdup(abs);
-    if (e->path == NULL || e->source == NULL) {
-        free(e->path);
-        free(e->source);
-        return err_set(c->err, "out of memory");
-    }
+    e->path = xstrdup(rel);
+    e->source = xstrdup(abs);
     e->is_dir = S_ISDIR(st->st_mode);
     e->size = e->is_dir ? 0 : (uint64_t)st->st_size;
     e->mode = st->st_mode & 07777;
@@ -141,19 +134,10 @@ static bool datadir_read_names(const char *abs, name_list *l, pgd_error *err)
             continue;
         if (l->n == l->cap) {
             size_t cap = l->cap ? l->cap * 2 : 64;
-            char **grown = realloc(l->names, cap * sizeof(char *));
-            if (grown == NULL) {
-                closedir(d);
-                return err_set(err, "out of memory");
-            }
-            l->names = grown;
+            l->names = xrealloc(l->names, cap * sizeof(char *));
             l->cap = cap;
         }
-        if ((l->names[l->n] = strdup(de->d_name)) == NULL) {
-            closedir(d);
-            return err_set(err, "out of memory");
-        }
-        l->n++;
+        l->names[l->n++] = xstrdup(de->d_name);
     }
     if (errno != 0) {
         int e = errno;
@@ -190,7 +174,7 @@ static bool datadir_is_init_fork(const char *name)
     return digits > 0 && strncmp(name + digits, INIT_FORK, strlen(INIT_FORK)) == 0;
 }
 
-static bool datadir_init_forks_collect(const name_list *names, init_forks *out, pgd_error *err)
+static void datadir_init_forks_collect(const name_list *names, init_forks *out)
 {
     size_t n = 0;
 
@@ -198,14 +182,12 @@ static bool datadir_init_forks_collect(const name_list *names, init_forks *out, 
     for (size_t i = 0; i < names->n; i++)
         n += datadir_is_init_fork(names->names[i]);
     if (n == 0)
-        return true;
-    if ((out->nodes = malloc(n * sizeof(*out->nodes))) == NULL)
-        return err_set(err, "out of memory");
+        return;
+    out->nodes = xmalloc(n * sizeof(*out->nodes));
     for (size_t i = 0; i < names->n; i++)
         if (datadir_is_init_fork(names->names[i]))
             out->nodes[out->n++] = datadir_relfilenode_of(names->names[i]);
     qsort(out->nodes, out->n, sizeof(*out->nodes), datadir_node_cmp);
-    return true;
 }
 
 /* Is `name` a non-init fork of a relation that has an init fork in this directory? */
@@ -251,14 +233,10 @@ static bool datadir_tablespace_add(datadir *dd, const char *link_abs, const char
         *skipped = true;
         return true;
     }
-    grown = realloc(dd->tablespaces, (dd->ntablespaces + 1) * sizeof(*grown));
-    if (grown == NULL)
-        return err_set(err, "out of memory");
+    grown = xrealloc(dd->tablespaces, (dd->ntablespaces + 1) * sizeof(*grown));
     dd->tablespaces = grown;
     grown[dd->ntablespaces].oid = (uint32_t)oid;
-    grown[dd->ntablespaces].location = strdup(target);
-    if (grown[dd->ntablespaces].location == NULL)
-        return err_set(err, "out of memory");
+    grown[dd->ntablespaces].location = xstrdup(target);
     dd->ntablespaces++;
     return true;
 }
@@ -341,8 +319,8 @@ static bool datadir_walk_add_link(walk_ctx *c, const char *rel, const char *abs,
         return false;
     e = &c->dd->entries[c->dd->n - 1];
     e->size = 0;
-    e->link = strdup(target);
-    return e->link != NULL || err_set(c->err, "out of memory");
+    e->link = xstrdup(target);
+    return true;
 }
 
 static bool datadir_walk_dir(walk_ctx *c, const char *abs, const char *rel, bool is_db_parent,
@@ -354,10 +332,8 @@ static bool datadir_walk_dir(walk_ctx *c, const char *abs, const char *rel, bool
 
     if (!datadir_read_names(abs, &names, c->err))
         return false;
-    if (is_db_dir && !datadir_init_forks_collect(&names, &inits, c->err)) {
-        datadir_name_list_free(&names);
-        return false;
-    }
+    if (is_db_dir)
+        datadir_init_forks_collect(&names, &inits);
     for (size_t i = 0; ok && i < names.n; i++) {
         const char *name = names.names[i];
         char child_abs[PATH_MAX], child_rel[PATH_MAX];

@@ -4,6 +4,7 @@
 #include "pg/relations.h"
 
 #include "pg/session.h"
+#include "util/xmalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,10 +108,8 @@ bool pg_relations_list(PGconn *conn, const char *like, pg_relation_list *out, pg
     if (res == NULL)
         return false;
     n = PQntuples(res);
-    if (n > 0 && (out->rels = calloc((size_t)n, sizeof(*out->rels))) == NULL) {
-        PQclear(res);
-        return err_set(err, "out of memory");
-    }
+    if (n > 0)
+        out->rels = xcalloc((size_t)n, sizeof(*out->rels));
     for (int i = 0; i < n; i++) {
         pg_relation *r = &out->rels[i];
         r->name = PQgetvalue(res, i, 0);
@@ -175,10 +174,8 @@ bool pg_buffercache_read(PGconn *conn, pg_buffer **out, size_t *count, buffercac
         return err_set(err, "reading pg_buffercache in database \"%s\" failed", PQdb(conn));
     }
     n = PQntuples(res);
-    if (n > 0 && (*out = calloc((size_t)n, sizeof(**out))) == NULL) {
-        PQclear(res);
-        return err_set(err, "out of memory");
-    }
+    if (n > 0)
+        *out = xcalloc((size_t)n, sizeof(**out));
     for (int i = 0; i < n; i++) {
         (*out)[i].filenode = (uint32_t)strtoul(PQgetvalue(res, i, 0), NULL, 10);
         (*out)[i].fork = atoi(PQgetvalue(res, i, 1));
@@ -205,12 +202,10 @@ bool pg_databases(PGconn *conn, char ***names, size_t *count, pgd_error *err)
     if (res == NULL)
         return false;
     n = PQntuples(res);
-    if (n > 0 && (*names = calloc((size_t)n, sizeof(char *))) == NULL) {
-        PQclear(res);
-        return err_set(err, "out of memory");
-    }
+    if (n > 0)
+        *names = xcalloc((size_t)n, sizeof(char *));
     for (int i = 0; i < n; i++)
-        (*names)[i] = strdup(PQgetvalue(res, i, 0));
+        (*names)[i] = xstrdup(PQgetvalue(res, i, 0));
     *count = (size_t)n;
     PQclear(res);
     return true;

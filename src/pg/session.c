@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "util/log.h"
+#include "util/xmalloc.h"
 
 #define PG_VERSION_PER_MAJOR 10000  /* 150004: major 15, minor 4 (PostgreSQL 10 and later) */
 #define PG_VERSION_NEW_NAMES 150000 /* pg_backup_start/stop; 14 has pg_start/stop_backup */
@@ -314,14 +315,9 @@ bool pg_session_backup_stop(pg_session *s, bool wait_for_archive, char *stop_lsn
     if (res == NULL)
         return false;
     snprintf(stop_lsn, lsn_len, "%s", PQgetvalue(res, 0, 0));
-    *labelfile = strdup(PQgetvalue(res, 0, 1));
-    *spcmapfile = strdup(PQgetvalue(res, 0, 2));
+    *labelfile = xstrdup(PQgetvalue(res, 0, 1));
+    *spcmapfile = xstrdup(PQgetvalue(res, 0, 2));
     PQclear(res);
-    if (*labelfile == NULL || *spcmapfile == NULL) {
-        free(*labelfile);
-        free(*spcmapfile);
-        return err_set(err, "out of memory");
-    }
     return true;
 }
 
@@ -377,10 +373,8 @@ bool pg_session_tablespaces(pg_session *s, pg_tablespace **out, size_t *count, p
     if (res == NULL)
         return false;
     n = PQntuples(res);
-    if (n > 0 && (*out = calloc((size_t)n, sizeof(**out))) == NULL) {
-        PQclear(res);
-        return err_set(err, "out of memory");
-    }
+    if (n > 0)
+        *out = xcalloc((size_t)n, sizeof(**out));
     for (int i = 0; i < n; i++) {
         (*out)[i].oid = (uint32_t)strtoul(PQgetvalue(res, i, 0), NULL, 10);
         snprintf((*out)[i].name, sizeof((*out)[i].name), "%s", PQgetvalue(res, i, 1));

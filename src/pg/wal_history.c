@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/xmalloc.h"
+
 #define HISTORY_NOUN        "timeline history file"
 #define BACKUP_NOUN         "backup history file"
 #define BACKUP_START_PREFIX "START WAL LOCATION: "
@@ -120,6 +122,7 @@ bool wal_history_parse(const char *text, size_t len, wal_history_entry **entries
     const char *line = text, *end = text + len;
     size_t cap = 0;
 
+    (void)err; /* a failed allocation ends the process (util/xmalloc.h) */
     *entries = NULL;
     *n = 0;
     while (line < end) {
@@ -140,15 +143,8 @@ bool wal_history_parse(const char *text, size_t len, wal_history_entry **entries
         }
         if (tli > 0 && tli <= UINT32_MAX && wal_history_parse_lsn(&s, &lsn)) {
             if (*n == cap) {
-                wal_history_entry *grown;
                 cap = cap ? cap * 2 : 8;
-                if ((grown = realloc(*entries, cap * sizeof(**entries))) == NULL) {
-                    free(*entries);
-                    *entries = NULL;
-                    *n = 0;
-                    return err_set(err, "out of memory");
-                }
-                *entries = grown;
+                *entries = xrealloc(*entries, cap * sizeof(**entries));
             }
             (*entries)[(*n)++] = (wal_history_entry){.tli = (uint32_t)tli, .end = lsn};
         }

@@ -28,7 +28,7 @@ typedef struct wal_history_entry {
 /*
  * The lines of a timeline history file that passed wal_history_check, in
  * file order (oldest ancestor first) into *entries (malloc'd, *n of them).
- * False only when out of memory.
+ * Always true (a failed allocation ends the process).
  */
 bool wal_history_parse(const char *text, size_t len, wal_history_entry **entries, size_t *n,
                        pgd_error *err);

@@ -28,6 +28,7 @@
 
 #include "pg/wal_history.h"
 #include "util/crc32c.h"
+#include "util/xmalloc.h"
 
 /* XLogPageHeaderData, XLogLongPageHeaderData (xlog_internal.h) */
 #define PAGE_MAGIC_OFF    0  /* uint16 xlp_magic */
@@ -216,11 +217,7 @@ wal_segment_check *wal_segment_check_new(const char *name, pgd_error *err)
                 name);
         return NULL;
     }
-    c = calloc(1, sizeof(*c));
-    if (c == NULL) {
-        err_set(err, "out of memory");
-        return NULL;
-    }
+    c = xcalloc(1, sizeof(*c));
     snprintf(c->name, sizeof(c->name), "%s", name);
     c->kind = kind;
     c->name_tli = wal_segment_hex32(name);
@@ -545,14 +542,9 @@ static bool wal_segment_finish_segment(wal_segment_check *c, pgd_error *err)
 static bool wal_segment_update_text(wal_segment_check *c, const void *data, size_t len,
                                     pgd_error *err)
 {
-    char *grown;
-
     if (c->text_len + len > WAL_TEXT_MAX)
         return wal_segment_fail(c, err, "is larger than %u bytes", WAL_TEXT_MAX);
-    grown = realloc(c->text, c->text_len + len + 1);
-    if (grown == NULL)
-        return err_set(err, "out of memory");
-    c->text = grown;
+    c->text = xrealloc(c->text, c->text_len + len + 1);
     memcpy(c->text + c->text_len, data, len);
     c->text_len += len;
     c->text[c->text_len] = '\0';
@@ -637,13 +629,8 @@ static const in_stream_ops wsc_in_ops = {wal_segment_in_read, wal_segment_in_clo
 
 in_stream *wal_segment_check_in_new(in_stream *src, const char *name, pgd_error *err)
 {
-    wsc_in *w = calloc(1, sizeof(*w));
+    wsc_in *w = xcalloc(1, sizeof(*w));
 
-    if (w == NULL) {
-        in_close(src);
-        err_set(err, "out of memory");
-        return NULL;
-    }
     w->base.ops = &wsc_in_ops;
     w->src = src;
     w->check = wal_segment_check_new(name, err);

@@ -13,6 +13,7 @@
 
 #include "util/interrupt.h"
 #include "util/progress.h"
+#include "util/xmalloc.h"
 
 #define WAL_SUMMARY_POLL_MS    200
 #define WAL_SUMMARY_LSN_TEXT   24
@@ -152,18 +153,16 @@ bool wal_summary_covers(pg_session *s, uint32_t tli, uint64_t from, uint64_t to,
     if (res == NULL)
         return false;
     n = (size_t)PQntuples(res);
-    start = calloc(n + 1, sizeof(*start));
-    end = calloc(n + 1, sizeof(*end));
-    for (size_t i = 0; start != NULL && end != NULL && ok && i < n; i++)
+    start = xcalloc(n + 1, sizeof(*start));
+    end = xcalloc(n + 1, sizeof(*end));
+    for (size_t i = 0; ok && i < n; i++)
         ok = pg_parse_lsn(PQgetvalue(res, (int)i, 0), &start[i]) &&
              pg_parse_lsn(PQgetvalue(res, (int)i, 1), &end[i]);
     PQclear(res);
-    if (start == NULL || end == NULL || !ok) {
+    if (!ok) {
         free(start);
         free(end);
-        return start == NULL || end == NULL
-                   ? err_set(err, "out of memory")
-                   : err_set(err, "could not read the available WAL summaries: invalid LSN");
+        return err_set(err, "could not read the available WAL summaries: invalid LSN");
     }
     *covered = wal_summary_ranges_cover(start, end, n, from, to, &gap);
     wal_summary_lsn_text(gap, gap_s);
@@ -219,10 +218,7 @@ static bool wal_summary_take_row(PGresult *res, wal_summary *out, size_t *cap, s
     }
     if (out->n == *cap) {
         size_t grown = *cap ? *cap * 2 : 1024;
-        wal_summary_run *runs = realloc(out->runs, grown * sizeof(*runs));
-        if (runs == NULL)
-            return err_set(err, "out of memory");
-        out->runs = runs;
+        out->runs = xrealloc(out->runs, grown * sizeof(*out->runs));
         *cap = grown;
     }
     if (!wal_summary_parse_run(res, 0, &out->runs[out->n]))

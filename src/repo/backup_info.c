@@ -12,6 +12,7 @@
 #include "repo/layout.h"
 #include "repo/manifest.h"
 #include "util/log.h"
+#include "util/xmalloc.h"
 
 bool backup_info_to_json(const backup_info *bi, char **json, pgd_error *err)
 {
@@ -232,15 +233,13 @@ static bool backup_info_collect_sentinel(void *arg, const char *name, uint64_t s
     size_t len = strlen(name), slen = strlen(SENTINEL_SUFFIX);
 
     (void)size;
+    (void)err;
     (void)is_dir; /* a sentinel that is a directory is read (and fails), not skipped */
     if (len != BACKUP_ID_LEN + slen || strcmp(name + BACKUP_ID_LEN, SENTINEL_SUFFIX))
         return true;
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 16;
-        void *grown = realloc(l->ids, cap * sizeof(*l->ids));
-        if (grown == NULL)
-            return err_set(err, "out of memory");
-        l->ids = grown;
+        l->ids = xrealloc(l->ids, cap * sizeof(*l->ids));
         l->cap = cap;
     }
     memcpy(l->ids[l->n], name, BACKUP_ID_LEN);
@@ -313,10 +312,8 @@ bool backup_info_scan(storage *repo, backup_info **out, size_t *count, pgd_error
     }
     if (ids.n > 1)
         qsort(ids.ids, ids.n, sizeof(*ids.ids), backup_info_id_cmp);
-    if (ids.n > 0 && (infos = calloc(ids.n, sizeof(*infos))) == NULL) {
-        free(ids.ids);
-        return err_set(err, "out of memory");
-    }
+    if (ids.n > 0)
+        infos = xcalloc(ids.n, sizeof(*infos));
     for (size_t i = 0; i < ids.n; i++) {
         bool missing;
         if (!backup_info_read(repo, ids.ids[i], &infos[n], &missing, err)) {

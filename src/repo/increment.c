@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "util/crc32c.h"
+#include "util/xmalloc.h"
 
 #define INCREMENT_OFF_PAGE_SIZE 8
 #define INCREMENT_OFF_BLOCKS    12
@@ -103,13 +104,10 @@ void increment_encode_trailer(unsigned char buf[INCREMENT_CRC_SIZE], uint32_t pa
 bool increment_reader_init(increment_reader *r, const char *what, bool check, uint64_t stored_size,
                            uint64_t file_size, uint32_t blocks, pgd_error *err)
 {
+    (void)err;
     memset(r, 0, sizeof(*r));
-    r->what = strdup(what);
-    r->page = malloc(INCREMENT_PAGE_SIZE);
-    if (r->what == NULL || r->page == NULL) {
-        increment_reader_free(r);
-        return err_set(err, "out of memory");
-    }
+    r->what = xstrdup(what);
+    r->page = xmalloc(INCREMENT_PAGE_SIZE);
     r->check_expect = check;
     r->expect_size = stored_size;
     r->expect_file_size = file_size;
@@ -162,9 +160,7 @@ static bool increment_reader_fixed(increment_reader *r, pgd_error *err)
                  (unsigned long long)r->expect_file_size, (unsigned long long)r->expect_size);
         return increment_reader_fail(r, err, why);
     }
-    r->block = malloc((size_t)r->nblocks * sizeof(*r->block) + 1);
-    if (r->block == NULL)
-        return err_set(err, "out of memory");
+    r->block = xmalloc((size_t)r->nblocks * sizeof(*r->block) + 1);
     return true;
 }
 

@@ -93,7 +93,7 @@ typedef struct increment_reader {
 /*
  * Start decoding the increment of the file `what`. When the manifest says
  * what it holds (stored size, file_size, block count), pass them and set
- * check: a disagreement is an error. Returns false only out of memory.
+ * check: a disagreement is an error. Always true (a failed allocation ends the process).
  */
 bool increment_reader_init(increment_reader *r, const char *what, bool check, uint64_t stored_size,
                            uint64_t file_size, uint32_t blocks, pgd_error *err);

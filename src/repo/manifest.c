@@ -13,6 +13,7 @@
 #include "repo/increment.h"
 #include "repo/layout.h"
 #include "util/text.h"
+#include "util/xmalloc.h"
 
 void manifest_init(manifest *m)
 {
@@ -51,16 +52,12 @@ bool manifest_add_file(manifest *m, const manifest_file *f, pgd_error *err)
 {
     if (m->nfiles == m->cap_files) {
         size_t cap = m->cap_files ? m->cap_files * 2 : 256;
-        manifest_file *grown = realloc(m->files, cap * sizeof(*grown));
-        if (grown == NULL)
-            return err_set(err, "out of memory");
-        m->files = grown;
+        m->files = xrealloc(m->files, cap * sizeof(*m->files));
         m->cap_files = cap;
     }
+    (void)err; /* a failed allocation ends the process (util/xmalloc.h) */
     m->files[m->nfiles] = *f;
-    m->files[m->nfiles].path = strdup(f->path);
-    if (m->files[m->nfiles].path == NULL)
-        return err_set(err, "out of memory");
+    m->files[m->nfiles].path = xstrdup(f->path);
     m->nfiles++;
     return true;
 }
@@ -71,21 +68,14 @@ bool manifest_add_link(manifest *m, const manifest_link *l, pgd_error *err)
 
     if (m->nlinks == m->cap_links) {
         size_t cap = m->cap_links ? m->cap_links * 2 : 16;
-        manifest_link *grown = realloc(m->links, cap * sizeof(*grown));
-        if (grown == NULL)
-            return err_set(err, "out of memory");
-        m->links = grown;
+        m->links = xrealloc(m->links, cap * sizeof(*m->links));
         m->cap_links = cap;
     }
+    (void)err; /* a failed allocation ends the process (util/xmalloc.h) */
     added = &m->links[m->nlinks];
     *added = *l;
-    added->path = strdup(l->path);
-    added->target = strdup(l->target);
-    if (added->path == NULL || added->target == NULL) {
-        free(added->path);
-        free(added->target);
-        return err_set(err, "out of memory");
-    }
+    added->path = xstrdup(l->path);
+    added->target = xstrdup(l->target);
     m->nlinks++;
     return true;
 }
@@ -94,48 +84,30 @@ bool manifest_add_gone(manifest *m, const char *path, pgd_error *err)
 {
     if (m->ngone == m->cap_gone) {
         size_t cap = m->cap_gone ? m->cap_gone * 2 : 16;
-        char **grown = realloc(m->gone, cap * sizeof(*grown));
-        if (grown == NULL)
-            return err_set(err, "out of memory");
-        m->gone = grown;
+        m->gone = xrealloc(m->gone, cap * sizeof(*m->gone));
         m->cap_gone = cap;
     }
-    if ((m->gone[m->ngone] = strdup(path)) == NULL)
-        return err_set(err, "out of memory");
-    m->ngone++;
+    (void)err; /* a failed allocation ends the process (util/xmalloc.h) */
+    m->gone[m->ngone++] = xstrdup(path);
     return true;
 }
 
 bool manifest_add_partition(manifest *m, const char *name, uint64_t size, uint32_t crc,
                             pgd_error *err)
 {
-    manifest_partition *grown =
-        realloc(m->partitions, (m->npartitions + 1) * sizeof(*m->partitions));
-
-    if (grown == NULL)
-        return err_set(err, "out of memory");
-    m->partitions = grown;
-    m->partitions[m->npartitions] = (manifest_partition){strdup(name), size, crc};
-    if (m->partitions[m->npartitions].name == NULL)
-        return err_set(err, "out of memory");
-    m->npartitions++;
+    (void)err; /* a failed allocation ends the process (util/xmalloc.h) */
+    m->partitions = xrealloc(m->partitions, (m->npartitions + 1) * sizeof(*m->partitions));
+    m->partitions[m->npartitions++] = (manifest_partition){xstrdup(name), size, crc};
     return true;
 }
 
 bool manifest_add_tablespace(manifest *m, uint32_t oid, const char *name, const char *location,
                              pgd_error *err)
 {
-    manifest_tablespace *grown =
-        realloc(m->tablespaces, (m->ntablespaces + 1) * sizeof(*m->tablespaces));
-
-    if (grown == NULL)
-        return err_set(err, "out of memory");
-    m->tablespaces = grown;
-    m->tablespaces[m->ntablespaces] = (manifest_tablespace){oid, strdup(name), strdup(location)};
-    m->ntablespaces++;
-    if (m->tablespaces[m->ntablespaces - 1].name == NULL ||
-        m->tablespaces[m->ntablespaces - 1].location == NULL)
-        return err_set(err, "out of memory");
+    (void)err; /* a failed allocation ends the process (util/xmalloc.h) */
+    m->tablespaces = xrealloc(m->tablespaces, (m->ntablespaces + 1) * sizeof(*m->tablespaces));
+    m->tablespaces[m->ntablespaces++] =
+        (manifest_tablespace){oid, xstrdup(name), xstrdup(location)};
     return true;
 }
 
@@ -260,7 +232,7 @@ static bool manifest_parse_crc(const char *hex, uint32_t *out)
 
 static char *manifest_dup_or_empty(const char *s)
 {
-    return strdup(s != NULL ? s : "");
+    return xstrdup(s != NULL ? s : "");
 }
 
 /* The block numbers a file's entry lists (a report: what is not a block number is left out). */
@@ -299,8 +271,8 @@ static bool manifest_delta_from_json(manifest *m, json_t *root, bool format_delt
         return err_set(err, "invalid %s: type \"%s\" with format %d%s", what, type,
                        format_delta ? MANIFEST_FORMAT_DELTA : MANIFEST_FORMAT,
                        m->delta && parent[0] == '\0' ? " and no parent" : "");
-    if (m->delta && (m->parent = strdup(parent)) == NULL)
-        return err_set(err, "out of memory");
+    if (m->delta)
+        m->parent = xstrdup(parent);
     json_array_foreach(gone, i, v)
     {
         if (!json_is_string(v))
@@ -364,7 +336,7 @@ bool manifest_from_json(manifest *m, const char *json, const char *what, pgd_err
         err_set(err, "%s names unknown compression \"%s\"", what, compression);
         goto done;
     }
-    m->id = strdup(id);
+    m->id = xstrdup(id);
     m->backup_label = manifest_dup_or_empty(label);
     m->tablespace_map = manifest_dup_or_empty(spcmap);
     json_array_foreach(parts, i, v)
@@ -445,9 +417,7 @@ bool manifest_from_json(manifest *m, const char *json, const char *what, pgd_err
         if (!manifest_add_file(m, &f, err))
             goto done;
     }
-    ok = m->id != NULL && m->backup_label != NULL && m->tablespace_map != NULL;
-    if (!ok)
-        err_set(err, "out of memory");
+    ok = true;
 done:
     json_decref(root);
     if (!ok)

@@ -105,6 +105,7 @@ typedef struct manifest {
 void manifest_init(manifest *m);
 void manifest_free(manifest *m);
 
+/* Each returns true: a failed allocation ends the process (util/xmalloc.h). */
 bool manifest_add_file(manifest *m, const manifest_file *f, pgd_error *err);
 bool manifest_add_link(manifest *m, const manifest_link *l, pgd_error *err);
 bool manifest_add_partition(manifest *m, const char *name, uint64_t size, uint32_t crc,

@@ -90,9 +90,9 @@ bool pg_manifest_build(const manifest *m, const backup_info *bi, char **out, pgd
                     "\n],\n\"WAL-Ranges\": [\n{ \"Timeline\": %u, \"Start-LSN\": \"%s\", "
                     "\"End-LSN\": \"%s\" }\n],\n",
                     bi->timeline, bi->start_lsn, bi->stop_lsn);
-    if (b.failed) {
+    if (b.failed) { /* vsnprintf failed */
         text_buf_free(&b);
-        return err_set(err, "out of memory");
+        return err_set(err, "could not format backup_manifest");
     }
     if (!digest_load(err)) {
         text_buf_free(&b);
@@ -111,6 +111,6 @@ bool pg_manifest_build(const manifest *m, const backup_info *bi, char **out, pgd
         text_buf_printf(&b, "%02x", digest[i]);
     text_buf_printf(&b, "\"}\n");
     if ((*out = text_buf_take(&b)) == NULL)
-        return err_set(err, "out of memory");
+        return err_set(err, "could not format backup_manifest");
     return true;
 }

@@ -17,6 +17,7 @@
 #include "compress/compress.h"
 #include "pg/session.h"
 #include "util/text.h"
+#include "util/xmalloc.h"
 
 #define REPO_HOST_MAX     256
 #define REPO_TIMELINE_HEX 8
@@ -30,6 +31,7 @@ static bool repo_contents_collect_dir(void *arg, const char *name, uint64_t size
     bool sentinel = false;
 
     (void)size;
+    (void)err;
     if (!is_dir && strlen(name) == BACKUP_ID_LEN + slen &&
         strcmp(name + BACKUP_ID_LEN, SENTINEL_SUFFIX) == 0)
         sentinel = true;
@@ -46,10 +48,7 @@ static bool repo_contents_collect_dir(void *arg, const char *name, uint64_t size
         }
     if (c->ndirs == c->dircap) {
         size_t cap = c->dircap ? c->dircap * 2 : 16;
-        repo_dir *grown = realloc(c->dirs, cap * sizeof(*grown));
-        if (grown == NULL)
-            return err_set(err, "out of memory");
-        c->dirs = grown;
+        c->dirs = xrealloc(c->dirs, cap * sizeof(*c->dirs));
         c->dircap = cap;
     }
     memset(&c->dirs[c->ndirs], 0, sizeof(c->dirs[c->ndirs]));
@@ -59,22 +58,14 @@ static bool repo_contents_collect_dir(void *arg, const char *name, uint64_t size
     return true;
 }
 
-static bool repo_contents_names_add(repo_contents_names *l, char *owned, pgd_error *err)
+static void repo_contents_names_add(repo_contents_names *l, char *owned)
 {
-    if (owned == NULL)
-        return err_set(err, "out of memory");
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 64;
-        char **grown = realloc(l->names, cap * sizeof(*grown));
-        if (grown == NULL) {
-            free(owned);
-            return err_set(err, "out of memory");
-        }
-        l->names = grown;
+        l->names = xrealloc(l->names, cap * sizeof(*l->names));
         l->cap = cap;
     }
     l->names[l->n++] = owned;
-    return true;
 }
 
 void repo_contents_names_free(repo_contents_names *l)
@@ -200,9 +191,7 @@ bool repo_contents_scan_backups(storage *repo, repo_contents *c, pgd_error *err)
     if (!backup_info_scan(repo, &c->infos, &c->n, err) ||
         !backup_info_check_latest(repo, c->infos, c->n, err))
         return false;
-    c->backups = calloc(c->n + 1, sizeof(*c->backups));
-    if (c->backups == NULL)
-        return err_set(err, "out of memory");
+    c->backups = xcalloc(c->n + 1, sizeof(*c->backups));
     for (size_t i = 0; i < c->n; i++) {
         const backup_info *bi = &c->infos[i];
         retention_backup *b = &c->backups[i];
@@ -241,10 +230,12 @@ static bool repo_contents_collect_timeline(void *arg, const char *name, uint64_t
                                            pgd_error *err)
 {
     (void)size;
+    (void)err;
     if (!is_dir || strlen(name) != REPO_TIMELINE_HEX ||
         strspn(name, "0123456789ABCDEF") != REPO_TIMELINE_HEX)
         return true;
-    return repo_contents_names_add(arg, strdup(name), err);
+    repo_contents_names_add(arg, xstrdup(name));
+    return true;
 }
 
 bool repo_contents_wal_timelines(storage *repo, repo_contents_names *out, pgd_error *err)
@@ -283,17 +274,17 @@ static bool repo_contents_collect_wal(void *arg, const char *name, uint64_t size
                                       pgd_error *err)
 {
     repo_wal_before *w = arg;
-    char base[LAYOUT_PATH_MAX], *path;
+    char base[LAYOUT_PATH_MAX];
 
     (void)size;
+    (void)err;
     if (is_dir)
         return true;
     repo_contents_wal_base(name, base, sizeof(base));
     if (w->keep_from != NULL && !retention_wal_removable(base, w->keep_from))
         return true;
-    if (asprintf(&path, WAL_DIR "/%s/%s", w->timeline, name) < 0)
-        path = NULL;
-    return repo_contents_names_add(w->out, path, err);
+    repo_contents_names_add(w->out, xasprintf(WAL_DIR "/%s/%s", w->timeline, name));
+    return true;
 }
 
 bool repo_contents_wal_all(storage *repo, const char *timeline, repo_contents_names *out,

@@ -16,6 +16,7 @@
 
 #include "repo/layout.h"
 #include "util/log.h"
+#include "util/xmalloc.h"
 
 #define REPO_LOCK_NAME_MAX  64
 #define REPO_LOCK_TOKEN_LEN 16 /* random bytes, hex in the object */
@@ -83,14 +84,12 @@ static bool repo_lock_collect(void *arg, const char *entry, uint64_t size, bool 
     uint64_t gen;
 
     (void)size;
+    (void)err;
     if (is_dir || !repo_lock_parse_name(g->name, entry, &gen))
         return true;
     if (g->n == g->cap) {
         size_t cap = g->cap ? g->cap * 2 : 8;
-        uint64_t *grown = realloc(g->gens, cap * sizeof(*grown));
-        if (grown == NULL)
-            return err_set(err, "out of memory");
-        g->gens = grown;
+        g->gens = xrealloc(g->gens, cap * sizeof(*g->gens));
         g->cap = cap;
     }
     g->gens[g->n++] = gen;
@@ -164,8 +163,9 @@ static bool repo_lock_write(repo_lock *l, bool released, unsigned flags, pgd_err
                   l->token, "expires", (json_int_t)l->expires, "released", released);
     text = o != NULL ? json_dumps(o, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
-    if (text == NULL)
-        return err_set(err, "out of memory");
+    if (text == NULL) /* jansson allocates with xmalloc: the host name is not UTF-8 */
+        return err_set(err, "could not encode lease \"%s\" in JSON: host name \"%s\" is not UTF-8",
+                       l->name, l->host);
     ok = storage_put(l->repo, path, text, strlen(text), flags, err);
     free(text);
     return ok;
@@ -225,12 +225,8 @@ static bool repo_lock_free_to_take(repo_lock *l, uint64_t max, bool *retry, pgd_
 
 repo_lock *repo_lock_acquire(storage *repo, const char *name, int64_t lease_s, pgd_error *err)
 {
-    repo_lock *l = calloc(1, sizeof(*l));
+    repo_lock *l = xcalloc(1, sizeof(*l));
 
-    if (l == NULL) {
-        err_set(err, "out of memory");
-        return NULL;
-    }
     l->repo = repo;
     l->lease_s = lease_s;
     snprintf(l->name, sizeof(l->name), "%s", name);

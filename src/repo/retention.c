@@ -17,6 +17,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "util/xmalloc.h"
+
 #define RETENTION_NONE         ((size_t)-1)
 #define RETENTION_TIME_TEXT    32
 #define RETENTION_SEGNO_OFFSET 8  /* the timeline's 8 hex digits come first */
@@ -381,23 +383,19 @@ static void retention_work_free(retention_work *w)
     free(w->start);
 }
 
-static bool retention_work_init(retention_work *w, const retention_backup *b, size_t n,
-                                retention_decision *d, pgd_error *err)
+static void retention_work_init(retention_work *w, const retention_backup *b, size_t n,
+                                retention_decision *d)
 {
     memset(w, 0, sizeof(*w));
     w->b = b;
     w->n = n;
     w->d = d;
     w->named = RETENTION_NONE;
-    w->order = calloc(n + 1, sizeof(*w->order));
-    w->parent = calloc(n + 1, sizeof(*w->parent));
-    w->broken = calloc(n + 1, sizeof(*w->broken));
-    w->keep = calloc(n + 1, sizeof(*w->keep));
-    w->start = calloc(n + 1, sizeof(*w->start));
-    if (!w->order || !w->parent || !w->broken || !w->keep || !w->start) {
-        retention_work_free(w);
-        return err_set(err, "out of memory");
-    }
+    w->order = xcalloc(n + 1, sizeof(*w->order));
+    w->parent = xcalloc(n + 1, sizeof(*w->parent));
+    w->broken = xcalloc(n + 1, sizeof(*w->broken));
+    w->keep = xcalloc(n + 1, sizeof(*w->keep));
+    w->start = xcalloc(n + 1, sizeof(*w->start));
     for (size_t i = 0; i < n; i++) {
         w->order[i] = i;
         w->start[i] = b[i].start_time;
@@ -411,7 +409,6 @@ static bool retention_work_init(retention_work *w, const retention_backup *b, si
     for (size_t i = 0; i < n; i++)
         if (!b[i].damaged)
             retention_check_chain(w, i);
-    return true;
 }
 
 bool retention_plan_make(const retention_backup *backups, size_t n,
@@ -423,16 +420,9 @@ bool retention_plan_make(const retention_backup *backups, size_t n,
     bool ok = true;
 
     memset(plan, 0, sizeof(*plan));
-    plan->decisions = calloc(n + 1, sizeof(*plan->decisions));
-    plan->remove_order = calloc(n + 1, sizeof(*plan->remove_order));
-    if (plan->decisions == NULL || plan->remove_order == NULL) {
-        retention_plan_free(plan);
-        return err_set(err, "out of memory");
-    }
-    if (!retention_work_init(&w, backups, n, plan->decisions, err)) {
-        retention_plan_free(plan);
-        return false;
-    }
+    plan->decisions = xcalloc(n + 1, sizeof(*plan->decisions));
+    plan->remove_order = xcalloc(n + 1, sizeof(*plan->remove_order));
+    retention_work_init(&w, backups, n, plan->decisions);
     newest = retention_newest_usable(&w);
     if (policy->backup_id != NULL)
         ok = retention_keep_all_but(&w, policy, newest, err);

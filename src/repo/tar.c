@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/xmalloc.h"
+
 #define USTAR_NAME_LEN  100
 #define USTAR_SIZE_MAX  077777777777ULL /* 11 octal digits */
 #define PAX_RECORDS_MAX (64 * 1024)
@@ -124,12 +126,12 @@ bool tar_write_header(out_stream *out, const tar_entry *e, pgd_error *err)
     bool big = e->size > USTAR_SIZE_MAX;
 
     if (long_name || long_link || big) {
-        char *records = malloc(PAX_RECORDS_MAX);
+        char *records = xmalloc(PAX_RECORDS_MAX);
         size_t used = 0;
         char num[32];
-        bool ok = records != NULL;
+        bool ok = true;
 
-        if (ok && long_name)
+        if (long_name)
             ok = tar_pax_append(records, &used, "path", e->path);
         if (ok && long_link)
             ok = tar_pax_append(records, &used, "linkpath", e->linkpath);
@@ -253,7 +255,7 @@ static bool tar_skip_bytes(tar_reader *r, uint64_t count, pgd_error *err)
 
 static char *tar_dup_field(const char *field, size_t width)
 {
-    return strndup(field, strnlen(field, width));
+    return xstrndup(field, width);
 }
 
 /* Parse pax records into overrides of path/linkpath/size. */
@@ -279,10 +281,10 @@ static bool tar_parse_pax(tar_reader *r, char *rec, size_t len, char **path, cha
         value = eq + 1;
         if (strcmp(key, "path") == 0) {
             free(*path);
-            *path = strdup(value);
+            *path = xstrdup(value);
         } else if (strcmp(key, "linkpath") == 0) {
             free(*link);
-            *link = strdup(value);
+            *link = xstrdup(value);
         } else if (strcmp(key, "size") == 0) {
             if (!tar_parse_decimal(value, strlen(value), size) || *size > TAR_SIZE_MAX)
                 return err_set(err, "tar archive \"%s\" has an invalid pax size \"%s\"", r->name,
@@ -340,11 +342,7 @@ bool tar_reader_next(tar_reader *r, tar_entry *e, bool *end, pgd_error *err)
                 err_set(err, "tar archive \"%s\" has an oversized extended header", r->name);
                 goto done;
             }
-            rec = malloc(size + 1);
-            if (rec == NULL) {
-                err_set(err, "out of memory");
-                goto done;
-            }
+            rec = xmalloc(size + 1);
             if (!tar_read_exact(r, rec, size, err) || !tar_skip_bytes(r, tar_padding(size), err)) {
                 free(rec);
                 goto done;
@@ -357,10 +355,10 @@ bool tar_reader_next(tar_reader *r, tar_entry *e, bool *end, pgd_error *err)
             }
             if (h.typeflag == 'L') {
                 free(pax_path);
-                pax_path = strdup(rec);
+                pax_path = xstrdup(rec);
             } else if (h.typeflag == 'K') {
                 free(pax_link);
-                pax_link = strdup(rec);
+                pax_link = xstrdup(rec);
             }
             free(rec);
             continue;
@@ -372,8 +370,7 @@ bool tar_reader_next(tar_reader *r, tar_entry *e, bool *end, pgd_error *err)
         } else if (h.prefix[0] != '\0' && memcmp(h.magic, "ustar", 5) == 0) {
             char *prefix = tar_dup_field(h.prefix, sizeof(h.prefix));
             char *name = tar_dup_field(h.name, sizeof(h.name));
-            if (prefix != NULL && name != NULL && asprintf(&e->path, "%s/%s", prefix, name) < 0)
-                e->path = NULL;
+            e->path = xasprintf("%s/%s", prefix, name);
             free(prefix);
             free(name);
         } else {
@@ -384,10 +381,6 @@ bool tar_reader_next(tar_reader *r, tar_entry *e, bool *end, pgd_error *err)
             pax_link = NULL;
         } else if (h.linkname[0] != '\0') {
             e->linkpath = tar_dup_field(h.linkname, sizeof(h.linkname));
-        }
-        if (e->path == NULL) {
-            err_set(err, "out of memory");
-            goto done;
         }
         e->size = has_pax_size ? pax_size : size;
         e->mode = (uint32_t)(mode & 07777);

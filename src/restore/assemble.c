@@ -21,6 +21,7 @@
 #include "restore/extract_internal.h"
 #include "util/crc32c.h"
 #include "util/log.h"
+#include "util/xmalloc.h"
 
 static void assemble_bit_set(unsigned char *bits, uint64_t i)
 {
@@ -105,9 +106,7 @@ bool assemble_increment(extract_worker *w, partition_read *pr, const partition_r
     sink.final_size = p->m->files[nidx].file_size;
     if (sh->layer == 0) {
         sink.a->pages = increment_file_pages(sink.final_size);
-        sink.a->done = calloc(sink.a->pages / 8 + 1, 1);
-        if (sink.a->done == NULL)
-            return err_set(err, "out of memory");
+        sink.a->done = xcalloc(sink.a->pages / 8 + 1, 1);
         sink.a->need = true;
         /* restore --delta: an existing file (restore/delta_dir.h kept only a plain one) is reused
          */
@@ -304,9 +303,7 @@ bool assemble_older_layers(const extract_plan *p, extract_shared *sh, work_pool_
         sh->lid = p->older[k].backup_id;
         sh->layer = k + 1;
         free(sh->part_needed);
-        sh->part_needed = calloc(sh->lm->npartitions ? sh->lm->npartitions : 1, 1);
-        if (sh->part_needed == NULL)
-            return err_set(err, "out of memory");
+        sh->part_needed = xcalloc(sh->lm->npartitions ? sh->lm->npartitions : 1, 1);
         if (!assemble_mark_needed(sh))
             break;
         log_debug("reading the pages still needed from backup %s", sh->lid);

@@ -10,6 +10,7 @@
 #include "repo/layout.h"
 #include "repo/backup_read.h"
 #include "restore/links.h"
+#include "util/xmalloc.h"
 
 #define CHAIN_TYPE_FULL  "full"
 #define CHAIN_TYPE_DELTA "delta"
@@ -117,9 +118,7 @@ bool chain_load(storage *repo, const backup_info *bi, const manifest *m, bool al
                            "the chain of backup \"%s\" has more than %d members: its parents "
                            "form a loop",
                            bi->id, CHAIN_MEMBERS_MAX);
-        grown = realloc(c->parents, (c->n + 1) * sizeof(*grown));
-        if (grown == NULL)
-            return err_set(err, "out of memory");
+        grown = xrealloc(c->parents, (c->n + 1) * sizeof(*grown));
         c->parents = grown;
         manifest_init(&c->parents[c->n].m);
         child = c->n == 0 ? bi : &c->parents[c->n - 1].bi;

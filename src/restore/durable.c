@@ -14,6 +14,7 @@
 
 #include "util/text.h"
 #include "util/work_pool.h"
+#include "util/xmalloc.h"
 
 #define DURABLE_GROW 1024
 
@@ -29,7 +30,7 @@ struct durable_list {
 
 durable_list *durable_list_new(void)
 {
-    return calloc(1, sizeof(durable_list));
+    return xcalloc(1, sizeof(durable_list));
 }
 
 void durable_list_free(durable_list *l)
@@ -46,15 +47,11 @@ bool durable_list_add(durable_list *l, const char *path, bool is_dir, pgd_error 
 {
     if (l->n == l->cap) {
         size_t cap = l->cap + DURABLE_GROW;
-        durable_entry *grown = realloc(l->entries, cap * sizeof(*grown));
-        if (grown == NULL)
-            return err_set(err, "out of memory");
-        l->entries = grown;
+        l->entries = xrealloc(l->entries, cap * sizeof(*l->entries));
         l->cap = cap;
     }
-    l->entries[l->n].path = strdup(path);
-    if (l->entries[l->n].path == NULL)
-        return err_set(err, "out of memory");
+    (void)err; /* a failed allocation ends the process (util/xmalloc.h) */
+    l->entries[l->n].path = xstrdup(path);
     l->entries[l->n++].is_dir = is_dir;
     return true;
 }
@@ -110,9 +107,7 @@ bool durable_list_sync(durable_list *l, int threads, pgd_error *err)
     if (l->n == 0)
         return true;
     job.threads = threads < 1 ? 1 : (size_t)threads > l->n ? (unsigned)l->n : (unsigned)threads;
-    workers = calloc(job.threads, sizeof(*workers));
-    if (workers == NULL)
-        return err_set(err, "out of memory");
+    workers = xcalloc(job.threads, sizeof(*workers));
     for (unsigned i = 0; i < job.threads; i++)
         workers[i] = l;
     job.workers = workers;

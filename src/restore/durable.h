@@ -25,7 +25,10 @@ typedef struct durable_list durable_list;
 durable_list *durable_list_new(void);
 void durable_list_free(durable_list *l);
 
-/* A file or directory to fsync in the final pass (a directory holds its entries' names). */
+/*
+ * A file or directory to fsync in the final pass (a directory holds its entries' names). Always
+ * true: a failed allocation ends the process (util/xmalloc.h).
+ */
 bool durable_list_add(durable_list *l, const char *path, bool is_dir, pgd_error *err);
 size_t durable_list_count(const durable_list *l);
 

@@ -23,6 +23,7 @@
 #include "restore/durable.h"
 #include "util/progress.h"
 #include "util/work_pool.h"
+#include "util/xmalloc.h"
 
 /* a large file's writeback starts every this many bytes, not only at its end */
 #define EXTRACT_WRITEBACK_EVERY (32 * 1024 * 1024)
@@ -229,7 +230,7 @@ static bool extract_check_complete(const extract_plan *p, const extract_shared *
 bool extract_partitions(const extract_plan *p, uint64_t *bytes, pgd_error *err)
 {
     extract_shared sh = {.p = p, .lm = p->m, .lid = p->backup_id};
-    extract_worker *workers = calloc((size_t)p->concurrency, sizeof(*workers));
+    extract_worker *workers = xcalloc((size_t)p->concurrency, sizeof(*workers));
     progress_meter meter;
     work_pool_job job = {.threads = (unsigned)p->concurrency,
                          .ntasks = p->m->npartitions,
@@ -239,24 +240,19 @@ bool extract_partitions(const extract_plan *p, uint64_t *bytes, pgd_error *err)
                          .thread_name = "restore thread",
                          .cancel = p->cancel,
                          .progress = &meter};
-    bool ok = workers != NULL;
+    bool ok;
 
     *bytes = 0;
-    sh.restored = calloc(p->m->nfiles ? p->m->nfiles : 1, 1);
-    sh.links_seen = calloc(p->m->nlinks ? p->m->nlinks : 1, 1);
-    ok = ok && sh.restored != NULL && sh.links_seen != NULL;
-    if (ok && p->m->delta)
-        ok = (sh.asm_ = calloc(p->m->nfiles ? p->m->nfiles : 1, sizeof(*sh.asm_))) != NULL;
-    for (int i = 0; ok && i < p->concurrency; i++) {
+    sh.restored = xcalloc(p->m->nfiles ? p->m->nfiles : 1, 1);
+    sh.links_seen = xcalloc(p->m->nlinks ? p->m->nlinks : 1, 1);
+    if (p->m->delta)
+        sh.asm_ = xcalloc(p->m->nfiles ? p->m->nfiles : 1, sizeof(*sh.asm_));
+    for (int i = 0; i < p->concurrency; i++)
         workers[i] = (extract_worker){.sh = &sh,
-                                      .buf = malloc(EXTRACT_CHUNK),
-                                      .cmp = p->delta ? malloc(EXTRACT_CHUNK) : NULL};
-        ok = workers[i].buf != NULL && (!p->delta || workers[i].cmp != NULL);
-    }
-    if (!ok)
-        err_set(err, "out of memory");
+                                      .buf = xmalloc(EXTRACT_CHUNK),
+                                      .cmp = p->delta ? xmalloc(EXTRACT_CHUNK) : NULL};
     progress_start(&meter, p->progress, extract_manifest_bytes(p->m));
-    ok = ok && work_pool_run(&job, bytes, err) && extract_check_complete(p, &sh, err);
+    ok = work_pool_run(&job, bytes, err) && extract_check_complete(p, &sh, err);
     if (ok && sh.asm_ != NULL)
         ok = assemble_older_layers(p, &sh, &job, bytes, err) &&
              assemble_finish(p, &sh, workers[0].buf, err);

@@ -131,8 +131,6 @@ bool extract_publish_control(const extract_plan *p, pgd_error *err)
         return err_errno(err, errno, "could not rename file \"%s\" to \"%s\"", tmp, dest);
     /* the rename is durable once the directory is; the file was fsynced already */
     l = durable_list_new();
-    if (l == NULL)
-        return err_set(err, "out of memory");
     ok = durable_list_add(l, dest, false, err) && durable_list_add(l, dir, true, err) &&
          durable_list_sync(l, 1, err);
     durable_list_free(l);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "util/log.h"
+#include "util/xmalloc.h"
 
 #define LINKS_TABLESPACE_DIR "pg_tblspc/"
 
@@ -101,8 +102,9 @@ links_where links_resolve(const manifest *m, size_t i)
 
     if (l->target[0] == '/')
         return LINKS_OUTSIDE;
-    if (strlen(l->path) >= sizeof(c.path) || (pending = strdup(l->target)) == NULL)
+    if (strlen(l->path) >= sizeof(c.path))
         return LINKS_UNRESOLVABLE;
+    pending = xstrdup(l->target);
     c.len = strlen(l->path);
     memcpy(c.path, l->path, c.len + 1);
     links_cursor_up(&c); /* the directory holding the link */
@@ -142,10 +144,7 @@ links_where links_resolve(const manifest *m, size_t i)
             break;
         }
         links_cursor_up(&c);
-        if (asprintf(&next, "%s/%s", m->links[k].target, pending + pos) < 0) {
-            where = LINKS_UNRESOLVABLE;
-            break;
-        }
+        next = xasprintf("%s/%s", m->links[k].target, pending + pos);
         free(pending);
         pending = next;
         pos = 0;

@@ -18,6 +18,7 @@
 
 #include "util/log.h"
 #include "util/text.h"
+#include "util/xmalloc.h"
 
 #define SETTING_NAME_MAX     128
 #define PG_VERSION_AUTO_CONF 120000 /* recovery settings in postgresql.conf from PG 12 */
@@ -243,8 +244,10 @@ static bool recovery_conf_read(const char *target, const char *name, bool follow
     if (!str_format(path, sizeof(path), "%s/%s", target, name))
         return err_set(err, "path too long: \"%s/%s\"", target, name);
     fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | (follow_link ? 0 : O_NOFOLLOW));
-    if (fd < 0 && errno == ENOENT)
-        return (*text = strdup("")) != NULL || err_set(err, "out of memory");
+    if (fd < 0 && errno == ENOENT) {
+        *text = xstrdup("");
+        return true;
+    }
     if (fd >= 0 && fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
         close(fd);
         return err_set(err, "could not read file \"%s\": not a regular file", path);
@@ -255,11 +258,7 @@ static bool recovery_conf_read(const char *target, const char *name, bool follow
             close(fd);
         return err_errno(err, e, "could not open file \"%s\"", path);
     }
-    *text = malloc(CONF_FILE_MAX + 1);
-    if (*text == NULL) {
-        fclose(f);
-        return err_set(err, "out of memory");
-    }
+    *text = xmalloc(CONF_FILE_MAX + 1);
     n = fread(*text, 1, CONF_FILE_MAX + 1, f);
     if (ferror(f) || n > CONF_FILE_MAX) {
         fclose(f);
@@ -280,8 +279,10 @@ static bool recovery_conf_kept(const recovery_conf_request *req, char **kept, pg
     bool ok;
 
     *kept = NULL;
-    if (req->pg_version_num < PG_VERSION_AUTO_CONF)
-        return (*kept = strdup("")) != NULL || err_set(err, "out of memory");
+    if (req->pg_version_num < PG_VERSION_AUTO_CONF) {
+        *kept = xstrdup("");
+        return true;
+    }
     if (!recovery_conf_read(req->target, AUTO_CONF_NAME, false, &old, err))
         return false;
     ok = recovery_conf_strip(old, kept, &removed, err);

@@ -16,6 +16,7 @@
 
 #include "pg/session.h"
 #include "util/text.h"
+#include "util/xmalloc.h"
 
 #define TZ_DIR_DEFAULT         "/usr/share/zoneinfo"
 #define TZ_NAME_MAX            255
@@ -78,7 +79,7 @@ static bool recovery_target_offset(const char *p, int64_t *east)
  */
 static int64_t recovery_target_zone_time(struct tm *tm, const char *name)
 {
-    char *saved = getenv("TZ") ? strdup(getenv("TZ")) : NULL;
+    char *saved = getenv("TZ") ? xstrdup(getenv("TZ")) : NULL;
     time_t t;
 
     setenv("TZ", name, 1);

@@ -16,6 +16,7 @@
 #include "restore/links.h"
 #include "util/log.h"
 #include "util/text.h"
+#include "util/xmalloc.h"
 
 #define TABLESPACES_DIR "pg_tblspc"
 
@@ -193,11 +194,9 @@ bool tablespaces_check(const char *target, const manifest *m, const char *const 
                        const tablespaces_from *from, pgd_error *err)
 {
     size_t n = m->ntablespaces + 1;
-    char(*resolved)[PATH_MAX] = calloc(n, PATH_MAX);
+    char(*resolved)[PATH_MAX] = xcalloc(n, PATH_MAX);
     bool ok;
 
-    if (resolved == NULL)
-        return err_set(err, "out of memory");
     ok = target_dir_resolve(target, resolved[0], PATH_MAX, err);
     for (size_t i = 0; ok && i < m->ntablespaces; i++) {
         static const char *const why[] = {

@@ -19,6 +19,7 @@
 #include "pg/wal_history.h"
 #include "wal/wal_archive.h"
 #include "util/log.h"
+#include "util/xmalloc.h"
 
 #define TIMELINE_PG_LATEST_DEFAULT 120000 /* recovery_target_timeline defaults to latest */
 #define HISTORY_NAME_LEN           17     /* 8 hex digits + ".history" */
@@ -128,18 +129,14 @@ static bool timeline_newest(storage *repo, uint32_t tli, uint32_t *newest, wal_h
 }
 
 /* The legs from the backup's timeline (h[own]) to the target, whose history h is. */
-static bool timeline_legs(timeline_path *p, const wal_history_entry *h, size_t n, size_t own,
-                          pgd_error *err)
+static void timeline_legs(timeline_path *p, const wal_history_entry *h, size_t n, size_t own)
 {
-    p->legs = calloc(n - own + 1, sizeof(*p->legs));
-    if (p->legs == NULL)
-        return err_set(err, "out of memory");
+    p->legs = xcalloc(n - own + 1, sizeof(*p->legs));
     p->legs[0] = (timeline_leg){.tli = h[own].tli, .begin = 0};
     p->nlegs = 1;
     for (size_t j = own; j < n; j++)
         p->legs[p->nlegs++] =
             (timeline_leg){.tli = j + 1 < n ? h[j + 1].tli : p->target, .begin = h[j].end};
-    return true;
 }
 
 void timeline_log_path(const timeline_path *p, const backup_info *bi, const timeline_choice *c)
@@ -246,9 +243,7 @@ bool timeline_resolve(storage *repo, const backup_info *bi, const timeline_choic
     }
     if (p->target == bi->timeline) {
         free(h);
-        p->legs = calloc(1, sizeof(*p->legs));
-        if (p->legs == NULL)
-            return err_set(err, "out of memory");
+        p->legs = xcalloc(1, sizeof(*p->legs));
         p->legs[0] = (timeline_leg){.tli = bi->timeline, .begin = 0};
         p->nlegs = 1;
         return true;
@@ -279,7 +274,8 @@ bool timeline_resolve(storage *repo, const backup_info *bi, const timeline_choic
             "--target-timeline current recovers along the backup's own timeline",
             p->target, which, bi->timeline, end_s, stop_s);
     } else {
-        ok = timeline_legs(p, h, n, own, err);
+        timeline_legs(p, h, n, own);
+        ok = true;
     }
     free(h);
     return ok;

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/xmalloc.h"
+
 #define SMALL_OBJECT_MAX (256u * 1024 * 1024)
 
 bool storage_uri_is_s3(const char *uri)
@@ -85,15 +87,10 @@ bool storage_get(storage *s, const char *path, char **data, size_t *len, bool *m
     *len = 0;
     if (in == NULL)
         return false;
-    buf = malloc(cap + 1);
-    if (buf == NULL) {
-        in_close(in);
-        return err_set(err, "out of memory");
-    }
+    buf = xmalloc(cap + 1);
     for (;;) {
         size_t n;
         if (used == cap) {
-            char *grown;
             if (cap >= SMALL_OBJECT_MAX) {
                 free(buf);
                 in_close(in);
@@ -101,13 +98,7 @@ bool storage_get(storage *s, const char *path, char **data, size_t *len, bool *m
                                path, s->uri, SMALL_OBJECT_MAX);
             }
             cap *= 2;
-            grown = realloc(buf, cap + 1);
-            if (grown == NULL) {
-                free(buf);
-                in_close(in);
-                return err_set(err, "out of memory");
-            }
-            buf = grown;
+            buf = xrealloc(buf, cap + 1);
         }
         if (!in_read(in, buf + used, cap - used, &n, err)) {
             free(buf);

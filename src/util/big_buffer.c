@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
+#include "util/xmalloc.h"
+
 #define BIG_BUFFER_PAGE      ((size_t)4096)
 #define BIG_BUFFER_HUGE_PAGE ((size_t)2 << 20)
 
@@ -16,7 +18,7 @@ void *big_buffer_alloc(size_t len)
 
     if (posix_memalign(&p, len < BIG_BUFFER_HUGE_PAGE ? BIG_BUFFER_PAGE : BIG_BUFFER_HUGE_PAGE,
                        len > 0 ? len : 1) != 0)
-        return NULL;
+        xmalloc_fail(len); /* the alignments are valid: only memory can be missing */
     if (len < BIG_BUFFER_HUGE_PAGE)
         return p;
 #ifdef MADV_HUGEPAGE

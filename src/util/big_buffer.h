@@ -10,7 +10,9 @@
 
 #include <stddef.h>
 
-/* len bytes aligned to 4 KiB at least (for O_DIRECT), freed with free(); NULL when out of memory.
+/*
+ * len bytes aligned to 4 KiB at least (for O_DIRECT), freed with free(); never NULL: a failed
+ * allocation ends the process as util/xmalloc.h does.
  */
 void *big_buffer_alloc(size_t len);
 

@@ -14,16 +14,12 @@
 #include <time.h>
 
 #include "util/units.h"
+#include "util/xmalloc.h"
 
-static bool options_add_arg(pgd_options *opts, const char *arg)
+static void options_add_arg(pgd_options *opts, const char *arg)
 {
-    char **grown = realloc(opts->args, (opts->nargs + 1) * sizeof(char *));
-
-    if (grown == NULL)
-        return false;
-    opts->args = grown;
+    opts->args = xrealloc(opts->args, (opts->nargs + 1) * sizeof(char *));
     opts->args[opts->nargs++] = (char *)arg;
-    return true;
 }
 
 static bool options_is_bool_word(const char *s)
@@ -45,15 +41,13 @@ static bool options_parse_cli(pgd_options *opts, int argc, char **argv, pgd_erro
 
         if (strcmp(arg, "--") == 0) {
             while (++i < argc)
-                if (!options_add_arg(opts, argv[i]))
-                    return err_set(err, "out of memory");
+                options_add_arg(opts, argv[i]);
             break;
         }
         if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0') {
             if (arg[0] == '-' && arg[1] != '\0')
                 return err_set(err, "unknown option \"%s\" (see --help)", arg);
-            if (!options_add_arg(opts, arg))
-                return err_set(err, "out of memory");
+            options_add_arg(opts, arg);
             continue;
         }
         name = arg + 2;
@@ -74,8 +68,7 @@ static bool options_parse_cli(pgd_options *opts, int argc, char **argv, pgd_erro
         else
             return err_set(err, "option \"--%s\" needs a value (%s)", opt_defs[id].name,
                            opt_defs[id].metavar);
-        if (!options_store(opts, id, value, SRC_CLI))
-            return err_set(err, "out of memory");
+        options_store(opts, id, value, SRC_CLI);
     }
     return true;
 }
@@ -89,7 +82,7 @@ static void options_env_name(const char *opt, char *out, size_t outlen)
     out[n] = '\0';
 }
 
-static bool options_parse_env(pgd_options *opts, pgd_error *err)
+static void options_parse_env(pgd_options *opts)
 {
     char name[128];
 
@@ -100,10 +93,9 @@ static bool options_parse_env(pgd_options *opts, pgd_error *err)
             continue;
         options_env_name(opt_defs[id].name, name, sizeof(name));
         value = getenv(name);
-        if (value != NULL && !options_store(opts, id, value, SRC_ENV))
-            return err_set(err, "out of memory");
+        if (value != NULL)
+            options_store(opts, id, value, SRC_ENV);
     }
-    return true;
 }
 
 /*
@@ -140,14 +132,14 @@ bool options_parse(pgd_options *opts, unsigned command, int argc, char **argv, p
         return false;
     if (opt_is_set(opts, OPT_HELP))
         return true;
+    options_parse_env(opts);
     /* before the config file is opened: its path may be the malformed value */
-    if (!options_parse_env(opts, err) || !options_check_spacing(opts, err) ||
-        !options_config_parse(opts, err) || !options_check_spacing(opts, err))
+    if (!options_check_spacing(opts, err) || !options_config_parse(opts, err) ||
+        !options_check_spacing(opts, err))
         return false;
     for (int id = 0; id < OPT_COUNT; id++)
-        if (opts->v[id].nvalues == 0 && opt_defs[id].def != NULL &&
-            !options_store(opts, id, opt_defs[id].def, SRC_DEFAULT))
-            return err_set(err, "out of memory");
+        if (opts->v[id].nvalues == 0 && opt_defs[id].def != NULL)
+            options_store(opts, id, opt_defs[id].def, SRC_DEFAULT);
     return true;
 }
 

@@ -221,9 +221,8 @@ static bool options_config_apply(pgd_options *opts, const char *name, const char
     /* one file serves every command: another command's option is no error */
     if (!(opt_defs[id].commands & opts->command))
         return true;
-    if ((opts->v[id].nvalues == 0 || opts->v[id].source == SRC_CONFIG) &&
-        !options_store(opts, id, value, SRC_CONFIG))
-        return err_set(err, "out of memory");
+    if (opts->v[id].nvalues == 0 || opts->v[id].source == SRC_CONFIG)
+        options_store(opts, id, value, SRC_CONFIG);
     return true;
 }
 

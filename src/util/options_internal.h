@@ -33,11 +33,8 @@ extern const opt_def opt_defs[OPT_COUNT];
 /* The option called `name` (len bytes of it), or -1. */
 int options_lookup(const char *name, size_t len);
 
-/*
- * Add a value from `src`; a value from a stronger source is kept instead.
- * False only when out of memory.
- */
-bool options_store(pgd_options *opts, int id, const char *value, opt_source src);
+/* Add a value from `src`; a value from a stronger source is kept instead. */
+void options_store(pgd_options *opts, int id, const char *value, opt_source src);
 
 /* Read the config file (--config, else the default one if it exists) into opts. */
 bool options_config_parse(pgd_options *opts, pgd_error *err);

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/xmalloc.h"
+
 const opt_def opt_defs[OPT_COUNT] = {
     [OPT_REPO] = {"repo", "URI", "file:///var/lib/pgdirect", CMD_REPO_USERS, false,
                   "repository: an absolute path, file:///path or s3://bucket/prefix"},
@@ -223,26 +225,19 @@ int options_lookup(const char *name, size_t len)
     return -1;
 }
 
-bool options_store(pgd_options *opts, int id, const char *value, opt_source src)
+void options_store(pgd_options *opts, int id, const char *value, opt_source src)
 {
     opt_value *v = &opts->v[id];
-    char **grown;
 
     if (v->nvalues > 0 && v->source != src) /* a stronger source already set it */
-        return true;
+        return;
     if (v->nvalues > 0 && !opt_defs[id].repeatable) {
         free(v->values[0]);
         v->nvalues = 0;
     }
-    grown = realloc(v->values, (v->nvalues + 1) * sizeof(char *));
-    if (grown == NULL)
-        return false;
-    v->values = grown;
-    v->values[v->nvalues] = strdup(value);
-    if (v->values[v->nvalues] == NULL)
-        return false;
+    v->values = xrealloc(v->values, (v->nvalues + 1) * sizeof(char *));
+    v->values[v->nvalues] = xstrdup(value);
     v->nvalues++;
     v->source = src;
-    return true;
 }
 

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/xmalloc.h"
+
 #define TEXT_BUF_MIN 256
 
 bool str_format(char *out, size_t len, const char *fmt, ...)
@@ -21,11 +23,10 @@ bool str_format(char *out, size_t len, const char *fmt, ...)
     return n >= 0 && (size_t)n < len;
 }
 
-/* Room for `more` bytes and the NUL; false (and failed set) when memory runs out. */
+/* Room for `more` bytes and the NUL; false when an earlier format failed. */
 static bool text_buf_reserve(text_buf *b, size_t more)
 {
     size_t cap;
-    char *grown;
 
     if (b->failed)
         return false;
@@ -34,12 +35,7 @@ static bool text_buf_reserve(text_buf *b, size_t more)
     cap = (b->len + more + 1) * 2;
     if (cap < TEXT_BUF_MIN)
         cap = TEXT_BUF_MIN;
-    grown = realloc(b->data, cap);
-    if (grown == NULL) {
-        b->failed = true;
-        return false;
-    }
-    b->data = grown;
+    b->data = xrealloc(b->data, cap);
     b->cap = cap;
     return true;
 }

@@ -14,7 +14,8 @@
 bool str_format(char *out, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /*
- * A growable, NUL-terminated text. Appends after a failed allocation do
+ * A growable, NUL-terminated text (its memory from util/xmalloc.h). Appends
+ * after a failed format (vsnprintf's error) or one a caller refused do
  * nothing and leave `failed` set, so a document is built without checking
  * each step and checked once at the end (text_buf_take).
  */
@@ -27,7 +28,7 @@ typedef struct text_buf {
 void text_buf_append(text_buf *b, const char *s);
 void text_buf_printf(text_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* The text (malloc'd, "" when nothing was appended), or NULL when an append ran out of memory. */
+/* The text (malloc'd, "" when nothing was appended), or NULL when `failed` was set. */
 char *text_buf_take(text_buf *b);
 void text_buf_free(text_buf *b);
 

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "util/xmalloc.h"
+
 #define WORK_POOL_NS_PER_S 1000000000L
 
 struct work_pool {
@@ -180,12 +182,10 @@ static void work_pool_wait(work_pool *pool)
 bool work_pool_run(const work_pool_job *job, uint64_t *advanced, pgd_error *err)
 {
     work_pool pool = {.job = job};
-    work_pool_thread *threads = calloc(job->threads ? job->threads : 1, sizeof(*threads));
+    work_pool_thread *threads = xcalloc(job->threads ? job->threads : 1, sizeof(*threads));
     pthread_condattr_t attr;
     unsigned started = 0;
 
-    if (threads == NULL)
-        return err_set(err, "out of memory");
     pthread_mutex_init(&pool.lock, NULL);
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);

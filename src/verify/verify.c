@@ -22,6 +22,7 @@
 #include "restore/chain.h"
 #include "verify/verify_wal.h"
 #include "util/work_pool.h"
+#include "util/xmalloc.h"
 
 #define VERIFY_CHUNK (1024 * 1024)
 /* ---- partitions ---- */
@@ -176,7 +177,7 @@ static bool verify_partitions(const verify_request *req, const manifest *m, veri
 {
     verify_shared sh = {.req = req, .m = m};
     int threads = req->concurrency < 1 ? 1 : req->concurrency;
-    verify_worker *workers = calloc((size_t)threads, sizeof(*workers));
+    verify_worker *workers = xcalloc((size_t)threads, sizeof(*workers));
     work_pool_job job = {.threads = (unsigned)threads,
                          .ntasks = m->npartitions,
                          .workers = workers,
@@ -184,19 +185,14 @@ static bool verify_partitions(const verify_request *req, const manifest *m, veri
                          .run = verify_partition,
                          .thread_name = "verify thread",
                          .cancel = req->cancel};
-    bool ok = workers != NULL;
+    bool ok;
 
-    sh.seen = calloc(m->nfiles ? m->nfiles : 1, 1);
-    sh.links_seen = calloc(m->nlinks ? m->nlinks : 1, 1);
-    sh.part_err = calloc(m->npartitions ? m->npartitions : 1, sizeof(*sh.part_err));
-    ok = ok && sh.seen != NULL && sh.links_seen != NULL && sh.part_err != NULL;
-    for (int i = 0; ok && i < threads; i++) {
-        workers[i] = (verify_worker){.sh = &sh, .buf = malloc(VERIFY_CHUNK)};
-        ok = workers[i].buf != NULL;
-    }
-    if (!ok)
-        err_set(err, "out of memory");
-    ok = ok && work_pool_run(&job, &r->file_bytes, err);
+    sh.seen = xcalloc(m->nfiles ? m->nfiles : 1, 1);
+    sh.links_seen = xcalloc(m->nlinks ? m->nlinks : 1, 1);
+    sh.part_err = xcalloc(m->npartitions ? m->npartitions : 1, sizeof(*sh.part_err));
+    for (int i = 0; i < threads; i++)
+        workers[i] = (verify_worker){.sh = &sh, .buf = xmalloc(VERIFY_CHUNK)};
+    ok = work_pool_run(&job, &r->file_bytes, err);
     if (ok) {
         for (size_t i = 0; i < m->npartitions; i++)
             if (sh.part_err[i].set)

@@ -9,21 +9,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/xmalloc.h"
+
 void verify_problem(verify_result *r, const char *fmt, ...)
 {
     va_list ap;
-    char *msg = NULL;
 
     r->damaged = true;
     r->nproblems_all++;
     if (r->nproblems >= VERIFY_PROBLEMS_MAX)
         return;
     va_start(ap, fmt);
-    if (vasprintf(&msg, fmt, ap) < 0)
-        msg = NULL;
+    r->problems[r->nproblems++] = xvasprintf(fmt, ap);
     va_end(ap);
-    if (msg != NULL)
-        r->problems[r->nproblems++] = msg;
 }
 
 void verify_result_free(verify_result *r)

@@ -23,6 +23,7 @@
 #include "repo/backup_read.h"
 #include "restore/timeline.h"
 #include "util/work_pool.h"
+#include "util/xmalloc.h"
 
 #define VERIFY_CHUNK (1024 * 1024)
 /* PostgreSQL's default segment size, taken when nothing else tells the size */
@@ -82,19 +83,15 @@ static bool verify_wal_list_cb(void *arg, const char *name, uint64_t size, bool 
     verify_wal_list *l = arg;
 
     (void)size;
+    (void)err;
     if (is_dir || !verify_wal_is_segment_object(name))
         return true;
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 64;
-        char **names = realloc(l->names, cap * sizeof(*names));
-        if (names == NULL)
-            return err_set(err, "out of memory");
-        l->names = names;
+        l->names = xrealloc(l->names, cap * sizeof(*l->names));
         l->cap = cap;
     }
-    if ((l->names[l->n] = strdup(name)) == NULL)
-        return err_set(err, "out of memory");
-    l->n++;
+    l->names[l->n++] = xstrdup(name);
     return true;
 }
 
@@ -272,7 +269,7 @@ static size_t verify_wal_memo_find(const verify_wal_memo *m, const char *object,
     return lo;
 }
 
-static bool verify_wal_memo_add(verify_wal_memo *m, const char *object, const char *why,
+static void verify_wal_memo_add(verify_wal_memo *m, const char *object, const char *why,
                                 uint64_t sysid)
 {
     bool found;
@@ -280,28 +277,18 @@ static bool verify_wal_memo_add(verify_wal_memo *m, const char *object, const ch
     char *name, *reason = NULL;
 
     if (found)
-        return true;
+        return;
     if (m->n == m->cap) {
         size_t cap = m->cap ? m->cap * 2 : 64;
-        char **names, **whys;
-        uint64_t *ids;
 
-        /* each larger than cap says until all three have grown: harmless */
-        if ((names = realloc(m->names, cap * sizeof(*names))) == NULL)
-            return false;
-        m->names = names;
-        if ((whys = realloc(m->why, cap * sizeof(*whys))) == NULL)
-            return false;
-        m->why = whys;
-        if ((ids = realloc(m->sysid, cap * sizeof(*ids))) == NULL)
-            return false;
-        m->sysid = ids;
+        m->names = xrealloc(m->names, cap * sizeof(*m->names));
+        m->why = xrealloc(m->why, cap * sizeof(*m->why));
+        m->sysid = xrealloc(m->sysid, cap * sizeof(*m->sysid));
         m->cap = cap;
     }
-    if ((name = strdup(object)) == NULL || (why != NULL && (reason = strdup(why)) == NULL)) {
-        free(name);
-        return false;
-    }
+    name = xstrdup(object);
+    if (why != NULL)
+        reason = xstrdup(why);
     memmove(m->names + at + 1, m->names + at, (m->n - at) * sizeof(*m->names));
     memmove(m->why + at + 1, m->why + at, (m->n - at) * sizeof(*m->why));
     memmove(m->sysid + at + 1, m->sysid + at, (m->n - at) * sizeof(*m->sysid));
@@ -309,15 +296,13 @@ static bool verify_wal_memo_add(verify_wal_memo *m, const char *object, const ch
     m->why[at] = reason;
     m->sysid[at] = sysid;
     m->n++;
-    return true;
 }
 
 /*
  * The memo's word on `object`: *known, and then *why (a malloc'd copy) when
- * it did not decode or pass the checks, else *sysid. False only when out of
- * memory.
+ * it did not decode or pass the checks, else *sysid.
  */
-static bool verify_wal_memo_lookup(const verify_wal_memo *m, const char *object, bool *known,
+static void verify_wal_memo_lookup(const verify_wal_memo *m, const char *object, bool *known,
                                    char **why, uint64_t *sysid)
 {
     size_t at;
@@ -325,11 +310,12 @@ static bool verify_wal_memo_lookup(const verify_wal_memo *m, const char *object,
     *known = false;
     *why = NULL;
     if (m == NULL)
-        return true;
+        return;
     at = verify_wal_memo_find(m, object, known);
     if (*known)
         *sysid = m->sysid[at];
-    return !*known || m->why[at] == NULL || (*why = strdup(m->why[at])) != NULL;
+    if (*known && m->why[at] != NULL)
+        *why = xstrdup(m->why[at]);
 }
 
 /*
@@ -356,8 +342,7 @@ static bool verify_wal_window_segment(const verify_request *req, const char *obj
         *err = e;
         return false;
     }
-    if ((*why = strdup(e.msg)) == NULL)
-        return err_set(err, "out of memory");
+    *why = xstrdup(e.msg);
     return true;
 }
 
@@ -397,6 +382,7 @@ static bool verify_wal_reader_run(work_pool *pool, void *worker, size_t task, pg
     char text[PGD_ERROR_MAX];
 
     (void)pool;
+    (void)err; /* what a segment's check finds is kept in it->error */
     if (it->known)
         return true;
     /* a serial read would not get here: the window ends before */
@@ -404,8 +390,8 @@ static bool verify_wal_reader_run(work_pool *pool, void *worker, size_t task, pg
         it->skipped = true;
         return true;
     }
-    if (w->buf == NULL && (w->buf = malloc(VERIFY_CHUNK)) == NULL)
-        return err_set(err, "out of memory");
+    if (w->buf == NULL)
+        w->buf = xmalloc(VERIFY_CHUNK);
     /* kept with the segment: it fails the run only if no damaged segment comes before it */
     verify_wal_window_segment(w->req, it->object, w->buf, &it->why, &it->sysid, &it->error);
     if (it->error.set || it->why != NULL ||
@@ -459,13 +445,13 @@ static bool verify_wal_window(const verify_request *req, const verify_wal_way *w
 {
     unsigned threads = req->concurrency < 1 ? 1u : (unsigned)req->concurrency;
     size_t batch = (size_t)threads * VERIFY_WAL_BATCH_PER_THREAD;
-    verify_wal_item *items = calloc(batch, sizeof(*items));
-    verify_wal_reader *readers = calloc(threads, sizeof(*readers));
+    verify_wal_item *items = xcalloc(batch, sizeof(*items));
+    verify_wal_reader *readers = xcalloc(threads, sizeof(*readers));
     uint64_t next = stop_seg + 1;
     uint32_t last_tli = w->legs[0].list.tli; /* of the segment read before */
     uint32_t fell_back_to = UINT32_MAX;      /* an older timeline read where a newer one begun */
     char missing[VERIFY_WAL_NAME];           /* the newer one's segment it stood in for */
-    bool ok = items != NULL && readers != NULL, listed_end = false, ended = false;
+    bool ok = true, listed_end = false, ended = false;
     char text[PGD_ERROR_MAX];
     const verify_wal_list *stop_list = NULL;
 
@@ -485,8 +471,6 @@ static bool verify_wal_window(const verify_request *req, const verify_wal_way *w
         verify_wal_seg_name(verify_wal_leg_of(w, stop_seg)->list.tli, stop_seg,
                             w->legs[0].list.seg_size, missing);
     }
-    if (!ok)
-        err_set(err, "out of memory");
     while (ok && !listed_end && !ended) {
         size_t n = 0, unread = 0, known_bad = SIZE_MAX;
 
@@ -514,11 +498,8 @@ static bool verify_wal_window(const verify_request *req, const verify_wal_way *w
             last_tli = l->tli;
             items[n] = (verify_wal_item){.object = object, .tli = l->tli};
             verify_wal_seg_name(l->tli, next + n, l->seg_size, items[n].name);
-            if (!verify_wal_memo_lookup(req->memo, object, &items[n].known, &items[n].why,
-                                        &items[n].sysid)) {
-                ok = err_set(err, "out of memory");
-                break;
-            }
+            verify_wal_memo_lookup(req->memo, object, &items[n].known, &items[n].why,
+                                   &items[n].sysid);
             unread += !items[n].known;
             if (items[n].known && known_bad == SIZE_MAX &&
                 (items[n].why != NULL ||
@@ -550,13 +531,11 @@ static bool verify_wal_window(const verify_request *req, const verify_wal_way *w
                 *err = it->error;
                 ok = false;
             }
-            if (ok && !it->known && !it->skipped && !it->error.set && req->memo != NULL &&
-                !verify_wal_memo_add(req->memo, it->object, it->why, it->sysid))
-                ok = err_set(err, "out of memory");
+            if (ok && !it->known && !it->skipped && !it->error.set && req->memo != NULL)
+                verify_wal_memo_add(req->memo, it->object, it->why, it->sysid);
             if (ok && !ended && it->why == NULL &&
-                !verify_wal_system_check(req->bi, it->name, it->sysid, text, sizeof(text)) &&
-                (it->why = strdup(text)) == NULL)
-                ok = err_set(err, "out of memory");
+                !verify_wal_system_check(req->bi, it->name, it->sysid, text, sizeof(text)))
+                it->why = xstrdup(text);
             if (ok && !ended && it->why != NULL) {
                 *stop_copy_damaged = next + i == stop_seg;
                 snprintf(r->damaged_wal, sizeof(r->damaged_wal), "%s", it->name);
@@ -626,17 +605,12 @@ static bool verify_wal_way_build(const verify_request *req, verify_wal_list *own
             *err = e;
             return false;
         }
-        if ((r->timeline_problem = strdup(e.msg)) == NULL)
-            return err_set(err, "out of memory");
+        r->timeline_problem = xstrdup(e.msg);
         r->timeline_damaged = p.failure == TIMELINE_DAMAGED;
     } else {
         n = p.nlegs;
     }
-    w->legs = calloc(n, sizeof(*w->legs));
-    if (w->legs == NULL) {
-        timeline_path_free(&p);
-        return err_set(err, "out of memory");
-    }
+    w->legs = xcalloc(n, sizeof(*w->legs));
     w->legs[0].list = *own;
     memset(own, 0, sizeof(*own));
     w->n = 1;
@@ -712,10 +686,7 @@ bool verify_wal(const verify_request *req, verify_result *r, pgd_error *err)
     snprintf(name, sizeof(name), "%.*s", VERIFY_HEX_PART, bi->start_wal);
     if (!verify_wal_list_timeline(req->repo, (uint32_t)strtoul(name, NULL, 16), &l, err))
         goto out;
-    if ((buf = malloc(VERIFY_CHUNK)) == NULL) {
-        ok = err_set(err, "out of memory");
-        goto out;
-    }
+    buf = xmalloc(VERIFY_CHUNK);
     /* the start segment first: its header tells the segment size */
     first = NULL;
     for (size_t i = 0; i < l.n; i++)
@@ -803,14 +774,9 @@ bool verify_wal(const verify_request *req, verify_result *r, pgd_error *err)
      * Along the backup's own timeline it does: that window is the one to give.
      */
     if (stop_copy_damaged) {
-        if (asprintf(&r->timeline_problem,
-                     "the copy of the stop segment on a newer timeline, %s, is damaged "
-                     "(recovery reads it first): %s",
-                     r->damaged_wal, r->damaged_wal_why) < 0) {
-            r->timeline_problem = NULL;
-            ok = err_set(err, "out of memory");
-            goto out;
-        }
+        r->timeline_problem = xasprintf("the copy of the stop segment on a newer timeline, %s, is "
+                                        "damaged (recovery reads it first): %s",
+                                        r->damaged_wal, r->damaged_wal_why);
         free(r->damaged_wal_why);
         r->damaged_wal_why = NULL;
         r->damaged_wal[0] = '\0';

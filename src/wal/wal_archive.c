@@ -25,6 +25,7 @@
 #include "repo/layout.h"
 #include "wal/wal_archive_internal.h"
 #include "util/crc32c.h"
+#include "util/xmalloc.h"
 
 /*
  * wal_archive_wait looks again after 10 ms, then doubles the pause up to
@@ -102,12 +103,10 @@ static bool wal_archive_write_local(in_stream *in, const in_stream *decoded, con
     uint32_t crc = CRC32C_INIT, decoded_crc = 0;
     bool own_crc = sum != NULL && !decompress_in_is_trailed(decoded);
     char tmp[PATH_MAX];
-    char *buf = malloc(WAL_IO_CHUNK);
+    char *buf = xmalloc(WAL_IO_CHUNK);
     int fd = -1;
 
     snprintf(tmp, sizeof(tmp), "%s.pgdirect.tmp", dest);
-    if (buf == NULL)
-        return err_set(err, "out of memory");
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) {
         err_errno(err, errno, "could not create file \"%s\"", tmp);
@@ -256,17 +255,12 @@ bool wal_archive_read_text(storage *repo, const char *name, char **text, size_t 
     while (ok) {
         size_t n = 0;
         if (cap - *len < WAL_TEXT_CHUNK + 1) {
-            char *grown;
             if (cap + WAL_TEXT_CHUNK + 1 > WAL_TEXT_MAX) {
                 ok = err_set(err, "WAL file \"%s\" in repository \"%s\" is over %d bytes", name,
                              repo->uri, WAL_TEXT_MAX);
                 break;
             }
-            if ((grown = realloc(*text, cap + WAL_TEXT_CHUNK + 1)) == NULL) {
-                ok = err_set(err, "out of memory");
-                break;
-            }
-            *text = grown;
+            *text = xrealloc(*text, cap + WAL_TEXT_CHUNK + 1);
             cap += WAL_TEXT_CHUNK + 1;
         }
         ok = in_read(in, *text + *len, WAL_TEXT_CHUNK, &n, err);

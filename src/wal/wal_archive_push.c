@@ -24,6 +24,7 @@
 #include "util/big_buffer.h"
 #include "util/crc32c.h"
 #include "util/log.h"
+#include "util/xmalloc.h"
 
 /*
  * Two pushes of different files under one name that each see the other
@@ -47,10 +48,6 @@ static bool wal_archive_push_read_local(const char *path, char **data, size_t *l
         return err_errno(err, errno, "could not stat WAL file \"%s\"", path);
     }
     *data = big_buffer_alloc((size_t)st.st_size + 1);
-    if (*data == NULL) {
-        close(fd);
-        return err_set(err, "out of memory");
-    }
     while (done < (size_t)st.st_size) {
         ssize_t n = read(fd, *data + done, (size_t)st.st_size - done);
         if (n < 0 && errno == EINTR)
@@ -77,14 +74,12 @@ static bool wal_archive_push_equals(storage *repo, const char *name, compress_ki
                                     pgd_error *err)
 {
     char path[LAYOUT_PATH_MAX];
-    char *buf = malloc(WAL_IO_CHUNK);
+    char *buf = xmalloc(WAL_IO_CHUNK);
     in_stream *in;
     size_t pos = 0;
     bool ok = true;
 
     *equal = false;
-    if (buf == NULL)
-        return err_set(err, "out of memory");
     layout_wal_path(name, kind, path, sizeof(path));
     in = storage_read_open(repo, path, missing, err);
     if (in != NULL)

@@ -23,6 +23,7 @@
 #include "pg/wal_segment.h"
 #include "util/crc32c.h"
 #include "util/log.h"
+#include "util/xmalloc.h"
 #include "wal/wal_async_internal.h"
 #include "wal/wal_pusher.h"
 
@@ -42,13 +43,11 @@
 /* Size and CRC-32C of the local file, to compare with what the pusher recorded. */
 static bool wal_async_push_file_sum(const char *path, wal_file_sum *sum, pgd_error *err)
 {
-    unsigned char *buf = malloc(WAL_SUM_CHUNK);
+    unsigned char *buf = xmalloc(WAL_SUM_CHUNK);
     uint32_t crc = CRC32C_INIT;
     int fd;
 
     sum->size = 0;
-    if (buf == NULL)
-        return err_set(err, "out of memory");
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         free(buf);

@@ -25,6 +25,7 @@
 #include "wal/wal_spool.h"
 #include "util/log.h"
 #include "util/threads.h"
+#include "util/xmalloc.h"
 
 #define WAL_PREFETCH_POLL_MS      50
 #define WAL_PREFETCH_RETRY_MIN_MS 500
@@ -274,13 +275,11 @@ bool wal_prefetch_run(const wal_prefetch_config *cfg, wal_prefetch_stop *why, pg
         close(wake);
         return false;
     }
-    threads = calloc(cfg->concurrency, sizeof(*threads));
-    p.busy = calloc(cfg->concurrency, sizeof(*p.busy));
+    threads = xcalloc(cfg->concurrency, sizeof(*threads));
+    p.busy = xcalloc(cfg->concurrency, sizeof(*p.busy));
     pthread_mutex_init(&p.lock, NULL);
     pthread_cond_init(&p.changed, NULL);
     p.req = req;
-    if (threads == NULL || p.busy == NULL)
-        ok = err_set(err, "out of memory");
     if (ok)
         ok = threads_start(threads, cfg->concurrency, wal_prefetch_worker, &p, "prefetch thread",
                            &started, err);

@@ -29,6 +29,7 @@
 #include "wal/wal_spool.h"
 #include "util/log.h"
 #include "util/threads.h"
+#include "util/xmalloc.h"
 
 #define WAL_PUSHER_POLL_MS   100
 #define WAL_STATUS_DIR       "archive_status"
@@ -42,18 +43,14 @@ typedef struct wal_pusher_names {
     size_t n, cap;
 } wal_pusher_names;
 
-static bool wal_pusher_names_add(wal_pusher_names *l, const char *name)
+static void wal_pusher_names_add(wal_pusher_names *l, const char *name)
 {
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 64;
-        char(*grown)[WAL_PUSHER_NAME_SIZE] = realloc(l->v, cap * sizeof(*l->v));
-        if (grown == NULL)
-            return false;
-        l->v = grown;
+        l->v = xrealloc(l->v, cap * sizeof(*l->v));
         l->cap = cap;
     }
     snprintf(l->v[l->n++], WAL_PUSHER_NAME_SIZE, "%s", name);
-    return true;
 }
 
 static void wal_pusher_names_remove(wal_pusher_names *l, const char *name)
@@ -123,10 +120,7 @@ static bool wal_pusher_ready(const char *pg_wal, wal_pusher_names *out, bool *go
         name[len - ext] = '\0';
         if (wal_segment_file_kind(name) == WAL_FILE_UNKNOWN)
             continue;
-        if (!wal_pusher_names_add(out, name)) {
-            closedir(d);
-            return err_set(err, "out of memory");
-        }
+        wal_pusher_names_add(out, name);
     }
     if (errno != 0) {
         int e = errno;
@@ -218,11 +212,7 @@ static void *wal_pusher_worker(void *arg)
             break;
         snprintf(name, sizeof(name), "%s", p->queue.v[0]);
         wal_pusher_names_remove(&p->queue, name);
-        if (!wal_pusher_names_add(&p->busy, name)) {
-            err_set(&p->spool_err, "out of memory");
-            p->stop = true;
-            break;
-        }
+        wal_pusher_names_add(&p->busy, name);
         pthread_mutex_unlock(&p->lock);
         ok = wal_pusher_push_one(p, name, &spool_err);
         pthread_mutex_lock(&p->lock);
@@ -250,8 +240,7 @@ static bool wal_pusher_note_record(void *arg, const char *name, wal_record_kind 
     if (!wal_pusher_names_sorted_has(&p->ready, name, wal_pusher_names_order))
         /* acknowledged (.done) or gone: the record has served */
         return wal_spool_record_remove(p->cfg->spool_dir, name, kind, err);
-    if (!wal_pusher_names_add(&p->recorded, name))
-        return err_set(err, "out of memory");
+    wal_pusher_names_add(&p->recorded, name);
     return true;
 }
 
@@ -276,15 +265,13 @@ static bool wal_pusher_scan(wal_pusher *p, bool *idle, bool *gone, pgd_error *er
                            : i < p->recorded.n + p->busy.n
                                ? p->busy.v[i - p->recorded.n]
                                : p->queue.v[i - p->recorded.n - p->busy.n];
-        if (!wal_pusher_names_add(&p->known, name))
-            ok = err_set(err, "out of memory");
+        wal_pusher_names_add(&p->known, name);
     }
     if (ok && p->known.n > 0)
         qsort(p->known.v, p->known.n, sizeof(*p->known.v), wal_pusher_names_strcmp);
     for (size_t i = 0; ok && i < p->ready.n; i++)
-        if (!wal_pusher_names_sorted_has(&p->known, p->ready.v[i], wal_pusher_names_strcmp) &&
-            !wal_pusher_names_add(&p->queue, p->ready.v[i]))
-            ok = err_set(err, "out of memory");
+        if (!wal_pusher_names_sorted_has(&p->known, p->ready.v[i], wal_pusher_names_strcmp))
+            wal_pusher_names_add(&p->queue, p->ready.v[i]);
     *idle = p->queue.n == 0 && p->busy.n == 0;
     pthread_cond_broadcast(&p->changed);
     pthread_mutex_unlock(&p->lock);
@@ -333,11 +320,9 @@ bool wal_pusher_run(const wal_pusher_config *cfg, wal_pusher_stop *why, pgd_erro
             *why = WAL_PUSHER_STOP_NO_REPO;
         return ok;
     }
-    threads = calloc(cfg->concurrency, sizeof(*threads));
+    threads = xcalloc(cfg->concurrency, sizeof(*threads));
     pthread_mutex_init(&p.lock, NULL);
     pthread_cond_init(&p.changed, NULL);
-    if (threads == NULL)
-        ok = err_set(err, "out of memory");
     if (ok)
         ok = threads_start(threads, cfg->concurrency, wal_pusher_worker, &p, "pusher thread",
                            &started, err);
@@ -394,8 +379,9 @@ bool wal_pusher_run(const wal_pusher_config *cfg, wal_pusher_stop *why, pgd_erro
 /* Remember each ".ok" record (sorted afterwards). */
 static bool wal_pusher_note_ok(void *arg, const char *name, wal_record_kind kind, pgd_error *err)
 {
-    if (kind == WAL_RECORD_OK && !wal_pusher_names_add(arg, name))
-        return err_set(err, "out of memory");
+    (void)err;
+    if (kind == WAL_RECORD_OK)
+        wal_pusher_names_add(arg, name);
     return true;
 }
 

@@ -21,6 +21,7 @@
 #include "pg/wal_segment.h"
 #include "wal/wal_spool_internal.h"
 #include "util/crc32c.h"
+#include "util/xmalloc.h"
 
 #define WAL_SPOOL_REQUEST  "request"
 #define WAL_SPOOL_PART_EXT ".part"
@@ -192,13 +193,11 @@ bool wal_spool_entry_state(const char *dir, const char *name, bool *ready, bool 
 static bool wal_spool_fetch_verify(int fd, const char *path, const wal_file_sum *sum, bool *match,
                                    char *why, size_t whylen, pgd_error *err)
 {
-    unsigned char *buf = malloc(WAL_SPOOL_IO_CHUNK);
+    unsigned char *buf = xmalloc(WAL_SPOOL_IO_CHUNK);
     uint32_t crc = CRC32C_INIT;
     uint64_t size = 0;
 
     *match = false;
-    if (buf == NULL)
-        return err_set(err, "out of memory");
     for (;;) {
         ssize_t n = read(fd, buf, WAL_SPOOL_IO_CHUNK);
         if (n < 0 && errno == EINTR)
@@ -230,12 +229,10 @@ static bool wal_spool_fetch_verify(int fd, const char *path, const wal_file_sum 
 static bool wal_spool_fetch_copy(int fd, const char *path, const char *dest, pgd_error *err)
 {
     char tmp[PATH_MAX + 32];
-    unsigned char *buf = malloc(WAL_SPOOL_IO_CHUNK);
+    unsigned char *buf = xmalloc(WAL_SPOOL_IO_CHUNK);
     int out = -1;
     bool ok = false;
 
-    if (buf == NULL)
-        return err_set(err, "out of memory");
     snprintf(tmp, sizeof(tmp), "%s.pgdirect.tmp", dest);
     out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, WAL_SPOOL_FILE_MODE);
     if (out < 0) {

@@ -48,7 +48,7 @@ static void test_a_failed_text_buf_gives_nothing(void **state)
 
     (void)state;
     text_buf_append(&b, "kept");
-    b.failed = true; /* as after an allocation that failed */
+    b.failed = true; /* as after a format that failed */
     text_buf_append(&b, "ignored");
     assert_null(text_buf_take(&b));
     assert_null(b.data);

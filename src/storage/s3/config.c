@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include "storage/s3/internal.h"
 #include "storage/s3/s3_libs.h"
+#include "util/xmalloc.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -64,20 +65,14 @@ bool s3_config_parse_uri(const char *uri, char **bucket, char **prefix, pgd_erro
             /* S3 lists such keys in XML 1.0, which cannot carry them */
             return err_set(err, "invalid repository \"%s\": the prefix holds a control character",
                            uri);
-    *bucket = strndup(rest, blen);
+    *bucket = xstrndup(rest, blen);
     rest = slash ? slash : "";
     while (*rest == '/')
         rest++;
     plen = strlen(rest);
     while (plen > 0 && rest[plen - 1] == '/')
         plen--;
-    *prefix = strndup(rest, plen);
-    if (*bucket == NULL || *prefix == NULL) {
-        free(*bucket);
-        free(*prefix);
-        *bucket = *prefix = NULL;
-        return err_set(err, "out of memory");
-    }
+    *prefix = xstrndup(rest, plen);
     return true;
 }
 
@@ -200,18 +195,8 @@ bool s3_config_parse_endpoint(const char *endpoint, bool host_style, const char 
                        "invalid S3 endpoint \"%s\": --s3-uri-style host puts the bucket in the "
                        "host name, which an IP address cannot take; use --s3-uri-style path",
                        echo);
-    if (host_style) {
-        if (asprintf(&out->host, "%s.%.*s", bucket, (int)alen, auth) < 0)
-            out->host = NULL;
-    } else {
-        out->host = strndup(auth, alen);
-    }
-    if (out->host != NULL && asprintf(&out->scheme_host, "%s://%s", scheme, out->host) < 0)
-        out->scheme_host = NULL;
-    if (out->host == NULL || out->scheme_host == NULL) {
-        s3_config_endpoint_free(out);
-        return err_set(err, "out of memory");
-    }
+    out->host = host_style ? xasprintf("%s.%.*s", bucket, (int)alen, auth) : xstrndup(auth, alen);
+    out->scheme_host = xasprintf("%s://%s", scheme, out->host);
     return true;
 }
 
@@ -267,22 +252,22 @@ static char *s3_config_dup_or_env(const char *v, const char *env)
 {
     const char *e = v && v[0] ? v : getenv(env);
 
-    return e && e[0] ? strdup(e) : NULL;
+    return e && e[0] ? xstrdup(e) : NULL;
 }
 
-/* Settings with their defaults; false only when out of memory. */
-static bool s3_config_settings(s3_storage *s, const s3_options *o)
+/* Settings with their defaults. */
+static void s3_config_settings(s3_storage *s, const s3_options *o)
 {
     s->region = s3_config_dup_or_env(o->region, "AWS_REGION");
     if (s->region == NULL)
         s->region = s3_config_dup_or_env(NULL, "AWS_DEFAULT_REGION");
     if (s->region == NULL)
-        s->region = strdup(S3_REGION_DEFAULT);
+        s->region = xstrdup(S3_REGION_DEFAULT);
     s->access_key = s3_config_dup_or_env(o->access_key, "AWS_ACCESS_KEY_ID");
     s->secret_key = s3_config_dup_or_env(o->secret_key, "AWS_SECRET_ACCESS_KEY");
     s->session_token = s3_config_dup_or_env(o->session_token, "AWS_SESSION_TOKEN");
-    s->storage_class = o->storage_class ? strdup(o->storage_class) : NULL;
-    s->sse = o->sse ? strdup(o->sse) : NULL;
+    s->storage_class = o->storage_class ? xstrdup(o->storage_class) : NULL;
+    s->sse = o->sse ? xstrdup(o->sse) : NULL;
     s->host_style = o->host_style;
     s->part_size = o->part_size ? o->part_size : S3_PART_DEFAULT;
     s->upload_concurrency = o->upload_concurrency ? o->upload_concurrency : S3_UPLOADS_DEFAULT;
@@ -293,8 +278,6 @@ static bool s3_config_settings(s3_storage *s, const s3_options *o)
                                                      : S3_RETRIES_DEFAULT;
     s->timeout_s = o->timeout_s ? o->timeout_s : S3_TIMEOUT_DEFAULT;
     s->base.stream_memory = (uint64_t)(s->upload_concurrency + 1) * s->part_size;
-    return s->region != NULL && (o->storage_class == NULL || s->storage_class != NULL) &&
-           (o->sse == NULL || s->sse != NULL);
 }
 
 storage *s3_storage_open(const char *uri, const s3_options *o, pgd_error *err)
@@ -310,24 +293,13 @@ storage *s3_storage_open(const char *uri, const s3_options *o, pgd_error *err)
     /* from the main thread, before any thread makes a request (libxml2: when first needed) */
     if (!s3_libs_load(err))
         return NULL;
-    s = calloc(1, sizeof(*s));
-    if (s == NULL) {
-        err_set(err, "out of memory");
-        return NULL;
-    }
+    s = xcalloc(1, sizeof(*s));
     s->base.ops = &s3_config_ops;
     pthread_mutex_init(&s->lock, NULL);
     if (!s3_config_parse_uri(uri, &s->bucket, &s->prefix, err))
         goto fail;
-    if (asprintf(&s->base.uri, "s3://%s%s%s", s->bucket, s->prefix[0] ? "/" : "", s->prefix) < 0) {
-        s->base.uri = NULL;
-        err_set(err, "out of memory");
-        goto fail;
-    }
-    if (!s3_config_settings(s, o)) {
-        err_set(err, "out of memory");
-        goto fail;
-    }
+    s->base.uri = xasprintf("s3://%s%s%s", s->bucket, s->prefix[0] ? "/" : "", s->prefix);
+    s3_config_settings(s, o);
     if (s->access_key == NULL || s->secret_key == NULL) {
         err_set(err,
                 "no credentials for s3://%s: set AWS_ACCESS_KEY_ID and "
@@ -342,20 +314,13 @@ storage *s3_storage_open(const char *uri, const s3_options *o, pgd_error *err)
     }
     endpoint = o->endpoint && o->endpoint[0] ? o->endpoint : getenv("AWS_ENDPOINT_URL");
     if (endpoint == NULL || endpoint[0] == '\0') {
-        if (asprintf(&aws_endpoint, "https://s3.%s.amazonaws.com", s->region) < 0) {
-            err_set(err, "out of memory");
-            goto fail;
-        }
+        aws_endpoint = xasprintf("https://s3.%s.amazonaws.com", s->region);
         endpoint = aws_endpoint;
     }
     ok = s3_config_parse_endpoint(endpoint, s->host_style, s->bucket, &s->endpoint, err);
-    s->endpoint_url = aws_endpoint != NULL ? aws_endpoint : strdup(endpoint);
+    s->endpoint_url = aws_endpoint != NULL ? aws_endpoint : xstrdup(endpoint);
     if (!ok)
         goto fail;
-    if (s->endpoint_url == NULL) {
-        err_set(err, "out of memory");
-        goto fail;
-    }
     return &s->base;
 fail:
     s3_config_free(&s->base);

@@ -7,6 +7,7 @@
 
 #include "storage/s3/s3_libs.h"
 #include "util/interrupt.h"
+#include "util/xmalloc.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -30,8 +31,8 @@ http_client *http_client_new(long timeout_s, pgd_error *err)
 
     if (!s3_libs_load(err))
         return NULL;
-    c = calloc(1, sizeof(*c));
-    if (c == NULL || (c->curl = curl_easy_init()) == NULL) {
+    c = xcalloc(1, sizeof(*c));
+    if ((c->curl = curl_easy_init()) == NULL) {
         free(c);
         err_set(err, "could not initialise libcurl");
         return NULL;
@@ -62,7 +63,6 @@ typedef struct http_sink {
     size_t len, cap;
     bool fixed; /* caller's buffer */
     bool overflow;
-    bool oom;
 } http_sink;
 
 static void http_sink_decide(http_sink *s)
@@ -92,12 +92,7 @@ static size_t http_on_body(char *data, size_t size, size_t nmemb, void *arg)
             return 0;
         }
         size_t cap = (s->len + n + 1) * 2;
-        char *grown = realloc(s->buf, cap);
-        if (grown == NULL) {
-            s->oom = true;
-            return 0;
-        }
-        s->buf = grown;
+        s->buf = xrealloc(s->buf, cap);
         s->cap = cap;
     }
     memcpy(s->buf + s->len, data, n);
@@ -120,7 +115,7 @@ static char *http_header_value(const char *line, size_t n, const char *name)
         v++, len--;
     while (len > 0 && (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' '))
         len--;
-    return strndup(v, len);
+    return xstrndup(v, len);
 }
 
 static size_t http_on_header(char *data, size_t size, size_t nmemb, void *arg)
@@ -267,8 +262,6 @@ bool http_perform(http_client *c, const char *method, const char *url,
                        method, url, resp->status, s.fixed ? into_cap : (size_t)HTTP_BODY_MAX,
                        s.fixed ? "asked for" : "an answer may take");
     }
-    if (rc == CURLE_WRITE_ERROR && s.oom)
-        return err_set(err, "%s %s: out of memory for the response", method, url);
     if (rc == CURLE_ABORTED_BY_CALLBACK) /* not the server's: no retry */
         return err_set(err, "%s %s: interrupted by %s", method, url,
                        interrupt_signal_name(interrupt_signal()));
@@ -288,22 +281,14 @@ void http_response_free(http_response *r)
     r->body = r->etag = r->content_range = NULL;
 }
 
-bool http_headers_add(http_header_list *h, const char *fmt, ...)
+void http_headers_add(http_header_list *h, const char *fmt, ...)
 {
-    char **grown = realloc(h->items, (h->n + 1) * sizeof(char *));
     va_list ap;
-    int rc;
 
-    if (grown == NULL)
-        return false;
-    h->items = grown;
+    h->items = xrealloc(h->items, (h->n + 1) * sizeof(char *));
     va_start(ap, fmt);
-    rc = vasprintf(&h->items[h->n], fmt, ap);
+    h->items[h->n++] = xvasprintf(fmt, ap);
     va_end(ap);
-    if (rc < 0)
-        return false;
-    h->n++;
-    return true;
 }
 
 void http_headers_free(http_header_list *h)

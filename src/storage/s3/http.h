@@ -51,7 +51,7 @@ bool http_perform(http_client *c, const char *method, const char *url,
 
 void http_response_free(http_response *r);
 
-bool http_headers_add(http_header_list *h, const char *fmt, ...)
+void http_headers_add(http_header_list *h, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void http_headers_free(http_header_list *h);
 

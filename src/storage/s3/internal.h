@@ -239,7 +239,7 @@ char *s3_listing_prefix(const s3_storage *s, const char *dir);
  */
 bool s3_uploads_remove_stale(storage *st, const char *dir, int64_t older_than_s, pgd_error *err);
 
-/* The DeleteObjects body for keys[0..n), keys escaped; malloc'd. */
+/* The DeleteObjects body for keys[0..n), keys escaped; malloc'd (NULL: open_memstream failed). */
 char *s3_listing_delete_body(const s3_storage *s, const char *const *paths, size_t n, size_t *len);
 
 #endif

@@ -16,21 +16,18 @@
 #include <string.h>
 
 #include "storage/s3/sigv4.h"
+#include "util/xmalloc.h"
 
 #define S3_FAILURES_ROOM (PGD_ERROR_MAX - 96) /* what the failed keys may take of a message */
 
 char *s3_listing_prefix(const s3_storage *s, const char *dir)
 {
     char *key = s3_request_key(s, dir), *out;
-    size_t len;
+    size_t len = strlen(key);
 
-    if (key == NULL)
-        return NULL;
-    len = strlen(key);
     while (len > 0 && key[len - 1] == '/')
         key[--len] = '\0';
-    if (asprintf(&out, "%s%s", key, len ? "/" : "") < 0)
-        out = NULL;
+    out = xasprintf("%s%s", key, len ? "/" : "");
     free(key);
     return out;
 }
@@ -39,12 +36,9 @@ static char *s3_listing_query(const char *list_prefix, const char *token)
 {
     char *enc_prefix = sigv4_uri_encode(list_prefix, false);
     char *enc_token = token ? sigv4_uri_encode(token, false) : NULL;
-    char *query = NULL;
+    char *query = xasprintf("list-type=2&delimiter=%%2F&prefix=%s%s%s", enc_prefix,
+                            token ? "&continuation-token=" : "", token ? enc_token : "");
 
-    if (enc_prefix != NULL && (token == NULL || enc_token != NULL) &&
-        asprintf(&query, "list-type=2&delimiter=%%2F&prefix=%s%s%s", enc_prefix,
-                 token ? "&continuation-token=" : "", token ? enc_token : "") < 0)
-        query = NULL;
     free(enc_prefix);
     free(enc_token);
     return query;
@@ -72,9 +66,7 @@ bool s3_listing_deliver(const s3_storage *s, const char *dir, const char *list_p
                            "listing \"%s\" in s3://%s returned \"%s\", which is not directly "
                            "under it (does the server ignore the delimiter?)",
                            dir, s->bucket, e->name);
-        name = strndup(e->name + plen, nlen);
-        if (name == NULL)
-            return err_set(err, "out of memory");
+        name = xstrndup(e->name + plen, nlen);
         ok = cb(arg, name, e->size, e->is_prefix, err);
         free(name);
         if (!ok)
@@ -86,22 +78,14 @@ bool s3_listing_deliver(const s3_storage *s, const char *dir, const char *list_p
 bool s3_listing_list(storage *st, const char *dir, storage_list_cb cb, void *arg, pgd_error *err)
 {
     s3_storage *s = (s3_storage *)st;
-    char *list_prefix = s3_listing_prefix(s, dir), *token = NULL, *what = NULL;
-    bool ok = list_prefix != NULL && asprintf(&what, "%s/", dir) >= 0;
+    char *list_prefix = s3_listing_prefix(s, dir), *token = NULL, *what = xasprintf("%s/", dir);
+    bool ok;
 
-    if (!ok) {
-        free(list_prefix);
-        return err_set(err, "out of memory");
-    }
     for (;;) {
         char *query = s3_listing_query(list_prefix, token);
         s3_answer a;
         s3_xml_listing page;
         pgd_error perr = {0};
-        if (query == NULL) {
-            ok = err_set(err, "out of memory");
-            break;
-        }
         s3_call call = {.method = "GET", .path = NULL, .what = what, .query = query};
         ok = s3_request(s, &call, &a, err);
         free(query);
@@ -145,24 +129,20 @@ bool s3_listing_remove(storage *st, const char *path, pgd_error *err)
 char *s3_listing_delete_body(const s3_storage *s, const char *const *paths, size_t n, size_t *len)
 {
     char *xml = NULL;
-    FILE *f = open_memstream(&xml, len);
-    bool ok = f != NULL;
+    FILE *f = open_memstream(&xml, len); /* the C library's own malloc: its failures are checked */
 
-    if (!ok)
+    if (f == NULL)
         return NULL;
     fputs("<Delete><Quiet>true</Quiet>", f);
-    for (size_t i = 0; i < n && ok; i++) {
+    for (size_t i = 0; i < n; i++) {
         char *key = s3_request_key(s, paths[i]);
-        char *escaped = key ? s3_xml_escape(key) : NULL;
-        if (escaped != NULL)
-            fprintf(f, "<Object><Key>%s</Key></Object>", escaped);
-        else
-            ok = false;
+        char *escaped = s3_xml_escape(key);
+        fprintf(f, "<Object><Key>%s</Key></Object>", escaped);
         free(key);
         free(escaped);
     }
     fputs("</Delete>", f);
-    if (fclose(f) != 0 || !ok) {
+    if (fclose(f) != 0) {
         free(xml);
         return NULL;
     }

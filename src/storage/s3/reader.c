@@ -22,6 +22,7 @@
 
 #include "util/big_buffer.h"
 #include "util/threads.h"
+#include "util/xmalloc.h"
 
 #define S3_HTTP_OK      200
 #define S3_HTTP_PARTIAL 206
@@ -65,9 +66,7 @@ static bool s3_reader_head(s3_storage *s, const char *path, bool *exists, uint64
         *exists = !a.missing;
         *size = a.http.content_length;
         if (etag != NULL) {
-            *etag = a.missing || a.http.etag == NULL ? NULL : strdup(a.http.etag);
-            if (!a.missing && a.http.etag != NULL && *etag == NULL)
-                ok = err_set(err, "out of memory");
+            *etag = a.missing || a.http.etag == NULL ? NULL : xstrdup(a.http.etag);
         }
     }
     s3_answer_free(&a);
@@ -301,8 +300,8 @@ static bool s3_reader_first(s3_reader *r, char *buf, bool *exists, size_t *got, 
          a.http.body_len != (r->size < S3_RANGE_SIZE ? r->size : S3_RANGE_SIZE)))
         ok = err_set(err, "GET of \"%s\" in s3://%s returned %zu bytes for %s", r->path,
                      r->s->bucket, a.http.body_len, range);
-    if (ok && a.http.etag != NULL && (r->etag = strdup(a.http.etag)) == NULL)
-        ok = err_set(err, "out of memory");
+    if (ok && a.http.etag != NULL)
+        r->etag = xstrdup(a.http.etag);
     if (ok)
         *got = a.http.body_len;
     s3_answer_free(&a);
@@ -318,20 +317,14 @@ static bool s3_reader_start(s3_reader *r, char *first, size_t got, pgd_error *er
     uint64_t ranges = (r->size + S3_RANGE_SIZE - 1) / S3_RANGE_SIZE;
 
     r->nslots = ranges > 0 && ranges < r->nslots ? (unsigned)ranges : r->nslots;
-    r->slots = calloc(r->nslots, sizeof(*r->slots));
-    r->threads = calloc(r->nslots, sizeof(pthread_t));
-    if (r->path == NULL || r->slots == NULL || r->threads == NULL) {
-        free(first);
-        return err_set(err, "out of memory");
-    }
+    r->slots = xcalloc(r->nslots, sizeof(*r->slots));
+    r->threads = xcalloc(r->nslots, sizeof(pthread_t));
     r->slots[0].buf = first;
     r->slots[0].len = got;
     r->slots[0].ready = got > 0;
     for (unsigned i = 1; i < r->nslots; i++) {
         r->slots[i].offset = (uint64_t)i * S3_RANGE_SIZE;
         r->slots[i].buf = r->slots[i].offset < r->size ? big_buffer_alloc(S3_RANGE_SIZE) : NULL;
-        if (r->slots[i].offset < r->size && r->slots[i].buf == NULL)
-            return err_set(err, "out of memory");
     }
     if (got == r->size)
         return true; /* all of it in hand */
@@ -348,26 +341,14 @@ in_stream *s3_reader_open(storage *st, const char *path, bool *missing, pgd_erro
     size_t got;
 
     *missing = false;
-    r = calloc(1, sizeof(*r));
+    r = xcalloc(1, sizeof(*r));
     first = big_buffer_alloc(S3_RANGE_SIZE);
-    if (r == NULL || first == NULL) {
-        free(r);
-        free(first);
-        err_set(err, "out of memory");
-        return NULL;
-    }
     r->base.ops = &s3_reader_ops;
     r->s = s;
-    r->path = strdup(path);
+    r->path = xstrdup(path);
     r->nslots = s->download_concurrency;
     pthread_mutex_init(&r->lock, NULL);
     pthread_cond_init(&r->changed, NULL);
-    if (r->path == NULL) {
-        err_set(err, "out of memory");
-        free(first);
-        s3_reader_close(&r->base);
-        return NULL;
-    }
     ok = s3_reader_first(r, first, &exists, &got, err);
     if (!ok || !exists) {
         *missing = ok; /* answered: not there */

@@ -34,6 +34,7 @@
 #include "storage/s3/sigv4.h"
 #include "util/digest.h"
 #include "util/log.h"
+#include "util/xmalloc.h"
 
 #define S3_BACKOFF_BASE_MS    100
 #define S3_BACKOFF_MAX_MS     5000
@@ -65,41 +66,26 @@ static http_client *s3_request_client_get(s3_storage *s, pgd_error *err)
 
 static void s3_request_client_put(s3_storage *s, http_client *c)
 {
-    http_client **grown;
-
     pthread_mutex_lock(&s->lock);
-    grown = realloc(s->clients, (s->nclients + 1) * sizeof(*grown));
-    if (grown != NULL) {
-        s->clients = grown;
-        s->clients[s->nclients++] = c;
-        c = NULL;
-    }
+    s->clients = xrealloc(s->clients, (s->nclients + 1) * sizeof(*s->clients));
+    s->clients[s->nclients++] = c;
     pthread_mutex_unlock(&s->lock);
-    http_client_free(c);
 }
 
 /* ---- the request as sent and signed ---- */
 
 char *s3_request_key(const s3_storage *s, const char *path)
 {
-    char *key;
-
-    if (asprintf(&key, "%s%s%s", s->prefix, s->prefix[0] ? "/" : "", path) < 0)
-        return NULL;
-    return key;
+    return xasprintf("%s%s%s", s->prefix, s->prefix[0] ? "/" : "", path);
 }
 
 char *s3_request_target(const s3_storage *s, const char *path)
 {
-    char *key = path ? s3_request_key(s, path) : strdup("");
-    char *enc = key ? sigv4_uri_encode(key, true) : NULL, *target = NULL;
+    char *key = path ? s3_request_key(s, path) : xstrdup("");
+    char *enc = sigv4_uri_encode(key, true);
+    char *target = s->host_style ? xasprintf("/%s", enc)
+                                 : xasprintf("/%s%s%s", s->bucket, path ? "/" : "", enc);
 
-    if (enc != NULL) {
-        int rc = s->host_style ? asprintf(&target, "/%s", enc)
-                               : asprintf(&target, "/%s%s%s", s->bucket, path ? "/" : "", enc);
-        if (rc < 0)
-            target = NULL;
-    }
     free(key);
     free(enc);
     return target;
@@ -145,7 +131,6 @@ bool s3_request_headers(const s3_storage *s, const s3_call *call, const char *ta
     size_t nh = 0;
     char *authz;
     sigv4_credentials cred = {s->access_key, s->secret_key, s->region, "s3"};
-    bool ok = true;
 
     sh[nh++] = (sigv4_header){"host", s->endpoint.host};
     sh[nh++] = (sigv4_header){"x-amz-date", amz_date};
@@ -164,11 +149,11 @@ bool s3_request_headers(const s3_storage *s, const s3_call *call, const char *ta
     if (authz == NULL)
         return false;
     /* Host too: what is signed must be exactly what curl sends */
-    for (size_t i = 0; i < nh && ok; i++)
-        ok = http_headers_add(out, "%s: %s", sh[i].name, sh[i].value);
-    ok = ok && http_headers_add(out, "Authorization: %s", authz);
+    for (size_t i = 0; i < nh; i++)
+        http_headers_add(out, "%s: %s", sh[i].name, sh[i].value);
+    http_headers_add(out, "Authorization: %s", authz);
     free(authz);
-    return ok;
+    return true;
 }
 
 /* ---- retries ---- */
@@ -248,8 +233,8 @@ static bool s3_request_once(s3_storage *s, const s3_call *call, const char *targ
     if (!s3_request_headers(s, call, target, date, md5, &hl)) {
         http_headers_free(&hl);
         return err_set(terr,
-                       "could not sign the request: out of memory, too many headers, or "
-                       "libcrypto (%s) made no HMAC-SHA-256",
+                       "could not sign the request: too many headers, or libcrypto (%s) "
+                       "made no HMAC-SHA-256",
                        PGD_LIBCRYPTO_SONAME);
     }
     c = s3_request_client_get(s, terr);
@@ -410,16 +395,13 @@ static bool s3_request_resolve_404(s3_storage *s, const s3_call *call, s3_answer
 
 bool s3_request(s3_storage *s, const s3_call *call, s3_answer *answer, pgd_error *err)
 {
-    char *target = s3_request_target(s, call->path), *url = NULL;
+    char *target = s3_request_target(s, call->path);
+    char *url = xasprintf("%s%s%s%s", s->endpoint.scheme_host, target, call->query ? "?" : "",
+                          call->query ? call->query : "");
     char md5[S3_MD5_B64_LEN];
     bool ok = false;
 
     memset(answer, 0, sizeof(*answer));
-    if (target == NULL || asprintf(&url, "%s%s%s%s", s->endpoint.scheme_host, target,
-                                   call->query ? "?" : "", call->query ? call->query : "") < 0) {
-        free(target);
-        return err_set(err, "out of memory");
-    }
     if (call->body != NULL && !s3_request_md5_base64(call->body, call->body_len, md5)) {
         free(target);
         free(url);

@@ -9,6 +9,7 @@
 #include "storage/s3/sigv4.h"
 
 #include "util/digest.h"
+#include "util/xmalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,10 +63,8 @@ static int sigv4_hex_value(unsigned char c)
 
 char *sigv4_uri_encode(const char *s, bool keep_slash)
 {
-    char *out = malloc(strlen(s) * 3 + 1), *p = out;
+    char *out = xmalloc(strlen(s) * 3 + 1), *p = out;
 
-    if (out == NULL)
-        return NULL;
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
         if (sigv4_unreserved(c) || (keep_slash && c == '/')) {
@@ -83,10 +82,8 @@ char *sigv4_uri_encode(const char *s, bool keep_slash)
 /* "%41" -> "A" (query strings arrive encoded; they are decoded, then encoded canonically). */
 static char *sigv4_uri_decode(const char *s, size_t len)
 {
-    char *out = malloc(len + 1), *p = out;
+    char *out = xmalloc(len + 1), *p = out;
 
-    if (out == NULL)
-        return NULL;
     for (size_t i = 0; i < len; i++) {
         int hi, lo;
         if (s[i] == '%' && i + 2 < len && (hi = sigv4_hex_value((unsigned char)s[i + 1])) >= 0 &&
@@ -105,15 +102,11 @@ static char *sigv4_uri_decode(const char *s, size_t len)
 static char *sigv4_normalize_path(const char *path)
 {
     size_t len = strlen(path);
-    char **segs = calloc(len + 1, sizeof(char *)), *copy = strdup(path), *out, *save = NULL;
+    char **segs = xcalloc(len + 1, sizeof(char *)), *copy = xstrdup(path), *out = xmalloc(len + 2),
+         *save = NULL;
     size_t n = 0;
     bool trailing = len > 1 && path[len - 1] == '/';
 
-    if (segs == NULL || copy == NULL || (out = malloc(len + 2)) == NULL) {
-        free(segs);
-        free(copy);
-        return NULL;
-    }
     for (char *seg = strtok_r(copy, "/", &save); seg; seg = strtok_r(NULL, "/", &save)) {
         if (strcmp(seg, ".") == 0)
             continue;
@@ -168,28 +161,20 @@ static char *sigv4_canonical_query(const char *query)
     FILE *f;
 
     if (query == NULL || *query == '\0')
-        return strdup("");
+        return xstrdup("");
     for (const char *c = query; *c; c++)
         pairs += *c == '&';
-    items = calloc(pairs, sizeof(*items));
-    if (items == NULL)
-        return NULL;
+    items = xcalloc(pairs, sizeof(*items));
     while (*p) {
         size_t len = strcspn(p, "&");
         const char *eq = memchr(p, '=', len);
         char *k = sigv4_uri_decode(p, eq ? (size_t)(eq - p) : len);
-        char *v = eq ? sigv4_uri_decode(eq + 1, len - (size_t)(eq - p) - 1) : strdup("");
-        if (k != NULL && v != NULL) {
-            items[n].k = sigv4_uri_encode(k, false);
-            items[n].v = sigv4_uri_encode(v, false);
-        }
+        char *v = eq ? sigv4_uri_decode(eq + 1, len - (size_t)(eq - p) - 1) : xstrdup("");
+        items[n].k = sigv4_uri_encode(k, false);
+        items[n].v = sigv4_uri_encode(v, false);
         n++;
         free(k);
         free(v);
-        if (items[n - 1].k == NULL || items[n - 1].v == NULL) {
-            sigv4_pairs_free(items, n);
-            return NULL;
-        }
         p += len;
         if (*p == '&')
             p++;
@@ -211,11 +196,9 @@ static char *sigv4_canonical_query(const char *query)
 /* Trim, and fold runs of white space into one space. */
 static char *sigv4_fold_value(const char *v)
 {
-    char *out = malloc(strlen(v) + 1), *p = out;
+    char *out = xmalloc(strlen(v) + 1), *p = out;
     bool space = false;
 
-    if (out == NULL)
-        return NULL;
     while (sigv4_space((unsigned char)*v))
         v++;
     for (; *v; v++) {
@@ -235,35 +218,21 @@ static char *sigv4_fold_value(const char *v)
 /* Lower-case names, folded values; a repeated header's values joined with ',' in order. */
 static sigv4_pair *sigv4_canonical_headers(const sigv4_request *r, size_t *count)
 {
-    sigv4_pair *h = calloc(r->nheaders ? r->nheaders : 1, sizeof(*h));
+    sigv4_pair *h = xcalloc(r->nheaders ? r->nheaders : 1, sizeof(*h));
     size_t n = 0;
 
-    if (h == NULL)
-        return NULL;
     for (size_t i = 0; i < r->nheaders; i++) {
-        char *name = strdup(r->headers[i].name), *value = sigv4_fold_value(r->headers[i].value);
+        char *name = xstrdup(r->headers[i].name), *value = sigv4_fold_value(r->headers[i].value);
         size_t k;
-        if (name == NULL || value == NULL) {
-            free(name);
-            free(value);
-            sigv4_pairs_free(h, n);
-            return NULL;
-        }
         for (char *c = name; *c; c++)
             if (*c >= 'A' && *c <= 'Z')
                 *c = (char)(*c - 'A' + 'a');
         for (k = 0; k < n && strcmp(h[k].k, name) != 0; k++)
             ;
         if (k < n) {
-            char *joined;
-            if (asprintf(&joined, "%s,%s", h[k].v, value) < 0)
-                joined = NULL;
+            char *joined = xasprintf("%s,%s", h[k].v, value);
             free(name);
             free(value);
-            if (joined == NULL) {
-                sigv4_pairs_free(h, n);
-                return NULL;
-            }
             free(h[k].v);
             h[k].v = joined;
         } else {
@@ -281,21 +250,21 @@ char *sigv4_canonical_request(const sigv4_request *r, char **signed_headers)
 {
     size_t n = 0, len;
     sigv4_pair *h = sigv4_canonical_headers(r, &n);
-    char *path = NULL, *uri = NULL, *query = NULL, *signed_list = NULL, *out = NULL;
+    char *path = NULL, *uri = NULL, *query = NULL, *out = NULL;
     FILE *f;
 
     if (signed_headers != NULL)
         *signed_headers = NULL;
-    if (h == NULL)
-        return NULL;
     /* S3 signs its path as sent (encoded once by the caller); others encode here */
     if (r->s3) {
-        uri = strdup(r->path);
-    } else if ((path = sigv4_normalize_path(r->path)) != NULL) {
+        uri = xstrdup(r->path);
+    } else {
+        path = sigv4_normalize_path(r->path);
         uri = sigv4_uri_encode(path, true);
     }
     query = sigv4_canonical_query(r->query);
-    f = uri && query ? open_memstream(&out, &len) : NULL;
+    /* open_memstream allocates with the C library's own malloc: its failures are checked */
+    f = query ? open_memstream(&out, &len) : NULL;
     if (f != NULL) {
         fprintf(f, "%s\n%s\n%s\n", r->method, uri, query);
         for (size_t i = 0; i < n; i++)
@@ -314,12 +283,7 @@ char *sigv4_canonical_request(const sigv4_request *r, char **signed_headers)
         const char *end = strrchr(out, '\n'), *start = end;
         while (start > out && start[-1] != '\n')
             start--;
-        signed_list = strndup(start, (size_t)(end - start));
-        if (signed_list == NULL) {
-            free(out);
-            out = NULL;
-        }
-        *signed_headers = signed_list;
+        *signed_headers = xstrndup(start, (size_t)(end - start));
     }
     sigv4_pairs_free(h, n);
     free(path);
@@ -335,14 +299,12 @@ static void sigv4_scope(const char *amz_date, const sigv4_credentials *c, char *
 
 char *sigv4_string_to_sign(const char *amz_date, const sigv4_credentials *c, const char *creq)
 {
-    char hash[SIGV4_HEX_LEN + 1], sc[256], *out;
+    char hash[SIGV4_HEX_LEN + 1], sc[256];
 
     if (!sigv4_sha256_hex(creq, strlen(creq), hash))
         return NULL;
     sigv4_scope(amz_date, c, sc, sizeof(sc));
-    if (asprintf(&out, "AWS4-HMAC-SHA256\n%s\n%s\n%s", amz_date, sc, hash) < 0)
-        return NULL;
-    return out;
+    return xasprintf("AWS4-HMAC-SHA256\n%s\n%s\n%s", amz_date, sc, hash);
 }
 
 static bool sigv4_hmac(const void *key, size_t klen, const char *msg,
@@ -361,8 +323,7 @@ bool sigv4_signature(const sigv4_credentials *c, const char *amz_date, const cha
 
     out[0] = '\0';
     snprintf(date, sizeof(date), "%.8s", amz_date);
-    if (asprintf(&secret, "AWS4%s", c->secret_key) < 0)
-        return false;
+    secret = xasprintf("AWS4%s", c->secret_key);
     ok = sigv4_hmac(secret, strlen(secret), date, k_date);
     explicit_bzero(secret, strlen(secret));
     free(secret);
@@ -395,10 +356,10 @@ char *sigv4_authorization(const sigv4_request *r, const sigv4_credentials *c, co
         return NULL;
     }
     sigv4_scope(amz_date, c, sc, sizeof(sc));
-    if (!sigv4_signature(c, amz_date, sts, sig) ||
-        asprintf(&out, "AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, Signature=%s",
-                 c->access_key, sc, signed_headers, sig) < 0)
-        out = NULL;
+    out = sigv4_signature(c, amz_date, sts, sig)
+              ? xasprintf("AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, Signature=%s",
+                          c->access_key, sc, signed_headers, sig)
+              : NULL;
     free(sts);
     free(signed_headers);
     return out;

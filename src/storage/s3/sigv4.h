@@ -51,10 +51,12 @@ typedef struct sigv4_credentials {
     const char *service;
 } sigv4_credentials;
 
-/* Each returns a malloc'd string, or NULL (out of memory, or libcrypto made no digest). */
+/*
+ * Each returns a malloc'd string, or NULL (open_memstream failed, or libcrypto made no digest).
+ */
 char *sigv4_canonical_request(const sigv4_request *r, char **signed_headers);
 char *sigv4_string_to_sign(const char *amz_date, const sigv4_credentials *c, const char *creq);
-/* False (out empty) when it could not be made: out of memory, or libcrypto made no digest. */
+/* False (out empty) when it could not be made: libcrypto made no digest. */
 bool sigv4_signature(const sigv4_credentials *c, const char *amz_date, const char *sts,
                      char out[SIGV4_HEX_LEN + 1]);
 /* The whole Authorization header value. */

@@ -18,6 +18,7 @@
 
 #include "storage/s3/sigv4.h"
 #include "util/log.h"
+#include "util/xmalloc.h"
 
 /* The object path of a full key under the prefix (keys come from a listing of it). */
 static const char *s3_uploads_path(const s3_storage *s, const char *key)
@@ -32,24 +33,19 @@ static bool s3_uploads_last_write(s3_storage *s, const s3_xml_upload *u, int64_t
                                   pgd_error *err)
 {
     char *marker = NULL, *id = sigv4_uri_encode(u->upload_id, false);
-    bool ok = id != NULL, truncated = true;
+    bool ok = true, truncated = true;
 
     *last = u->initiated;
     while (ok && truncated) {
-        char *query = NULL, *enc_marker = marker ? sigv4_uri_encode(marker, false) : NULL;
+        char *enc_marker = marker ? sigv4_uri_encode(marker, false) : NULL;
+        char *query = xasprintf("uploadId=%s%s%s", id, marker ? "&part-number-marker=" : "",
+                                marker ? enc_marker : "");
         s3_answer a;
         pgd_error perr = {0};
         int64_t latest;
-        if (asprintf(&query, "uploadId=%s%s%s", id, marker ? "&part-number-marker=" : "",
-                     marker ? enc_marker : "") < 0)
-            query = NULL;
         free(enc_marker);
         free(marker);
         marker = NULL;
-        if (query == NULL) {
-            ok = err_set(err, "out of memory");
-            break;
-        }
         s3_call call = {.method = "GET", .path = s3_uploads_path(s, u->key), .query = query};
         ok = s3_request(s, &call, &a, err);
         if (ok &&
@@ -68,14 +64,10 @@ static bool s3_uploads_last_write(s3_storage *s, const s3_xml_upload *u, int64_t
 
 static bool s3_uploads_abort(s3_storage *s, const s3_xml_upload *u, pgd_error *err)
 {
-    char *id = sigv4_uri_encode(u->upload_id, false), *query = NULL;
+    char *id = sigv4_uri_encode(u->upload_id, false), *query = xasprintf("uploadId=%s", id);
     s3_answer a;
     bool ok;
 
-    if (id == NULL || asprintf(&query, "uploadId=%s", id) < 0) {
-        free(id);
-        return err_set(err, "out of memory");
-    }
     s3_call call = {.method = "DELETE", .path = s3_uploads_path(s, u->key), .query = query};
     ok = s3_request(s, &call, &a, err);
     s3_answer_free(&a);
@@ -112,12 +104,9 @@ static char *s3_uploads_query(const char *list_prefix, const char *key_marker,
     char *p = sigv4_uri_encode(list_prefix, false);
     char *k = key_marker ? sigv4_uri_encode(key_marker, false) : NULL;
     char *u = id_marker ? sigv4_uri_encode(id_marker, false) : NULL;
-    char *query = NULL;
+    char *query = xasprintf("uploads&prefix=%s%s%s%s%s", p, k ? "&key-marker=" : "", k ? k : "",
+                            u ? "&upload-id-marker=" : "", u ? u : "");
 
-    if (p != NULL && (key_marker == NULL || k != NULL) && (id_marker == NULL || u != NULL) &&
-        asprintf(&query, "uploads&prefix=%s%s%s%s%s", p, k ? "&key-marker=" : "", k ? k : "",
-                 u ? "&upload-id-marker=" : "", u ? u : "") < 0)
-        query = NULL;
     free(p);
     free(k);
     free(u);
@@ -129,19 +118,13 @@ bool s3_uploads_remove_stale(storage *st, const char *dir, int64_t older_than_s,
     s3_storage *s = (s3_storage *)st;
     char *list_prefix = s3_listing_prefix(s, dir), *key_marker = NULL, *id_marker = NULL;
     int64_t cutoff = (int64_t)time(NULL) - older_than_s;
-    bool ok = list_prefix != NULL, more = true;
+    bool ok = true, more = true;
 
-    if (!ok)
-        return err_set(err, "out of memory");
     while (ok && more) {
         char *query = s3_uploads_query(list_prefix, key_marker, id_marker);
         s3_xml_uploads page;
         s3_answer a;
         pgd_error perr = {0};
-        if (query == NULL) {
-            ok = err_set(err, "out of memory");
-            break;
-        }
         s3_call call = {.method = "GET", .what = "(uploads)", .query = query};
         ok = s3_request(s, &call, &a, err);
         free(query);

@@ -28,6 +28,7 @@
 #include "util/big_buffer.h"
 #include "util/log.h"
 #include "util/threads.h"
+#include "util/xmalloc.h"
 
 #define S3_CREATION_HEADERS 7 /* storage class, encryption, condition: pairs, then NULL */
 
@@ -72,32 +73,24 @@ uint64_t s3_writer_part_size(uint64_t part_size, unsigned number)
     return part_size < S3_PART_MAX ? part_size : S3_PART_MAX;
 }
 
-static bool s3_writer_keep_etag(s3_writer *w, unsigned number, const char *etag)
+static void s3_writer_keep_etag(s3_writer *w, unsigned number, const char *etag)
 {
-    bool ok;
-
     pthread_mutex_lock(&w->lock);
     if (number > w->netags) {
-        char **grown = realloc(w->etags, number * sizeof(char *));
-        if (grown != NULL) {
-            memset(grown + w->netags, 0, (number - w->netags) * sizeof(char *));
-            w->etags = grown;
-            w->netags = number;
-        }
+        w->etags = xrealloc(w->etags, number * sizeof(char *));
+        memset(w->etags + w->netags, 0, (number - w->netags) * sizeof(char *));
+        w->netags = number;
     }
-    ok = number <= w->netags && (w->etags[number - 1] = strdup(etag)) != NULL;
+    w->etags[number - 1] = xstrdup(etag);
     pthread_mutex_unlock(&w->lock);
-    return ok;
 }
 
 static bool s3_writer_upload_part(s3_writer *w, s3_part *p, pgd_error *err)
 {
-    char *query;
+    char *query = xasprintf("partNumber=%u&uploadId=%s", p->number, w->upload_id_enc);
     s3_answer a;
     bool ok;
 
-    if (asprintf(&query, "partNumber=%u&uploadId=%s", p->number, w->upload_id_enc) < 0)
-        return err_set(err, "out of memory");
     s3_call call = {
         .method = "PUT", .path = w->path, .query = query, .body = p->buf, .body_len = p->len};
     ok = s3_request(w->s, &call, &a, err);
@@ -105,8 +98,8 @@ static bool s3_writer_upload_part(s3_writer *w, s3_part *p, pgd_error *err)
     if (ok && (a.http.etag == NULL || a.http.etag[0] == '\0'))
         ok = err_set(err, "PUT of part %u of \"%s\" in s3://%s returned no ETag", p->number,
                      w->path, w->s->bucket);
-    if (ok && !s3_writer_keep_etag(w, p->number, a.http.etag))
-        ok = err_set(err, "out of memory");
+    if (ok)
+        s3_writer_keep_etag(w, p->number, a.http.etag);
     s3_answer_free(&a);
     return ok;
 }
@@ -192,10 +185,8 @@ static bool s3_writer_start_multipart(s3_writer *w, pgd_error *err)
         return err_set(err, "starting the upload of \"%s\" to s3://%s failed: %s", w->path,
                        s->bucket, perr.msg);
     w->upload_id_enc = sigv4_uri_encode(w->upload_id, false);
-    w->threads = calloc(s->upload_concurrency, sizeof(pthread_t));
-    w->queue = calloc(w->nparts_buf, sizeof(s3_part *));
-    if (w->upload_id_enc == NULL || w->threads == NULL || w->queue == NULL)
-        return err_set(err, "out of memory");
+    w->threads = xcalloc(s->upload_concurrency, sizeof(pthread_t));
+    w->queue = xcalloc(w->nparts_buf, sizeof(s3_part *));
     return threads_start(w->threads, s->upload_concurrency, s3_writer_uploader_main, w,
                          "upload thread", &w->nthreads, err);
 }
@@ -242,14 +233,9 @@ static bool s3_writer_ship_current(s3_writer *w, pgd_error *err)
     w->part_cap = s3_writer_part_size(w->s->part_size, w->current->number);
     if (w->current->number > S3_PARTS_MAX)
         return err_set(err, "\"%s\" would need more than %d parts", w->path, S3_PARTS_MAX);
-    if (w->current->buf == NULL || w->part_cap > w->s->part_size) {
-        char *grown = w->current->buf == NULL ? big_buffer_alloc(w->part_cap)
-                                              : realloc(w->current->buf, w->part_cap);
-        if (grown == NULL)
-            return err_set(err, "out of memory for an upload part of %llu bytes",
-                           (unsigned long long)w->part_cap);
-        w->current->buf = grown;
-    }
+    if (w->current->buf == NULL || w->part_cap > w->s->part_size)
+        w->current->buf = w->current->buf == NULL ? big_buffer_alloc(w->part_cap)
+                                                  : xrealloc(w->current->buf, w->part_cap);
     return true;
 }
 
@@ -291,7 +277,8 @@ static void s3_writer_abort_multipart(s3_writer *w)
 
     if (w->upload_id == NULL)
         return;
-    if (w->upload_id_enc != NULL && asprintf(&query, "uploadId=%s", w->upload_id_enc) >= 0) {
+    if (w->upload_id_enc != NULL) {
+        query = xasprintf("uploadId=%s", w->upload_id_enc);
         s3_call call = {.method = "DELETE", .path = w->path, .query = query};
         if (!s3_request(w->s, &call, &a, &ignore))
             log_debug("could not abort the upload of \"%s\": %s", w->path, ignore.msg);
@@ -343,7 +330,7 @@ static bool s3_writer_put_single(s3_writer *w, pgd_error *err)
 static char *s3_writer_complete_body(s3_writer *w, size_t *len, pgd_error *err)
 {
     char *xml = NULL;
-    FILE *f = open_memstream(&xml, len);
+    FILE *f = open_memstream(&xml, len); /* the C library's own malloc: its failures are checked */
 
     if (f == NULL) {
         err_set(err, "out of memory");
@@ -384,10 +371,7 @@ static bool s3_writer_complete(s3_writer *w, pgd_error *err)
 
     if (xml == NULL)
         return false;
-    if (asprintf(&query, "uploadId=%s", w->upload_id_enc) < 0) {
-        free(xml);
-        return err_set(err, "out of memory");
-    }
+    query = xasprintf("uploadId=%s", w->upload_id_enc);
     /* storage class and encryption were given when the upload started */
     s3_call call = {.method = "POST",
                     .path = w->path,
@@ -470,34 +454,20 @@ static const out_stream_ops s3_writer_ops = {s3_writer_write, s3_writer_close, s
 out_stream *s3_writer_open(storage *st, const char *path, unsigned flags, pgd_error *err)
 {
     s3_storage *s = (s3_storage *)st;
-    s3_writer *w = calloc(1, sizeof(*w));
+    s3_writer *w = xcalloc(1, sizeof(*w));
 
-    if (w == NULL) {
-        err_set(err, "out of memory");
-        return NULL;
-    }
+    (void)err; /* never NULL: the signature is that of every driver's write_open */
     w->base.ops = &s3_writer_ops;
     w->s = s;
     w->flags = flags;
-    w->path = strdup(path);
+    w->path = xstrdup(path);
     w->nparts_buf = s->upload_concurrency + 1;
-    w->parts = calloc(w->nparts_buf, sizeof(s3_part));
+    w->parts = xcalloc(w->nparts_buf, sizeof(s3_part));
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->changed, NULL);
-    if (w->path == NULL || w->parts == NULL) {
-        s3_writer_free(w);
-        err_set(err, "out of memory");
-        return NULL;
-    }
     w->current = &w->parts[0];
     w->current->number = w->next_number = 1;
     w->part_cap = s->part_size;
     w->current->buf = big_buffer_alloc(w->part_cap);
-    if (w->current->buf == NULL) {
-        s3_writer_free(w);
-        err_set(err, "out of memory for an upload part of %llu bytes",
-                (unsigned long long)w->part_cap);
-        return NULL;
-    }
     return &w->base;
 }

@@ -19,6 +19,7 @@
 #include "storage/s3/internal.h"
 #include "storage/s3/s3_libs.h"
 #include "util/log.h"
+#include "util/xmalloc.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -99,7 +100,7 @@ static size_t s3_xml_text(xmlNodePtr n, char *out)
 }
 
 /* The text of child `name`, malloc'd (entities decoded), or NULL when absent. */
-static char *s3_xml_child_text(xmlNodePtr parent, const char *name, bool *oom)
+static char *s3_xml_child_text(xmlNodePtr parent, const char *name)
 {
     xmlNodePtr c = s3_xml_child(parent, name);
     size_t len;
@@ -108,12 +109,7 @@ static char *s3_xml_child_text(xmlNodePtr parent, const char *name, bool *oom)
     if (c == NULL)
         return NULL;
     len = s3_xml_text(c, NULL);
-    out = malloc(len + 1);
-    if (out == NULL) {
-        if (oom != NULL)
-            *oom = true;
-        return NULL;
-    }
+    out = xmalloc(len + 1);
     s3_xml_text(c, out);
     out[len] = '\0';
     return out;
@@ -130,8 +126,8 @@ static void s3_xml_copy_line(char *dst, size_t cap, const char *src)
 
 static void s3_xml_fault_from(xmlNodePtr error, s3_xml_fault *f)
 {
-    char *code = s3_xml_child_text(error, "Code", NULL);
-    char *message = s3_xml_child_text(error, "Message", NULL);
+    char *code = s3_xml_child_text(error, "Code");
+    char *message = s3_xml_child_text(error, "Message");
 
     s3_xml_copy_line(f->code, sizeof(f->code), code);
     s3_xml_copy_line(f->message, sizeof(f->message), message);
@@ -195,15 +191,12 @@ bool s3_xml_upload_id(const char *body, size_t len, char **upload_id, pgd_error 
 {
     xmlNodePtr root;
     xmlDocPtr doc = s3_xml_open(body, len, "InitiateMultipartUploadResult", NULL, &root, err);
-    bool oom = false;
 
     *upload_id = NULL;
     if (doc == NULL)
         return false;
-    *upload_id = s3_xml_child_text(root, "UploadId", &oom);
+    *upload_id = s3_xml_child_text(root, "UploadId");
     xmlFreeDoc(doc);
-    if (oom)
-        return err_set(err, "out of memory");
     if (*upload_id == NULL || (*upload_id)[0] == '\0') {
         free(*upload_id);
         *upload_id = NULL;
@@ -262,32 +255,20 @@ void s3_xml_listing_free(s3_xml_listing *l)
     memset(l, 0, sizeof(*l));
 }
 
-static bool s3_xml_listing_add(s3_xml_listing *l, char *name, uint64_t size, bool is_prefix)
+static void s3_xml_listing_add(s3_xml_listing *l, char *name, uint64_t size, bool is_prefix)
 {
-    s3_xml_entry *grown = realloc(l->entries, (l->n + 1) * sizeof(*grown));
-
-    if (grown == NULL) {
-        free(name);
-        return false;
-    }
-    l->entries = grown;
+    l->entries = xrealloc(l->entries, (l->n + 1) * sizeof(*l->entries));
     l->entries[l->n++] = (s3_xml_entry){name, size, is_prefix};
-    return true;
 }
 
 /* One <Contents> or <CommonPrefixes> element into the listing. */
 static bool s3_xml_listing_entry(xmlNodePtr c, s3_xml_listing *out, pgd_error *err)
 {
-    bool oom = false, is_prefix = s3_xml_named(c, "CommonPrefixes");
-    char *name = s3_xml_child_text(c, is_prefix ? "Prefix" : "Key", &oom);
-    char *size = is_prefix ? NULL : s3_xml_child_text(c, "Size", &oom);
+    bool is_prefix = s3_xml_named(c, "CommonPrefixes");
+    char *name = s3_xml_child_text(c, is_prefix ? "Prefix" : "Key");
+    char *size = is_prefix ? NULL : s3_xml_child_text(c, "Size");
     uint64_t bytes = 0;
 
-    if (oom) {
-        free(name);
-        free(size);
-        return err_set(err, "out of memory");
-    }
     if (name == NULL || name[0] == '\0') {
         free(name);
         free(size);
@@ -302,21 +283,17 @@ static bool s3_xml_listing_entry(xmlNodePtr c, s3_xml_listing *out, pgd_error *e
         return false;
     }
     free(size);
-    if (!s3_xml_listing_add(out, name, bytes, is_prefix))
-        return err_set(err, "out of memory");
+    s3_xml_listing_add(out, name, bytes, is_prefix);
     return true;
 }
 
 /* IsTruncated, which must be there and be "true" or "false". */
 static bool s3_xml_truncated(xmlNodePtr root, bool *truncated, pgd_error *err)
 {
-    bool oom = false;
-    char *t = s3_xml_child_text(root, "IsTruncated", &oom);
+    char *t = s3_xml_child_text(root, "IsTruncated");
     bool ok = t != NULL && (strcmp(t, "true") == 0 || strcmp(t, "false") == 0);
 
-    if (oom)
-        ok = err_set(err, "out of memory");
-    else if (!ok)
+    if (!ok)
         err_set(err, "IsTruncated is %s%s%s", t ? "\"" : "missing", t ? t : "", t ? "\"" : "");
     else
         *truncated = strcmp(t, "true") == 0;
@@ -328,7 +305,7 @@ bool s3_xml_listing_parse(const char *body, size_t len, s3_xml_listing *out, pgd
 {
     xmlNodePtr root;
     xmlDocPtr doc = s3_xml_open(body, len, "ListBucketResult", NULL, &root, err);
-    bool ok = true, oom = false;
+    bool ok = true;
 
     memset(out, 0, sizeof(*out));
     if (doc == NULL)
@@ -337,11 +314,9 @@ bool s3_xml_listing_parse(const char *body, size_t len, s3_xml_listing *out, pgd
         if (s3_xml_named(c, "Contents") || s3_xml_named(c, "CommonPrefixes"))
             ok = s3_xml_listing_entry(c, out, err);
     if (ok && (ok = s3_xml_truncated(root, &out->truncated, err))) {
-        out->next_token = s3_xml_child_text(root, "NextContinuationToken", &oom);
-        if (oom)
-            ok = err_set(err, "out of memory");
+        out->next_token = s3_xml_child_text(root, "NextContinuationToken");
         /* a page that says there is more must say where it continues */
-        else if (out->truncated && (out->next_token == NULL || out->next_token[0] == '\0'))
+        if (out->truncated && (out->next_token == NULL || out->next_token[0] == '\0'))
             ok = err_set(err, "IsTruncated is true but there is no NextContinuationToken");
     }
     xmlFreeDoc(doc);
@@ -362,38 +337,25 @@ bool s3_xml_delete_result(const char *body, size_t len, s3_xml_delete_failure **
 {
     xmlNodePtr root;
     xmlDocPtr doc = s3_xml_open(body, len, "DeleteResult", NULL, &root, err);
-    bool ok = true;
 
     *failures = NULL;
     *n = 0;
     if (doc == NULL)
         return false;
-    for (xmlNodePtr c = root->children; c && ok; c = c->next) {
+    for (xmlNodePtr c = root->children; c; c = c->next) {
         s3_xml_delete_failure *grown;
-        bool oom = false;
         if (!s3_xml_named(c, "Error"))
             continue;
-        grown = realloc(*failures, (*n + 1) * sizeof(*grown));
-        if (grown == NULL) {
-            ok = err_set(err, "out of memory");
-            break;
-        }
+        grown = xrealloc(*failures, (*n + 1) * sizeof(*grown));
         *failures = grown;
-        grown[*n].key = s3_xml_child_text(c, "Key", &oom);
+        grown[*n].key = s3_xml_child_text(c, "Key");
         s3_xml_fault_from(c, &grown[*n].fault);
         (*n)++;
-        if (oom)
-            ok = err_set(err, "out of memory");
-        else if (grown[*n - 1].key == NULL)
-            grown[*n - 1].key = strdup("(no key)");
+        if (grown[*n - 1].key == NULL)
+            grown[*n - 1].key = xstrdup("(no key)");
     }
     xmlFreeDoc(doc);
-    if (!ok) {
-        s3_xml_delete_failures_free(*failures, *n);
-        *failures = NULL;
-        *n = 0;
-    }
-    return ok;
+    return true;
 }
 
 bool s3_xml_time(const char *text, int64_t *out)
@@ -427,29 +389,23 @@ void s3_xml_uploads_free(s3_xml_uploads *u)
 
 static bool s3_xml_upload_add(xmlNodePtr c, s3_xml_uploads *out, pgd_error *err)
 {
-    bool oom = false;
-    char *key = s3_xml_child_text(c, "Key", &oom), *id = s3_xml_child_text(c, "UploadId", &oom);
-    char *initiated = s3_xml_child_text(c, "Initiated", &oom);
-    s3_xml_upload *grown;
+    char *key = s3_xml_child_text(c, "Key"), *id = s3_xml_child_text(c, "UploadId");
+    char *initiated = s3_xml_child_text(c, "Initiated");
     int64_t when;
     bool ok = true;
 
-    if (oom)
-        ok = err_set(err, "out of memory");
-    else if (key == NULL || key[0] == '\0' || id == NULL || id[0] == '\0')
+    if (key == NULL || key[0] == '\0' || id == NULL || id[0] == '\0')
         ok = err_set(err, "an <Upload> has no Key or UploadId");
     else if (!s3_xml_time(initiated, &when))
         ok = err_set(err, "upload of \"%s\" has an invalid Initiated \"%s\"", key,
                      initiated ? initiated : "");
-    else if ((grown = realloc(out->items, (out->n + 1) * sizeof(*grown))) == NULL)
-        ok = err_set(err, "out of memory");
     free(initiated);
     if (!ok) {
         free(key);
         free(id);
         return false;
     }
-    out->items = grown;
+    out->items = xrealloc(out->items, (out->n + 1) * sizeof(*out->items));
     out->items[out->n++] = (s3_xml_upload){key, id, when};
     return true;
 }
@@ -458,7 +414,7 @@ bool s3_xml_uploads_parse(const char *body, size_t len, s3_xml_uploads *out, pgd
 {
     xmlNodePtr root;
     xmlDocPtr doc = s3_xml_open(body, len, "ListMultipartUploadsResult", NULL, &root, err);
-    bool ok = true, oom = false;
+    bool ok = true;
 
     memset(out, 0, sizeof(*out));
     if (doc == NULL)
@@ -469,11 +425,9 @@ bool s3_xml_uploads_parse(const char *body, size_t len, s3_xml_uploads *out, pgd
     if (ok)
         ok = s3_xml_truncated(root, &out->truncated, err);
     if (ok && out->truncated) {
-        out->next_key_marker = s3_xml_child_text(root, "NextKeyMarker", &oom);
-        out->next_upload_id_marker = s3_xml_child_text(root, "NextUploadIdMarker", &oom);
-        if (oom)
-            ok = err_set(err, "out of memory");
-        else if (out->next_key_marker == NULL || out->next_key_marker[0] == '\0')
+        out->next_key_marker = s3_xml_child_text(root, "NextKeyMarker");
+        out->next_upload_id_marker = s3_xml_child_text(root, "NextUploadIdMarker");
+        if (out->next_key_marker == NULL || out->next_key_marker[0] == '\0')
             ok = err_set(err, "IsTruncated is true but there is no NextKeyMarker");
     }
     xmlFreeDoc(doc);
@@ -488,7 +442,7 @@ bool s3_xml_parts_parse(const char *body, size_t len, int64_t *latest, bool *tru
     xmlNodePtr root;
     /* AWS's root is ListPartsResult; moto names it ListPartsResponse */
     xmlDocPtr doc = s3_xml_open(body, len, "ListPartsResult", "ListPartsResponse", &root, err);
-    bool ok = true, oom = false;
+    bool ok = true;
 
     *latest = 0;
     *next_marker = NULL;
@@ -499,10 +453,8 @@ bool s3_xml_parts_parse(const char *body, size_t len, int64_t *latest, bool *tru
         int64_t when;
         if (!s3_xml_named(c, "Part"))
             continue;
-        t = s3_xml_child_text(c, "LastModified", &oom);
-        if (oom)
-            ok = err_set(err, "out of memory");
-        else if (!s3_xml_time(t, &when))
+        t = s3_xml_child_text(c, "LastModified");
+        if (!s3_xml_time(t, &when))
             ok = err_set(err, "a part has an invalid LastModified \"%s\"", t ? t : "");
         else if (when > *latest)
             *latest = when;
@@ -511,10 +463,8 @@ bool s3_xml_parts_parse(const char *body, size_t len, int64_t *latest, bool *tru
     if (ok)
         ok = s3_xml_truncated(root, truncated, err);
     if (ok && *truncated) {
-        *next_marker = s3_xml_child_text(root, "NextPartNumberMarker", &oom);
-        if (oom)
-            ok = err_set(err, "out of memory");
-        else if (*next_marker == NULL || (*next_marker)[0] == '\0')
+        *next_marker = s3_xml_child_text(root, "NextPartNumberMarker");
+        if (*next_marker == NULL || (*next_marker)[0] == '\0')
             ok = err_set(err, "IsTruncated is true but there is no NextPartNumberMarker");
     }
     xmlFreeDoc(doc);
@@ -532,9 +482,7 @@ char *s3_xml_escape(const char *text)
 
     for (const char *c = text; *c; c++)
         len += *c == '&' ? 5 : (*c == '<' || *c == '>') ? 4 : (*c == '"' || *c == '\'') ? 6 : 1;
-    out = malloc(len + 1);
-    if (out == NULL)
-        return NULL;
+    out = xmalloc(len + 1);
     p = out;
     for (const char *c = text; *c; c++) {
         const char *rep = *c == '&'    ? "&amp;"
