@@ -88,10 +88,8 @@ static bool delta_summary_usable(const delta_summary_request *req, delta_summary
     if (!pg_session_timeline(req->pg, &rg->timeline, err))
         return false;
     rg->parent_timeline = req->parent->info.timeline;
-    rg->parent_lsn = req->parent->start_lsn;
-    if (!pg_parse_lsn(req->start_lsn, &rg->start_lsn))
-        return err_set(err, "the server returned an invalid start WAL location \"%s\"",
-                       req->start_lsn);
+    rg->parent_lsn = req->parent->info.start_lsn;
+    rg->start_lsn = req->start_lsn;
     if (rg->parent_timeline != rg->timeline) {
         snprintf(why, why_len,
                  "the parent was taken on timeline %u, the server is on %u (summaries are "
@@ -103,9 +101,9 @@ static bool delta_summary_usable(const delta_summary_request *req, delta_summary
         return false;
     if (!reached) {
         snprintf(why, why_len,
-                 "the WAL summarizer did not reach %X/%X within %d s (it is at %X/%X)",
-                 (unsigned)(rg->start_lsn >> 32), (unsigned)rg->start_lsn,
-                 req->wait_ms / DELTA_SUMMARY_MS_PER_S, (unsigned)(at >> 32), (unsigned)at);
+                 "the WAL summarizer did not reach " LSN_FORMAT " within %d s (it is at " LSN_FORMAT
+                 ")",
+                 LSN_ARGS(rg->start_lsn), req->wait_ms / DELTA_SUMMARY_MS_PER_S, LSN_ARGS(at));
         return true;
     }
     return wal_summary_covers(req->pg, rg->timeline, rg->parent_lsn, rg->start_lsn, &covered, why,
@@ -148,10 +146,9 @@ bool delta_summary_plan(const delta_summary_request *req, pipeline_file *files, 
         log_info("delta method: page-LSN scan, reading every page of the relation files: %s", why);
         return true;
     }
-    log_info("delta method: WAL summaries from %X/%X to %X/%X on timeline %u (%zu runs of "
-             "changed blocks)",
-             (unsigned)(rg.parent_lsn >> 32), (unsigned)rg.parent_lsn,
-             (unsigned)(rg.start_lsn >> 32), (unsigned)rg.start_lsn, rg.timeline, ws.n);
+    log_info("delta method: WAL summaries from " LSN_FORMAT " to " LSN_FORMAT
+             " on timeline %u (%zu runs of changed blocks)",
+             LSN_ARGS(rg.parent_lsn), LSN_ARGS(rg.start_lsn), rg.timeline, ws.n);
     out->method = DELTA_METHOD_SUMMARY;
     ok = delta_summary_assign(&ws, &req->parent->m, &lim, files, nfiles, out, err);
     wal_summary_free(&ws);

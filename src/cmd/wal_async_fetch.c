@@ -196,7 +196,7 @@ int wal_async_fetch(const pgd_options *opts, const char *name, const char *dest,
     bool served = false;
     int rc;
 
-    if (prefetch == 0 || wal_segment_file_kind(name) != WAL_FILE_SEGMENT)
+    if (prefetch == 0 || wal_name_kind(name) != WAL_FILE_SEGMENT)
         return direct(opts, name, dest);
     if (!opt_int(opts, OPT_PREFETCH_CONCURRENCY, 1, WAL_PREFETCH_MAX, &concurrency, &err)) {
         log_error("%s", err.msg);

@@ -64,6 +64,6 @@ bool lsn_parse(const char *text, pg_lsn *out)
 
 const char *lsn_format(pg_lsn lsn, char out[LSN_TEXT_MAX])
 {
-    snprintf(out, LSN_TEXT_MAX, "%X/%X", (unsigned)(lsn >> 32), (unsigned)(uint32_t)lsn);
+    snprintf(out, LSN_TEXT_MAX, LSN_FORMAT, LSN_ARGS(lsn));
     return out;
 }

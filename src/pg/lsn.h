@@ -31,7 +31,11 @@ bool lsn_parse(const char *text, pg_lsn *out);
  */
 bool lsn_parse_prefix(const char **text, pg_lsn *out);
 
-/* "%X/%X", as PostgreSQL prints one; returns out, for use in a message. */
+/* An LSN in a printf format, as PostgreSQL's LSN_FORMAT_ARGS: printf(LSN_FORMAT, LSN_ARGS(x)) */
+#define LSN_FORMAT    "%X/%X"
+#define LSN_ARGS(lsn) (unsigned)((pg_lsn)(lsn) >> 32), (unsigned)(uint32_t)(lsn)
+
+/* LSN_FORMAT, as PostgreSQL prints one; returns out, for use in a message. */
 const char *lsn_format(pg_lsn lsn, char out[LSN_TEXT_MAX]);
 
 #endif

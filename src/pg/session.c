@@ -284,8 +284,8 @@ void pg_session_cancel_disarm(void)
         PQfreeCancel(c);
 }
 
-bool pg_session_backup_start(pg_session *s, const char *label, bool fast, char *start_lsn,
-                             size_t lsn_len, pgd_error *err)
+bool pg_session_backup_start(pg_session *s, const char *label, bool fast, pg_lsn *start_lsn,
+                             pgd_error *err)
 {
     const char *params[] = {label, fast ? "true" : "false"};
     const char *sql = s->version_num >= PG_VERSION_NEW_NAMES
@@ -293,14 +293,18 @@ bool pg_session_backup_start(pg_session *s, const char *label, bool fast, char *
                           : "SELECT pg_catalog.pg_start_backup($1, $2, false)::text";
     PGresult *res = pg_session_run(s, sql, 2, params, 1, err);
 
+    bool ok;
+
     if (res == NULL)
         return false;
-    snprintf(start_lsn, lsn_len, "%s", PQgetvalue(res, 0, 0));
+    ok = lsn_parse(PQgetvalue(res, 0, 0), start_lsn) ||
+         err_set(err, "the server returned an invalid start WAL location \"%s\"",
+                 PQgetvalue(res, 0, 0));
     PQclear(res);
-    return true;
+    return ok;
 }
 
-bool pg_session_backup_stop(pg_session *s, bool wait_for_archive, char *stop_lsn, size_t lsn_len,
+bool pg_session_backup_stop(pg_session *s, bool wait_for_archive, pg_lsn *stop_lsn,
                             char **labelfile, char **spcmapfile, pgd_error *err)
 {
     const char *params[] = {wait_for_archive ? "true" : "false"};
@@ -313,7 +317,12 @@ bool pg_session_backup_stop(pg_session *s, bool wait_for_archive, char *stop_lsn
 
     if (res == NULL)
         return false;
-    snprintf(stop_lsn, lsn_len, "%s", PQgetvalue(res, 0, 0));
+    if (!lsn_parse(PQgetvalue(res, 0, 0), stop_lsn)) {
+        err_set(err, "the server returned an invalid stop WAL location \"%s\"",
+                PQgetvalue(res, 0, 0));
+        PQclear(res);
+        return false;
+    }
     *labelfile = strdup(PQgetvalue(res, 0, 1));
     *spcmapfile = strdup(PQgetvalue(res, 0, 2));
     PQclear(res);
@@ -388,36 +397,6 @@ bool pg_session_tablespaces(pg_session *s, pg_tablespace **out, size_t *count, p
     *count = (size_t)n;
     PQclear(res);
     return true;
-}
-
-bool pg_parse_lsn(const char *text, uint64_t *lsn)
-{
-    unsigned int hi, lo;
-    char tail;
-
-    if (sscanf(text, "%X/%X%c", &hi, &lo, &tail) != 2)
-        return false;
-    *lsn = ((uint64_t)hi << 32) | lo;
-    return true;
-}
-
-void pg_wal_file_name(uint32_t tli, uint64_t lsn, uint64_t segsize, bool prev, char out[25])
-{
-    uint64_t segno = (prev && lsn > 0 ? lsn - 1 : lsn) / segsize;
-    uint64_t per_id = UINT64_C(0x100000000) / segsize;
-
-    snprintf(out, 25, "%08" PRIX32 "%08" PRIX32 "%08" PRIX32, tli, (uint32_t)(segno / per_id),
-             (uint32_t)(segno % per_id));
-}
-
-bool pg_label_timeline(const char *labelfile, uint32_t *tli)
-{
-    const char *p = strstr(labelfile, "START TIMELINE: ");
-
-    if (p == NULL)
-        return false;
-    *tli = (uint32_t)strtoul(p + strlen("START TIMELINE: "), NULL, 10);
-    return *tli > 0;
 }
 
 bool pg_session_timeline(pg_session *s, uint32_t *tli, pgd_error *err)

@@ -41,8 +41,7 @@ wal_file_kind wal_name_kind(const char *name)
         return WAL_FILE_SEGMENT;
     if (strcmp(ext, WAL_PARTIAL_EXT) == 0 && wal_name_is_hex(name, WAL_FILE_NAME_LEN))
         return WAL_FILE_PARTIAL;
-    if (len == WAL_TLI_NAME_LEN + strlen(WAL_HISTORY_EXT) &&
-        wal_name_is_hex(name, WAL_TLI_NAME_LEN) &&
+    if (len == WAL_HISTORY_NAME_LEN && wal_name_is_hex(name, WAL_TLI_NAME_LEN) &&
         strcmp(name + WAL_TLI_NAME_LEN, WAL_HISTORY_EXT) == 0)
         return WAL_FILE_HISTORY;
     if (ext[0] == '.' && strlen(ext) == 1 + WAL_BACKUP_OFF_LEN + strlen(WAL_BACKUP_EXT) &&
@@ -55,6 +54,12 @@ wal_file_kind wal_name_kind(const char *name)
 bool wal_name_is_wal_file(const char *name)
 {
     return wal_name_kind(name) != WAL_FILE_UNKNOWN;
+}
+
+bool wal_name_starts_with_segment(const char *name)
+{
+    return name != NULL && strnlen(name, WAL_FILE_NAME_LEN) == WAL_FILE_NAME_LEN &&
+           wal_name_is_hex(name, WAL_FILE_NAME_LEN);
 }
 
 bool wal_name_seg_size_valid(uint64_t seg_size)
@@ -98,16 +103,59 @@ void wal_name_of_lsn(uint32_t tli, pg_lsn lsn, uint64_t seg_size, bool prev,
 
 bool wal_name_parse(const char *name, uint64_t seg_size, uint32_t *tli, uint64_t *segno)
 {
-    uint64_t per_log, seg;
+    uint32_t t, log, seg;
 
-    if (wal_name_kind(name) != WAL_FILE_SEGMENT || !wal_name_seg_size_valid(seg_size))
+    if (wal_name_kind(name) != WAL_FILE_SEGMENT || !wal_name_seg_size_valid(seg_size) ||
+        !wal_name_parts(name, &t, &log, &seg) || seg >= wal_name_segs_per_log(seg_size))
         return false;
-    per_log = wal_name_segs_per_log(seg_size);
-    seg = wal_name_hex32(name + 2 * WAL_TLI_NAME_LEN);
-    if (seg >= per_log)
+    *tli = t;
+    *segno = (uint64_t)log * wal_name_segs_per_log(seg_size) + seg;
+    return true;
+}
+
+bool wal_name_timeline_hex(const char *text, uint32_t *tli)
+{
+    if (text == NULL || strnlen(text, WAL_TLI_NAME_LEN + 1) != WAL_TLI_NAME_LEN ||
+        !wal_name_is_hex(text, WAL_TLI_NAME_LEN))
+        return false;
+    if (tli != NULL)
+        *tli = wal_name_hex32(text);
+    return true;
+}
+
+void wal_name_history(uint32_t tli, char out[WAL_HISTORY_NAME_LEN + 1])
+{
+    snprintf(out, WAL_HISTORY_NAME_LEN + 1, "%08" PRIX32 WAL_HISTORY_EXT, tli);
+}
+
+bool wal_name_timeline_parse(const char *text, uint32_t *tli)
+{
+    uint64_t v = 0;
+    size_t i = 0;
+
+    /* no sign, no leading zero, no space: what PostgreSQL prints for a TimeLineID */
+    if (text == NULL || text[0] < '1' || text[0] > '9')
+        return false;
+    for (; text[i] >= '0' && text[i] <= '9'; i++) {
+        v = v * 10 + (uint64_t)(text[i] - '0');
+        if (v > UINT32_MAX)
+            return false;
+    }
+    if (text[i] != '\0')
+        return false;
+    *tli = (uint32_t)v;
+    return true;
+}
+
+bool wal_name_parts(const char *name, uint32_t *tli, uint32_t *log, uint32_t *seg)
+{
+    wal_file_kind kind = wal_name_kind(name);
+
+    if (kind == WAL_FILE_UNKNOWN)
         return false;
     *tli = wal_name_hex32(name);
-    *segno = (uint64_t)wal_name_hex32(name + WAL_TLI_NAME_LEN) * per_log + seg;
+    *log = kind == WAL_FILE_HISTORY ? 0 : wal_name_hex32(name + WAL_TLI_NAME_LEN);
+    *seg = kind == WAL_FILE_HISTORY ? 0 : wal_name_hex32(name + 2 * WAL_TLI_NAME_LEN);
     return true;
 }
 

@@ -25,10 +25,11 @@
 
 #include "pg/lsn.h"
 
-#define WAL_FILE_NAME_LEN 24 /* a segment's name: timeline, log, segment as 3 x 8 hex digits */
-#define WAL_TLI_NAME_LEN  8  /* the timeline part of a name, and a history file's */
-#define WAL_SEG_SIZE_MIN  (1u << 20) /* initdb --wal-segsize limits */
-#define WAL_SEG_SIZE_MAX  (1u << 30)
+#define WAL_FILE_NAME_LEN    24 /* a segment's name: timeline, log, segment as 3 x 8 hex digits */
+#define WAL_TLI_NAME_LEN     8  /* the timeline part of a name, and a history file's */
+#define WAL_HISTORY_NAME_LEN (WAL_TLI_NAME_LEN + 8) /* TTTTTTTT.history */
+#define WAL_SEG_SIZE_MIN     (1u << 20)             /* initdb --wal-segsize limits */
+#define WAL_SEG_SIZE_MAX     (1u << 30)
 
 typedef enum {
     WAL_FILE_SEGMENT, /* 24 hex digits: timeline, log, segment */
@@ -43,6 +44,9 @@ wal_file_kind wal_name_kind(const char *name);
 
 /* Any of the four kinds. */
 bool wal_name_is_wal_file(const char *name);
+
+/* name starts with a segment's name (what follows, a suffix or nothing, is the caller's). */
+bool wal_name_starts_with_segment(const char *name);
 
 /* A segment size PostgreSQL allows: a power of two from 1 MiB to 1 GiB. */
 bool wal_name_seg_size_valid(uint64_t seg_size);
@@ -78,5 +82,29 @@ bool wal_name_parse(const char *name, uint64_t seg_size, uint32_t *tli, uint64_t
 
 /* The timeline of any WAL file name (its first 8 hex digits): false when name is no WAL file. */
 bool wal_name_timeline(const char *name, uint32_t *tli);
+
+/*
+ * The three parts of a WAL file name that starts with a segment's name (a
+ * segment, .partial or .backup; a .history has a timeline only, *log and
+ * *seg are 0 then), whatever the segment size. False when name is no WAL file.
+ */
+bool wal_name_parts(const char *name, uint32_t *tli, uint32_t *log, uint32_t *seg);
+
+/*
+ * A timeline alone, as the first part of a WAL file name writes it (8
+ * upper-case hex digits, nothing else: the repository's wal/<timeline>/);
+ * false otherwise. tli may be NULL.
+ */
+bool wal_name_timeline_hex(const char *text, uint32_t *tli);
+
+/* The name of timeline tli's history file, "TTTTTTTT.history". */
+void wal_name_history(uint32_t tli, char out[WAL_HISTORY_NAME_LEN + 1]);
+
+/*
+ * A timeline as PostgreSQL prints one (pg_control, backup_label,
+ * recovery_target_timeline): decimal digits, 1 to 4294967295, nothing
+ * before or after. False (*tli untouched) otherwise.
+ */
+bool wal_name_timeline_parse(const char *text, uint32_t *tli);
 
 #endif

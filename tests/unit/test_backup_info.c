@@ -58,8 +58,8 @@ static void put_sentinel_checked(storage *repo, const char *id, uint64_t bad, bo
     memset(&bi, 0, sizeof(bi));
     snprintf(bi.id, sizeof(bi.id), "%s", id);
     snprintf(bi.type, sizeof(bi.type), "full");
-    snprintf(bi.start_lsn, sizeof(bi.start_lsn), "0/2000028");
-    snprintf(bi.stop_lsn, sizeof(bi.stop_lsn), "0/2000100");
+    bi.start_lsn = 0x2000028;
+    bi.stop_lsn = 0x2000100;
     snprintf(bi.start_wal, sizeof(bi.start_wal), "000000010000000000000002");
     snprintf(bi.stop_wal, sizeof(bi.stop_wal), "000000010000000000000002");
     bi.timeline = 1;

@@ -141,6 +141,15 @@ static void test_wal_file_kinds(void **state)
     uint32_t tli = 0;
 
     (void)state;
+    assert_true(wal_name_is_wal_file("000000010000000000000002"));
+    assert_true(wal_name_is_wal_file("000000020000000A000000FF.partial"));
+    assert_true(wal_name_is_wal_file("00000002.history"));
+    assert_true(wal_name_is_wal_file("000000010000000000000002.00000028.backup"));
+    assert_false(wal_name_is_wal_file("00000001000000000000000"));
+    assert_false(wal_name_is_wal_file("00000001000000000000000g"));
+    assert_false(wal_name_is_wal_file("00000001000000000000000a")); /* PostgreSQL uses upper case */
+    assert_false(wal_name_is_wal_file("../../../../etc/passwd"));
+    assert_false(wal_name_is_wal_file("RECOVERYHISTORY"));
     assert_int_equal(wal_name_kind("000000010000000000000001"), WAL_FILE_SEGMENT);
     assert_int_equal(wal_name_kind("000000010000000000000001.partial"), WAL_FILE_PARTIAL);
     assert_int_equal(wal_name_kind("00000002.history"), WAL_FILE_HISTORY);
