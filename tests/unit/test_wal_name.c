@@ -175,6 +175,59 @@ static void test_wal_file_kinds(void **state)
     assert_int_equal(tli, 0xFF);
 }
 
+static void test_timelines(void **state)
+{
+    char name[WAL_HISTORY_NAME_LEN + 1];
+    uint32_t tli = 7, log = 7, seg = 7;
+
+    (void)state;
+    /* decimal, as PostgreSQL prints a TimeLineID */
+    assert_true(wal_name_timeline_parse("1", &tli));
+    assert_int_equal(tli, 1);
+    assert_true(wal_name_timeline_parse("4294967295", &tli));
+    assert_true(tli == UINT32_MAX);
+    tli = 7;
+    assert_false(wal_name_timeline_parse("0", &tli));
+    assert_false(wal_name_timeline_parse("4294967296", &tli));
+    assert_false(wal_name_timeline_parse("01", &tli));
+    assert_false(wal_name_timeline_parse("+1", &tli));
+    assert_false(wal_name_timeline_parse("-1", &tli));
+    assert_false(wal_name_timeline_parse(" 1", &tli));
+    assert_false(wal_name_timeline_parse("1 ", &tli));
+    assert_false(wal_name_timeline_parse("1a", &tli));
+    assert_false(wal_name_timeline_parse("", &tli));
+    assert_false(wal_name_timeline_parse(NULL, &tli));
+    assert_int_equal(tli, 7);
+    /* hex, as a WAL file name and the repository's wal/<timeline>/ write it */
+    assert_true(wal_name_timeline_hex("0000002A", &tli));
+    assert_int_equal(tli, 0x2A);
+    assert_true(wal_name_timeline_hex("FFFFFFFF", NULL));
+    assert_false(wal_name_timeline_hex("0000002a", &tli));
+    assert_false(wal_name_timeline_hex("0000002", &tli));
+    assert_false(wal_name_timeline_hex("0000002A0", &tli));
+    assert_false(wal_name_timeline_hex(NULL, &tli));
+    assert_int_equal(tli, 0x2A);
+    wal_name_history(0x2A, name);
+    assert_string_equal(name, "0000002A.history");
+    assert_int_equal(wal_name_kind(name), WAL_FILE_HISTORY);
+    wal_name_history(UINT32_MAX, name);
+    assert_string_equal(name, "FFFFFFFF.history");
+    /* the parts of a name, whatever the segment size */
+    assert_true(wal_name_parts("0000000300000004000000FF.00000028.backup", &tli, &log, &seg));
+    assert_true(tli == 3 && log == 4 && seg == 0xFF);
+    assert_true(wal_name_parts("0000000500000000000FFFFF.partial", &tli, &log, &seg));
+    assert_true(tli == 5 && log == 0 && seg == 0xFFFFF);
+    assert_true(wal_name_parts("00000006.history", &tli, &log, &seg));
+    assert_true(tli == 6 && log == 0 && seg == 0);
+    assert_false(wal_name_parts("00000006.history.tmp", &tli, &log, &seg));
+    /* a stored object: a segment's name, then a suffix that is the caller's */
+    assert_true(wal_name_starts_with_segment("000000010000000000000001"));
+    assert_true(wal_name_starts_with_segment("000000010000000000000001.lz4"));
+    assert_false(wal_name_starts_with_segment("00000001000000000000000"));
+    assert_false(wal_name_starts_with_segment("00000001000000000000000a.lz4"));
+    assert_false(wal_name_starts_with_segment(NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -183,6 +236,7 @@ int main(void)
         cmocka_unit_test(test_segment_sizes_postgresql_refuses),
         cmocka_unit_test(test_names_that_are_no_segment_are_refused),
         cmocka_unit_test(test_wal_file_kinds),
+        cmocka_unit_test(test_timelines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
