@@ -38,9 +38,7 @@
 #define PAGE_ADDR_OFF     8  /* uint64 xlp_pageaddr: LSN of the page */
 #define PAGE_REM_LEN_OFF  16 /* uint32 xlp_rem_len: bytes left of a record from before */
 #define PAGE_SHORT_HEADER 24 /* MAXALIGN(sizeof(XLogPageHeaderData)) */
-#define PAGE_SEG_SIZE_OFF 32 /* uint32 xlp_seg_size */
 #define PAGE_BLCKSZ_OFF   36 /* uint32 xlp_xlog_blcksz */
-#define PAGE_LONG_HEADER  40 /* MAXALIGN(sizeof(XLogLongPageHeaderData)) */
 
 /*
  * xlp_info. XLP_FIRST_IS_OVERWRITE_CONTRECORD came with 14 and the 2021
@@ -107,7 +105,7 @@ struct wal_segment_check {
     uint32_t seg_size, page_size;
     uint64_t seg_lsn;  /* LSN of the segment's first byte */
     uint32_t page_tli; /* of the last page: timelines never go back */
-    unsigned char page[PAGE_LONG_HEADER];
+    unsigned char page[WAL_PAGE_LONG_HEADER];
     size_t page_have;
     uint32_t cont_left; /* WSC_CONT: bytes of the earlier record still to pass */
     unsigned char rec[REC_HEADER_SIZE];
@@ -217,7 +215,7 @@ static bool wal_segment_first_page(wal_segment_check *c, pgd_error *err)
     if ((info & ~XLP_ALL_FLAGS) != 0 || !(info & XLP_LONG_HEADER))
         return wal_segment_fail(c, err, "is corrupt: invalid flags 0x%04X in its first page header",
                                 info);
-    c->seg_size = wal_segment_get32(p + PAGE_SEG_SIZE_OFF);
+    c->seg_size = wal_segment_get32(p + WAL_PAGE_SEG_SIZE_OFF);
     c->page_size = wal_segment_get32(p + PAGE_BLCKSZ_OFF);
     if (!wal_name_seg_size_valid(c->seg_size))
         return wal_segment_fail(
@@ -459,7 +457,7 @@ static bool wal_segment_update_segment(wal_segment_check *c, const unsigned char
             return true;
         }
         in_page = c->state == WSC_PAGE0 ? c->size : c->size % c->page_size;
-        header = c->size < PAGE_LONG_HEADER ? PAGE_LONG_HEADER : PAGE_SHORT_HEADER;
+        header = c->size < WAL_PAGE_LONG_HEADER ? WAL_PAGE_LONG_HEADER : PAGE_SHORT_HEADER;
         if (in_page < header) {
             k = header - in_page < len ? header - in_page : len;
             memcpy(c->page + in_page, p, k);
@@ -467,8 +465,8 @@ static bool wal_segment_update_segment(wal_segment_check *c, const unsigned char
             p += k;
             len -= k;
             if (in_page + k == header &&
-                !(header == PAGE_LONG_HEADER ? wal_segment_first_page(c, err)
-                                             : wal_segment_next_page(c, err)))
+                !(header == WAL_PAGE_LONG_HEADER ? wal_segment_first_page(c, err)
+                                                 : wal_segment_next_page(c, err)))
                 return false;
             continue;
         }
