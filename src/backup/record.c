@@ -73,9 +73,6 @@ static bool record_build_info(backup_info *bi, const record_facts *f, const char
     bi->stop_lsn = f->stop_lsn;
     if (!wal_history_label_timeline(backup_label, &bi->timeline))
         return err_set(err, "backup_label returned by the server has no START TIMELINE line");
-    if (!wal_name_seg_size_valid(f->pg->wal_segment_size))
-        return err_set(err, "the server reported an invalid wal_segment_size %llu",
-                       (unsigned long long)f->pg->wal_segment_size);
     /* what the backup needs: WAL from its start segment to its stop segment */
     wal_name_of_lsn(bi->timeline, f->start_lsn, f->pg->wal_segment_size, false, bi->start_wal);
     wal_name_of_lsn(bi->timeline, f->stop_lsn, f->pg->wal_segment_size, true, bi->stop_wal);

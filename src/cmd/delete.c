@@ -512,7 +512,7 @@ static bool delete_timeline(delete_run *r, pgd_error *err)
     char dir[WAL_TLI_NAME_LEN + 1], why[PGD_ERROR_MAX];
     bool ok;
 
-    snprintf(dir, sizeof(dir), "%08X", r->s->timeline);
+    wal_name_timeline_text(r->s->timeline, dir);
     if (!repo_contents_wal_all(r->repo, dir, &files, err))
         return false;
     if (files.n == 0) {

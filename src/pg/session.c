@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pg/wal_name.h"
 #include "util/log.h"
 
 #define PG_VERSION_PER_MAJOR 10000  /* 150004: major 15, minor 4 (PostgreSQL 10 and later) */
@@ -159,6 +160,10 @@ bool pg_session_open(pg_session *s, const char *conninfo, pgd_error *err)
             buf, sizeof(buf), err))
         goto fail;
     s->wal_segment_size = strtoull(buf, NULL, 10);
+    if (!wal_name_seg_size_valid(s->wal_segment_size)) {
+        err_set(err, "the server reported an invalid wal_segment_size \"%s\"", buf);
+        goto fail;
+    }
     if (!pg_session_fetch_one(s,
                               "SELECT system_identifier::text FROM pg_catalog.pg_control_system()",
                               s->system_identifier, sizeof(s->system_identifier), err))
@@ -368,8 +373,12 @@ bool pg_session_min_recovery_timeline(pg_session *s, uint32_t *tli, pgd_error *e
             s, "SELECT min_recovery_end_timeline::text FROM pg_catalog.pg_control_recovery()", buf,
             sizeof(buf), err))
         return false;
-    *tli = (uint32_t)strtoul(buf, NULL, 10);
-    return true;
+    /* 0 (or nothing): no minimum recovery point, which the caller reports */
+    *tli = 0;
+    if (buf[0] == '\0' || strcmp(buf, "0") == 0)
+        return true;
+    return wal_name_timeline_parse(buf, tli) ||
+           err_set(err, "the server returned an invalid timeline \"%s\"", buf);
 }
 
 bool pg_session_tablespaces(pg_session *s, pg_tablespace **out, size_t *count, pgd_error *err)
@@ -406,6 +415,6 @@ bool pg_session_timeline(pg_session *s, uint32_t *tli, pgd_error *err)
     if (!pg_session_fetch_one(s, "SELECT timeline_id::text FROM pg_catalog.pg_control_checkpoint()",
                               buf, sizeof(buf), err))
         return false;
-    *tli = (uint32_t)strtoul(buf, NULL, 10);
-    return *tli > 0 || err_set(err, "the server reported no timeline");
+    *tli = 0;
+    return wal_name_timeline_parse(buf, tli) || err_set(err, "the server reported no timeline");
 }

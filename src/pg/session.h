@@ -29,7 +29,7 @@ typedef struct pg_session {
     char version[32];
     char data_directory[4096];
     char archive_mode[16];
-    uint64_t wal_segment_size;
+    uint64_t wal_segment_size; /* one wal_name_seg_size_valid accepts (pg/wal_name.h) */
     bool in_recovery;
     bool data_checksums; /* SHOW data_checksums: pages carry checksums to verify */
     char system_identifier[24];

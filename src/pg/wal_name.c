@@ -123,6 +123,11 @@ bool wal_name_timeline_hex(const char *text, uint32_t *tli)
     return true;
 }
 
+void wal_name_timeline_text(uint32_t tli, char out[WAL_TLI_NAME_LEN + 1])
+{
+    snprintf(out, WAL_TLI_NAME_LEN + 1, "%08" PRIX32, tli);
+}
+
 void wal_name_history(uint32_t tli, char out[WAL_HISTORY_NAME_LEN + 1])
 {
     snprintf(out, WAL_HISTORY_NAME_LEN + 1, "%08" PRIX32 WAL_HISTORY_EXT, tli);

@@ -97,6 +97,9 @@ bool wal_name_parts(const char *name, uint32_t *tli, uint32_t *log, uint32_t *se
  */
 bool wal_name_timeline_hex(const char *text, uint32_t *tli);
 
+/* Timeline tli as a name's first part writes it, "TTTTTTTT" (the repository's wal/<timeline>/). */
+void wal_name_timeline_text(uint32_t tli, char out[WAL_TLI_NAME_LEN + 1]);
+
 /* The name of timeline tli's history file, "TTTTTTTT.history". */
 void wal_name_history(uint32_t tli, char out[WAL_HISTORY_NAME_LEN + 1]);
 

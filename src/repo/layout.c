@@ -58,5 +58,6 @@ void layout_wal_dir(const char *wal_name, char *out, size_t outlen)
 
 void layout_wal_path(const char *wal_name, compress_kind kind, char *out, size_t outlen)
 {
-    snprintf(out, outlen, WAL_DIR "/%.8s/%s%s", wal_name, wal_name, compress_suffix(kind));
+    snprintf(out, outlen, WAL_DIR "/%.*s/%s%s", WAL_TLI_NAME_LEN, wal_name, wal_name,
+             compress_suffix(kind));
 }

@@ -276,6 +276,7 @@ bool timeline_find_stray(storage *repo, uint32_t server_tli, const backup_info *
     wal_history_entry *h;
     size_t n;
     uint32_t found;
+    char history[WAL_HISTORY_NAME_LEN + 1];
 
     warning[0] = '\0';
     if (!timeline_newest(repo, server_tli, &found, &h, &n, &p, err)) {
@@ -287,13 +288,14 @@ bool timeline_find_stray(storage *repo, uint32_t server_tli, const backup_info *
     }
     free(h);
     if (found > server_tli) {
+        wal_name_history(found, history);
         snprintf(warning, len,
-                 "repository \"%s\" holds timeline %u (%08X.history), newer than the server's "
+                 "repository \"%s\" holds timeline %u (%s), newer than the server's "
                  "timeline %u: a restore that follows the latest timeline, PostgreSQL's default, "
                  "would recover along it and not along this server's WAL (a restore of a later "
                  "backup would refuse); if a test restore or another server archived it, "
                  "\"pgdirect delete --timeline %u\" removes it",
-                 repo->uri, found, found, server_tli, found);
+                 repo->uri, found, history, server_tli, found);
         return true;
     }
     if (newest == NULL)

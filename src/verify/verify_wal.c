@@ -577,7 +577,7 @@ static bool verify_wal_list_timeline(storage *repo, uint32_t tli, verify_wal_lis
     char name[VERIFY_WAL_NAME], dir[LAYOUT_PATH_MAX];
 
     l->tli = tli;
-    wal_name_from_segno(tli, 0, WAL_SEG_SIZE_MIN, name);
+    wal_name_timeline_text(tli, name);
     layout_wal_dir(name, dir, sizeof(dir));
     if (!storage_list(repo, dir, verify_wal_list_cb, l, err))
         return false;

@@ -25,6 +25,9 @@
 #define WAL_SPOOL_REQUEST  "request"
 #define WAL_SPOOL_PART_EXT ".part"
 #define WAL_SPOOL_IO_CHUNK (1024 * 1024)
+/* WAL_FILE_NAME_LEN as the width of a scanf conversion */
+#define WAL_SPOOL_STR(x)  #x
+#define WAL_SPOOL_XSTR(x) WAL_SPOOL_STR(x)
 
 bool wal_spool_request_write(const char *dir, const wal_fetch_request *req, pgd_error *err)
 {
@@ -48,8 +51,8 @@ bool wal_spool_request_read(const char *dir, wal_fetch_request *req, bool *missi
         return false;
     if (*missing)
         return true;
-    if (sscanf(text, "%24s %" SCNu32 " %" SCNu64 " %u\n%n", req->name, &req->seg_size, &req->sysid,
-               &req->count, &used) != 4 ||
+    if (sscanf(text, "%" WAL_SPOOL_XSTR(WAL_FILE_NAME_LEN) "s %" SCNu32 " %" SCNu64 " %u\n%n",
+               req->name, &req->seg_size, &req->sysid, &req->count, &used) != 4 ||
         (size_t)used != strlen(text) || !wal_name_seg_size_valid(req->seg_size) ||
         wal_name_kind(req->name) != WAL_FILE_SEGMENT || req->count > WAL_PREFETCH_MAX)
         return err_set(err, "spool file \"%s\" is malformed", path);

@@ -207,6 +207,8 @@ static void test_timelines(void **state)
     assert_false(wal_name_timeline_hex("0000002A0", &tli));
     assert_false(wal_name_timeline_hex(NULL, &tli));
     assert_int_equal(tli, 0x2A);
+    wal_name_timeline_text(0x2A, name);
+    assert_string_equal(name, "0000002A");
     wal_name_history(0x2A, name);
     assert_string_equal(name, "0000002A.history");
     assert_int_equal(wal_name_kind(name), WAL_FILE_HISTORY);
