@@ -12,12 +12,12 @@
 #include <string.h>
 
 #include "pg/lsn.h"
+#include "pg/pg_version.h"
 #include "pg/wal_history.h"
 #include "pg/wal_name.h"
 #include "repo/layout.h"
 #include "repo/backup_read.h"
 
-#define PG_MAJOR_DIVISOR         10000 /* server_version_num: major * 10000 + minor, from 10 on */
 #define DELTA_PARENT_HISTORY_MAX (1024 * 1024) /* a history file is a line per timeline */
 
 void delta_parent_free(delta_parent *p)
@@ -163,7 +163,7 @@ bool delta_parent_choose(storage *repo, const delta_parent_request *req, delta_p
                                    "backup %s is of another system (system identifier %s, "
                                    "the server's is %s)",
                                    bi->id, bi->system_identifier, req->system_identifier);
-    if (bi->pg_version_num / PG_MAJOR_DIVISOR != req->pg_version_num / PG_MAJOR_DIVISOR)
+    if (pg_version_major(bi->pg_version_num) != pg_version_major(req->pg_version_num))
         return delta_parent_refuse(
             out,
             "backup %s is of another PostgreSQL release (%d, the server's is "

@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pg/pg_version.h"
 #include "util/log.h"
 
-#define DELTA_SUMMARY_MS_PER_S      1000
-#define DELTA_SUMMARY_VERSION_MAJOR 10000 /* server_version_num / this: the major release */
+#define DELTA_SUMMARY_MS_PER_S 1000
 
 bool delta_summary_assign(const wal_summary *ws, const manifest *parent,
                           const block_plan_limits *lim, pipeline_file *files, size_t nfiles,
@@ -71,7 +71,7 @@ static bool delta_summary_usable(const delta_summary_request *req, delta_summary
     why[0] = '\0';
     if (req->pg->version_num < WAL_SUMMARY_VERSION_MIN) {
         snprintf(why, why_len, "PostgreSQL %d keeps no WAL summaries (17 and later do)",
-                 req->pg->version_num / DELTA_SUMMARY_VERSION_MAJOR);
+                 pg_version_major(req->pg->version_num));
         return true;
     }
     if (!wal_summary_settings_read(req->pg, set, err))

@@ -15,7 +15,6 @@
 #include "pg/wal_name.h"
 #include "util/log.h"
 
-#define PG_VERSION_PER_MAJOR 10000  /* 150004: major 15, minor 4 (PostgreSQL 10 and later) */
 #define PG_VERSION_NEW_NAMES 150000 /* pg_backup_start/stop; 14 has pg_start/stop_backup */
 
 /* libpq messages span lines; ours are one line. */
@@ -228,17 +227,17 @@ bool pg_session_checkpoint_settings(pg_session *s, double *timeout_s, double *ta
 
 bool pg_session_check_version(int version_num, const char *version, pgd_error *err)
 {
-    int major = version_num / PG_VERSION_PER_MAJOR;
+    int major = pg_version_major(version_num);
     char number[32];
 
-    if (version_num > 0 && major >= PG_SESSION_MAJOR_MIN && major <= PG_SESSION_MAJOR_MAX)
+    if (version_num > 0 && major >= PG_VERSION_MAJOR_MIN && major <= PG_VERSION_MAJOR_MAX)
         return true;
     if (version == NULL || version[0] == '\0') {
         snprintf(number, sizeof(number), "%d", version_num);
         version = number;
     }
     return err_set(err, "server version %s is not supported: pgdirect supports PostgreSQL %d to %d",
-                   version, PG_SESSION_MAJOR_MIN, PG_SESSION_MAJOR_MAX);
+                   version, PG_VERSION_MAJOR_MIN, PG_VERSION_MAJOR_MAX);
 }
 
 void pg_session_close(pg_session *s)

@@ -11,17 +11,9 @@
 #include <stdint.h>
 
 #include "pg/lsn.h"
+#include "pg/pg_version.h"
 #include "pg/pq_api.h"
 #include "util/error.h"
-
-/*
- * The server versions pgdirect knows: their backup functions, WAL page
- * magic, data directory layout and backup_manifest format are the ones the
- * code and the version matrix of the tests cover. Any other is refused
- * before a backup starts rather than guessed at.
- */
-#define PG_SESSION_MAJOR_MIN 14
-#define PG_SESSION_MAJOR_MAX 18
 
 typedef struct pg_session {
     PGconn *conn;
@@ -43,7 +35,7 @@ typedef struct pg_tablespace {
 
 /*
  * Connect (conninfo may be empty: libpq's PG* variables apply) and read
- * server facts; a server outside PG_SESSION_MAJOR_MIN..MAX is refused.
+ * server facts; a server outside PG_VERSION_MAJOR_MIN..MAX is refused.
  */
 bool pg_session_open(pg_session *s, const char *conninfo, pgd_error *err);
 
