@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
-#include "pg/session.h"
+#include "pg/pg_version.h"
 #include "util/log.h"
 #include "util/options.h"
 #include "util/xmalloc.h"
@@ -43,7 +43,7 @@ static void main_usage(FILE *out)
             PGDIRECT_VERSION);
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(out, "  %-10s %s\n", main_commands[i].name, main_commands[i].summary);
-    fprintf(out, "\nServers: PostgreSQL %d to %d.\n", PG_SESSION_MAJOR_MIN, PG_SESSION_MAJOR_MAX);
+    fprintf(out, "\nServers: PostgreSQL %d to %d.\n", PG_VERSION_MAJOR_MIN, PG_VERSION_MAJOR_MAX);
     fprintf(out, "\n\"pgdirect COMMAND --help\" lists the options of a command and their "
                  "defaults;\n\"pgdirect --help-man\" prints the manual page (roff).\n");
 }

@@ -80,7 +80,7 @@ static char *backup_id_claim_text(const char *id, time_t start, const backup_id_
 {
     process_identity me;
     json_t *o;
-    char *text;
+    char *text, parent_lsn[LSN_TEXT_MAX];
 
     process_self(&me);
     o = json_pack("{s:s, s:s, s:I, s:s, s:I, s:I, s:I}", "id", id, "host", me.host, "pid",
@@ -94,7 +94,8 @@ static char *backup_id_claim_text(const char *id, time_t start, const backup_id_
     }
     if (o != NULL && parent != NULL &&
         (json_object_set_new(o, "parent", json_string(parent->id)) != 0 ||
-         json_object_set_new(o, "parent_start_lsn", json_string(parent->start_lsn)) != 0)) {
+         json_object_set_new(o, "parent_start_lsn",
+                             json_string(lsn_format(parent->start_lsn, parent_lsn))) != 0)) {
         json_decref(o);
         o = NULL;
     }

@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <time.h>
 
+#include "pg/lsn.h"
 #include "repo/layout.h"
 #include "storage/storage.h"
 #include "util/error.h"
@@ -38,8 +39,8 @@ bool backup_id_claim(storage *repo, time_t start, char id[BACKUP_ID_LEN + 1], pg
 
 /* A delta's parent, as its claim records it. */
 typedef struct backup_id_parent {
-    const char *id;        /* the parent's backup id */
-    const char *start_lsn; /* its start LSN, "X/Y" */
+    const char *id;   /* the parent's backup id */
+    pg_lsn start_lsn; /* its start LSN, written "X/Y" */
 } backup_id_parent;
 
 /*

@@ -11,12 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pg/session.h"
+#include "pg/lsn.h"
+#include "pg/pg_version.h"
+#include "pg/wal_history.h"
+#include "pg/wal_name.h"
 #include "repo/layout.h"
 #include "repo/backup_read.h"
 #include "util/xmalloc.h"
 
-#define PG_MAJOR_DIVISOR         10000 /* server_version_num: major * 10000 + minor, from 10 on */
 #define DELTA_PARENT_HISTORY_MAX (1024 * 1024) /* a history file is a line per timeline */
 
 void delta_parent_free(delta_parent *p)
@@ -38,35 +40,37 @@ static bool delta_parent_refuse(delta_parent *out, const char *fmt, ...)
     return true;
 }
 
-bool delta_parent_timeline_ok(uint32_t tli, uint64_t lsn, uint32_t current, const char *history)
+bool delta_parent_timeline_ok(uint32_t tli, pg_lsn lsn, uint32_t current, const char *history)
 {
-    const char *line = history;
+    wal_history_entry *h;
+    size_t n;
+    pgd_error err = {0};
+    bool ok = false;
 
     if (tli == current)
         return true;
-    if (tli > current || history == NULL)
+    if (tli > current || history == NULL ||
+        !wal_history_parse(history, strlen(history), &h, &n, &err))
         return false;
-    while (line != NULL && *line != '\0') {
-        unsigned long t;
-        unsigned hi, lo;
-        if (sscanf(line, "%lu %X/%X", &t, &hi, &lo) == 3 && t == tli)
-            return lsn < ((uint64_t)hi << 32 | lo);
-        line = strchr(line, '\n');
-        if (line != NULL)
-            line++;
-    }
-    return false;
+    for (size_t i = 0; i < n; i++)
+        if (h[i].tli == tli) {
+            ok = lsn < h[i].end;
+            break;
+        }
+    free(h);
+    return ok;
 }
 
 /* pg_wal/<current>.history of the server's data directory, or NULL. */
 static char *delta_parent_read_history(const char *pgdata, uint32_t current)
 {
-    char path[PATH_MAX];
+    char path[PATH_MAX], name[WAL_HISTORY_NAME_LEN + 1];
     FILE *f;
     char *text;
     size_t n;
 
-    snprintf(path, sizeof(path), "%s/pg_wal/%08X.history", pgdata, current);
+    wal_name_history(current, name);
+    snprintf(path, sizeof(path), "%s/pg_wal/%s", pgdata, name);
     if ((f = fopen(path, "r")) == NULL)
         return NULL;
     text = xmalloc(DELTA_PARENT_HISTORY_MAX + 1);
@@ -160,24 +164,21 @@ bool delta_parent_choose(storage *repo, const delta_parent_request *req, delta_p
                                    "backup %s is of another system (system identifier %s, "
                                    "the server's is %s)",
                                    bi->id, bi->system_identifier, req->system_identifier);
-    if (bi->pg_version_num / PG_MAJOR_DIVISOR != req->pg_version_num / PG_MAJOR_DIVISOR)
+    if (pg_version_major(bi->pg_version_num) != pg_version_major(req->pg_version_num))
         return delta_parent_refuse(
             out,
             "backup %s is of another PostgreSQL release (%d, the server's is "
             "%d)",
             bi->id, bi->pg_version_num, req->pg_version_num);
-    if (!pg_parse_lsn(bi->start_lsn, &out->start_lsn))
-        return delta_parent_refuse(out, "backup %s is damaged: invalid start_lsn \"%s\"", bi->id,
-                                   bi->start_lsn);
     history = bi->timeline == req->timeline ? NULL
                                             : delta_parent_read_history(req->pgdata, req->timeline);
-    ok = delta_parent_timeline_ok(bi->timeline, out->start_lsn, req->timeline, history);
+    ok = delta_parent_timeline_ok(bi->timeline, bi->start_lsn, req->timeline, history);
     free(history);
     if (!ok)
         return delta_parent_refuse(out,
                                    "backup %s is on timeline %u, which is not an ancestor of the "
-                                   "server's timeline %u before the backup's start %s",
-                                   bi->id, bi->timeline, req->timeline, bi->start_lsn);
+                                   "server's timeline %u before the backup's start " LSN_FORMAT,
+                                   bi->id, bi->timeline, req->timeline, LSN_ARGS(bi->start_lsn));
     if (bi->depth >= req->max_steps)
         return delta_parent_refuse(out, "the chain of %s reached %u deltas (--delta-max-steps %u)",
                                    bi->id, bi->depth, req->max_steps);
@@ -227,11 +228,11 @@ bool delta_parent_still_there(storage *repo, const delta_parent *p, pgd_error *e
 
     if (!delta_parent_load_again(repo, p->info.id, "parent backup", &now, err))
         return false;
-    if (strcmp(now.id, p->info.id) != 0 || strcmp(now.start_lsn, p->info.start_lsn) != 0)
+    if (strcmp(now.id, p->info.id) != 0 || now.start_lsn != p->info.start_lsn)
         return err_set(err,
                        "parent backup %s is not the backup this delta was taken on (its sentinel "
-                       "now says start LSN %s, it said %s)",
-                       p->info.id, now.start_lsn, p->info.start_lsn);
+                       "now says start LSN " LSN_FORMAT ", it said " LSN_FORMAT ")",
+                       p->info.id, LSN_ARGS(now.start_lsn), LSN_ARGS(p->info.start_lsn));
     layout_manifest_path(p->info.id, path, sizeof(path));
     if (!storage_exists(repo, path, &exists, err))
         return false;

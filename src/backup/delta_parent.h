@@ -44,9 +44,8 @@ typedef struct delta_parent_request {
 typedef struct delta_parent {
     bool found; /* false: take a full, `why` says why */
     char why[PGD_ERROR_MAX];
-    backup_info info;   /* the parent's sentinel */
-    manifest m;         /* its manifest, indexed */
-    uint64_t start_lsn; /* the page LSN threshold: the parent's start */
+    backup_info info; /* the parent's sentinel: info.start_lsn is the page LSN threshold */
+    manifest m;       /* its manifest, indexed */
 } delta_parent;
 
 /*
@@ -77,6 +76,6 @@ bool delta_parent_still_there(storage *repo, const delta_parent *p, pgd_error *e
  * `current`, given the text of current's history file: a line "tli\tswitch"
  * for tli with lsn < switch. Exposed for unit tests.
  */
-bool delta_parent_timeline_ok(uint32_t tli, uint64_t lsn, uint32_t current, const char *history);
+bool delta_parent_timeline_ok(uint32_t tli, pg_lsn lsn, uint32_t current, const char *history);
 
 #endif

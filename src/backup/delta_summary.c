@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pg/pg_version.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
 
-#define DELTA_SUMMARY_MS_PER_S      1000
-#define DELTA_SUMMARY_VERSION_MAJOR 10000 /* server_version_num / this: the major release */
+#define DELTA_SUMMARY_MS_PER_S 1000
 
 bool delta_summary_assign(const wal_summary *ws, const manifest *parent,
                           const block_plan_limits *lim, pipeline_file *files, size_t nfiles,
@@ -70,7 +70,7 @@ static bool delta_summary_usable(const delta_summary_request *req, delta_summary
     why[0] = '\0';
     if (req->pg->version_num < WAL_SUMMARY_VERSION_MIN) {
         snprintf(why, why_len, "PostgreSQL %d keeps no WAL summaries (17 and later do)",
-                 req->pg->version_num / DELTA_SUMMARY_VERSION_MAJOR);
+                 pg_version_major(req->pg->version_num));
         return true;
     }
     if (!wal_summary_settings_read(req->pg, set, err))
@@ -87,10 +87,8 @@ static bool delta_summary_usable(const delta_summary_request *req, delta_summary
     if (!pg_session_timeline(req->pg, &rg->timeline, err))
         return false;
     rg->parent_timeline = req->parent->info.timeline;
-    rg->parent_lsn = req->parent->start_lsn;
-    if (!pg_parse_lsn(req->start_lsn, &rg->start_lsn))
-        return err_set(err, "the server returned an invalid start WAL location \"%s\"",
-                       req->start_lsn);
+    rg->parent_lsn = req->parent->info.start_lsn;
+    rg->start_lsn = req->start_lsn;
     if (rg->parent_timeline != rg->timeline) {
         snprintf(why, why_len,
                  "the parent was taken on timeline %u, the server is on %u (summaries are "
@@ -102,9 +100,9 @@ static bool delta_summary_usable(const delta_summary_request *req, delta_summary
         return false;
     if (!reached) {
         snprintf(why, why_len,
-                 "the WAL summarizer did not reach %X/%X within %d s (it is at %X/%X)",
-                 (unsigned)(rg->start_lsn >> 32), (unsigned)rg->start_lsn,
-                 req->wait_ms / DELTA_SUMMARY_MS_PER_S, (unsigned)(at >> 32), (unsigned)at);
+                 "the WAL summarizer did not reach " LSN_FORMAT " within %d s (it is at " LSN_FORMAT
+                 ")",
+                 LSN_ARGS(rg->start_lsn), req->wait_ms / DELTA_SUMMARY_MS_PER_S, LSN_ARGS(at));
         return true;
     }
     return wal_summary_covers(req->pg, rg->timeline, rg->parent_lsn, rg->start_lsn, &covered, why,
@@ -147,10 +145,9 @@ bool delta_summary_plan(const delta_summary_request *req, pipeline_file *files, 
         log_info("delta method: page-LSN scan, reading every page of the relation files: %s", why);
         return true;
     }
-    log_info("delta method: WAL summaries from %X/%X to %X/%X on timeline %u (%zu runs of "
-             "changed blocks)",
-             (unsigned)(rg.parent_lsn >> 32), (unsigned)rg.parent_lsn,
-             (unsigned)(rg.start_lsn >> 32), (unsigned)rg.start_lsn, rg.timeline, ws.n);
+    log_info("delta method: WAL summaries from " LSN_FORMAT " to " LSN_FORMAT
+             " on timeline %u (%zu runs of changed blocks)",
+             LSN_ARGS(rg.parent_lsn), LSN_ARGS(rg.start_lsn), rg.timeline, ws.n);
     out->method = DELTA_METHOD_SUMMARY;
     ok = delta_summary_assign(&ws, &req->parent->m, &lim, files, nfiles, out, err);
     wal_summary_free(&ws);

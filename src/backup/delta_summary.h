@@ -40,7 +40,7 @@
 typedef struct delta_summary_request {
     pg_session *pg;
     const delta_parent *parent; /* found */
-    const char *start_lsn;      /* this backup's, as pg_backup_start returned it */
+    pg_lsn start_lsn;           /* this backup's, as pg_backup_start returned it */
     uint64_t max_buffer;        /* bytes of pages the delta filter holds of one file */
     int wait_ms;                /* for the summarizer to reach start_lsn; 0: ask once */
 } delta_summary_request;

@@ -20,11 +20,6 @@
 #include "util/xmalloc.h"
 
 /* PageHeaderData (storage/bufpage.h): where the fields PageIsVerified checks live */
-#define FILTER_DELTA_OFF_FLAGS    10
-#define FILTER_DELTA_OFF_LOWER    12
-#define FILTER_DELTA_OFF_UPPER    14
-#define FILTER_DELTA_OFF_SPECIAL  16
-#define FILTER_DELTA_HEADER_SIZE  24     /* SizeOfPageHeaderData */
 #define FILTER_DELTA_VALID_FLAGS  0x0007 /* PD_VALID_FLAG_BITS */
 #define FILTER_DELTA_MAXALIGN     8
 #define FILTER_DELTA_REREAD_CHUNK (1024 * 1024)
@@ -55,12 +50,12 @@ static uint16_t filter_delta_get16(const unsigned char *p)
 
 bool filter_delta_header_valid(const unsigned char *page)
 {
-    uint16_t flags = filter_delta_get16(page + FILTER_DELTA_OFF_FLAGS),
-             lower = filter_delta_get16(page + FILTER_DELTA_OFF_LOWER),
-             upper = filter_delta_get16(page + FILTER_DELTA_OFF_UPPER),
-             special = filter_delta_get16(page + FILTER_DELTA_OFF_SPECIAL);
+    uint16_t flags = filter_delta_get16(page + PG_PAGE_FLAGS_OFF),
+             lower = filter_delta_get16(page + PG_PAGE_LOWER_OFF),
+             upper = filter_delta_get16(page + PG_PAGE_UPPER_OFF),
+             special = filter_delta_get16(page + PG_PAGE_SPECIAL_OFF);
 
-    return (flags & ~FILTER_DELTA_VALID_FLAGS) == 0 && lower >= FILTER_DELTA_HEADER_SIZE &&
+    return (flags & ~FILTER_DELTA_VALID_FLAGS) == 0 && lower >= PG_PAGE_HEADER_SIZE &&
            lower <= upper && upper <= special && special <= PG_PAGE_SIZE &&
            special % FILTER_DELTA_MAXALIGN == 0;
 }

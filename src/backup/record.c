@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pg/wal_history.h"
+#include "pg/wal_name.h"
 #include "repo/layout.h"
 #include "repo/pg_manifest.h"
 #include "util/xmalloc.h"
@@ -56,13 +58,11 @@ static void record_checksum_totals(backup_info *bi, const record_facts *f)
 static bool record_build_info(backup_info *bi, const record_facts *f, const char *backup_label,
                               pgd_error *err)
 {
-    uint64_t lsn;
-
     snprintf(bi->id, sizeof(bi->id), "%s", f->id);
     snprintf(bi->type, sizeof(bi->type), f->parent != NULL ? RECORD_TYPE_DELTA : RECORD_TYPE_FULL);
     if (f->parent != NULL) {
         snprintf(bi->parent, sizeof(bi->parent), "%s", f->parent->id);
-        snprintf(bi->parent_start_lsn, sizeof(bi->parent_start_lsn), "%s", f->parent->start_lsn);
+        bi->parent_start_lsn = f->parent->start_lsn;
         bi->depth = f->parent->depth + 1;
         snprintf(bi->delta_method, sizeof(bi->delta_method), "%s",
                  f->delta_method != NULL ? f->delta_method : "");
@@ -70,18 +70,13 @@ static bool record_build_info(backup_info *bi, const record_facts *f, const char
     snprintf(bi->label, sizeof(bi->label), "%s", f->label);
     bi->start_time = f->start_time;
     bi->stop_time = f->stop_time;
-    snprintf(bi->start_lsn, sizeof(bi->start_lsn), "%s", f->start_lsn);
-    snprintf(bi->stop_lsn, sizeof(bi->stop_lsn), "%s", f->stop_lsn);
-    if (!pg_label_timeline(backup_label, &bi->timeline))
+    bi->start_lsn = f->start_lsn;
+    bi->stop_lsn = f->stop_lsn;
+    if (!wal_history_label_timeline(backup_label, &bi->timeline))
         return err_set(err, "backup_label returned by the server has no START TIMELINE line");
     /* what the backup needs: WAL from its start segment to its stop segment */
-    if (!pg_parse_lsn(f->start_lsn, &lsn) || f->pg->wal_segment_size == 0)
-        return err_set(err, "the server returned an invalid start WAL location \"%s\"",
-                       f->start_lsn);
-    pg_wal_file_name(bi->timeline, lsn, f->pg->wal_segment_size, false, bi->start_wal);
-    if (!pg_parse_lsn(f->stop_lsn, &lsn))
-        return err_set(err, "the server returned an invalid stop WAL location \"%s\"", f->stop_lsn);
-    pg_wal_file_name(bi->timeline, lsn, f->pg->wal_segment_size, true, bi->stop_wal);
+    wal_name_of_lsn(bi->timeline, f->start_lsn, f->pg->wal_segment_size, false, bi->start_wal);
+    wal_name_of_lsn(bi->timeline, f->stop_lsn, f->pg->wal_segment_size, true, bi->stop_wal);
     snprintf(bi->system_identifier, sizeof(bi->system_identifier), "%s", f->pg->system_identifier);
     bi->pg_version_num = f->pg->version_num;
     snprintf(bi->tool_version, sizeof(bi->tool_version), "%s", f->tool_version);

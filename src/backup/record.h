@@ -38,7 +38,7 @@ typedef struct record_facts {
     compress_kind compression;
     read_mode mode; /* asked for; the sentinel tells what was used */
     int64_t start_time, stop_time;
-    const char *start_lsn, *stop_lsn;
+    pg_lsn start_lsn, stop_lsn;
     const pg_session *pg;
     const datadir *dd; /* the walk: its tablespaces' locations */
     const pg_tablespace *spcs;

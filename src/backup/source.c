@@ -11,6 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "pg/wal_history.h"
+
 bool source_resolve_pgdata(const char *pgdata, char *real, size_t reallen, pgd_error *err)
 {
     char resolved[PATH_MAX];
@@ -80,7 +82,7 @@ bool source_standby_timeline(pg_session *pg, const char *backup_label, pgd_error
 
     if (!pg->in_recovery)
         return true;
-    if (!pg_label_timeline(backup_label, &start_tli))
+    if (!wal_history_label_timeline(backup_label, &start_tli))
         return err_set(err, "backup_label returned by the server has no START TIMELINE line");
     if (!pg_session_min_recovery_timeline(pg, &stop_tli, err))
         return false;

@@ -29,20 +29,20 @@ void cache_add_segment(cache_figures *f, uint64_t size, const unsigned char *os_
                        size_t os_page_size, const unsigned char *sb)
 {
     uint64_t os_pages = pages_for(size, os_page_size);
-    uint64_t blocks = pages_for(size, PG_BLOCK_SIZE);
-    uint64_t per_block = PG_BLOCK_SIZE / os_page_size;
+    uint64_t blocks = pages_for(size, PG_PAGE_SIZE);
+    uint64_t per_block = PG_PAGE_SIZE / os_page_size;
 
     f->size += size;
     for (uint64_t p = 0; os_vec != NULL && p < os_pages; p++)
         if (os_vec[p] & 1)
             f->os_cache += (p + 1) * os_page_size > size ? size - p * os_page_size : os_page_size;
     for (uint64_t b = 0; b < blocks; b++) {
-        uint64_t bytes = (b + 1) * PG_BLOCK_SIZE > size ? size - b * PG_BLOCK_SIZE : PG_BLOCK_SIZE;
+        uint64_t bytes = (b + 1) * PG_PAGE_SIZE > size ? size - b * PG_PAGE_SIZE : PG_PAGE_SIZE;
         bool in_os = false;
         for (uint64_t k = 0; os_vec != NULL && k < per_block && b * per_block + k < os_pages; k++)
             in_os |= (os_vec[b * per_block + k] & 1) != 0;
         if (sb != NULL && sb[b])
-            f->shared_buffers += PG_BLOCK_SIZE;
+            f->shared_buffers += PG_PAGE_SIZE;
         else if (!in_os)
             f->disk_only += bytes;
     }
@@ -298,9 +298,9 @@ static void cache_collect_fork(cache_report *r, const char *pgdata, cache_dir *d
         }
         if (row == NULL)
             row = cache_fork_row(r, db, rel, fork);
-        sb = cache_sb_map(bufs, nbufs, rel->tablespace_oid, rel->filenode, fork,
-                          (uint64_t)seg * PG_SEGMENT_BLOCKS, pages_for(res.size, PG_BLOCK_SIZE),
-                          &oom);
+        sb =
+            cache_sb_map(bufs, nbufs, rel->tablespace_oid, rel->filenode, fork,
+                         (uint64_t)seg * PG_SEGMENT_PAGES, pages_for(res.size, PG_PAGE_SIZE), &oom);
         cache_add_segment(&row->f, res.size, res.vec, os_page, sb);
         if (res.from_cachestat)
             row->f.evicted_pages += res.evicted;

@@ -19,10 +19,8 @@
 #include <stdint.h>
 
 #include "pg/relations.h"
+#include "pg/relfile.h"
 #include "util/error.h"
-
-#define PG_BLOCK_SIZE     8192
-#define PG_SEGMENT_BLOCKS 131072 /* 1 GiB segment files */
 
 typedef struct cache_figures {
     uint64_t size;

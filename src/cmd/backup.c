@@ -79,7 +79,7 @@ typedef struct backup_run {
     pg_session pg;
     bool claimed;
     char id[BACKUP_ID_LEN + 1];
-    char start_lsn[PG_LSN_TEXT], stop_lsn[PG_LSN_TEXT];
+    pg_lsn start_lsn;
     int64_t start_time;
     pg_tablespace *spcs;
     size_t nspcs;
@@ -149,12 +149,12 @@ static void backup_log_plan(const backup_run *r)
 {
     const io_plan *plan = &r->plan;
 
-    log_info("backup started at WAL location %s; reading %s: %s I/O, %zu KiB reads, %u in "
-             "flight (%d x %d), %s engine (%s), %llu MiB of buffers",
-             r->start_lsn, r->s->pgdata, read_mode_name(r->s->mode),
-             plan->places[0].read_size / 1024, plan->concurrency, plan->workers, plan->depth,
-             io_engine_name(plan->engine), plan->engine_why,
-             (unsigned long long)(plan->memory >> 20));
+    log_info(
+        "backup started at WAL location " LSN_FORMAT "; reading %s: %s I/O, %zu KiB reads, %u in "
+        "flight (%d x %d), %s engine (%s), %llu MiB of buffers",
+        LSN_ARGS(r->start_lsn), r->s->pgdata, read_mode_name(r->s->mode),
+        plan->places[0].read_size / 1024, plan->concurrency, plan->workers, plan->depth,
+        io_engine_name(plan->engine), plan->engine_why, (unsigned long long)(plan->memory >> 20));
     for (size_t i = 1; i < plan->nplaces; i++)
         log_info("tablespace %u at \"%s\" (%s): %zu KiB reads", plan->places[i].oid,
                  plan->places[i].location, plan->places[i].dev.stack,
@@ -225,27 +225,24 @@ static void backup_log_complete(const backup_run *r)
  * cluster writes checksums (a cluster without them has nothing to check:
  * one INFO line) and --no-verify-checksums is not given.
  */
-static bool backup_plan_page_checks(backup_run *r, pgd_error *err)
+static void backup_plan_page_checks(backup_run *r)
 {
     if (!r->s->verify_checksums) {
         r->page_checksums = "not verified";
         log_info("page checksums not verified (--no-verify-checksums)");
-        return true;
+        return;
     }
     if (!r->pg.data_checksums) {
         r->page_checksums = "off";
         log_info("the cluster has no data checksums (data_checksums = off): pages not verified");
-        return true;
+        return;
     }
-    if (!pg_parse_lsn(r->start_lsn, &r->page_check.start_lsn))
-        return err_set(err, "the server returned an invalid start WAL location \"%s\"",
-                       r->start_lsn);
+    r->page_check.start_lsn = r->start_lsn;
     /* a failed page is read again from the device whatever --direct-io says: a fresh copy */
     r->page_check.reread = READ_MODE_DIRECT;
     r->filters[0] = (file_filter_maker){filter_page_checksum_make, &r->page_check};
     r->nfilters = 1;
     r->page_checksums = "verified";
-    return true;
 }
 
 /* A warning per file with pages that failed their checksum: its path and block numbers. */
@@ -287,8 +284,8 @@ static bool backup_choose_parent(backup_run *r, pgd_error *err)
     if (!r->parent.found)
         log_warn("taking a full backup instead of a delta: %s", r->parent.why);
     else
-        log_info("delta on top of backup %s (depth %u): pages with an LSN at or after %s",
-                 r->parent.info.id, r->parent.info.depth + 1, r->parent.info.start_lsn);
+        log_info("delta on top of backup %s (depth %u): pages with an LSN at or after " LSN_FORMAT,
+                 r->parent.info.id, r->parent.info.depth + 1, LSN_ARGS(r->parent.info.start_lsn));
     return true;
 }
 
@@ -308,7 +305,7 @@ static bool backup_plan_delta(backup_run *r, pgd_error *err)
 
     if (!r->parent.found)
         return true;
-    r->delta = (filter_delta_config){.threshold_lsn = r->parent.start_lsn,
+    r->delta = (filter_delta_config){.threshold_lsn = r->parent.info.start_lsn,
                                      .parent = &r->parent.m,
                                      .max_buffer = per > DELTA_BUFFER_MIN ? per : DELTA_BUFFER_MIN,
                                      .reread = READ_MODE_DIRECT};
@@ -428,7 +425,7 @@ static bool backup_log_checkpoint_wait(backup_run *r)
 static bool backup_begin(backup_run *r, pgd_error *err)
 {
     const backup_settings *s = r->s;
-    backup_id_parent parent = {.id = r->parent.info.id, .start_lsn = r->parent.info.start_lsn};
+    backup_id_parent parent = {.id = r->parent.info.id};
 
     /* backup_manifest's SHA-256 at the end: a libcrypto that cannot load fails now, not then */
     if (!storage_check_writable(r->repo, err) || !digest_load(err))
@@ -451,6 +448,7 @@ static bool backup_begin(backup_run *r, pgd_error *err)
     if (!s->concurrent && !backup_refuse_twin(r, NULL, err))
         return false;
     /* a delta's claim names its parent: delete keeps it while this run goes */
+    parent.start_lsn = r->parent.info.start_lsn;
     if (!(r->claimed =
               backup_id_claim_kind(r->repo, (time_t)r->start_time, r->parent.found ? &parent : NULL,
                                    r->pg.system_identifier, r->id, err)))
@@ -465,8 +463,8 @@ static bool backup_begin(backup_run *r, pgd_error *err)
              r->pg.in_recovery    ? "restartpoint"
              : s->fast_checkpoint ? "fast"
                                   : "spread");
-    return pg_session_backup_start(&r->pg, s->label, backup_log_checkpoint_wait(r), r->start_lsn,
-                                   sizeof(r->start_lsn), err) &&
+    return pg_session_backup_start(&r->pg, s->label, backup_log_checkpoint_wait(r), &r->start_lsn,
+                                   err) &&
            !backup_interrupted();
 }
 
@@ -504,7 +502,8 @@ static bool backup_copy(backup_run *r, pgd_error *err)
         !io_plan_for_datadir(&req, &r->dd, memory, &r->plan, err) ||
         (r->files = file_queue_build(&r->dd, &r->plan, err)) == NULL)
         return false;
-    if (!backup_plan_page_checks(r, err) || !backup_plan_delta(r, err))
+    backup_plan_page_checks(r);
+    if (!backup_plan_delta(r, err))
         return false;
     backup_log_plan(r);
     backup_be_polite(s, &r->cpu_cg);
@@ -586,7 +585,6 @@ static bool backup_finish(backup_run *r, pgd_error *err)
                           .mode = s->mode,
                           .start_time = r->start_time,
                           .start_lsn = r->start_lsn,
-                          .stop_lsn = r->stop_lsn,
                           .pg = &r->pg,
                           .dd = &r->dd,
                           .spcs = r->spcs,
@@ -603,8 +601,8 @@ static bool backup_finish(backup_run *r, pgd_error *err)
 
     /* with --archive-check we wait for the WAL in the repository ourselves, with a deadline */
     if (!source_standby_still(&r->pg, err) ||
-        !pg_session_backup_stop(&r->pg, !s->archive_check, r->stop_lsn, sizeof(r->stop_lsn),
-                                &r->rec.m.backup_label, &r->rec.m.tablespace_map, err) ||
+        !pg_session_backup_stop(&r->pg, !s->archive_check, &facts.stop_lsn, &r->rec.m.backup_label,
+                                &r->rec.m.tablespace_map, err) ||
         !source_standby_timeline(&r->pg, r->rec.m.backup_label, err) || backup_interrupted())
         return false;
     facts.stop_time = time(NULL);

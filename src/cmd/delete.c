@@ -30,6 +30,7 @@
 #include "backup/backup_id.h"
 #include "cmd/cmd.h"
 #include "cmd/common.h"
+#include "pg/wal_name.h"
 #include "repo/backup_info.h"
 #include "repo/layout.h"
 #include "repo/repo_contents.h"
@@ -485,14 +486,14 @@ static bool delete_timeline_needed(delete_run *r, const repo_contents_names *tim
         }
     }
     for (size_t i = 0; i < timelines->n; i++) {
-        unsigned long t = strtoul(timelines->names[i], NULL, 16);
-        if (t <= tli)
+        uint32_t t = 0;
+        if (!wal_name_timeline_hex(timelines->names[i], &t) || t <= tli)
             continue;
-        if (!timeline_descends(r->repo, (uint32_t)t, tli, &descends, err))
+        if (!timeline_descends(r->repo, t, tli, &descends, err))
             return false;
         if (descends) {
             snprintf(why, whylen,
-                     "timeline %lu descends from it and would lose its past: remove timeline %lu "
+                     "timeline %u descends from it and would lose its past: remove timeline %u "
                      "first",
                      t, t);
             return true;
@@ -505,10 +506,10 @@ static bool delete_timeline_needed(delete_run *r, const repo_contents_names *tim
 static bool delete_timeline(delete_run *r, pgd_error *err)
 {
     repo_contents_names timelines, files;
-    char dir[WAL_TIMELINE_LEN + 1], why[PGD_ERROR_MAX];
+    char dir[WAL_TLI_NAME_LEN + 1], why[PGD_ERROR_MAX];
     bool ok;
 
-    snprintf(dir, sizeof(dir), "%08X", r->s->timeline);
+    wal_name_timeline_text(r->s->timeline, dir);
     if (!repo_contents_wal_all(r->repo, dir, &files, err))
         return false;
     if (files.n == 0) {

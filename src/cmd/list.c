@@ -141,6 +141,7 @@ static void list_print_table(const backup_info *b, const list_extra *x, size_t n
            "START LSN", "STOP LSN", "WAL START", "VERIFIED", "BAD PAGES", "STATUS");
     for (size_t i = 0; i < n; i++) {
         char started[32], dur[32], size[32], stored[32], bad[24], why[96], status[128];
+        char start_lsn[LSN_TEXT_MAX], stop_lsn[LSN_TEXT_MAX];
         char verified[32];
         struct tm tm;
         time_t t = (time_t)b[i].start_time;
@@ -170,7 +171,8 @@ static void list_print_table(const backup_info *b, const list_extra *x, size_t n
                b[i].id, b[i].type[0] ? b[i].type : "full", b[i].parent[0] ? b[i].parent : "-",
                b[i].depth, started, dur, size, stored,
                b[i].compressed_size ? (double)b[i].size / (double)b[i].compressed_size : 0.0,
-               b[i].start_lsn, b[i].stop_lsn, b[i].start_wal, verified, bad, status);
+               lsn_format(b[i].start_lsn, start_lsn), lsn_format(b[i].stop_lsn, stop_lsn),
+               b[i].start_wal, verified, bad, status);
     }
     for (size_t i = 0; i < c->ndirs; i++) {
         const repo_dir *d = &c->dirs[i];

@@ -104,7 +104,10 @@ static void verify_format_time(int64_t t, char *out, size_t outlen)
 static void verify_print_text(const backup_info *bi, const verify_result *r)
 {
     char stored[32], bytes[32], stop[VERIFY_TIME_TEXT];
+    char start_lsn[LSN_TEXT_MAX], stop_lsn[LSN_TEXT_MAX];
 
+    lsn_format(bi->start_lsn, start_lsn);
+    lsn_format(bi->stop_lsn, stop_lsn);
     units_format_bytes(r->stored_bytes, stored, sizeof(stored));
     units_format_bytes(r->file_bytes, bytes, sizeof(bytes));
     printf("backup %s: %s: %llu partitions (%s stored), %llu files (%s) read and checked\n", r->id,
@@ -120,19 +123,19 @@ static void verify_print_text(const backup_info *bi, const verify_result *r)
     if (!r->restorable) {
         printf("  WAL: NOT restorable: the WAL from %s (start, %s) to %s (stop, %s) is not all "
                "there and intact\n",
-               bi->start_wal, bi->start_lsn, bi->stop_wal, bi->stop_lsn);
+               bi->start_wal, start_lsn, bi->stop_wal, stop_lsn);
         return;
     }
     printf("  WAL: restorable: %s to %s present and checked (consistent at %s, %s)\n",
-           bi->start_wal, bi->stop_wal, bi->stop_lsn, stop);
+           bi->start_wal, bi->stop_wal, stop_lsn, stop);
     if (r->timeline_problem != NULL && r->timeline_damaged)
         printf("  TIMELINE: a restore would fail: %s\n", r->timeline_problem);
     else if (r->timeline_problem != NULL)
         printf("  TIMELINE: a restore the default way would fail: %s; the window below is along "
                "the backup's own timeline (restore --target-timeline current)\n",
                r->timeline_problem);
-    printf("  point-in-time window: from %s (%s) to %s (the end of segment %s)\n", bi->stop_lsn,
-           stop, r->window_end_lsn, r->window_end_wal);
+    printf("  point-in-time window: from %s (%s) to %s (the end of segment %s)\n", stop_lsn, stop,
+           r->window_end_lsn, r->window_end_wal);
     if (r->gap_wal[0] != '\0')
         printf("  WAL gap: segment %s is missing (the window ends there); later WAL resumes at "
                "%s but cannot be reached from this backup\n",
@@ -145,7 +148,10 @@ static void verify_print_text(const backup_info *bi, const verify_result *r)
 static json_t *verify_to_json(const backup_info *bi, const verify_result *r)
 {
     json_t *problems = json_array(), *o;
+    char start_lsn[LSN_TEXT_MAX], stop_lsn[LSN_TEXT_MAX];
 
+    lsn_format(bi->start_lsn, start_lsn);
+    lsn_format(bi->stop_lsn, stop_lsn);
     for (size_t i = 0; i < r->nproblems; i++)
         json_array_append_new(problems, json_string(r->problems[i]));
     o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:o, s:I}", "id", r->id, "status",
@@ -157,15 +163,15 @@ static json_t *verify_to_json(const backup_info *bi, const verify_result *r)
         return o;
     json_object_set_new(o, "wal",
                         json_pack("{s:s, s:s, s:s, s:s, s:I, s:b}", "start_segment", bi->start_wal,
-                                  "start_lsn", bi->start_lsn, "stop_segment", bi->stop_wal,
-                                  "stop_lsn", bi->stop_lsn, "stop_time", (json_int_t)bi->stop_time,
-                                  "restorable", r->restorable));
+                                  "start_lsn", start_lsn, "stop_segment", bi->stop_wal, "stop_lsn",
+                                  stop_lsn, "stop_time", (json_int_t)bi->stop_time, "restorable",
+                                  r->restorable));
     if (r->restorable)
         json_object_set_new(
             o, "window",
-            json_pack("{s:s, s:I, s:s, s:s, s:s?, s:s?, s:s?, s:s?, s:s?}", "from_lsn",
-                      bi->stop_lsn, "from_time", (json_int_t)bi->stop_time, "to_lsn",
-                      r->window_end_lsn, "to_segment", r->window_end_wal, "gap_segment",
+            json_pack("{s:s, s:I, s:s, s:s, s:s?, s:s?, s:s?, s:s?, s:s?}", "from_lsn", stop_lsn,
+                      "from_time", (json_int_t)bi->stop_time, "to_lsn", r->window_end_lsn,
+                      "to_segment", r->window_end_wal, "gap_segment",
                       r->gap_wal[0] ? r->gap_wal : NULL, "resumes_at_segment",
                       r->gap_resume_wal[0] ? r->gap_resume_wal : NULL, "damaged_segment",
                       r->damaged_wal[0] ? r->damaged_wal : NULL, "damaged_reason",

@@ -11,7 +11,7 @@
 
 #include "cmd/cmd.h"
 #include "cmd/common.h"
-#include "pg/wal_segment.h"
+#include "pg/wal_name.h"
 #include "util/log.h"
 #include "wal/wal_async.h"
 

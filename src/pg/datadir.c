@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "pg/pg_version.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
 
@@ -396,7 +397,8 @@ bool datadir_walk(datadir *dd, const char *pgdata, int pg_version_num, pgd_error
     walk_ctx c = {.dd = dd, .err = err};
 
     memset(dd, 0, sizeof(*dd));
-    snprintf(c.version_prefix, sizeof(c.version_prefix), "PG_%d_", pg_version_num / 10000);
+    snprintf(c.version_prefix, sizeof(c.version_prefix), "PG_%d_",
+             pg_version_major(pg_version_num));
     if (!datadir_walk_dir(&c, pgdata, "", false, false)) {
         datadir_free(dd);
         return false;

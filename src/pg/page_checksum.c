@@ -15,9 +15,6 @@
 #define PAGE_CHECKSUM_ROWS      (PG_PAGE_SIZE / (sizeof(uint32_t) * PAGE_CHECKSUM_LANES))
 #define PAGE_CHECKSUM_ZERO_ROWS 2      /* rounds of zeroes for the final mixing */
 #define PAGE_CHECKSUM_MODULUS   65535u /* reduce to 16 bits, then + 1: never zero */
-#define PAGE_LSN_OFFSET         0
-#define PAGE_CHECKSUM_OFFSET    8
-#define PAGE_UPPER_OFFSET       14
 
 /* The offset basis of each lane (PostgreSQL's checksumBaseOffsets). */
 static const uint32_t page_checksum_basis[PAGE_CHECKSUM_LANES] = {
@@ -49,7 +46,7 @@ static HOT_KERNEL uint16_t page_checksum_kernel(const unsigned char *page, uint3
     memcpy(sums, page_checksum_basis, sizeof(sums));
     /* the first row with pd_checksum zeroed: the page itself is never written to */
     memcpy(row, page, sizeof(row));
-    memset((unsigned char *)row + PAGE_CHECKSUM_OFFSET, 0, sizeof(uint16_t));
+    memset((unsigned char *)row + PG_PAGE_CHECKSUM_OFF, 0, sizeof(uint16_t));
     page_checksum_row(sums, row);
     for (size_t i = 1; i < PAGE_CHECKSUM_ROWS; i++) {
         memcpy(row, page + i * sizeof(row), sizeof(row)); /* no alignment assumed */
@@ -73,7 +70,7 @@ uint16_t page_checksum_stored(const unsigned char *page)
 {
     uint16_t v;
 
-    memcpy(&v, page + PAGE_CHECKSUM_OFFSET, sizeof(v));
+    memcpy(&v, page + PG_PAGE_CHECKSUM_OFF, sizeof(v));
     return v;
 }
 
@@ -81,8 +78,8 @@ uint64_t page_checksum_lsn(const unsigned char *page)
 {
     uint32_t hi, lo;
 
-    memcpy(&hi, page + PAGE_LSN_OFFSET, sizeof(hi));
-    memcpy(&lo, page + PAGE_LSN_OFFSET + sizeof(hi), sizeof(lo));
+    memcpy(&hi, page + PG_PAGE_LSN_OFF, sizeof(hi));
+    memcpy(&lo, page + PG_PAGE_LSN_OFF + sizeof(hi), sizeof(lo));
     return (uint64_t)hi << 32 | lo;
 }
 
@@ -90,7 +87,7 @@ bool page_checksum_is_zero(const unsigned char *page)
 {
     uint16_t upper;
 
-    memcpy(&upper, page + PAGE_UPPER_OFFSET, sizeof(upper));
+    memcpy(&upper, page + PG_PAGE_UPPER_OFF, sizeof(upper));
     if (upper != 0) /* quick answer for initialised pages */
         return false;
     for (size_t i = 0; i < PG_PAGE_SIZE; i++)

@@ -18,6 +18,19 @@
 #define PG_PAGE_SIZE     8192
 #define PG_SEGMENT_PAGES 131072 /* 1 GiB segments */
 
+/*
+ * The page header (PageHeaderData, storage/bufpage.h), in the byte order of
+ * the machine: pd_lsn (two 32-bit halves, high first), pd_checksum,
+ * pd_flags, pd_lower, pd_upper, pd_special (16 bits each from 8 on).
+ */
+#define PG_PAGE_LSN_OFF      0
+#define PG_PAGE_CHECKSUM_OFF 8
+#define PG_PAGE_FLAGS_OFF    10
+#define PG_PAGE_LOWER_OFF    12
+#define PG_PAGE_UPPER_OFF    14
+#define PG_PAGE_SPECIAL_OFF  16
+#define PG_PAGE_HEADER_SIZE  24 /* SizeOfPageHeaderData */
+
 typedef enum { RELFILE_MAIN, RELFILE_FSM, RELFILE_VM, RELFILE_INIT } relfile_fork;
 
 typedef struct relfile {

@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pg/wal_name.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
 
-#define PG_VERSION_PER_MAJOR 10000  /* 150004: major 15, minor 4 (PostgreSQL 10 and later) */
 #define PG_VERSION_NEW_NAMES 150000 /* pg_backup_start/stop; 14 has pg_start/stop_backup */
 
 /* libpq messages span lines; ours are one line. */
@@ -160,6 +160,10 @@ bool pg_session_open(pg_session *s, const char *conninfo, pgd_error *err)
             buf, sizeof(buf), err))
         goto fail;
     s->wal_segment_size = strtoull(buf, NULL, 10);
+    if (!wal_name_seg_size_valid(s->wal_segment_size)) {
+        err_set(err, "the server reported an invalid wal_segment_size \"%s\"", buf);
+        goto fail;
+    }
     if (!pg_session_fetch_one(s,
                               "SELECT system_identifier::text FROM pg_catalog.pg_control_system()",
                               s->system_identifier, sizeof(s->system_identifier), err))
@@ -224,17 +228,17 @@ bool pg_session_checkpoint_settings(pg_session *s, double *timeout_s, double *ta
 
 bool pg_session_check_version(int version_num, const char *version, pgd_error *err)
 {
-    int major = version_num / PG_VERSION_PER_MAJOR;
+    int major = pg_version_major(version_num);
     char number[32];
 
-    if (version_num > 0 && major >= PG_SESSION_MAJOR_MIN && major <= PG_SESSION_MAJOR_MAX)
+    if (version_num > 0 && major >= PG_VERSION_MAJOR_MIN && major <= PG_VERSION_MAJOR_MAX)
         return true;
     if (version == NULL || version[0] == '\0') {
         snprintf(number, sizeof(number), "%d", version_num);
         version = number;
     }
     return err_set(err, "server version %s is not supported: pgdirect supports PostgreSQL %d to %d",
-                   version, PG_SESSION_MAJOR_MIN, PG_SESSION_MAJOR_MAX);
+                   version, PG_VERSION_MAJOR_MIN, PG_VERSION_MAJOR_MAX);
 }
 
 void pg_session_close(pg_session *s)
@@ -285,8 +289,8 @@ void pg_session_cancel_disarm(void)
         PQfreeCancel(c);
 }
 
-bool pg_session_backup_start(pg_session *s, const char *label, bool fast, char *start_lsn,
-                             size_t lsn_len, pgd_error *err)
+bool pg_session_backup_start(pg_session *s, const char *label, bool fast, pg_lsn *start_lsn,
+                             pgd_error *err)
 {
     const char *params[] = {label, fast ? "true" : "false"};
     const char *sql = s->version_num >= PG_VERSION_NEW_NAMES
@@ -294,14 +298,18 @@ bool pg_session_backup_start(pg_session *s, const char *label, bool fast, char *
                           : "SELECT pg_catalog.pg_start_backup($1, $2, false)::text";
     PGresult *res = pg_session_run(s, sql, 2, params, 1, err);
 
+    bool ok;
+
     if (res == NULL)
         return false;
-    snprintf(start_lsn, lsn_len, "%s", PQgetvalue(res, 0, 0));
+    ok = lsn_parse(PQgetvalue(res, 0, 0), start_lsn) ||
+         err_set(err, "the server returned an invalid start WAL location \"%s\"",
+                 PQgetvalue(res, 0, 0));
     PQclear(res);
-    return true;
+    return ok;
 }
 
-bool pg_session_backup_stop(pg_session *s, bool wait_for_archive, char *stop_lsn, size_t lsn_len,
+bool pg_session_backup_stop(pg_session *s, bool wait_for_archive, pg_lsn *stop_lsn,
                             char **labelfile, char **spcmapfile, pgd_error *err)
 {
     const char *params[] = {wait_for_archive ? "true" : "false"};
@@ -314,7 +322,12 @@ bool pg_session_backup_stop(pg_session *s, bool wait_for_archive, char *stop_lsn
 
     if (res == NULL)
         return false;
-    snprintf(stop_lsn, lsn_len, "%s", PQgetvalue(res, 0, 0));
+    if (!lsn_parse(PQgetvalue(res, 0, 0), stop_lsn)) {
+        err_set(err, "the server returned an invalid stop WAL location \"%s\"",
+                PQgetvalue(res, 0, 0));
+        PQclear(res);
+        return false;
+    }
     *labelfile = xstrdup(PQgetvalue(res, 0, 1));
     *spcmapfile = xstrdup(PQgetvalue(res, 0, 2));
     PQclear(res);
@@ -355,8 +368,12 @@ bool pg_session_min_recovery_timeline(pg_session *s, uint32_t *tli, pgd_error *e
             s, "SELECT min_recovery_end_timeline::text FROM pg_catalog.pg_control_recovery()", buf,
             sizeof(buf), err))
         return false;
-    *tli = (uint32_t)strtoul(buf, NULL, 10);
-    return true;
+    /* 0 (or nothing): no minimum recovery point, which the caller reports */
+    *tli = 0;
+    if (buf[0] == '\0' || strcmp(buf, "0") == 0)
+        return true;
+    return wal_name_timeline_parse(buf, tli) ||
+           err_set(err, "the server returned an invalid timeline \"%s\"", buf);
 }
 
 bool pg_session_tablespaces(pg_session *s, pg_tablespace **out, size_t *count, pgd_error *err)
@@ -384,36 +401,6 @@ bool pg_session_tablespaces(pg_session *s, pg_tablespace **out, size_t *count, p
     return true;
 }
 
-bool pg_parse_lsn(const char *text, uint64_t *lsn)
-{
-    unsigned int hi, lo;
-    char tail;
-
-    if (sscanf(text, "%X/%X%c", &hi, &lo, &tail) != 2)
-        return false;
-    *lsn = ((uint64_t)hi << 32) | lo;
-    return true;
-}
-
-void pg_wal_file_name(uint32_t tli, uint64_t lsn, uint64_t segsize, bool prev, char out[25])
-{
-    uint64_t segno = (prev && lsn > 0 ? lsn - 1 : lsn) / segsize;
-    uint64_t per_id = UINT64_C(0x100000000) / segsize;
-
-    snprintf(out, 25, "%08" PRIX32 "%08" PRIX32 "%08" PRIX32, tli, (uint32_t)(segno / per_id),
-             (uint32_t)(segno % per_id));
-}
-
-bool pg_label_timeline(const char *labelfile, uint32_t *tli)
-{
-    const char *p = strstr(labelfile, "START TIMELINE: ");
-
-    if (p == NULL)
-        return false;
-    *tli = (uint32_t)strtoul(p + strlen("START TIMELINE: "), NULL, 10);
-    return *tli > 0;
-}
-
 bool pg_session_timeline(pg_session *s, uint32_t *tli, pgd_error *err)
 {
     char buf[16];
@@ -421,6 +408,6 @@ bool pg_session_timeline(pg_session *s, uint32_t *tli, pgd_error *err)
     if (!pg_session_fetch_one(s, "SELECT timeline_id::text FROM pg_catalog.pg_control_checkpoint()",
                               buf, sizeof(buf), err))
         return false;
-    *tli = (uint32_t)strtoul(buf, NULL, 10);
-    return *tli > 0 || err_set(err, "the server reported no timeline");
+    *tli = 0;
+    return wal_name_timeline_parse(buf, tli) || err_set(err, "the server reported no timeline");
 }

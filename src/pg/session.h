@@ -10,17 +10,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "pg/lsn.h"
+#include "pg/pg_version.h"
 #include "pg/pq_api.h"
 #include "util/error.h"
-
-/*
- * The server versions pgdirect knows: their backup functions, WAL page
- * magic, data directory layout and backup_manifest format are the ones the
- * code and the version matrix of the tests cover. Any other is refused
- * before a backup starts rather than guessed at.
- */
-#define PG_SESSION_MAJOR_MIN 14
-#define PG_SESSION_MAJOR_MAX 18
 
 typedef struct pg_session {
     PGconn *conn;
@@ -28,7 +21,7 @@ typedef struct pg_session {
     char version[32];
     char data_directory[4096];
     char archive_mode[16];
-    uint64_t wal_segment_size;
+    uint64_t wal_segment_size; /* one wal_name_seg_size_valid accepts (pg/wal_name.h) */
     bool in_recovery;
     bool data_checksums; /* SHOW data_checksums: pages carry checksums to verify */
     char system_identifier[24];
@@ -42,7 +35,7 @@ typedef struct pg_tablespace {
 
 /*
  * Connect (conninfo may be empty: libpq's PG* variables apply) and read
- * server facts; a server outside PG_SESSION_MAJOR_MIN..MAX is refused.
+ * server facts; a server outside PG_VERSION_MAJOR_MIN..MAX is refused.
  */
 bool pg_session_open(pg_session *s, const char *conninfo, pgd_error *err);
 
@@ -64,8 +57,8 @@ void pg_session_close(pg_session *s);
 bool pg_session_check_version(int version_num, const char *version, pgd_error *err);
 
 /* pg_backup_start (15+) / pg_start_backup(label, fast, false) (14). */
-bool pg_session_backup_start(pg_session *s, const char *label, bool fast, char *start_lsn,
-                             size_t lsn_len, pgd_error *err);
+bool pg_session_backup_start(pg_session *s, const char *label, bool fast, pg_lsn *start_lsn,
+                             pgd_error *err);
 
 /*
  * pg_backup_stop(wait) (15+) / pg_stop_backup(false, wait) (14): the same
@@ -74,7 +67,7 @@ bool pg_session_backup_start(pg_session *s, const char *label, bool fast, char *
  * no time limit; a caller that checks the repository itself, under its own
  * deadline, passes false. Strings malloc'd.
  */
-bool pg_session_backup_stop(pg_session *s, bool wait_for_archive, char *stop_lsn, size_t lsn_len,
+bool pg_session_backup_stop(pg_session *s, bool wait_for_archive, pg_lsn *stop_lsn,
                             char **labelfile, char **spcmapfile, pgd_error *err);
 
 /*
@@ -108,13 +101,6 @@ bool pg_session_tablespaces(pg_session *s, pg_tablespace **out, size_t *count, p
 
 /* libpq's last error on conn (or `fallback`), folded onto one line. */
 void pg_error_line(PGconn *conn, const char *fallback, char *out, size_t outlen);
-
-/* "0/2000028" -> 0x2000028 */
-bool pg_parse_lsn(const char *text, uint64_t *lsn);
-/* WAL file name of the segment holding `lsn` (prev: the segment ending at lsn). */
-void pg_wal_file_name(uint32_t tli, uint64_t lsn, uint64_t segsize, bool prev, char out[25]);
-/* "START TIMELINE: 1" from a backup_label. */
-bool pg_label_timeline(const char *labelfile, uint32_t *tli);
 
 /* The server's current timeline: its last checkpoint's (pg_control_checkpoint()). */
 bool pg_session_timeline(pg_session *s, uint32_t *tli, pgd_error *err);

@@ -14,14 +14,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pg/lsn.h"
+#include "pg/wal_name.h"
 #include "util/xmalloc.h"
 
 #define HISTORY_NOUN        "timeline history file"
 #define BACKUP_NOUN         "backup history file"
 #define BACKUP_START_PREFIX "START WAL LOCATION: "
 #define BACKUP_FILE_PREFIX  " (file "
-#define WAL_NAME_LEN        24   /* the segment a backup history file names */
 #define HISTORY_LINE_MAX    1023 /* bytes before the newline (PostgreSQL's MAXPGPATH - 1) */
+#define LABEL_TIMELINE      "START TIMELINE: "
+#define LABEL_TIMELINE_MAX  10 /* digits of a 32-bit timeline */
 
 /* "<noun> "NAME" <what>": the same words as wal_segment.c's failures. */
 static bool wal_history_fail(pgd_error *err, const char *noun, const char *name, const char *fmt,
@@ -39,23 +42,6 @@ static bool wal_history_fail(pgd_error *err, const char *noun, const char *name,
     return err_set(err, "%s \"%s\" %s", noun, name, what);
 }
 
-/* A "%X/%X" LSN at *s into *lsn; advances past it. */
-static bool wal_history_parse_lsn(const char **s, uint64_t *lsn)
-{
-    unsigned long hi, lo;
-    char *end;
-
-    if (!isxdigit((unsigned char)**s))
-        return false;
-    hi = strtoul(*s, &end, 16);
-    if (*end != '/' || !isxdigit((unsigned char)end[1]))
-        return false;
-    lo = strtoul(end + 1, &end, 16);
-    *s = end;
-    *lsn = (uint64_t)(uint32_t)hi << 32 | (uint32_t)lo;
-    return true;
-}
-
 /*
  * What PostgreSQL's readTimeLineHistory() accepts, and a little more: a
  * file it writes ends with a newline, and has at least one line (the
@@ -67,7 +53,7 @@ bool wal_history_check(const char *name, uint32_t name_tli, const char *text, si
     const char *line = text, *end = text + len;
     unsigned long last = 0;
     unsigned lines = 0, lineno = 0;
-    uint64_t lsn;
+    pg_lsn lsn;
 
     if (len == 0)
         return wal_history_fail(err, HISTORY_NOUN, name, "is empty");
@@ -98,7 +84,7 @@ bool wal_history_check(const char *name, uint32_t name_tli, const char *text, si
                                         lineno);
             while (s < nl && isspace((unsigned char)*s))
                 s++;
-            if (!wal_history_parse_lsn(&s, &lsn) || s > nl)
+            if (!lsn_parse_prefix(&s, &lsn) || s > nl)
                 return wal_history_fail(err, HISTORY_NOUN, name,
                                         "has a syntax error in line %u: expected an LSN", lineno);
             if (tli <= last || tli >= name_tli)
@@ -128,7 +114,7 @@ bool wal_history_parse(const char *text, size_t len, wal_history_entry **entries
     while (line < end) {
         const char *nl = memchr(line, '\n', (size_t)(end - line)), *s = line;
         char *after;
-        uint64_t lsn;
+        pg_lsn lsn;
         unsigned long tli;
 
         if (nl == NULL)
@@ -141,7 +127,7 @@ bool wal_history_parse(const char *text, size_t len, wal_history_entry **entries
             while (s < nl && isspace((unsigned char)*s))
                 s++;
         }
-        if (tli > 0 && tli <= UINT32_MAX && wal_history_parse_lsn(&s, &lsn)) {
+        if (tli > 0 && tli <= UINT32_MAX && lsn_parse_prefix(&s, &lsn)) {
             if (*n == cap) {
                 cap = cap ? cap * 2 : 8;
                 *entries = xrealloc(*entries, cap * sizeof(**entries));
@@ -157,7 +143,7 @@ bool wal_history_parse(const char *text, size_t len, wal_history_entry **entries
 bool wal_backup_history_check(const char *name, const char *text, size_t len, pgd_error *err)
 {
     const char *s = text;
-    uint64_t lsn;
+    pg_lsn lsn;
 
     if (len == 0)
         return wal_history_fail(err, BACKUP_NOUN, name, "is empty");
@@ -168,11 +154,28 @@ bool wal_backup_history_check(const char *name, const char *text, size_t len, pg
         return wal_history_fail(err, BACKUP_NOUN, name,
                                 "does not start with \"" BACKUP_START_PREFIX "\"");
     s += strlen(BACKUP_START_PREFIX);
-    if (!wal_history_parse_lsn(&s, &lsn) ||
+    if (!lsn_parse_prefix(&s, &lsn) ||
         strncmp(s, BACKUP_FILE_PREFIX, strlen(BACKUP_FILE_PREFIX)) != 0 ||
-        strncmp(s + strlen(BACKUP_FILE_PREFIX), name, WAL_NAME_LEN) != 0 ||
-        s[strlen(BACKUP_FILE_PREFIX) + WAL_NAME_LEN] != ')')
-        return wal_history_fail(err, BACKUP_NOUN, name, "does not name segment %.24s as its start",
-                                name);
+        strncmp(s + strlen(BACKUP_FILE_PREFIX), name, WAL_FILE_NAME_LEN) != 0 ||
+        s[strlen(BACKUP_FILE_PREFIX) + WAL_FILE_NAME_LEN] != ')')
+        return wal_history_fail(err, BACKUP_NOUN, name, "does not name segment %.*s as its start",
+                                WAL_FILE_NAME_LEN, name);
     return true;
+}
+
+bool wal_history_label_timeline(const char *labelfile, uint32_t *tli)
+{
+    const char *p = strstr(labelfile, LABEL_TIMELINE);
+    char digits[LABEL_TIMELINE_MAX + 1];
+    size_t n;
+
+    if (p == NULL)
+        return false;
+    p += strlen(LABEL_TIMELINE);
+    n = strcspn(p, "\n");
+    if (n > LABEL_TIMELINE_MAX)
+        return false;
+    memcpy(digits, p, n);
+    digits[n] = '\0';
+    return wal_name_timeline_parse(digits, tli);
 }

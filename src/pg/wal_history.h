@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pg/lsn.h"
 #include "util/error.h"
 
 /*
@@ -22,7 +23,7 @@ bool wal_history_check(const char *name, uint32_t name_tli, const char *text, si
 /* A line of a timeline history file: timeline `tli` ended at `end`, where its child began. */
 typedef struct wal_history_entry {
     uint32_t tli;
-    uint64_t end;
+    pg_lsn end;
 } wal_history_entry;
 
 /*
@@ -35,5 +36,12 @@ bool wal_history_parse(const char *text, size_t len, wal_history_entry **entries
 
 /* The backup history file `name`: it starts with the START WAL LOCATION of its own segment. */
 bool wal_backup_history_check(const char *name, const char *text, size_t len, pgd_error *err);
+
+/*
+ * "START TIMELINE: 1" of a backup_label (or of a backup history file, which
+ * PostgreSQL writes from it): false when there is no such line with a
+ * timeline.
+ */
+bool wal_history_label_timeline(const char *labelfile, uint32_t *tli);
 
 #endif

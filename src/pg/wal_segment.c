@@ -26,7 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pg/lsn.h"
 #include "pg/wal_history.h"
+#include "pg/wal_name.h"
 #include "util/crc32c.h"
 #include "util/xmalloc.h"
 
@@ -37,9 +39,7 @@
 #define PAGE_ADDR_OFF     8  /* uint64 xlp_pageaddr: LSN of the page */
 #define PAGE_REM_LEN_OFF  16 /* uint32 xlp_rem_len: bytes left of a record from before */
 #define PAGE_SHORT_HEADER 24 /* MAXALIGN(sizeof(XLogPageHeaderData)) */
-#define PAGE_SEG_SIZE_OFF 32 /* uint32 xlp_seg_size */
 #define PAGE_BLCKSZ_OFF   36 /* uint32 xlp_xlog_blcksz */
-#define PAGE_LONG_HEADER  40 /* MAXALIGN(sizeof(XLogLongPageHeaderData)) */
 
 /*
  * xlp_info. XLP_FIRST_IS_OVERWRITE_CONTRECORD came with 14 and the 2021
@@ -82,12 +82,6 @@ static const struct {
 };
 #define WAL_VERSIONS_KNOWN "PostgreSQL 12 to 18"
 
-#define WAL_NAME_LEN     24 /* timeline, log and segment as 3 x 8 hex digits */
-#define WAL_TLI_LEN      8
-#define WAL_HISTORY_NAME (WAL_TLI_LEN + sizeof(".history") - 1)
-#define WAL_PARTIAL_NAME (WAL_NAME_LEN + sizeof(".partial") - 1)
-#define WAL_BACKUP_NAME  (WAL_NAME_LEN + 1 + 8 + sizeof(".backup") - 1)
-
 /* History and backup history files are a few short lines; more is not one. */
 #define WAL_TEXT_MAX (1024u * 1024u)
 
@@ -112,7 +106,7 @@ struct wal_segment_check {
     uint32_t seg_size, page_size;
     uint64_t seg_lsn;  /* LSN of the segment's first byte */
     uint32_t page_tli; /* of the last page: timelines never go back */
-    unsigned char page[PAGE_LONG_HEADER];
+    unsigned char page[WAL_PAGE_LONG_HEADER];
     size_t page_have;
     uint32_t cont_left; /* WSC_CONT: bytes of the earlier record still to pass */
     unsigned char rec[REC_HEADER_SIZE];
@@ -148,42 +142,6 @@ static uint64_t wal_segment_get64(const unsigned char *p)
     return v;
 }
 
-static bool wal_segment_is_hex(const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!isxdigit((unsigned char)s[i]) || islower((unsigned char)s[i]))
-            return false;
-    return true;
-}
-
-static uint32_t wal_segment_hex32(const char *s)
-{
-    char buf[9];
-
-    memcpy(buf, s, 8);
-    buf[8] = '\0';
-    return (uint32_t)strtoul(buf, NULL, 16);
-}
-
-wal_file_kind wal_segment_file_kind(const char *name)
-{
-    size_t len = strlen(name);
-
-    if (len == WAL_NAME_LEN && wal_segment_is_hex(name, WAL_NAME_LEN))
-        return WAL_FILE_SEGMENT;
-    if (len == WAL_PARTIAL_NAME && wal_segment_is_hex(name, WAL_NAME_LEN) &&
-        strcmp(name + WAL_NAME_LEN, ".partial") == 0)
-        return WAL_FILE_PARTIAL;
-    if (len == WAL_HISTORY_NAME && wal_segment_is_hex(name, WAL_TLI_LEN) &&
-        strcmp(name + WAL_TLI_LEN, ".history") == 0)
-        return WAL_FILE_HISTORY;
-    if (len == WAL_BACKUP_NAME && wal_segment_is_hex(name, WAL_NAME_LEN) &&
-        name[WAL_NAME_LEN] == '.' && wal_segment_is_hex(name + WAL_NAME_LEN + 1, 8) &&
-        strcmp(name + WAL_NAME_LEN + 9, ".backup") == 0)
-        return WAL_FILE_BACKUP;
-    return WAL_FILE_UNKNOWN;
-}
-
 /* Fail the check: "WAL segment "NAME" <what>". The first failure is final. */
 static bool wal_segment_fail(wal_segment_check *c, pgd_error *err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -203,11 +161,9 @@ static bool wal_segment_fail(wal_segment_check *c, pgd_error *err, const char *f
     return err_set(err, "%s \"%s\" %s", noun, c->name, what);
 }
 
-#define LSN_ARGS(lsn) (unsigned)((lsn) >> 32), (unsigned)(lsn)
-
 wal_segment_check *wal_segment_check_new(const char *name, pgd_error *err)
 {
-    wal_file_kind kind = wal_segment_file_kind(name);
+    wal_file_kind kind = wal_name_kind(name);
     wal_segment_check *c;
 
     if (kind == WAL_FILE_UNKNOWN) {
@@ -220,11 +176,7 @@ wal_segment_check *wal_segment_check_new(const char *name, pgd_error *err)
     c = xcalloc(1, sizeof(*c));
     snprintf(c->name, sizeof(c->name), "%s", name);
     c->kind = kind;
-    c->name_tli = wal_segment_hex32(name);
-    if (kind == WAL_FILE_SEGMENT || kind == WAL_FILE_PARTIAL || kind == WAL_FILE_BACKUP) {
-        c->name_log = wal_segment_hex32(name + 8);
-        c->name_seg = wal_segment_hex32(name + 16);
-    }
+    wal_name_parts(name, &c->name_tli, &c->name_log, &c->name_seg);
     c->state = WSC_PAGE0;
     return c;
 }
@@ -260,10 +212,9 @@ static bool wal_segment_first_page(wal_segment_check *c, pgd_error *err)
     if ((info & ~XLP_ALL_FLAGS) != 0 || !(info & XLP_LONG_HEADER))
         return wal_segment_fail(c, err, "is corrupt: invalid flags 0x%04X in its first page header",
                                 info);
-    c->seg_size = wal_segment_get32(p + PAGE_SEG_SIZE_OFF);
+    c->seg_size = wal_segment_get32(p + WAL_PAGE_SEG_SIZE_OFF);
     c->page_size = wal_segment_get32(p + PAGE_BLCKSZ_OFF);
-    if (c->seg_size < WAL_SEG_SIZE_MIN || c->seg_size > WAL_SEG_SIZE_MAX ||
-        (c->seg_size & (c->seg_size - 1)) != 0)
+    if (!wal_name_seg_size_valid(c->seg_size))
         return wal_segment_fail(
             c, err,
             "is corrupt: segment size %u in its header is not a power of two from "
@@ -276,7 +227,7 @@ static bool wal_segment_first_page(wal_segment_check *c, pgd_error *err)
             "is corrupt: WAL page size %u in its header is not a power of two from "
             "1 kB to 64 kB",
             c->page_size);
-    per_log = (UINT64_C(1) << 32) / c->seg_size;
+    per_log = wal_name_segs_per_log(c->seg_size);
     if (c->name_seg >= per_log)
         return wal_segment_fail(c, err,
                                 "is not the segment its name says: a name's last 8 digits "
@@ -285,8 +236,8 @@ static bool wal_segment_first_page(wal_segment_check *c, pgd_error *err)
     c->seg_lsn = ((uint64_t)c->name_log << 32) + (uint64_t)c->name_seg * c->seg_size;
     if (addr != c->seg_lsn)
         return wal_segment_fail(c, err,
-                                "is not the segment its name says: its first page is at %X/%X, "
-                                "the name says %X/%X",
+                                "is not the segment its name says: its first page is at " LSN_FORMAT
+                                ", the name says " LSN_FORMAT,
                                 LSN_ARGS(addr), LSN_ARGS(c->seg_lsn));
     /*
      * The first segment of a new timeline starts with a copy of its
@@ -333,17 +284,18 @@ static bool wal_segment_next_page(wal_segment_check *c, pgd_error *err)
 
     if (magic != c->magic || (info & ~XLP_ALL_FLAGS) != 0 || (info & XLP_LONG_HEADER))
         return wal_segment_fail(c, err,
-                                "is corrupt: invalid page header at %X/%X (magic 0x%04X, flags "
-                                "0x%04X)",
+                                "is corrupt: invalid page header at " LSN_FORMAT
+                                " (magic 0x%04X, flags 0x%04X)",
                                 LSN_ARGS(page_lsn), magic, info);
     if (addr != page_lsn)
-        return wal_segment_fail(c, err, "is corrupt: the page at %X/%X says it is at %X/%X",
+        return wal_segment_fail(c, err,
+                                "is corrupt: the page at " LSN_FORMAT " says it is at " LSN_FORMAT,
                                 LSN_ARGS(page_lsn), LSN_ARGS(addr));
     if (tli < c->page_tli || tli > c->name_tli)
         return wal_segment_fail(
             c, err,
-            "is corrupt: the page at %X/%X is on timeline %u, after pages on %u, in "
-            "a segment of timeline %u",
+            "is corrupt: the page at " LSN_FORMAT
+            " is on timeline %u, after pages on %u, in a segment of timeline %u",
             LSN_ARGS(page_lsn), tli, c->page_tli, c->name_tli);
     c->page_tli = tli;
     if (open && (info & XLP_FIRST_IS_OVERWRITE_CONTRECORD)) {
@@ -355,18 +307,19 @@ static bool wal_segment_next_page(wal_segment_check *c, pgd_error *err)
     }
     if (!open && cont)
         return wal_segment_fail(c, err,
-                                "is corrupt: the page at %X/%X continues a record, but none is "
-                                "open before it",
+                                "is corrupt: the page at " LSN_FORMAT
+                                " continues a record, but none is open before it",
                                 LSN_ARGS(page_lsn));
     if (!open)
         return true;
     if (c->state == WSC_RECORD && c->rec_have < sizeof(uint32_t))
-        return wal_segment_fail(c, err, "is corrupt: the record at %X/%X is cut by a page boundary",
-                                LSN_ARGS(c->rec_lsn));
+        return wal_segment_fail(
+            c, err, "is corrupt: the record at " LSN_FORMAT " is cut by a page boundary",
+            LSN_ARGS(c->rec_lsn));
     if (!cont || rem != (c->state == WSC_CONT ? c->cont_left : wal_segment_record_remaining(c)))
         return wal_segment_fail(
             c, err,
-            "is corrupt: the page at %X/%X does not continue the record before it "
+            "is corrupt: the page at " LSN_FORMAT " does not continue the record before it "
             "(%u bytes to go, the page says %u)",
             LSN_ARGS(page_lsn),
             c->state == WSC_CONT ? c->cont_left : wal_segment_record_remaining(c), cont ? rem : 0);
@@ -382,11 +335,10 @@ static bool wal_segment_record_header(wal_segment_check *c, pgd_error *err)
     uint64_t prev = wal_segment_get64(c->rec + REC_PREV_OFF);
 
     if (c->prev_known && prev != c->prev_lsn)
-        return wal_segment_fail(
-            c, err,
-            "is corrupt: the record at %X/%X links back to %X/%X instead of the "
-            "record before it at %X/%X",
-            LSN_ARGS(c->rec_lsn), LSN_ARGS(prev), LSN_ARGS(c->prev_lsn));
+        return wal_segment_fail(c, err,
+                                "is corrupt: the record at " LSN_FORMAT " links back to " LSN_FORMAT
+                                " instead of the record before it at " LSN_FORMAT,
+                                LSN_ARGS(c->rec_lsn), LSN_ARGS(prev), LSN_ARGS(c->prev_lsn));
     c->rec_left = tot_len - REC_HEADER_SIZE;
     c->crc = CRC32C_INIT;
     return true;
@@ -399,7 +351,8 @@ static bool wal_segment_record_end(wal_segment_check *c, pgd_error *err)
     uint8_t info = c->rec[REC_INFO_OFF], rmid = c->rec[REC_RMID_OFF];
 
     if (crc != wal_segment_get32(c->rec + REC_CRC_OFF))
-        return wal_segment_fail(c, err, "is corrupt: incorrect checksum of the record at %X/%X",
+        return wal_segment_fail(c, err,
+                                "is corrupt: incorrect checksum of the record at " LSN_FORMAT,
                                 LSN_ARGS(c->rec_lsn));
     c->prev_lsn = c->rec_lsn;
     c->prev_known = true;
@@ -429,7 +382,7 @@ static size_t wal_segment_record_bytes(wal_segment_check *c, const unsigned char
         used = k;
         if (!had_len && c->rec_have >= sizeof(uint32_t) &&
             wal_segment_get32(c->rec + REC_TOT_LEN_OFF) < REC_HEADER_SIZE) {
-            wal_segment_fail(c, err, "is corrupt: invalid record length %u at %X/%X",
+            wal_segment_fail(c, err, "is corrupt: invalid record length %u at " LSN_FORMAT,
                              wal_segment_get32(c->rec + REC_TOT_LEN_OFF), LSN_ARGS(c->rec_lsn));
             return 0;
         }
@@ -501,7 +454,7 @@ static bool wal_segment_update_segment(wal_segment_check *c, const unsigned char
             return true;
         }
         in_page = c->state == WSC_PAGE0 ? c->size : c->size % c->page_size;
-        header = c->size < PAGE_LONG_HEADER ? PAGE_LONG_HEADER : PAGE_SHORT_HEADER;
+        header = c->size < WAL_PAGE_LONG_HEADER ? WAL_PAGE_LONG_HEADER : PAGE_SHORT_HEADER;
         if (in_page < header) {
             k = header - in_page < len ? header - in_page : len;
             memcpy(c->page + in_page, p, k);
@@ -509,8 +462,8 @@ static bool wal_segment_update_segment(wal_segment_check *c, const unsigned char
             p += k;
             len -= k;
             if (in_page + k == header &&
-                !(header == PAGE_LONG_HEADER ? wal_segment_first_page(c, err)
-                                             : wal_segment_next_page(c, err)))
+                !(header == WAL_PAGE_LONG_HEADER ? wal_segment_first_page(c, err)
+                                                 : wal_segment_next_page(c, err)))
                 return false;
             continue;
         }

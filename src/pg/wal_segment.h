@@ -33,24 +33,13 @@
 #include <stdint.h>
 
 #include "io/stream.h"
+#include "pg/wal_name.h"
 #include "util/error.h"
 
-#define WAL_SEG_SIZE_MIN (1u << 20) /* initdb --wal-segsize limits */
-#define WAL_SEG_SIZE_MAX (1u << 30)
 /* The long header of a segment's first page (xlog_internal.h): xlp_sysid, xlp_seg_size. */
 #define WAL_PAGE_SYSID_OFF    24
 #define WAL_PAGE_SEG_SIZE_OFF 32
 #define WAL_PAGE_LONG_HEADER  40
-
-typedef enum {
-    WAL_FILE_SEGMENT, /* 24 hex digits: timeline, log, segment */
-    WAL_FILE_PARTIAL, /* segment name + ".partial" */
-    WAL_FILE_HISTORY, /* 8 hex digits + ".history" */
-    WAL_FILE_BACKUP,  /* segment name + ".<8 hex>.backup" */
-    WAL_FILE_UNKNOWN,
-} wal_file_kind;
-
-wal_file_kind wal_segment_file_kind(const char *name);
 
 /* The checker of one file, fed its content in pieces of any size. */
 typedef struct wal_segment_check wal_segment_check;

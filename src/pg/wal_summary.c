@@ -11,20 +11,15 @@
 #include <string.h>
 #include <time.h>
 
+#include "pg/lsn.h"
 #include "util/interrupt.h"
 #include "util/progress.h"
 #include "util/xmalloc.h"
 
 #define WAL_SUMMARY_POLL_MS    200
-#define WAL_SUMMARY_LSN_TEXT   24
 #define WAL_SUMMARY_RUN_FIELDS 7
 #define WAL_SUMMARY_MS_PER_S   1000
 #define WAL_SUMMARY_NS_PER_MS  1000000L
-
-static void wal_summary_lsn_text(uint64_t lsn, char out[WAL_SUMMARY_LSN_TEXT])
-{
-    snprintf(out, WAL_SUMMARY_LSN_TEXT, "%X/%X", (unsigned)(lsn >> 32), (unsigned)lsn);
-}
 
 /* A query with text parameters that must return tuples of `cols` columns. */
 static PGresult *wal_summary_query(pg_session *s, const char *what, const char *sql, int nparams,
@@ -100,7 +95,7 @@ bool wal_summary_wait(pg_session *s, uint32_t tli, uint64_t lsn, int timeout_ms,
             return false;
         if (PQntuples(res) == 1 && !PQgetisnull(res, 0, 0) && !PQgetisnull(res, 0, 1) &&
             wal_summary_u32(PQgetvalue(res, 0, 0), &got_tli) &&
-            pg_parse_lsn(PQgetvalue(res, 0, 1), &got_lsn))
+            lsn_parse(PQgetvalue(res, 0, 1), &got_lsn))
             *at = got_lsn;
         PQclear(res);
         /* a summarizer on a later timeline has summarized all of this one it will */
@@ -138,8 +133,7 @@ bool wal_summary_covers(pg_session *s, uint32_t tli, uint64_t from, uint64_t to,
                               "FROM pg_catalog.pg_available_wal_summaries() "
                               "WHERE tli = $1::int8 AND end_lsn > $2::pg_lsn "
                               "AND start_lsn < $3::pg_lsn ORDER BY start_lsn, end_lsn";
-    char tli_s[16], from_s[WAL_SUMMARY_LSN_TEXT], to_s[WAL_SUMMARY_LSN_TEXT],
-        gap_s[WAL_SUMMARY_LSN_TEXT];
+    char tli_s[16], from_s[LSN_TEXT_MAX], to_s[LSN_TEXT_MAX], gap_s[LSN_TEXT_MAX];
     const char *params[] = {tli_s, from_s, to_s};
     PGresult *res;
     uint64_t *start, *end, gap;
@@ -147,8 +141,8 @@ bool wal_summary_covers(pg_session *s, uint32_t tli, uint64_t from, uint64_t to,
     bool ok = true;
 
     snprintf(tli_s, sizeof(tli_s), "%u", tli);
-    wal_summary_lsn_text(from, from_s);
-    wal_summary_lsn_text(to, to_s);
+    lsn_format(from, from_s);
+    lsn_format(to, to_s);
     res = wal_summary_query(s, "the available WAL summaries", sql, 3, params, 2, err);
     if (res == NULL)
         return false;
@@ -156,8 +150,8 @@ bool wal_summary_covers(pg_session *s, uint32_t tli, uint64_t from, uint64_t to,
     start = xcalloc(n + 1, sizeof(*start));
     end = xcalloc(n + 1, sizeof(*end));
     for (size_t i = 0; ok && i < n; i++)
-        ok = pg_parse_lsn(PQgetvalue(res, (int)i, 0), &start[i]) &&
-             pg_parse_lsn(PQgetvalue(res, (int)i, 1), &end[i]);
+        ok = lsn_parse(PQgetvalue(res, (int)i, 0), &start[i]) &&
+             lsn_parse(PQgetvalue(res, (int)i, 1), &end[i]);
     PQclear(res);
     if (!ok) {
         free(start);
@@ -165,12 +159,12 @@ bool wal_summary_covers(pg_session *s, uint32_t tli, uint64_t from, uint64_t to,
         return err_set(err, "could not read the available WAL summaries: invalid LSN");
     }
     *covered = wal_summary_ranges_cover(start, end, n, from, to, &gap);
-    wal_summary_lsn_text(gap, gap_s);
+    lsn_format(gap, gap_s);
     if (!*covered && n == 0)
         snprintf(why, why_len, "no WAL summary on timeline %u covers %s..%s", tli, from_s, to_s);
     else if (!*covered && gap == from)
-        snprintf(why, why_len, "the WAL summaries on timeline %u begin at %X/%X, after %s", tli,
-                 (unsigned)(start[0] >> 32), (unsigned)start[0], from_s);
+        snprintf(why, why_len, "the WAL summaries on timeline %u begin at " LSN_FORMAT ", after %s",
+                 tli, LSN_ARGS(start[0]), from_s);
     else if (!*covered)
         snprintf(why, why_len, "the WAL summaries on timeline %u have a gap at %s (needed: %s..%s)",
                  tli, gap_s, from_s, to_s);
@@ -235,7 +229,7 @@ static bool wal_summary_take_row(PGresult *res, wal_summary *out, size_t *cap, s
 bool wal_summary_load(pg_session *s, uint32_t tli, uint64_t from, uint64_t to, size_t max_runs,
                       wal_summary *out, bool *over, pgd_error *err)
 {
-    char tli_s[16], from_s[WAL_SUMMARY_LSN_TEXT], to_s[WAL_SUMMARY_LSN_TEXT], msg[PGD_ERROR_MAX];
+    char tli_s[16], from_s[LSN_TEXT_MAX], to_s[LSN_TEXT_MAX], msg[PGD_ERROR_MAX];
     const char *params[] = {tli_s, from_s, to_s};
     PGresult *res;
     size_t cap = 0;
@@ -244,8 +238,8 @@ bool wal_summary_load(pg_session *s, uint32_t tli, uint64_t from, uint64_t to, s
     memset(out, 0, sizeof(*out));
     *over = false;
     snprintf(tli_s, sizeof(tli_s), "%u", tli);
-    wal_summary_lsn_text(from, from_s);
-    wal_summary_lsn_text(to, to_s);
+    lsn_format(from, from_s);
+    lsn_format(to, to_s);
     if (!PQsendQueryParams(s->conn, wal_summary_runs_sql, 3, NULL, params, NULL, NULL, 0) ||
         !PQsetSingleRowMode(s->conn)) {
         pg_error_line(s->conn, "", msg, sizeof(msg));

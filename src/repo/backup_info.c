@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pg/wal_name.h"
 #include "repo/layout.h"
 #include "repo/manifest.h"
 #include "util/log.h"
@@ -16,16 +17,24 @@
 
 bool backup_info_to_json(const backup_info *bi, char **json, pgd_error *err)
 {
-    json_t *o = json_pack(
+    char start_lsn[LSN_TEXT_MAX], stop_lsn[LSN_TEXT_MAX], parent_start_lsn[LSN_TEXT_MAX] = "";
+    json_t *o;
+
+    lsn_format(bi->start_lsn, start_lsn);
+    lsn_format(bi->stop_lsn, stop_lsn);
+    /* a full has no parent: "" as ever */
+    if (bi->parent[0] != '\0')
+        lsn_format(bi->parent_start_lsn, parent_start_lsn);
+    o = json_pack(
         "{s:s, s:s, s:s, s:I, s:I, s:s, s:s, s:I, s:s, s:s, s:s, s:i, s:s, s:s, s:s, s:I, s:I, "
         "s:I}",
         "id", bi->id, "type", bi->type, "label", bi->label, "start_time",
-        (json_int_t)bi->start_time, "stop_time", (json_int_t)bi->stop_time, "start_lsn",
-        bi->start_lsn, "stop_lsn", bi->stop_lsn, "timeline", (json_int_t)bi->timeline, "start_wal",
-        bi->start_wal, "stop_wal", bi->stop_wal, "system_identifier", bi->system_identifier,
-        "pg_version_num", bi->pg_version_num, "tool_version", bi->tool_version, "compression",
-        bi->compression, "read_mode", bi->read_mode, "size", (json_int_t)bi->size,
-        "compressed_size", (json_int_t)bi->compressed_size, "files", (json_int_t)bi->files);
+        (json_int_t)bi->start_time, "stop_time", (json_int_t)bi->stop_time, "start_lsn", start_lsn,
+        "stop_lsn", stop_lsn, "timeline", (json_int_t)bi->timeline, "start_wal", bi->start_wal,
+        "stop_wal", bi->stop_wal, "system_identifier", bi->system_identifier, "pg_version_num",
+        bi->pg_version_num, "tool_version", bi->tool_version, "compression", bi->compression,
+        "read_mode", bi->read_mode, "size", (json_int_t)bi->size, "compressed_size",
+        (json_int_t)bi->compressed_size, "files", (json_int_t)bi->files);
 
     if (o == NULL ||
         json_object_set_new(o, "page_checksums", json_string(bi->page_checksums)) != 0 ||
@@ -41,7 +50,7 @@ bool backup_info_to_json(const backup_info *bi, char **json, pgd_error *err)
              0) ||
         json_object_set_new(o, "parent", json_string(bi->parent)) != 0 ||
         json_object_set_new(o, "depth", json_integer(bi->depth)) != 0 ||
-        json_object_set_new(o, "parent_start_lsn", json_string(bi->parent_start_lsn)) != 0 ||
+        json_object_set_new(o, "parent_start_lsn", json_string(parent_start_lsn)) != 0 ||
         (bi->delta_method[0] != '\0' &&
          json_object_set_new(o, "delta_method", json_string(bi->delta_method)) != 0)) {
         json_decref(o);
@@ -105,8 +114,10 @@ static bool backup_info_delta_from_json(backup_info *bi, json_t *o, const char *
         return err_set(err, "invalid %s: bad \"parent\"", what);
     if (delta ? depth < 1 || depth > UINT32_MAX : depth != 0)
         return err_set(err, "invalid %s: bad \"depth\"", what);
+    /* a delta's threshold is an LSN; a full has none ("", or absent) */
+    if ((delta || plsn[0] != '\0') && !lsn_parse(plsn, &bi->parent_start_lsn))
+        return err_set(err, "invalid %s: bad \"parent_start_lsn\"", what);
     COPY_FIELD(bi->parent, parent);
-    COPY_FIELD(bi->parent_start_lsn, plsn);
     COPY_FIELD(bi->delta_method, method);
     bi->depth = (uint32_t)depth;
     return true;
@@ -139,9 +150,11 @@ bool backup_info_from_json(backup_info *bi, const char *json, const char *what, 
         return err_set(err, "invalid %s: %s", what, jerr.text);
     }
     bad = !layout_is_backup_id(id)                 ? "id"
+          : !lsn_parse(start_lsn, &bi->start_lsn)  ? "start_lsn"
+          : !lsn_parse(stop_lsn, &bi->stop_lsn)    ? "stop_lsn"
           : timeline <= 0 || timeline > UINT32_MAX ? "timeline"
-          : !layout_is_wal_name(start_wal)         ? "start_wal"
-          : !layout_is_wal_name(stop_wal)          ? "stop_wal"
+          : !wal_name_is_wal_file(start_wal)       ? "start_wal"
+          : !wal_name_is_wal_file(stop_wal)        ? "stop_wal"
                                                    : NULL;
     if (bad != NULL) {
         json_decref(o);
@@ -169,8 +182,6 @@ bool backup_info_from_json(backup_info *bi, const char *json, const char *what, 
     COPY_FIELD(bi->id, id);
     COPY_FIELD(bi->type, type);
     COPY_FIELD(bi->label, label);
-    COPY_FIELD(bi->start_lsn, start_lsn);
-    COPY_FIELD(bi->stop_lsn, stop_lsn);
     COPY_FIELD(bi->start_wal, start_wal);
     COPY_FIELD(bi->stop_wal, stop_wal);
     COPY_FIELD(bi->system_identifier, sysid);

@@ -9,10 +9,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "pg/lsn.h"
 #include "storage/storage.h"
 #include "util/error.h"
-
-#define PG_LSN_TEXT 24
 
 typedef struct backup_info {
     char id[32];
@@ -20,12 +19,13 @@ typedef struct backup_info {
     /* a delta's parent id ("" for a full), its place in the chain (0 for a full) */
     char parent[32];
     uint32_t depth;
-    char parent_start_lsn[PG_LSN_TEXT]; /* the page-LSN threshold a delta used */
+    pg_lsn parent_start_lsn; /* the page-LSN threshold a delta used (0 for a full) */
     /* how a delta found its pages: "wal-summary" or "page-scan" ("" for a full, or older) */
     char delta_method[16];
     char label[128];
     int64_t start_time, stop_time; /* Unix seconds, UTC */
-    char start_lsn[PG_LSN_TEXT], stop_lsn[PG_LSN_TEXT];
+    /* in the JSON as text, "X/Y" (pg/lsn.h): parsed when loaded, a bad one is a damaged sentinel */
+    pg_lsn start_lsn, stop_lsn;
     uint32_t timeline;
     char start_wal[32], stop_wal[32];
     char system_identifier[24];

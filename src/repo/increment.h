@@ -30,12 +30,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pg/relfile.h"
 #include "util/error.h"
 
 #define INCREMENT_MAGIC      "PGDINC1"
 #define INCREMENT_MAGIC_LEN  8
-#define INCREMENT_PAGE_SIZE  8192u
-#define INCREMENT_FIXED_SIZE 32u /* magic .. threshold_lsn */
+#define INCREMENT_PAGE_SIZE  ((uint32_t)PG_PAGE_SIZE) /* a PostgreSQL page: BLCKSZ */
+#define INCREMENT_FIXED_SIZE 32u                      /* magic .. threshold_lsn */
 #define INCREMENT_CRC_SIZE   4u
 /* the tar entry name of an increment: <dir>/INCREMENTAL.<name> */
 #define INCREMENT_TAR_PREFIX "INCREMENTAL."

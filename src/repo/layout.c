@@ -51,35 +51,13 @@ void layout_partition_name(unsigned number, compress_kind kind, char *out, size_
     snprintf(out, outlen, "part_%04u.tar%s", number, compress_suffix(kind));
 }
 
-static bool layout_all_hex(const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!isxdigit((unsigned char)s[i]) || islower((unsigned char)s[i]))
-            return false;
-    return true;
-}
-
-bool layout_is_wal_name(const char *name)
-{
-    size_t len = strlen(name);
-
-    if (len == 24)
-        return layout_all_hex(name, 24);
-    if (len == 32 && strcmp(name + 24, ".partial") == 0)
-        return layout_all_hex(name, 24);
-    if (len == 16 && strcmp(name + 8, ".history") == 0)
-        return layout_all_hex(name, 8);
-    if (len == 40 && name[24] == '.' && strcmp(name + 33, ".backup") == 0)
-        return layout_all_hex(name, 24) && layout_all_hex(name + 25, 8);
-    return false;
-}
-
 void layout_wal_dir(const char *wal_name, char *out, size_t outlen)
 {
-    snprintf(out, outlen, WAL_DIR "/%.8s", wal_name);
+    snprintf(out, outlen, WAL_DIR "/%.*s", WAL_TLI_NAME_LEN, wal_name);
 }
 
 void layout_wal_path(const char *wal_name, compress_kind kind, char *out, size_t outlen)
 {
-    snprintf(out, outlen, WAL_DIR "/%.8s/%s%s", wal_name, wal_name, compress_suffix(kind));
+    snprintf(out, outlen, WAL_DIR "/%.*s/%s%s", WAL_TLI_NAME_LEN, wal_name, wal_name,
+             compress_suffix(kind));
 }

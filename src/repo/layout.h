@@ -28,6 +28,7 @@
 #include <time.h>
 
 #include "compress/compress.h"
+#include "pg/wal_name.h"
 
 #define BACKUP_ID_LEN    16 /* 20261129T215959F */
 #define BACKUPS_DIR      "backups"
@@ -37,7 +38,6 @@
 #define CLAIM_NAME       "claim.json"      /* the run that owns the id; first object written */
 #define PG_MANIFEST_NAME "backup_manifest" /* PostgreSQL's format, for pg_verifybackup */
 #define LAYOUT_PATH_MAX  1024
-#define WAL_TIMELINE_LEN 8
 
 void layout_backup_id(time_t start, char out[BACKUP_ID_LEN + 1]);
 bool layout_is_backup_id(const char *s);
@@ -49,12 +49,6 @@ void layout_manifest_path(const char *id, char *out, size_t outlen);
 void layout_backup_object(const char *id, const char *name, char *out, size_t outlen);
 void layout_partition_name(unsigned number, compress_kind kind, char *out, size_t outlen);
 
-/*
- * WAL file names PostgreSQL archives: segments (24 hex digits), partial
- * segments (+ ".partial"), timeline history files (8 hex + ".history") and
- * backup history files (24 hex + "." + 8 hex + ".backup").
- */
-bool layout_is_wal_name(const char *name);
 /* wal/<timeline>/ directory of a WAL file name (its first 8 hex digits). */
 void layout_wal_dir(const char *wal_name, char *out, size_t outlen);
 void layout_wal_path(const char *wal_name, compress_kind kind, char *out, size_t outlen);

@@ -87,9 +87,9 @@ bool pg_manifest_build(const manifest *m, const backup_info *bi, char **out, pgd
             pg_manifest_add_file(&b, false, m->files[i].path, m->files[i].size, m->files[i].mtime,
                                  m->files[i].crc);
     text_buf_printf(&b,
-                    "\n],\n\"WAL-Ranges\": [\n{ \"Timeline\": %u, \"Start-LSN\": \"%s\", "
-                    "\"End-LSN\": \"%s\" }\n],\n",
-                    bi->timeline, bi->start_lsn, bi->stop_lsn);
+                    "\n],\n\"WAL-Ranges\": [\n{ \"Timeline\": %u, \"Start-LSN\": \"" LSN_FORMAT
+                    "\", \"End-LSN\": \"" LSN_FORMAT "\" }\n],\n",
+                    bi->timeline, LSN_ARGS(bi->start_lsn), LSN_ARGS(bi->stop_lsn));
     if (b.failed) { /* vsnprintf failed */
         text_buf_free(&b);
         return err_set(err, "could not format backup_manifest");

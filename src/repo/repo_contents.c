@@ -15,12 +15,11 @@
 #include <unistd.h>
 
 #include "compress/compress.h"
-#include "pg/session.h"
+#include "pg/wal_name.h"
 #include "util/text.h"
 #include "util/xmalloc.h"
 
-#define REPO_HOST_MAX     256
-#define REPO_TIMELINE_HEX 8
+#define REPO_HOST_MAX 256
 
 static bool repo_contents_collect_dir(void *arg, const char *name, uint64_t size, bool is_dir,
                                       pgd_error *err)
@@ -207,8 +206,7 @@ bool repo_contents_scan_backups(storage *repo, repo_contents *c, pgd_error *err)
             continue;
         b->start_time = bi->start_time;
         b->stop_time = bi->stop_time;
-        if (!pg_parse_lsn(bi->start_lsn, &b->start_lsn))
-            b->start_lsn = 0;
+        b->start_lsn = bi->start_lsn;
         /* the sentinel's parent (repo/backup_info.h); a delta without one cannot be restored */
         if (!str_format(b->parent, sizeof(b->parent), "%s", bi->parent) ||
             (bi->id[BACKUP_ID_LEN - 1] == 'D' && !layout_is_backup_id(b->parent)))
@@ -231,8 +229,7 @@ static bool repo_contents_collect_timeline(void *arg, const char *name, uint64_t
 {
     (void)size;
     (void)err;
-    if (!is_dir || strlen(name) != REPO_TIMELINE_HEX ||
-        strspn(name, "0123456789ABCDEF") != REPO_TIMELINE_HEX)
+    if (!is_dir || !wal_name_timeline_hex(name, NULL))
         return true;
     repo_contents_names_add(arg, xstrdup(name));
     return true;

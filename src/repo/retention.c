@@ -21,8 +21,8 @@
 
 #define RETENTION_NONE         ((size_t)-1)
 #define RETENTION_TIME_TEXT    32
-#define RETENTION_SEGNO_OFFSET 8  /* the timeline's 8 hex digits come first */
-#define RETENTION_SEGNO_LEN    16 /* then the segment number */
+#define RETENTION_SEGNO_OFFSET WAL_TLI_NAME_LEN /* the timeline's hex digits come first */
+#define RETENTION_SEGNO_LEN    (WAL_FILE_NAME_LEN - WAL_TLI_NAME_LEN) /* then the segment number */
 
 /* What retention_plan_make works on, built once. */
 typedef struct retention_work {
@@ -462,21 +462,13 @@ void retention_plan_free(retention_plan *plan)
     memset(plan, 0, sizeof(*plan));
 }
 
-static bool retention_all_hex(const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'A' && s[i] <= 'F')))
-            return false;
-    return true;
-}
-
 bool retention_wal_removable(const char *name, const char *keep_from)
 {
-    size_t len = strlen(name);
+    wal_file_kind kind = wal_name_kind(name);
 
-    if (keep_from == NULL || strlen(keep_from) != RETENTION_WAL_NAME_LEN ||
-        !layout_is_wal_name(name) || len < RETENTION_WAL_NAME_LEN ||
-        !retention_all_hex(name, RETENTION_WAL_NAME_LEN) || strstr(name, ".history") != NULL)
+    /* a segment, .partial or .backup: each starts with its segment's name */
+    if (keep_from == NULL || strlen(keep_from) != WAL_FILE_NAME_LEN || kind == WAL_FILE_UNKNOWN ||
+        kind == WAL_FILE_HISTORY)
         return false;
     return strncmp(name + RETENTION_SEGNO_OFFSET, keep_from + RETENTION_SEGNO_OFFSET,
                    RETENTION_SEGNO_LEN) < 0;

@@ -43,12 +43,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pg/wal_name.h"
 #include "repo/layout.h"
 #include "util/process.h"
 #include "util/error.h"
 
-#define RETENTION_WAL_NAME_LEN 24 /* TTTTTTTTXXXXXXXXYYYYYYYY */
-#define RETENTION_REASON_MAX   320
+#define RETENTION_REASON_MAX 320
 
 /* One backup with a sentinel, as retention needs it. */
 typedef struct retention_backup {
@@ -57,7 +57,7 @@ typedef struct retention_backup {
     bool damaged;                   /* sentinel unreadable: only id is known */
     int64_t start_time, stop_time;  /* Unix seconds */
     uint64_t start_lsn;
-    char start_wal[RETENTION_WAL_NAME_LEN + 1];
+    char start_wal[WAL_FILE_NAME_LEN + 1];
 } retention_backup;
 
 /* A backup claimed but without a sentinel that is (or may be) still running. */
@@ -84,7 +84,7 @@ typedef struct retention_plan {
     size_t *remove_order;          /* input indexes to remove, dependents before parents */
     size_t nremove;
     /* WAL of segments before this one goes (on every timeline); "" when none goes */
-    char wal_keep_from[RETENTION_WAL_NAME_LEN + 1];
+    char wal_keep_from[WAL_FILE_NAME_LEN + 1];
     char wal_note[RETENTION_REASON_MAX]; /* why no WAL goes, when wal_keep_from is "" */
 } retention_plan;
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pg/session.h"
+#include "pg/lsn.h"
 #include "repo/layout.h"
 #include "repo/backup_read.h"
 #include "restore/links.h"
@@ -42,24 +42,17 @@ static bool chain_check_member(const backup_info *bi, const manifest *m, pgd_err
  */
 static bool chain_check_lineage(const backup_info *child, const backup_info *parent, pgd_error *err)
 {
-    uint64_t recorded, parent_start, child_start;
+    pg_lsn recorded = child->parent_start_lsn, parent_start = parent->start_lsn;
+    char recorded_s[LSN_TEXT_MAX], parent_start_s[LSN_TEXT_MAX];
 
-    if (!pg_parse_lsn(child->parent_start_lsn, &recorded) ||
-        !pg_parse_lsn(child->start_lsn, &child_start))
-        return err_set(err,
-                       "backup \"%s\" is damaged: its sentinel's parent_start_lsn \"%s\" or "
-                       "start_lsn \"%s\" is not an LSN",
-                       child->id, child->parent_start_lsn, child->start_lsn);
-    if (!pg_parse_lsn(parent->start_lsn, &parent_start))
-        return err_set(err,
-                       "backup \"%s\" is damaged: its sentinel's start_lsn \"%s\" is not an LSN",
-                       parent->id, parent->start_lsn);
-    if (parent_start != recorded || parent_start >= child_start)
+    /* the LSNs were checked when the sentinels were loaded (repo/backup_info.h) */
+    if (parent_start != recorded || parent_start >= child->start_lsn)
         return err_set(err,
                        "backup \"%s\" was taken on a parent \"%s\" that started at %s, but the "
                        "backup \"%s\" in the repository started at %s%s: it is not that parent",
-                       child->id, parent->id, child->parent_start_lsn, parent->id,
-                       parent->start_lsn, parent_start >= child_start ? ", after it" : "");
+                       child->id, parent->id, lsn_format(recorded, recorded_s), parent->id,
+                       lsn_format(parent_start, parent_start_s),
+                       parent_start >= child->start_lsn ? ", after it" : "");
     return true;
 }
 

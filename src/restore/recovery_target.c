@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "pg/session.h"
+#include "pg/lsn.h"
 #include "util/text.h"
 #include "util/xmalloc.h"
 
@@ -22,7 +22,6 @@
 #define TZ_NAME_MAX            255
 #define TZ_OFFSET_HOUR_MAX     15 /* PostgreSQL's MAX_TZDISP_HOUR */
 #define FRACTION_DIGITS_MAX    9
-#define LSN_PART_DIGITS_MAX    8  /* pg_lsn: two 32-bit halves */
 #define FIRST_NORMAL_XID       3  /* 0 invalid, 1 bootstrap, 2 frozen */
 #define RESTORE_POINT_NAME_MAX 64 /* MAXFNAMELEN, terminator included */
 
@@ -210,14 +209,10 @@ bool recovery_target_check_time(const char *value, char *why, size_t whylen)
 
 bool recovery_target_check_lsn(const char *value, char *why, size_t whylen)
 {
-    static const char hex[] = "0123456789abcdefABCDEF";
-    size_t hi = strspn(value, hex), lo;
+    pg_lsn lsn;
 
-    if (hi >= 1 && hi <= LSN_PART_DIGITS_MAX && value[hi] == '/') {
-        lo = strspn(value + hi + 1, hex);
-        if (lo >= 1 && lo <= LSN_PART_DIGITS_MAX && value[hi + 1 + lo] == '\0')
-            return true;
-    }
+    if (lsn_parse(value, &lsn))
+        return true;
     snprintf(why, whylen, "expected a WAL location X/X in hex, e.g. 0/3000060");
     return false;
 }
@@ -258,7 +253,7 @@ recovery_target_order recovery_target_versus_backup(const backup_info *bi, const
                                                     const char *value, char *end, size_t endlen)
 {
     char why[PGD_ERROR_MAX], when[64];
-    uint64_t target, stop;
+    uint64_t target;
     int64_t seconds;
     time_t t = (time_t)bi->stop_time;
     struct tm tm;
@@ -272,10 +267,10 @@ recovery_target_order recovery_target_versus_backup(const backup_info *bi, const
         return seconds > bi->stop_time ? RECOVERY_TARGET_AFTER_END : RECOVERY_TARGET_BEFORE_END;
     }
     if (strcmp(key, "recovery_target_lsn") == 0) {
-        snprintf(end, endlen, "%s", bi->stop_lsn);
-        if (!pg_parse_lsn(value, &target) || !pg_parse_lsn(bi->stop_lsn, &stop))
+        snprintf(end, endlen, LSN_FORMAT, LSN_ARGS(bi->stop_lsn));
+        if (!lsn_parse(value, &target))
             return RECOVERY_TARGET_UNKNOWN;
-        return target >= stop ? RECOVERY_TARGET_AFTER_END : RECOVERY_TARGET_BEFORE_END;
+        return target >= bi->stop_lsn ? RECOVERY_TARGET_AFTER_END : RECOVERY_TARGET_BEFORE_END;
     }
     if (strcmp(key, "recovery_target_xid") == 0) {
         snprintf(end, endlen, "next transaction id %llu", (unsigned long long)bi->stop_next_xid);
@@ -287,6 +282,6 @@ recovery_target_order recovery_target_versus_backup(const backup_info *bi, const
             target |= bi->stop_next_xid & ~(uint64_t)UINT32_MAX;
         return target >= bi->stop_next_xid ? RECOVERY_TARGET_AFTER_END : RECOVERY_TARGET_BEFORE_END;
     }
-    snprintf(end, endlen, "%s", bi->stop_lsn);
+    snprintf(end, endlen, LSN_FORMAT, LSN_ARGS(bi->stop_lsn));
     return RECOVERY_TARGET_UNKNOWN;
 }

@@ -15,21 +15,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pg/session.h"
+#include "pg/lsn.h"
 #include "pg/wal_history.h"
+#include "pg/wal_name.h"
 #include "wal/wal_archive.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
 
 #define TIMELINE_PG_LATEST_DEFAULT 120000 /* recovery_target_timeline defaults to latest */
-#define HISTORY_NAME_LEN           17     /* 8 hex digits + ".history" */
-#define LSN_TEXT                   20
 
 bool timeline_parse(const char *value, timeline_choice *c, char *why, size_t whylen)
 {
-    unsigned long long n;
-    char *end;
-
     memset(c, 0, sizeof(*c));
     if (strcmp(value, "latest") == 0) {
         c->goal = TIMELINE_LATEST;
@@ -39,21 +35,13 @@ bool timeline_parse(const char *value, timeline_choice *c, char *why, size_t why
         c->goal = TIMELINE_CURRENT;
         return true;
     }
-    errno = 0;
-    n = value[0] >= '1' && value[0] <= '9' ? strtoull(value, &end, 10) : 0;
-    if (n == 0 || *end != '\0' || errno != 0 || n > UINT32_MAX) {
+    if (!wal_name_timeline_parse(value, &c->number)) {
         snprintf(why, whylen, "expected latest, current or a timeline number from 1 to %u",
                  (unsigned)UINT32_MAX);
         return false;
     }
     c->goal = TIMELINE_NUMBER;
-    c->number = (uint32_t)n;
     return true;
-}
-
-static void timeline_lsn(uint64_t lsn, char out[LSN_TEXT])
-{
-    snprintf(out, LSN_TEXT, "%X/%X", (unsigned)(lsn >> 32), (unsigned)lsn);
 }
 
 /*
@@ -63,13 +51,13 @@ static void timeline_lsn(uint64_t lsn, char out[LSN_TEXT])
 static bool timeline_history(storage *repo, uint32_t tli, wal_history_entry **entries, size_t *n,
                              bool *found, timeline_path *p, pgd_error *err)
 {
-    char name[HISTORY_NAME_LEN + 1], *text;
+    char name[WAL_HISTORY_NAME_LEN + 1], *text;
     size_t len;
     bool ok;
 
     *entries = NULL;
     *n = 0;
-    snprintf(name, sizeof(name), "%08X.history", tli);
+    wal_name_history(tli, name);
     if (!wal_archive_read_text(repo, name, &text, &len, found, err)) {
         char cause[PGD_ERROR_MAX];
 
@@ -141,16 +129,16 @@ static void timeline_legs(timeline_path *p, const wal_history_entry *h, size_t n
 
 void timeline_log_path(const timeline_path *p, const backup_info *bi, const timeline_choice *c)
 {
-    char begin_s[LSN_TEXT];
+    char begin_s[LSN_TEXT_MAX], stop_s[LSN_TEXT_MAX];
 
     if (p->nlegs < 2)
         return;
-    timeline_lsn(p->legs[1].begin, begin_s);
+    lsn_format(p->legs[1].begin, begin_s);
     log_info("recovery will follow timeline %u%s, which leaves the backup's timeline %u at %s; "
              "the backup ends at %s",
              p->target,
              c->goal == TIMELINE_NUMBER ? "" : " (the newest PostgreSQL finds in the repository)",
-             bi->timeline, begin_s, bi->stop_lsn);
+             bi->timeline, begin_s, lsn_format(bi->stop_lsn, stop_s));
 }
 
 void timeline_path_free(timeline_path *p)
@@ -182,7 +170,7 @@ bool timeline_resolve(storage *repo, const backup_info *bi, const timeline_choic
     wal_history_entry *h = NULL;
     size_t n = 0, own = SIZE_MAX;
     uint64_t stop;
-    char stop_s[LSN_TEXT], end_s[LSN_TEXT];
+    char stop_s[LSN_TEXT_MAX], end_s[LSN_TEXT_MAX];
     const char *which = "";
     bool ok = true;
 
@@ -250,11 +238,8 @@ bool timeline_resolve(storage *repo, const backup_info *bi, const timeline_choic
     }
     if (goal == TIMELINE_LATEST)
         which = ", the newest PostgreSQL finds in the repository";
-    if (!pg_parse_lsn(bi->stop_lsn, &stop)) {
-        free(h);
-        return err_set(err, "the backup's sentinel has no valid stop LSN (\"%s\")", bi->stop_lsn);
-    }
-    timeline_lsn(stop, stop_s);
+    stop = bi->stop_lsn;
+    lsn_format(stop, stop_s);
     for (size_t i = 0; i < n; i++)
         if (h[i].tli == bi->timeline)
             own = i;
@@ -265,7 +250,7 @@ bool timeline_resolve(storage *repo, const backup_info *bi, const timeline_choic
                              "--target-timeline current recovers along the backup's own timeline",
                              p->target, which, bi->timeline);
     } else if (h[own].end < stop) {
-        timeline_lsn(h[own].end, end_s);
+        lsn_format(h[own].end, end_s);
         ok = timeline_refuse(
             p, err,
             "recovery would follow timeline %u%s, which leaves the backup's timeline %u at %s, "
@@ -289,6 +274,7 @@ bool timeline_find_stray(storage *repo, uint32_t server_tli, const backup_info *
     wal_history_entry *h;
     size_t n;
     uint32_t found;
+    char history[WAL_HISTORY_NAME_LEN + 1];
 
     warning[0] = '\0';
     if (!timeline_newest(repo, server_tli, &found, &h, &n, &p, err)) {
@@ -300,13 +286,14 @@ bool timeline_find_stray(storage *repo, uint32_t server_tli, const backup_info *
     }
     free(h);
     if (found > server_tli) {
+        wal_name_history(found, history);
         snprintf(warning, len,
-                 "repository \"%s\" holds timeline %u (%08X.history), newer than the server's "
+                 "repository \"%s\" holds timeline %u (%s), newer than the server's "
                  "timeline %u: a restore that follows the latest timeline, PostgreSQL's default, "
                  "would recover along it and not along this server's WAL (a restore of a later "
                  "backup would refuse); if a test restore or another server archived it, "
                  "\"pgdirect delete --timeline %u\" removes it",
-                 repo->uri, found, found, server_tli, found);
+                 repo->uri, found, history, server_tli, found);
         return true;
     }
     if (newest == NULL)

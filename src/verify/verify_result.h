@@ -30,7 +30,7 @@ typedef struct verify_result {
     uint64_t wal_segment_size;            /* 0 when it could not be told */
     bool restorable;                      /* every segment from start to stop is there and intact */
     char window_end_wal[VERIFY_WAL_NAME]; /* last segment of the unbroken run from start */
-    char window_end_lsn[PG_LSN_TEXT];     /* where that segment ends */
+    char window_end_lsn[LSN_TEXT_MAX];    /* where that segment ends */
     char gap_wal[VERIFY_WAL_NAME]; /* first missing segment after it, when later ones exist */
     char gap_resume_wal[VERIFY_WAL_NAME]; /* the first segment present after the gap */
     /*

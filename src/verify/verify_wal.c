@@ -17,7 +17,8 @@
 #include <string.h>
 
 #include "compress/compress.h"
-#include "pg/session.h"
+#include "pg/lsn.h"
+#include "pg/wal_name.h"
 #include "pg/wal_segment.h"
 #include "repo/layout.h"
 #include "repo/backup_read.h"
@@ -29,9 +30,6 @@
 /* PostgreSQL's default segment size, taken when nothing else tells the size */
 #define VERIFY_DEFAULT_SEG_SIZE (16u * 1024 * 1024)
 #define VERIFY_SEG_HEADER_LEN   (WAL_PAGE_SEG_SIZE_OFF + 4) /* through xlp_seg_size */
-#define VERIFY_WAL_HEX          24
-#define VERIFY_HEX_PART         8
-#define VERIFY_PER_LOG          UINT64_C(0x100000000)
 /* window segments read per batch, per thread: enough to keep each busy between batches */
 #define VERIFY_WAL_BATCH_PER_THREAD 8
 
@@ -58,20 +56,12 @@ typedef struct verify_wal_way {
     size_t n;
 } verify_wal_way;
 
-static bool verify_wal_is_hex(const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'A' && s[i] <= 'F')))
-            return false;
-    return true;
-}
-
 /* A stored segment: 24 hex digits and a codec suffix, nothing else (not .partial, not a temp). */
 static bool verify_wal_is_segment_object(const char *name)
 {
-    const char *suffix = name + VERIFY_WAL_HEX;
+    const char *suffix = name + WAL_FILE_NAME_LEN;
 
-    if (strlen(name) < VERIFY_WAL_HEX || !verify_wal_is_hex(name, VERIFY_WAL_HEX))
+    if (!wal_name_starts_with_segment(name))
         return false;
     return suffix[0] == '\0' || strcmp(suffix, compress_suffix(COMPRESS_LZ4)) == 0 ||
            strcmp(suffix, compress_suffix(COMPRESS_ZSTD)) == 0;
@@ -95,23 +85,20 @@ static bool verify_wal_list_cb(void *arg, const char *name, uint64_t size, bool 
     return true;
 }
 
+/* The segment number of a segment name checked before, its last part as it is. */
 static uint64_t verify_wal_segno(const char *name, uint64_t seg_size)
 {
-    char part[VERIFY_HEX_PART + 1];
-    uint64_t log, seg;
+    uint32_t tli = 0, log = 0, seg = 0;
 
-    memcpy(part, name + VERIFY_HEX_PART, VERIFY_HEX_PART);
-    part[VERIFY_HEX_PART] = '\0';
-    log = strtoull(part, NULL, 16);
-    memcpy(part, name + 2 * VERIFY_HEX_PART, VERIFY_HEX_PART);
-    seg = strtoull(part, NULL, 16);
-    return log * (VERIFY_PER_LOG / seg_size) + seg;
+    wal_name_parts(name, &tli, &log, &seg);
+    return (uint64_t)log * wal_name_segs_per_log(seg_size) + seg;
 }
 
 static void verify_wal_seg_name(uint32_t tli, uint64_t segno, uint64_t seg_size,
                                 char out[VERIFY_WAL_NAME])
 {
-    pg_wal_file_name(tli, segno * seg_size, seg_size, false, out);
+    if (!wal_name_from_segno(tli, segno, seg_size, out))
+        out[0] = '\0';
 }
 
 /* The stored object of segment number `segno`, or NULL. Names sort as segment numbers do. */
@@ -123,7 +110,7 @@ static const char *verify_wal_object(const verify_wal_list *l, uint64_t segno)
     verify_wal_seg_name(l->tli, segno, l->seg_size, want);
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        int c = strncmp(l->names[mid], want, VERIFY_WAL_HEX);
+        int c = strncmp(l->names[mid], want, WAL_FILE_NAME_LEN);
         if (c == 0)
             return l->names[mid];
         if (c < 0)
@@ -179,7 +166,7 @@ static bool verify_wal_read_wal(storage *repo, const char *object, unsigned char
     bool missing, ok = true;
     size_t got = 0;
 
-    snprintf(name, sizeof(name), "%.*s", VERIFY_WAL_HEX, object);
+    snprintf(name, sizeof(name), "%.*s", WAL_FILE_NAME_LEN, object);
     layout_wal_dir(name, path, sizeof(path));
     snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", object);
     in = storage_read_open(repo, path, &missing, err);
@@ -414,13 +401,14 @@ static void verify_wal_gap(const verify_wal_way *w, uint64_t segno, const char *
 
     if (unreachable != NULL) {
         snprintf(r->gap_wal, sizeof(r->gap_wal), "%s", missing);
-        snprintf(r->gap_resume_wal, sizeof(r->gap_resume_wal), "%.*s", VERIFY_WAL_HEX, unreachable);
+        snprintf(r->gap_resume_wal, sizeof(r->gap_resume_wal), "%.*s", WAL_FILE_NAME_LEN,
+                 unreachable);
         return;
     }
     verify_wal_seg_name(l->tli, segno, l->seg_size, r->gap_wal);
     for (size_t i = 0; i < l->n; i++)
-        if (strncmp(l->names[i], r->gap_wal, VERIFY_WAL_HEX) > 0) {
-            snprintf(r->gap_resume_wal, sizeof(r->gap_resume_wal), "%.*s", VERIFY_WAL_HEX,
+        if (strncmp(l->names[i], r->gap_wal, WAL_FILE_NAME_LEN) > 0) {
+            snprintf(r->gap_resume_wal, sizeof(r->gap_resume_wal), "%.*s", WAL_FILE_NAME_LEN,
                      l->names[i]);
             return;
         }
@@ -568,7 +556,7 @@ static bool verify_wal_list_timeline(storage *repo, uint32_t tli, verify_wal_lis
     char name[VERIFY_WAL_NAME], dir[LAYOUT_PATH_MAX];
 
     l->tli = tli;
-    snprintf(name, sizeof(name), "%08X%016X", tli, 0u);
+    wal_name_timeline_text(tli, name);
     layout_wal_dir(name, dir, sizeof(dir));
     if (!storage_list(repo, dir, verify_wal_list_cb, l, err))
         return false;
@@ -635,23 +623,21 @@ static bool verify_wal_way_build(const verify_request *req, verify_wal_list *own
 static uint64_t verify_wal_seg_size(const backup_info *bi, uint32_t tli, const unsigned char *head,
                                     bool have_head)
 {
-    uint64_t start, stop, found = 0;
+    uint64_t found = 0;
     int matches = 0;
     char name[VERIFY_WAL_NAME];
 
     if (have_head) {
         uint32_t size;
         memcpy(&size, head + WAL_PAGE_SEG_SIZE_OFF, sizeof(size));
-        if (size >= WAL_SEG_SIZE_MIN && size <= WAL_SEG_SIZE_MAX && (size & (size - 1)) == 0)
+        if (wal_name_seg_size_valid(size))
             return size;
     }
-    if (!pg_parse_lsn(bi->start_lsn, &start) || !pg_parse_lsn(bi->stop_lsn, &stop))
-        return 0;
     for (uint64_t size = WAL_SEG_SIZE_MIN; size <= WAL_SEG_SIZE_MAX; size *= 2) {
-        pg_wal_file_name(tli, start, size, false, name);
+        wal_name_of_lsn(tli, bi->start_lsn, size, false, name);
         if (strcmp(name, bi->start_wal) != 0)
             continue;
-        pg_wal_file_name(tli, stop, size, true, name);
+        wal_name_of_lsn(tli, bi->stop_lsn, size, true, name);
         if (strcmp(name, bi->stop_wal) != 0)
             continue;
         if (size == VERIFY_DEFAULT_SEG_SIZE)
@@ -668,7 +654,7 @@ bool verify_wal(const verify_request *req, verify_result *r, pgd_error *err)
     verify_wal_list l = {0};
     verify_wal_way way = {0};
     uint64_t seg_size;
-    uint32_t end_tli;
+    uint32_t start_tli = 0, end_tli;
     bool stop_copy_damaged;
     char name[VERIFY_WAL_NAME];
     unsigned char head[VERIFY_SEG_HEADER_LEN];
@@ -677,20 +663,19 @@ bool verify_wal(const verify_request *req, verify_result *r, pgd_error *err)
     uint64_t start_seg, stop_seg, end_seg, seg;
     bool ok = true, have_head = false, operational = false, other_system = false;
 
-    if (strlen(bi->start_wal) != VERIFY_WAL_HEX || strlen(bi->stop_wal) != VERIFY_WAL_HEX ||
-        !verify_wal_is_hex(bi->start_wal, VERIFY_WAL_HEX) ||
-        !verify_wal_is_hex(bi->stop_wal, VERIFY_WAL_HEX)) {
+    if (wal_name_kind(bi->start_wal) != WAL_FILE_SEGMENT ||
+        wal_name_kind(bi->stop_wal) != WAL_FILE_SEGMENT) {
         verify_problem(r, "the sentinel names no valid start and stop WAL segment");
         return true;
     }
-    snprintf(name, sizeof(name), "%.*s", VERIFY_HEX_PART, bi->start_wal);
-    if (!verify_wal_list_timeline(req->repo, (uint32_t)strtoul(name, NULL, 16), &l, err))
+    wal_name_timeline(bi->start_wal, &start_tli);
+    if (!verify_wal_list_timeline(req->repo, start_tli, &l, err))
         goto out;
     buf = xmalloc(VERIFY_CHUNK);
     /* the start segment first: its header tells the segment size */
     first = NULL;
     for (size_t i = 0; i < l.n; i++)
-        if (strncmp(l.names[i], bi->start_wal, VERIFY_WAL_HEX) == 0)
+        if (strncmp(l.names[i], bi->start_wal, WAL_FILE_NAME_LEN) == 0)
             first = l.names[i];
     if (first != NULL) {
         pgd_error e = {0};
@@ -717,7 +702,7 @@ bool verify_wal(const verify_request *req, verify_result *r, pgd_error *err)
     r->wal_segment_size = l.seg_size;
     start_seg = verify_wal_segno(bi->start_wal, l.seg_size);
     stop_seg = verify_wal_segno(bi->stop_wal, l.seg_size);
-    if (stop_seg < start_seg || strncmp(bi->start_wal, bi->stop_wal, VERIFY_HEX_PART) != 0) {
+    if (stop_seg < start_seg || strncmp(bi->start_wal, bi->stop_wal, WAL_TLI_NAME_LEN) != 0) {
         verify_problem(r, "the sentinel's stop segment %s is not after its start segment %s",
                        bi->stop_wal, bi->start_wal);
         goto out;
@@ -791,8 +776,7 @@ bool verify_wal(const verify_request *req, verify_result *r, pgd_error *err)
     }
     seg_size = way.legs[0].list.seg_size;
     verify_wal_seg_name(end_tli, end_seg, seg_size, r->window_end_wal);
-    snprintf(r->window_end_lsn, sizeof(r->window_end_lsn), "%X/%X",
-             (uint32_t)(((end_seg + 1) * seg_size) >> 32), (uint32_t)((end_seg + 1) * seg_size));
+    lsn_format((end_seg + 1) * seg_size, r->window_end_lsn);
 out:
     for (size_t i = 0; i < way.n; i++)
         verify_wal_list_free(&way.legs[i].list);

@@ -208,7 +208,7 @@ bool wal_archive_fetch_sum(storage *repo, const char *name, const char *dest, bo
     in_stream *in, *decoded;
     bool ok;
 
-    if (wal_segment_file_kind(name) == WAL_FILE_UNKNOWN)
+    if (wal_name_kind(name) == WAL_FILE_UNKNOWN)
         return err_set(err, "\"%s\" is not a WAL file name", name);
     if (!wal_archive_open(repo, name, &in, err))
         return false;
@@ -239,8 +239,7 @@ bool wal_archive_read_text(storage *repo, const char *name, char **text, size_t 
 
     *text = NULL;
     *len = 0;
-    if (wal_segment_file_kind(name) != WAL_FILE_HISTORY &&
-        wal_segment_file_kind(name) != WAL_FILE_BACKUP)
+    if (wal_name_kind(name) != WAL_FILE_HISTORY && wal_name_kind(name) != WAL_FILE_BACKUP)
         return err_set(err, "\"%s\" is not the name of a timeline or backup history file", name);
     if (!wal_archive_open_found(repo, name, &in, found, err)) {
         /* found: its codec refused how it begins */

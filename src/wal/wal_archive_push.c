@@ -395,7 +395,7 @@ bool wal_archive_push_sum(storage *repo, const char *local_path, compress_kind k
 
     snprintf(pathcopy, sizeof(pathcopy), "%s", local_path);
     snprintf(name, sizeof(name), "%s", basename(pathcopy));
-    if (wal_segment_file_kind(name) == WAL_FILE_UNKNOWN)
+    if (wal_name_kind(name) == WAL_FILE_UNKNOWN)
         return err_set(err,
                        "\"%s\" is not a WAL file name (expected a segment, .partial, "
                        ".history or .backup file)",
@@ -417,20 +417,19 @@ bool wal_archive_push_sum(storage *repo, const char *local_path, compress_kind k
 
 bool wal_archive_sweep_due(const char *name)
 {
-    unsigned long low;
+    uint32_t tli, log, seg;
 
-    if (wal_segment_file_kind(name) != WAL_FILE_SEGMENT)
+    if (wal_name_kind(name) != WAL_FILE_SEGMENT || !wal_name_parts(name, &tli, &log, &seg))
         return true;
-    /* the last 8 of its 24 hex digits: the segment within its "log" (pg/wal_segment.h) */
-    low = strtoul(name + 16, NULL, 16);
-    return low % WAL_SWEEP_EVERY == 0;
+    /* the name's last part: the segment within its "log" (pg/wal_name.h) */
+    return seg % WAL_SWEEP_EVERY == 0;
 }
 
 bool wal_archive_remove_stale_temp(storage *repo, const char *name, pgd_error *err)
 {
     char dir[LAYOUT_PATH_MAX];
 
-    if (wal_segment_file_kind(name) == WAL_FILE_UNKNOWN)
+    if (wal_name_kind(name) == WAL_FILE_UNKNOWN)
         return true; /* no directory of ours to look at */
     layout_wal_dir(name, dir, sizeof(dir));
     return storage_remove_stale_temp(repo, dir, WAL_STALE_TEMP_AGE_S, err);

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "io/politeness.h"
-#include "pg/wal_segment.h"
+#include "pg/wal_name.h"
 #include "util/log.h"
 #include "wal/wal_async_internal.h"
 #include "wal/wal_prefetch.h"
@@ -145,7 +145,7 @@ wal_async_outcome wal_async_fetch_serve(const wal_async_env *env, const char *na
     bool served;
 
     call->spooled = false;
-    if (wal_segment_file_kind(name) != WAL_FILE_SEGMENT)
+    if (wal_name_kind(name) != WAL_FILE_SEGMENT)
         return WAL_ASYNC_DIRECT;
     /* restore_command runs in the data directory */
     if (realpath(".", call->datadir) == NULL) {

@@ -32,7 +32,7 @@
 #define WAL_PREFETCH_RETRY_MAX_MS 16000
 #define WAL_PREFETCH_RETRIES_MAX  (2 * WAL_PREFETCH_MAX) /* names with a pending retry */
 
-typedef char wal_segment_name[WAL_SEGMENT_NAME_LEN + 1];
+typedef char wal_segment_name[WAL_FILE_NAME_LEN + 1];
 
 typedef struct wal_retry {
     wal_segment_name name;

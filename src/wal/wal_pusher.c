@@ -71,8 +71,8 @@ static void wal_pusher_names_remove(wal_pusher_names *l, const char *name)
  */
 static int wal_pusher_names_order(const void *a, const void *b)
 {
-    bool ha = wal_segment_file_kind(a) == WAL_FILE_HISTORY;
-    bool hb = wal_segment_file_kind(b) == WAL_FILE_HISTORY;
+    bool ha = wal_name_kind(a) == WAL_FILE_HISTORY;
+    bool hb = wal_name_kind(b) == WAL_FILE_HISTORY;
 
     if (ha != hb)
         return ha ? -1 : 1;
@@ -118,7 +118,7 @@ static bool wal_pusher_ready(const char *pg_wal, wal_pusher_names *out, bool *go
             continue;
         memcpy(name, de->d_name, len - ext);
         name[len - ext] = '\0';
-        if (wal_segment_file_kind(name) == WAL_FILE_UNKNOWN)
+        if (wal_name_kind(name) == WAL_FILE_UNKNOWN)
             continue;
         wal_pusher_names_add(out, name);
     }
@@ -143,7 +143,7 @@ typedef struct wal_pusher {
     wal_pusher_names recorded; /* scan: files with a record */
     wal_pusher_names ready;    /* scan: files PostgreSQL marked ready, in push order */
     wal_pusher_names known;    /* scan: recorded, in flight or queued, sorted by name */
-    char swept[WAL_TIMELINES_SWEPT][WAL_TIMELINE_LEN + 1];
+    char swept[WAL_TIMELINES_SWEPT][WAL_TLI_NAME_LEN + 1];
     size_t nswept;
     bool stop;
     pgd_error spool_err; /* the spool could not be written: stop */
@@ -152,11 +152,11 @@ typedef struct wal_pusher {
 /* Remove, once per timeline and run, the temporary objects killed pushes left in the repository. */
 static void wal_pusher_sweep_repo(wal_pusher *p, const char *name)
 {
-    char tli[WAL_TIMELINE_LEN + 1];
+    char tli[WAL_TLI_NAME_LEN + 1];
     pgd_error err = {0};
     bool seen = false;
 
-    snprintf(tli, sizeof(tli), "%.*s", WAL_TIMELINE_LEN, name);
+    snprintf(tli, sizeof(tli), "%.*s", WAL_TLI_NAME_LEN, name);
     pthread_mutex_lock(&p->lock);
     for (size_t i = 0; i < p->nswept && !seen; i++)
         seen = strcmp(p->swept[i], tli) == 0;

@@ -42,6 +42,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "pg/wal_name.h"
 #include "wal/wal_archive.h"
 #include "storage/storage.h"
 #include "util/error.h"
@@ -49,7 +50,6 @@
 #define WAL_SPOOL_DEFAULT_NAME "pgdirect-spool" /* next to the data directory */
 #define WAL_SPOOL_PATH_MAX     4096
 #define WAL_NAME_MAX           64            /* the longest WAL file name is 40 characters */
-#define WAL_SEGMENT_NAME_LEN   24            /* timeline, log and segment as 3 x 8 hex digits */
 #define WAL_SPOOL_LOG_MAX      (1024 * 1024) /* a log longer than this is rotated */
 
 typedef enum { WAL_SPOOL_PUSH, WAL_SPOOL_FETCH } wal_spool_role;
@@ -151,11 +151,9 @@ bool wal_spool_record_sweep(const char *dir, pgd_error *err);
 
 /* ---- WAL segment names (wal_spool_segment.c) ---- */
 
-/* Timeline and segment number of a segment name, for segments of seg_size bytes. */
-bool wal_spool_segment_parse(const char *name, uint32_t seg_size, uint32_t *tli, uint64_t *segno);
 /* The segment `n` after `name` on the same timeline (false when the name is not a segment). */
 bool wal_spool_segment_after(const char *name, uint32_t seg_size, unsigned n,
-                             char out[WAL_SEGMENT_NAME_LEN + 1]);
+                             char out[WAL_FILE_NAME_LEN + 1]);
 /*
  * System identifier and segment size from the long header of a segment's
  * first page, read from the file at `path`.
@@ -168,7 +166,7 @@ bool wal_spool_segment_identity(const char *path, uint64_t *sysid, uint32_t *seg
 #define WAL_PREFETCH_MAX 64 /* --prefetch limit: the spool holds at most this many segments */
 
 typedef struct wal_fetch_request {
-    char name[WAL_SEGMENT_NAME_LEN + 1]; /* the segment PostgreSQL was last served */
+    char name[WAL_FILE_NAME_LEN + 1]; /* the segment PostgreSQL was last served */
     uint32_t seg_size;
     uint64_t sysid; /* of that segment: prefetched files must have the same */
     unsigned count; /* how many segments after it to keep ready */

@@ -26,6 +26,9 @@
 #define WAL_SPOOL_REQUEST  "request"
 #define WAL_SPOOL_PART_EXT ".part"
 #define WAL_SPOOL_IO_CHUNK (1024 * 1024)
+/* WAL_FILE_NAME_LEN as the width of a scanf conversion */
+#define WAL_SPOOL_STR(x)  #x
+#define WAL_SPOOL_XSTR(x) WAL_SPOOL_STR(x)
 
 bool wal_spool_request_write(const char *dir, const wal_fetch_request *req, pgd_error *err)
 {
@@ -49,10 +52,10 @@ bool wal_spool_request_read(const char *dir, wal_fetch_request *req, bool *missi
         return false;
     if (*missing)
         return true;
-    if (sscanf(text, "%24s %" SCNu32 " %" SCNu64 " %u\n%n", req->name, &req->seg_size, &req->sysid,
-               &req->count, &used) != 4 ||
-        (size_t)used != strlen(text) || !wal_spool_segment_size_valid(req->seg_size) ||
-        wal_segment_file_kind(req->name) != WAL_FILE_SEGMENT || req->count > WAL_PREFETCH_MAX)
+    if (sscanf(text, "%" WAL_SPOOL_XSTR(WAL_FILE_NAME_LEN) "s %" SCNu32 " %" SCNu64 " %u\n%n",
+               req->name, &req->seg_size, &req->sysid, &req->count, &used) != 4 ||
+        (size_t)used != strlen(text) || !wal_name_seg_size_valid(req->seg_size) ||
+        wal_name_kind(req->name) != WAL_FILE_SEGMENT || req->count > WAL_PREFETCH_MAX)
         return err_set(err, "spool file \"%s\" is malformed", path);
     return true;
 }
@@ -62,8 +65,8 @@ bool wal_spool_request_wants(const wal_fetch_request *req, const char *name)
     uint32_t rtli, tli;
     uint64_t rseg, seg;
 
-    if (!wal_spool_segment_parse(req->name, req->seg_size, &rtli, &rseg) ||
-        !wal_spool_segment_parse(name, req->seg_size, &tli, &seg))
+    if (!wal_name_parse(req->name, req->seg_size, &rtli, &rseg) ||
+        !wal_name_parse(name, req->seg_size, &tli, &seg))
         return false;
     return tli == rtli && seg > rseg && seg - rseg <= req->count;
 }
@@ -101,23 +104,22 @@ typedef enum {
 } wal_spool_entry_type;
 
 static wal_spool_entry_type
-wal_spool_fetch_parse(const char *file, char name[WAL_SEGMENT_NAME_LEN + 1], wal_file_sum *sum)
+wal_spool_fetch_parse(const char *file, char name[WAL_FILE_NAME_LEN + 1], wal_file_sum *sum)
 {
     uint64_t size;
     uint32_t crc;
     int used = 0;
 
-    if (strlen(file) <= WAL_SEGMENT_NAME_LEN || file[WAL_SEGMENT_NAME_LEN] != '.')
+    if (strlen(file) <= WAL_FILE_NAME_LEN || file[WAL_FILE_NAME_LEN] != '.')
         return WAL_SPOOL_FILE_OTHER;
-    memcpy(name, file, WAL_SEGMENT_NAME_LEN);
-    name[WAL_SEGMENT_NAME_LEN] = '\0';
-    if (wal_segment_file_kind(name) != WAL_FILE_SEGMENT)
+    memcpy(name, file, WAL_FILE_NAME_LEN);
+    name[WAL_FILE_NAME_LEN] = '\0';
+    if (wal_name_kind(name) != WAL_FILE_SEGMENT)
         return WAL_SPOOL_FILE_OTHER;
-    if (strncmp(file + WAL_SEGMENT_NAME_LEN, WAL_SPOOL_PART_EXT, strlen(WAL_SPOOL_PART_EXT)) == 0)
+    if (strncmp(file + WAL_FILE_NAME_LEN, WAL_SPOOL_PART_EXT, strlen(WAL_SPOOL_PART_EXT)) == 0)
         return WAL_SPOOL_FILE_PART;
-    if (sscanf(file + WAL_SEGMENT_NAME_LEN, ".%" SCNu64 ".%8" SCNx32 "%n", &size, &crc, &used) !=
-            2 ||
-        (size_t)used != strlen(file + WAL_SEGMENT_NAME_LEN))
+    if (sscanf(file + WAL_FILE_NAME_LEN, ".%" SCNu64 ".%8" SCNx32 "%n", &size, &crc, &used) != 2 ||
+        (size_t)used != strlen(file + WAL_FILE_NAME_LEN))
         return WAL_SPOOL_FILE_OTHER;
     sum->size = size;
     sum->crc = crc;
@@ -138,7 +140,7 @@ static bool wal_spool_fetch_walk(const char *dir, wal_spool_entry_cb cb, void *a
     if (d == NULL)
         return err_errno(err, errno, "could not open spool directory \"%s\"", dir);
     while (ok && (errno = 0, de = readdir(d)) != NULL) {
-        char name[WAL_SEGMENT_NAME_LEN + 1];
+        char name[WAL_FILE_NAME_LEN + 1];
         wal_file_sum sum = {0};
         wal_spool_entry_type type = wal_spool_fetch_parse(de->d_name, name, &sum);
 

@@ -33,7 +33,4 @@ bool wal_spool_write_text(const char *path, const char *text, bool durable, pgd_
 bool wal_spool_read_text(const char *path, char *buf, size_t buflen, bool *missing,
                          struct timespec *mtime, pgd_error *err);
 
-/* Is seg_size a segment size initdb accepts (a power of two from 1 MiB to 1 GiB)? */
-bool wal_spool_segment_size_valid(uint32_t seg_size);
-
 #endif

@@ -22,7 +22,7 @@
 static bool wal_spool_record_path(const char *dir, const char *name, wal_record_kind kind,
                                   char *out, size_t outlen, pgd_error *err)
 {
-    if (wal_segment_file_kind(name) == WAL_FILE_UNKNOWN)
+    if (wal_name_kind(name) == WAL_FILE_UNKNOWN)
         return err_set(err, "\"%s\" is not a WAL file name", name);
     snprintf(out, outlen, "%s/" WAL_SPOOL_OUT "/%s%s", dir, name,
              kind == WAL_RECORD_OK ? WAL_SPOOL_OK_EXT : WAL_SPOOL_ERROR_EXT);
@@ -135,7 +135,7 @@ bool wal_spool_record_list(const char *dir, wal_spool_record_cb cb, void *arg, p
             continue;
         memcpy(name, de->d_name, stem);
         name[stem] = '\0';
-        if (kind != WAL_RECORD_NONE && wal_segment_file_kind(name) == WAL_FILE_UNKNOWN)
+        if (kind != WAL_RECORD_NONE && wal_name_kind(name) == WAL_FILE_UNKNOWN)
             kind = WAL_RECORD_NONE;
         if (kind == WAL_RECORD_NONE)
             snprintf(name, sizeof(name), "%.*s", (int)(sizeof(name) - 1), de->d_name);

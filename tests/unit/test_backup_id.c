@@ -70,7 +70,7 @@ static void test_a_delta_and_a_full_never_share_a_second(void **state)
     storage *repo = repo_in(dir);
     char f[BACKUP_ID_LEN + 1], d[BACKUP_ID_LEN + 1], f2[BACKUP_ID_LEN + 1];
     char path[LAYOUT_PATH_MAX], *text;
-    backup_id_parent parent = {.id = "20261129T215959F", .start_lsn = "0/2000028"};
+    backup_id_parent parent = {.id = "20261129T215959F", .start_lsn = 0x2000028};
     pgd_error err = {0};
     size_t len;
     bool missing;

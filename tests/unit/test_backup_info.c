@@ -58,8 +58,8 @@ static void put_sentinel_checked(storage *repo, const char *id, uint64_t bad, bo
     memset(&bi, 0, sizeof(bi));
     snprintf(bi.id, sizeof(bi.id), "%s", id);
     snprintf(bi.type, sizeof(bi.type), "full");
-    snprintf(bi.start_lsn, sizeof(bi.start_lsn), "0/2000028");
-    snprintf(bi.stop_lsn, sizeof(bi.stop_lsn), "0/2000100");
+    bi.start_lsn = 0x2000028;
+    bi.stop_lsn = 0x2000100;
     snprintf(bi.start_wal, sizeof(bi.start_wal), "000000010000000000000002");
     snprintf(bi.stop_wal, sizeof(bi.stop_wal), "000000010000000000000002");
     bi.timeline = 1;
@@ -495,6 +495,136 @@ static void test_find_returns_a_damaged_sentinel_as_damaged(void **state)
     rm_rf(dir);
 }
 
+/* A full (or, with a parent, a delta) with LSNs; its sentinel's JSON. */
+static char *lsn_sentinel_json(const char *parent, pg_lsn parent_start)
+{
+    backup_info bi;
+    pgd_error err = {0};
+    char *json;
+
+    memset(&bi, 0, sizeof(bi));
+    snprintf(bi.id, sizeof(bi.id), "%s", NEW_ID);
+    snprintf(bi.type, sizeof(bi.type), parent != NULL ? "delta" : "full");
+    if (parent != NULL) {
+        snprintf(bi.parent, sizeof(bi.parent), "%s", parent);
+        bi.depth = 1;
+        bi.parent_start_lsn = parent_start;
+    }
+    bi.start_lsn = (pg_lsn)0x1A << 32 | 0xFF000028;
+    bi.stop_lsn = (pg_lsn)0x1A << 32 | 0xFF000100;
+    snprintf(bi.start_wal, sizeof(bi.start_wal), "000000010000001A000000FF");
+    snprintf(bi.stop_wal, sizeof(bi.stop_wal), "000000010000001A000000FF");
+    bi.timeline = 1;
+    assert_true(backup_info_to_json(&bi, &json, &err));
+    return json;
+}
+
+/* The sentinel keeps PostgreSQL's text form, "X/Y"; loaded, the LSNs are numbers. */
+static void test_lsns_are_text_on_disk_and_numbers_when_loaded(void **state)
+{
+    char *json = lsn_sentinel_json(NULL, 0);
+    backup_info bi;
+    pgd_error err = {0};
+
+    (void)state;
+    assert_non_null(strstr(json, "\"start_lsn\": \"1A/FF000028\""));
+    assert_non_null(strstr(json, "\"stop_lsn\": \"1A/FF000100\""));
+    assert_non_null(strstr(json, "\"parent_start_lsn\": \"\""));
+    assert_true(backup_info_from_json(&bi, json, "sentinel", &err));
+    assert_true(bi.start_lsn == ((pg_lsn)0x1A << 32 | 0xFF000028));
+    assert_true(bi.stop_lsn == ((pg_lsn)0x1A << 32 | 0xFF000100));
+    assert_true(bi.parent_start_lsn == 0);
+    free(json);
+    json = lsn_sentinel_json(OLD_ID, 0x3000028);
+    assert_non_null(strstr(json, "\"parent_start_lsn\": \"0/3000028\""));
+    assert_true(backup_info_from_json(&bi, json, "sentinel", &err));
+    assert_true(bi.parent_start_lsn == 0x3000028);
+    free(json);
+    /* hex digits in either case, as PostgreSQL reads a pg_lsn */
+    json = lsn_sentinel_json(NULL, 0);
+    {
+        char *at = strstr(json, "1A/FF000028");
+        memcpy(at, "1a/ff000028", strlen("1a/ff000028"));
+    }
+    assert_true(backup_info_from_json(&bi, json, "sentinel", &err));
+    assert_true(bi.start_lsn == ((pg_lsn)0x1A << 32 | 0xFF000028));
+    free(json);
+}
+
+/* json with `field` set to `value` (a string), or removed when value is NULL. */
+static char *with_field(const char *json, const char *field, const char *value)
+{
+    json_error_t jerr;
+    json_t *o = json_loads(json, 0, &jerr);
+    char *out;
+
+    assert_non_null(o);
+    if (value != NULL)
+        json_object_set_new(o, field, json_string(value));
+    else
+        json_object_del(o, field);
+    out = json_dumps(o, 0);
+    json_decref(o);
+    return out;
+}
+
+static void expect_bad_field(const char *json, const char *field, const char *value)
+{
+    char *bad = with_field(json, field, value), want[128];
+    backup_info bi;
+    pgd_error err = {0};
+
+    snprintf(want, sizeof(want), "invalid sentinel \"x\": bad \"%s\"", field);
+    assert_false(backup_info_from_json(&bi, bad, "sentinel \"x\"", &err));
+    assert_string_equal(err.msg, want);
+    free(bad);
+}
+
+/* A value that is no LSN damages the sentinel when it is loaded; the message names the field. */
+static void test_a_bad_lsn_is_a_damaged_sentinel_naming_the_field(void **state)
+{
+    const char *bad[] = {"", "0", "0/", "/0", "G/0", "0/2000028x", " 0/0", "123456789/0", "-1/0"};
+    char *full = lsn_sentinel_json(NULL, 0), *delta = lsn_sentinel_json(OLD_ID, 0x3000028);
+    char *dir = test_tmpdir(), *text;
+    storage *repo = repo_in(dir);
+    backup_info *all, bi;
+    pgd_error err = {0};
+    size_t n;
+    bool missing = false;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        expect_bad_field(full, "start_lsn", bad[i]);
+        expect_bad_field(full, "stop_lsn", bad[i]);
+        expect_bad_field(delta, "parent_start_lsn", bad[i]);
+        if (bad[i][0] != '\0')
+            expect_bad_field(full, "parent_start_lsn", bad[i]);
+    }
+    /* a delta's threshold is required; a full's may be absent, as before deltas */
+    expect_bad_field(delta, "parent_start_lsn", NULL);
+    text = with_field(full, "parent_start_lsn", NULL);
+    assert_true(backup_info_from_json(&bi, text, "sentinel", &err));
+    free(text);
+    /* in a repository: the scan lists it as damaged, naming the backup's sentinel and the field */
+    text = with_field(full, "stop_lsn", "0/2000028x");
+    put_sentinel_text(repo, NEW_ID, text);
+    free(text);
+    assert_true(backup_info_scan(repo, &all, &n, &err));
+    assert_int_equal(n, 1);
+    assert_true(all[0].damaged);
+    assert_string_equal(all[0].damage,
+                        "invalid sentinel \"backups/" NEW_ID ".done.json\": bad \"stop_lsn\"");
+    free(all);
+    assert_false(backup_info_load(repo, NEW_ID, &bi, &missing, &err));
+    assert_false(missing);
+    assert_string_equal(err.msg,
+                        "invalid sentinel \"backups/" NEW_ID ".done.json\": bad \"stop_lsn\"");
+    free(full);
+    free(delta);
+    storage_free(repo);
+    rm_rf(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -513,6 +643,8 @@ int main(void)
         cmocka_unit_test(test_check_latest_reads_only_the_manifests_latest_needs),
         cmocka_unit_test(test_unreadable_manifest_fails_latest),
         cmocka_unit_test(test_find_returns_a_damaged_sentinel_as_damaged),
+        cmocka_unit_test(test_lsns_are_text_on_disk_and_numbers_when_loaded),
+        cmocka_unit_test(test_a_bad_lsn_is_a_damaged_sentinel_naming_the_field),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

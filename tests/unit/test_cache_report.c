@@ -31,10 +31,10 @@ static void test_mixed_segment(void **state)
     cache_figures f = {0};
 
     (void)state;
-    cache_add_segment(&f, 3 * PG_BLOCK_SIZE, os, OS_PAGE, sb);
+    cache_add_segment(&f, 3 * PG_PAGE_SIZE, os, OS_PAGE, sb);
     assert_int_equal(f.os_cache, OS_PAGE);
-    assert_int_equal(f.shared_buffers, PG_BLOCK_SIZE);
-    assert_int_equal(f.disk_only, PG_BLOCK_SIZE);
+    assert_int_equal(f.shared_buffers, PG_PAGE_SIZE);
+    assert_int_equal(f.disk_only, PG_PAGE_SIZE);
 }
 
 static void test_partial_last_page_and_unknown_os(void **state)
@@ -46,9 +46,9 @@ static void test_partial_last_page_and_unknown_os(void **state)
     cache_add_segment(&f, OS_PAGE + 100, os, OS_PAGE, NULL); /* 100 bytes in the last page */
     assert_int_equal(f.os_cache, OS_PAGE + 100);
     /* without an OS map (unreadable file) every block counts as disk only */
-    cache_add_segment(&f, PG_BLOCK_SIZE, NULL, OS_PAGE, NULL);
-    assert_int_equal(f.size, OS_PAGE + 100 + PG_BLOCK_SIZE);
-    assert_int_equal(f.disk_only, PG_BLOCK_SIZE);
+    cache_add_segment(&f, PG_PAGE_SIZE, NULL, OS_PAGE, NULL);
+    assert_int_equal(f.size, OS_PAGE + 100 + PG_PAGE_SIZE);
+    assert_int_equal(f.disk_only, PG_PAGE_SIZE);
 }
 
 static void test_totals_and_sorting(void **state)
@@ -127,19 +127,19 @@ static void test_shared_buffers_map_of_a_later_segment(void **state)
 {
     pg_buffer bufs[] = {
         {.filenode = 7, .fork = 0, .block = 5, .tablespace = 1663},
-        {.filenode = 7, .fork = 0, .block = PG_SEGMENT_BLOCKS + 5, .tablespace = 1663},
-        {.filenode = 7, .fork = 0, .block = 2 * PG_SEGMENT_BLOCKS, .tablespace = 1663}};
+        {.filenode = 7, .fork = 0, .block = PG_SEGMENT_PAGES + 5, .tablespace = 1663},
+        {.filenode = 7, .fork = 0, .block = 2 * PG_SEGMENT_PAGES, .tablespace = 1663}};
     bool oom;
     unsigned char *map;
 
     (void)state;
     cache_sort_buffers(bufs, 3);
-    map = cache_sb_map(bufs, 3, 1663, 7, 0, PG_SEGMENT_BLOCKS, 10, &oom);
+    map = cache_sb_map(bufs, 3, 1663, 7, 0, PG_SEGMENT_PAGES, 10, &oom);
     assert_non_null(map);
     for (int b = 0; b < 10; b++)
         assert_int_equal(map[b], b == 5);
     free(map);
-    assert_null(cache_sb_map(bufs, 3, 1663, 7, 0, 3 * PG_SEGMENT_BLOCKS, 10, &oom));
+    assert_null(cache_sb_map(bufs, 3, 1663, 7, 0, 3 * PG_SEGMENT_PAGES, 10, &oom));
     assert_false(oom);
 }
 

@@ -40,7 +40,7 @@ static void put_text(storage *repo, const char *path, const char *text)
 }
 
 /* A sentinel (start LSN `lsn`) and a manifest.json for `id`. */
-static void put_backup(storage *repo, const char *id, const char *parent, const char *lsn)
+static void put_backup(storage *repo, const char *id, const char *parent, pg_lsn lsn)
 {
     char path[LAYOUT_PATH_MAX];
     backup_info bi;
@@ -54,8 +54,8 @@ static void put_backup(storage *repo, const char *id, const char *parent, const 
         snprintf(bi.parent, sizeof(bi.parent), "%s", parent);
         bi.depth = 1;
     }
-    snprintf(bi.start_lsn, sizeof(bi.start_lsn), "%s", lsn);
-    snprintf(bi.stop_lsn, sizeof(bi.stop_lsn), "0/9000100");
+    bi.start_lsn = lsn;
+    bi.stop_lsn = 0x9000100;
     snprintf(bi.start_wal, sizeof(bi.start_wal), "000000010000000000000003");
     snprintf(bi.stop_wal, sizeof(bi.stop_wal), "000000010000000000000009");
     bi.timeline = 1;
@@ -78,8 +78,8 @@ static void test_parent_still_there(void **state)
 
     (void)state;
     memset(&p, 0, sizeof(p));
-    put_backup(repo, FULL_ID, NULL, "0/3000028");
-    put_backup(repo, DELTA_ID, FULL_ID, "0/5000028");
+    put_backup(repo, FULL_ID, NULL, 0x3000028);
+    put_backup(repo, DELTA_ID, FULL_ID, 0x5000028);
     /* the parent is the delta: it, its manifest and its chain are there */
     assert_true(backup_info_load(repo, DELTA_ID, &p.info, &(bool){false}, &err));
     assert_true(delta_parent_still_there(repo, &p, &err));
@@ -90,7 +90,7 @@ static void test_parent_still_there(void **state)
     assert_non_null(strstr(err.msg, "chain of parent backup " DELTA_ID));
     assert_non_null(strstr(err.msg, "backup " FULL_ID " is no longer in the repository"));
     err_clear(&err);
-    put_backup(repo, FULL_ID, NULL, "0/3000028");
+    put_backup(repo, FULL_ID, NULL, 0x3000028);
     /* the parent's manifest is gone */
     layout_manifest_path(DELTA_ID, path, sizeof(path));
     assert_true(storage_remove(repo, path, &err));
@@ -104,7 +104,7 @@ static void test_parent_still_there(void **state)
     assert_non_null(strstr(err.msg, "parent backup " DELTA_ID " is no longer in the repository"));
     err_clear(&err);
     /* another backup under the same id (another start LSN) is not the parent */
-    put_backup(repo, DELTA_ID, FULL_ID, "0/7000028");
+    put_backup(repo, DELTA_ID, FULL_ID, 0x7000028);
     assert_false(delta_parent_still_there(repo, &p, &err));
     assert_non_null(strstr(err.msg, "is not the backup this delta was taken on"));
     storage_free(repo);

@@ -48,8 +48,8 @@ static void test_manifest_fails(void **state)
     m.backup_label = strdup("START WAL LOCATION: 0/2000028 (file 000000010000000000000002)\n");
     m.tablespace_map = strdup("");
     assert_true(manifest_add_file(&m, &data, &err));
-    snprintf(bi.start_lsn, sizeof(bi.start_lsn), "0/2000028");
-    snprintf(bi.stop_lsn, sizeof(bi.stop_lsn), "0/2000138");
+    bi.start_lsn = 0x2000028;
+    bi.stop_lsn = 0x2000138;
     assert_false(pg_manifest_build(&m, &bi, &out, &err));
     assert_null(out);
     assert_non_null(strstr(err.msg, "could not compute the SHA-256 of backup_manifest"));

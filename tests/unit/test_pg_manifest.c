@@ -39,8 +39,8 @@ static int fixture_setup(void **state)
     assert_true(manifest_add_file(&f->m, &data, &err));
     f->bi.stop_time = 1700000100;
     f->bi.timeline = 1;
-    snprintf(f->bi.start_lsn, sizeof(f->bi.start_lsn), "0/2000028");
-    snprintf(f->bi.stop_lsn, sizeof(f->bi.stop_lsn), "0/2000138");
+    f->bi.start_lsn = 0x2000028;
+    f->bi.stop_lsn = 0x2000138;
     snprintf(f->bi.system_identifier, sizeof(f->bi.system_identifier), SYSID);
     *state = f;
     return 0;

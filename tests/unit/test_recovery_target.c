@@ -108,7 +108,7 @@ static void test_target_against_a_backups_end(void **state)
     (void)state;
     memset(&bi, 0, sizeof(bi));
     bi.stop_time = 1795986000; /* 2026-11-29 21:00:00 UTC */
-    snprintf(bi.stop_lsn, sizeof(bi.stop_lsn), "0/8000100");
+    bi.stop_lsn = 0x8000100;
     /* a time: later than the second the backup ended in */
     assert_int_equal(recovery_target_versus_backup(&bi, "recovery_target_time",
                                                    "2026-11-29 21:00:01+00", end, sizeof(end)),

@@ -48,10 +48,10 @@ static void put_sentinel(storage *repo, const char *id, const char *parent)
     if (parent != NULL) {
         snprintf(bi.parent, sizeof(bi.parent), "%s", parent);
         bi.depth = 1;
-        snprintf(bi.parent_start_lsn, sizeof(bi.parent_start_lsn), "0/2000028");
+        bi.parent_start_lsn = 0x2000028;
     }
-    snprintf(bi.start_lsn, sizeof(bi.start_lsn), "0/3000028");
-    snprintf(bi.stop_lsn, sizeof(bi.stop_lsn), "0/3000100");
+    bi.start_lsn = 0x3000028;
+    bi.stop_lsn = 0x3000100;
     snprintf(bi.start_wal, sizeof(bi.start_wal), "000000010000000000000003");
     snprintf(bi.stop_wal, sizeof(bi.stop_wal), "000000010000000000000003");
     bi.timeline = 1;

@@ -1,7 +1,8 @@
 /*
  * test_session.c - covers the server-independent parts of
  * src/pg/session.c: which server versions are supported (14 to 18, refused
- * with a message naming them otherwise), LSN text and WAL file names.
+ * with a message naming them otherwise). LSN text and WAL file names are
+ * pg/lsn.c's and pg/wal_name.c's (test_lsn.c, test_wal_name.c).
  */
 #include "helpers.h"
 
@@ -43,46 +44,11 @@ static void test_older_and_newer_versions_are_refused_naming_the_supported_ones(
     expect_refused(0, "", "0");
 }
 
-static void test_lsn_text(void **state)
-{
-    uint64_t lsn = 0;
-
-    (void)state;
-    assert_true(pg_parse_lsn("0/2000028", &lsn));
-    assert_true(lsn == 0x2000028);
-    assert_true(pg_parse_lsn("1A/FF000000", &lsn));
-    assert_true(lsn == ((uint64_t)0x1A << 32 | 0xFF000000));
-    assert_false(pg_parse_lsn("0/2000028x", &lsn));
-    assert_false(pg_parse_lsn("2000028", &lsn));
-}
-
-/* 64 MiB segments (initdb --wal-segsize 64): 64 segments per 4 GiB "log" number */
-static void test_wal_file_names_follow_the_segment_size(void **state)
-{
-    char name[25];
-    const uint64_t mib = 1024 * 1024;
-
-    (void)state;
-    pg_wal_file_name(1, 0x2000028, 16 * mib, false, name);
-    assert_string_equal(name, "000000010000000000000002");
-    pg_wal_file_name(1, 0x2000028, 64 * mib, false, name);
-    assert_string_equal(name, "000000010000000000000000");
-    pg_wal_file_name(2, ((uint64_t)1 << 32) + 0x8000000, 64 * mib, false, name);
-    assert_string_equal(name, "000000020000000100000002");
-    /* the segment that ends at a boundary is the one before it */
-    pg_wal_file_name(1, 0x4000000, 64 * mib, true, name);
-    assert_string_equal(name, "000000010000000000000000");
-    pg_wal_file_name(1, 0x4000000, 64 * mib, false, name);
-    assert_string_equal(name, "000000010000000000000001");
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_supported_versions_are_accepted),
         cmocka_unit_test(test_older_and_newer_versions_are_refused_naming_the_supported_ones),
-        cmocka_unit_test(test_lsn_text),
-        cmocka_unit_test(test_wal_file_names_follow_the_segment_size),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

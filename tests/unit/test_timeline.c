@@ -31,8 +31,8 @@ static int setup(void **state)
     /* a backup on timeline 2 of a PostgreSQL 15, from 0/5000028 to 0/5000100 */
     f->bi.timeline = 2;
     f->bi.pg_version_num = 150000;
-    snprintf(f->bi.start_lsn, sizeof(f->bi.start_lsn), "0/5000028");
-    snprintf(f->bi.stop_lsn, sizeof(f->bi.stop_lsn), "0/5000100");
+    f->bi.start_lsn = 0x5000028;
+    f->bi.stop_lsn = 0x5000100;
     *state = f;
     return 0;
 }
@@ -194,9 +194,9 @@ static void test_newest_descends(void **state)
     assert_follows(f, "current", 2, "2@0");
     assert_follows(f, "2", 2, "2@0");
     /* leaving exactly at the backup's end is fine */
-    snprintf(f->bi.stop_lsn, sizeof(f->bi.stop_lsn), "0/6000000");
+    f->bi.stop_lsn = 0x6000000;
     assert_follows(f, "latest", 4, "2@0 3@6000000 4@7000000");
-    snprintf(f->bi.stop_lsn, sizeof(f->bi.stop_lsn), "0/6000001");
+    f->bi.stop_lsn = 0x6000001;
     assert_refused(f, "latest",
                    "recovery would follow timeline 4, the newest PostgreSQL finds in the "
                    "repository, which leaves "

@@ -471,12 +471,11 @@ static void test_not_a_wal_file_name(void **state)
     (void)state;
     assert_null(wal_segment_check_new("00000001000000000000000g", &err));
     assert_non_null(strstr(err.msg, "not a WAL file name"));
-    assert_int_equal(wal_segment_file_kind("000000010000000000000003"), WAL_FILE_SEGMENT);
-    assert_int_equal(wal_segment_file_kind("000000010000000000000003.partial"), WAL_FILE_PARTIAL);
-    assert_int_equal(wal_segment_file_kind("0000000A.history"), WAL_FILE_HISTORY);
-    assert_int_equal(wal_segment_file_kind("000000010000000000000002.00000028.backup"),
-                     WAL_FILE_BACKUP);
-    assert_int_equal(wal_segment_file_kind("0000000a.history"), WAL_FILE_UNKNOWN);
+    assert_int_equal(wal_name_kind("000000010000000000000003"), WAL_FILE_SEGMENT);
+    assert_int_equal(wal_name_kind("000000010000000000000003.partial"), WAL_FILE_PARTIAL);
+    assert_int_equal(wal_name_kind("0000000A.history"), WAL_FILE_HISTORY);
+    assert_int_equal(wal_name_kind("000000010000000000000002.00000028.backup"), WAL_FILE_BACKUP);
+    assert_int_equal(wal_name_kind("0000000a.history"), WAL_FILE_UNKNOWN);
 }
 
 static void test_stream_filter_fails_at_the_end(void **state)
