@@ -74,9 +74,8 @@ static bool fs_give(fs_storage *fs, const char *path, int fd, pgd_error *err)
 {
     if ((fd >= 0 ? fchown(fd, fs->owner_uid, fs->owner_gid)
                  : lchown(path, fs->owner_uid, fs->owner_gid)) != 0)
-        return err_errno(err, errno,
-                         "could not give \"%s\" to user %u, who owns repository \"%s\"", path,
-                         (unsigned)fs->owner_uid, fs->root);
+        return err_errno(err, errno, "could not give \"%s\" to user %u, who owns repository \"%s\"",
+                         path, (unsigned)fs->owner_uid, fs->root);
     return true;
 }
 

@@ -30,4 +30,3 @@ storage *storage_open(const char *uri, const struct s3_options *s3, pgd_error *e
         return storage_fs_new(uri + strlen(STORAGE_FILE_SCHEME), err);
     return storage_fs_new(uri, err);
 }
-

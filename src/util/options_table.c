@@ -240,4 +240,3 @@ void options_store(pgd_options *opts, int id, const char *value, opt_source src)
     v->nvalues++;
     v->source = src;
 }
-

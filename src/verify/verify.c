@@ -262,8 +262,7 @@ bool verify_backup(const verify_request *req, verify_result *r, pgd_error *err)
         verify_problem(r, "%s", bi->damage);
         return true;
     }
-    if (!backup_read_manifest(req->repo, bi->id, &m, &e) ||
-        !links_check(&m, bi->id, true, &e)) {
+    if (!backup_read_manifest(req->repo, bi->id, &m, &e) || !links_check(&m, bi->id, true, &e)) {
         manifest_free(&m);
         if (err_is(&e, PGD_ERR_TRANSIENT)) {
             *err = e;

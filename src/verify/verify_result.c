@@ -44,4 +44,3 @@ void verify_wal_memo_free(verify_wal_memo *m)
     free(m->sysid);
     memset(m, 0, sizeof(*m));
 }
-
