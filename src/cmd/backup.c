@@ -545,7 +545,7 @@ static bool backup_copy(backup_run *r, pgd_error *err)
  */
 static bool backup_wal_same_system(backup_run *r, const char *seg, pgd_error *err)
 {
-    char sysid[24];
+    char sysid[PG_SYSID_TEXT_MAX];
 
     if (!wal_archive_system_id(r->repo, seg, sysid, sizeof(sysid), err))
         return false;

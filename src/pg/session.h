@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "pg/lsn.h"
+#include "pg/pg_control.h"
 #include "pg/pg_version.h"
 #include "pg/pq_api.h"
 #include "util/error.h"
@@ -24,7 +25,7 @@ typedef struct pg_session {
     uint64_t wal_segment_size; /* one wal_name_seg_size_valid accepts (pg/wal_name.h) */
     bool in_recovery;
     bool data_checksums; /* SHOW data_checksums: pages carry checksums to verify */
-    char system_identifier[24];
+    char system_identifier[PG_SYSID_TEXT_MAX];
     char role[140]; /* current_user, quoted as an identifier: for the GRANTs messages suggest */
 } pg_session;
 

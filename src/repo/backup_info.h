@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "pg/lsn.h"
+#include "pg/pg_control.h"
 #include "storage/storage.h"
 #include "util/error.h"
 
@@ -28,7 +29,7 @@ typedef struct backup_info {
     pg_lsn start_lsn, stop_lsn;
     uint32_t timeline;
     char start_wal[32], stop_wal[32];
-    char system_identifier[24];
+    char system_identifier[PG_SYSID_TEXT_MAX];
     int pg_version_num;
     char tool_version[16];
     char compression[8];

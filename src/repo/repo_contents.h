@@ -27,7 +27,7 @@ typedef struct repo_dir {
     retention_claim_state state;
     char why[RETENTION_REASON_MAX];
     char parent[BACKUP_ID_LEN + 1]; /* a running delta's parent, as its claim names it */
-    char system_identifier[24];     /* of the cluster its claim says it backs up; "" unknown */
+    char system_identifier[PG_SYSID_TEXT_MAX];     /* of the cluster its claim says it backs up; "" unknown */
     char host[64];                  /* the claiming process's host and pid ("", 0: no claim) */
     int64_t pid;
     int64_t start_time; /* when the claim says the run started; 0 unknown */

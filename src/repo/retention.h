@@ -43,6 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pg/pg_control.h"
 #include "pg/wal_name.h"
 #include "repo/layout.h"
 #include "util/process.h"
@@ -125,7 +126,7 @@ typedef struct retention_claim {
     process_state process;          /* its process, seen from here (util/process.h) */
     char process_why[128];          /* how that was decided: "process 42 of this host, ..." */
     char parent[BACKUP_ID_LEN + 1]; /* a delta's parent ("parent"), "" when it names none */
-    char system_identifier[24];     /* of the cluster it backs up; "" in older claims */
+    char system_identifier[PG_SYSID_TEXT_MAX];     /* of the cluster it backs up; "" in older claims */
     char host[64];                  /* of the process that claimed it */
     int64_t pid;
 } retention_claim;
