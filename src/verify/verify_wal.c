@@ -204,7 +204,7 @@ static bool verify_wal_read_wal(storage *repo, const char *object, unsigned char
 static bool verify_wal_system_check(const backup_info *bi, const char *name, uint64_t sysid,
                                     char *why, size_t whylen)
 {
-    char text[24];
+    char text[PG_SYSID_TEXT_MAX];
 
     snprintf(text, sizeof(text), "%" PRIu64, sysid);
     if (strcmp(text, bi->system_identifier) == 0)
