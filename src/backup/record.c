@@ -100,8 +100,7 @@ static uint32_t record_partition_index(const pipeline_result *res, uint32_t numb
     return 0;
 }
 
-static bool record_add_file(manifest *m, const pipeline_file *f, const pipeline_result *res,
-                            pgd_error *err)
+static void record_add_file(manifest *m, const pipeline_file *f, const pipeline_result *res)
 {
     uint32_t partition = record_partition_index(res, f->partition);
 
@@ -111,7 +110,8 @@ static bool record_add_file(manifest *m, const pipeline_file *f, const pipeline_
                            .mode = f->mode,
                            .mtime = f->mtime,
                            .partition = partition};
-        return manifest_add_link(m, &l, err);
+        manifest_add_link(m, &l);
+        return;
     }
     manifest_file mf = {.path = (char *)f->path,
                         .is_dir = f->is_dir,
@@ -128,7 +128,7 @@ static bool record_add_file(manifest *m, const pipeline_file *f, const pipeline_
     _Static_assert(MANIFEST_BAD_BLOCKS_MAX == FILE_FILTER_BAD_BLOCKS_MAX,
                    "the manifest lists the bad blocks the filter keeps");
     memcpy(mf.bad_blocks, f->result.bad_blocks, sizeof(mf.bad_blocks));
-    return manifest_add_file(m, &mf, err);
+    manifest_add_file(m, &mf);
 }
 
 static int record_path_cmp(const void *a, const void *b)
@@ -137,28 +137,26 @@ static int record_path_cmp(const void *a, const void *b)
 }
 
 /* A delta's gone[]: what the parent's manifest lists and this one does not. */
-static bool record_gone(manifest *m, const manifest *parent, pgd_error *err)
+static void record_gone(manifest *m, const manifest *parent)
 {
     size_t n = m->nfiles + m->nlinks, k = 0;
     char **paths = xmalloc((n ? n : 1) * sizeof(*paths));
-    bool ok = true;
 
     for (size_t i = 0; i < m->nfiles; i++)
         paths[k++] = m->files[i].path;
     for (size_t i = 0; i < m->nlinks; i++)
         paths[k++] = m->links[i].path;
     qsort(paths, n, sizeof(*paths), record_path_cmp);
-    for (size_t i = 0; ok && i < parent->nfiles + parent->nlinks; i++) {
+    for (size_t i = 0; i < parent->nfiles + parent->nlinks; i++) {
         char *path =
             i < parent->nfiles ? parent->files[i].path : parent->links[i - parent->nfiles].path;
         if (bsearch(&path, paths, n, sizeof(*paths), record_path_cmp) == NULL)
-            ok = manifest_add_gone(m, path, err);
+            manifest_add_gone(m, path);
     }
     free(paths);
-    return ok;
 }
 
-static bool record_build_manifest(manifest *m, const record_facts *f, pgd_error *err)
+static void record_build_manifest(manifest *m, const record_facts *f)
 {
     const datadir *dd = f->dd;
 
@@ -168,23 +166,21 @@ static bool record_build_manifest(manifest *m, const record_facts *f, pgd_error 
     if (m->delta)
         m->parent = xstrdup(f->parent->id);
     for (size_t i = 0; i < f->res->npartitions; i++)
-        if (!manifest_add_partition(m, f->res->partitions[i].name, f->res->partitions[i].size,
-                                    f->res->partitions[i].crc, err))
-            return false;
+        manifest_add_partition(m, f->res->partitions[i].name, f->res->partitions[i].size,
+                               f->res->partitions[i].crc);
     for (size_t i = 0; i < dd->ntablespaces; i++) {
         const char *name = "";
         for (size_t k = 0; k < f->nspcs; k++)
             if (f->spcs[k].oid == dd->tablespaces[i].oid)
                 name = f->spcs[k].name;
-        if (!manifest_add_tablespace(m, dd->tablespaces[i].oid, name, dd->tablespaces[i].location,
-                                     err))
-            return false;
+        manifest_add_tablespace(m, dd->tablespaces[i].oid, name, dd->tablespaces[i].location);
     }
     /* a file that vanished during the backup is not listed */
     for (size_t i = 0; i < f->nfiles; i++)
-        if (f->files[i].done && !record_add_file(m, &f->files[i], f->res, err))
-            return false;
-    return f->parent_manifest == NULL || record_gone(m, f->parent_manifest, err);
+        if (f->files[i].done)
+            record_add_file(m, &f->files[i], f->res);
+    if (f->parent_manifest != NULL)
+        record_gone(m, f->parent_manifest);
 }
 
 bool record_build(backup_record *r, const record_facts *facts, pgd_error *err)
@@ -193,9 +189,9 @@ bool record_build(backup_record *r, const record_facts *facts, pgd_error *err)
         return err_set(err, "the server returned no backup_label");
     if (r->m.tablespace_map == NULL)
         r->m.tablespace_map = xstrdup("");
-    if (!record_build_info(&r->info, facts, r->m.backup_label, err) ||
-        !record_build_manifest(&r->m, facts, err))
+    if (!record_build_info(&r->info, facts, r->m.backup_label, err))
         return false;
+    record_build_manifest(&r->m, facts);
     r->info.files = r->m.nfiles;
     return true;
 }

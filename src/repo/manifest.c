@@ -48,21 +48,19 @@ void manifest_free(manifest *m)
     manifest_init(m);
 }
 
-bool manifest_add_file(manifest *m, const manifest_file *f, pgd_error *err)
+void manifest_add_file(manifest *m, const manifest_file *f)
 {
     if (m->nfiles == m->cap_files) {
         size_t cap = m->cap_files ? m->cap_files * 2 : 256;
         m->files = xrealloc(m->files, cap * sizeof(*m->files));
         m->cap_files = cap;
     }
-    (void)err; /* a failed allocation ends the process (util/xmalloc.h) */
     m->files[m->nfiles] = *f;
     m->files[m->nfiles].path = xstrdup(f->path);
     m->nfiles++;
-    return true;
 }
 
-bool manifest_add_link(manifest *m, const manifest_link *l, pgd_error *err)
+void manifest_add_link(manifest *m, const manifest_link *l)
 {
     manifest_link *added;
 
@@ -71,44 +69,34 @@ bool manifest_add_link(manifest *m, const manifest_link *l, pgd_error *err)
         m->links = xrealloc(m->links, cap * sizeof(*m->links));
         m->cap_links = cap;
     }
-    (void)err; /* a failed allocation ends the process (util/xmalloc.h) */
     added = &m->links[m->nlinks];
     *added = *l;
     added->path = xstrdup(l->path);
     added->target = xstrdup(l->target);
     m->nlinks++;
-    return true;
 }
 
-bool manifest_add_gone(manifest *m, const char *path, pgd_error *err)
+void manifest_add_gone(manifest *m, const char *path)
 {
     if (m->ngone == m->cap_gone) {
         size_t cap = m->cap_gone ? m->cap_gone * 2 : 16;
         m->gone = xrealloc(m->gone, cap * sizeof(*m->gone));
         m->cap_gone = cap;
     }
-    (void)err; /* a failed allocation ends the process (util/xmalloc.h) */
     m->gone[m->ngone++] = xstrdup(path);
-    return true;
 }
 
-bool manifest_add_partition(manifest *m, const char *name, uint64_t size, uint32_t crc,
-                            pgd_error *err)
+void manifest_add_partition(manifest *m, const char *name, uint64_t size, uint32_t crc)
 {
-    (void)err; /* a failed allocation ends the process (util/xmalloc.h) */
     m->partitions = xrealloc(m->partitions, (m->npartitions + 1) * sizeof(*m->partitions));
     m->partitions[m->npartitions++] = (manifest_partition){xstrdup(name), size, crc};
-    return true;
 }
 
-bool manifest_add_tablespace(manifest *m, uint32_t oid, const char *name, const char *location,
-                             pgd_error *err)
+void manifest_add_tablespace(manifest *m, uint32_t oid, const char *name, const char *location)
 {
-    (void)err; /* a failed allocation ends the process (util/xmalloc.h) */
     m->tablespaces = xrealloc(m->tablespaces, (m->ntablespaces + 1) * sizeof(*m->tablespaces));
     m->tablespaces[m->ntablespaces++] =
         (manifest_tablespace){oid, xstrdup(name), xstrdup(location)};
-    return true;
 }
 
 static json_t *manifest_crc_json(uint32_t crc)
@@ -277,8 +265,7 @@ static bool manifest_delta_from_json(manifest *m, json_t *root, bool format_delt
     {
         if (!json_is_string(v))
             return err_set(err, "invalid %s: gone entry %zu is not a path", what, i);
-        if (!manifest_add_gone(m, json_string_value(v), err))
-            return false;
+        manifest_add_gone(m, json_string_value(v));
     }
     return true;
 }
@@ -350,8 +337,7 @@ bool manifest_from_json(manifest *m, const char *json, const char *what, pgd_err
             err_set(err, "invalid partition %zu in %s", i, what);
             goto done;
         }
-        if (!manifest_add_partition(m, name, (uint64_t)size, crcv, err))
-            goto done;
+        manifest_add_partition(m, name, (uint64_t)size, crcv);
     }
     json_array_foreach(spcs, i, v)
     {
@@ -363,8 +349,7 @@ bool manifest_from_json(manifest *m, const char *json, const char *what, pgd_err
             err_set(err, "invalid tablespace %zu in %s", i, what);
             goto done;
         }
-        if (!manifest_add_tablespace(m, (uint32_t)oid, name, location, err))
-            goto done;
+        manifest_add_tablespace(m, (uint32_t)oid, name, location);
     }
     json_array_foreach(files, i, v)
     {
@@ -390,8 +375,7 @@ bool manifest_from_json(manifest *m, const char *json, const char *what, pgd_err
                 err_set(err, "invalid link entry \"%s\" in %s", path, what);
                 goto done;
             }
-            if (!manifest_add_link(m, &l, err))
-                goto done;
+            manifest_add_link(m, &l);
             continue;
         }
         f.path = (char *)path;
@@ -414,8 +398,7 @@ bool manifest_from_json(manifest *m, const char *json, const char *what, pgd_err
                 goto done;
             }
         }
-        if (!manifest_add_file(m, &f, err))
-            goto done;
+        manifest_add_file(m, &f);
     }
     ok = true;
 done:

@@ -105,14 +105,12 @@ typedef struct manifest {
 void manifest_init(manifest *m);
 void manifest_free(manifest *m);
 
-/* Each returns true: a failed allocation ends the process (util/xmalloc.h). */
-bool manifest_add_file(manifest *m, const manifest_file *f, pgd_error *err);
-bool manifest_add_link(manifest *m, const manifest_link *l, pgd_error *err);
-bool manifest_add_partition(manifest *m, const char *name, uint64_t size, uint32_t crc,
-                            pgd_error *err);
-bool manifest_add_gone(manifest *m, const char *path, pgd_error *err);
-bool manifest_add_tablespace(manifest *m, uint32_t oid, const char *name, const char *location,
-                             pgd_error *err);
+/* Each copies what it is given; a failed allocation ends the process (util/xmalloc.h). */
+void manifest_add_file(manifest *m, const manifest_file *f);
+void manifest_add_link(manifest *m, const manifest_link *l);
+void manifest_add_partition(manifest *m, const char *name, uint64_t size, uint32_t crc);
+void manifest_add_gone(manifest *m, const char *path);
+void manifest_add_tablespace(manifest *m, uint32_t oid, const char *name, const char *location);
 
 /* Serialise; *json is malloc'd. */
 bool manifest_to_json(const manifest *m, char **json, pgd_error *err);

@@ -111,9 +111,8 @@ static void add(manifest *m, const char *path, bool is_dir)
 {
     manifest_file f = {
         .path = (char *)path, .is_dir = is_dir, .mode = is_dir ? 0700 : 0600, .partition = 1};
-    pgd_error err = {0};
 
-    assert_true(manifest_add_file(m, &f, &err));
+    manifest_add_file(m, &f);
 }
 
 static void test_what_the_backup_does_not_have_is_removed(void **state)
