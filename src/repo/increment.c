@@ -101,10 +101,9 @@ void increment_encode_trailer(unsigned char buf[INCREMENT_CRC_SIZE], uint32_t pa
     increment_put32(buf, pages_crc);
 }
 
-bool increment_reader_init(increment_reader *r, const char *what, bool check, uint64_t stored_size,
-                           uint64_t file_size, uint32_t blocks, pgd_error *err)
+void increment_reader_init(increment_reader *r, const char *what, bool check, uint64_t stored_size,
+                           uint64_t file_size, uint32_t blocks)
 {
-    (void)err;
     memset(r, 0, sizeof(*r));
     r->what = xstrdup(what);
     r->page = xmalloc(INCREMENT_PAGE_SIZE);
@@ -114,7 +113,6 @@ bool increment_reader_init(increment_reader *r, const char *what, bool check, ui
     r->expect_blocks = blocks;
     r->header_crc = CRC32C_INIT;
     r->pages_crc = CRC32C_INIT;
-    return true;
 }
 
 void increment_reader_free(increment_reader *r)

@@ -94,10 +94,10 @@ typedef struct increment_reader {
 /*
  * Start decoding the increment of the file `what`. When the manifest says
  * what it holds (stored size, file_size, block count), pass them and set
- * check: a disagreement is an error. Always true (a failed allocation ends the process).
+ * check: a disagreement is an error. A failed allocation ends the process (util/xmalloc.h).
  */
-bool increment_reader_init(increment_reader *r, const char *what, bool check, uint64_t stored_size,
-                           uint64_t file_size, uint32_t blocks, pgd_error *err);
+void increment_reader_init(increment_reader *r, const char *what, bool check, uint64_t stored_size,
+                           uint64_t file_size, uint32_t blocks);
 /* Feed the next bytes, in any chunking; fn gets each complete page. */
 bool increment_reader_feed(increment_reader *r, const void *data, size_t len, increment_page_fn fn,
                            void *arg, pgd_error *err);

@@ -126,9 +126,8 @@ bool assemble_increment(extract_worker *w, partition_read *pr, const partition_r
         if (sink.fd < 0)
             return err_errno(err, errno, "could not open file \"%s\"", dest);
     }
-    ok = increment_reader_init(&ir, pf->e->path, true, lf->size, lf->file_size, lf->inc_blocks,
-                               err) &&
-         partition_read_file_data(pr, &data, err);
+    increment_reader_init(&ir, pf->e->path, true, lf->size, lf->file_size, lf->inc_blocks);
+    ok = partition_read_file_data(pr, &data, err);
     increment_reader_free(&ir);
     if (!ok && err->msg[0] != '\0' && strstr(err->msg, sh->lid) == NULL)
         err_prefix(err, "backup \"%s\" (partition \"%s\")", sh->lid, pr->part_name);

@@ -95,8 +95,7 @@ static bool verify_entry_file(void *arg, partition_read *pr, const partition_rea
     w->sh->seen[pf->idx] = 1;
     if (!f->increment)
         return partition_read_file_data(pr, &sink, err);
-    if (!increment_reader_init(&ir, pf->e->path, true, f->size, f->file_size, f->inc_blocks, err))
-        return false;
+    increment_reader_init(&ir, pf->e->path, true, f->size, f->file_size, f->inc_blocks);
     sink = (partition_read_sink){
         .data = verify_increment_data, .check = verify_increment_check, .arg = &ir};
     ok = partition_read_file_data(pr, &sink, err);
