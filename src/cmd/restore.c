@@ -506,8 +506,7 @@ static bool restore_prepare(restore_run *r, pgd_error *err)
 static bool restore_list_durable(const restore_run *r, const extract_plan *plan, pgd_error *err)
 {
     for (size_t i = 0; i < r->ndirs; i++)
-        if (!target_dir_add_durable(&r->dirs[i], r->sync, err))
-            return false;
+        target_dir_add_durable(&r->dirs[i], r->sync);
     return tablespaces_add_durable(plan->target, &r->m, r->sync, err) &&
            extract_list_durable(plan, r->sync, err);
 }

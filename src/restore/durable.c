@@ -43,17 +43,15 @@ void durable_list_free(durable_list *l)
     free(l);
 }
 
-bool durable_list_add(durable_list *l, const char *path, bool is_dir, pgd_error *err)
+void durable_list_add(durable_list *l, const char *path, bool is_dir)
 {
     if (l->n == l->cap) {
         size_t cap = l->cap + DURABLE_GROW;
         l->entries = xrealloc(l->entries, cap * sizeof(*l->entries));
         l->cap = cap;
     }
-    (void)err; /* a failed allocation ends the process (util/xmalloc.h) */
     l->entries[l->n].path = xstrdup(path);
     l->entries[l->n++].is_dir = is_dir;
-    return true;
 }
 
 size_t durable_list_count(const durable_list *l)
@@ -140,7 +138,8 @@ bool durable_write_file(const char *dir, const char *name, const char *text, int
     }
     if (close(fd) != 0)
         return err_errno(err, errno, "could not close file \"%s\"", path);
-    return durable_list_add(l, path, false, err);
+    durable_list_add(l, path, false);
+    return true;
 }
 
 void durable_start_writeback(int fd, off_t offset, off_t len)

@@ -26,10 +26,10 @@ durable_list *durable_list_new(void);
 void durable_list_free(durable_list *l);
 
 /*
- * A file or directory to fsync in the final pass (a directory holds its entries' names). Always
- * true: a failed allocation ends the process (util/xmalloc.h).
+ * A file or directory to fsync in the final pass (a directory holds its entries' names). A failed
+ * allocation ends the process (util/xmalloc.h).
  */
-bool durable_list_add(durable_list *l, const char *path, bool is_dir, pgd_error *err);
+void durable_list_add(durable_list *l, const char *path, bool is_dir);
 size_t durable_list_count(const durable_list *l);
 
 /* fsync every entry, `threads` at a time; the first failure names its path. */

@@ -131,8 +131,9 @@ bool extract_publish_control(const extract_plan *p, pgd_error *err)
         return err_errno(err, errno, "could not rename file \"%s\" to \"%s\"", tmp, dest);
     /* the rename is durable once the directory is; the file was fsynced already */
     l = durable_list_new();
-    ok = durable_list_add(l, dest, false, err) && durable_list_add(l, dir, true, err) &&
-         durable_list_sync(l, 1, err);
+    durable_list_add(l, dest, false);
+    durable_list_add(l, dir, true);
+    ok = durable_list_sync(l, 1, err);
     durable_list_free(l);
     return ok;
 }
@@ -141,9 +142,9 @@ bool extract_list_durable(const extract_plan *p, durable_list *l, pgd_error *err
 {
     for (size_t i = 0; i < p->m->nfiles; i++) {
         char dest[PATH_MAX];
-        if (!extract_file_dest(p, p->m->files[i].path, dest, sizeof(dest), err) ||
-            !durable_list_add(l, dest, p->m->files[i].is_dir, err))
+        if (!extract_file_dest(p, p->m->files[i].path, dest, sizeof(dest), err))
             return false;
+        durable_list_add(l, dest, p->m->files[i].is_dir);
     }
     return true;
 }

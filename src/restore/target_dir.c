@@ -232,23 +232,20 @@ void target_dir_cleanup(const target_dir *d)
         chmod(d->real, d->mode);
 }
 
-bool target_dir_add_durable(const target_dir *d, durable_list *l, pgd_error *err)
+void target_dir_add_durable(const target_dir *d, durable_list *l)
 {
     char p[PATH_MAX];
 
-    if (!durable_list_add(l, d->real, true, err))
-        return false;
+    durable_list_add(l, d->real, true);
     if (!d->created)
-        return true;
+        return;
     /* each directory we made holds the name of the next; the parent of the topmost, its name */
     snprintf(p, sizeof(p), "%s", d->path);
     while (target_dir_parent(p)) {
-        if (!durable_list_add(l, p, true, err))
-            return false;
+        durable_list_add(l, p, true);
         if (strlen(p) < d->created_from)
             break;
     }
-    return true;
 }
 
 bool target_dir_resolve(const char *path, char *out, size_t outlen, pgd_error *err)

@@ -58,7 +58,7 @@ void target_dir_cleanup(const target_dir *d);
 void target_dir_release(target_dir *d);
 
 /* The directory and, when we created it, the parent entries naming it. */
-bool target_dir_add_durable(const target_dir *d, durable_list *l, pgd_error *err);
+void target_dir_add_durable(const target_dir *d, durable_list *l);
 
 /*
  * The absolute, symlink-free form of `path`, which need not exist yet: the
