@@ -44,14 +44,13 @@ bool delta_parent_timeline_ok(uint32_t tli, pg_lsn lsn, uint32_t current, const 
 {
     wal_history_entry *h;
     size_t n;
-    pgd_error err = {0};
     bool ok = false;
 
     if (tli == current)
         return true;
-    if (tli > current || history == NULL ||
-        !wal_history_parse(history, strlen(history), &h, &n, &err))
+    if (tli > current || history == NULL)
         return false;
+    wal_history_parse(history, strlen(history), &h, &n);
     for (size_t i = 0; i < n; i++)
         if (h[i].tli == tli) {
             ok = lsn < h[i].end;

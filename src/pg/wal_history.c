@@ -102,13 +102,11 @@ bool wal_history_check(const char *name, uint32_t name_tli, const char *text, si
     return true;
 }
 
-bool wal_history_parse(const char *text, size_t len, wal_history_entry **entries, size_t *n,
-                       pgd_error *err)
+void wal_history_parse(const char *text, size_t len, wal_history_entry **entries, size_t *n)
 {
     const char *line = text, *end = text + len;
     size_t cap = 0;
 
-    (void)err; /* a failed allocation ends the process (util/xmalloc.h) */
     *entries = NULL;
     *n = 0;
     while (line < end) {
@@ -136,7 +134,6 @@ bool wal_history_parse(const char *text, size_t len, wal_history_entry **entries
         }
         line = nl + 1;
     }
-    return true;
 }
 
 /* "START WAL LOCATION: 0/2000028 (file 000000010000000000000002)", then more lines. */

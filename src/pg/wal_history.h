@@ -29,10 +29,9 @@ typedef struct wal_history_entry {
 /*
  * The lines of a timeline history file that passed wal_history_check, in
  * file order (oldest ancestor first) into *entries (malloc'd, *n of them).
- * Always true (a failed allocation ends the process).
+ * A failed allocation ends the process (util/xmalloc.h).
  */
-bool wal_history_parse(const char *text, size_t len, wal_history_entry **entries, size_t *n,
-                       pgd_error *err);
+void wal_history_parse(const char *text, size_t len, wal_history_entry **entries, size_t *n);
 
 /* The backup history file `name`: it starts with the START WAL LOCATION of its own segment. */
 bool wal_backup_history_check(const char *name, const char *text, size_t len, pgd_error *err);

@@ -53,7 +53,6 @@ static bool timeline_history(storage *repo, uint32_t tli, wal_history_entry **en
 {
     char name[WAL_HISTORY_NAME_LEN + 1], *text;
     size_t len;
-    bool ok;
 
     *entries = NULL;
     *n = 0;
@@ -78,9 +77,9 @@ static bool timeline_history(storage *repo, uint32_t tli, wal_history_entry **en
     }
     if (!*found)
         return true;
-    ok = wal_history_parse(text, len, entries, n, err);
+    wal_history_parse(text, len, entries, n);
     free(text);
-    return ok;
+    return true;
 }
 
 /*

@@ -142,10 +142,9 @@ static void test_history_parse(void **state)
                        "  2\t1/5000A28\tat restore point \"x\"\n";
     wal_history_entry *e;
     size_t n;
-    pgd_error err = {0};
 
     (void)state;
-    assert_true(wal_history_parse(text, strlen(text), &e, &n, &err));
+    wal_history_parse(text, strlen(text), &e, &n);
     assert_int_equal(n, 2);
     assert_int_equal(e[0].tli, 1);
     assert_int_equal(e[0].end, 0x3000000);
