@@ -82,29 +82,28 @@ static void block_plan_set_scan(block_plan *out)
     out->kind = BLOCK_PLAN_SCAN;
 }
 
-bool block_plan_for_file(const wal_summary *ws, const block_plan_file *f,
-                         const block_plan_limits *lim, block_plan *out, pgd_error *err)
+void block_plan_for_file(const wal_summary *ws, const block_plan_file *f,
+                         const block_plan_limits *lim, block_plan *out)
 {
     uint32_t spc = block_plan_spc_oid(&f->rel);
     uint64_t pages = f->size / PG_PAGE_SIZE, parent_pages = f->parent_size / PG_PAGE_SIZE;
     uint64_t seg_start = (uint64_t)f->rel.segment * lim->segment_pages, limit;
     size_t first, n, cap = 0;
 
-    (void)err; /* a failed allocation ends the process (util/xmalloc.h) */
     memset(out, 0, sizeof(*out));
     out->kind = BLOCK_PLAN_SCAN;
     if (f->size % PG_PAGE_SIZE != 0 || pages > lim->segment_pages || lim->segment_pages == 0)
-        return true;
+        return;
     wal_summary_find(ws, spc, f->rel.db_oid, 0, 0, &n);
     if (n > 0) {
         out->kind = BLOCK_PLAN_WHOLE;
-        return true;
+        return;
     }
     first = wal_summary_find(ws, spc, f->rel.db_oid, f->rel.relfilenode, (uint32_t)f->rel.fork, &n);
     limit = block_plan_limit(ws->runs + first, n);
     if (limit <= seg_start) {
         out->kind = BLOCK_PLAN_WHOLE;
-        return true;
+        return;
     }
     out->kind = BLOCK_PLAN_SPARSE;
     for (size_t i = first; i < first + n; i++) {
@@ -124,7 +123,6 @@ bool block_plan_for_file(const wal_summary *ws, const block_plan_file *f,
     if (out->pages * BLOCK_PLAN_TENTHS > pages * BLOCK_PLAN_SCAN_TENTHS ||
         out->pages > lim->max_pages)
         block_plan_set_scan(out);
-    return true;
 }
 
 void block_plan_free(block_plan *p)

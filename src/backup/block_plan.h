@@ -70,9 +70,9 @@ typedef struct block_plan_limits {
 /* The tablespace OID a summary names for a relation file's place (base/, global/, pg_tblspc). */
 uint32_t block_plan_spc_oid(const relfile *rel);
 
-/* The plan of one file; always true (a failed allocation ends the process). */
-bool block_plan_for_file(const wal_summary *ws, const block_plan_file *f,
-                         const block_plan_limits *lim, block_plan *out, pgd_error *err);
+/* The plan of one file; a failed allocation ends the process (util/xmalloc.h). */
+void block_plan_for_file(const wal_summary *ws, const block_plan_file *f,
+                         const block_plan_limits *lim, block_plan *out);
 
 void block_plan_free(block_plan *p);
 

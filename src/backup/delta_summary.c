@@ -15,9 +15,9 @@
 
 #define DELTA_SUMMARY_MS_PER_S 1000
 
-bool delta_summary_assign(const wal_summary *ws, const manifest *parent,
+void delta_summary_assign(const wal_summary *ws, const manifest *parent,
                           const block_plan_limits *lim, pipeline_file *files, size_t nfiles,
-                          delta_summary *out, pgd_error *err)
+                          delta_summary *out)
 {
     uint64_t sparse = 0, whole = 0, scan = 0, pages = 0;
 
@@ -34,8 +34,7 @@ bool delta_summary_assign(const wal_summary *ws, const manifest *parent,
             (at = manifest_find(parent, files[i].path)) < 0 || parent->files[at].is_dir)
             continue;
         bf.parent_size = parent->files[at].file_size;
-        if (!block_plan_for_file(ws, &bf, lim, &out->plans[i], err))
-            return false;
+        block_plan_for_file(ws, &bf, lim, &out->plans[i]);
         if (out->plans[i].kind == BLOCK_PLAN_SCAN) {
             scan++;
             continue;
@@ -50,7 +49,6 @@ bool delta_summary_assign(const wal_summary *ws, const manifest *parent,
              "more than the page buffer holds)",
              (unsigned long long)sparse, (unsigned long long)pages, (unsigned long long)whole,
              (unsigned long long)scan);
-    return true;
 }
 
 /* The LSNs and timelines a request is about. */
@@ -120,7 +118,7 @@ bool delta_summary_plan(const delta_summary_request *req, pipeline_file *files, 
     char why[PGD_ERROR_MAX];
     /* the runs get the room of one thread's page buffer: the pipeline has not started yet */
     size_t max_runs = (size_t)(req->max_buffer / sizeof(wal_summary_run));
-    bool covered = true, over = false, ok;
+    bool covered = true, over = false;
 
     memset(out, 0, sizeof(*out));
     out->method = DELTA_METHOD_SCAN;
@@ -149,9 +147,9 @@ bool delta_summary_plan(const delta_summary_request *req, pipeline_file *files, 
              " on timeline %u (%zu runs of changed blocks)",
              LSN_ARGS(rg.parent_lsn), LSN_ARGS(rg.start_lsn), rg.timeline, ws.n);
     out->method = DELTA_METHOD_SUMMARY;
-    ok = delta_summary_assign(&ws, &req->parent->m, &lim, files, nfiles, out, err);
+    delta_summary_assign(&ws, &req->parent->m, &lim, files, nfiles, out);
     wal_summary_free(&ws);
-    return ok;
+    return true;
 }
 
 void delta_summary_free(delta_summary *ds)

@@ -66,8 +66,8 @@ void delta_summary_free(delta_summary *ds);
  * by block_plan_for_file, NULL where today's rules apply. For unit tests
  * and delta_summary_plan.
  */
-bool delta_summary_assign(const wal_summary *ws, const manifest *parent,
+void delta_summary_assign(const wal_summary *ws, const manifest *parent,
                           const block_plan_limits *lim, pipeline_file *files, size_t nfiles,
-                          delta_summary *out, pgd_error *err);
+                          delta_summary *out);
 
 #endif

@@ -36,10 +36,9 @@ static block_plan plan_of(const wal_summary_run *runs, size_t n, const char *pat
     wal_summary ws = {(wal_summary_run *)runs, n};
     block_plan_file f = {.size = pages * PG_PAGE_SIZE, .parent_size = parent_pages * PG_PAGE_SIZE};
     block_plan p;
-    pgd_error err = {0};
 
     assert_true(relfile_parse(path, &f.rel));
-    assert_true(block_plan_for_file(&ws, &f, &limits, &p, &err));
+    block_plan_for_file(&ws, &f, &limits, &p);
     return p;
 }
 
@@ -204,7 +203,6 @@ static void test_falls_back_to_scan(void **state)
     block_plan_file f = {.size = PAGES * PG_PAGE_SIZE, .parent_size = PAGES * PG_PAGE_SIZE};
     block_plan_limits small = {.segment_pages = SEG, .max_pages = 899};
     block_plan p = plan_of(most, 1, "base/5/16384", PAGES, PAGES);
-    pgd_error err = {0};
 
     (void)state;
     assert_int_equal(p.kind, BLOCK_PLAN_SCAN);
@@ -213,10 +211,10 @@ static void test_falls_back_to_scan(void **state)
     assert_int_equal(p.kind, BLOCK_PLAN_SPARSE);
     block_plan_free(&p);
     assert_true(relfile_parse("base/5/16384", &f.rel));
-    assert_true(block_plan_for_file(&ws, &f, &small, &p, &err));
+    block_plan_for_file(&ws, &f, &small, &p);
     assert_int_equal(p.kind, BLOCK_PLAN_SCAN);
     f.size += 100; /* not whole pages */
-    assert_true(block_plan_for_file(&ws, &f, &limits, &p, &err));
+    block_plan_for_file(&ws, &f, &limits, &p);
     assert_int_equal(p.kind, BLOCK_PLAN_SCAN);
 }
 
@@ -257,7 +255,6 @@ static void test_assign_only_candidates(void **state)
     wal_summary ws = {(wal_summary_run *)runs, 2};
     manifest parent;
     delta_summary ds = {0};
-    pgd_error err = {0};
 
     (void)state;
     manifest_init(&parent);
@@ -271,7 +268,7 @@ static void test_assign_only_candidates(void **state)
             manifest_add_file(&parent, &mf);
     }
     manifest_build_index(&parent);
-    assert_true(delta_summary_assign(&ws, &parent, &limits, files, 6, &ds, &err));
+    delta_summary_assign(&ws, &parent, &limits, files, 6, &ds);
     assert_non_null(files[0].plan);
     assert_int_equal(files[0].plan->pages, 1);
     assert_null(files[1].plan);
