@@ -20,11 +20,10 @@ static int file_queue_cmp(const void *a, const void *b)
     return strcmp(fa->path, fb->path);
 }
 
-pipeline_file *file_queue_build(const datadir *dd, const io_plan *plan, pgd_error *err)
+pipeline_file *file_queue_build(const datadir *dd, const io_plan *plan)
 {
     pipeline_file *files = xcalloc(dd->n ? dd->n : 1, sizeof(*files));
 
-    (void)err; /* never NULL: a failed allocation ends the process */
     for (size_t i = 0; i < dd->n; i++) {
         const datadir_entry *e = &dd->entries[i];
         files[i] = (pipeline_file){.path = e->path,

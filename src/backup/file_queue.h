@@ -10,9 +10,11 @@
 #include "backup/io_plan.h"
 #include "backup/pipeline.h"
 #include "pg/datadir.h"
-#include "util/error.h"
 
-/* One pipeline_file per walk entry (dd->n of them, pointing into dd), sorted; malloc'd. */
-pipeline_file *file_queue_build(const datadir *dd, const io_plan *plan, pgd_error *err);
+/*
+ * One pipeline_file per walk entry (dd->n of them, pointing into dd), sorted; malloc'd, never
+ * NULL (a failed allocation ends the process, util/xmalloc.h).
+ */
+pipeline_file *file_queue_build(const datadir *dd, const io_plan *plan);
 
 #endif

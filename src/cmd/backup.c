@@ -499,9 +499,9 @@ static bool backup_copy(backup_run *r, pgd_error *err)
 
     if (!pg_session_tablespaces(&r->pg, &r->spcs, &r->nspcs, err) ||
         !datadir_walk(&r->dd, s->pgdata_real, r->pg.version_num, err) ||
-        !io_plan_for_datadir(&req, &r->dd, memory, &r->plan, err) ||
-        (r->files = file_queue_build(&r->dd, &r->plan, err)) == NULL)
+        !io_plan_for_datadir(&req, &r->dd, memory, &r->plan, err))
         return false;
+    r->files = file_queue_build(&r->dd, &r->plan);
     backup_plan_page_checks(r);
     if (!backup_plan_delta(r, err))
         return false;
