@@ -147,7 +147,7 @@ static bool filter_delta_go_whole(filter_delta *d, uint64_t upto, pgd_error *err
     if (upto == 0)
         return true;
     if (d->reread_buf == NULL)
-        d->reread_buf = dio_buffer_alloc(FILTER_DELTA_REREAD_CHUNK, err);
+        d->reread_buf = dio_buffer_alloc(FILTER_DELTA_REREAD_CHUNK);
     if (!dio_file_open(&df, d->file.source, d->cfg.reread, &missing, err)) {
         if (!missing)
             return false;

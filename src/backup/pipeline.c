@@ -571,7 +571,7 @@ static bool pipeline_worker_setup(pipeline_worker *w, pipeline_shared *sh, pgd_e
     w->sh = sh;
     w->depth = cfg->depth;
     w->slots = xcalloc((size_t)w->depth, sizeof(*w->slots));
-    w->buffers = dio_buffer_alloc(stride * (size_t)w->depth, err);
+    w->buffers = dio_buffer_alloc(stride * (size_t)w->depth);
     for (int d = 0; d < w->depth; d++) {
         w->slots[d].req.buf = w->buffers + stride * (size_t)d;
         if (cfg->mode != READ_MODE_BUFFERED)

@@ -28,11 +28,10 @@ const char *read_mode_name(read_mode mode)
     return "unknown";
 }
 
-void *dio_buffer_alloc(size_t size, pgd_error *err)
+void *dio_buffer_alloc(size_t size)
 {
     size_t rounded = (size + DIO_ALIGN - 1) / DIO_ALIGN * DIO_ALIGN;
 
-    (void)err; /* a failed allocation ends the process (util/big_buffer.h) */
     return big_buffer_alloc(rounded > 0 ? rounded : DIO_ALIGN);
 }
 

@@ -47,8 +47,11 @@ typedef struct dio_file {
     bool eof;
 } dio_file;
 
-/* Memory aligned for direct I/O; size is rounded up to DIO_ALIGN. Free with free(). */
-void *dio_buffer_alloc(size_t size, pgd_error *err);
+/*
+ * Memory aligned for direct I/O; size is rounded up to DIO_ALIGN. Never NULL (a failed allocation
+ * ends the process, util/big_buffer.h). Free with free().
+ */
+void *dio_buffer_alloc(size_t size);
 
 /*
  * Open `path` for reading in mode `want` (DIRECT, BUFFERED or

@@ -21,7 +21,7 @@ static void read_back(const char *dir, size_t size, size_t chunk, bool direct)
     snprintf(path, sizeof(path), "%s/f_%zu", dir, size);
     fill_pattern(expect, size, (uint32_t)size);
     write_test_file(path, expect, size);
-    buf = dio_buffer_alloc(chunk, &err);
+    buf = dio_buffer_alloc(chunk);
     assert_non_null(buf);
     assert_int_equal((uintptr_t)buf % DIO_ALIGN, 0);
     assert_true(
@@ -96,7 +96,7 @@ static void test_unreadable_is_an_error_naming_the_file(void **state)
     /* a directory opens, but reading it fails */
     assert_true(dio_file_open(&f, path, READ_MODE_BUFFERED, &missing, &err));
     {
-        void *buf = dio_buffer_alloc(4096, &err);
+        void *buf = dio_buffer_alloc(4096);
         size_t n;
         assert_false(dio_file_read(&f, buf, 4096, &n, &err));
         assert_non_null(strstr(err.msg, path));
@@ -129,7 +129,7 @@ static void test_tmpfs_falls_back_to_buffered(void **state)
     assert_true(dio_file_open(&f, path, READ_MODE_DIRECT, &missing, &err));
     assert_int_equal(f.mode, expect);
     {
-        void *buf = dio_buffer_alloc(4096, &err);
+        void *buf = dio_buffer_alloc(4096);
         size_t n;
         assert_true(dio_file_read(&f, buf, 4096, &n, &err));
         assert_int_equal(n, 5);
