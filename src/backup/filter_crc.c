@@ -71,11 +71,10 @@ static void filter_crc_free(file_filter *f)
 static const file_filter_ops filter_crc_ops = {filter_crc_begin, filter_crc_data, filter_crc_end,
                                                filter_crc_free};
 
-file_filter *filter_crc_new(file_filter *next, pgd_error *err)
+file_filter *filter_crc_new(file_filter *next)
 {
     filter_crc *c = xcalloc(1, sizeof(*c));
 
-    (void)err; /* never NULL: the signature is that of every filter's constructor */
     c->base.ops = &filter_crc_ops;
     c->base.next = next;
     return &c->base;

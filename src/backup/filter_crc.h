@@ -11,6 +11,6 @@
 
 #include "backup/file_filter.h"
 
-file_filter *filter_crc_new(file_filter *next, pgd_error *err);
+file_filter *filter_crc_new(file_filter *next);
 
 #endif

@@ -279,11 +279,10 @@ static void filter_delta_free(file_filter *f)
 static const file_filter_ops filter_delta_ops = {filter_delta_begin, filter_delta_data,
                                                  filter_delta_end, filter_delta_free};
 
-file_filter *filter_delta_new(file_filter *next, const filter_delta_config *cfg, pgd_error *err)
+file_filter *filter_delta_new(file_filter *next, const filter_delta_config *cfg)
 {
     filter_delta *d = xcalloc(1, sizeof(*d));
 
-    (void)err; /* never NULL: the signature is that of every filter's constructor */
     d->base.ops = &filter_delta_ops;
     d->base.next = next;
     d->cfg = *cfg;
@@ -292,5 +291,6 @@ file_filter *filter_delta_new(file_filter *next, const filter_delta_config *cfg,
 
 file_filter *filter_delta_make(file_filter *next, void *arg, pgd_error *err)
 {
-    return filter_delta_new(next, arg, err);
+    (void)err; /* never NULL: the signature is file_filter_maker's */
+    return filter_delta_new(next, arg);
 }

@@ -53,7 +53,7 @@ typedef struct filter_delta_config {
 /* Whether a page's header passes PostgreSQL's PageIsVerified sanity checks. */
 bool filter_delta_header_valid(const unsigned char *page);
 
-file_filter *filter_delta_new(file_filter *next, const filter_delta_config *cfg, pgd_error *err);
+file_filter *filter_delta_new(file_filter *next, const filter_delta_config *cfg);
 
 /* For file_filter_maker: arg is a filter_delta_config. */
 file_filter *filter_delta_make(file_filter *next, void *arg, pgd_error *err);

@@ -135,12 +135,10 @@ static const file_filter_ops filter_page_checksum_ops = {
     filter_page_checksum_begin, filter_page_checksum_data, filter_page_checksum_end,
     filter_page_checksum_free};
 
-file_filter *filter_page_checksum_new(file_filter *next, const filter_page_checksum_config *cfg,
-                                      pgd_error *err)
+file_filter *filter_page_checksum_new(file_filter *next, const filter_page_checksum_config *cfg)
 {
     filter_page_checksum *c = xcalloc(1, sizeof(*c));
 
-    (void)err; /* never NULL: the signature is that of every filter's constructor */
     c->page = dio_buffer_alloc(PG_PAGE_SIZE);
     c->base.ops = &filter_page_checksum_ops;
     c->base.next = next;
@@ -150,5 +148,6 @@ file_filter *filter_page_checksum_new(file_filter *next, const filter_page_check
 
 file_filter *filter_page_checksum_make(file_filter *next, void *arg, pgd_error *err)
 {
-    return filter_page_checksum_new(next, arg, err);
+    (void)err; /* never NULL: the signature is file_filter_maker's */
+    return filter_page_checksum_new(next, arg);
 }

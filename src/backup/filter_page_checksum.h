@@ -28,8 +28,7 @@ typedef struct filter_page_checksum_config {
     read_mode reread;   /* how to read a failed page again: READ_MODE_DIRECT, or _BUFFERED */
 } filter_page_checksum_config;
 
-file_filter *filter_page_checksum_new(file_filter *next, const filter_page_checksum_config *cfg,
-                                      pgd_error *err);
+file_filter *filter_page_checksum_new(file_filter *next, const filter_page_checksum_config *cfg);
 
 /* file_filter_maker.make: arg is a filter_page_checksum_config that outlives the pipeline. */
 file_filter *filter_page_checksum_make(file_filter *next, void *arg, pgd_error *err);

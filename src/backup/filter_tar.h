@@ -17,7 +17,7 @@
 #include "io/stream.h"
 #include "repo/tar.h"
 
-file_filter *filter_tar_new(pgd_error *err);
+file_filter *filter_tar_new(void);
 
 /* Write into `out` from now on (a new partition), adding what is written to *written. */
 void filter_tar_attach(file_filter *f, out_stream *out, uint64_t *written);

@@ -520,10 +520,9 @@ static bool pipeline_finish(work_pool *pool, void *worker, bool ok, pgd_error *e
 /* The filters of one thread, last first: tar, size/CRC-32C, then the configured ones. */
 static bool pipeline_make_chain(pipeline_worker *w, const pipeline_config *cfg, pgd_error *err)
 {
-    file_filter *chain = w->tar = filter_tar_new(err);
+    file_filter *chain = w->tar = filter_tar_new();
 
-    if (chain != NULL)
-        chain = filter_crc_new(chain, err);
+    chain = filter_crc_new(chain);
     for (size_t i = cfg->nfilters; chain != NULL && i-- > 0;)
         chain = cfg->filters[i].make(chain, cfg->filters[i].arg, err);
     w->chain = chain;

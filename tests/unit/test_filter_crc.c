@@ -62,7 +62,7 @@ static void test_counts_checksums_and_passes_on(void **state)
     sink s = {.base = {.ops = &sink_ops}};
     pgd_error err = {0};
     unsigned char data[10000];
-    file_filter *crc = filter_crc_new(&s.base, &err);
+    file_filter *crc = filter_crc_new(&s.base);
     file_filter_file file = {.path = "base/1/2", .size = sizeof(data)};
     file_filter_result result = {0};
 
@@ -107,7 +107,7 @@ static void test_a_file_that_shrank_is_recorded_with_its_zeros(void **state)
     sink s = {.base = {.ops = &sink_ops}};
     pgd_error err = {0};
     unsigned char whole[200000] = {0};
-    file_filter *crc = filter_crc_new(&s.base, &err);
+    file_filter *crc = filter_crc_new(&s.base);
     file_filter_file file = {.path = "base/1/2", .size = sizeof(whole)};
     file_filter_result result = {0};
     file_chunk chunk = {.data = whole, .len = 8192, .room = 8192, .offset = 0};

@@ -96,7 +96,6 @@ static void run_setup(run *r, uint64_t parent_size, size_t max_buffer, const cha
     manifest_file vm = {.path = "base/5/16384_vm", .size = PG_PAGE_SIZE, .file_size = PG_PAGE_SIZE};
     filter_delta_config cfg = {
         .threshold_lsn = THRESHOLD, .max_buffer = max_buffer, .reread = READ_MODE_BUFFERED};
-    pgd_error err = {0};
 
     memset(r, 0, sizeof(*r));
     manifest_init(&r->parent);
@@ -110,7 +109,7 @@ static void run_setup(run *r, uint64_t parent_size, size_t max_buffer, const cha
     manifest_build_index(&r->parent);
     cfg.parent = &r->parent;
     r->s.base.ops = &sink_ops;
-    r->f = filter_delta_new(&r->s.base, &cfg, &err);
+    r->f = filter_delta_new(&r->s.base, &cfg);
     assert_non_null(r->f);
 }
 

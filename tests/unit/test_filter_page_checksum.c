@@ -92,7 +92,7 @@ static file_filter_result run_filter(const fixture *fx, unsigned char *data, boo
     sink s = {.base = {.ops = &sink_ops}};
     filter_page_checksum_config cfg = {.start_lsn = start_lsn, .reread = READ_MODE_DIRECT};
     pgd_error err = {0};
-    file_filter *f = filter_page_checksum_new(&s.base, &cfg, &err);
+    file_filter *f = filter_page_checksum_new(&s.base, &cfg);
     file_filter_file file = {.path = "base/5/16384.1",
                              .source = fx->source,
                              .size = FIXTURE_PAGES * PG_PAGE_SIZE,
@@ -205,7 +205,7 @@ static void test_many_bad_pages_are_counted_and_the_first_listed(void **state)
     sink s = {.base = {.ops = &sink_ops}};
     filter_page_checksum_config cfg = {.start_lsn = LSN_FAR, .reread = READ_MODE_BUFFERED};
     pgd_error err = {0};
-    file_filter *f = filter_page_checksum_new(&s.base, &cfg, &err);
+    file_filter *f = filter_page_checksum_new(&s.base, &cfg);
     enum { NPAGES = FILE_FILTER_BAD_BLOCKS_MAX + 3 };
     unsigned char *bad = calloc(NPAGES, PG_PAGE_SIZE);
     file_filter_file file = {.path = "base/5/16384.1",

@@ -42,7 +42,7 @@ static void one_file(size_t size, size_t step, size_t room, size_t deliver)
     pgd_error err = {0};
     uint64_t written = 0, got_size;
     unsigned char *data = malloc(size + room), *got;
-    file_filter *tar = filter_tar_new(&err);
+    file_filter *tar = filter_tar_new();
     file_filter_file file = {.path = "base/1/2", .size = size, .mode = 0600};
     file_filter_result result = {0};
     char type;
@@ -101,7 +101,7 @@ static void test_more_bytes_than_announced_fail(void **state)
     pgd_error err = {0};
     uint64_t written = 0;
     unsigned char buf[1024] = {0};
-    file_filter *tar = filter_tar_new(&err);
+    file_filter *tar = filter_tar_new();
     file_filter_file file = {.path = "x", .size = 1000};
     file_chunk chunk = {.data = buf, .len = 1024, .room = 1024};
 
@@ -120,7 +120,7 @@ static void test_entries_without_data(void **state)
     mem_out m;
     pgd_error err = {0};
     uint64_t written = 0, size;
-    file_filter *tar = filter_tar_new(&err);
+    file_filter *tar = filter_tar_new();
     tar_entry e = {.path = "loop", .linkpath = ".", .mode = 0777, .type = TAR_SYMLINK};
     unsigned char *got;
     char type;
