@@ -113,10 +113,10 @@ static bool pipeline_partition_open(pipeline_worker *w, pgd_error *err)
     layout_partition_name(w->part_number, sh->cfg->compression, w->part_name, sizeof(w->part_name));
     layout_backup_object(sh->cfg->backup_id, w->part_name, path, sizeof(path));
     out = storage_write_open(sh->cfg->repo, path, 0, err);
-    if (out != NULL)
-        out = crc_out_new(out, &w->part_stored, &w->part_crc, err);
-    if (out != NULL)
+    if (out != NULL) {
+        out = crc_out_new(out, &w->part_stored, &w->part_crc);
         out = compress_out_new(sh->cfg->compression, sh->cfg->compression_level, out, path, err);
+    }
     w->out = out;
     w->part_bytes = 0;
     if (out != NULL)

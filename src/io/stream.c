@@ -67,11 +67,10 @@ static void stream_crc_out_abort(out_stream *s)
 static const out_stream_ops stream_crc_out_ops = {stream_crc_out_write, stream_crc_out_close,
                                                   stream_crc_out_abort};
 
-out_stream *crc_out_new(out_stream *next, uint64_t *size, uint32_t *crc, pgd_error *err)
+out_stream *crc_out_new(out_stream *next, uint64_t *size, uint32_t *crc)
 {
     stream_crc_out *c = xcalloc(1, sizeof(*c));
 
-    (void)err; /* never NULL: the signature is that of every stream constructor */
     c->base.ops = &stream_crc_out_ops;
     c->next = next;
     c->crc = CRC32C_INIT;
@@ -122,12 +121,10 @@ static void stream_crc_in_close(in_stream *s)
 
 static const in_stream_ops stream_crc_in_ops = {stream_crc_in_read, stream_crc_in_close};
 
-in_stream *crc_in_new(in_stream *src, const char *name, uint64_t expect_size, uint32_t expect_crc,
-                      pgd_error *err)
+in_stream *crc_in_new(in_stream *src, const char *name, uint64_t expect_size, uint32_t expect_crc)
 {
     stream_crc_in *c = xcalloc(1, sizeof(*c));
 
-    (void)err; /* never NULL: the signature is that of every stream constructor */
     c->name = xstrdup(name);
     c->base.ops = &stream_crc_in_ops;
     c->src = src;
@@ -164,11 +161,10 @@ static void stream_mem_in_close(in_stream *s)
 
 static const in_stream_ops stream_mem_in_ops = {stream_mem_in_read, stream_mem_in_close};
 
-in_stream *mem_in_new(const void *data, size_t len, pgd_error *err)
+in_stream *mem_in_new(const void *data, size_t len)
 {
     stream_mem_in *m = xcalloc(1, sizeof(*m));
 
-    (void)err; /* never NULL: the signature is that of every stream constructor */
     m->base.ops = &stream_mem_in_ops;
     m->data = data;
     m->len = len;

@@ -75,13 +75,13 @@ bool in_read_full(in_stream *s, void *buf, size_t len, size_t *n, pgd_error *err
  * Filters that count bytes and compute CRC-32C of what passes through.
  * The out filter stores its results in *size / *crc when it is closed.
  * The in filter compares with the expected values when the stream ends and
- * fails, naming `name`, on a mismatch.
+ * fails, naming `name`, on a mismatch. Never NULL (a failed allocation ends
+ * the process, util/xmalloc.h).
  */
-out_stream *crc_out_new(out_stream *next, uint64_t *size, uint32_t *crc, pgd_error *err);
-in_stream *crc_in_new(in_stream *src, const char *name, uint64_t expect_size, uint32_t expect_crc,
-                      pgd_error *err);
+out_stream *crc_out_new(out_stream *next, uint64_t *size, uint32_t *crc);
+in_stream *crc_in_new(in_stream *src, const char *name, uint64_t expect_size, uint32_t expect_crc);
 
-/* An in_stream over a memory buffer (not copied, not freed). */
-in_stream *mem_in_new(const void *data, size_t len, pgd_error *err);
+/* An in_stream over a memory buffer (not copied, not freed); never NULL. */
+in_stream *mem_in_new(const void *data, size_t len);
 
 #endif

@@ -169,9 +169,8 @@ bool partition_read_run(partition_read *pr, pgd_error *err)
         return err_set(err, "partition \"%s\" of backup \"%s\" is missing from repository \"%s\"",
                        part->name, pr->backup_id, pr->repo->uri);
     }
-    in = crc_in_new(in, path, part->size, part->crc, err);
-    if (in != NULL)
-        in = decompress_in_new(compress_from_suffix(part->name), in, path, err);
+    in = crc_in_new(in, path, part->size, part->crc);
+    in = decompress_in_new(compress_from_suffix(part->name), in, path, err);
     if (in == NULL)
         return false;
     tar_reader_init(&pr->tr, in, path);

@@ -72,7 +72,7 @@ typedef in_stream *(*decompress_fn)(compress_kind kind, in_stream *src, const ch
 static bool decompress_with(decompress_fn open, compress_kind kind, const char *src, size_t len,
                             unsigned char *out, size_t *outlen, pgd_error *err)
 {
-    in_stream *in = open(kind, mem_in_new(src, len, err), "obj.lz4", err);
+    in_stream *in = open(kind, mem_in_new(src, len), "obj.lz4", err);
     size_t total = 0, n;
     bool ok = true;
 
@@ -545,7 +545,7 @@ static void test_trailed_sum(void **state)
                 compress_trailed(kinds[k], data, DATA_LEN, &m);
             if (legacy == 2)
                 m.data[m.len - 9] ^= 0x01; /* the trailer's CRC */
-            in = decompress_in_new_trailed(kinds[k], mem_in_new(m.data, m.len, &err), "obj", &err);
+            in = decompress_in_new_trailed(kinds[k], mem_in_new(m.data, m.len), "obj", &err);
             assert_non_null(in);
             assert_true(decompress_in_is_trailed(in));
             while ((ok = in_read(in, buf + total, 100000, &n, &err)) && n > 0) {
@@ -566,7 +566,7 @@ static void test_trailed_sum(void **state)
     {
         pgd_error err = {0};
         in_stream *plain =
-            decompress_in_new_trailed(COMPRESS_NONE, mem_in_new(data, 10, &err), "obj", &err);
+            decompress_in_new_trailed(COMPRESS_NONE, mem_in_new(data, 10), "obj", &err);
         assert_false(decompress_in_is_trailed(plain));
         assert_false(decompress_in_trailed_sum(plain, &crc, &size));
         in_close(plain);

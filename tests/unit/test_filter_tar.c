@@ -12,7 +12,7 @@
 static unsigned char *entry_of(mem_out *m, const char *path, uint64_t *size, char *type)
 {
     pgd_error err = {0};
-    in_stream *in = mem_in_new(m->data, m->len, &err);
+    in_stream *in = mem_in_new(m->data, m->len);
     tar_reader r;
     tar_entry e;
     bool end;

@@ -486,7 +486,7 @@ static void test_stream_filter_fails_at_the_end(void **state)
     size_t n, total = 0;
 
     (void)state;
-    in = wal_segment_check_in_new(mem_in_new(seg, SEG_SIZE, &err), SEG_NAME, &err);
+    in = wal_segment_check_in_new(mem_in_new(seg, SEG_SIZE), SEG_NAME, &err);
     assert_non_null(in);
     do {
         assert_true(in_read(in, buf, 4096, &n, &err));
@@ -495,7 +495,7 @@ static void test_stream_filter_fails_at_the_end(void **state)
     assert_int_equal(total, SEG_SIZE);
     in_close(in);
 
-    in = wal_segment_check_in_new(mem_in_new(seg, SEG_SIZE - 8192, &err), SEG_NAME, &err);
+    in = wal_segment_check_in_new(mem_in_new(seg, SEG_SIZE - 8192), SEG_NAME, &err);
     while (in_read(in, buf, SEG_SIZE, &n, &err) && n > 0)
         ;
     assert_non_null(strstr(err.msg, "truncated"));
