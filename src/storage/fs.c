@@ -534,12 +534,11 @@ static const storage_ops fs_ops = {
     .root_exists = fs_root_exists,
 };
 
-storage *storage_fs_new(const char *root, pgd_error *err)
+storage *storage_fs_new(const char *root)
 {
     fs_storage *fs = xcalloc(1, sizeof(*fs));
     size_t len = strlen(root);
 
-    (void)err; /* never NULL: the signature is that of every driver's constructor */
     fs->base.ops = &fs_ops;
     fs->root = xstrdup(root);
     while (len > 1 && fs->root[len - 1] == '/')

@@ -156,8 +156,8 @@ static inline bool storage_sync(storage *s, const char *path, pgd_error *err)
     return s->ops->sync == NULL || s->ops->sync(s, path, err);
 }
 
-/* Back ends. */
-storage *storage_fs_new(const char *root, pgd_error *err);
-storage *storage_null_new(pgd_error *err); /* keeps nothing: read-speed benchmarks */
+/* Back ends; never NULL (a failed allocation ends the process, util/xmalloc.h). */
+storage *storage_fs_new(const char *root);
+storage *storage_null_new(void); /* keeps nothing: read-speed benchmarks */
 
 #endif

@@ -23,10 +23,10 @@ storage *storage_open(const char *uri, const struct s3_options *s3, pgd_error *e
         return NULL;
     }
     if (strcmp(uri, STORAGE_NULL_URI) == 0)
-        return storage_null_new(err);
+        return storage_null_new();
     if (storage_uri_is_s3(uri))
         return s3_storage_open(uri, s3, err);
     if (strncmp(uri, STORAGE_FILE_SCHEME, strlen(STORAGE_FILE_SCHEME)) == 0)
-        return storage_fs_new(uri + strlen(STORAGE_FILE_SCHEME), err);
-    return storage_fs_new(uri, err);
+        return storage_fs_new(uri + strlen(STORAGE_FILE_SCHEME));
+    return storage_fs_new(uri);
 }
