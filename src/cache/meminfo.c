@@ -74,18 +74,15 @@ bool cgroup_parse_stat(const char *text, bool v2, uint64_t *bytes)
     return false;
 }
 
-bool cgroup_page_cache(uint64_t *bytes, bool *found, char *cgroup_path, size_t pathlen,
-                       pgd_error *err)
+void cgroup_page_cache(uint64_t *bytes, bool *found, char *cgroup_path, size_t pathlen)
 {
     char *self = xmalloc(TEXT_MAX), *stat_text = xmalloc(TEXT_MAX), *line, *save = NULL;
-    bool ok = true;
 
-    (void)err; /* a failed allocation ends the process (util/xmalloc.h) */
     *found = false;
     if (!meminfo_read_text("/proc/self/cgroup", self, TEXT_MAX)) {
         free(self);
         free(stat_text);
-        return true; /* no cgroups */
+        return; /* no cgroups */
     }
     for (line = strtok_r(self, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
         /* "4:memory:/path" (v1) or "0::/path" (v2) */
@@ -112,5 +109,4 @@ bool cgroup_page_cache(uint64_t *bytes, bool *found, char *cgroup_path, size_t p
     }
     free(self);
     free(stat_text);
-    return ok;
 }

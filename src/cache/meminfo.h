@@ -24,8 +24,7 @@ bool meminfo_read(meminfo *out, pgd_error *err);
  * false (no error) when the process is in the root cgroup or no memory
  * controller is mounted.
  */
-bool cgroup_page_cache(uint64_t *bytes, bool *found, char *cgroup_path, size_t pathlen,
-                       pgd_error *err);
+void cgroup_page_cache(uint64_t *bytes, bool *found, char *cgroup_path, size_t pathlen);
 
 /* Parse "Key:   123 kB" lines (exposed for the unit tests). */
 bool meminfo_parse(const char *text, meminfo *out);

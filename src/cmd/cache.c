@@ -116,9 +116,9 @@ static bool cmd_cache_watch(const cache_request *req, double interval, long coun
         bool cg_found;
         char cg_path[512];
 
-        if (!cache_collect(req, &r, err) || !meminfo_read(&mi, err) ||
-            !cgroup_page_cache(&cg, &cg_found, cg_path, sizeof(cg_path), err))
+        if (!cache_collect(req, &r, err) || !meminfo_read(&mi, err))
             return false;
+        cgroup_page_cache(&cg, &cg_found, cg_path, sizeof(cg_path));
         t = cache_totals(&r);
         clock_gettime(CLOCK_REALTIME, &now);
         printf("%.3f,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,",
