@@ -103,15 +103,13 @@ void cache_sort_buffers(pg_buffer *bufs, size_t nbufs)
  * buffer for every fork made the report quadratic (relations x shared_buffers).
  */
 unsigned char *cache_sb_map(const pg_buffer *bufs, size_t nbufs, uint32_t tablespace,
-                            uint32_t filenode, int fork, uint64_t first_block, uint64_t blocks,
-                            bool *oom)
+                            uint32_t filenode, int fork, uint64_t first_block, uint64_t blocks)
 {
     pg_buffer key = {.filenode = filenode, .fork = fork, .block = 0, .tablespace = tablespace};
     uint64_t end = first_block + blocks;
     unsigned char *map = NULL;
     size_t lo = 0, hi = nbufs;
 
-    *oom = false;
     if (first_block > UINT32_MAX)
         return NULL; /* past any block number */
     key.block = (uint32_t)first_block;
@@ -267,7 +265,7 @@ static void cache_collect_fork(cache_report *r, const char *pgdata, cache_dir *d
     for (unsigned seg = 0;; seg++) {
         residency_pages res;
         unsigned char *sb;
-        bool missing, oom;
+        bool missing;
         pgd_error ferr = {0};
         struct stat st;
 
@@ -298,9 +296,8 @@ static void cache_collect_fork(cache_report *r, const char *pgdata, cache_dir *d
         }
         if (row == NULL)
             row = cache_fork_row(r, db, rel, fork);
-        sb =
-            cache_sb_map(bufs, nbufs, rel->tablespace_oid, rel->filenode, fork,
-                         (uint64_t)seg * PG_SEGMENT_PAGES, pages_for(res.size, PG_PAGE_SIZE), &oom);
+        sb = cache_sb_map(bufs, nbufs, rel->tablespace_oid, rel->filenode, fork,
+                          (uint64_t)seg * PG_SEGMENT_PAGES, pages_for(res.size, PG_PAGE_SIZE));
         cache_add_segment(&row->f, res.size, res.vec, os_page, sb);
         if (res.from_cachestat)
             row->f.evicted_pages += res.evicted;

@@ -79,12 +79,10 @@ void cache_add_segment(cache_figures *f, uint64_t size, const unsigned char *os_
  * (cache_sort_buffers), then cache_sb_map gives the blocks first_block ..
  * first_block + blocks - 1 of a fork (one segment file) a byte map indexed
  * from first_block (non-zero: in shared_buffers), or NULL when none of them
- * is. *oom is always false: a failed allocation ends the process
- * (util/xmalloc.h).
+ * is (a failed allocation ends the process, util/xmalloc.h).
  */
 void cache_sort_buffers(pg_buffer *bufs, size_t nbufs);
 unsigned char *cache_sb_map(const pg_buffer *bufs, size_t nbufs, uint32_t tablespace,
-                            uint32_t filenode, int fork, uint64_t first_block, uint64_t blocks,
-                            bool *oom);
+                            uint32_t filenode, int fork, uint64_t first_block, uint64_t blocks);
 
 #endif

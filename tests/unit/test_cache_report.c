@@ -105,9 +105,8 @@ static void test_shared_buffers_map_after_one_sort(void **state)
         for (int s = 0; s < 4; s++) /* and 0, a tablespace no buffer has */
             for (int fork = 0; fork < 4; fork++) {
                 uint32_t spc = s < 3 ? spcs[s] : 0;
-                bool oom, any = false;
-                unsigned char *map = cache_sb_map(sorted, NBUFS, spc, node, fork, 0, BLOCKS, &oom);
-                assert_false(oom);
+                bool any = false;
+                unsigned char *map = cache_sb_map(sorted, NBUFS, spc, node, fork, 0, BLOCKS);
                 for (uint32_t b = 0; b < BLOCKS; b++) {
                     bool want = sb_expected(bufs, NBUFS, spc, node, fork, b);
                     any |= want;
@@ -117,7 +116,7 @@ static void test_shared_buffers_map_after_one_sort(void **state)
                     assert_null(map);
                 free(map);
             }
-    assert_null(cache_sb_map(sorted, 0, 1663, 16384, 0, 0, BLOCKS, &(bool){false}));
+    assert_null(cache_sb_map(sorted, 0, 1663, 16384, 0, 0, BLOCKS));
     free(bufs);
     free(sorted);
 }
@@ -129,18 +128,16 @@ static void test_shared_buffers_map_of_a_later_segment(void **state)
         {.filenode = 7, .fork = 0, .block = 5, .tablespace = 1663},
         {.filenode = 7, .fork = 0, .block = PG_SEGMENT_PAGES + 5, .tablespace = 1663},
         {.filenode = 7, .fork = 0, .block = 2 * PG_SEGMENT_PAGES, .tablespace = 1663}};
-    bool oom;
     unsigned char *map;
 
     (void)state;
     cache_sort_buffers(bufs, 3);
-    map = cache_sb_map(bufs, 3, 1663, 7, 0, PG_SEGMENT_PAGES, 10, &oom);
+    map = cache_sb_map(bufs, 3, 1663, 7, 0, PG_SEGMENT_PAGES, 10);
     assert_non_null(map);
     for (int b = 0; b < 10; b++)
         assert_int_equal(map[b], b == 5);
     free(map);
-    assert_null(cache_sb_map(bufs, 3, 1663, 7, 0, 3 * PG_SEGMENT_PAGES, 10, &oom));
-    assert_false(oom);
+    assert_null(cache_sb_map(bufs, 3, 1663, 7, 0, 3 * PG_SEGMENT_PAGES, 10));
 }
 
 /*
