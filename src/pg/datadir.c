@@ -80,7 +80,7 @@ typedef struct walk_ctx {
     pgd_error *err;
 } walk_ctx;
 
-static bool datadir_add_entry(walk_ctx *c, const char *rel, const char *abs, const struct stat *st)
+static void datadir_add_entry(walk_ctx *c, const char *rel, const char *abs, const struct stat *st)
 {
     datadir *dd = c->dd;
     datadir_entry *e;
@@ -99,7 +99,6 @@ static bool datadir_add_entry(walk_ctx *c, const char *rel, const char *abs, con
     e->mode = st->st_mode & 07777;
     e->mtime = st->st_mtime;
     dd->n++;
-    return true;
 }
 
 /* Leading decimal relfilenode of a relation file name, or 0. */
@@ -271,8 +270,8 @@ static bool datadir_walk_tablespace(walk_ctx *c, const char *link_abs, const cha
             ok = err_errno(c->err, errno, "could not stat \"%s\"", sub_abs);
             break;
         }
-        ok = datadir_add_entry(c, sub_rel, sub_abs, &st) &&
-             datadir_walk_dir(c, sub_abs, sub_rel, true, false);
+        datadir_add_entry(c, sub_rel, sub_abs, &st);
+        ok = datadir_walk_dir(c, sub_abs, sub_rel, true, false);
     }
     datadir_name_list_free(&names);
     return ok;
@@ -316,8 +315,7 @@ static bool datadir_walk_add_link(walk_ctx *c, const char *rel, const char *abs,
     if (len < 0)
         return err_errno(c->err, errno, "could not read symbolic link \"%s\"", abs);
     target[len] = '\0';
-    if (!datadir_add_entry(c, rel, abs, st))
-        return false;
+    datadir_add_entry(c, rel, abs, st);
     e = &c->dd->entries[c->dd->n - 1];
     e->size = 0;
     e->link = xstrdup(target);
@@ -371,16 +369,15 @@ static bool datadir_walk_dir(walk_ctx *c, const char *abs, const char *rel, bool
             continue;
         if (is_db_dir && S_ISREG(st.st_mode) && datadir_is_unlogged_fork(&inits, name))
             continue;
-        if (!datadir_add_entry(c, child_rel, child_abs, &st))
-            break;
+        datadir_add_entry(c, child_rel, child_abs, &st);
         if (!S_ISDIR(st.st_mode))
             continue;
         if (keep_dir_only) {
             if (strcmp(name, "pg_wal") == 0) {
                 struct stat status_st = st;
-                ok = datadir_join(child_rel, sizeof(child_rel), "pg_wal", "archive_status",
-                                  c->err) &&
-                     datadir_add_entry(c, child_rel, child_abs, &status_st);
+                ok = datadir_join(child_rel, sizeof(child_rel), "pg_wal", "archive_status", c->err);
+                if (ok)
+                    datadir_add_entry(c, child_rel, child_abs, &status_st);
             }
             continue;
         }
