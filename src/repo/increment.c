@@ -63,7 +63,9 @@ bool increment_file_path(const char *tar_path, char *out, size_t outlen)
     size_t dir_len, prefix = strlen(INCREMENT_TAR_PREFIX);
 
     base = base == NULL ? tar_path : base + 1;
-    if (strncmp(base, INCREMENT_TAR_PREFIX, prefix) != 0 || base[prefix] == '\0')
+    /* "INCREMENTAL.." is no increment of "..": what follows the prefix is a file's name */
+    if (strncmp(base, INCREMENT_TAR_PREFIX, prefix) != 0 || base[prefix] == '\0' ||
+        strcmp(base + prefix, ".") == 0 || strcmp(base + prefix, "..") == 0)
         return false;
     dir_len = (size_t)(base - tar_path);
     if (dir_len + strlen(base + prefix) >= outlen)

@@ -302,6 +302,9 @@ static void test_file_path(void **state)
     assert_false(increment_file_path("base/5/16384", out, sizeof(out)));
     assert_false(increment_file_path("base/5/INCREMENTAL.", out, sizeof(out)));
     assert_false(increment_file_path("INCREMENTAL.dir/16384", out, sizeof(out)));
+    /* no increment of "." or ".." (found by fuzz_names) */
+    assert_false(increment_file_path("base/INCREMENTAL..", out, sizeof(out)));
+    assert_false(increment_file_path("INCREMENTAL...", out, sizeof(out)));
     assert_false(increment_file_path("base/5/INCREMENTAL.16384", out, 10)); /* would not fit */
 }
 
