@@ -205,7 +205,7 @@ FUZZ_TARGETS ?=
 
 $(FUZZ_BUILD)/build.ninja:
 	@command -v clang >/dev/null || { echo "make: the fuzz targets need clang (scripts/setup.sh installs it)"; exit 1; }
-	CC=clang meson setup $(FUZZ_BUILD) --buildtype=debug -Db_sanitize=address,undefined \
+	CC=clang meson setup $(FUZZ_BUILD) --buildtype=debugoptimized -Db_sanitize=address,undefined \
 	  -Db_lundef=false -Dfuzz=true
 
 fuzz-build: $(FUZZ_BUILD)/build.ninja

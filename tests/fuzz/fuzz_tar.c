@@ -3,8 +3,8 @@
  * over every partition of a backup, fed through a memory stream: each entry
  * is read to its end, in pieces of a size the input chooses.
  *
- * With FUZZ_TAR_LIST=FILE set, each input's verdict and entries (type,
- * size, path, link) are appended to FILE: tar_diff.py compares them with
+ * With FUZZ_TAR_LIST=FILE set, each input's verdict and entries (type in
+ * hex, size, path and link escaped) are written to FILE: tar_diff.py compares them with
  * GNU tar's listing of the same archive.
  */
 #include "fuzz_common.h"
@@ -12,10 +12,23 @@
 #include "io/stream.h"
 #include "repo/tar.h"
 
+/* A name as GNU tar's --quoting-style=escape prints one: octal escapes for what is not printable.
+ */
+static void fuzz_tar_print(FILE *f, const char *name)
+{
+    for (const unsigned char *p = (const unsigned char *)name; *p != '\0'; p++)
+        if (*p < 0x20 || *p >= 0x7f || *p == '\\')
+            fprintf(f, "\\%03o", *p);
+        else
+            fputc(*p, f);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    static bool listed;
     const char *list_path = getenv("FUZZ_TAR_LIST");
-    FILE *list = list_path != NULL ? fopen(list_path, "a") : NULL;
+    /* emptied by the first input of the process: the listing is this run's */
+    FILE *list = list_path != NULL ? fopen(list_path, listed ? "a" : "w") : NULL;
     pgd_error err = {0};
     in_stream *in = mem_in_new(data, size, &err);
     tar_reader r;
@@ -41,17 +54,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         } while (ok && n > 0);
         if (ok) {
             fuzz_assert(got == e.size || e.type == TAR_DIR || e.type == TAR_SYMLINK);
-            if (list != NULL)
-                fprintf(list, "%c %llu %s%s%s\n", e.type, (unsigned long long)e.size, e.path,
-                        e.linkpath != NULL ? " -> " : "", e.linkpath != NULL ? e.linkpath : "");
+            if (list != NULL) {
+                fprintf(list, "%02x %llu ", (unsigned char)e.type, (unsigned long long)e.size);
+                fuzz_tar_print(list, e.path);
+                if (e.linkpath != NULL) {
+                    fputs(" -> ", list);
+                    fuzz_tar_print(list, e.linkpath);
+                }
+                fputc('\n', list);
+            }
         }
         tar_entry_free(&e);
     }
     if (!ok)
         fuzz_check_refusal(&err);
     if (list != NULL) {
-        fprintf(list, "%s\n", ok ? "ok" : "refused");
+        fprintf(list, "%s%s\n", ok ? "ok" : "refused: ", ok ? "" : err.msg);
         fclose(list);
+        listed = true;
     }
     in_close(in);
     return 0;

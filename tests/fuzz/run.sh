@@ -4,7 +4,8 @@
 #                                   its regressions (make check: seconds)
 #   run.sh fuzz BUILD SECONDS [T..] each target (or those named) fuzzed for SECONDS, from its
 #                                   corpus, with its dictionary; a crash, a leak, an input slower
-#                                   than 1 s or a process over 512 MB fails it (make fuzz)
+#                                   than 1 s or a process over 512 MB fails it (make fuzz);
+#                                   FUZZ_RUNS=N stops a target sooner, after N executions
 # The inputs a fuzz run adds and what it finds are kept in BUILD/fuzz-work/<target>/: copy a
 # crash-*, leak-*, timeout-* or oom-* file to regressions/<target>/ with the fix it needs.
 # Exit status: 0 when every target passed; the failures are listed last.
@@ -60,7 +61,7 @@ for t in "${targets[@]}"; do
     [ ${#files[@]} -gt 0 ] && cp -n "${files[@]}" "$work/corpus/" 2>/dev/null
     dict=$(fuzz_dict "$t")
     if "$bin" -max_total_time="$seconds" -timeout=1 -rss_limit_mb=512 -print_final_stats=1 \
-        ${dict:+-dict="$dict"} -artifact_prefix="$work/" "$work/corpus" >"$work/log" 2>&1; then
+        ${dict:+-dict="$dict"} ${FUZZ_RUNS:+-runs="$FUZZ_RUNS"} -artifact_prefix="$work/" "$work/corpus" >"$work/log" 2>&1; then
         echo "fuzz: $t: $(grep -E '^#[0-9]+' "$work/log" | tail -1 | awk '{print $1, $3, $4, $5, $6}')"
     else
         echo "fuzz: $t FAILED ($work/log):"
