@@ -17,6 +17,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (backup_info_from_json(&bi, text, "sentinel \"fuzz\"", &err)) {
         char why[256], *json = NULL;
 
+        /* counts are counts: json_int_t went in, so an accepted one fits in it */
+        fuzz_assert(bi.size <= INT64_MAX && bi.compressed_size <= INT64_MAX &&
+                    bi.files <= INT64_MAX && bi.stop_next_xid <= INT64_MAX);
         backup_info_unusable(&bi, why, sizeof(why));
         fuzz_assert(backup_info_to_json(&bi, &json, &err));
         fuzz_assert(backup_info_from_json(&again, json, "sentinel \"again\"", &err));
