@@ -17,6 +17,10 @@
 #                   counters, an HTML report in build-coverage/coverage/index.html
 #                   and the per-folder floors of scripts/coverage-floors.txt
 #                   (make check does the same run: no second integration pass)
+#   make fuzz       every libFuzzer target of tests/fuzz/ for FUZZ_SECONDS each (60), then
+#                   the differential checks (GNU tar, the lz4 and zstd tools) on what
+#                   they reached; build-fuzz/ (clang, ASan+UBSan); make check runs each
+#                   target once over its corpus and regressions (make fuzz-regress)
 #   make demo       the README demo
 #   make install    binary, manual page, bash completion and systemd units under
 #                   $(DESTDIR)$(PREFIX) (PREFIX=/usr/local); make uninstall removes them
@@ -85,6 +89,7 @@ MAKE_STARTED := $(shell date +%s)
 check:
 	$(MAKE) release unit unit-valgrind
 	python3 scripts/static_prefix.py
+	$(MAKE) fuzz-regress
 	$(MAKE) coverage-reset
 	GCOV_PREFIX=$(COVERAGE_GCDA) GCOV_PREFIX_STRIP=0 \
 	  $(MAKE) unit-asan integration-all ASAN_BUILD=$(COVERAGE_BUILD)
@@ -96,6 +101,7 @@ check:
 SMOKE_TESTS ?= $(shell grep -v '^\#' tests/integration/smoke.list)
 .PHONY: check-quick
 check-quick: unit
+	$(MAKE) fuzz-regress
 	$(MAKE) unit-asan integration TESTS='$(SMOKE_TESTS)'
 
 # The version matrix: each scenario of tests/integration/matrix.list (one test
@@ -136,7 +142,7 @@ format:
 	clang-format -i $$(git ls-files 'src/*.c' 'src/*.h' 'tests/*.c' 'tests/*.h')
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(COVERAGE_BUILD) $(RELEASE_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(COVERAGE_BUILD) $(RELEASE_BUILD) $(FUZZ_BUILD)
 
 bench: all
 	bash bench/run.sh
@@ -187,3 +193,36 @@ coverage: all coverage-reset
 	GCOV_PREFIX=$(COVERAGE_GCDA) GCOV_PREFIX_STRIP=0 \
 	  $(MAKE) unit-asan integration ASAN_BUILD=$(COVERAGE_BUILD) TESTS='$(COVERAGE_TESTS)'
 	$(MAKE) coverage-report
+
+# ---- fuzzing (tests/fuzz/README.md) ----
+# The targets are built with clang in FUZZ_BUILD: the core library with
+# -fsanitize=fuzzer-no-link (meson -Dfuzz=true), ASan and UBSan; the targets
+# alone (ninja's fuzz alias), not the rest of the tree.
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
+.PHONY: fuzz fuzz-build fuzz-regress
+
+$(FUZZ_BUILD)/build.ninja:
+	@command -v clang >/dev/null || { echo "make: the fuzz targets need clang (scripts/setup.sh installs it)"; exit 1; }
+	CC=clang meson setup $(FUZZ_BUILD) --buildtype=debugoptimized -Db_sanitize=address,undefined \
+	  -Db_lundef=false -Dfuzz=true
+
+fuzz-build: $(FUZZ_BUILD)/build.ninja
+	ninja -C $(FUZZ_BUILD) fuzz
+
+# each target over its seed corpus and its regressions, once; the differential
+# checks on the seed corpus (seconds)
+fuzz-regress: fuzz-build
+	bash tests/fuzz/run.sh regress $(FUZZ_BUILD)
+	python3 tests/fuzz/tar_diff.py $(FUZZ_BUILD) tests/fuzz/corpus/tar
+	python3 tests/fuzz/frame_diff.py $(FUZZ_BUILD) lz4 tests/fuzz/corpus/lz4
+	python3 tests/fuzz/frame_diff.py $(FUZZ_BUILD) zstd tests/fuzz/corpus/zstd
+
+# every target (or FUZZ_TARGETS='fuzz_tar ...') for FUZZ_SECONDS, then the
+# differential checks on the corpus the run reached
+fuzz: fuzz-build
+	bash tests/fuzz/run.sh fuzz $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+	python3 tests/fuzz/tar_diff.py $(FUZZ_BUILD) tests/fuzz/corpus/tar $(FUZZ_BUILD)/fuzz-work/fuzz_tar/corpus
+	python3 tests/fuzz/frame_diff.py $(FUZZ_BUILD) lz4 tests/fuzz/corpus/lz4 $(FUZZ_BUILD)/fuzz-work/fuzz_lz4/corpus
+	python3 tests/fuzz/frame_diff.py $(FUZZ_BUILD) zstd tests/fuzz/corpus/zstd $(FUZZ_BUILD)/fuzz-work/fuzz_zstd/corpus

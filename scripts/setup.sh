@@ -21,6 +21,8 @@ packages=(
     man-db groff-base
     # make coverage and the floors make check enforces
     gcovr
+    # the libFuzzer targets of tests/fuzz (make check runs them over their corpus; make fuzz)
+    clang libclang-rt-14-dev
     # S3 tests: moto and boto3 come with the pyenv Python (checked below); s3rver needs npm;
     # Debian's botocore for the tests that still call /usr/bin/python3
     python3-botocore

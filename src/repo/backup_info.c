@@ -149,12 +149,16 @@ bool backup_info_from_json(backup_info *bi, const char *json, const char *what, 
         json_decref(o);
         return err_set(err, "invalid %s: %s", what, jerr.text);
     }
+    /* a negative count would load as a number near 2^64 (found by fuzz_backup_info) */
     bad = !layout_is_backup_id(id)                 ? "id"
           : !lsn_parse(start_lsn, &bi->start_lsn)  ? "start_lsn"
           : !lsn_parse(stop_lsn, &bi->stop_lsn)    ? "stop_lsn"
           : timeline <= 0 || timeline > UINT32_MAX ? "timeline"
           : !wal_name_is_wal_file(start_wal)       ? "start_wal"
           : !wal_name_is_wal_file(stop_wal)        ? "stop_wal"
+          : size < 0                               ? "size"
+          : csize < 0                              ? "compressed_size"
+          : files < 0                              ? "files"
                                                    : NULL;
     if (bad != NULL) {
         json_decref(o);

@@ -4,6 +4,8 @@
  */
 #include "repo/backup_read.h"
 
+#include <string.h>
+
 #include "compress/compress.h"
 
 /* Every path inside the target, every partition name one the backup writes. */
@@ -29,5 +31,15 @@ bool backup_read_manifest(storage *repo, const char *id, manifest *m, pgd_error 
     if (!manifest_load(repo, id, m, err) || !backup_read_check(m, id, err))
         return false;
     manifest_build_index(m);
+    /*
+     * one entry a path: a second would never be found by its path, and what it says of the file
+     * (its size, CRC, partition) would not be what the reader checks (found by fuzz_manifest)
+     */
+    for (size_t i = 1; i < m->nfiles; i++)
+        if (strcmp(m->files[i - 1].path, m->files[i].path) == 0)
+            return err_set(err,
+                           "refusing path \"%s\" in the manifest of backup \"%s\": the manifest "
+                           "lists it twice",
+                           m->files[i].path, id);
     return true;
 }

@@ -63,7 +63,9 @@ bool increment_file_path(const char *tar_path, char *out, size_t outlen)
     size_t dir_len, prefix = strlen(INCREMENT_TAR_PREFIX);
 
     base = base == NULL ? tar_path : base + 1;
-    if (strncmp(base, INCREMENT_TAR_PREFIX, prefix) != 0 || base[prefix] == '\0')
+    /* "INCREMENTAL.." is no increment of "..": what follows the prefix is a file's name */
+    if (strncmp(base, INCREMENT_TAR_PREFIX, prefix) != 0 || base[prefix] == '\0' ||
+        strcmp(base + prefix, ".") == 0 || strcmp(base + prefix, "..") == 0)
         return false;
     dir_len = (size_t)(base - tar_path);
     if (dir_len + strlen(base + prefix) >= outlen)
@@ -158,8 +160,28 @@ static bool increment_reader_fixed(increment_reader *r, pgd_error *err)
                  (unsigned long long)r->expect_file_size, (unsigned long long)r->expect_size);
         return increment_reader_fail(r, err, why);
     }
-    r->block = xmalloc((size_t)r->nblocks * sizeof(*r->block) + 1);
+    /*
+     * r->block grows as the block numbers arrive (increment_reader_block_slot):
+     * the count comes from the increment itself, and room for 2^32 - 1 of them
+     * before one is read would let a damaged increment make restore or verify
+     * ask for 16 GiB (found by fuzz_increment)
+     */
     return true;
+}
+
+/* Room for block number `i` in r->block, grown by doubling up to the block count. */
+static void increment_reader_block_slot(increment_reader *r, uint32_t i)
+{
+    uint64_t cap = (uint64_t)r->block_cap * 2;
+
+    if (i < r->block_cap)
+        return;
+    if (cap <= i)
+        cap = (uint64_t)i + 1;
+    if (cap > r->nblocks)
+        cap = r->nblocks;
+    r->block_cap = (uint32_t)cap;
+    r->block = xrealloc(r->block, (size_t)cap * sizeof(*r->block));
 }
 
 /* Block number `i` is complete: check its order and range. */
@@ -209,8 +231,10 @@ bool increment_reader_feed(increment_reader *r, const void *data, size_t len, in
             uint64_t off = pos - INCREMENT_FIXED_SIZE;
             uint32_t i = (uint32_t)(off / INCREMENT_BLOCK_NO_SIZE);
             unsigned shift = (unsigned)(off % INCREMENT_BLOCK_NO_SIZE) * 8;
-            if (shift == 0)
+            if (shift == 0) {
+                increment_reader_block_slot(r, i);
                 r->block[i] = 0;
+            }
             r->block[i] |= (uint32_t)*p << shift;
             r->header_crc = crc32c_update(r->header_crc, p, 1);
             r->consumed++;

@@ -79,7 +79,8 @@ typedef struct increment_reader {
     /* decoded header */
     uint32_t nblocks;
     uint64_t file_size, threshold_lsn;
-    uint32_t *block;
+    uint32_t *block;    /* the block numbers read so far */
+    uint32_t block_cap; /* room in block[], at most nblocks */
     /* stream state */
     uint64_t consumed; /* bytes fed so far */
     unsigned char fixed[INCREMENT_FIXED_SIZE];

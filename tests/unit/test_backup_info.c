@@ -580,6 +580,30 @@ static void expect_bad_field(const char *json, const char *field, const char *va
     free(bad);
 }
 
+/* A negative count damages the sentinel, naming the field (found by fuzz_backup_info). */
+static void test_a_negative_count_is_a_damaged_sentinel_naming_the_field(void **state)
+{
+    const char *fields[] = {"size", "compressed_size", "files"};
+    char *full = lsn_sentinel_json(NULL, 0);
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+        json_t *o = json_loads(full, 0, NULL);
+        char *bad, want[128];
+        backup_info bi;
+        pgd_error err = {0};
+
+        json_object_set_new(o, fields[i], json_integer(-1));
+        bad = json_dumps(o, 0);
+        json_decref(o);
+        snprintf(want, sizeof(want), "invalid sentinel \"x\": bad \"%s\"", fields[i]);
+        assert_false(backup_info_from_json(&bi, bad, "sentinel \"x\"", &err));
+        assert_string_equal(err.msg, want);
+        free(bad);
+    }
+    free(full);
+}
+
 /* A value that is no LSN damages the sentinel when it is loaded; the message names the field. */
 static void test_a_bad_lsn_is_a_damaged_sentinel_naming_the_field(void **state)
 {
@@ -645,6 +669,7 @@ int main(void)
         cmocka_unit_test(test_find_returns_a_damaged_sentinel_as_damaged),
         cmocka_unit_test(test_lsns_are_text_on_disk_and_numbers_when_loaded),
         cmocka_unit_test(test_a_bad_lsn_is_a_damaged_sentinel_naming_the_field),
+        cmocka_unit_test(test_a_negative_count_is_a_damaged_sentinel_naming_the_field),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -243,6 +243,32 @@ static void test_truncated_and_trailing(void **state)
     free(buf);
 }
 
+/*
+ * A header may claim 2^32 - 1 blocks (found by fuzz_increment): room for the
+ * block numbers grows as they arrive, so a truncated one costs what was read.
+ */
+static void test_huge_block_count_truncated(void **state)
+{
+    unsigned char buf[INCREMENT_FIXED_SIZE + 8] = INCREMENT_MAGIC;
+    uint64_t file_size = (uint64_t)UINT32_MAX * INCREMENT_PAGE_SIZE;
+    increment_reader r;
+    pgd_error err = {0};
+
+    (void)state;
+    buf[9] = INCREMENT_PAGE_SIZE >> 8;
+    buf[12] = buf[13] = buf[14] = buf[15] = 0xff;
+    for (int i = 0; i < 8; i++)
+        buf[16 + i] = (unsigned char)(file_size >> (8 * i));
+    buf[INCREMENT_FIXED_SIZE + 4] = 1; /* blocks 0 and 1 */
+    assert_true(increment_reader_init(&r, "base/5/16384", false, 0, 0, 0, &err));
+    assert_true(increment_reader_feed(&r, buf, sizeof(buf), NULL, NULL, &err));
+    assert_int_equal(r.nblocks, UINT32_MAX);
+    assert_true(r.block_cap <= 2);
+    assert_false(increment_reader_finish(&r, &err));
+    assert_non_null(strstr(err.msg, "truncated at 40 bytes"));
+    increment_reader_free(&r);
+}
+
 static void test_disagrees_with_manifest(void **state)
 {
     uint32_t blocks[] = {1, 2};
@@ -276,6 +302,9 @@ static void test_file_path(void **state)
     assert_false(increment_file_path("base/5/16384", out, sizeof(out)));
     assert_false(increment_file_path("base/5/INCREMENTAL.", out, sizeof(out)));
     assert_false(increment_file_path("INCREMENTAL.dir/16384", out, sizeof(out)));
+    /* no increment of "." or ".." (found by fuzz_names) */
+    assert_false(increment_file_path("base/INCREMENTAL..", out, sizeof(out)));
+    assert_false(increment_file_path("INCREMENTAL...", out, sizeof(out)));
     assert_false(increment_file_path("base/5/INCREMENTAL.16384", out, 10)); /* would not fit */
 }
 
@@ -293,6 +322,7 @@ int main(void)
         cmocka_unit_test(test_header_crc),
         cmocka_unit_test(test_pages_crc),
         cmocka_unit_test(test_truncated_and_trailing),
+        cmocka_unit_test(test_huge_block_count_truncated),
         cmocka_unit_test(test_disagrees_with_manifest),
         cmocka_unit_test(test_file_path),
     };

@@ -1,0 +1,20 @@
+/*
+ * fuzz_lz4.c - lz4 frames (compress/lz4.c, lz4_in_new), as restore and
+ * wal-fetch decode them from a repository: backup partitions (frames
+ * without the codec's checksum) and archived WAL. The differential check
+ * frame_diff.py runs this target's corpus through the lz4 tool too.
+ */
+#include "fuzz_decode.h"
+
+#include "compress/compress.h"
+
+static in_stream *fuzz_lz4_open(in_stream *src, pgd_error *err)
+{
+    return lz4_in_new(src, "object \"fuzz.lz4\"", err);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    fuzz_decode_run(data, size, fuzz_lz4_open);
+    return 0;
+}
