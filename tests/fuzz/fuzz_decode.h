@@ -25,7 +25,7 @@ static inline void fuzz_decode_run(const uint8_t *data, size_t size, fuzz_decode
     const char *out_path = getenv("FUZZ_DECODE_OUT");
     FILE *out = NULL;
     pgd_error err = {0};
-    in_stream *src = mem_in_new(data, size, &err);
+    in_stream *src = mem_in_new(data, size);
     in_stream *in;
     unsigned char buf[4096];
     size_t piece = size > 0 ? (size_t)data[size - 1] % sizeof(buf) + 1 : sizeof(buf);

@@ -23,7 +23,6 @@ static storage *fuzz_manifest_repo;
 static void fuzz_manifest_setup(void)
 {
     char dir[] = "/tmp/pgd-fuzz-manifest.XXXXXX", path[128];
-    pgd_error err = {0};
 
     fuzz_assert(mkdtemp(dir) != NULL);
     snprintf(fuzz_manifest_root, sizeof(fuzz_manifest_root), "%s", dir);
@@ -32,7 +31,7 @@ static void fuzz_manifest_setup(void)
     snprintf(path, sizeof(path), "%s/%s/%s", dir, BACKUPS_DIR, FUZZ_MANIFEST_ID);
     fuzz_assert(mkdir(path, 0700) == 0);
     snprintf(fuzz_manifest_file, sizeof(fuzz_manifest_file), "%s/%s", path, MANIFEST_NAME);
-    fuzz_manifest_repo = storage_fs_new(fuzz_manifest_root, &err);
+    fuzz_manifest_repo = storage_fs_new(fuzz_manifest_root);
     fuzz_assert(fuzz_manifest_repo != NULL);
 }
 

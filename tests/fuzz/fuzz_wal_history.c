@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             wal_history_entry *e = NULL;
             size_t n = 0;
 
-            fuzz_assert(wal_history_parse(text, len, &e, &n, &err));
+            wal_history_parse(text, len, &e, &n);
             fuzz_assert(n > 0);
             for (size_t i = 0; i < n; i++) {
                 fuzz_assert(e[i].tli < tli);
