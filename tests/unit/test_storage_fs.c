@@ -9,6 +9,7 @@
 
 #include <dirent.h>
 #include <sys/time.h>
+#include <time.h>
 
 #include "fail_sync.h"
 
@@ -149,13 +150,17 @@ static void test_root_exists(void **state)
     rm_rf(dir);
 }
 
+/*
+ * A file last written `age_s` seconds ago by time(2), the clock the sweep
+ * reads: gettimeofday can be a tick ahead of it, and a file stamped by
+ * that clock at a second's start could be newer than the sweep's "now".
+ */
 static void touch_aged(const char *path, time_t age_s)
 {
     struct timeval times[2];
 
     write_test_file(path, "x", 1);
-    gettimeofday(&times[0], NULL);
-    times[0].tv_sec -= age_s;
+    times[0] = (struct timeval){.tv_sec = time(NULL) - age_s, .tv_usec = 0};
     times[1] = times[0];
     assert_int_equal(utimes(path, times), 0);
 }
