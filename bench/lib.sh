@@ -59,3 +59,10 @@ max_wal_size = 4GB
 autovacuum = off
 CONF
 }
+
+# The helpers every benchmark's throwaway cluster uses: D (its directory, with the
+# server's socket), PORT and PG_BIN are the calling script's, read when called.
+log() { printf '[%s] %s\n' "$(date -u +%T)" "$*" >&2; }
+pg() { runuser -u postgres -- env PGHOST="$D" PGPORT="$PORT" PGUSER=postgres PGDATABASE=postgres "$@"; }
+q() { pg "$PG_BIN/psql" -X -Atq -v ON_ERROR_STOP=1 -c "$1"; }
+stop_pg() { [ -f "$D/data/postmaster.pid" ] && pg "$PG_BIN/pg_ctl" -D "$D/data" -m fast -w stop >/dev/null 2>&1 || true; }

@@ -75,10 +75,6 @@ cp "$BUILD/pgdirect" "$D/bin/pgdirect"
 [ -z "$OLD_BIN" ] || cp "$OLD_BIN" "$D/bin/pgdirect_old"
 chown -R postgres:postgres "$D"
 PORT=$((20000 + RANDOM % 20000))
-log() { printf '[%s] %s\n' "$(date -u +%T)" "$*" >&2; }
-pg() { runuser -u postgres -- env PGHOST="$D" PGPORT="$PORT" PGUSER=postgres PGDATABASE=postgres "$@"; }
-q() { pg "$PG_BIN/psql" -X -Atq -v ON_ERROR_STOP=1 -c "$1"; }
-stop_pg() { [ -f "$D/data/postmaster.pid" ] && pg "$PG_BIN/pg_ctl" -D "$D/data" -m fast -w stop >/dev/null 2>&1 || true; }
 cleanup() { stop_pg; rm -rf "$D"; }
 trap cleanup EXIT
 drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }

@@ -83,10 +83,6 @@ cp "$BUILD/pgdirect" "$D/bin/"
 chown -R postgres:postgres "$D"
 PGD="$D/bin/pgdirect"
 PORT=$((20000 + RANDOM % 20000))
-log() { printf '[%s] %s\n' "$(date -u +%T)" "$*" >&2; }
-pg() { runuser -u postgres -- env PGHOST="$D" PGPORT="$PORT" PGUSER=postgres PGDATABASE=postgres "$@"; }
-q() { pg "$PG_BIN/psql" -X -Atq -v ON_ERROR_STOP=1 -c "$1"; }
-stop_pg() { [ -f "$D/data/postmaster.pid" ] && pg "$PG_BIN/pg_ctl" -D "$D/data" -m fast -w stop >/dev/null 2>&1 || true; }
 cleanup() {
     touch "$D/stop_probe" 2>/dev/null || true
     stop_pg

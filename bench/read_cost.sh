@@ -80,10 +80,6 @@ cc -O2 -std=gnu11 -pthread -I"$ROOT/src" -o "$D/bin/dio_read" "$HERE/tools/pgd_d
     "$ROOT/src/pg/datadir.c" "$ROOT/src/util/log.c" "$ROOT/src/util/error.c" "$ROOT/src/util/big_buffer.c"
 chown -R postgres:postgres "$D"
 PORT=$((20000 + RANDOM % 20000))
-log() { printf '[%s] %s\n' "$(date -u +%T)" "$*" >&2; }
-pg() { runuser -u postgres -- env PGHOST="$D" PGPORT="$PORT" PGUSER=postgres PGDATABASE=postgres "$@"; }
-q() { pg "$PG_BIN/psql" -X -Atq -v ON_ERROR_STOP=1 -c "$1"; }
-stop_pg() { [ -f "$D/data/postmaster.pid" ] && pg "$PG_BIN/pg_ctl" -D "$D/data" -m fast -w stop >/dev/null 2>&1 || true; }
 CG=""
 cleanup() {
     stop_pg
