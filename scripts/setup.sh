@@ -13,7 +13,9 @@ packages=(
     # build
     build-essential meson ninja-build pkg-config clang-format
     liblz4-dev libzstd-dev libjansson-dev libpq-dev libcmocka-dev libssl-dev liburing-dev libcurl4-openssl-dev
-    libxml2-dev
+    libxml2-dev libssh2-1-dev
+    # the SFTP tests start their own sshd (tests/integration/lib_sftp.sh)
+    openssh-server openssh-client
     # tests and demo: a real PostgreSQL 15, its tools, and the checkers
     postgresql-15 postgresql-contrib postgresql-client-15
     valgrind perl python3 lz4 zstd procps util-linux

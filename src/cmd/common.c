@@ -11,6 +11,7 @@
 
 #include "cmd/cmd.h"
 #include "storage/s3/s3.h"
+#include "storage/sftp/sftp.h"
 #include "util/log.h"
 
 /*
@@ -142,12 +143,14 @@ static bool command_repo_exists(const pgd_options *opts, storage *repo, pgd_erro
 }
 
 /*
- * The S3 driver's settings come from here, through its own s3_options: the
+ * The S3 and SFTP drivers' settings come from here, through their own
+ * s3_options and sftp_options: the
  * generic storage interface forwards them without knowing what they hold.
  */
 storage *command_open_repo(const pgd_options *opts, pgd_error *err)
 {
     s3_options s3 = {0};
+    sftp_options sftp = {0};
     storage *repo;
     long up, down, retries, timeout;
     int style;
@@ -169,7 +172,9 @@ storage *command_open_repo(const pgd_options *opts, pgd_error *err)
     s3.download_concurrency = (unsigned)down;
     s3.retries = retries == 0 ? S3_OPTIONS_NO_RETRIES : (unsigned)retries;
     s3.timeout_s = timeout;
-    repo = storage_open(opt_str(opts, OPT_REPO), &s3, err);
+    sftp.private_key_file = opt_str(opts, OPT_SFTP_PRIVATE_KEY_FILE);
+    sftp.known_hosts = opt_str(opts, OPT_SFTP_KNOWN_HOSTS);
+    repo = storage_open_with(opt_str(opts, OPT_REPO), &s3, &sftp, err);
     if (repo != NULL && !command_repo_exists(opts, repo, err)) {
         storage_free(repo);
         return NULL;

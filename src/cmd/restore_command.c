@@ -14,6 +14,7 @@
 
 #include "restore/recovery_conf.h"
 #include "storage/s3/s3.h"
+#include "storage/sftp/sftp.h"
 #include "util/xmalloc.h"
 
 #define RESTORE_COMMAND_ARGS_MAX 24
@@ -65,6 +66,18 @@ static bool restore_command_s3_args(const pgd_options *opts, const storage *repo
                                err);
 }
 
+/* the key and known hosts files as absolute paths: the server's restore_command runs elsewhere */
+static bool restore_command_sftp_args(const storage *repo, restore_command_args *a, pgd_error *err)
+{
+    const char *key_file, *known_hosts;
+
+    if (!sftp_storage_where(repo, &key_file, &known_hosts))
+        return err_set(err, "repository \"%s\" is not an open SFTP repository", repo->uri);
+    return restore_command_arg(a, "--repo", repo->uri, err) &&
+           (key_file == NULL || restore_command_arg(a, "--sftp-private-key-file", key_file, err)) &&
+           restore_command_arg(a, "--sftp-known-hosts", known_hosts, err);
+}
+
 static bool restore_command_args_of(const pgd_options *opts, const storage *repo,
                                     restore_command_args *a, pgd_error *err)
 {
@@ -72,6 +85,9 @@ static bool restore_command_args_of(const pgd_options *opts, const storage *repo
 
     if (restore_command_repo_is_s3(repo)) {
         if (!restore_command_s3_args(opts, repo, a, err))
+            return false;
+    } else if (storage_uri_is_sftp(repo->uri)) {
+        if (!restore_command_sftp_args(repo, a, err))
             return false;
     } else {
         /* the server runs restore_command in the data directory: a relative path would move */

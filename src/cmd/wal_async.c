@@ -39,10 +39,12 @@ static const opt_id wal_async_settings_opts[] = {
     OPT_S3_RETRIES,
     OPT_S3_TIMEOUT,
     OPT_DOWNLOAD_CONCURRENCY,
+    OPT_SFTP_PRIVATE_KEY_FILE,
+    OPT_SFTP_KNOWN_HOSTS,
 };
 static const char *const wal_async_settings_env[] = {
-    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
-    "AWS_REGION",        "AWS_DEFAULT_REGION",    "AWS_ENDPOINT_URL",
+    "AWS_ACCESS_KEY_ID",  "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION",
+    "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL",      "SSH_AUTH_SOCK",
 };
 
 static uint64_t wal_async_hash(uint64_t h, const char *s)

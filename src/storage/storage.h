@@ -70,15 +70,21 @@ struct storage {
  * command, and forwarded here untouched.
  */
 struct s3_options;
+struct sftp_options; /* storage/sftp/sftp.h */
 
 /*
- * "file:///path", a plain absolute path, "null:" (keeps nothing), or
- * "s3://bucket/prefix" (s3 may be NULL: defaults and AWS_*). A relative
+ * "file:///path", a plain absolute path, "null:" (keeps nothing),
+ * "s3://bucket/prefix" (s3 may be NULL: defaults and AWS_*), or
+ * "sftp://USER@HOST[:PORT]/PATH" (storage_open_with's settings). A relative
  * path is refused (storage_uri_valid). A local directory that does not
  * exist is opened all the same (writers create it): storage_root_exists
  * tells.
  */
 storage *storage_open(const char *uri, const struct s3_options *s3, pgd_error *err);
+
+/* The same, with the SFTP driver's settings too (sftp may be NULL: the defaults). */
+storage *storage_open_with(const char *uri, const struct s3_options *s3,
+                           const struct sftp_options *sftp, pgd_error *err);
 
 /*
  * Is `uri` of a form storage_open accepts? Decided from the text alone,
@@ -91,7 +97,9 @@ bool storage_uri_valid(const char *uri, const char **why);
 #define STORAGE_S3_SCHEME   "s3://"
 #define STORAGE_FILE_SCHEME "file://"
 #define STORAGE_NULL_URI    "null:"
+#define STORAGE_SFTP_SCHEME "sftp://"
 bool storage_uri_is_s3(const char *uri);
+bool storage_uri_is_sftp(const char *uri);
 void storage_free(storage *s);
 
 /*

@@ -13,7 +13,8 @@
 
 const opt_def opt_defs[OPT_COUNT] = {
     [OPT_REPO] = {"repo", "URI", "file:///var/lib/pgdirect", CMD_REPO_USERS, false,
-                  "repository: an absolute path, file:///path or s3://bucket/prefix"},
+                  "repository: an absolute path, file:///path, s3://bucket/prefix or "
+                  "sftp://user@host[:port]/path"},
     [OPT_S3_ENDPOINT] = {"s3-endpoint", "URL", NULL, CMD_REPO_USERS, false,
                          "S3 endpoint, http(s)://host[:port] (default: $AWS_ENDPOINT_URL, else "
                          "AWS)"},
@@ -35,6 +36,12 @@ const opt_def opt_defs[OPT_COUNT] = {
                         "a request that makes no progress for this long is retried"},
     [OPT_DOWNLOAD_CONCURRENCY] = {"download-concurrency", "N", "4", CMD_REPO_USERS, false,
                                   "ranged GETs in flight per object read from S3"},
+    [OPT_SFTP_PRIVATE_KEY_FILE] = {"sftp-private-key-file", "FILE", NULL, CMD_REPO_USERS, false,
+                                   "SSH private key for an sftp:// repository (no passphrase; "
+                                   "the agent is also tried when SSH_AUTH_SOCK is set)"},
+    [OPT_SFTP_KNOWN_HOSTS] = {"sftp-known-hosts", "FILE", NULL, CMD_REPO_USERS, false,
+                              "known hosts file the sftp server's host key must be in (default: "
+                              "~/.ssh/known_hosts)"},
     [OPT_CONFIG] = {"config", "FILE", OPTIONS_DEFAULT_CONFIG_PATH, CMD_ALL, false,
                     "file of name = value lines, quoted as in postgresql.conf"},
     [OPT_LOG_LEVEL] = {"log-level", "debug|info|warning|error", "info", CMD_ALL, false,

@@ -13,6 +13,10 @@
  *
  * S3 settings other than these come from the AWS_* variables. Errors are
  * printed as pgdirect prints them: "pgdirect: error: ...", exit 1.
+ *
+ * An sftp:// repository takes --sftp-private-key-file FILE and
+ * --sftp-known-hosts FILE; with --exit-kind, an error exits 4 when it is
+ * PGD_ERR_EXISTS and 5 when it is PGD_ERR_TRANSIENT.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,10 +24,13 @@
 #include <unistd.h>
 
 #include "storage/s3/s3.h"
+#include "storage/sftp/sftp.h"
 #include "storage/storage.h"
 
-#define PGD_STORAGE_CHUNK   (1024 * 1024)
-#define PGD_STORAGE_MISSING 3
+#define PGD_STORAGE_CHUNK     (1024 * 1024)
+#define PGD_STORAGE_MISSING   3
+#define PGD_STORAGE_EXISTS    4
+#define PGD_STORAGE_TRANSIENT 5
 
 static bool pgd_storage_print(void *arg, const char *name, uint64_t size, bool is_dir,
                               pgd_error *err)
@@ -115,12 +122,21 @@ static bool pgd_storage_run(storage *s, int argc, char **argv, int *rc, pgd_erro
 int main(int argc, char **argv)
 {
     s3_options o = {0};
+    sftp_options so = {0};
     pgd_error err = {0};
     storage *s;
     int i = 1, rc = 0;
+    bool exit_kind = false;
 
     for (; i + 1 < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
-        if (strcmp(argv[i], "--part-size") == 0)
+        if (strcmp(argv[i], "--exit-kind") == 0) {
+            exit_kind = true;
+            i--;
+        } else if (strcmp(argv[i], "--sftp-private-key-file") == 0)
+            so.private_key_file = argv[i + 1];
+        else if (strcmp(argv[i], "--sftp-known-hosts") == 0)
+            so.known_hosts = argv[i + 1];
+        else if (strcmp(argv[i], "--part-size") == 0)
             o.part_size = strtoull(argv[i + 1], NULL, 10);
         else if (strcmp(argv[i], "--retries") == 0)
             o.retries =
@@ -130,10 +146,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: pgd-storage [--part-size BYTES] [--retries N] URI OPERATION ...\n");
         return 2;
     }
-    if ((s = storage_open(argv[i], &o, &err)) == NULL ||
+    if ((s = storage_open_with(argv[i], &o, &so, &err)) == NULL ||
         !pgd_storage_run(s, argc - i - 1, argv + i + 1, &rc, &err)) {
         fprintf(stderr, "pgdirect: error: %s\n", err.msg);
-        rc = 1;
+        rc = !exit_kind                        ? 1
+             : err_is(&err, PGD_ERR_EXISTS)    ? PGD_STORAGE_EXISTS
+             : err_is(&err, PGD_ERR_TRANSIENT) ? PGD_STORAGE_TRANSIENT
+                                               : 1;
     }
     storage_free(s);
     fflush(stdout);

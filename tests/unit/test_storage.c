@@ -44,7 +44,8 @@ static void test_uri_forms(void **state)
         const char *uri, *why;
     } bad[] = {
         {"backups", "a relative path (archive_command and restore_command run in the data "
-                    "directory); expected an absolute path, file:///path or s3://bucket/prefix"},
+                    "directory); expected an absolute path, file:///path, s3://bucket/prefix or "
+                    "sftp://user@host[:port]/path"},
         {"./backups", "a relative path"},
         {"'/var/lib/pgdirect'", "a relative path"}, /* a quote taken literally */
         {"", "empty; expected an absolute path"},
@@ -70,8 +71,8 @@ static void test_uri_forms(void **state)
     assert_null(storage_open("backups", NULL, &err));
     assert_string_equal(err.msg, "invalid repository \"backups\": a relative path "
                                  "(archive_command and restore_command run in the data "
-                                 "directory); expected an absolute path, file:///path or "
-                                 "s3://bucket/prefix");
+                                 "directory); expected an absolute path, file:///path, "
+                                 "s3://bucket/prefix or sftp://user@host[:port]/path");
 }
 
 static void test_file_uri_and_plain_path_are_the_same_repository(void **state)
