@@ -91,3 +91,18 @@ sftp_restart() {
         sleep 0.1
     done
 }
+
+# sftp_kill: sshd and every session it forked, with SIGKILL, as a crash or a
+# power cut of the server host would end them (a SIGTERM to the listener leaves
+# its sessions running)
+sftp_kill() {
+    [ -n "$SFTP_PID" ] || return 0
+    local pids=("$SFTP_PID") i=0 p
+    while [ $i -lt ${#pids[@]} ]; do
+        for p in $(ps -o pid= --ppid "${pids[$i]}"); do pids+=("$p"); done
+        i=$((i + 1))
+    done
+    kill -9 "${pids[@]}" 2>/dev/null
+    wait "$SFTP_PID" 2>/dev/null
+    SFTP_PID=""
+}
