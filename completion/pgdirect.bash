@@ -5,7 +5,7 @@
 # ("pgdirect --help", "pgdirect COMMAND --help"), so they are always those
 # of the installed version; the answers are cached per shell. Backup ids
 # come from "pgdirect list --json" against the repository the line names
-# (--repo, --config and the --s3-* options on it), else the configured one,
+# (--repo, --config and the --s3-* and --sftp-* options on it), else the configured one,
 # quietly and with a time limit: an unreachable repository completes
 # nothing rather than hanging or printing errors.
 
@@ -46,14 +46,14 @@ _pgdirect_backup_ids() {
     for ((i = 2; i < ${#COMP_WORDS[@]}; i++)); do
         w=${COMP_WORDS[i]}
         case $w in
-        --repo | --config | --s3-*)
+        --repo | --config | --s3-* | --sftp-*)
             if [ "${COMP_WORDS[i + 1]:-}" = "=" ]; then
                 args+=("$w=${COMP_WORDS[i + 2]:-}")
             else
                 args+=("$w" "${COMP_WORDS[i + 1]:-}")
             fi
             ;;
-        --repo=* | --config=* | --s3-*=*) args+=("$w") ;;
+        --repo=* | --config=* | --s3-*=* | --sftp-*=*) args+=("$w") ;;
         esac
     done
     timeout "$_PGDIRECT_LIST_TIMEOUT" "$bin" list --json "${args[@]}" 2>/dev/null |

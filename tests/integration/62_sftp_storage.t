@@ -14,7 +14,8 @@
 #   file are each refused with one line naming the host and the file, before
 #   any login (sshd logs no accepted key); the positive control connects;
 # - the user key: a key the server does not know, and no key at all, are
-#   refused naming the user; the agent (SSH_AUTH_SOCK) logs in with the key
+#   refused naming the user, a key file others can read is refused as ssh
+#   refuses it; the options come from a config file as well; the agent (SSH_AUTH_SOCK) logs in with the key
 #   it holds, and an empty agent is refused;
 # - a server that is not there is transient (exit kind 5), and wal-fetch
 #   from it exits 254, never 1; a broken libssh2 is found only by commands
@@ -146,6 +147,10 @@ ssh-keygen -q -t ed25519 -N '' -f "$T/stranger" && chown postgres "$T/stranger"
 expect_error "a key the server does not know" \
     "sftp server 127.0.0.1:$SFTP_PORT refused user \"postgres\" with private key file \"$T/stranger\"" \
     st_with "$T/stranger" "$SFTP_KNOWN_HOSTS" get a/b/one.txt
+cp "$SFTP_KEY" "$T/open_key" && chown postgres "$T/open_key" && chmod 640 "$T/open_key"
+expect_error "a private key others can read" \
+    "private key file \"$T/open_key\" is readable by others \(mode 0640\): refusing" \
+    st_with "$T/open_key" "$SFTP_KNOWN_HOSTS" get a/b/one.txt
 expect_error "no key and no agent" \
     "no key to log in to sftp server 127.0.0.1:$SFTP_PORT as \"postgres\"" \
     st_with "" "$SFTP_KNOWN_HOSTS" get a/b/one.txt
@@ -159,6 +164,16 @@ agent ssh-add -q "$SFTP_KEY" 2>/dev/null || bail "ssh-add failed"
 is "$(agent "$T/bin/pgd-storage" --sftp-known-hosts "$SFTP_KNOWN_HOSTS" "$SFTP_URI" get a/b/one.txt)" \
     "replaced" "the agent holding the key logs in (no key file given)"
 kill "$agent_pid" 2>/dev/null
+
+# ---- the options from a config file, as from the command line ----
+printf "repo = '%s'\nsftp-private-key-file = '%s'\nsftp-known-hosts = '%s'\n" "$SFTP_URI" "$SFTP_KEY" \
+    "$SFTP_KNOWN_HOSTS" >"$T/pgdirect.conf" && chown postgres "$T/pgdirect.conf"
+out=$(pgd list --config "$T/pgdirect.conf" 2>&1)
+is "$?" "0" "list reads the repository and both SFTP settings from a config file"
+like "$out" "^\(no backups\)$" "and finds no backup there"
+out=$(pgd list --repo "${SFTP_URI}-missing" "${SFTP_OPTS[@]}" 2>&1)
+like "$out" "^pgdirect: error: repository \"${SFTP_URI}-missing\" does not exist" \
+    "a repository directory missing on the server is named, as a local one is"
 
 # ---- a server that is not there; libssh2 opened lazily ----
 dead_port=$(free_port)

@@ -89,7 +89,8 @@ char *sftp_config_remote_path(const sftp_storage *s, const char *path);
 /*
  * Rename src over dst, atomically replacing dst (posix-rename@openssh.com,
  * over a raw SFTP channel: libssh2 1.10 sends no extended request). With
- * s->lock held; false with err when the server has no such extension.
+ * s->lock held. A server without the extension gets a plain rename: a new
+ * object is renamed into place, and replacing one fails, saying why.
  */
 bool sftp_rename_replace(sftp_storage *s, const char *src, const char *dst, pgd_error *err);
 

@@ -177,11 +177,25 @@ bool sftp_rename_replace(sftp_storage *s, const char *src, const char *dst, pgd_
 
     if (!sftp_rename_open(s, err))
         return false;
-    if (!s->ext_posix_rename)
+    if (!s->ext_posix_rename) {
+        pgd_error mine = {0};
+        unsigned long status;
+
+        /* a new object needs no replacing: the plain rename does; one that is there stays */
+        if (libssh2_sftp_rename_ex(s->sftp, src, (unsigned)src_len, dst, (unsigned)dst_len,
+                                   LIBSSH2_SFTP_RENAME_ATOMIC) == 0)
+            return true;
+        sftp_session_fail(s, &mine, &status, "rename", src);
+        if (status == 0) { /* the connection failed */
+            err_set(err, "%s", mine.msg);
+            err_mark(err, mine.kind);
+            return false;
+        }
         return err_set(err,
-                       "could not replace \"%s\" on %s: the server does not offer %s, and a "
-                       "plain SFTP rename does not replace",
-                       dst, s->where, SFTP_RENAME_EXTENSION);
+                       "could not rename \"%s\" to \"%s\" on %s: the server does not offer %s, "
+                       "and a plain SFTP rename does not replace",
+                       src, dst, s->where, SFTP_RENAME_EXTENSION);
+    }
     id = ++s->ext_id;
     req = p = xmalloc(len);
     sftp_rename_put32(p, (uint32_t)(len - 4));

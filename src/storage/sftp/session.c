@@ -15,11 +15,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* known_hosts names a host on SSH's port plainly, on another as "[host]:port" */
 #define SFTP_SESSION_SSH_PORT 22
 #define SFTP_SESSION_HOST_MAX 1100
+/* the bits of a private key file's mode that ssh refuses: group and others */
+#define SFTP_SESSION_KEY_PRIVATE_MODE 077
 
 /* SSH_FX_* status codes (draft-ietf-secsh-filexfer-02) in words. */
 static const char *sftp_session_status_text(unsigned long status)
@@ -225,8 +228,16 @@ static bool sftp_session_authenticate(sftp_storage *s, pgd_error *err)
     bool agent_tried = false;
 
     if (s->key_file != NULL) {
-        if (access(s->key_file, R_OK) != 0)
+        struct stat st;
+
+        if (access(s->key_file, R_OK) != 0 || stat(s->key_file, &st) != 0)
             return err_errno(err, errno, "could not read private key file \"%s\"", s->key_file);
+        /* as ssh does: a key others can read is not a secret any more */
+        if ((st.st_mode & SFTP_SESSION_KEY_PRIVATE_MODE) != 0)
+            return err_set(err,
+                           "private key file \"%s\" is readable by others (mode %04o): refusing "
+                           "to use it (chmod 600 it, as ssh requires)",
+                           s->key_file, (unsigned)(st.st_mode & 07777));
         if (libssh2_userauth_publickey_fromfile_ex(s->session, user, (unsigned)strlen(user), NULL,
                                                    s->key_file, NULL) == 0)
             return true;
