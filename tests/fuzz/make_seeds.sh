@@ -175,6 +175,13 @@ for f in "$ROOT"/tests/data/s3/*.xml; do
 done
 printf '\0072026-11-30T18:23:01.000Z' | seed s3_xml time
 
+# the VERSION answer of OpenSSH's sftp-server to an SSH_FXP_INIT (its body: after length and type),
+# whole, cut, and with no extension
+sftp_version() { (printf '\000\000\000\005\001\000\000\000\003'; sleep 1) | timeout 5 /usr/lib/openssh/sftp-server | tail -c +6; }
+sftp_version | seed sftp_version openssh_9.2
+sftp_version | head -c 40 | seed sftp_version cut
+printf '\000\000\000\003' | seed sftp_version bare
+
 # the config file and option values: what the user guide's examples give
 printf '\000# pgdirect.conf\nrepo = /var/lib/pgdirect\ncompression = zstd\nmax-rate = 200MiB\nio-class idle\n' |
     seed config guide

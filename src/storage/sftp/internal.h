@@ -65,7 +65,8 @@ bool sftp_session_connect(sftp_storage *s, pgd_error *err);
 void sftp_session_drop(sftp_storage *s);
 
 /*
- * Set err for an operation that failed: "could not OP \"OBJECT\": CAUSE",
+ * Set err for an operation that failed: "could not OP \"OBJECT\" on HOST:PORT:
+ * CAUSE" ("could not OP sftp server HOST:PORT: CAUSE" when object is NULL),
  * the cause from libssh2 (the SFTP status, or the connection's error). A
  * failure of the connection is marked PGD_ERR_TRANSIENT and the connection
  * dropped. *status (when not NULL) receives the SFTP status code, 0 when

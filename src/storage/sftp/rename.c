@@ -81,7 +81,7 @@ static bool sftp_rename_send(sftp_storage *s, const unsigned char *buf, size_t l
     while (len > 0) {
         ssize_t n = libssh2_channel_write_ex(s->ext, 0, (const char *)buf, len);
         if (n <= 0)
-            return sftp_session_fail(s, err, NULL, "send a rename request to", s->where);
+            return sftp_session_fail(s, err, NULL, "send a rename request to", NULL);
         buf += n;
         len -= (size_t)n;
     }
@@ -99,7 +99,7 @@ static bool sftp_rename_recv_exact(sftp_storage *s, unsigned char *buf, size_t l
                 sftp_session_drop(s);
                 return false;
             }
-            return sftp_session_fail(s, err, NULL, "read an answer from", s->where);
+            return sftp_session_fail(s, err, NULL, "read an answer from", NULL);
         }
         buf += n;
         len -= (size_t)n;
@@ -145,10 +145,10 @@ static bool sftp_rename_open(sftp_storage *s, pgd_error *err)
                                      LIBSSH2_CHANNEL_WINDOW_DEFAULT, LIBSSH2_CHANNEL_PACKET_DEFAULT,
                                      NULL, 0);
     if (s->ext == NULL)
-        return sftp_session_fail(s, err, NULL, "open a channel to", s->where);
+        return sftp_session_fail(s, err, NULL, "open a channel to", NULL);
     if (libssh2_channel_process_startup(s->ext, "subsystem", sizeof("subsystem") - 1, "sftp",
                                         sizeof("sftp") - 1) != 0)
-        return sftp_session_fail(s, err, NULL, "start SFTP on", s->where);
+        return sftp_session_fail(s, err, NULL, "start SFTP on", NULL);
     sftp_rename_put32(init, 5);
     init[4] = SFTP_RENAME_FXP_INIT;
     sftp_rename_put32(init + 5, SFTP_RENAME_VERSION);

@@ -68,14 +68,22 @@ bool sftp_session_fail(sftp_storage *s, pgd_error *err, unsigned long *status, c
         st = libssh2_sftp_last_error(s->sftp);
         if (status != NULL)
             *status = st;
-        err_set(err, "could not %s \"%s\" on %s: %s (SFTP status %lu)", op, object, s->where,
-                sftp_session_status_text(st), st);
+        if (object != NULL)
+            err_set(err, "could not %s \"%s\" on %s: %s (SFTP status %lu)", op, object, s->where,
+                    sftp_session_status_text(st), st);
+        else
+            err_set(err, "could not %s sftp server %s: %s (SFTP status %lu)", op, s->where,
+                    sftp_session_status_text(st), st);
         if (st == LIBSSH2_FX_NO_CONNECTION || st == LIBSSH2_FX_CONNECTION_LOST)
             err_mark(err, PGD_ERR_TRANSIENT);
         return false;
     }
-    err_set(err, "could not %s \"%s\" on %s: connection failed: %s", op, object, s->where,
-            msg != NULL && msg[0] != '\0' ? msg : "unknown libssh2 error");
+    if (object != NULL)
+        err_set(err, "could not %s \"%s\" on %s: connection failed: %s", op, object, s->where,
+                msg != NULL && msg[0] != '\0' ? msg : "unknown libssh2 error");
+    else
+        err_set(err, "could not %s sftp server %s: connection failed: %s", op, s->where,
+                msg != NULL && msg[0] != '\0' ? msg : "unknown libssh2 error");
     err_mark(err, PGD_ERR_TRANSIENT);
     sftp_session_drop(s);
     return false;
@@ -294,7 +302,7 @@ bool sftp_session_connect(sftp_storage *s, pgd_error *err)
     }
     libssh2_session_set_timeout(s->session, SFTP_TIMEOUT_MS);
     if (libssh2_session_handshake(s->session, s->sock) != 0)
-        return sftp_session_fail(s, err, NULL, "start SSH with", s->where);
+        return sftp_session_fail(s, err, NULL, "start SSH with", NULL);
     key = libssh2_session_hostkey(s->session, &key_len, &key_type);
     if (!sftp_session_check_host_key(s->session, s->uri.host, s->uri.port, s->known_hosts, key,
                                      key_len, key_type, err) ||
@@ -304,7 +312,7 @@ bool sftp_session_connect(sftp_storage *s, pgd_error *err)
     }
     s->sftp = libssh2_sftp_init(s->session);
     if (s->sftp == NULL)
-        return sftp_session_fail(s, err, NULL, "start SFTP on", s->where);
+        return sftp_session_fail(s, err, NULL, "start SFTP on", NULL);
     s->generation++;
     return true;
 }
