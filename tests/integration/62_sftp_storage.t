@@ -141,6 +141,15 @@ is "$(grep -c "Accepted publickey" "$SFTP_LOG")" "$logins_before" \
     "no refused connection got as far as logging in"
 is "$(st_with "$SFTP_KEY" "$SFTP_KNOWN_HOSTS" get a/b/one.txt)" "replaced" \
     "the positive control: the right known_hosts connects"
+# Debian's ssh hashes the names it adds (HashKnownHosts yes): such a file works the same
+cp "$SFTP_KNOWN_HOSTS" "$T/hashed_hosts" && ssh-keygen -q -H -f "$T/hashed_hosts" >/dev/null 2>&1 &&
+    chown postgres "$T/hashed_hosts"
+like "$(head -c 3 "$T/hashed_hosts")" '^\|1\|' "ssh-keygen -H hashed the entry"
+is "$(st_with "$SFTP_KEY" "$T/hashed_hosts" get a/b/one.txt)" "replaced" "a hashed known_hosts entry is found"
+sed "s/^|1|[^ ]* /|1|$(printf 'salt%.0s' 1 2 3 4 | base64 -w0)|AAAAAAAAAAAAAAAAAAAAAAAAAAA= /" \
+    "$T/hashed_hosts" >"$T/hashed_other" && chown postgres "$T/hashed_other"
+expect_error "a hashed entry of another host" "is not in known hosts file \"$T/hashed_other\"" \
+    st_with "$SFTP_KEY" "$T/hashed_other" get a/b/one.txt
 
 # ---- the user's key ----
 ssh-keygen -q -t ed25519 -N '' -f "$T/stranger" && chown postgres "$T/stranger"
