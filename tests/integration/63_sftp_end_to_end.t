@@ -9,7 +9,7 @@
 #   equal the source's; restore_command carries the two SFTP options;
 # - list, verify (clean), check; a byte flipped in a stored partition on the
 #   server's disk found by verify (exit 3) and by restore (non-zero, no
-#   target directory left behind);
+#   target directory left behind); a backup's peak RSS under --max-memory;
 # - faults: sshd and its sessions killed mid-backup: the backup fails naming
 #   the server, nothing is listed as complete that cannot be restored, and
 #   delete --garbage (age 0) removes all it left; wal-fetch while sshd is
@@ -50,7 +50,7 @@ cmp -s "$T/seg.source" "$T/seg.fetched"
 ok $? "and it is byte-identical to the server's"
 ok $([ -f "$SRV/wal/00000001/$seg.lz4" ] && echo 0 || echo 1) "the server's disk holds it"
 
-as_pg "$PG_BIN/pgbench" -n -c 2 -j 2 -R 150 -T 20 >/dev/null 2>&1 &
+as_pg "$PG_BIN/pgbench" -n -c 2 -j 2 -R 150 -T 60 >/dev/null 2>&1 &
 load=$!
 pgbench_wait_writing "$PGPORT"
 out=$(pgd backup --repo "$REPO" $O --pgdata "$T/data" --checkpoint fast --partition-size 8MiB 2>&1)
@@ -62,10 +62,15 @@ reload_and_wait archive_command \
 out=$(pgd backup --repo "$REPO" $O --pgdata "$T/data" --checkpoint fast --delta 2>&1)
 ok $? "a delta backup over SFTP under load, with asynchronous archiving, succeeds"
 like "$out" "backup [0-9T]+D complete" "with its summary"
+# the load has done its part: end it now rather than at its -T
+q "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pgbench'" >/dev/null
 wait $load
 read -r F D <<<"$(ids | tr ' ' '\n' | sed 's/:.*//' | tr '\n' ' ')"
 is "$(ids)" "$F:ok $D:ok" "list shows the full and the delta backup, both complete"
 
+# segments for recovery to replay after the delta's end, for the prefetcher to fetch ahead
+q "CREATE TABLE t63 (x int)" >/dev/null
+for _ in 1 2 3 4 5 6 7 8; do q "INSERT INTO t63 VALUES (1); SELECT pg_switch_wal()" >/dev/null; done
 hash_a=$(pgbench_hash "$PGPORT")
 q "SELECT pg_create_restore_point('p63')" >/dev/null
 as_pg "$PG_BIN/pgbench" -n -c 1 -t 200 >/dev/null 2>&1
@@ -89,6 +94,17 @@ pgd verify --repo "$REPO" $O --all >"$T/verify.out" 2>&1
 is "$?" "0" "verify --all: both backups are clean"
 pgd check --repo "$REPO" $O >"$T/check.out" 2>&1
 is "$?" "0" "check: the cluster archives to the SFTP repository"
+
+# the bounded-memory rule holds on SFTP too: a backup's peak RSS stays under --max-memory
+if [ -n "${PGDIRECT_RELEASE_BIN:-}" ]; then
+    cp "$PGDIRECT_RELEASE_BIN" "$T/bin/pgdirect-release" && chmod 755 "$T/bin/pgdirect-release"
+    # shellcheck disable=SC2086
+    out=$(as_pg "$T/bin/pgdirect-release" backup --repo "$REPO-capped" $O --pgdata "$T/data" \
+          --checkpoint fast --archive-check=off --compression none --max-memory 64MiB 2>&1)
+    ok $? "a backup to SFTP under --max-memory 64MiB succeeds"
+    rss=$(echo "$out" | sed -n 's/.*peak RSS \([0-9]*\) MiB.*/\1/p')
+    cmp_ok "$rss" "<" 64 "its peak RSS stays under the cap ($rss MiB)"
+fi
 
 # ---- a byte flipped in a stored partition ----
 part=$(ls -S "$SRV/backups/$F"/part_* | head -1)
