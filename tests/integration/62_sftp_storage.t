@@ -6,6 +6,7 @@
 #   object exists (PGD_ERR_EXISTS, the object unchanged), a write that
 #   replaces (posix-rename@openssh.com), list (sizes, directories, temporary
 #   names hidden), exists, remove (a file, an empty directory, a missing one);
+#   a directory or a file the server refuses to postgres named, with the cause;
 # - a 48 MiB object streamed both ways with the writer's and the reader's
 #   peak RSS under 32 MiB (bounded memory), its bytes unchanged;
 # - a writer killed midway leaves only a temporary file, listed by nobody,
@@ -78,6 +79,17 @@ ok $? "rm of a missing object succeeds"
 mkdir "$SRV/a/empty" && chown postgres "$SRV/a/empty"
 st rm a/empty && [ ! -e "$SRV/a/empty" ]
 ok $? "rm removes an empty directory"
+
+# what the server refuses is named: a directory postgres may not create, a file it may not read
+mkdir -p "$SRV/locked" && chown root "$SRV/locked" && chmod 755 "$SRV/locked"
+expect_error "a directory the user may not create" \
+    "could not create directory \"$SRV/locked/sub\" on 127\.0\.0\.1:$SFTP_PORT: permission denied" \
+    st put locked/sub/x.txt </dev/null
+echo secret >"$SRV/locked/file" && chmod 600 "$SRV/locked/file"
+expect_error "a file the user may not read" \
+    "could not open file \"$SRV/locked/file\" on 127\.0\.0\.1:$SFTP_PORT: permission denied" \
+    st get locked/file
+rm -rf "$SRV/locked"
 
 # ---- a large object, streamed with bounded memory ----
 head -c $((48 * 1024 * 1024)) /dev/urandom >"$T/big"

@@ -100,19 +100,38 @@ static bool sftp_files_is_temp_name(const char *name)
     return *p == '\0';
 }
 
-/* mkdir -p of the directories above `path` (errors ignored: the retried open reports). */
-static void sftp_files_make_parents(sftp_storage *s, const char *path)
+/*
+ * mkdir -p of the directories above `path` (lock held). OpenSSH answers a
+ * mkdir of a directory that is there with a bare failure: a failed mkdir is
+ * an error only when the directory is not there after it.
+ */
+static bool sftp_files_make_parents(sftp_storage *s, const char *path, pgd_error *err)
 {
     char *dir = xstrdup(path);
+    bool ok = true;
 
-    for (char *p = dir + 1; *p != '\0'; p++) {
+    for (char *p = dir + 1; ok && *p != '\0'; p++) {
+        LIBSSH2_SFTP_ATTRIBUTES attrs;
+        pgd_error mkdir_err = {0};
+        unsigned long status;
+
         if (*p != '/')
             continue;
         *p = '\0';
-        libssh2_sftp_mkdir_ex(s->sftp, dir, (unsigned)strlen(dir), SFTP_DIR_MODE);
+        if (libssh2_sftp_mkdir_ex(s->sftp, dir, (unsigned)strlen(dir), SFTP_DIR_MODE) != 0) {
+            sftp_session_fail(s, &mkdir_err, &status, "create directory", dir);
+            if (status == 0 || sftp_files_stat(s, dir, &attrs) != 0 ||
+                !(attrs.flags & LIBSSH2_SFTP_ATTR_PERMISSIONS) ||
+                !LIBSSH2_SFTP_S_ISDIR(attrs.permissions)) {
+                err_set(err, "%s", mkdir_err.msg);
+                err_mark(err, mkdir_err.kind);
+                ok = false;
+            }
+        }
         *p = '/';
     }
     free(dir);
+    return ok;
 }
 
 /* ---- writer ---- */
@@ -262,8 +281,8 @@ static out_stream *sftp_files_write_open(storage *st, const char *path, unsigned
     w->h = sftp_files_create(s, w->tmp_path);
     if (w->h == NULL &&
         sftp_files_failed_with(s, LIBSSH2_FX_NO_SUCH_FILE, "create file", w->tmp_path, err)) {
-        sftp_files_make_parents(s, w->tmp_path);
-        if ((w->h = sftp_files_create(s, w->tmp_path)) == NULL)
+        if (sftp_files_make_parents(s, w->tmp_path, err) &&
+            (w->h = sftp_files_create(s, w->tmp_path)) == NULL)
             sftp_session_fail(s, err, NULL, "create file", w->tmp_path);
     }
     sftp_files_end(s);
