@@ -11,7 +11,6 @@
 #define _GNU_SOURCE
 #include "storage/storage.h"
 
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -402,27 +401,6 @@ static bool fs_remove(storage *s, const char *path, pgd_error *err)
     return true;
 }
 
-/* "<name>.tmp.<pid>.<n>", as fs_write_open names its temporary files. */
-static bool fs_is_temp_name(const char *name)
-{
-    const char *t = strstr(name, ".tmp."), *p;
-
-    if (t == NULL || t == name)
-        return false;
-    for (const char *next; (next = strstr(t + 1, ".tmp.")) != NULL;)
-        t = next;
-    p = t + strlen(".tmp.");
-    if (!isdigit((unsigned char)*p))
-        return false;
-    while (isdigit((unsigned char)*p))
-        p++;
-    if (*p++ != '.' || !isdigit((unsigned char)*p))
-        return false;
-    while (isdigit((unsigned char)*p))
-        p++;
-    return *p == '\0';
-}
-
 /*
  * Remove temporary files under `full` (recursively) last written at or
  * before `cutoff` (seconds, as st_mtime counts them: with an age of 0, a file
@@ -450,7 +428,7 @@ static bool fs_remove_stale_under(const char *full, time_t cutoff, pgd_error *er
          * direct wal-push sweeps its timeline's directory after every push,
          * and one lstat per archived segment made that grow with the archive.
          */
-        if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN && !fs_is_temp_name(de->d_name))
+        if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN && !storage_is_temp_name(de->d_name))
             continue;
         if ((size_t)snprintf(child, sizeof(child), "%s/%s", full, de->d_name) >= sizeof(child))
             continue;
@@ -461,7 +439,7 @@ static bool fs_remove_stale_under(const char *full, time_t cutoff, pgd_error *er
         }
         if (S_ISDIR(st.st_mode))
             ok = fs_remove_stale_under(child, cutoff, err);
-        else if (S_ISREG(st.st_mode) && fs_is_temp_name(de->d_name) && st.st_mtime <= cutoff &&
+        else if (S_ISREG(st.st_mode) && storage_is_temp_name(de->d_name) && st.st_mtime <= cutoff &&
                  unlink(child) != 0 && errno != ENOENT)
             ok = err_errno(err, errno, "could not remove stale temporary file \"%s\"", child);
     }

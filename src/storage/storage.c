@@ -5,6 +5,7 @@
  */
 #include "storage/storage.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,26 @@ bool storage_uri_valid(const char *uri, const char **why)
         *why = "a relative path (archive_command and restore_command run in the data "
                "directory); expected " STORAGE_URI_FORMS;
     return *why == NULL;
+}
+
+bool storage_is_temp_name(const char *name)
+{
+    const char *t = strstr(name, ".tmp."), *p;
+
+    if (t == NULL || t == name)
+        return false;
+    for (const char *next; (next = strstr(t + 1, ".tmp.")) != NULL;)
+        t = next;
+    p = t + strlen(".tmp.");
+    if (!isdigit((unsigned char)*p))
+        return false;
+    while (isdigit((unsigned char)*p))
+        p++;
+    if (*p++ != '.' || !isdigit((unsigned char)*p))
+        return false;
+    while (isdigit((unsigned char)*p))
+        p++;
+    return *p == '\0';
 }
 
 bool storage_root_exists(storage *s, bool *exists, pgd_error *err)

@@ -116,6 +116,13 @@ bool storage_remove_many(storage *s, const char *const *paths, size_t n, pgd_err
 /* Temporary objects of killed writers under `dir`, idle for older_than_s (no-op where none). */
 bool storage_remove_stale_temp(storage *s, const char *dir, int64_t older_than_s, pgd_error *err);
 
+/*
+ * "<name>.tmp.<pid>.<n>": the temporary name under which the drivers that
+ * rename into place (fs.c, sftp/) write an object, and what their
+ * remove_stale_temp sweeps.
+ */
+bool storage_is_temp_name(const char *name);
+
 /* Write and remove a probe object: fails early when the repository is not writable. */
 bool storage_check_writable(storage *s, pgd_error *err);
 

@@ -75,6 +75,24 @@ static void test_uri_forms(void **state)
                                  "s3://bucket/prefix or sftp://user@host[:port]/path");
 }
 
+/* The temporary names fs.c and the SFTP driver write under, and nothing else. */
+static void test_temp_names(void **state)
+{
+    static const char *const temp[] = {"part_0001.tar.lz4.tmp.123.0", "x.tmp.1.22",
+                                       "a.tmp.b.tmp.7.8"};
+    static const char *const not_temp[] = {"part_0001.tar.lz4", ".tmp.1.2",   "x.tmp.1",
+                                           "x.tmp.1.",          "x.tmp..2",   "x.tmp.1.2x",
+                                           "x.tmp.a.2",         "x.tmp.1.2.", "x.tmp.1.2.tmp.3"};
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(temp) / sizeof(temp[0]); i++)
+        if (!storage_is_temp_name(temp[i]))
+            fail_msg("\"%s\" is a temporary name", temp[i]);
+    for (size_t i = 0; i < sizeof(not_temp) / sizeof(not_temp[0]); i++)
+        if (storage_is_temp_name(not_temp[i]))
+            fail_msg("\"%s\" is not a temporary name", not_temp[i]);
+}
+
 static void test_file_uri_and_plain_path_are_the_same_repository(void **state)
 {
     char *tmp = test_tmpdir(), uri[PATH_MAX + 8], *data;
@@ -217,6 +235,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_open_refuses_what_is_not_a_repository),
         cmocka_unit_test(test_uri_forms),
+        cmocka_unit_test(test_temp_names),
         cmocka_unit_test(test_file_uri_and_plain_path_are_the_same_repository),
         cmocka_unit_test(test_get_reads_an_object_larger_than_its_first_buffer),
         cmocka_unit_test(test_remove_many_falls_back_to_one_by_one),

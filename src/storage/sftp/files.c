@@ -12,7 +12,6 @@
 #define _GNU_SOURCE
 #include "storage/sftp/internal.h"
 
-#include <ctype.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,27 +76,6 @@ static bool sftp_files_failed_with(sftp_storage *s, unsigned long allowed, const
     err_set(err, "%s", mine.msg);
     err_mark(err, mine.kind);
     return false;
-}
-
-/* "<name>.tmp.<pid>.<n>", as the writers of fs.c and this file name their temporary files. */
-static bool sftp_files_is_temp_name(const char *name)
-{
-    const char *t = strstr(name, ".tmp."), *p;
-
-    if (t == NULL || t == name)
-        return false;
-    for (const char *next; (next = strstr(t + 1, ".tmp.")) != NULL;)
-        t = next;
-    p = t + strlen(".tmp.");
-    if (!isdigit((unsigned char)*p))
-        return false;
-    while (isdigit((unsigned char)*p))
-        p++;
-    if (*p++ != '.' || !isdigit((unsigned char)*p))
-        return false;
-    while (isdigit((unsigned char)*p))
-        p++;
-    return *p == '\0';
 }
 
 /*
@@ -521,7 +499,7 @@ static bool sftp_files_sweep(sftp_storage *s, const char *full, int64_t cutoff, 
     for (size_t i = 0; ok && i < n; i++) {
         char *child;
 
-        if (!e[i].is_dir && !sftp_files_is_temp_name(e[i].name))
+        if (!e[i].is_dir && !storage_is_temp_name(e[i].name))
             continue;
         child = xasprintf("%s/%s", full, e[i].name);
         if (e[i].is_dir)
