@@ -24,7 +24,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_sftp.sh"
 setup_tmp
-trap 'sftp_stop; cleanup_all' EXIT
+trap 'sftp_kill; cleanup_all' EXIT
 s3_storage_tool="$(dirname "${PGD_PAGECACHE:-/nonexistent/x}")/pgd-storage"
 PGD_STORAGE=${PGD_STORAGE:-$s3_storage_tool}
 [ -x "$PGD_STORAGE" ] || bail "no pgd-storage helper at $PGD_STORAGE (set PGD_STORAGE or PGD_PAGECACHE)"
@@ -177,7 +177,7 @@ expect_error "no key and no agent" \
     st_with "" "$SFTP_KNOWN_HOSTS" get a/b/one.txt
 agent_env=$(as_pg ssh-agent -s -a "$T/agent.sock") || bail "could not start ssh-agent"
 agent_pid=$(printf '%s\n' "$agent_env" | sed -n 's/^SSH_AGENT_PID=\([0-9]*\);.*/\1/p')
-trap 'kill $agent_pid 2>/dev/null; sftp_stop; cleanup_all' EXIT
+trap 'kill $agent_pid 2>/dev/null; sftp_kill; cleanup_all' EXIT
 agent() { runuser -u postgres -- env SSH_AUTH_SOCK="$T/agent.sock" "$@"; }
 out=$(agent "$T/bin/pgd-storage" --sftp-known-hosts "$SFTP_KNOWN_HOSTS" "$SFTP_URI" get a/b/one.txt 2>&1)
 like "$out" "refused user \"postgres\" with the agent's keys" "an agent without the key is refused"
