@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "storage/s3/http.h"
+#include "storage/http/http.h"
 #include "storage/s3/s3.h"
 #include "storage/storage.h"
 #include "util/error.h"
@@ -130,9 +130,6 @@ bool s3_request_headers(const s3_storage *s, const s3_call *call, const char *ta
 /* The Content-MD5 of a body: base64 (RFC 4648, padded) of its MD5; false when libcrypto made none.
  */
 bool s3_request_md5_base64(const void *data, size_t len, char out[S3_MD5_B64_LEN]);
-
-/* Backoff before retry `attempt` (0-based), in ms: exponential, capped, with jitter. */
-unsigned s3_request_backoff_ms(unsigned attempt);
 
 /* ---- xml.c ---- */
 

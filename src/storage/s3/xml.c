@@ -17,7 +17,7 @@
  */
 #define _GNU_SOURCE
 #include "storage/s3/internal.h"
-#include "storage/s3/s3_libs.h"
+#include "storage/http/http_libs.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
 
@@ -35,7 +35,7 @@ static xmlDocPtr s3_xml_read(const char *body, size_t len, pgd_error *err)
 {
     xmlDocPtr doc;
 
-    if (!s3_libs_load_xml(err))
+    if (!http_libs_load_xml(err))
         return NULL;
     if (body == NULL || len == 0) {
         err_set(err, "the answer is empty");
@@ -171,7 +171,7 @@ bool s3_xml_error(const char *body, size_t len, s3_xml_fault *fault)
     bool is_error;
 
     /* the caller reports the failure without the code; that libxml2 is why, once */
-    if (!s3_libs_load_xml(&load)) {
+    if (!http_libs_load_xml(&load)) {
         if (!__atomic_exchange_n(&warned, true, __ATOMIC_RELAXED))
             log_warn("%s: S3 error answers are reported without their code", load.msg);
         return false;
