@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "storage/azure/azure.h"
 #include "storage/s3/s3.h"
 #include "util/log.h"
 
@@ -142,12 +143,16 @@ static bool command_repo_exists(const pgd_options *opts, storage *repo, pgd_erro
 }
 
 /*
- * The S3 driver's settings come from here, through its own s3_options: the
- * generic storage interface forwards them without knowing what they hold.
+ * The S3 and Azure drivers' settings come from here, through their own
+ * s3_options and azure_options: the generic storage interface forwards them
+ * without knowing what they hold. Part size, upload concurrency, retries
+ * and timeout are the same options for both.
  */
 storage *command_open_repo(const pgd_options *opts, pgd_error *err)
 {
     s3_options s3 = {0};
+    azure_options azure = {0};
+    storage_options so = {&s3, &azure};
     storage *repo;
     long up, down, retries, timeout;
     int style;
@@ -169,7 +174,12 @@ storage *command_open_repo(const pgd_options *opts, pgd_error *err)
     s3.download_concurrency = (unsigned)down;
     s3.retries = retries == 0 ? S3_OPTIONS_NO_RETRIES : (unsigned)retries;
     s3.timeout_s = timeout;
-    repo = storage_open(opt_str(opts, OPT_REPO), &s3, err);
+    azure.endpoint = opt_str(opts, OPT_AZURE_ENDPOINT);
+    azure.block_size = s3.part_size;
+    azure.upload_concurrency = s3.upload_concurrency;
+    azure.retries = retries == 0 ? AZURE_OPTIONS_NO_RETRIES : (unsigned)retries;
+    azure.timeout_s = timeout;
+    repo = storage_open(opt_str(opts, OPT_REPO), &so, err);
     if (repo != NULL && !command_repo_exists(opts, repo, err)) {
         storage_free(repo);
         return NULL;

@@ -19,8 +19,14 @@ bool storage_uri_is_s3(const char *uri)
     return strncmp(uri, STORAGE_S3_SCHEME, strlen(STORAGE_S3_SCHEME)) == 0;
 }
 
+bool storage_uri_is_azure(const char *uri)
+{
+    return strncmp(uri, STORAGE_AZURE_SCHEME, strlen(STORAGE_AZURE_SCHEME)) == 0;
+}
+
 /* What --repo may be, for the messages that refuse something else (null: is for benchmarks). */
-#define STORAGE_URI_FORMS "an absolute path, file:///path or s3://bucket/prefix"
+#define STORAGE_URI_FORMS                                                                          \
+    "an absolute path, file:///path, s3://bucket/prefix or azure://container/prefix"
 
 /*
  * A plain path must be absolute: archive_command and restore_command run
@@ -40,6 +46,10 @@ bool storage_uri_valid(const char *uri, const char **why)
         rest = uri + strlen(STORAGE_S3_SCHEME);
         if (rest[0] == '\0' || rest[0] == '/')
             *why = "no bucket; expected s3://bucket/prefix";
+    } else if (storage_uri_is_azure(uri)) {
+        rest = uri + strlen(STORAGE_AZURE_SCHEME);
+        if (rest[0] == '\0' || rest[0] == '/')
+            *why = "no container; expected azure://container/prefix";
     } else if (strncmp(uri, STORAGE_FILE_SCHEME, strlen(STORAGE_FILE_SCHEME)) == 0) {
         rest = uri + strlen(STORAGE_FILE_SCHEME);
         if (rest[0] != '/')

@@ -1,16 +1,17 @@
 /*
  * storage_open.c - the one place that knows every back end: it chooses the
  * driver a repository URI names. The generic layer (storage.c) and the
- * drivers (fs.c, null.c, s3/) stand below it; adding a store adds a file
+ * drivers (fs.c, null.c, s3/, azure/) stand below it; adding a store adds a file
  * and a line here.
  */
 #include "storage/storage.h"
 
 #include <string.h>
 
+#include "storage/azure/azure.h"
 #include "storage/s3/s3.h"
 
-storage *storage_open(const char *uri, const struct s3_options *s3, pgd_error *err)
+storage *storage_open(const char *uri, const storage_options *o, pgd_error *err)
 {
     const char *why;
 
@@ -25,7 +26,9 @@ storage *storage_open(const char *uri, const struct s3_options *s3, pgd_error *e
     if (strcmp(uri, STORAGE_NULL_URI) == 0)
         return storage_null_new();
     if (storage_uri_is_s3(uri))
-        return s3_storage_open(uri, s3, err);
+        return s3_storage_open(uri, o ? o->s3 : NULL, err);
+    if (storage_uri_is_azure(uri))
+        return azure_storage_open(uri, o ? o->azure : NULL, err);
     if (strncmp(uri, STORAGE_FILE_SCHEME, strlen(STORAGE_FILE_SCHEME)) == 0)
         return storage_fs_new(uri + strlen(STORAGE_FILE_SCHEME));
     return storage_fs_new(uri);
