@@ -14,7 +14,7 @@
  *
  * S3 settings other than these come from the AWS_* variables, Azure's from
  * AZURE_STORAGE_*; --part-size is also Azure's block size, and --list-page
- * the entries an Azure listing page holds (so a test sees several pages). Errors are
+ * the entries an S3 or Azure listing page holds (so a test sees several pages). Errors are
  * printed as pgdirect prints them: "pgdirect: error: ...", exit 1.
  */
 #include <stdio.h>
@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "storage/azure/internal.h"
-#include "storage/s3/s3.h"
+#include "storage/s3/internal.h"
 #include "storage/storage.h"
 
 #define PGD_STORAGE_CHUNK   (1024 * 1024)
@@ -146,6 +146,8 @@ int main(int argc, char **argv)
     s = storage_open(argv[i], &so, &err);
     if (s != NULL && list_page > 0 && storage_uri_is_azure(argv[i]))
         ((azure_storage *)s)->list_page = (unsigned)list_page;
+    if (s != NULL && list_page > 0 && storage_uri_is_s3(argv[i]))
+        ((s3_storage *)s)->list_page = (unsigned)list_page;
     if (s == NULL || !pgd_storage_run(s, argc - i - 1, argv + i + 1, &rc, &err)) {
         fprintf(stderr, "pgdirect: error: %s\n", err.msg);
         rc = 1;

@@ -76,7 +76,8 @@ typedef struct s3_storage {
     pthread_mutex_t lock;  /* clients, bucket_known */
     http_client **clients; /* idle connections, reused across requests */
     size_t nclients;
-    bool bucket_known; /* the bucket was seen to exist: a 404 without a code is a missing key */
+    bool bucket_known;  /* the bucket was seen to exist: a 404 without a code is a missing key */
+    unsigned list_page; /* max-keys of a listing page; 0: the server's (tests lower it) */
 } s3_storage;
 
 /* ---- request.c ---- */
