@@ -8,6 +8,9 @@ hmac and base64, written from Microsoft's "Authorize with Shared Key" page):
         prints the names of blobs that have uncommitted blocks only
     azurite_admin.py ENDPOINT ACCOUNT KEY status METHOD PATH
         prints the HTTP status of one signed request (PATH: /container/blob)
+    azurite_admin.py ENDPOINT ACCOUNT KEY sas PERMISSIONS
+        prints an account SAS token for the blob service (version 2020-12-06
+        and later's string to sign), valid until 2099, e.g. PERMISSIONS rwdl
 
 ENDPOINT is Azurite's path-style one, http://127.0.0.1:PORT/ACCOUNT. Exits 1
 with the answer on a failure it does not expect.
@@ -88,6 +91,12 @@ def main(argv):
     elif op == "status":
         st, _ = request(endpoint, account, key, argv[5], argv[6])
         print(st)
+    elif op == "sas":
+        perms, expiry = argv[5], "2099-01-01T00:00:00Z"
+        text = "\n".join([account, perms, "b", "sco", "", expiry, "", "https,http", VERSION, "", ""])
+        sig = base64.b64encode(hmac.new(base64.b64decode(key), text.encode(), hashlib.sha256).digest())
+        print(urllib.parse.urlencode({"sv": VERSION, "ss": "b", "srt": "sco", "sp": perms,
+                                      "se": expiry, "spr": "https,http", "sig": sig.decode()}))
     else:
         sys.exit(f"unknown operation {op}")
 

@@ -12,7 +12,8 @@
 # listed, an acknowledged PUT whose answer is lost is not archived twice,
 # wal-fetch exits 254 (never 1) when Azure cannot be reached or refuses the
 # key, and a request signed with a wrong key is answered 403, said in one
-# line that carries no key.
+# line that carries no key. A SAS token (alone or in a connection string)
+# works, and a read-only one refuses a write in one line without its signature.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_s3.sh"
 . "$(dirname "$0")/lib_azure.sh"
@@ -130,6 +131,27 @@ AZURE_STORAGE_KEY="$wrong" pgd wal-fetch --repo "$REPO" "$seg" "$T/denied" 2>/de
 is "$?" 254 "wal-fetch refused by Azure (403) exits 254, never 1"
 is "$(azurite_admin status GET "/$AZ_CONTAINER?restype=container&comp=list")" 200 \
     "the right key, signed by an independent implementation, is answered 200 (positive control)"
+
+# ---- a SAS token instead of the key, alone or in a connection string ----
+sas=$(azurite_admin sas rwdlac) || bail "no SAS token"
+n=$(env -u AZURE_STORAGE_KEY AZURE_STORAGE_SAS_TOKEN="$sas" "$PGD" list --repo "$REPO" --json |
+    python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
+is "$n" 2 "list with a SAS token (AZURE_STORAGE_SAS_TOKEN) sees the two backups"
+env -u AZURE_STORAGE_KEY -u AZURE_STORAGE_ACCOUNT -u PGDIRECT_AZURE_ENDPOINT \
+    AZURE_STORAGE_CONNECTION_STRING="BlobEndpoint=$PGDIRECT_AZURE_ENDPOINT;SharedAccessSignature=$sas" \
+    "$PGD" wal-fetch --repo "$REPO" "$seg" "$T/$seg.sas" && cmp -s "$T/$seg" "$T/$seg.sas"
+ok $? "wal-fetch with only a connection string (BlobEndpoint, SharedAccessSignature)"
+ro=$(azurite_admin sas rl)
+mkdir -p "$T/ro" && wal_segment_file 000000090000000000000012 "$T/ro/000000090000000000000012"
+expect_error "a write with a read-only SAS token" "HTTP 403 AuthorizationPermissionMismatch" \
+    env -u AZURE_STORAGE_KEY AZURE_STORAGE_SAS_TOKEN="$ro" "$PGD" wal-push --repo "$REPO" \
+    "$T/ro/000000090000000000000012"
+sig=$(printf '%s' "$ro" | sed 's/.*sig=//')
+if printf '%s' "$EXPECT_OUT" | grep -qF -e "$sig" -e "sig="; then
+    ok 1 "the message carries no SAS signature"
+else
+    ok 0 "the message carries no SAS signature"
+fi
 
 # ---- delete ----
 expect_error "delete --backup of the newest usable backup" "is the newest usable backup" \
