@@ -175,6 +175,16 @@ for f in "$ROOT"/tests/data/s3/*.xml; do
 done
 printf '\0072026-11-30T18:23:01.000Z' | seed s3_xml time
 
+# the Azure answers of tests/data/azure (Azurite's, as it sent them), after the byte of their parser
+for f in "$ROOT"/tests/data/azure/*.xml; do
+    n=$(basename "$f")
+    case $n in
+    *error*) b=000 ;;
+    *) b=001 ;;
+    esac
+    seed azure_xml "$n" < <(prefixed $b <"$f")
+done
+
 # the config file and option values: what the user guide's examples give
 printf '\000# pgdirect.conf\nrepo = /var/lib/pgdirect\ncompression = zstd\nmax-rate = 200MiB\nio-class idle\n' |
     seed config guide
