@@ -292,7 +292,7 @@ storage *azure_storage_open(const char *uri, const azure_options *o, pgd_error *
     s->base.uri = xasprintf("azure://%s%s%s", s->container, s->prefix[0] ? "/" : "", s->prefix);
     azure_config_settings(s, o);
     if (s->block_size < AZURE_BLOCK_MIN || s->block_size > AZURE_BLOCK_MAX) {
-        err_set(err, "block size %llu for %s is outside 1 MiB to 4000 MiB",
+        err_set(err, "block size %llu (--s3-part-size) for %s is outside Azure's 1 MiB to 4000 MiB",
                 (unsigned long long)s->block_size, s->base.uri);
         goto fail;
     }
