@@ -243,9 +243,10 @@ static bool azure_config_credentials(azure_storage *s, const azure_conn *conn, p
     s->account = account ? xstrdup(account) : NULL;
     if (key != NULL && key[0] != '\0' && account != NULL) {
         if (!azure_sign_base64_decode(key, s->key, sizeof(s->key), &s->key_len) || s->key_len == 0)
-            return err_set(err, "the account key of %s (%s) is not base64", s->base.uri,
-                           conn->key ? "AccountKey in AZURE_STORAGE_CONNECTION_STRING"
-                                     : "AZURE_STORAGE_KEY");
+            return err_set(
+                err, "the account key of %s (%s) is not base64 of at most %d bytes", s->base.uri,
+                conn->key ? "AccountKey in AZURE_STORAGE_CONNECTION_STRING" : "AZURE_STORAGE_KEY",
+                AZURE_KEY_MAX);
     } else if (sas != NULL && sas[0] != '\0') {
         s->sas = xstrdup(sas[0] == '?' ? sas + 1 : sas);
     } else {
