@@ -58,6 +58,16 @@ if [ ! -x node_modules/.bin/s3rver ]; then
 fi
 echo "setup.sh: s3rver present"
 
+# the Azure test server (Azurite, its Shared Key checks on), pinned by
+# tests/azure/package-lock.json
+cd "$PGDIRECT_ROOT/tests/azure"
+if [ "$(node_modules/.bin/azurite-blob --version 2>/dev/null)" != \
+    "$(python3 -c 'import json; print(json.load(open("package-lock.json"))["packages"]["node_modules/azurite"]["version"])')" ]; then
+    echo "setup.sh: installing Azurite (npm)"
+    npm ci --no-audit --no-fund --loglevel=error >/dev/null
+fi
+echo "setup.sh: Azurite $(node_modules/.bin/azurite-blob --version) present"
+
 # the S3 test server that checks signatures (moto with IAM authentication) and
 # botocore, the independent SigV4 implementation: in the python3 on PATH (the
 # pyenv one on this machine and on CI; PyPI is not reachable from here)

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "storage/azure/azure.h"
 #include "storage/s3/s3.h"
 #include "storage/sftp/sftp.h"
 #include "util/log.h"
@@ -143,14 +144,17 @@ static bool command_repo_exists(const pgd_options *opts, storage *repo, pgd_erro
 }
 
 /*
- * The S3 and SFTP drivers' settings come from here, through their own
- * s3_options and sftp_options: the
- * generic storage interface forwards them without knowing what they hold.
+ * The S3, Azure and SFTP drivers' settings come from here, through their
+ * own s3_options, azure_options and sftp_options: the generic storage
+ * interface forwards them without knowing what they hold. Part size, upload
+ * concurrency, retries and timeout are the same options for S3 and Azure.
  */
 storage *command_open_repo(const pgd_options *opts, pgd_error *err)
 {
     s3_options s3 = {0};
+    azure_options azure = {0};
     sftp_options sftp = {0};
+    storage_options so = {&s3, &azure, &sftp};
     storage *repo;
     long up, down, retries, timeout;
     int style;
@@ -172,9 +176,14 @@ storage *command_open_repo(const pgd_options *opts, pgd_error *err)
     s3.download_concurrency = (unsigned)down;
     s3.retries = retries == 0 ? S3_OPTIONS_NO_RETRIES : (unsigned)retries;
     s3.timeout_s = timeout;
+    azure.endpoint = opt_str(opts, OPT_AZURE_ENDPOINT);
+    azure.block_size = s3.part_size;
+    azure.upload_concurrency = s3.upload_concurrency;
+    azure.retries = retries == 0 ? AZURE_OPTIONS_NO_RETRIES : (unsigned)retries;
+    azure.timeout_s = timeout;
     sftp.private_key_file = opt_str(opts, OPT_SFTP_PRIVATE_KEY_FILE);
     sftp.known_hosts = opt_str(opts, OPT_SFTP_KNOWN_HOSTS);
-    repo = storage_open_with(opt_str(opts, OPT_REPO), &s3, &sftp, err);
+    repo = storage_open(opt_str(opts, OPT_REPO), &so, err);
     if (repo != NULL && !command_repo_exists(opts, repo, err)) {
         storage_free(repo);
         return NULL;

@@ -499,6 +499,10 @@ static bool restore_prepare(restore_run *r, pgd_error *err)
     if (restore_command_repo_is_s3(r->repo))
         log_info("restore_command carries no S3 credentials: the server needs "
                  "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in its own environment");
+    if (restore_command_repo_is_azure(r->repo))
+        log_info("restore_command carries no Azure credentials: the server needs "
+                 "AZURE_STORAGE_ACCOUNT with AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN, or "
+                 "AZURE_STORAGE_CONNECTION_STRING, in its own environment");
     return true;
 }
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "restore/recovery_conf.h"
+#include "storage/azure/azure.h"
 #include "storage/s3/s3.h"
 #include "storage/sftp/sftp.h"
 #include "util/xmalloc.h"
@@ -29,6 +30,11 @@ typedef struct restore_command_args {
 bool restore_command_repo_is_s3(const storage *repo)
 {
     return storage_uri_is_s3(repo->uri);
+}
+
+bool restore_command_repo_is_azure(const storage *repo)
+{
+    return storage_uri_is_azure(repo->uri);
 }
 
 static void restore_command_args_free(restore_command_args *a)
@@ -78,6 +84,20 @@ static bool restore_command_sftp_args(const storage *repo, restore_command_args 
            restore_command_arg(a, "--sftp-known-hosts", known_hosts, err);
 }
 
+/* the endpoint as the Azure driver resolved it; credentials stay in the server's environment */
+static bool restore_command_azure_args(const pgd_options *opts, const storage *repo,
+                                       restore_command_args *a, pgd_error *err)
+{
+    const char *endpoint;
+
+    if (!azure_storage_where(repo, &endpoint))
+        return err_set(err, "repository \"%s\" is not an open Azure repository", repo->uri);
+    return restore_command_arg(a, "--repo", repo->uri, err) &&
+           restore_command_arg(a, "--azure-endpoint", endpoint, err) &&
+           restore_command_arg(a, "--s3-retries", opt_str(opts, OPT_S3_RETRIES), err) &&
+           restore_command_arg(a, "--s3-timeout", opt_str(opts, OPT_S3_TIMEOUT), err);
+}
+
 static bool restore_command_args_of(const pgd_options *opts, const storage *repo,
                                     restore_command_args *a, pgd_error *err)
 {
@@ -88,6 +108,9 @@ static bool restore_command_args_of(const pgd_options *opts, const storage *repo
             return false;
     } else if (storage_uri_is_sftp(repo->uri)) {
         if (!restore_command_sftp_args(repo, a, err))
+            return false;
+    } else if (restore_command_repo_is_azure(repo)) {
+        if (!restore_command_azure_args(opts, repo, a, err))
             return false;
     } else {
         /* the server runs restore_command in the data directory: a relative path would move */

@@ -25,6 +25,9 @@
 /* An S3 repository (whose credentials the restored server must have itself). */
 bool restore_command_repo_is_s3(const storage *repo);
 
+/* An Azure repository (whose credentials the restored server must have itself). */
+bool restore_command_repo_is_azure(const storage *repo);
+
 /* The command line, quoted for /bin/sh and PostgreSQL's %-escapes; *out is malloc'd. */
 bool restore_command_build(const pgd_options *opts, const storage *repo, char **out,
                            pgd_error *err);

@@ -39,12 +39,17 @@ static const opt_id wal_async_settings_opts[] = {
     OPT_S3_RETRIES,
     OPT_S3_TIMEOUT,
     OPT_DOWNLOAD_CONCURRENCY,
+    OPT_AZURE_ENDPOINT,
     OPT_SFTP_PRIVATE_KEY_FILE,
     OPT_SFTP_KNOWN_HOSTS,
 };
 static const char *const wal_async_settings_env[] = {
-    "AWS_ACCESS_KEY_ID",  "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION",
-    "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL",      "SSH_AUTH_SOCK",
+    "AWS_ACCESS_KEY_ID",       "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",       "AWS_REGION",
+    "AWS_DEFAULT_REGION",      "AWS_ENDPOINT_URL",
+    "AZURE_STORAGE_ACCOUNT",   "AZURE_STORAGE_KEY",
+    "AZURE_STORAGE_SAS_TOKEN", "AZURE_STORAGE_CONNECTION_STRING",
+    "SSH_AUTH_SOCK",
 };
 
 static uint64_t wal_async_hash(uint64_t h, const char *s)
@@ -67,14 +72,16 @@ static void wal_async_settings(const pgd_options *opts, char *out, size_t outlen
     snprintf(out, outlen, "%016" PRIx64, h);
 }
 
-/* The repository as the spool keys it: its URI and, for S3, the endpoint. */
+/* The repository as the spool keys it: its URI and, for S3 and Azure, the endpoint. */
 static void wal_async_repo_id(const pgd_options *opts, char *out, size_t outlen)
 {
     const char *endpoint = opt_str(opts, OPT_S3_ENDPOINT), *repo = opt_str(opts, OPT_REPO);
 
     if (endpoint == NULL)
         endpoint = getenv("AWS_ENDPOINT_URL");
-    if (endpoint == NULL || !storage_uri_is_s3(repo))
+    if (storage_uri_is_azure(repo))
+        endpoint = opt_str(opts, OPT_AZURE_ENDPOINT);
+    else if (endpoint == NULL || !storage_uri_is_s3(repo))
         endpoint = NULL;
     snprintf(out, outlen, "%s%s%s", repo, endpoint != NULL ? " at " : "",
              endpoint != NULL ? endpoint : "");

@@ -20,7 +20,7 @@ static void pq_api_load_once(void)
 {
     void *lib;
 
-    /* libcrypto before the libpq that needs it: see s3_libs_load_once (no error of its own here) */
+    /* libcrypto before the libpq that needs it: see http_libs_load_once (no error of its own) */
     (void)digest_load(NULL);
     lib = shared_lib_open(PGD_LIBPQ_SONAME, &pq_api_error);
 

@@ -25,9 +25,15 @@ bool storage_uri_is_sftp(const char *uri)
     return strncmp(uri, STORAGE_SFTP_SCHEME, strlen(STORAGE_SFTP_SCHEME)) == 0;
 }
 
+bool storage_uri_is_azure(const char *uri)
+{
+    return strncmp(uri, STORAGE_AZURE_SCHEME, strlen(STORAGE_AZURE_SCHEME)) == 0;
+}
+
 /* What --repo may be, for the messages that refuse something else (null: is for benchmarks). */
 #define STORAGE_URI_FORMS                                                                          \
-    "an absolute path, file:///path, s3://bucket/prefix or sftp://user@host[:port]/path"
+    "an absolute path, file:///path, s3://bucket/prefix, azure://container/prefix or "           \
+    "sftp://user@host[:port]/path"
 
 /*
  * A plain path must be absolute: archive_command and restore_command run
@@ -52,6 +58,10 @@ bool storage_uri_valid(const char *uri, const char **why)
         rest = uri + strlen(STORAGE_SFTP_SCHEME);
         if (strchr(rest, '@') == NULL || strchr(rest, '/') == NULL)
             *why = "expected sftp://USER@HOST[:PORT]/PATH";
+    } else if (storage_uri_is_azure(uri)) {
+        rest = uri + strlen(STORAGE_AZURE_SCHEME);
+        if (rest[0] == '\0' || rest[0] == '/')
+            *why = "no container; expected azure://container/prefix";
     } else if (strncmp(uri, STORAGE_FILE_SCHEME, strlen(STORAGE_FILE_SCHEME)) == 0) {
         rest = uri + strlen(STORAGE_FILE_SCHEME);
         if (rest[0] != '/')

@@ -66,25 +66,29 @@ struct storage {
 
 /*
  * Settings of back ends that need more than a URI are each back end's own
- * business: the S3 driver's are declared in storage/s3/s3.h, filled by the
- * command, and forwarded here untouched.
+ * business: the S3 driver's are declared in storage/s3/s3.h, the Azure
+ * driver's in storage/azure/azure.h, filled by the command, and forwarded
+ * here untouched. Any of them may be NULL: that driver's defaults.
  */
 struct s3_options;
+struct azure_options;
 struct sftp_options; /* storage/sftp/sftp.h */
+
+typedef struct storage_options {
+    const struct s3_options *s3;
+    const struct azure_options *azure;
+    const struct sftp_options *sftp;
+} storage_options;
 
 /*
  * "file:///path", a plain absolute path, "null:" (keeps nothing),
- * "s3://bucket/prefix" (s3 may be NULL: defaults and AWS_*), or
- * "sftp://USER@HOST[:PORT]/PATH" (storage_open_with's settings). A relative
- * path is refused (storage_uri_valid). A local directory that does not
- * exist is opened all the same (writers create it): storage_root_exists
- * tells.
+ * "s3://bucket/prefix" (defaults and AWS_*), "azure://container/prefix"
+ * (defaults and AZURE_STORAGE_*) or "sftp://USER@HOST[:PORT]/PATH"; o, and
+ * any of its members, may be NULL: that driver's defaults. A relative path
+ * is refused (storage_uri_valid). A local directory that does not exist is
+ * opened all the same (writers create it): storage_root_exists tells.
  */
-storage *storage_open(const char *uri, const struct s3_options *s3, pgd_error *err);
-
-/* The same, with the SFTP driver's settings too (sftp may be NULL: the defaults). */
-storage *storage_open_with(const char *uri, const struct s3_options *s3,
-                           const struct sftp_options *sftp, pgd_error *err);
+storage *storage_open(const char *uri, const storage_options *o, pgd_error *err);
 
 /*
  * Is `uri` of a form storage_open accepts? Decided from the text alone,
@@ -93,12 +97,14 @@ storage *storage_open_with(const char *uri, const struct s3_options *s3,
  */
 bool storage_uri_valid(const char *uri, const char **why);
 
-/* The schemes of repository URIs, and whether `uri` is an S3 one. */
-#define STORAGE_S3_SCHEME   "s3://"
-#define STORAGE_FILE_SCHEME "file://"
-#define STORAGE_NULL_URI    "null:"
-#define STORAGE_SFTP_SCHEME "sftp://"
+/* The schemes of repository URIs, and whether `uri` is of one of them. */
+#define STORAGE_S3_SCHEME    "s3://"
+#define STORAGE_AZURE_SCHEME "azure://"
+#define STORAGE_SFTP_SCHEME  "sftp://"
+#define STORAGE_FILE_SCHEME  "file://"
+#define STORAGE_NULL_URI     "null:"
 bool storage_uri_is_s3(const char *uri);
+bool storage_uri_is_azure(const char *uri);
 bool storage_uri_is_sftp(const char *uri);
 void storage_free(storage *s);
 

@@ -1,23 +1,18 @@
 /*
  * storage_open.c - the one place that knows every back end: it chooses the
  * driver a repository URI names. The generic layer (storage.c) and the
- * drivers (fs.c, null.c, s3/, sftp/) stand below it; adding a store adds a file
+ * drivers (fs.c, null.c, s3/, azure/, sftp/) stand below it; adding a store adds a file
  * and a line here.
  */
 #include "storage/storage.h"
 
 #include <string.h>
 
+#include "storage/azure/azure.h"
 #include "storage/s3/s3.h"
 #include "storage/sftp/sftp.h"
 
-storage *storage_open(const char *uri, const struct s3_options *s3, pgd_error *err)
-{
-    return storage_open_with(uri, s3, NULL, err);
-}
-
-storage *storage_open_with(const char *uri, const struct s3_options *s3,
-                           const struct sftp_options *sftp, pgd_error *err)
+storage *storage_open(const char *uri, const storage_options *o, pgd_error *err)
 {
     const char *why;
 
@@ -32,9 +27,11 @@ storage *storage_open_with(const char *uri, const struct s3_options *s3,
     if (strcmp(uri, STORAGE_NULL_URI) == 0)
         return storage_null_new();
     if (storage_uri_is_s3(uri))
-        return s3_storage_open(uri, s3, err);
+        return s3_storage_open(uri, o ? o->s3 : NULL, err);
+    if (storage_uri_is_azure(uri))
+        return azure_storage_open(uri, o ? o->azure : NULL, err);
     if (storage_uri_is_sftp(uri))
-        return sftp_storage_open(uri, sftp, err);
+        return sftp_storage_open(uri, o ? o->sftp : NULL, err);
     if (strncmp(uri, STORAGE_FILE_SCHEME, strlen(STORAGE_FILE_SCHEME)) == 0)
         return storage_fs_new(uri + strlen(STORAGE_FILE_SCHEME));
     return storage_fs_new(uri);

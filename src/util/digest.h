@@ -10,7 +10,7 @@
  * repository does not.
  *
  * digest_load reports a library that cannot be opened, or that opens but
- * makes no SHA-256 (asked once, of "abc"); s3_libs_load, the manifest's build
+ * makes no SHA-256 (asked once, of "abc"); http_libs_load, the manifest's build
  * and the commands that write one (backup, a delta restore) call it first,
  * so either fails them before any work. A digest
  * asked for without it loads the library itself. Each digest is false (and

@@ -13,8 +13,8 @@
 
 const opt_def opt_defs[OPT_COUNT] = {
     [OPT_REPO] = {"repo", "URI", "file:///var/lib/pgdirect", CMD_REPO_USERS, false,
-                  "repository: an absolute path, file:///path, s3://bucket/prefix or "
-                  "sftp://user@host[:port]/path"},
+                  "repository: an absolute path, file:///path, s3://bucket/prefix, "
+                  "azure://container/prefix or sftp://user@host[:port]/path"},
     [OPT_S3_ENDPOINT] = {"s3-endpoint", "URL", NULL, CMD_REPO_USERS, false,
                          "S3 endpoint, http(s)://host[:port] (default: $AWS_ENDPOINT_URL, else "
                          "AWS)"},
@@ -27,15 +27,21 @@ const opt_def opt_defs[OPT_COUNT] = {
     [OPT_S3_SSE] = {"s3-sse", "AES256|aws:kms", NULL, CMD_REPO_USERS, false,
                     "server-side encryption of uploaded objects"},
     [OPT_S3_PART_SIZE] = {"s3-part-size", "BYTES", "64MiB", CMD_REPO_USERS, false,
-                          "multipart upload part size (at least 5MiB; doubles every 1,000 parts)"},
+                          "multipart upload part size (at least 5MiB; doubles every 1,000 parts); "
+                          "Azure: the block size"},
     [OPT_S3_UPLOAD_CONCURRENCY] = {"s3-upload-concurrency", "N", "2", CMD_REPO_USERS, false,
-                                   "parts in flight per uploaded object (memory: (N+1) x part)"},
+                                   "parts (Azure: blocks) in flight per uploaded object (memory: "
+                                   "(N+1) x part)"},
     [OPT_S3_RETRIES] = {"s3-retries", "N", "5", CMD_REPO_USERS, false,
-                        "retries of a failed request (5xx, 429, timeouts, resets)"},
+                        "retries of a failed request (5xx, 429, timeouts, resets); Azure too"},
     [OPT_S3_TIMEOUT] = {"s3-timeout", "SECONDS", "30", CMD_REPO_USERS, false,
-                        "a request that makes no progress for this long is retried"},
+                        "a request that makes no progress for this long is retried; Azure too"},
     [OPT_DOWNLOAD_CONCURRENCY] = {"download-concurrency", "N", "4", CMD_REPO_USERS, false,
                                   "ranged GETs in flight per object read from S3"},
+    [OPT_AZURE_ENDPOINT] = {"azure-endpoint", "URL", NULL, CMD_REPO_USERS, false,
+                            "Azure Blob endpoint, http(s)://host[:port][/path] (Azurite: "
+                            "http://127.0.0.1:10000/ACCOUNT; default: the connection string's, "
+                            "else https://ACCOUNT.blob.core.windows.net)"},
     [OPT_SFTP_PRIVATE_KEY_FILE] = {"sftp-private-key-file", "FILE", NULL, CMD_REPO_USERS, false,
                                    "SSH private key for an sftp:// repository (no passphrase; "
                                    "the agent is also tried when SSH_AUTH_SOCK is set)"},

@@ -8,7 +8,7 @@
  * maps and relocates them all: about 35 ms of CPU on a 2-vCPU VM, more than
  * the rest of a wal-push to a local repository. PostgreSQL starts
  * archive_command and restore_command once per segment, so that cost is
- * paid per 16 MiB of WAL. pg/pq_api.h, storage/s3/s3_libs.h and
+ * paid per 16 MiB of WAL. pg/pq_api.h, storage/http/http_libs.h and
  * util/digest.h open them here, on first use.
  */
 #ifndef PGD_SHARED_LIB_H

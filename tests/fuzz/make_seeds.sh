@@ -175,6 +175,16 @@ for f in "$ROOT"/tests/data/s3/*.xml; do
 done
 printf '\0072026-11-30T18:23:01.000Z' | seed s3_xml time
 
+# the Azure answers of tests/data/azure (Azurite's, as it sent them), after the byte of their parser
+for f in "$ROOT"/tests/data/azure/*.xml; do
+    n=$(basename "$f")
+    case $n in
+    *error*) b=000 ;;
+    *) b=001 ;;
+    esac
+    seed azure_xml "$n" < <(prefixed $b <"$f")
+done
+
 # the VERSION answer of OpenSSH's sftp-server to an SSH_FXP_INIT (its body: after length and type),
 # whole, cut, and with no extension
 sftp_version() { (printf '\000\000\000\005\001\000\000\000\003'; sleep 1) | timeout 5 /usr/lib/openssh/sftp-server | tail -c +6; }

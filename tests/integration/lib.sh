@@ -360,7 +360,7 @@ archive_all() { # archive_all PORT
     seg=$(psql_at "$port" "SELECT pg_walfile_name(pg_switch_wal())")
     for _ in $(seq 1 600); do
         case $REPO in
-        s3://*) as_pg "$PGD" wal-fetch --repo "$REPO" "$seg" "$T/probe_wal" 2>/dev/null && return 0 ;;
+        s3://* | azure://*) as_pg "$PGD" wal-fetch --repo "$REPO" "$seg" "$T/probe_wal" 2>/dev/null && return 0 ;;
         # the object itself, not wal-push's "<segment>.lz4.tmp.<pid>.<n>", which exists before it
         *) ls "$REPO/wal/${seg:0:8}" 2>/dev/null | grep -Eq "^$seg(\.lz4|\.zst)?\$" && return 0 ;;
         esac

@@ -98,12 +98,13 @@ FAULT_PROXY=$(cd "$(dirname "${BASH_SOURCE[0]}")/../s3" && pwd)/fault_proxy.py
 PROXY_PID=""
 PROXY_MARK=0
 
-# proxy_start: the proxy in front of the S3 server on $S3_PORT (whichever server that is), on a
-# port the kernel picked. Sets PROXY_URL, PROXY_PORT and PROXY_LOG (one JSON line per request).
+# proxy_start [PORT]: the proxy in front of the server on PORT (default: the S3 server on
+# $S3_PORT, whichever server that is; Azurite's is $AZ_PORT), on a port the kernel picked. Sets
+# PROXY_URL, PROXY_PORT and PROXY_LOG (one JSON line per request).
 proxy_start() {
     PROXY_LOG="$T/proxy.jsonl"
     rm -f "$T/proxy.port"
-    python3 "$FAULT_PROXY" serve --upstream "$S3_PORT" --log "$PROXY_LOG" \
+    python3 "$FAULT_PROXY" serve --upstream "${1:-$S3_PORT}" --log "$PROXY_LOG" \
         --port-file "$T/proxy.port" >"$T/proxy.err" 2>&1 &
     PROXY_PID=$!
     for _ in $(seq 1 600); do

@@ -3,7 +3,8 @@
  * repository, so integration tests can drive a back end (the S3 driver
  * against moto) without a PostgreSQL around it.
  *
- *   pgd-storage [--part-size BYTES] [--retries N] URI put PATH [no-replace] < DATA
+ *   pgd-storage [--part-size BYTES] [--retries N] [--azure-endpoint URL] [--list-page N]
+ *               URI put PATH [no-replace] < DATA
  *   pgd-storage URI get PATH > DATA        exit 3 when missing
  *   pgd-storage URI exists PATH            prints "yes" or "no"
  *   pgd-storage URI list DIR               "NAME SIZE" or "NAME/" per line
@@ -11,7 +12,9 @@
  *   pgd-storage URI rm-many PATH...
  *   pgd-storage URI rm-stale DIR SECONDS  temporary objects of killed writers
  *
- * S3 settings other than these come from the AWS_* variables. Errors are
+ * S3 settings other than these come from the AWS_* variables, Azure's from
+ * AZURE_STORAGE_*; --part-size is also Azure's block size, and --list-page
+ * the entries an S3 or Azure listing page holds (so a test sees several pages). Errors are
  * printed as pgdirect prints them: "pgdirect: error: ...", exit 1.
  *
  * An sftp:// repository takes --sftp-private-key-file FILE and
@@ -23,7 +26,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "storage/s3/s3.h"
+#include "storage/azure/internal.h"
+#include "storage/s3/internal.h"
 #include "storage/sftp/sftp.h"
 #include "storage/storage.h"
 
@@ -122,7 +126,10 @@ static bool pgd_storage_run(storage *s, int argc, char **argv, int *rc, pgd_erro
 int main(int argc, char **argv)
 {
     s3_options o = {0};
-    sftp_options so = {0};
+    azure_options az = {0};
+    sftp_options sf = {0};
+    storage_options so = {&o, &az, &sf};
+    long list_page = 0;
     pgd_error err = {0};
     storage *s;
     int i = 1, rc = 0;
@@ -133,21 +140,31 @@ int main(int argc, char **argv)
             exit_kind = true;
             i--;
         } else if (strcmp(argv[i], "--sftp-private-key-file") == 0)
-            so.private_key_file = argv[i + 1];
+            sf.private_key_file = argv[i + 1];
         else if (strcmp(argv[i], "--sftp-known-hosts") == 0)
-            so.known_hosts = argv[i + 1];
+            sf.known_hosts = argv[i + 1];
         else if (strcmp(argv[i], "--part-size") == 0)
-            o.part_size = strtoull(argv[i + 1], NULL, 10);
-        else if (strcmp(argv[i], "--retries") == 0)
+            o.part_size = az.block_size = strtoull(argv[i + 1], NULL, 10);
+        else if (strcmp(argv[i], "--azure-endpoint") == 0)
+            az.endpoint = argv[i + 1];
+        else if (strcmp(argv[i], "--list-page") == 0)
+            list_page = atol(argv[i + 1]);
+        else if (strcmp(argv[i], "--retries") == 0) {
             o.retries =
                 atoi(argv[i + 1]) == 0 ? S3_OPTIONS_NO_RETRIES : (unsigned)atoi(argv[i + 1]);
+            az.retries = o.retries == S3_OPTIONS_NO_RETRIES ? AZURE_OPTIONS_NO_RETRIES : o.retries;
+        }
     }
     if (argc - i < 2) {
         fprintf(stderr, "usage: pgd-storage [--part-size BYTES] [--retries N] URI OPERATION ...\n");
         return 2;
     }
-    if ((s = storage_open_with(argv[i], &o, &so, &err)) == NULL ||
-        !pgd_storage_run(s, argc - i - 1, argv + i + 1, &rc, &err)) {
+    s = storage_open(argv[i], &so, &err);
+    if (s != NULL && list_page > 0 && storage_uri_is_azure(argv[i]))
+        ((azure_storage *)s)->list_page = (unsigned)list_page;
+    if (s != NULL && list_page > 0 && storage_uri_is_s3(argv[i]))
+        ((s3_storage *)s)->list_page = (unsigned)list_page;
+    if (s == NULL || !pgd_storage_run(s, argc - i - 1, argv + i + 1, &rc, &err)) {
         fprintf(stderr, "pgdirect: error: %s\n", err.msg);
         rc = !exit_kind                        ? 1
              : err_is(&err, PGD_ERR_EXISTS)    ? PGD_STORAGE_EXISTS

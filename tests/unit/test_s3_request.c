@@ -130,7 +130,7 @@ static void test_backoff(void **state)
 
     (void)state;
     for (int i = 0; i < 1000; i++) {
-        unsigned first = s3_request_backoff_ms(0), late = s3_request_backoff_ms(20);
+        unsigned first = http_backoff_ms(0), late = http_backoff_ms(20);
         assert_in_range(first, 50, 100);
         assert_in_range(late, 2500, 5000);
         min_seen = late < min_seen ? late : min_seen;

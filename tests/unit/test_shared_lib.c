@@ -1,6 +1,6 @@
 /*
  * test_shared_lib.c - covers src/util/shared_lib.c, src/pg/pq_api.c and
- * src/storage/s3/s3_libs.c and src/util/digest.c: a library that is not
+ * src/storage/http/http_libs.c and src/util/digest.c: a library that is not
  * there and a function a library lacks are errors naming them; libcrypto
  * loads only when a digest is first asked for and gives known digests;
  * libpq, libcurl and libxml2 load and every slot of their tables is filled
@@ -12,7 +12,7 @@
 #include <dlfcn.h>
 
 #include "pg/pq_api.h"
-#include "storage/s3/s3_libs.h"
+#include "storage/http/http_libs.h"
 #include "util/digest.h"
 #include "util/shared_lib.h"
 
@@ -86,21 +86,21 @@ static void test_pq_api(void **state)
     assert_int_equal(PQstatus(NULL), CONNECTION_BAD);
 }
 
-static void test_s3_libs(void **state)
+static void test_http_libs(void **state)
 {
     pgd_error err = {0};
-    const void *const *slot = (const void *const *)&s3_libs;
+    const void *const *slot = (const void *const *)&http_libs;
 
     (void)state;
-    assert_true(s3_libs_load(&err));
+    assert_true(http_libs_load(&err));
     /* libcurl alone: libxml2 waits for the first answer to parse */
-    assert_non_null(curl_easy_perform); /* the slots, by their usual names (s3_libs.h) */
+    assert_non_null(curl_easy_perform); /* the slots, by their usual names (http_libs.h) */
     assert_null(xmlReadMemory);
     assert_null(dlopen(PGD_LIBXML2_SONAME, RTLD_NOW | RTLD_NOLOAD));
-    assert_true(s3_libs_load_xml(&err));
-    assert_true(s3_libs_load_xml(&err)); /* once per process; again is a no-op */
+    assert_true(http_libs_load_xml(&err));
+    assert_true(http_libs_load_xml(&err)); /* once per process; again is a no-op */
     assert_non_null(dlopen(PGD_LIBXML2_SONAME, RTLD_NOW | RTLD_NOLOAD));
-    for (size_t i = 0; i < sizeof(s3_libs) / sizeof(void *); i++)
+    for (size_t i = 0; i < sizeof(http_libs) / sizeof(void *); i++)
         assert_non_null(slot[i]);
     assert_string_equal(curl_easy_strerror(CURLE_OK), "No error");
     assert_int_equal(xmlStrcmp(BAD_CAST "a", BAD_CAST "a"), 0);
@@ -137,7 +137,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_digest),           cmocka_unit_test(test_missing_library),
         cmocka_unit_test(test_missing_function), cmocka_unit_test(test_pq_api),
-        cmocka_unit_test(test_s3_libs),          cmocka_unit_test(test_not_linked),
+        cmocka_unit_test(test_http_libs),        cmocka_unit_test(test_not_linked),
     };
     (void)argc;
     test_binary = argv[0];

@@ -38,20 +38,23 @@ static void test_open_refuses_what_is_not_a_repository(void **state)
 /* What --repo may be, decided from its text: a relative path never, from any source. */
 static void test_uri_forms(void **state)
 {
-    static const char *const good[] = {"/var/lib/pgdirect", "/",    "file:///srv/b", "s3://bucket",
-                                       "s3://bucket/p/q",   "null:"};
+    static const char *const good[] = {
+        "/var/lib/pgdirect", "/",     "file:///srv/b",        "s3://bucket",
+        "s3://bucket/p/q",   "null:", "azure://container/p/q"};
     static const struct {
         const char *uri, *why;
     } bad[] = {
         {"backups", "a relative path (archive_command and restore_command run in the data "
-                    "directory); expected an absolute path, file:///path, s3://bucket/prefix or "
-                    "sftp://user@host[:port]/path"},
+                    "directory); expected an absolute path, file:///path, s3://bucket/prefix, "
+                    "azure://container/prefix or sftp://user@host[:port]/path"},
         {"./backups", "a relative path"},
         {"'/var/lib/pgdirect'", "a relative path"}, /* a quote taken literally */
         {"", "empty; expected an absolute path"},
         {"file://relative", "expected file:///absolute/path"},
         {"s3://", "no bucket; expected s3://bucket/prefix"},
         {"s3:///prefix", "no bucket"},
+        {"azure://", "no container; expected azure://container/prefix"},
+        {"azure:///prefix", "no container"},
         {"ftp://host/x", "unsupported scheme; expected an absolute path"},
     };
     pgd_error err = {0};
@@ -72,7 +75,8 @@ static void test_uri_forms(void **state)
     assert_string_equal(err.msg, "invalid repository \"backups\": a relative path "
                                  "(archive_command and restore_command run in the data "
                                  "directory); expected an absolute path, file:///path, "
-                                 "s3://bucket/prefix or sftp://user@host[:port]/path");
+                                 "s3://bucket/prefix, azure://container/prefix or "
+                                 "sftp://user@host[:port]/path");
 }
 
 /* The temporary names fs.c and the SFTP driver write under, and nothing else. */

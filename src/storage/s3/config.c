@@ -8,7 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "storage/s3/internal.h"
-#include "storage/s3/s3_libs.h"
+#include "storage/http/http_libs.h"
 #include "util/xmalloc.h"
 
 #include <arpa/inet.h>
@@ -291,7 +291,7 @@ storage *s3_storage_open(const char *uri, const s3_options *o, pgd_error *err)
     if (o == NULL)
         o = &defaults;
     /* from the main thread, before any thread makes a request (libxml2: when first needed) */
-    if (!s3_libs_load(err))
+    if (!http_libs_load(err))
         return NULL;
     s = xcalloc(1, sizeof(*s));
     s->base.ops = &s3_config_ops;

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "storage/s3/http.h"
+#include "storage/http/http.h"
 #include "storage/s3/s3.h"
 #include "storage/storage.h"
 #include "util/error.h"
@@ -76,7 +76,8 @@ typedef struct s3_storage {
     pthread_mutex_t lock;  /* clients, bucket_known */
     http_client **clients; /* idle connections, reused across requests */
     size_t nclients;
-    bool bucket_known; /* the bucket was seen to exist: a 404 without a code is a missing key */
+    bool bucket_known;  /* the bucket was seen to exist: a 404 without a code is a missing key */
+    unsigned list_page; /* max-keys of a listing page; 0: the server's (tests lower it) */
 } s3_storage;
 
 /* ---- request.c ---- */
@@ -130,9 +131,6 @@ bool s3_request_headers(const s3_storage *s, const s3_call *call, const char *ta
 /* The Content-MD5 of a body: base64 (RFC 4648, padded) of its MD5; false when libcrypto made none.
  */
 bool s3_request_md5_base64(const void *data, size_t len, char out[S3_MD5_B64_LEN]);
-
-/* Backoff before retry `attempt` (0-based), in ms: exponential, capped, with jitter. */
-unsigned s3_request_backoff_ms(unsigned attempt);
 
 /* ---- xml.c ---- */
 

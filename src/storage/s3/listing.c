@@ -32,12 +32,17 @@ char *s3_listing_prefix(const s3_storage *s, const char *dir)
     return out;
 }
 
-static char *s3_listing_query(const char *list_prefix, const char *token)
+static char *s3_listing_query(const char *list_prefix, const char *token, unsigned page)
 {
     char *enc_prefix = sigv4_uri_encode(list_prefix, false);
     char *enc_token = token ? sigv4_uri_encode(token, false) : NULL;
-    char *query = xasprintf("list-type=2&delimiter=%%2F&prefix=%s%s%s", enc_prefix,
-                            token ? "&continuation-token=" : "", token ? enc_token : "");
+    char max_keys[32] = "";
+    char *query;
+
+    if (page > 0)
+        snprintf(max_keys, sizeof(max_keys), "&max-keys=%u", page);
+    query = xasprintf("list-type=2%s&delimiter=%%2F&prefix=%s%s%s", max_keys, enc_prefix,
+                      token ? "&continuation-token=" : "", token ? enc_token : "");
 
     free(enc_prefix);
     free(enc_token);
@@ -82,7 +87,7 @@ bool s3_listing_list(storage *st, const char *dir, storage_list_cb cb, void *arg
     bool ok;
 
     for (;;) {
-        char *query = s3_listing_query(list_prefix, token);
+        char *query = s3_listing_query(list_prefix, token, s->list_page);
         s3_answer a;
         s3_xml_listing page;
         pgd_error perr = {0};

@@ -27,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,9 +35,6 @@
 #include "util/log.h"
 #include "util/xmalloc.h"
 
-#define S3_BACKOFF_BASE_MS    100
-#define S3_BACKOFF_MAX_MS     5000
-#define S3_BACKOFF_MAX_SHIFT  6
 #define S3_HEADERS_MAX        16
 #define S3_HTTP_SUCCESS       200
 #define S3_HTTP_REDIRECTS     300
@@ -46,7 +42,6 @@
 #define S3_HTTP_FORBIDDEN     403
 #define S3_HTTP_PRECONDITION  412
 #define S3_HTTP_CONFLICT      409
-#define S3_HTTP_TOO_MANY      429
 #define S3_HTTP_CLIENT_ERRORS 400
 #define S3_HTTP_SERVER_ERRORS 500
 #define S3_BUCKET_PROBE_QUERY "list-type=2&max-keys=1"
@@ -158,40 +153,6 @@ bool s3_request_headers(const s3_storage *s, const s3_call *call, const char *ta
 
 /* ---- retries ---- */
 
-/* xorshift64 per thread, seeded from the kernel: no shared state, no lock, no rand(). */
-static uint32_t s3_request_random(void)
-{
-    static __thread uint64_t state;
-    uint64_t x = state;
-
-    if (x == 0) {
-        struct timespec ts;
-        if (getrandom(&x, sizeof(x), GRND_NONBLOCK) != (ssize_t)sizeof(x)) {
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)getpid() ^
-                (uint64_t)(uintptr_t)&state;
-        }
-        if (x == 0)
-            x = 1;
-    }
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    state = x;
-    return (uint32_t)(x >> 32);
-}
-
-unsigned s3_request_backoff_ms(unsigned attempt)
-{
-    unsigned shift = attempt < S3_BACKOFF_MAX_SHIFT ? attempt : S3_BACKOFF_MAX_SHIFT;
-    unsigned ms = S3_BACKOFF_BASE_MS << shift;
-
-    if (ms > S3_BACKOFF_MAX_MS)
-        ms = S3_BACKOFF_MAX_MS;
-    /* half fixed, half random: concurrent writers do not retry in step */
-    return ms / 2 + s3_request_random() % (ms / 2 + 1);
-}
-
 static bool s3_request_code_is(const s3_answer *a, const char *code)
 {
     s3_xml_fault f;
@@ -204,8 +165,7 @@ static bool s3_request_retryable(const s3_answer *a)
 {
     const http_response *r = &a->http;
 
-    return r->transport_error || r->status == S3_HTTP_TOO_MANY ||
-           r->status >= S3_HTTP_SERVER_ERRORS || s3_request_code_is(a, "RequestTimeout");
+    return http_retryable(r) || s3_request_code_is(a, "RequestTimeout");
 }
 
 static bool s3_request_success(const s3_answer *a)
@@ -444,7 +404,7 @@ bool s3_request(s3_storage *s, const s3_call *call, s3_answer *answer, pgd_error
             log_debug("%s of \"%s\": HTTP %ld, retrying", call->method, s3_request_what(call),
                       answer->http.status);
         s3_answer_free(answer);
-        usleep(s3_request_backoff_ms(attempt) * 1000u);
+        usleep(http_backoff_ms(attempt) * 1000u);
     }
     free(target);
     free(url);

@@ -407,7 +407,7 @@ static bool s3_writer_complete(s3_writer *w, pgd_error *err)
             break;
         }
         log_debug("completing the upload of \"%s\": %s, retrying", w->path, fault.code);
-        usleep(s3_request_backoff_ms(attempt) * 1000u);
+        usleep(http_backoff_ms(attempt) * 1000u);
     }
     free(xml);
     free(query);

@@ -4,20 +4,13 @@
  * a DeleteObjects result, the multipart uploads in progress and their parts;
  * and keys escaped for the DeleteObjects body.
  *
- * Answers are untrusted input: parsed without network access, without
- * entity substitution, and a document with a DTD is refused (S3 never sends
- * one; entity expansion is how a hostile document grows). Elements are
- * matched by local name, whatever namespace the server declares. libxml2's
- * own error printing is off: a malformed answer is reported once, by us.
- *
- * Over 500 lines on purpose: one concern, S3's documents, read by seven
- * readers of one shape (find the element, take its children) behind the one
- * hardened parser setup; a file per document would copy that setup or
- * export it.
+ * Answers are untrusted input, read through the hardened reader of
+ * storage/http/xml.h (no network, no entities, no DTD).
  */
 #define _GNU_SOURCE
 #include "storage/s3/internal.h"
-#include "storage/s3/s3_libs.h"
+#include "storage/http/http_libs.h"
+#include "storage/http/xml.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
 
@@ -27,110 +20,13 @@
 #include <string.h>
 #include <time.h>
 
-#define S3_XML_PARSE_OPTIONS (XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING)
-#define S3_XML_SIZE_DIGITS   20 /* UINT64_MAX */
-
-/* The document, or NULL with err set (err may be NULL: then just NULL). */
-static xmlDocPtr s3_xml_read(const char *body, size_t len, pgd_error *err)
-{
-    xmlDocPtr doc;
-
-    if (!s3_libs_load_xml(err))
-        return NULL;
-    if (body == NULL || len == 0) {
-        err_set(err, "the answer is empty");
-        return NULL;
-    }
-    if (len > INT32_MAX) {
-        err_set(err, "the answer is too large");
-        return NULL;
-    }
-    doc = xmlReadMemory(body, (int)len, NULL, NULL, S3_XML_PARSE_OPTIONS);
-    if (doc == NULL) {
-        const xmlError *e = xmlGetLastError();
-        char msg[S3_MESSAGE_MAX];
-        snprintf(msg, sizeof(msg), "%s", e && e->message ? e->message : "not XML");
-        msg[strcspn(msg, "\r\n")] = '\0';
-        err_set(err, "the answer is not well-formed XML: %s", msg);
-        return NULL;
-    }
-    if (doc->intSubset != NULL || xmlDocGetRootElement(doc) == NULL) {
-        xmlFreeDoc(doc);
-        err_set(err, "the answer is not an S3 document (it has a DTD or no root)");
-        return NULL;
-    }
-    return doc;
-}
-
-static bool s3_xml_named(xmlNodePtr n, const char *name)
-{
-    return n != NULL && n->type == XML_ELEMENT_NODE && xmlStrcmp(n->name, BAD_CAST name) == 0;
-}
-
-static xmlNodePtr s3_xml_child(xmlNodePtr parent, const char *name)
-{
-    for (xmlNodePtr c = parent ? parent->children : NULL; c; c = c->next)
-        if (s3_xml_named(c, name))
-            return c;
-    return NULL;
-}
-
-/*
- * The text under n, as xmlNodeGetContent gives it (text and CDATA of every
- * descendant, in order): its length, and the bytes into out when out is
- * not NULL. Read from the tree here, so nothing is allocated by libxml2 and
- * freed through its xmlFree, a variable in some of its builds and a macro
- * in others.
- */
-static size_t s3_xml_text(xmlNodePtr n, char *out)
-{
-    size_t len = 0;
-
-    for (xmlNodePtr c = n->children; c; c = c->next) {
-        if (c->type == XML_TEXT_NODE || c->type == XML_CDATA_SECTION_NODE) {
-            size_t l = c->content ? strlen((const char *)c->content) : 0;
-            if (out != NULL)
-                memcpy(out + len, c->content, l);
-            len += l;
-        } else if (c->type == XML_ELEMENT_NODE) {
-            len += s3_xml_text(c, out ? out + len : NULL);
-        }
-    }
-    return len;
-}
-
-/* The text of child `name`, malloc'd (entities decoded), or NULL when absent. */
-static char *s3_xml_child_text(xmlNodePtr parent, const char *name)
-{
-    xmlNodePtr c = s3_xml_child(parent, name);
-    size_t len;
-    char *out;
-
-    if (c == NULL)
-        return NULL;
-    len = s3_xml_text(c, NULL);
-    out = xmalloc(len + 1);
-    s3_xml_text(c, out);
-    out[len] = '\0';
-    return out;
-}
-
-/* Server text for a one-line message: cut to fit, control characters replaced. */
-static void s3_xml_copy_line(char *dst, size_t cap, const char *src)
-{
-    snprintf(dst, cap, "%s", src ? src : "");
-    for (char *c = dst; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f)
-            *c = ' ';
-}
-
 static void s3_xml_fault_from(xmlNodePtr error, s3_xml_fault *f)
 {
-    char *code = s3_xml_child_text(error, "Code");
-    char *message = s3_xml_child_text(error, "Message");
+    char *code = http_xml_child_text(error, "Code");
+    char *message = http_xml_child_text(error, "Message");
 
-    s3_xml_copy_line(f->code, sizeof(f->code), code);
-    s3_xml_copy_line(f->message, sizeof(f->message), message);
+    http_xml_copy_line(f->code, sizeof(f->code), code);
+    http_xml_copy_line(f->message, sizeof(f->message), message);
     free(code);
     free(message);
 }
@@ -143,14 +39,14 @@ static void s3_xml_fault_from(xmlNodePtr error, s3_xml_fault *f)
 static xmlDocPtr s3_xml_open(const char *body, size_t len, const char *want, const char *alias,
                              xmlNodePtr *root, pgd_error *err)
 {
-    xmlDocPtr doc = s3_xml_read(body, len, err);
+    xmlDocPtr doc = http_xml_read(body, len, err);
 
     if (doc == NULL)
         return NULL;
     *root = xmlDocGetRootElement(doc);
-    if (s3_xml_named(*root, want) || (alias != NULL && s3_xml_named(*root, alias)))
+    if (http_xml_named(*root, want) || (alias != NULL && http_xml_named(*root, alias)))
         return doc;
-    if (s3_xml_named(*root, "Error")) {
+    if (http_xml_named(*root, "Error")) {
         s3_xml_fault f;
         s3_xml_fault_from(*root, &f);
         err_set(err, "the answer is an error: %s%s%s", f.code[0] ? f.code : "(no code)",
@@ -171,16 +67,16 @@ bool s3_xml_error(const char *body, size_t len, s3_xml_fault *fault)
     bool is_error;
 
     /* the caller reports the failure without the code; that libxml2 is why, once */
-    if (!s3_libs_load_xml(&load)) {
+    if (!http_libs_load_xml(&load)) {
         if (!__atomic_exchange_n(&warned, true, __ATOMIC_RELAXED))
             log_warn("%s: S3 error answers are reported without their code", load.msg);
         return false;
     }
-    doc = s3_xml_read(body, len, NULL);
+    doc = http_xml_read(body, len, NULL);
     if (doc == NULL)
         return false;
     root = xmlDocGetRootElement(doc);
-    is_error = s3_xml_named(root, "Error");
+    is_error = http_xml_named(root, "Error");
     if (is_error)
         s3_xml_fault_from(root, fault);
     xmlFreeDoc(doc);
@@ -195,7 +91,7 @@ bool s3_xml_upload_id(const char *body, size_t len, char **upload_id, pgd_error 
     *upload_id = NULL;
     if (doc == NULL)
         return false;
-    *upload_id = s3_xml_child_text(root, "UploadId");
+    *upload_id = http_xml_child_text(root, "UploadId");
     xmlFreeDoc(doc);
     if (*upload_id == NULL || (*upload_id)[0] == '\0') {
         free(*upload_id);
@@ -207,7 +103,7 @@ bool s3_xml_upload_id(const char *body, size_t len, char **upload_id, pgd_error 
 
 bool s3_xml_complete(const char *body, size_t len, s3_xml_fault *fault, pgd_error *err)
 {
-    xmlDocPtr doc = s3_xml_read(body, len, err);
+    xmlDocPtr doc = http_xml_read(body, len, err);
     xmlNodePtr root;
     bool done = false;
 
@@ -216,10 +112,10 @@ bool s3_xml_complete(const char *body, size_t len, s3_xml_fault *fault, pgd_erro
         return false;
     root = xmlDocGetRootElement(doc);
     /* AWS's root is ...Result; moto names it ...Response */
-    if (s3_xml_named(root, "CompleteMultipartUploadResult") ||
-        s3_xml_named(root, "CompleteMultipartUploadResponse")) {
+    if (http_xml_named(root, "CompleteMultipartUploadResult") ||
+        http_xml_named(root, "CompleteMultipartUploadResponse")) {
         done = true;
-    } else if (s3_xml_named(root, "Error")) {
+    } else if (http_xml_named(root, "Error")) {
         s3_xml_fault_from(root, fault);
         if (fault->code[0] == '\0')
             snprintf(fault->code, sizeof(fault->code), "Error");
@@ -229,21 +125,6 @@ bool s3_xml_complete(const char *body, size_t len, s3_xml_fault *fault, pgd_erro
     }
     xmlFreeDoc(doc);
     return done;
-}
-
-static bool s3_xml_parse_size(const char *text, uint64_t *size)
-{
-    char *end;
-    unsigned long long v;
-
-    if (text == NULL || text[0] < '0' || text[0] > '9' || strlen(text) > S3_XML_SIZE_DIGITS)
-        return false;
-    errno = 0;
-    v = strtoull(text, &end, 10);
-    if (errno != 0 || *end != '\0')
-        return false;
-    *size = v;
-    return true;
 }
 
 void s3_xml_listing_free(s3_xml_listing *l)
@@ -264,9 +145,9 @@ static void s3_xml_listing_add(s3_xml_listing *l, char *name, uint64_t size, boo
 /* One <Contents> or <CommonPrefixes> element into the listing. */
 static bool s3_xml_listing_entry(xmlNodePtr c, s3_xml_listing *out, pgd_error *err)
 {
-    bool is_prefix = s3_xml_named(c, "CommonPrefixes");
-    char *name = s3_xml_child_text(c, is_prefix ? "Prefix" : "Key");
-    char *size = is_prefix ? NULL : s3_xml_child_text(c, "Size");
+    bool is_prefix = http_xml_named(c, "CommonPrefixes");
+    char *name = http_xml_child_text(c, is_prefix ? "Prefix" : "Key");
+    char *size = is_prefix ? NULL : http_xml_child_text(c, "Size");
     uint64_t bytes = 0;
 
     if (name == NULL || name[0] == '\0') {
@@ -275,7 +156,7 @@ static bool s3_xml_listing_entry(xmlNodePtr c, s3_xml_listing *out, pgd_error *e
         return err_set(err, "a <%s> has no %s", (const char *)c->name,
                        is_prefix ? "Prefix" : "Key");
     }
-    if (!is_prefix && !s3_xml_parse_size(size, &bytes)) {
+    if (!is_prefix && !http_xml_parse_size(size, &bytes)) {
         err_set(err, "key \"%s\" has %s size \"%s\"", name, size ? "an invalid" : "no",
                 size ? size : "");
         free(name);
@@ -290,7 +171,7 @@ static bool s3_xml_listing_entry(xmlNodePtr c, s3_xml_listing *out, pgd_error *e
 /* IsTruncated, which must be there and be "true" or "false". */
 static bool s3_xml_truncated(xmlNodePtr root, bool *truncated, pgd_error *err)
 {
-    char *t = s3_xml_child_text(root, "IsTruncated");
+    char *t = http_xml_child_text(root, "IsTruncated");
     bool ok = t != NULL && (strcmp(t, "true") == 0 || strcmp(t, "false") == 0);
 
     if (!ok)
@@ -311,10 +192,10 @@ bool s3_xml_listing_parse(const char *body, size_t len, s3_xml_listing *out, pgd
     if (doc == NULL)
         return false;
     for (xmlNodePtr c = root->children; c && ok; c = c->next)
-        if (s3_xml_named(c, "Contents") || s3_xml_named(c, "CommonPrefixes"))
+        if (http_xml_named(c, "Contents") || http_xml_named(c, "CommonPrefixes"))
             ok = s3_xml_listing_entry(c, out, err);
     if (ok && (ok = s3_xml_truncated(root, &out->truncated, err))) {
-        out->next_token = s3_xml_child_text(root, "NextContinuationToken");
+        out->next_token = http_xml_child_text(root, "NextContinuationToken");
         /* a page that says there is more must say where it continues */
         if (out->truncated && (out->next_token == NULL || out->next_token[0] == '\0'))
             ok = err_set(err, "IsTruncated is true but there is no NextContinuationToken");
@@ -344,11 +225,11 @@ bool s3_xml_delete_result(const char *body, size_t len, s3_xml_delete_failure **
         return false;
     for (xmlNodePtr c = root->children; c; c = c->next) {
         s3_xml_delete_failure *grown;
-        if (!s3_xml_named(c, "Error"))
+        if (!http_xml_named(c, "Error"))
             continue;
         grown = xrealloc(*failures, (*n + 1) * sizeof(*grown));
         *failures = grown;
-        grown[*n].key = s3_xml_child_text(c, "Key");
+        grown[*n].key = http_xml_child_text(c, "Key");
         s3_xml_fault_from(c, &grown[*n].fault);
         (*n)++;
         if (grown[*n - 1].key == NULL)
@@ -389,8 +270,8 @@ void s3_xml_uploads_free(s3_xml_uploads *u)
 
 static bool s3_xml_upload_add(xmlNodePtr c, s3_xml_uploads *out, pgd_error *err)
 {
-    char *key = s3_xml_child_text(c, "Key"), *id = s3_xml_child_text(c, "UploadId");
-    char *initiated = s3_xml_child_text(c, "Initiated");
+    char *key = http_xml_child_text(c, "Key"), *id = http_xml_child_text(c, "UploadId");
+    char *initiated = http_xml_child_text(c, "Initiated");
     int64_t when;
     bool ok = true;
 
@@ -420,13 +301,13 @@ bool s3_xml_uploads_parse(const char *body, size_t len, s3_xml_uploads *out, pgd
     if (doc == NULL)
         return false;
     for (xmlNodePtr c = root->children; c && ok; c = c->next)
-        if (s3_xml_named(c, "Upload"))
+        if (http_xml_named(c, "Upload"))
             ok = s3_xml_upload_add(c, out, err);
     if (ok)
         ok = s3_xml_truncated(root, &out->truncated, err);
     if (ok && out->truncated) {
-        out->next_key_marker = s3_xml_child_text(root, "NextKeyMarker");
-        out->next_upload_id_marker = s3_xml_child_text(root, "NextUploadIdMarker");
+        out->next_key_marker = http_xml_child_text(root, "NextKeyMarker");
+        out->next_upload_id_marker = http_xml_child_text(root, "NextUploadIdMarker");
         if (out->next_key_marker == NULL || out->next_key_marker[0] == '\0')
             ok = err_set(err, "IsTruncated is true but there is no NextKeyMarker");
     }
@@ -451,9 +332,9 @@ bool s3_xml_parts_parse(const char *body, size_t len, int64_t *latest, bool *tru
     for (xmlNodePtr c = root->children; c && ok; c = c->next) {
         char *t;
         int64_t when;
-        if (!s3_xml_named(c, "Part"))
+        if (!http_xml_named(c, "Part"))
             continue;
-        t = s3_xml_child_text(c, "LastModified");
+        t = http_xml_child_text(c, "LastModified");
         if (!s3_xml_time(t, &when))
             ok = err_set(err, "a part has an invalid LastModified \"%s\"", t ? t : "");
         else if (when > *latest)
@@ -463,7 +344,7 @@ bool s3_xml_parts_parse(const char *body, size_t len, int64_t *latest, bool *tru
     if (ok)
         ok = s3_xml_truncated(root, truncated, err);
     if (ok && *truncated) {
-        *next_marker = s3_xml_child_text(root, "NextPartNumberMarker");
+        *next_marker = http_xml_child_text(root, "NextPartNumberMarker");
         if (*next_marker == NULL || (*next_marker)[0] == '\0')
             ok = err_set(err, "IsTruncated is true but there is no NextPartNumberMarker");
     }

@@ -21,7 +21,7 @@ static void sftp_libs_load_once(void)
     void *lib;
 
     /*
-     * libcrypto first, as s3_libs.c does: libssh2 needs it, and glibc's
+     * libcrypto first, as storage/http/http_libs.c does: libssh2 needs it, and glibc's
      * dlopen of a library another dlopen brought in keeps a block valgrind
      * reports as lost.
      */

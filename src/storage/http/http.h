@@ -1,7 +1,8 @@
 /*
  * http.h - one HTTP(S) connection through libcurl, reused across requests
- * (keep-alive), with stall detection. TLS is libcurl's (OpenSSL build).
- * The S3 driver's transport: it knows nothing of S3.
+ * (keep-alive), with stall detection, and the retry policy every object
+ * store driver follows. TLS is libcurl's (OpenSSL build). The transport of
+ * the S3 and Azure drivers: it knows nothing of either.
  */
 #ifndef PGD_HTTP_H
 #define PGD_HTTP_H
@@ -25,6 +26,7 @@ typedef struct http_response {
     size_t body_len;
     char *etag;          /* ETag header as received (quotes kept), malloc'd; NULL when absent */
     char *content_range; /* Content-Range header, malloc'd; NULL when absent */
+    char *error_code;    /* x-ms-error-code (Azure says its error there, a HEAD's too); or NULL */
     uint64_t content_length;
     bool has_content_length;
     bool transport_error; /* no HTTP answer: reset, timeout, refused */
@@ -50,6 +52,18 @@ bool http_perform(http_client *c, const char *method, const char *url,
                   size_t into_cap, http_response *resp, pgd_error *err);
 
 void http_response_free(http_response *r);
+
+/*
+ * The retry policy of object stores: an answer worth another try is a 5xx,
+ * a 429 (throttled), or no answer at all (reset, timeout, refused); any
+ * other 4xx is the caller's mistake and is not retried.
+ */
+#define HTTP_TOO_MANY_REQUESTS 429
+#define HTTP_SERVER_ERRORS     500
+bool http_retryable(const http_response *r);
+
+/* Backoff before retry `attempt` (0-based), in ms: exponential, capped, with jitter. */
+unsigned http_backoff_ms(unsigned attempt);
 
 void http_headers_add(http_header_list *h, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

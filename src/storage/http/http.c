@@ -1,11 +1,12 @@
 /*
- * http.c - the S3 driver's transport: a libcurl easy handle per client,
- * reused for keep-alive. Only http and https, no redirects followed.
+ * http.c - the object stores' transport: a libcurl easy handle per client,
+ * reused for keep-alive. Only http and https, no redirects followed. And
+ * their retry policy: what is retried, and how long to wait.
  */
 #define _GNU_SOURCE
-#include "storage/s3/http.h"
+#include "storage/http/http.h"
 
-#include "storage/s3/s3_libs.h"
+#include "storage/http/http_libs.h"
 #include "util/interrupt.h"
 #include "util/xmalloc.h"
 
@@ -14,11 +15,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #define HTTP_CONNECT_TIMEOUT_S 10
 #define HTTP_LOW_SPEED_BYTES   1L /* a stall, not a slow transfer, is what times out */
 /* an answer received into memory (XML: a listing page is ~1 MiB) never grows past this */
-#define HTTP_BODY_MAX (64u * 1024 * 1024)
+#define HTTP_BODY_MAX          (64u * 1024 * 1024)
+#define HTTP_BACKOFF_BASE_MS   100
+#define HTTP_BACKOFF_MAX_MS    5000
+#define HTTP_BACKOFF_MAX_SHIFT 6
 
 struct http_client {
     CURL *curl;
@@ -29,7 +36,7 @@ http_client *http_client_new(long timeout_s, pgd_error *err)
 {
     http_client *c;
 
-    if (!s3_libs_load(err))
+    if (!http_libs_load(err))
         return NULL;
     c = xcalloc(1, sizeof(*c));
     if ((c->curl = curl_easy_init()) == NULL) {
@@ -127,12 +134,16 @@ static size_t http_on_header(char *data, size_t size, size_t nmemb, void *arg)
     if (n >= 5 && strncmp(data, "HTTP/", 5) == 0) { /* a new response: forget an interim one */
         free(r->etag);
         free(r->content_range);
-        r->etag = r->content_range = NULL;
+        free(r->error_code);
+        r->etag = r->content_range = r->error_code = NULL;
         r->content_length = 0;
         r->has_content_length = false;
     } else if ((v = http_header_value(data, n, "ETag")) != NULL) {
         free(r->etag);
         r->etag = v;
+    } else if ((v = http_header_value(data, n, "x-ms-error-code")) != NULL) {
+        free(r->error_code);
+        r->error_code = v;
     } else if ((v = http_header_value(data, n, "Content-Range")) != NULL) {
         free(r->content_range);
         r->content_range = v;
@@ -278,7 +289,48 @@ void http_response_free(http_response *r)
     free(r->body);
     free(r->etag);
     free(r->content_range);
-    r->body = r->etag = r->content_range = NULL;
+    free(r->error_code);
+    r->body = r->etag = r->content_range = r->error_code = NULL;
+}
+
+bool http_retryable(const http_response *r)
+{
+    return r->transport_error || r->status == HTTP_TOO_MANY_REQUESTS ||
+           r->status >= HTTP_SERVER_ERRORS;
+}
+
+/* xorshift64 per thread, seeded from the kernel: no shared state, no lock, no rand(). */
+static uint32_t http_random(void)
+{
+    static __thread uint64_t state;
+    uint64_t x = state;
+
+    if (x == 0) {
+        struct timespec ts;
+        if (getrandom(&x, sizeof(x), GRND_NONBLOCK) != (ssize_t)sizeof(x)) {
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)getpid() ^
+                (uint64_t)(uintptr_t)&state;
+        }
+        if (x == 0)
+            x = 1;
+    }
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    state = x;
+    return (uint32_t)(x >> 32);
+}
+
+unsigned http_backoff_ms(unsigned attempt)
+{
+    unsigned shift = attempt < HTTP_BACKOFF_MAX_SHIFT ? attempt : HTTP_BACKOFF_MAX_SHIFT;
+    unsigned ms = HTTP_BACKOFF_BASE_MS << shift;
+
+    if (ms > HTTP_BACKOFF_MAX_MS)
+        ms = HTTP_BACKOFF_MAX_MS;
+    /* half fixed, half random: concurrent writers do not retry in step */
+    return ms / 2 + http_random() % (ms / 2 + 1);
 }
 
 void http_headers_add(http_header_list *h, const char *fmt, ...)
