@@ -2,15 +2,17 @@
 # The storage conformance checks of lib_storage.sh, written once against the
 # storage interface, run against every driver: a local directory, S3 on moto
 # (Signature V4 checked), S3 on s3rver, and Azure Blob Storage on Azurite
-# (Shared Key checked). Each store must keep the repository's promises: whole
+# (Shared Key checked), and SFTP on the test's own sshd (host key checked).
+# Each store must keep the repository's promises: whole
 # objects or none, create-exclusive, complete listings over pages, a killed
-# writer leaving nothing visible. The SFTP driver joins with one line.
+# writer leaving nothing visible.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_s3.sh"
 . "$(dirname "$0")/lib_azure.sh"
+. "$(dirname "$0")/lib_sftp.sh"
 . "$(dirname "$0")/lib_storage.sh"
 setup_tmp
-trap 's3_stop; azurite_stop; cleanup_all' EXIT
+trap 's3_stop; azurite_stop; sftp_kill; cleanup_all' EXIT
 s3_require_storage_tool
 
 # ---- local ----
@@ -46,5 +48,12 @@ azurite_start
 SC_LIST_REQUESTS=az_lists SC_TEMP_LEFT=az_uncommitted SC_TEMP_SWEPT=no
 storage_conformance "Azure (Azurite)" "azure://$AZ_CONTAINER/conf" --azure-endpoint "$PGDIRECT_AZURE_ENDPOINT"
 azurite_stop
+
+# ---- SFTP on sshd ----
+sftp_temps() { find "$T/sftprepo/conf/$1" -name '*.tmp.*' 2>/dev/null | wc -l; }
+sftp_start
+SC_LIST_REQUESTS="" SC_TEMP_LEFT=sftp_temps SC_TEMP_SWEPT=yes
+storage_conformance "SFTP (sshd)" "$SFTP_URI/conf" "${SFTP_OPTS[@]}"
+sftp_stop
 
 done_testing
