@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "storage/crypt/storage.h"
 #include "storage/s3/s3.h"
 #include "util/log.h"
 
@@ -18,6 +19,8 @@
  * there is a wrong --repo (or one not mounted), not an empty repository.
  * The others (backup, wal-push, check) create it.
  */
+/* the commands that write to a repository: the first one with a key makes an empty one encrypted */
+#define COMMAND_REPO_WRITERS (CMD_BACKUP | CMD_WAL_PUSH | CMD_CHECK)
 #define COMMAND_REPO_READERS (CMD_LIST | CMD_RESTORE | CMD_VERIFY | CMD_DELETE | CMD_WAL_FETCH)
 
 /* In the data directory, which is restore_command's working directory (PostgreSQL >= 12). */
@@ -174,6 +177,10 @@ storage *command_open_repo(const pgd_options *opts, pgd_error *err)
         storage_free(repo);
         return NULL;
     }
+    /* every repository passes the encryption filter's door: an encrypted one needs its key */
+    if (repo != NULL)
+        repo = crypt_storage_open(repo, opt_str(opts, OPT_ENCRYPTION_KEY_FILE),
+                                  (opts->command & COMMAND_REPO_WRITERS) != 0, err);
     return repo;
 }
 

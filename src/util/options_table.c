@@ -35,6 +35,9 @@ const opt_def opt_defs[OPT_COUNT] = {
                         "a request that makes no progress for this long is retried"},
     [OPT_DOWNLOAD_CONCURRENCY] = {"download-concurrency", "N", "4", CMD_REPO_USERS, false,
                                   "ranged GETs in flight per object read from S3"},
+    [OPT_ENCRYPTION_KEY_FILE] = {"encryption-key-file", "FILE", NULL, CMD_REPO_USERS, false,
+                                 "the repository is encrypted with the key in FILE (mode 600, at "
+                                 "least 32 bytes: random bytes, or a passphrase)"},
     [OPT_CONFIG] = {"config", "FILE", OPTIONS_DEFAULT_CONFIG_PATH, CMD_ALL, false,
                     "file of name = value lines, quoted as in postgresql.conf"},
     [OPT_LOG_LEVEL] = {"log-level", "debug|info|warning|error", "info", CMD_ALL, false,
