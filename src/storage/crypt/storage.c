@@ -168,6 +168,11 @@ bool crypt_storage_is_encrypted(const storage *s)
     return s->ops == &crypt_storage_ops_with_sync || s->ops == &crypt_storage_ops_without_sync;
 }
 
+const storage *crypt_storage_inner(const storage *s)
+{
+    return crypt_storage_is_encrypted(s) ? ((const crypt_storage *)s)->inner : s;
+}
+
 static storage *crypt_storage_wrap(storage *inner, crypt_keyring *kr)
 {
     crypt_storage *cs = xcalloc(1, sizeof(*cs));

@@ -35,6 +35,9 @@ storage *crypt_storage_open(storage *inner, const char *key_file, bool create, p
 /* Is `s` a repository opened through the filter? */
 bool crypt_storage_is_encrypted(const storage *s);
 
+/* The driver under the filter (s itself when it is not the filter): for a driver's own settings. */
+const storage *crypt_storage_inner(const storage *s);
+
 /*
  * `pgdirect key rotate`: open the keyring of `inner` with old_file, rewrap
  * its data keys with new_file's master key, add a new data key for new
