@@ -392,7 +392,6 @@ static crypt_keyring *crypt_keyring_parse(const char *text, size_t len, const ch
                 "the keyring \"%s\" of repository \"%s\" is damaged (not a pgdirect keyring of "
                 "a version this pgdirect reads)",
                 CRYPT_KEYRING_NAME, where);
-        err_mark(err, PGD_ERR_DAMAGED);
         return NULL;
     }
     return kr;

@@ -65,9 +65,11 @@ typedef struct crypt_keyring crypt_keyring;
 crypt_keyring *crypt_keyring_create(const crypt_master *m, pgd_error *err);
 
 /*
- * Parse a keyring's text and unwrap its data keys with master `m`. A text
- * that is not a keyring is PGD_ERR_DAMAGED; a master that unwraps nothing
- * is an error saying the key file does not open the repository `where`.
+ * Parse a keyring's text and unwrap its data keys with master `m`. A master
+ * that unwraps nothing is an error saying the key file does not open the
+ * repository `where`; a text that is not a keyring, an error saying it is
+ * damaged (of kind PGD_ERR_FAILED, not PGD_ERR_DAMAGED: for backup, that kind
+ * means "completed, with pages that failed their checksum").
  */
 crypt_keyring *crypt_keyring_open(const char *text, size_t len, const crypt_master *m,
                                   const char *where, pgd_error *err);
