@@ -21,7 +21,8 @@
  */
 /* the commands that write to a repository: the first one with a key makes an empty one encrypted */
 #define COMMAND_REPO_WRITERS (CMD_BACKUP | CMD_WAL_PUSH | CMD_CHECK)
-#define COMMAND_REPO_READERS (CMD_LIST | CMD_RESTORE | CMD_VERIFY | CMD_DELETE | CMD_WAL_FETCH)
+#define COMMAND_REPO_READERS                                                                       \
+    (CMD_LIST | CMD_RESTORE | CMD_VERIFY | CMD_DELETE | CMD_WAL_FETCH | CMD_KEY | CMD_CAT)
 
 /* In the data directory, which is restore_command's working directory (PostgreSQL >= 12). */
 #define COMMAND_STANDBY_SIGNAL_FILE "standby.signal"
@@ -148,7 +149,7 @@ static bool command_repo_exists(const pgd_options *opts, storage *repo, pgd_erro
  * The S3 driver's settings come from here, through its own s3_options: the
  * generic storage interface forwards them without knowing what they hold.
  */
-storage *command_open_repo(const pgd_options *opts, pgd_error *err)
+storage *command_open_store(const pgd_options *opts, pgd_error *err)
 {
     s3_options s3 = {0};
     storage *repo;
@@ -177,11 +178,18 @@ storage *command_open_repo(const pgd_options *opts, pgd_error *err)
         storage_free(repo);
         return NULL;
     }
-    /* every repository passes the encryption filter's door: an encrypted one needs its key */
-    if (repo != NULL)
-        repo = crypt_storage_open(repo, opt_str(opts, OPT_ENCRYPTION_KEY_FILE),
-                                  (opts->command & COMMAND_REPO_WRITERS) != 0, err);
     return repo;
+}
+
+storage *command_open_repo(const pgd_options *opts, pgd_error *err)
+{
+    storage *repo = command_open_store(opts, err);
+
+    /* every repository passes the encryption filter's door: an encrypted one needs its key */
+    if (repo == NULL)
+        return NULL;
+    return crypt_storage_open(repo, opt_str(opts, OPT_ENCRYPTION_KEY_FILE),
+                              (opts->command & COMMAND_REPO_WRITERS) != 0, err);
 }
 
 bool command_compression(const pgd_options *opts, compress_kind *kind, int *level, pgd_error *err)
