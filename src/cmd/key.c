@@ -47,10 +47,14 @@ int cmd_key(int argc, char **argv)
                !crypt_storage_rotate(repo, old_file, new_file, &nkeys, &err)) {
         rc = command_fail(CMD_KEY, &err);
     } else {
-        log_info("keyring of repository \"%s\" rotated: %zu data keys now wrapped by the key in "
-                 "\"%s\", new objects use a new data key; \"%s\" opens nothing any more",
-                 repo->uri, nkeys, new_file,
-                 strcmp(old_file, new_file) == 0 ? "(the old master key)" : old_file);
+        if (strcmp(old_file, new_file) == 0)
+            log_info("keyring of repository \"%s\" rotated: %zu data keys, rewrapped with a new "
+                     "salt; new objects use a new data key (the key file is unchanged)",
+                     repo->uri, nkeys);
+        else
+            log_info("keyring of repository \"%s\" rotated: %zu data keys now wrapped by the key "
+                     "in \"%s\", new objects use a new data key; \"%s\" opens nothing any more",
+                     repo->uri, nkeys, new_file, old_file);
         rc = EXIT_OK;
     }
     storage_free(repo);
