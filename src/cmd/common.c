@@ -188,8 +188,12 @@ storage *command_open_repo(const pgd_options *opts, pgd_error *err)
     /* every repository passes the encryption filter's door: an encrypted one needs its key */
     if (repo == NULL)
         return NULL;
-    return crypt_storage_open(repo, opt_str(opts, OPT_ENCRYPTION_KEY_FILE),
-                              (opts->command & COMMAND_REPO_WRITERS) != 0, err);
+    /* wal-fetch and wal-push: no request before their own (PostgreSQL runs them per segment) */
+    return crypt_storage_open(
+        repo, opt_str(opts, OPT_ENCRYPTION_KEY_FILE),
+        ((opts->command & COMMAND_REPO_WRITERS) ? CRYPT_STORAGE_CREATE : 0) |
+            ((opts->command & (CMD_WAL_FETCH | CMD_WAL_PUSH)) ? CRYPT_STORAGE_NO_PROBE : 0),
+        err);
 }
 
 bool command_compression(const pgd_options *opts, compress_kind *kind, int *level, pgd_error *err)

@@ -65,6 +65,17 @@ seg=${seg%.lz4}
 pgd wal-fetch --repo "$REPO" --encryption-key-file "$T/keys/other.key" "$seg" "$T/wrongkey.seg" 2>"$T/wf.err"
 is "$?" "254" "wal-fetch with a wrong key exits 254 (recovery stops, it does not promote)"
 ok $([ ! -e "$T/wrongkey.seg" ]; echo $?) "and writes nothing"
+mkdir -p "$T/w" && chown postgres "$T/w"
+wal_segment_file 000000090000000000000001 "$T/w/000000090000000000000001"
+n=$(find "$REPO" -type f | wc -l)
+expect_error "wal-push without the key into the encrypted repository" \
+    "repository \"$REPO\" is encrypted: an encryption key file is needed" \
+    pgd wal-push --repo "$REPO" "$T/w/000000090000000000000001"
+is "$(find "$REPO" -type f | wc -l)" "$n" "and it writes nothing there"
+pgd wal-fetch --repo "$REPO" "$seg" "$T/nokey.seg" 2>"$T/wf.err"
+is "$?" "254" "wal-fetch without the key exits 254"
+like "$(cat "$T/wf.err")" "is encrypted: an encryption key file is needed" "saying that it needs the key"
+ok $([ ! -e "$T/nokey.seg" ]; echo $?) "and writes nothing"
 cp "$KEY" "$T/keys/open.key"
 chmod 644 "$T/keys/open.key"
 chown postgres "$T/keys/open.key"
@@ -120,6 +131,11 @@ is "$?" "0" "the next segment comes back too"
 like "$(cat "$T/wf.err")" "served from the prefetch spool" "from the prefetch spool"
 is "$(stat -c %s "$T/next.fetched")" "16777216" "a whole segment"
 is "$(od -An -tx1 -N2 "$T/next.fetched" | tr -d ' ')" "10d1" "beginning with a WAL page header"
+
+# a re-push without the key of a segment that is there: its own object is read first, and refused
+cp "$T/seg.fetched" "$T/w/$seg" && chown postgres "$T/w/$seg"
+expect_error "a re-push without the key" "is encrypted: an encryption key file is needed" \
+    pgd wal-push --repo "$REPO" "$T/w/$seg"
 
 # ---- tampering ----
 part=$(ls "$REPO/backups/$full"/part_*.tar.lz4 | head -1)

@@ -74,7 +74,7 @@ static void test_crypt_storage_all(void **state)
 
     (void)state;
     /* a key, an empty repository, a command that only reads: nothing is made */
-    s = crypt_storage_open(storage_fs_new(repo), k1, false, &err);
+    s = crypt_storage_open(storage_fs_new(repo), k1, 0, &err);
     assert_non_null(s);
     assert_false(crypt_storage_is_encrypted(s));
     storage_free(s);
@@ -82,7 +82,7 @@ static void test_crypt_storage_all(void **state)
     assert_int_not_equal(access(path, F_OK), 0);
 
     /* the first writer makes it encrypted */
-    s = crypt_storage_open(storage_fs_new(repo), k1, true, &err);
+    s = crypt_storage_open(storage_fs_new(repo), k1, CRYPT_STORAGE_CREATE, &err);
     assert_non_null(s);
     assert_true(crypt_storage_is_encrypted(s));
     assert_int_equal(access(path, F_OK), 0);
@@ -116,7 +116,7 @@ static void test_crypt_storage_all(void **state)
     assert_int_equal(rename(path, "/tmp/pgd-unit-swap"), 0);
     assert_int_equal(rename(path2, path), 0);
     assert_int_equal(rename("/tmp/pgd-unit-swap", path2), 0);
-    s = crypt_storage_open(storage_fs_new(repo), k1, false, &err);
+    s = crypt_storage_open(storage_fs_new(repo), k1, 0, &err);
     assert_non_null(s);
     assert_false(storage_get(s, "a", &data, &len, &missing, &err));
     assert_true(err_is(&err, PGD_ERR_DAMAGED));
@@ -125,23 +125,54 @@ static void test_crypt_storage_all(void **state)
     storage_free(s);
 
     /* no key: refused, saying what is needed */
-    assert_null(crypt_storage_open(storage_fs_new(repo), NULL, false, &err));
+    assert_null(crypt_storage_open(storage_fs_new(repo), NULL, 0, &err));
     assert_non_null(strstr(err.msg, "is encrypted: an encryption key file is needed"));
     err_clear(&err);
+    /* no key, no probe (wal-fetch): the first object read says it, and nothing of it is given */
+    s = crypt_storage_open(storage_fs_new(repo), NULL, CRYPT_STORAGE_NO_PROBE, &err);
+    assert_non_null(s);
+    assert_false(storage_get(s, "a", &data, &len, &missing, &err));
+    assert_non_null(strstr(err.msg, "is encrypted: an encryption key file is needed"));
+    assert_non_null(strstr(err.msg, "object \"a\""));
+    err_clear(&err);
+    /* and the first write looks for the keyring: nothing unencrypted lands in the repository */
+    assert_false(storage_put(s, "plain", "x", 1, 0, &err));
+    assert_non_null(strstr(err.msg, "is encrypted: an encryption key file is needed"));
+    err_clear(&err);
+    snprintf(path2, sizeof(path2), "%s/plain", repo);
+    assert_int_not_equal(access(path2, F_OK), 0);
+    storage_free(s);
+    /* positive control: the same guard reads an unencrypted object as it is, short ones too */
+    s = crypt_storage_open(storage_fs_new(plain_repo), NULL, CRYPT_STORAGE_NO_PROBE, &err);
+    assert_non_null(s);
+    assert_true(storage_get(s, "a", &data, &len, &missing, &err));
+    assert_int_equal(len, strlen(MARKER));
+    assert_memory_equal(data, MARKER, len);
+    free(data);
+    assert_true(storage_put(s, "short", "abc", 3, 0, &err));
+    assert_true(storage_get(s, "short", &data, &len, &missing, &err));
+    assert_int_equal(len, 3);
+    assert_memory_equal(data, "abc", 3);
+    free(data);
+    assert_true(storage_put(s, "empty", "", 0, 0, &err));
+    assert_true(storage_get(s, "empty", &data, &len, &missing, &err));
+    assert_int_equal(len, 0);
+    free(data);
+    storage_free(s);
     /* a wrong key */
-    assert_null(crypt_storage_open(storage_fs_new(repo), k2, false, &err));
+    assert_null(crypt_storage_open(storage_fs_new(repo), k2, 0, &err));
     assert_non_null(strstr(err.msg, "does not open repository"));
     assert_non_null(strstr(err.msg, repo));
     err_clear(&err);
     /* a key for a repository that holds unencrypted objects */
-    assert_null(crypt_storage_open(storage_fs_new(plain_repo), k1, true, &err));
+    assert_null(crypt_storage_open(storage_fs_new(plain_repo), k1, CRYPT_STORAGE_CREATE, &err));
     assert_non_null(strstr(err.msg, "holds unencrypted backups or WAL"));
     err_clear(&err);
     snprintf(path, sizeof(path), "%s/%s", plain_repo, CRYPT_KEYRING_NAME);
     assert_int_not_equal(access(path, F_OK), 0);
 
     /* rotation: the new key opens, the old one no more; objects written before still read */
-    s = crypt_storage_open(storage_fs_new(repo), k1, true, &err);
+    s = crypt_storage_open(storage_fs_new(repo), k1, CRYPT_STORAGE_CREATE, &err);
     assert_non_null(s);
     assert_true(storage_put(s, "c", MARKER, strlen(MARKER), 0, &err));
     storage_free(s);
@@ -153,10 +184,10 @@ static void test_crypt_storage_all(void **state)
     assert_non_null(strstr(err.msg, "wrong key"));
     err_clear(&err);
     storage_free(s);
-    assert_null(crypt_storage_open(storage_fs_new(repo), k1, false, &err));
+    assert_null(crypt_storage_open(storage_fs_new(repo), k1, 0, &err));
     assert_non_null(strstr(err.msg, "wrong key"));
     err_clear(&err);
-    s = crypt_storage_open(storage_fs_new(repo), k2, true, &err);
+    s = crypt_storage_open(storage_fs_new(repo), k2, CRYPT_STORAGE_CREATE, &err);
     assert_non_null(s);
     assert_true(storage_get(s, "c", &data, &len, &missing, &err));
     assert_memory_equal(data, MARKER, strlen(MARKER));

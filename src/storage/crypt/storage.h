@@ -20,17 +20,27 @@
 #include "storage/storage.h"
 #include "util/error.h"
 
+enum {
+    CRYPT_STORAGE_CREATE = 1 << 0,   /* a command that writes: make an empty repository encrypted */
+    CRYPT_STORAGE_NO_PROBE = 1 << 1, /* without a key, do not look for a keyring (see below) */
+};
+
 /*
  * The repository `inner` as a command sees it. inner is taken over: the
- * result is it or its filter, and it is freed on failure.
- *   key_file NULL: inner itself, unless it is encrypted (an error saying the
- *     key file is needed).
- *   key_file given: the filter, the keyring opened with it (wrong key: an
+ * result is it or a filter over it, and it is freed on failure.
+ *   key_file NULL: inner as it is stored, unless it is encrypted: an error
+ *     saying the key file is needed. That is found by a listing of the root
+ *     (one request, whose failure reads as the command's own first request
+ *     would); with CRYPT_STORAGE_NO_PROBE (wal-fetch and wal-push, started
+ *     once per segment: no request before their own), by the first object
+ *     read, refused when it begins as an encrypted object does, and before
+ *     the first write, by looking for the keyring.
+ *   key_file given: the filter, the keyring opened with it (a wrong key: an
  *     error naming the file and the repository). A repository without a
  *     keyring: refused when it holds anything; empty, it is made encrypted
- *     when `create` (a command that writes), else inner is returned as it is.
+ *     with CRYPT_STORAGE_CREATE, and is read as it is without.
  */
-storage *crypt_storage_open(storage *inner, const char *key_file, bool create, pgd_error *err);
+storage *crypt_storage_open(storage *inner, const char *key_file, unsigned flags, pgd_error *err);
 
 /* Is `s` a repository opened through the filter? */
 bool crypt_storage_is_encrypted(const storage *s);
