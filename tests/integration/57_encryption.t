@@ -171,4 +171,21 @@ is "$?" "254" "wal-fetch of a cut segment exits 254"
 ok $([ ! -e "$T/cut.seg" ]; echo $?) "and writes nothing"
 cp "$T/w.orig" "$w"
 
+# ---- check and delete on the encrypted repository ----
+out=$(pgd check --repo "$REPO" "${K[@]}" 2>&1)
+rc=$?
+ok $rc "check of the encrypted repository passes"
+[ $rc -eq 0 ] || diag "$out"
+pgd backup --repo "$REPO" "${K[@]}" --pgdata "$T/data" --checkpoint fast >/dev/null 2>&1
+ok $? "a second full backup"
+newest=$(pgd list --repo "$REPO" "${K[@]}" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["id"])')
+out=$(pgd delete --repo "$REPO" "${K[@]}" --retain-full 1 2>&1)
+rc=$?
+ok $rc "delete --retain-full 1 on the encrypted repository succeeds"
+[ $rc -eq 0 ] || diag "$out"
+ids=$(pgd list --repo "$REPO" "${K[@]}" --json | python3 -c 'import json,sys; print(" ".join(b["id"] for b in json.load(sys.stdin)))')
+is "$ids" "$newest" "and list shows the newest full backup alone"
+ok $([ ! -e "$REPO/backups/$full.done.json" ] && [ ! -e "$REPO/backups/$delta.done.json" ]; echo $?) \
+    "the older full and its delta are gone"
+
 done_testing
