@@ -83,6 +83,21 @@ ok $? "the same backup into an unencrypted prefix succeeds"
 read -r hits n < <(bucket_marker plain)
 cmp_ok "$hits" ">" 0 "positive control: objects of the unencrypted prefix hold the marker string"
 
+# what a wal-push of a new segment asks of S3, unencrypted and encrypted
+mkdir -p "$T/w" && chown postgres "$T/w"
+wal_segment_file 000000090000000000000001 "$T/w/000000090000000000000001"
+for kind in plain enc; do
+    k=()
+    [ "$kind" = enc ] && k=("${K[@]}")
+    before=$(wc -l <"$S3_LOG")
+    pgd wal-push --repo "s3://$S3_BUCKET/$kind" "${k[@]}" "$T/w/000000090000000000000001" 2>/dev/null
+    ok $? "wal-push of a new segment to the $kind prefix"
+    reqs=$(tail -n +$((before + 1)) "$S3_LOG" | awk '{print $1}' | sort | uniq -c | awk '{printf "%s%s %s", sep, $2, $1; sep=", "}')
+    diag "wal-push to the $kind prefix: $reqs"
+    n=$(tail -n +$((before + 1)) "$S3_LOG" | wc -l)
+    is "$n" "5" "wal-push to the $kind prefix is five requests (the keyring looked for or read, GET, PUT, two HEADs)"
+done
+
 port=$(restore_and_start LATEST "$T/data_pitr" "${K[@]}" --target-name s3_point --target-action promote)
 ok $? "restore of the delta from S3 to the restore point starts"
 is "$(pgbench_hash "$port")" "$hash_a" "point-in-time restore: tables equal the source then"
