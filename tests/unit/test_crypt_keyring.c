@@ -125,6 +125,30 @@ static void test_key_file_checks(void **state)
     assert_int_equal(m->len, strlen(pass) - 1);
     crypt_keyring_master_free(m);
     free(path);
+    /* a passphrase ending in \r\n: neither is part of it */
+    path = test_keyring_file(dir, "crlf", "0123456789abcdef0123456789abcdef\r\n", 34, 0600);
+    m = crypt_keyring_master_load(path, &err);
+    assert_non_null(m);
+    assert_true(m->passphrase);
+    assert_int_equal(m->len, 32);
+    crypt_keyring_master_free(m);
+    free(path);
+    /* longer than CRYPT_KEY_FILE_MAX: refused (not read in part) */
+    {
+        char big[CRYPT_KEY_FILE_MAX + 1];
+        memset(big, 'x', sizeof(big));
+        path = test_keyring_file(dir, "big", big, sizeof(big), 0600);
+        assert_null(crypt_keyring_master_load(path, &err));
+        assert_non_null(strstr(err.msg, "longer than 4096 bytes"));
+        free(path);
+        err_clear(&err);
+        path = test_keyring_file(dir, "max", big, CRYPT_KEY_FILE_MAX, 0600);
+        m = crypt_keyring_master_load(path, &err);
+        assert_non_null(m);
+        assert_int_equal(m->len, CRYPT_KEY_FILE_MAX);
+        crypt_keyring_master_free(m);
+        free(path);
+    }
     /* missing, and a directory */
     assert_null(crypt_keyring_master_load("/nonexistent/key", &err));
     assert_non_null(strstr(err.msg, "could not open encryption key file \"/nonexistent/key\""));
