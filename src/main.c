@@ -31,6 +31,8 @@ static const struct {
     {"delete", cmd_delete, "retention (--retain-full, --retain-since, --backup) and --garbage"},
     {"verify", cmd_verify,
      "re-read backups and their WAL without restoring: restorable, and how far"},
+    {"key", cmd_key, "key rotate: a new master key for an encrypted repository"},
+    {"cat", cmd_cat, "an object of the repository, decrypted, on standard output"},
 };
 
 #define NCOMMANDS (sizeof(main_commands) / sizeof(main_commands[0]))

@@ -42,5 +42,7 @@ int cmd_tune(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_delete(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
+int cmd_key(int argc, char **argv);
+int cmd_cat(int argc, char **argv);
 
 #endif

@@ -11,6 +11,7 @@
 
 #include "cmd/cmd.h"
 #include "storage/azure/azure.h"
+#include "storage/crypt/storage.h"
 #include "storage/s3/s3.h"
 #include "storage/sftp/sftp.h"
 #include "util/log.h"
@@ -20,7 +21,10 @@
  * there is a wrong --repo (or one not mounted), not an empty repository.
  * The others (backup, wal-push, check) create it.
  */
-#define COMMAND_REPO_READERS (CMD_LIST | CMD_RESTORE | CMD_VERIFY | CMD_DELETE | CMD_WAL_FETCH)
+/* the commands that write to a repository: the first one with a key makes an empty one encrypted */
+#define COMMAND_REPO_WRITERS (CMD_BACKUP | CMD_WAL_PUSH | CMD_CHECK)
+#define COMMAND_REPO_READERS                                                                       \
+    (CMD_LIST | CMD_RESTORE | CMD_VERIFY | CMD_DELETE | CMD_WAL_FETCH | CMD_KEY | CMD_CAT)
 
 /* In the data directory, which is restore_command's working directory (PostgreSQL >= 12). */
 #define COMMAND_STANDBY_SIGNAL_FILE "standby.signal"
@@ -149,7 +153,7 @@ static bool command_repo_exists(const pgd_options *opts, storage *repo, pgd_erro
  * interface forwards them without knowing what they hold. Part size, upload
  * concurrency, retries and timeout are the same options for S3 and Azure.
  */
-storage *command_open_repo(const pgd_options *opts, pgd_error *err)
+storage *command_open_store(const pgd_options *opts, pgd_error *err)
 {
     s3_options s3 = {0};
     azure_options azure = {0};
@@ -189,6 +193,21 @@ storage *command_open_repo(const pgd_options *opts, pgd_error *err)
         return NULL;
     }
     return repo;
+}
+
+storage *command_open_repo(const pgd_options *opts, pgd_error *err)
+{
+    storage *repo = command_open_store(opts, err);
+
+    /* every repository passes the encryption filter's door: an encrypted one needs its key */
+    if (repo == NULL)
+        return NULL;
+    /* wal-fetch and wal-push: no request before their own (PostgreSQL runs them per segment) */
+    return crypt_storage_open(
+        repo, opt_str(opts, OPT_ENCRYPTION_KEY_FILE),
+        ((opts->command & COMMAND_REPO_WRITERS) ? CRYPT_STORAGE_CREATE : 0) |
+            ((opts->command & (CMD_WAL_FETCH | CMD_WAL_PUSH)) ? CRYPT_STORAGE_NO_PROBE : 0),
+        err);
 }
 
 bool command_compression(const pgd_options *opts, compress_kind *kind, int *level, pgd_error *err)

@@ -60,6 +60,9 @@ int command_fail(unsigned command, const pgd_error *err);
  */
 storage *command_open_repo(const pgd_options *opts, pgd_error *err);
 
+/* The same repository without the encryption filter: its objects as stored (key rotate). */
+storage *command_open_store(const pgd_options *opts, pgd_error *err);
+
 /* --compression and --compression-level, validated together. */
 bool command_compression(const pgd_options *opts, compress_kind *kind, int *level, pgd_error *err);
 

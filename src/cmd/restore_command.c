@@ -14,6 +14,7 @@
 
 #include "restore/recovery_conf.h"
 #include "storage/azure/azure.h"
+#include "storage/crypt/storage.h"
 #include "storage/s3/s3.h"
 #include "storage/sftp/sftp.h"
 #include "util/xmalloc.h"
@@ -60,7 +61,7 @@ static bool restore_command_s3_args(const pgd_options *opts, const storage *repo
 {
     const char *endpoint, *region;
 
-    if (!s3_storage_where(repo, &endpoint, &region))
+    if (!s3_storage_where(crypt_storage_inner(repo), &endpoint, &region))
         return err_set(err, "repository \"%s\" is not an open S3 repository", repo->uri);
     return restore_command_arg(a, "--repo", repo->uri, err) &&
            restore_command_arg(a, "--s3-endpoint", endpoint, err) &&
@@ -117,6 +118,14 @@ static bool restore_command_args_of(const pgd_options *opts, const storage *repo
         if (realpath(repo->uri, path) == NULL)
             return err_errno(err, errno, "could not resolve repository \"%s\"", repo->uri);
         if (!restore_command_arg(a, "--repo", path, err))
+            return false;
+    }
+    /* the key file's path, never the key: the server reads the file as wal-fetch runs */
+    if (crypt_storage_is_encrypted(repo)) {
+        if (realpath(opt_str(opts, OPT_ENCRYPTION_KEY_FILE), path) == NULL)
+            return err_errno(err, errno, "could not resolve encryption key file \"%s\"",
+                             opt_str(opts, OPT_ENCRYPTION_KEY_FILE));
+        if (!restore_command_arg(a, "--encryption-key-file", path, err))
             return false;
     }
     if (!opt_is_set(opts, OPT_CONFIG))

@@ -29,11 +29,13 @@ typedef enum {
     CMD_CHECK = 1 << 7,
     CMD_DELETE = 1 << 8,
     CMD_VERIFY = 1 << 9,
+    CMD_KEY = 1 << 10,
+    CMD_CAT = 1 << 11,
 } command_bit;
 
 #define CMD_ALL                                                                                    \
     (CMD_BACKUP | CMD_RESTORE | CMD_LIST | CMD_WAL_PUSH | CMD_WAL_FETCH | CMD_CACHE | CMD_TUNE |   \
-     CMD_CHECK | CMD_DELETE | CMD_VERIFY)
+     CMD_CHECK | CMD_DELETE | CMD_VERIFY | CMD_KEY | CMD_CAT)
 
 typedef enum {
     OPT_REPO,
@@ -99,6 +101,8 @@ typedef enum {
     OPT_AZURE_ENDPOINT,
     OPT_SFTP_PRIVATE_KEY_FILE,
     OPT_SFTP_KNOWN_HOSTS,
+    OPT_ENCRYPTION_KEY_FILE,
+    OPT_NEW_ENCRYPTION_KEY_FILE,
     OPT_RETAIN_FULL,
     OPT_RETAIN_SINCE,
     OPT_BACKUP_ID,

@@ -48,6 +48,12 @@ const opt_def opt_defs[OPT_COUNT] = {
     [OPT_SFTP_KNOWN_HOSTS] = {"sftp-known-hosts", "FILE", NULL, CMD_REPO_USERS, false,
                               "known hosts file the sftp server's host key must be in (default: "
                               "~/.ssh/known_hosts)"},
+    [OPT_ENCRYPTION_KEY_FILE] = {"encryption-key-file", "FILE", NULL, CMD_REPO_USERS, false,
+                                 "the repository is encrypted with the key in FILE (mode 600, at "
+                                 "least 32 bytes: random bytes, or a passphrase)"},
+    [OPT_NEW_ENCRYPTION_KEY_FILE] = {"new-encryption-key-file", "FILE", NULL, CMD_KEY, false,
+                                     "key rotate: the key file that opens the repository "
+                                     "afterwards (instead of --encryption-key-file)"},
     [OPT_CONFIG] = {"config", "FILE", OPTIONS_DEFAULT_CONFIG_PATH, CMD_ALL, false,
                     "file of name = value lines, quoted as in postgresql.conf"},
     [OPT_LOG_LEVEL] = {"log-level", "debug|info|warning|error", "info", CMD_ALL, false,
