@@ -78,7 +78,7 @@ static bool restore_command_sftp_args(const storage *repo, restore_command_args 
 {
     const char *key_file, *known_hosts;
 
-    if (!sftp_storage_where(repo, &key_file, &known_hosts))
+    if (!sftp_storage_where(crypt_storage_inner(repo), &key_file, &known_hosts))
         return err_set(err, "repository \"%s\" is not an open SFTP repository", repo->uri);
     return restore_command_arg(a, "--repo", repo->uri, err) &&
            (key_file == NULL || restore_command_arg(a, "--sftp-private-key-file", key_file, err)) &&
@@ -91,7 +91,7 @@ static bool restore_command_azure_args(const pgd_options *opts, const storage *r
 {
     const char *endpoint;
 
-    if (!azure_storage_where(repo, &endpoint))
+    if (!azure_storage_where(crypt_storage_inner(repo), &endpoint))
         return err_set(err, "repository \"%s\" is not an open Azure repository", repo->uri);
     return restore_command_arg(a, "--repo", repo->uri, err) &&
            restore_command_arg(a, "--azure-endpoint", endpoint, err) &&
