@@ -31,6 +31,7 @@ static const struct {
     {"delete", cmd_delete, "retention (--retain-full, --retain-since, --backup) and --garbage"},
     {"verify", cmd_verify,
      "re-read backups and their WAL without restoring: restorable, and how far"},
+    {"drill", cmd_drill, "restore a backup into a scratch directory, start it and check its data"},
 };
 
 #define NCOMMANDS (sizeof(main_commands) / sizeof(main_commands[0]))

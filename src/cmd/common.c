@@ -18,7 +18,8 @@
  * there is a wrong --repo (or one not mounted), not an empty repository.
  * The others (backup, wal-push, check) create it.
  */
-#define COMMAND_REPO_READERS (CMD_LIST | CMD_RESTORE | CMD_VERIFY | CMD_DELETE | CMD_WAL_FETCH)
+#define COMMAND_REPO_READERS                                                                       \
+    (CMD_LIST | CMD_RESTORE | CMD_VERIFY | CMD_DELETE | CMD_WAL_FETCH | CMD_DRILL)
 
 /* In the data directory, which is restore_command's working directory (PostgreSQL >= 12). */
 #define COMMAND_STANDBY_SIGNAL_FILE "standby.signal"
@@ -51,7 +52,7 @@ static int command_kind_status(unsigned command, pgd_error_kind kind)
     case PGD_ERR_USAGE:
         return EXIT_USAGE;
     case PGD_ERR_DAMAGED:
-        if (command == CMD_VERIFY)
+        if (command == CMD_VERIFY || command == CMD_DRILL)
             return EXIT_DAMAGED;
         if (command == CMD_BACKUP)
             return EXIT_CHECKSUM_ERRORS;
