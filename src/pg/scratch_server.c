@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -111,6 +112,10 @@ static void scratch_server_child(const scratch_server *s, char *const argv[], in
     if (dup2(logfd, STDOUT_FILENO) < 0 || dup2(logfd, STDERR_FILENO) < 0)
         _exit(127);
     if (s->switch_user && (setgroups(0, NULL) != 0 || setgid(s->gid) != 0 || setuid(s->uid) != 0))
+        _exit(127);
+    /* a drill killed by SIGKILL takes its server with it (immediate shutdown); after setuid,
+       which clears it */
+    if (prctl(PR_SET_PDEATHSIG, SIGQUIT) != 0 || getppid() == 1)
         _exit(127);
     execv(argv[0], argv);
     _exit(127);

@@ -215,9 +215,10 @@ const opt_def opt_defs[OPT_COUNT] = {
                          "default: a new directory under $TMPDIR, else /tmp)"},
     [OPT_KEEP] = {"keep", NULL, "off", CMD_DRILL, false,
                   "keep the scratch directory (stopped) after the drill"},
-    [OPT_CHECK_SQL] = {"check-sql", "FILE", NULL, CMD_DRILL, false,
-                       "statements (one per line, or ending in ;) the restored cluster must hold: "
-                       "each must return true or at least one row"},
+    [OPT_CHECK_SQL] =
+        {"check-sql", "FILE", NULL, CMD_DRILL, false,
+         "statements the restored cluster must hold (each ends with ; at the end of a "
+         "line): each must return true or at least one row"},
     [OPT_DRILL_MEMORY] = {"drill-memory", "BYTES", "512MiB", CMD_DRILL, false,
                           "memory cgroup bound of the scratch server and the checks (their page "
                           "cache is charged to it and reclaimed from it)"},
