@@ -60,6 +60,7 @@
 #define DRILL_SOCKET_DIR_MAX 90 /* sun_path is 108 bytes: "/.s.PGSQL.NNNNN.lock" must fit */
 #define DRILL_DEFAULT_PORT   5432
 #define DRILL_PG_BIN_DEFAULT "/usr/lib/postgresql/%d/bin"
+#define DRILL_LOG_TAIL       8 /* lines of the scratch server's log shown when the drill failed */
 #define DRILL_SERVER_USER    "postgres" /* run as root: who runs the scratch server */
 
 static const command_help drill_help = {
@@ -386,6 +387,26 @@ static bool drill_config_file(const drill_run *r, pgd_error *err)
     return close(fd) == 0 || err_errno(err, errno, "could not write file \"%s\"", path);
 }
 
+/* Where postgres of the backup's major version is: checked before anything is restored. */
+static bool drill_find_server(drill_run *r, pgd_error *err)
+{
+    scratch_server *sv = &r->server;
+    char postgres[PATH_MAX];
+
+    if (r->s->pg_bin != NULL)
+        str_format(sv->bindir, sizeof(sv->bindir), "%s", r->s->pg_bin);
+    else
+        str_format(sv->bindir, sizeof(sv->bindir), DRILL_PG_BIN_DEFAULT,
+                   r->bi.pg_version_num / 10000);
+    if (!str_format(postgres, sizeof(postgres), "%s/postgres", sv->bindir) ||
+        access(postgres, X_OK) != 0)
+        return err_set(err,
+                       "no PostgreSQL server program \"%s\" for backup %s of PostgreSQL %d (give "
+                       "--pg-bin, the directory of postgres of that major version)",
+                       postgres, r->bi.id, r->bi.pg_version_num / 10000);
+    return true;
+}
+
 static bool drill_start_server(drill_run *r, pgd_error *err)
 {
     scratch_server *sv = &r->server;
@@ -393,11 +414,6 @@ static bool drill_start_server(drill_run *r, pgd_error *err)
     int avoid = pgport != NULL && atoi(pgport) > 0 ? atoi(pgport) : DRILL_DEFAULT_PORT;
     uint64_t sb = r->s->memory / 4;
 
-    if (r->s->pg_bin != NULL)
-        str_format(sv->bindir, sizeof(sv->bindir), "%s", r->s->pg_bin);
-    else
-        str_format(sv->bindir, sizeof(sv->bindir), DRILL_PG_BIN_DEFAULT,
-                   r->bi.pg_version_num / 10000);
     str_format(sv->datadir, sizeof(sv->datadir), "%s", r->data);
     str_format(sv->sockdir, sizeof(sv->sockdir), "%s", r->scratch);
     sv->shared_buffers = sb < DRILL_SHARED_BUFFERS ? sb : DRILL_SHARED_BUFFERS;
@@ -458,7 +474,8 @@ static bool drill_run_steps(drill_run *r, pgd_error *err)
     bool ok;
     double t;
 
-    if (!backup_info_resolve(r->repo, r->s->id, &r->bi, err) || !drill_prepare_scratch(r, err))
+    if (!backup_info_resolve(r->repo, r->s->id, &r->bi, err) || !drill_find_server(r, err) ||
+        !drill_prepare_scratch(r, err))
         return false;
     if (mem_cgroup_enter(&r->cg, r->s->memory, &cg_err)) {
         char lim[32];
@@ -556,6 +573,8 @@ int cmd_drill(int argc, char **argv)
             scratch_server_stop(&r.server, &ignored);
         }
         mem_cgroup_leave(&r.cg);
+        if (!ok && r.server.log[0] != '\0')
+            scratch_server_log_tail(&r.server, DRILL_LOG_TAIL);
         if (s.keep && r.scratch[0] != '\0')
             log_info("scratch directory \"%s\" kept (--keep)", r.scratch);
         else
@@ -571,7 +590,12 @@ int cmd_drill(int argc, char **argv)
                 err_mark(&err, PGD_ERR_DAMAGED);
             }
         } else {
-            err_prefix(&err, "drill of backup %s failed", r.bi.id[0] ? r.bi.id : s.id);
+            /* a server that could not recover is a verdict on the backup, not a failure to run */
+            err_prefix(&err,
+                       err_is(&err, PGD_ERR_DAMAGED) ? "drill of backup %s: the backup does not "
+                                                       "restore"
+                                                     : "drill of backup %s failed",
+                       r.bi.id[0] ? r.bi.id : s.id);
         }
         rc = ok && r.problems.n == 0 ? EXIT_OK : command_fail(CMD_DRILL, &err);
     }

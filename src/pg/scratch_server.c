@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "pg/pq_api.h"
+#include "util/log.h"
 #include "util/progress.h"
 #include "util/text.h"
 #include "util/xmalloc.h"
@@ -185,6 +186,29 @@ bool scratch_server_start(scratch_server *s, pgd_error *err)
     return true;
 }
 
+void scratch_server_log_tail(const scratch_server *s, size_t lines)
+{
+    FILE *f = fopen(s->log, "r");
+    char(*ring)[SCRATCH_SERVER_LINE_MAX];
+    size_t n = 0;
+
+    if (f == NULL || lines == 0) {
+        if (f != NULL)
+            fclose(f);
+        return;
+    }
+    ring = xcalloc(lines, sizeof(*ring));
+    while (fgets(ring[n % lines], SCRATCH_SERVER_LINE_MAX, f) != NULL)
+        n++;
+    fclose(f);
+    for (size_t i = n > lines ? n - lines : 0; i < n; i++) {
+        char *line = ring[i % lines];
+        line[strcspn(line, "\n")] = '\0';
+        log_info("scratch server log: %s", line);
+    }
+    free(ring);
+}
+
 void scratch_server_last_fatal(const scratch_server *s, char *out, size_t outlen)
 {
     FILE *f = fopen(s->log, "r");
@@ -271,8 +295,8 @@ static bool scratch_server_died(scratch_server *s, pgd_error *err)
     char fatal[SCRATCH_SERVER_LINE_MAX];
 
     scratch_server_last_fatal(s, fatal, sizeof(fatal));
-    err_set(err, "the scratch server exited during recovery: %s (its log: \"%s\")",
-            fatal[0] ? fatal : "no FATAL line in its log", s->log);
+    err_set(err, "the scratch server exited during recovery: %s",
+            fatal[0] ? fatal : "no FATAL line in its log");
     /* a server that could not start at all (its program failed) is no verdict on the data */
     if (fatal[0] != '\0' && !(WIFEXITED(s->exit_status) && WEXITSTATUS(s->exit_status) >= 126))
         err_mark(err, PGD_ERR_DAMAGED);
