@@ -32,6 +32,7 @@ static const struct {
     {"verify", cmd_verify,
      "re-read backups and their WAL without restoring: restorable, and how far"},
     {"drill", cmd_drill, "restore a backup into a scratch directory, start it and check its data"},
+    {"metrics", cmd_metrics, "the repository's state in Prometheus' text format"},
 };
 
 #define NCOMMANDS (sizeof(main_commands) / sizeof(main_commands[0]))

@@ -748,6 +748,7 @@ int cmd_backup(int argc, char **argv)
     }
     if (json)
         rc = command_print_json(result, rc, &err);
+    command_write_metrics(&opts, repo, NULL);
     storage_free(repo);
     options_free(&opts);
     if (rc != EXIT_OK && backup_interrupted()) /* the caller learns how we ended */

@@ -19,7 +19,7 @@
  * The others (backup, wal-push, check) create it.
  */
 #define COMMAND_REPO_READERS                                                                       \
-    (CMD_LIST | CMD_RESTORE | CMD_VERIFY | CMD_DELETE | CMD_WAL_FETCH | CMD_DRILL)
+    (CMD_LIST | CMD_RESTORE | CMD_VERIFY | CMD_DELETE | CMD_WAL_FETCH | CMD_DRILL | CMD_METRICS)
 
 /* In the data directory, which is restore_command's working directory (PostgreSQL >= 12). */
 #define COMMAND_STANDBY_SIGNAL_FILE "standby.signal"
@@ -237,4 +237,17 @@ bool command_progress(const pgd_options *opts, bool *enabled, pgd_error *err)
         return false;
     *enabled = idx == 1 || (idx == 0 && isatty(STDERR_FILENO));
     return true;
+}
+
+void command_write_metrics(const pgd_options *opts, storage *repo, const metrics_extra *extra)
+{
+    const char *path = opt_applies(opts, OPT_METRICS_FILE) ? opt_str(opts, OPT_METRICS_FILE) : NULL;
+    pgd_error err = {0};
+    char *text = NULL;
+
+    if (path == NULL || repo == NULL)
+        return;
+    if (!metrics_collect(repo, extra, &text, &err) || !metrics_write_file(path, text, &err))
+        log_warn("could not write the metrics file \"%s\" (--metrics-file): %s", path, err.msg);
+    free(text);
 }

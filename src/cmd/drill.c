@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cmd/cmd.h"
@@ -45,6 +46,7 @@
 #include "pg/scratch_server.h"
 #include "repo/backup_info.h"
 #include "repo/backup_read.h"
+#include "repo/drill_record.h"
 #include "repo/manifest.h"
 #include "util/interrupt.h"
 #include "util/log.h"
@@ -504,6 +506,21 @@ static bool drill_run_steps(drill_run *r, pgd_error *err)
     return ok;
 }
 
+/* The verdict beside the backup, for metrics; a repository we may not write to costs only that. */
+static void drill_record_result(const drill_run *r)
+{
+    drill_record rec = {.time = time(NULL),
+                        .ok = r->problems.n == 0,
+                        .problems = r->problems.n,
+                        .restore_seconds = r->restore_s,
+                        .replay_seconds = r->replay_s,
+                        .time_to_consistency_seconds = r->consistent_s};
+    pgd_error err = {0};
+
+    if (!drill_record_write(r->repo, r->bi.id, &rec, &err))
+        log_warn("could not record the drill's verdict beside backup %s: %s", r->bi.id, err.msg);
+}
+
 static json_t *drill_json(const drill_run *r)
 {
     json_t *problems = json_array();
@@ -580,6 +597,9 @@ int cmd_drill(int argc, char **argv)
         else
             drill_remove_scratch(&r);
         interrupt_release();
+        if (ok)
+            drill_record_result(&r);
+        command_write_metrics(&opts, r.repo, NULL);
         if (ok) {
             if (!json)
                 drill_summary(&r);

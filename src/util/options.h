@@ -30,11 +30,12 @@ typedef enum {
     CMD_DELETE = 1 << 8,
     CMD_VERIFY = 1 << 9,
     CMD_DRILL = 1 << 10,
+    CMD_METRICS = 1 << 11,
 } command_bit;
 
 #define CMD_ALL                                                                                    \
     (CMD_BACKUP | CMD_RESTORE | CMD_LIST | CMD_WAL_PUSH | CMD_WAL_FETCH | CMD_CACHE | CMD_TUNE |   \
-     CMD_CHECK | CMD_DELETE | CMD_VERIFY | CMD_DRILL)
+     CMD_CHECK | CMD_DELETE | CMD_VERIFY | CMD_DRILL | CMD_METRICS)
 
 typedef enum {
     OPT_REPO,
@@ -119,6 +120,7 @@ typedef enum {
     OPT_CHECK_SQL,
     OPT_DRILL_MEMORY,
     OPT_PG_BIN,
+    OPT_METRICS_FILE,
     OPT_HELP,
     OPT_COUNT
 } opt_id;

@@ -225,6 +225,10 @@ const opt_def opt_defs[OPT_COUNT] = {
     [OPT_PG_BIN] = {"pg-bin", "DIR", NULL, CMD_DRILL, false,
                     "postgres and pg_ctl of the backup's major version (default: "
                     "/usr/lib/postgresql/MAJOR/bin, where Debian installs them)"},
+    [OPT_METRICS_FILE] = {"metrics-file", "PATH", NULL,
+                          CMD_BACKUP | CMD_WAL_PUSH | CMD_VERIFY | CMD_DRILL, false,
+                          "when done, write the repository's metrics there in Prometheus' text "
+                          "format, atomically (for node_exporter's textfile collector)"},
     [OPT_HELP] = {"help", NULL, "off", CMD_ALL, false, "show this help"},
 };
 

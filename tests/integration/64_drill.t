@@ -34,7 +34,8 @@ diag "backup $B, victim $VICTIM"
 pid_before=$(md5sum <"$T/data/postmaster.pid")
 ls -a "$T/data" | sort >"$T/prod.before"
 t0=$(date +%s.%N)
-out=$(pgd drill "$B" --repo "$REPO" "${PGBIN_ARGS[@]}" --json 2>"$T/drill1.err")
+mkdir "$T/prom" && chown postgres "$T/prom"
+out=$(pgd drill "$B" --repo "$REPO" "${PGBIN_ARGS[@]}" --json --metrics-file "$T/prom/d1.prom" 2>"$T/drill1.err")
 rc=$?
 t1=$(date +%s.%N)
 diag "drill under load: $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s"
@@ -66,6 +67,14 @@ like "$(cat "$T/drill1.err")" "scratch server .* started on port [0-9]+, socket 
 port=$(sed -n 's/.*started on port \([0-9]*\),.*/\1/p' "$T/drill1.err")
 isnt "$port" "$PGPORT" "on another port than production's (PGPORT, which the drill avoids)"
 
+# the verdict, for monitoring
+prom() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
+is "$(python3 "$FORGE_DIR/../tools/prom_check.py" "$T/prom/d1.prom" 2>&1; echo $?)" "0" \
+    "drill's metrics file is valid exposition format"
+is "$(prom "$T/prom/d1.prom" pgdirect_drill_last_ok)" "1" "metrics: the last drill held"
+cmp_ok "$(prom "$T/prom/d1.prom" pgdirect_drill_last_recovery_seconds)" ">" 0 \
+    "metrics: the drill's measured recovery time"
+
 # production untouched
 is "$(q "SELECT 1")" "1" "production still answers on its port"
 is "$(md5sum <"$T/data/postmaster.pid")" "$pid_before" "production's postmaster.pid is the same"
@@ -83,13 +92,15 @@ out=$(pgd drill "$B" --repo "$REPO" "${PGBIN_ARGS[@]}" --check-sql "$T/good.sql"
 is "$?" "0" "control: --check-sql whose statements hold exits 0"
 like "$out" "^drill of backup $B: ok: .* 2 checks of --check-sql; 0 problems" "the summary line says both ran"
 out=$(pgd drill "$B" --repo "$REPO" "${PGBIN_ARGS[@]}" --check-sql "$T/bad.sql" --keep \
-    --scratch-dir "$T/kept" 2>"$T/drill3.err")
+    --scratch-dir "$T/kept" --metrics-file "$T/prom/d3.prom" 2>"$T/drill3.err")
 is "$?" "3" "--check-sql returning false exits 3"
 like "$out" "problem: check \"SELECT count\(\*\) = 4999 FROM victim;\" \(.*bad.sql line 1\) does not hold: false" \
     "naming the statement that returned false"
 like "$out" "problem: check \"SELECT id FROM victim WHERE id < 0;\" .*line 2\) does not hold: no rows" \
     "and the one that returned no row"
-like "$(cat "$T/drill3.err")" "^pgdirect: error: drill of backup $B found 2 problems$" "one error line"
+like "$(grep -v '^pgdirect: info' "$T/drill3.err")" "^pgdirect: error: drill of backup $B found 2 problems$" "one error line"
+is "$(prom "$T/prom/d3.prom" pgdirect_drill_last_ok):$(prom "$T/prom/d3.prom" pgdirect_drill_last_problems)" \
+    "0:2" "metrics: the last drill did not hold, 2 problems"
 ok $([ -s "$T/kept/data/PG_VERSION" ] && [ ! -e "$T/kept/data/postmaster.pid" ] && echo 0 || echo 1) \
     "--keep keeps the scratch directory, its server stopped"
 expect_error "a scratch directory that is not empty" "scratch directory \"$T/kept\" is not empty" \
