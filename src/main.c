@@ -33,6 +33,7 @@ static const struct {
      "re-read backups and their WAL without restoring: restorable, and how far"},
     {"drill", cmd_drill, "restore a backup into a scratch directory, start it and check its data"},
     {"metrics", cmd_metrics, "the repository's state in Prometheus' text format"},
+    {"annotate", cmd_annotate, "add, change or remove a backup's KEY=VALUE annotations"},
 };
 
 #define NCOMMANDS (sizeof(main_commands) / sizeof(main_commands[0]))

@@ -45,5 +45,6 @@ int cmd_delete(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_drill(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
+int cmd_annotate(int argc, char **argv);
 
 #endif

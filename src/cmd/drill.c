@@ -476,8 +476,10 @@ static bool drill_run_steps(drill_run *r, pgd_error *err)
     bool ok;
     double t;
 
-    if (!backup_info_resolve(r->repo, r->s->id, &r->bi, err) || !drill_find_server(r, err) ||
-        !drill_prepare_scratch(r, err))
+    if (!backup_info_resolve(r->repo, r->s->id, &r->bi, err))
+        return false;
+    log_set_backup_id(r->bi.id);
+    if (!drill_find_server(r, err) || !drill_prepare_scratch(r, err))
         return false;
     if (mem_cgroup_enter(&r->cg, r->s->memory, &cg_err)) {
         char lim[32];

@@ -155,8 +155,10 @@ static bool cluster_check_database(const scratch_server *s, const char *db, clus
     PGresult *r;
     char msg[512];
 
-    if (conn == NULL)
-        return err_prefix(err, "amcheck of database \"%s\"", db), false;
+    if (conn == NULL) {
+        err_prefix(err, "amcheck of database \"%s\"", db);
+        return false;
+    }
     if (!cluster_check_load_amcheck(conn, a)) {
         a->skipped = true;
         PQfinish(conn);

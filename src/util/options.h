@@ -31,11 +31,12 @@ typedef enum {
     CMD_VERIFY = 1 << 9,
     CMD_DRILL = 1 << 10,
     CMD_METRICS = 1 << 11,
+    CMD_ANNOTATE = 1 << 12,
 } command_bit;
 
 #define CMD_ALL                                                                                    \
     (CMD_BACKUP | CMD_RESTORE | CMD_LIST | CMD_WAL_PUSH | CMD_WAL_FETCH | CMD_CACHE | CMD_TUNE |   \
-     CMD_CHECK | CMD_DELETE | CMD_VERIFY | CMD_DRILL | CMD_METRICS)
+     CMD_CHECK | CMD_DELETE | CMD_VERIFY | CMD_DRILL | CMD_METRICS | CMD_ANNOTATE)
 
 typedef enum {
     OPT_REPO,
@@ -121,6 +122,10 @@ typedef enum {
     OPT_DRILL_MEMORY,
     OPT_PG_BIN,
     OPT_METRICS_FILE,
+    OPT_LOG_FORMAT,
+    OPT_LOG_FILE,
+    OPT_ANNOTATION,
+    OPT_REMOVE,
     OPT_HELP,
     OPT_COUNT
 } opt_id;

@@ -229,6 +229,16 @@ const opt_def opt_defs[OPT_COUNT] = {
                           CMD_BACKUP | CMD_WAL_PUSH | CMD_VERIFY | CMD_DRILL, false,
                           "when done, write the repository's metrics there in Prometheus' text "
                           "format, atomically (for node_exporter's textfile collector)"},
+    [OPT_LOG_FORMAT] = {"log-format", "text|json", "text", CMD_ALL, false,
+                        "messages as \"pgdirect: LEVEL: text\" lines, or one JSON object a line "
+                        "(time, level, command, backup_id, message)"},
+    [OPT_LOG_FILE] = {"log-file", "PATH", NULL, CMD_ALL, false,
+                      "append every message to this file too, in --log-format"},
+    [OPT_ANNOTATION] = {"annotation", "KEY=VALUE", NULL, CMD_BACKUP, true,
+                        "a note kept with the backup in its sentinel, shown by list "
+                        "(repeatable; pgdirect annotate changes them later)"},
+    [OPT_REMOVE] = {"remove", "KEY", NULL, CMD_ANNOTATE, true,
+                    "remove this annotation (repeatable)"},
     [OPT_HELP] = {"help", NULL, "off", CMD_ALL, false, "show this help"},
 };
 
