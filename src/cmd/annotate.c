@@ -20,7 +20,7 @@
 #define ANNOTATE_LOCK_NAME "delete" /* the lease delete takes (cmd/delete.c) */
 
 static const command_help annotate_help = {
-    CMD_ANNOTATE, "usage: pgdirect annotate ID [KEY=VALUE...] [--remove KEY...] [OPTIONS]",
+    CMD_ANNOTATE, "usage: pgdirect annotate ID|LATEST [KEY=VALUE...] [--remove KEY...] [OPTIONS]",
     "Add or change (KEY=VALUE) or remove (--remove KEY) annotations of backup ID: notes kept in\n"
     "its sentinel, shown by list and list --json, as backup --annotation gives them. The\n"
     "sentinel is rewritten atomically, under the repository's delete lease."};
@@ -73,7 +73,10 @@ static bool cmd_annotate_run(const pgd_options *opts, storage *repo, pgd_error *
 
     if ((lock = repo_lock_acquire(repo, ANNOTATE_LOCK_NAME, REPO_LOCK_LEASE_S, err)) == NULL)
         return false;
-    ok = backup_info_load(repo, id, &bi, &missing, err);
+    if (strcmp(id, "LATEST") == 0)
+        ok = backup_info_resolve(repo, id, &bi, err);
+    else
+        ok = backup_info_load(repo, id, &bi, &missing, err);
     if (!ok && missing) {
         err_clear(err);
         ok = err_set(err, "backup %s is not in repository \"%s\" (see pgdirect list)", id,
@@ -108,8 +111,8 @@ int cmd_annotate(int argc, char **argv)
         return rc;
     if (opts.nargs == 0)
         err_set(&err, "annotate needs a backup id (see --help)");
-    else if (!layout_is_backup_id(opts.args[0]))
-        err_set(&err, "invalid backup id \"%s\": expected an id like 20261129T215959F",
+    else if (strcmp(opts.args[0], "LATEST") != 0 && !layout_is_backup_id(opts.args[0]))
+        err_set(&err, "invalid backup id \"%s\": expected LATEST or an id like 20261129T215959F",
                 opts.args[0]);
     else if (opts.nargs == 1 && opts.v[OPT_REMOVE].nvalues == 0)
         err_set(&err, "annotate needs KEY=VALUE or --remove KEY (see --help)");
