@@ -209,24 +209,56 @@ void scratch_server_log_tail(const scratch_server *s, size_t lines)
     free(ring);
 }
 
-void scratch_server_last_fatal(const scratch_server *s, char *out, size_t outlen)
+/*
+ * The server's own refusals of the drill's connection attempts while it starts ("the database
+ * system is starting up", "... is not yet accepting connections"): not why it ended.
+ */
+static bool scratch_server_refusal(const char *fatal)
+{
+    return strstr(fatal, "the database system is ") != NULL;
+}
+
+/*
+ * Lines the startup process writes when it begins (PostgreSQL 14 to 18): a server whose log has
+ * one got as far as recovery, and a FATAL after it is recovery's verdict on the data.
+ */
+static bool scratch_server_recovery_line(const char *line)
+{
+    return strstr(line, "database system was interrupted") != NULL ||
+           strstr(line, "starting archive recovery") != NULL ||
+           strstr(line, "starting point-in-time recovery") != NULL ||
+           strstr(line, "starting backup recovery") != NULL;
+}
+
+/* The last FATAL or PANIC (not a refusal), and whether recovery had begun. */
+static void scratch_server_scan_log(const scratch_server *s, char *out, size_t outlen,
+                                    bool *recovery)
 {
     FILE *f = fopen(s->log, "r");
     char line[SCRATCH_SERVER_LINE_MAX];
 
     out[0] = '\0';
+    *recovery = false;
     if (f == NULL)
         return;
     while (fgets(line, sizeof(line), f) != NULL) {
         char *at = strstr(line, "FATAL:  ");
         if (at == NULL)
             at = strstr(line, "PANIC:  ");
-        if (at != NULL) {
+        *recovery = *recovery || scratch_server_recovery_line(line);
+        if (at != NULL && !scratch_server_refusal(at)) {
             at[strcspn(at, "\n")] = '\0';
             str_format(out, outlen, "%s", at);
         }
     }
     fclose(f);
+}
+
+void scratch_server_last_fatal(const scratch_server *s, char *out, size_t outlen)
+{
+    bool recovery;
+
+    scratch_server_scan_log(s, out, outlen, &recovery);
 }
 
 /* Whether the postmaster has exited (reaped: s->pid becomes 0). */
@@ -293,12 +325,14 @@ static bool scratch_server_query_bool(PGconn *conn, const char *sql, bool *out)
 static bool scratch_server_died(scratch_server *s, pgd_error *err)
 {
     char fatal[SCRATCH_SERVER_LINE_MAX];
+    bool recovery;
 
-    scratch_server_last_fatal(s, fatal, sizeof(fatal));
-    err_set(err, "the scratch server exited during recovery: %s",
+    scratch_server_scan_log(s, fatal, sizeof(fatal), &recovery);
+    err_set(err, "the scratch server exited %s: %s", recovery ? "during recovery" : "as it started",
             fatal[0] ? fatal : "no FATAL line in its log");
-    /* a server that could not start at all (its program failed) is no verdict on the data */
-    if (fatal[0] != '\0' && !(WIFEXITED(s->exit_status) && WEXITSTATUS(s->exit_status) >= 126))
+    /* a server that could not start (its program, a permission, shared memory, a setting) is no
+       verdict on the data; one whose recovery ended in FATAL is */
+    if (recovery && fatal[0] != '\0')
         err_mark(err, PGD_ERR_DAMAGED);
     return false;
 }

@@ -8,7 +8,9 @@
 # - a page of a table damaged in the repository, the backup's own CRC-32Cs recomputed so that
 #   restore passes it (damage only PostgreSQL can see): exit 3, naming the relation;
 # - a --check-sql statement that returns false (or no row): exit 3 naming it; one that holds: 0;
-# - a scratch directory that is not empty is refused before anything runs (exit 1).
+# - a scratch directory that is not empty is refused before anything runs (exit 1), and so is a
+#   --pg-bin without postgres; a backup whose WAL is gone does not restore (exit 3, with the
+#   server's FATAL line).
 . "$(dirname "$0")/lib.sh"
 setup_tmp
 pg_init "$T/data"
@@ -106,6 +108,18 @@ ok $([ -s "$T/kept/data/PG_VERSION" ] && [ ! -e "$T/kept/data/postmaster.pid" ] 
 expect_error "a scratch directory that is not empty" "scratch directory \"$T/kept\" is not empty" \
     pgd drill "$B" --repo "$REPO" "${PGBIN_ARGS[@]}" --scratch-dir "$T/kept"
 rm -rf "$T/kept"
+expect_error "a drill without a server program" "no PostgreSQL server program \"$T/postgres\" for backup $B" \
+    pgd drill "$B" --repo "$REPO" --pg-bin "$T"
+is "$(pgd drill "$B" --repo "$REPO" --pg-bin "$T" >/dev/null 2>&1; echo $?)" "1" "exit 1: the drill could not run"
+
+# ---- the backup's WAL gone: it does not restore ----
+mkdir "$T/wal.away" && mv "$REPO/wal/00000001"/* "$T/wal.away/"
+out=$(pgd drill "$B" --repo "$REPO" "${PGBIN_ARGS[@]}" 2>"$T/drill5.err")
+is "$?" "3" "a drill of a backup whose WAL is gone exits 3"
+like "$(grep '^pgdirect: error' "$T/drill5.err")" \
+    "^pgdirect: error: drill of backup $B: the backup does not restore: the scratch server exited during recovery: FATAL: " \
+    "saying the backup does not restore, with the server's FATAL line"
+mv "$T/wal.away"/* "$REPO/wal/00000001/"
 
 # ---- a page damaged in the repository, its CRC-32Cs made right ----
 pg_stop "$T/data"

@@ -17,13 +17,14 @@ pg_init "$T/data"
 pg_start "$T/data"
 q "CREATE TABLE hot WITH (autovacuum_enabled = off) AS SELECT g AS id, repeat('h', 200) AS pad FROM generate_series(1, 50000) g"
 q "CREATE TABLE big WITH (autovacuum_enabled = off) AS SELECT g AS id, repeat('b', 200) AS pad FROM generate_series(1, 250000) g"
-q "VACUUM (FREEZE) hot; VACUUM (FREEZE) big; CHECKPOINT" >/dev/null
+q "VACUUM (FREEZE) hot"
+q "VACUUM (FREEZE) big"
+q "CHECKPOINT"
 archive_all "$PGPORT"
 hot="$T/data/$(q "SELECT pg_relation_filepath('hot')")"
 BIG=$(q "SELECT pg_relation_filepath('big')")
 pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast >/dev/null 2>"$T/backup.err" ||
     bail "backup failed: $(tail -1 "$T/backup.err")"
-archive_all "$PGPORT"
 diag "big: $BIG ($(stat -c %s "$T/data/$BIG") bytes), hot: $(stat -c %s "$hot") bytes"
 
 warm() { sync; "$PC" load "$hot"; }
