@@ -30,6 +30,9 @@ pgbench_wait_writing "$PGPORT"
 pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --compression none \
     --partition-size 1MiB >/dev/null 2>"$T/backup.err" || bail "backup failed: $(tail -1 "$T/backup.err")"
 B=$(backup_id "$T/backup.err")
+# a restore point, then a table it does not have
+q "SELECT pg_create_restore_point('drill_rp')" >/dev/null
+q "CREATE TABLE after_rp AS SELECT 1 AS x" >/dev/null
 archive_all "$PGPORT"
 diag "backup $B, victim $VICTIM"
 
@@ -87,12 +90,15 @@ kill "$LOAD" 2>/dev/null
 wait "$LOAD" 2>/dev/null
 
 # ---- --check-sql ----
-printf -- '-- the data the DBA expects\nSELECT count(*) = 5000 FROM victim;\nSELECT 1\n  FROM pgbench_branches;\n' >"$T/good.sql"
+printf -- '-- the data the DBA expects\nSELECT count(*) = 5000 FROM victim;\nSELECT 1\n  FROM pgbench_branches;\nSELECT to_regclass('"'after_rp'"') IS NOT NULL;\n' >"$T/good.sql"
+printf "SELECT to_regclass('after_rp') IS NULL;\n" >"$T/target.sql"
 printf 'SELECT count(*) = 4999 FROM victim;\nSELECT id FROM victim WHERE id < 0;\n' >"$T/bad.sql"
 chown postgres "$T"/*.sql
 out=$(pgd drill "$B" --repo "$REPO" "${PGBIN_ARGS[@]}" --check-sql "$T/good.sql" 2>"$T/drill2.err")
 is "$?" "0" "control: --check-sql whose statements hold exits 0"
-like "$out" "^drill of backup $B: ok: .* 2 checks of --check-sql; 0 problems" "the summary line says both ran"
+like "$out" "^drill of backup $B: ok: .* 3 checks of --check-sql; 0 problems" "the summary line says all ran"
+out=$(pgd drill "$B" --repo "$REPO" "${PGBIN_ARGS[@]}" --target-name drill_rp --check-sql "$T/target.sql" 2>"$T/drill_t.err")
+is "$?" "0" "a drill to --target-name stops there: the table made after the restore point is not there"
 out=$(pgd drill "$B" --repo "$REPO" "${PGBIN_ARGS[@]}" --check-sql "$T/bad.sql" --keep \
     --scratch-dir "$T/kept" --metrics-file "$T/prom/d3.prom" 2>"$T/drill3.err")
 is "$?" "3" "--check-sql returning false exits 3"
