@@ -16,6 +16,7 @@
  *             drill restores exactly as a restore does (backup choice, WAL, recovery settings)
  *   server    pg/scratch_server.h, in a bounded memory cgroup (io/mem_cgroup.h, --drill-memory)
  *             with the checks, so that its page cache is charged to it and reclaimed from it
+ *             (the restore before it drops what it writes from the page cache itself)
  *   checks    pg/cluster_check.h (identity, amcheck, --check-sql) on the running server,
  *             pg/checksum_scan.h on the stopped one
  */
@@ -481,6 +482,13 @@ static bool drill_run_steps(drill_run *r, pgd_error *err)
     log_set_backup_id(r->bi.id);
     if (!drill_find_server(r, err) || !drill_prepare_scratch(r, err))
         return false;
+    log_info("drill of backup %s in \"%s\"", r->bi.id, r->scratch);
+    if (!drill_restore(r, err))
+        return false;
+    /*
+     * The restore dropped what it wrote from the page cache (restore/durable.h) and stays out of
+     * the cgroup: its buffers grow with the vCPUs. What reads the cluster back goes in.
+     */
     if (mem_cgroup_enter(&r->cg, r->s->memory, &cg_err)) {
         char lim[32];
         units_format_bytes(r->s->memory, lim, sizeof(lim));
@@ -489,8 +497,7 @@ static bool drill_run_steps(drill_run *r, pgd_error *err)
     } else {
         log_info("no memory cgroup for the drill (%s): going on without a bound", cg_err.msg);
     }
-    log_info("drill of backup %s in \"%s\"", r->bi.id, r->scratch);
-    ok = drill_restore(r, err) && drill_start_server(r, err);
+    ok = drill_start_server(r, err);
     t = clock_seconds();
     ok = ok && drill_check_running(r, err);
     if (r->server.pid != 0) {
