@@ -119,7 +119,7 @@ typedef struct drill_run {
     checksum_scan_result sums;
     size_t checks_run;
     uint64_t wal_replayed;
-    double t0, restore_s, consistent_s, replay_s, checks_s;
+    double restore_s, consistent_s, replay_s, checks_s;
     bool checksums_scanned;
 } drill_run;
 
@@ -585,7 +585,6 @@ int cmd_drill(int argc, char **argv)
         err_clear(&err);
     r.s = &s;
     r.opts = &opts;
-    r.t0 = clock_seconds();
     if (!drill_read_settings(&opts, &s, &err)) {
         err_mark(&err, PGD_ERR_USAGE);
         rc = command_fail(CMD_DRILL, &err);

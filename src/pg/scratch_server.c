@@ -254,13 +254,6 @@ static void scratch_server_scan_log(const scratch_server *s, char *out, size_t o
     fclose(f);
 }
 
-void scratch_server_last_fatal(const scratch_server *s, char *out, size_t outlen)
-{
-    bool recovery;
-
-    scratch_server_scan_log(s, out, outlen, &recovery);
-}
-
 /* Whether the postmaster has exited (reaped: s->pid becomes 0). */
 static bool scratch_server_exited(scratch_server *s)
 {

@@ -66,7 +66,4 @@ bool scratch_server_stop(scratch_server *s, pgd_error *err);
 /* The last `lines` lines of the server's log, as info messages (a drill that failed). */
 void scratch_server_log_tail(const scratch_server *s, size_t lines);
 
-/* The last FATAL or PANIC line of the server's log into out ("" when none). */
-void scratch_server_last_fatal(const scratch_server *s, char *out, size_t outlen);
-
 #endif
