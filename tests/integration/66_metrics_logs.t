@@ -10,8 +10,11 @@
 #   --log-format is a usage error;
 # - backup --annotation KEY=VALUE (repeatable) is shown by list and list --json; pgdirect
 #   annotate ID KEY=VALUE --remove KEY rewrites the sentinel (atomically: nothing left beside
-#   it; the backup still verifies); a bad key and an unknown backup are refused.
+#   it; the backup still verifies); a bad key and an unknown backup are refused;
+# - a drill works from an S3 repository (moto) as from a local one: exit 0, and the scratch
+#   server's wal-fetch found the WAL there (WAL replayed > 0).
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib_s3.sh"
 setup_tmp
 PROM_CHECK="$FORGE_DIR/../tools/prom_check.py"
 pg_init "$T/data"
@@ -127,4 +130,22 @@ expect_error "annotate with a bad key" 'invalid annotation "bad key=1"' pgd anno
 is "$(pgd annotate "$B3" 'bad key=1' --repo "$REPO" >/dev/null 2>&1; echo $?)" "2" "a usage error (2)"
 expect_error "annotate of a backup that is not there" "backup 20200101T000000F is not in repository" \
     pgd annotate 20200101T000000F a=b --repo "$REPO"
+# ---- a drill from an S3 repository ----
+s3_start
+pg_stop "$T/data"
+pg_start "$T/data" # the archiver needs the AWS_* credentials in its environment (as_pg)
+LOCAL_REPO=$REPO
+REPO="s3://$S3_BUCKET/drill"
+reload_and_wait archive_command "$PGD wal-push --repo $REPO %p"
+pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast >/dev/null 2>"$T/s3backup.err" ||
+    bail "backup to S3 failed: $(tail -1 "$T/s3backup.err")"
+q "CREATE TABLE s3_wal AS SELECT 1 AS x" >/dev/null
+archive_all "$PGPORT"
+out=$(pgd drill --repo "$REPO" --pg-bin "$PG_BIN" --json 2>"$T/s3drill.err")
+is "$?" "0" "a drill from an S3 repository exits 0"
+[ -n "$out" ] || sed 's/^/# /' "$T/s3drill.err" | tail -5
+cmp_ok "$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["wal_replayed_bytes"])' "$out" 2>/dev/null || echo 0)" \
+    ">" 0 "its server fetched WAL from the bucket"
+s3_stop
+REPO=$LOCAL_REPO
 done_testing
