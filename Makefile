@@ -67,7 +67,7 @@ unit-asan: asan
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 meson test -C $(ASAN_BUILD) --print-errorlogs
 
 unit-valgrind: all
-	meson test -C $(BUILD) --print-errorlogs --suite pgdirect \
+	meson test -C $(BUILD) --print-errorlogs --suite pgdirect --no-suite tools \
 	  --wrapper 'valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect --quiet'
 
 # The integration tests run several at a time (scripts/run_tests.py: TEST_JOBS

@@ -105,7 +105,7 @@ _pgdirect() {
         return
     fi
     case $cmd in
-    restore | verify)
+    restore | verify | drill | annotate)
         COMPREPLY=($(compgen -W "LATEST $(_pgdirect_backup_ids "$bin")" -- "$cur"))
         ;;
     wal-push)

@@ -33,6 +33,9 @@ static const struct {
      "re-read backups and their WAL without restoring: restorable, and how far"},
     {"key", cmd_key, "key rotate: a new master key for an encrypted repository"},
     {"cat", cmd_cat, "an object of the repository, decrypted, on standard output"},
+    {"drill", cmd_drill, "restore a backup into a scratch directory, start it and check its data"},
+    {"metrics", cmd_metrics, "the repository's state in Prometheus' text format"},
+    {"annotate", cmd_annotate, "add, change or remove a backup's KEY=VALUE annotations"},
 };
 
 #define NCOMMANDS (sizeof(main_commands) / sizeof(main_commands[0]))
@@ -102,7 +105,9 @@ static void main_print_man(void)
            "(each problem is named; a corrupt sentinel too); %d from verify means it could not "
            "run (repository unreachable or unreadable, interrupted). \\fBbackup "
            "\\-\\-checksum\\-errors fail\\fR: the backup completed, but pages failed their data "
-           "checksum; it is marked and \\fBrestore LATEST\\fR passes over it.\n"
+           "checksum; it is marked and \\fBrestore LATEST\\fR passes over it. \\fBdrill\\fR: the "
+           "restored cluster's data is wrong (each problem named), or it does not recover; %d "
+           "from drill means the drill could not run.\n"
            ".PP\n\\fBwal\\-fetch\\fR runs as restore_command and answers PostgreSQL: "
            "%d when the file was restored, %d when it is not in the repository (recovery ends "
            "there), %d on any other failure, which stops recovery instead of ending it early.\n"
@@ -117,7 +122,7 @@ static void main_print_man(void)
            ".fi\n"
            ".SH SEE ALSO\n\\fBpostgres\\fR(1), \\fBpg_verifybackup\\fR(1), "
            "\\fBsystemd.timer\\fR(5)\n",
-           EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_DAMAGED, EXIT_ERROR, EXIT_OK,
+           EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_DAMAGED, EXIT_ERROR, EXIT_ERROR, EXIT_OK,
            EXIT_WAL_NOT_ARCHIVED, EXIT_WAL_FATAL);
 }
 

@@ -68,6 +68,7 @@ static bool record_build_info(backup_info *bi, const record_facts *f, const char
                  f->delta_method != NULL ? f->delta_method : "");
     }
     snprintf(bi->label, sizeof(bi->label), "%s", f->label);
+    snprintf(bi->annotations, sizeof(bi->annotations), "%s", f->annotations ? f->annotations : "");
     bi->start_time = f->start_time;
     bi->stop_time = f->stop_time;
     bi->start_lsn = f->start_lsn;

@@ -54,6 +54,7 @@ typedef struct record_facts {
     const backup_info *parent;
     const manifest *parent_manifest;
     const char *delta_method; /* a delta: backup/delta_summary.h's DELTA_METHOD_* */
+    const char *annotations;  /* --annotation: repo/annotation.h's text, "" or NULL for none */
 } record_facts;
 
 void record_init(backup_record *r);

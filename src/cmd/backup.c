@@ -453,6 +453,7 @@ static bool backup_begin(backup_run *r, pgd_error *err)
               backup_id_claim_kind(r->repo, (time_t)r->start_time, r->parent.found ? &parent : NULL,
                                    r->pg.system_identifier, r->id, err)))
         return false;
+    log_set_backup_id(r->id);
     if (!s->concurrent && !backup_refuse_twin(r, r->id, err))
         return false;
     /* a delete that listed the repository before our claim existed may have taken it */
@@ -580,6 +581,7 @@ static bool backup_finish(backup_run *r, pgd_error *err)
     const backup_info *bi = &r->rec.info;
     record_facts facts = {.id = r->id,
                           .label = s->label,
+                          .annotations = s->annotations,
                           .tool_version = PGDIRECT_VERSION,
                           .compression = s->compression,
                           .mode = s->mode,
@@ -748,6 +750,7 @@ int cmd_backup(int argc, char **argv)
     }
     if (json)
         rc = command_print_json(result, rc, &err);
+    command_write_metrics(&opts, repo, NULL);
     storage_free(repo);
     options_free(&opts);
     if (rc != EXIT_OK && backup_interrupted()) /* the caller learns how we ended */

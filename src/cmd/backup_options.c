@@ -117,6 +117,15 @@ bool backup_read_settings(const pgd_options *opts, backup_settings *s, pgd_error
     s->delta_from = opt_str(opts, OPT_DELTA_FROM);
     s->conninfo = opt_str(opts, OPT_DBNAME);
     s->label = opt_str(opts, OPT_LABEL);
+    s->annotations[0] = '\0';
+    for (size_t i = 0; i < opts->v[OPT_ANNOTATION].nvalues; i++) {
+        char key[ANNOTATION_KEY_MAX + 1];
+        const char *value;
+        bool changed;
+        if (!annotation_parse(opts->v[OPT_ANNOTATION].values[i], key, &value, err) ||
+            !annotation_set(s->annotations, key, value, &changed, err))
+            return false;
+    }
     s->pgdata = opt_str(opts, OPT_PGDATA) != NULL ? opt_str(opts, OPT_PGDATA) : getenv("PGDATA");
     return true;
 }

@@ -12,6 +12,7 @@
 
 #include "compress/compress.h"
 #include "io/dio_reader.h"
+#include "repo/annotation.h"
 #include "util/error.h"
 #include "util/options.h"
 
@@ -20,9 +21,10 @@ typedef struct backup_settings {
     char pgdata_real[PATH_MAX];
     const char *conninfo;
     const char *label;
-    unsigned block_count; /* IO_PLAN_AUTO or fixed */
-    unsigned concurrency; /* IO_PLAN_AUTO or fixed */
-    int engine;           /* -1: auto */
+    char annotations[ANNOTATIONS_TEXT_MAX]; /* --annotation, repo/annotation.h's text */
+    unsigned block_count;                   /* IO_PLAN_AUTO or fixed */
+    unsigned concurrency;                   /* IO_PLAN_AUTO or fixed */
+    int engine;                             /* -1: auto */
     uint64_t partition_size;
     uint64_t max_rate, max_memory;
     bool cpu_idle;      /* --cpu-class idle: the reading threads under SCHED_IDLE */

@@ -18,7 +18,8 @@
  */
 #define EXIT_CHECKSUM_ERRORS 3
 
-/* verify: a backup is damaged (1 stays "verify could not run": try again later) */
+/* verify: a backup is damaged (1 stays "verify could not run": try again later); drill: the
+   restored cluster's data is wrong (1: the drill could not run) */
 #define EXIT_DAMAGED 3
 
 /*
@@ -44,5 +45,8 @@ int cmd_delete(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_key(int argc, char **argv);
 int cmd_cat(int argc, char **argv);
+int cmd_drill(int argc, char **argv);
+int cmd_metrics(int argc, char **argv);
+int cmd_annotate(int argc, char **argv);
 
 #endif

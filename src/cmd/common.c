@@ -4,9 +4,11 @@
  */
 #include "cmd/common.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "cmd/cmd.h"
@@ -24,7 +26,8 @@
 /* the commands that write to a repository: the first one with a key makes an empty one encrypted */
 #define COMMAND_REPO_WRITERS (CMD_BACKUP | CMD_WAL_PUSH | CMD_CHECK)
 #define COMMAND_REPO_READERS                                                                       \
-    (CMD_LIST | CMD_RESTORE | CMD_VERIFY | CMD_DELETE | CMD_WAL_FETCH | CMD_KEY | CMD_CAT)
+    (CMD_LIST | CMD_RESTORE | CMD_VERIFY | CMD_DELETE | CMD_WAL_FETCH | CMD_KEY | CMD_CAT |        \
+     CMD_DRILL | CMD_METRICS | CMD_ANNOTATE)
 
 /* In the data directory, which is restore_command's working directory (PostgreSQL >= 12). */
 #define COMMAND_STANDBY_SIGNAL_FILE "standby.signal"
@@ -57,7 +60,7 @@ static int command_kind_status(unsigned command, pgd_error_kind kind)
     case PGD_ERR_USAGE:
         return EXIT_USAGE;
     case PGD_ERR_DAMAGED:
-        if (command == CMD_VERIFY)
+        if (command == CMD_VERIFY || command == CMD_DRILL)
             return EXIT_DAMAGED;
         if (command == CMD_BACKUP)
             return EXIT_CHECKSUM_ERRORS;
@@ -69,6 +72,43 @@ static int command_kind_status(unsigned command, pgd_error_kind kind)
         break;
     }
     return EXIT_ERROR;
+}
+
+/* A command's name, for JSON log lines. */
+static const char *command_name(unsigned command)
+{
+    static const char *const names[] = {"backup",    "restore", "list",  "wal-push",
+                                        "wal-fetch", "cache",   "tune",  "check",
+                                        "delete",    "verify",  "drill", "metrics"};
+
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (command == 1u << i)
+            return names[i];
+    return "";
+}
+
+/* --log-format and --log-file, before anything is logged: false (printed) when they are wrong. */
+static bool command_log_setup(const pgd_options *opts, unsigned command, int *exit_code)
+{
+    const char *format = opt_str(opts, OPT_LOG_FORMAT), *path = opt_str(opts, OPT_LOG_FILE);
+    FILE *f;
+
+    if (strcmp(format, "text") != 0 && strcmp(format, "json") != 0) {
+        log_error("invalid value \"%s\" for option \"--log-format\"%s: expected text or json",
+                  format, opt_source_note(opts, OPT_LOG_FORMAT));
+        return false;
+    }
+    log_set_json(strcmp(format, "json") == 0, command_name(command));
+    if (path == NULL)
+        return true;
+    if ((f = fopen(path, "ae")) == NULL) {
+        log_error("could not open log file \"%s\" (--log-file%s): %s", path,
+                  opt_source_note(opts, OPT_LOG_FILE), strerror(errno));
+        *exit_code = command_kind_status(command, PGD_ERR_FAILED);
+        return false;
+    }
+    log_set_file(f);
+    return true;
 }
 
 bool command_start(pgd_options *opts, const command_help *help, size_t max_args, int argc,
@@ -91,7 +131,7 @@ bool command_start(pgd_options *opts, const command_help *help, size_t max_args,
         log_error("unexpected argument \"%s\" (see --help)", opts->args[max_args]);
     } else if (!command_repo_valid(opts, &err)) {
         log_error("%s", err.msg);
-    } else {
+    } else if (command_log_setup(opts, help->command, exit_code)) {
         log_set_level(level);
         return true;
     }
@@ -269,4 +309,17 @@ bool command_progress(const pgd_options *opts, bool *enabled, pgd_error *err)
         return false;
     *enabled = idx == 1 || (idx == 0 && isatty(STDERR_FILENO));
     return true;
+}
+
+void command_write_metrics(const pgd_options *opts, storage *repo, const metrics_extra *extra)
+{
+    const char *path = opt_applies(opts, OPT_METRICS_FILE) ? opt_str(opts, OPT_METRICS_FILE) : NULL;
+    pgd_error err = {0};
+    char *text = NULL;
+
+    if (path == NULL || repo == NULL)
+        return;
+    if (!metrics_collect(repo, extra, &text, &err) || !metrics_write_file(path, text, &err))
+        log_warn("could not write the metrics file \"%s\" (--metrics-file): %s", path, err.msg);
+    free(text);
 }

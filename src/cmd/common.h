@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "compress/compress.h"
+#include "repo/metrics.h"
 #include "storage/storage.h"
 #include "util/options.h"
 
@@ -74,6 +75,13 @@ bool command_compression(const pgd_options *opts, compress_kind *kind, int *leve
  */
 struct json_t;
 int command_print_json(struct json_t *o, int rc, const pgd_error *err);
+
+/*
+ * --metrics-file: the repository's metrics (repo/metrics.h) written there when the command is
+ * done, whatever its outcome; a failure to write them is a warning, never the command's failure
+ * (wal-push must not stop archiving for it). Nothing when the option is not set.
+ */
+void command_write_metrics(const pgd_options *opts, storage *repo, const metrics_extra *extra);
 
 /* --progress auto|on|off against whether stderr is a terminal. */
 bool command_progress(const pgd_options *opts, bool *enabled, pgd_error *err);

@@ -125,6 +125,24 @@ static void list_format_duration(int64_t secs, char *out, size_t outlen)
         units_format_duration((double)secs, out, outlen);
 }
 
+/* A backup's annotations on a line of their own under it: "  annotations: KEY=VALUE, ...". */
+static void list_print_annotations(const backup_info *b)
+{
+    json_t *o = b->annotations[0] ? json_loads(b->annotations, 0, NULL) : NULL;
+    const char *key;
+    json_t *v;
+    bool first = true;
+
+    json_object_foreach(o, key, v)
+    {
+        printf("%s%s=%s", first ? "  annotations: " : ", ", key, json_string_value(v));
+        first = false;
+    }
+    if (!first)
+        printf("\n");
+    json_decref(o);
+}
+
 /*
  * STATUS comes last, so scripts that read the columns before it by position keep working.
  * A delta shows its PARENT and its DEPTH in the chain (0: a full); READ is what the backup
@@ -173,6 +191,7 @@ static void list_print_table(const backup_info *b, const list_extra *x, size_t n
                b[i].compressed_size ? (double)b[i].size / (double)b[i].compressed_size : 0.0,
                lsn_format(b[i].start_lsn, start_lsn), lsn_format(b[i].stop_lsn, stop_lsn),
                b[i].start_wal, verified, bad, status);
+        list_print_annotations(&b[i]);
     }
     for (size_t i = 0; i < c->ndirs; i++) {
         const repo_dir *d = &c->dirs[i];

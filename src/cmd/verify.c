@@ -434,6 +434,7 @@ int cmd_verify(int argc, char **argv)
     } else {
         rc = verify_run(&s, repo, &err);
     }
+    command_write_metrics(&opts, repo, NULL);
     storage_free(repo);
     options_free(&opts);
     return rc;

@@ -14,10 +14,12 @@
  * what PostgreSQL is told is decided by the same checks, or by these
  * direct commands, which they fall back to.
  */
+#include <dirent.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cmd/cmd.h"
@@ -62,6 +64,29 @@ static const command_help fetch_help = {
     "above; they are served from there after their size and CRC are checked again. Whether\n"
     "a file is archived (exit 1) is only ever decided by a look at the repository."};
 
+/*
+ * WAL files PostgreSQL marked ready and not yet archived: the .ready files of archive_status
+ * beside the file pushed (%p is pg_wal/NAME); -1 when that directory cannot be read.
+ */
+static int64_t wal_backlog_count(const char *path)
+{
+    char dir[PATH_MAX], copy[PATH_MAX];
+    struct dirent *de;
+    int64_t n = 0;
+    DIR *d;
+
+    snprintf(copy, sizeof(copy), "%s", path);
+    if ((size_t)snprintf(dir, sizeof(dir), "%s/archive_status", dirname(copy)) >= sizeof(dir) ||
+        (d = opendir(dir)) == NULL)
+        return -1;
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        n += len > 6 && strcmp(de->d_name + len - 6, ".ready") == 0;
+    }
+    closedir(d);
+    return n;
+}
+
 /* Push the file at `path` now (archive_command without --archive-async). */
 static int wal_push_direct(const pgd_options *opts, const char *path)
 {
@@ -91,6 +116,12 @@ static int wal_push_direct(const pgd_options *opts, const char *path)
         name = basename(copy);
         if (wal_archive_sweep_due(name) && !wal_archive_remove_stale_temp(repo, name, &sweep))
             log_warn("%s", sweep.msg);
+        /* this file's own .ready is renamed to .done only after we return: not counted */
+        metrics_extra extra = {.wal_archived_at = time(NULL),
+                               .archive_backlog = wal_backlog_count(path)};
+        if (extra.archive_backlog > 0)
+            extra.archive_backlog--;
+        command_write_metrics(opts, repo, &extra);
     }
     storage_free(repo);
     return rc;

@@ -27,6 +27,7 @@
     X(PQexecParams)                                                                                \
     X(PQfinish)                                                                                    \
     X(PQfreeCancel)                                                                                \
+    X(PQftype)                                                                                     \
     X(PQgetCancel)                                                                                 \
     X(PQgetResult)                                                                                 \
     X(PQgetisnull)                                                                                 \
@@ -65,6 +66,7 @@ bool pq_api_load(pgd_error *err);
 #define PQexecParams         pq_api.PQexecParams
 #define PQfinish             pq_api.PQfinish
 #define PQfreeCancel         pq_api.PQfreeCancel
+#define PQftype              pq_api.PQftype
 #define PQgetCancel          pq_api.PQgetCancel
 #define PQgetResult          pq_api.PQgetResult
 #define PQgetisnull          pq_api.PQgetisnull

@@ -52,7 +52,9 @@ bool backup_info_to_json(const backup_info *bi, char **json, pgd_error *err)
         json_object_set_new(o, "depth", json_integer(bi->depth)) != 0 ||
         json_object_set_new(o, "parent_start_lsn", json_string(parent_start_lsn)) != 0 ||
         (bi->delta_method[0] != '\0' &&
-         json_object_set_new(o, "delta_method", json_string(bi->delta_method)) != 0)) {
+         json_object_set_new(o, "delta_method", json_string(bi->delta_method)) != 0) ||
+        (bi->annotations[0] != '\0' &&
+         json_object_set_new(o, "annotations", json_loads(bi->annotations, 0, NULL)) != 0)) {
         json_decref(o);
         return err_set(err, "could not build sentinel of backup \"%s\"", bi->id);
     }
@@ -179,6 +181,13 @@ bool backup_info_from_json(backup_info *bi, const char *json, const char *what, 
     }
     bi->from_standby = from_standby != 0;
     bi->stop_next_xid = (uint64_t)next_xid;
+    /* absent from sentinels written before annotations, and from backups given none */
+    if (json_object_get(o, "annotations") != NULL &&
+        !annotation_from_json(json_object_get(o, "annotations"), bi->annotations, err)) {
+        json_decref(o);
+        err_prefix(err, "invalid %s", what);
+        return false;
+    }
     if (!backup_info_delta_from_json(bi, o, type, what, err)) {
         json_decref(o);
         return false;

@@ -11,6 +11,7 @@
 
 #include "pg/lsn.h"
 #include "pg/pg_control.h"
+#include "repo/annotation.h"
 #include "storage/storage.h"
 #include "util/error.h"
 
@@ -54,6 +55,8 @@ typedef struct backup_info {
      * 0 in sentinels written before it was recorded.
      */
     uint64_t stop_next_xid;
+    /* KEY=VALUE pairs a person gave it (repo/annotation.h): compact JSON object text, "" none */
+    char annotations[ANNOTATIONS_TEXT_MAX];
     /*
      * Set by backup_info_scan when the sentinel is damaged (only id and
      * damage are valid then), and by backup_info_check_latest when the

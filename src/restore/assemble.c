@@ -261,7 +261,7 @@ static bool assemble_read_back(const extract_plan *p, manifest_file *f, char *bu
         close(fd);
         return err_errno(err, e, "could not read or set mode or time of \"%s\"", dest);
     }
-    durable_start_writeback(fd, 0, 0);
+    durable_drop_written(fd);
     close(fd);
     if (total != f->file_size)
         return err_set(err, "file \"%s\" has %llu bytes after assembly, not %llu", dest,

@@ -79,6 +79,9 @@ static bool durable_fsync(const durable_entry *e, pgd_error *err)
         close(fd);
         return err_errno(err, e_fsync, "could not fsync %s \"%s\"", what, e->path);
     }
+    /* on disk now: out of the page cache (durable_drop_written) */
+    if (!e->is_dir)
+        (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     if (close(fd) != 0)
         return err_errno(err, errno, "could not close %s \"%s\"", what, e->path);
     return true;
@@ -142,12 +145,19 @@ bool durable_write_file(const char *dir, const char *name, const char *text, int
     return true;
 }
 
-void durable_start_writeback(int fd, off_t offset, off_t len)
+void durable_write_behind(int fd, off_t done, off_t upto)
 {
-    /*
-     * Only a hint: it fails on file systems without it (ENOSYS, EINVAL), and
-     * a write error it would report is reported again by the final fsync,
-     * which is the check that counts.
-     */
-    (void)sync_file_range(fd, offset, len, SYNC_FILE_RANGE_WRITE);
+    if (done > 0 && sync_file_range(fd, 0, done,
+                                    SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                                        SYNC_FILE_RANGE_WAIT_AFTER) == 0)
+        (void)posix_fadvise(fd, 0, done, POSIX_FADV_DONTNEED);
+    (void)sync_file_range(fd, done, upto > done ? upto - done : 0, SYNC_FILE_RANGE_WRITE);
+}
+
+void durable_drop_written(int fd)
+{
+    if (sync_file_range(fd, 0, 0,
+                        SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                            SYNC_FILE_RANGE_WAIT_AFTER) == 0)
+        (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
 }

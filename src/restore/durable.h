@@ -8,8 +8,8 @@
  * writeback of each file is started as soon as it is written
  * (sync_file_range, which does not wait), and one final pass fsyncs every
  * file and directory written, in parallel, by which time most of the data
- * is already on its way. Any failed fsync fails the restore, naming the
- * file: after a failed fsync the kernel may have dropped the dirty pages,
+ * is already on its way (and out of the page cache: durable_write_behind). Any failed fsync fails
+ * the restore, naming the file: after a failed fsync the kernel may have dropped the dirty pages,
  * and retrying would report success for data that is gone.
  */
 #ifndef PGD_DURABLE_H
@@ -43,7 +43,16 @@ bool durable_list_sync(durable_list *l, int threads, pgd_error *err);
 bool durable_write_file(const char *dir, const char *name, const char *text, int flags,
                         durable_list *l, pgd_error *err);
 
-/* Start writing a range of a file's dirty pages to disk without waiting (len 0: to the end). */
-void durable_start_writeback(int fd, off_t offset, off_t len);
+/*
+ * A restore leaves the page cache as it found it (a drill, or a replica seeded on a busy host,
+ * would otherwise push the hot data of the cluster beside it out of memory): what it wrote is
+ * dropped from the cache once it is on disk, as backup's own writes to a local repository are
+ * (storage/fs.c). durable_write_behind waits for [0, done), whose writeback started earlier, and
+ * drops it, then starts [done, upto) (upto 0: to the end); durable_drop_written waits for all
+ * of the file and drops it. The final fsync pass drops what it synced. Hints only: a failure
+ * of writeback is reported by the final fsync.
+ */
+void durable_write_behind(int fd, off_t done, off_t upto);
+void durable_drop_written(int fd);
 
 #endif

@@ -47,7 +47,7 @@ static bool extract_file_chunk(void *arg, const char *buf, size_t n, uint64_t of
                  : !extract_write_all(k->fd, buf, n, k->dest, err))
         return false;
     if (written - k->flushed >= EXTRACT_WRITEBACK_EVERY) {
-        durable_start_writeback(k->fd, (off_t)k->flushed, (off_t)(written - k->flushed));
+        durable_write_behind(k->fd, (off_t)k->flushed, (off_t)written);
         k->flushed = written;
     }
     return true;
@@ -67,8 +67,8 @@ static bool extract_file_data(extract_worker *w, partition_read *pr, int fd, con
 
     if (!partition_read_file_data(pr, &sink, err))
         return false;
-    /* the final fsync pass (restore/durable.h) finds it written already */
-    durable_start_writeback(fd, (off_t)k.flushed, 0);
+    /* the final fsync pass (restore/durable.h) finds it written already, and not cached */
+    durable_drop_written(fd);
     return true;
 }
 

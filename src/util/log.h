@@ -1,14 +1,30 @@
 /*
  * log.h - messages to stderr in one grammar: "pgdirect: LEVEL: text".
+ *
+ * --log-format json makes each message one JSON object on a line instead: time (UTC, ISO 8601
+ * with milliseconds), level, command, backup_id (once the command knows it) and message.
+ * --log-file PATH appends every message to that file too, in the same format. Messages never
+ * hold a secret (CODING.md), so neither does the file.
  */
 #ifndef PGD_LOG_H
 #define PGD_LOG_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 typedef enum { LOG_DEBUG, LOG_INFO, LOG_WARNING, LOG_ERROR } log_level;
 
 void log_set_level(log_level level);
+
+/* JSON lines instead of text; the command's name for them. */
+void log_set_json(bool json, const char *command);
+
+/* Append every message to `f` too (NULL: stop); log_set_file does not close the one it replaces. */
+void log_set_file(FILE *f);
+
+/* The backup a message is about, for JSON lines: set once the command knows it ("" or NULL: none).
+ */
+void log_set_backup_id(const char *id);
 bool log_parse_level(const char *name, log_level *out);
 void log_msg(log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -31,11 +31,15 @@ typedef enum {
     CMD_VERIFY = 1 << 9,
     CMD_KEY = 1 << 10,
     CMD_CAT = 1 << 11,
+    CMD_DRILL = 1 << 12,
+    CMD_METRICS = 1 << 13,
+    CMD_ANNOTATE = 1 << 14,
 } command_bit;
 
 #define CMD_ALL                                                                                    \
     (CMD_BACKUP | CMD_RESTORE | CMD_LIST | CMD_WAL_PUSH | CMD_WAL_FETCH | CMD_CACHE | CMD_TUNE |   \
-     CMD_CHECK | CMD_DELETE | CMD_VERIFY | CMD_KEY | CMD_CAT)
+     CMD_CHECK | CMD_DELETE | CMD_VERIFY | CMD_KEY | CMD_CAT | CMD_DRILL | CMD_METRICS |           \
+     CMD_ANNOTATE)
 
 typedef enum {
     OPT_REPO,
@@ -119,6 +123,17 @@ typedef enum {
     OPT_SPOOL_PATH,
     OPT_PREFETCH,
     OPT_PREFETCH_CONCURRENCY,
+    /* restore drills (cmd/drill.c) */
+    OPT_SCRATCH_DIR,
+    OPT_KEEP,
+    OPT_CHECK_SQL,
+    OPT_DRILL_MEMORY,
+    OPT_PG_BIN,
+    OPT_METRICS_FILE,
+    OPT_LOG_FORMAT,
+    OPT_LOG_FILE,
+    OPT_ANNOTATION,
+    OPT_REMOVE,
     OPT_HELP,
     OPT_COUNT
 } opt_id;
@@ -152,6 +167,7 @@ void options_print_help(unsigned command, const char *usage, const char *summary
 const char *opt_str(const pgd_options *opts, opt_id id); /* NULL when unset, no default */
 bool opt_is_set(const pgd_options *opts, opt_id id);     /* given by the user, not a default */
 bool opt_applies(const pgd_options *opts, opt_id id);    /* an option of the command parsed */
+bool opt_is_of(opt_id id, unsigned command);             /* an option `command` takes */
 const char *opt_name(opt_id id);
 /* "" (command line), " (from the environment)", " (from the config file)" or " (default)" */
 const char *opt_source_note(const pgd_options *opts, opt_id id);

@@ -23,7 +23,7 @@ typedef struct opt_def {
 
 #define CMD_REPO_USERS                                                                             \
     (CMD_BACKUP | CMD_RESTORE | CMD_LIST | CMD_WAL_PUSH | CMD_WAL_FETCH | CMD_CHECK | CMD_DELETE | \
-     CMD_VERIFY | CMD_KEY | CMD_CAT)
+     CMD_VERIFY | CMD_KEY | CMD_CAT | CMD_DRILL | CMD_METRICS | CMD_ANNOTATE)
 
 #define OPTIONS_DEFAULT_CONFIG_PATH "/etc/pgdirect.conf"
 

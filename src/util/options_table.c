@@ -67,7 +67,7 @@ const opt_def opt_defs[OPT_COUNT] = {
                          "read size in 4 KiB blocks (1..16384; auto: 256 per drive of each "
                          "tablespace's device, see pgdirect tune)"},
     [OPT_CONCURRENCY] =
-        {"concurrency", "N|auto", "auto", CMD_BACKUP | CMD_RESTORE | CMD_VERIFY, false,
+        {"concurrency", "N|auto", "auto", CMD_BACKUP | CMD_RESTORE | CMD_VERIFY | CMD_DRILL, false,
          "reads (backup), partitions (restore, verify) or WAL segments (verify) in flight "
          "(1..256; auto: backup, a "
          "stream per vCPU on NVMe, per two otherwise, at least 2, each 8 reads ahead (2 on a "
@@ -144,17 +144,18 @@ const opt_def opt_defs[OPT_COUNT] = {
                       "progress line (auto: when stderr is a terminal)"},
     [OPT_TARGET_DIR] = {"target-dir", "DIR", NULL, CMD_RESTORE, false,
                         "empty or absent directory to restore into (required)"},
-    [OPT_TARGET_TIME] = {"target-time", "TIMESTAMP", NULL, CMD_RESTORE, false,
+    [OPT_TARGET_TIME] = {"target-time", "TIMESTAMP", NULL, CMD_RESTORE | CMD_DRILL, false,
                          "recover up to this time (recovery_target_time)"},
-    [OPT_TARGET_LSN] = {"target-lsn", "LSN", NULL, CMD_RESTORE, false,
+    [OPT_TARGET_LSN] = {"target-lsn", "LSN", NULL, CMD_RESTORE | CMD_DRILL, false,
                         "recover up to this WAL location (recovery_target_lsn)"},
-    [OPT_TARGET_NAME] = {"target-name", "NAME", NULL, CMD_RESTORE, false,
+    [OPT_TARGET_NAME] = {"target-name", "NAME", NULL, CMD_RESTORE | CMD_DRILL, false,
                          "recover up to this restore point (recovery_target_name)"},
-    [OPT_TARGET_XID] = {"target-xid", "XID", NULL, CMD_RESTORE, false,
+    [OPT_TARGET_XID] = {"target-xid", "XID", NULL, CMD_RESTORE | CMD_DRILL, false,
                         "recover up to this transaction (recovery_target_xid)"},
     [OPT_TARGET_ACTION] = {"target-action", "promote|pause|shutdown", NULL, CMD_RESTORE, false,
                            "what the server does at the target (PostgreSQL default: pause)"},
-    [OPT_TARGET_TIMELINE] = {"target-timeline", "latest|current|N", NULL, CMD_RESTORE, false,
+    [OPT_TARGET_TIMELINE] = {"target-timeline", "latest|current|N", NULL, CMD_RESTORE | CMD_DRILL,
+                             false,
                              "the timeline recovery follows (recovery_target_timeline; "
                              "PostgreSQL default: latest), checked to pass through the backup"},
     [OPT_ARCHIVE_MODE] = {"archive-mode", "off|preserve", "off", CMD_RESTORE, false,
@@ -173,7 +174,7 @@ const opt_def opt_defs[OPT_COUNT] = {
                    "write only what differs, remove what the backup does not have"},
     [OPT_JSON] = {"json", NULL, "off",
                   CMD_LIST | CMD_CACHE | CMD_TUNE | CMD_CHECK | CMD_VERIFY | CMD_BACKUP |
-                      CMD_RESTORE | CMD_DELETE,
+                      CMD_RESTORE | CMD_DELETE | CMD_DRILL,
                   false,
                   "machine-readable output (backup, restore, delete: one JSON object on standard "
                   "output when the command ends, with \"ok\" and, when it failed, \"error\")"},
@@ -228,8 +229,42 @@ const opt_def opt_defs[OPT_COUNT] = {
     [OPT_PREFETCH_CONCURRENCY] = {"prefetch-concurrency", "N", "4", CMD_WAL_FETCH, false,
                                   "downloads in flight for --prefetch (S3 memory: N x "
                                   "download-concurrency x 8MiB)"},
+    [OPT_SCRATCH_DIR] = {"scratch-dir", "DIR", NULL, CMD_DRILL, false,
+                         "where the drill restores and runs its server (must be empty or absent; "
+                         "default: a new directory under $TMPDIR, else /tmp)"},
+    [OPT_KEEP] = {"keep", NULL, "off", CMD_DRILL, false,
+                  "keep the scratch directory (stopped) after the drill"},
+    [OPT_CHECK_SQL] =
+        {"check-sql", "FILE", NULL, CMD_DRILL, false,
+         "statements the restored cluster must hold (each ends with ; at the end of a "
+         "line): each must return true or at least one row"},
+    [OPT_DRILL_MEMORY] = {"drill-memory", "BYTES", "512MiB", CMD_DRILL, false,
+                          "memory cgroup bound of the scratch server and the checks (their page "
+                          "cache is charged to it and reclaimed from it)"},
+    [OPT_PG_BIN] = {"pg-bin", "DIR", NULL, CMD_DRILL, false,
+                    "postgres and pg_ctl of the backup's major version (default: "
+                    "/usr/lib/postgresql/MAJOR/bin, where Debian installs them)"},
+    [OPT_METRICS_FILE] = {"metrics-file", "PATH", NULL,
+                          CMD_BACKUP | CMD_WAL_PUSH | CMD_VERIFY | CMD_DRILL, false,
+                          "when done, write the repository's metrics there in Prometheus' text "
+                          "format, atomically (for node_exporter's textfile collector)"},
+    [OPT_LOG_FORMAT] = {"log-format", "text|json", "text", CMD_ALL, false,
+                        "messages as \"pgdirect: LEVEL: text\" lines, or one JSON object a line "
+                        "(time, level, command, backup_id, message)"},
+    [OPT_LOG_FILE] = {"log-file", "PATH", NULL, CMD_ALL, false,
+                      "append every message to this file too, in --log-format"},
+    [OPT_ANNOTATION] = {"annotation", "KEY=VALUE", NULL, CMD_BACKUP, true,
+                        "a note kept with the backup in its sentinel, shown by list "
+                        "(repeatable; pgdirect annotate changes them later)"},
+    [OPT_REMOVE] = {"remove", "KEY", NULL, CMD_ANNOTATE, true,
+                    "remove this annotation (repeatable)"},
     [OPT_HELP] = {"help", NULL, "off", CMD_ALL, false, "show this help"},
 };
+
+bool opt_is_of(opt_id id, unsigned command)
+{
+    return (opt_defs[id].commands & command) != 0;
+}
 
 const char *opt_name(opt_id id)
 {

@@ -19,15 +19,16 @@ is "$?" "0" "make install DESTDIR=... succeeds"
 is "$(stat -c %a "$D$P/bin/pgdirect" 2>/dev/null)" "755" "the binary, executable"
 is "$(stat -c %a "$D$P/share/man/man1/pgdirect.1" 2>/dev/null)" "644" "the manual page"
 is "$(stat -c %a "$D$P/share/bash-completion/completions/pgdirect" 2>/dev/null)" "644" "the bash completion"
-UNITS="pgdirect-backup.service pgdirect-backup.timer pgdirect-delete.service pgdirect-delete.timer pgdirect-verify.service pgdirect-verify.timer"
+UNITS="pgdirect-backup.service pgdirect-backup.timer pgdirect-delete.service pgdirect-delete.timer pgdirect-drill.service pgdirect-drill.timer pgdirect-verify.service pgdirect-verify.timer"
 for u in $UNITS; do
     ok $([ -f "$D$P/lib/systemd/system/$u" ] && echo 0 || echo 1) "systemd unit $u"
 done
 is "$(grep -h '^ExecStart=' "$D$P/lib/systemd/system/"*.service 2>/dev/null)" \
-    "$(printf 'ExecStart=%s\n' "$P/bin/pgdirect backup" "$P/bin/pgdirect delete --retain-full 2 --garbage" "$P/bin/pgdirect verify LATEST")" \
-    "the services run the installed binary: backup, delete, verify"
+    "$(printf 'ExecStart=%s\n' "$P/bin/pgdirect backup" "$P/bin/pgdirect delete --retain-full 2 --garbage" "$P/bin/pgdirect drill LATEST --metrics-file /var/lib/pgdirect/metrics/pgdirect.prom" "$P/bin/pgdirect verify LATEST")" \
+    "the services run the installed binary: backup, delete, drill, verify"
 like "$(grep -h '^OnCalendar=' "$D$P/lib/systemd/system/"*.timer 2>/dev/null | tr '\n' ' ')" \
-    "^OnCalendar=\*-\*-\* 01:00:00 OnCalendar=Sun .* OnCalendar=Sat " "nightly backups, weekly delete and verify"
+    "^OnCalendar=\*-\*-\* 01:00:00 OnCalendar=Sun .* OnCalendar=Sat .* OnCalendar=Sat " \
+    "nightly backups, weekly delete, drill and verify"
 PGD_I="$D$P/bin/pgdirect"
 
 # ---- the manual page ----
