@@ -83,6 +83,8 @@ typedef struct backup_run {
     int64_t start_time;
     pg_tablespace *spcs;
     size_t nspcs;
+    pg_database *dbs;
+    size_t ndbs;
     datadir dd;
     io_plan plan;
     pipeline_file *files;
@@ -498,6 +500,7 @@ static bool backup_copy(backup_run *r, pgd_error *err)
         (r->parent.found ? s->max_memory / 2 : s->max_memory) / (s->deadline_s > 0 ? 2 : 1);
 
     if (!pg_session_tablespaces(&r->pg, &r->spcs, &r->nspcs, err) ||
+        !pg_session_databases(&r->pg, &r->dbs, &r->ndbs, err) ||
         !datadir_walk(&r->dd, s->pgdata_real, r->pg.version_num, err) ||
         !io_plan_for_datadir(&req, &r->dd, memory, &r->plan, err))
         return false;
@@ -589,6 +592,8 @@ static bool backup_finish(backup_run *r, pgd_error *err)
                           .dd = &r->dd,
                           .spcs = r->spcs,
                           .nspcs = r->nspcs,
+                          .dbs = r->dbs,
+                          .ndbs = r->ndbs,
                           .files = r->files,
                           .nfiles = r->dd.n,
                           .res = &r->res,
@@ -635,6 +640,7 @@ static void backup_run_free(backup_run *r)
 {
     free(r->files);
     free(r->spcs);
+    free(r->dbs);
     pipeline_result_free(&r->res);
     politeness_cpu_release(&r->cpu_cg);
     io_plan_free(&r->plan);
