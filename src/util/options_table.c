@@ -144,6 +144,12 @@ const opt_def opt_defs[OPT_COUNT] = {
                           "had it (a failover, a new primary)"},
     [OPT_TABLESPACE_MAP] = {"tablespace-map", "OLD=NEW", NULL, CMD_RESTORE, true,
                             "restore the tablespace at OLD into NEW (repeatable)"},
+    [OPT_DB_INCLUDE] = {"db-include", "NAME", NULL, CMD_RESTORE, true,
+                        "restore only this user database (repeatable); the others' relation "
+                        "files become empty sparse files: drop those databases after recovery"},
+    [OPT_DB_EXCLUDE] = {"db-exclude", "NAME", NULL, CMD_RESTORE, true,
+                        "restore this user database's relation files as empty sparse files "
+                        "(repeatable): drop it after recovery"},
     [OPT_ALLOW_EXTERNAL_LINKS] = {"allow-external-links", NULL, "off", CMD_RESTORE, false,
                                   "restore symbolic links that point outside the target "
                                   "directory (e.g. a postgresql.conf linked into /etc) as they "
