@@ -93,6 +93,8 @@ typedef enum {
     OPT_S3_REGION,
     OPT_S3_STORAGE_CLASS,
     OPT_S3_SSE,
+    OPT_S3_OBJECT_LOCK,
+    OPT_S3_LOCK_DAYS,
     OPT_S3_PART_SIZE,
     OPT_S3_UPLOAD_CONCURRENCY,
     OPT_S3_RETRIES,
@@ -105,6 +107,7 @@ typedef enum {
     OPT_GARBAGE,
     OPT_GARBAGE_AGE,
     OPT_DRY_RUN,
+    OPT_STRICT,
     OPT_TIMELINE,
     OPT_ALL,
     /* asynchronous WAL archiving and prefetching (cmd/wal_async.c) */

@@ -25,6 +25,13 @@ const opt_def opt_defs[OPT_COUNT] = {
                               "x-amz-storage-class of uploaded objects (e.g. STANDARD_IA)"},
     [OPT_S3_SSE] = {"s3-sse", "AES256|aws:kms", NULL, CMD_REPO_USERS, false,
                     "server-side encryption of uploaded objects"},
+    [OPT_S3_OBJECT_LOCK] = {"s3-object-lock", "governance|compliance", NULL, CMD_REPO_USERS, false,
+                            "S3 Object Lock mode of every object written (with --s3-lock-days; "
+                            "the bucket must have Object Lock enabled)"},
+    [OPT_S3_LOCK_DAYS] = {"s3-lock-days", "N", NULL, CMD_REPO_USERS, false,
+                          "with --s3-object-lock: each object is locked for N days from when it "
+                          "is written (a duration with a unit, \"90s\", \"12h\", is taken as "
+                          "such); choose N above what retention keeps"},
     [OPT_S3_PART_SIZE] = {"s3-part-size", "BYTES", "64MiB", CMD_REPO_USERS, false,
                           "multipart upload part size (at least 5MiB; doubles every 1,000 parts)"},
     [OPT_S3_UPLOAD_CONCURRENCY] = {"s3-upload-concurrency", "N", "2", CMD_REPO_USERS, false,
@@ -194,6 +201,9 @@ const opt_def opt_defs[OPT_COUNT] = {
                       "backup needs it)"},
     [OPT_DRY_RUN] = {"dry-run", NULL, "off", CMD_DELETE, false,
                      "print what would be removed, remove nothing"},
+    [OPT_STRICT] = {"strict", NULL, "off", CMD_DELETE, false,
+                    "exit 1 when a backup retention would remove is kept by S3 Object Lock "
+                    "(default: a warning, exit 0)"},
     [OPT_ALL] = {"all", NULL, "off", CMD_VERIFY, false, "every backup in the repository"},
     [OPT_ARCHIVE_ASYNC] = {"archive-async", "on|off", "off", CMD_WAL_PUSH, false,
                            "a background pusher archives every segment PostgreSQL marks ready, "

@@ -127,12 +127,16 @@ static size_t http_on_header(char *data, size_t size, size_t nmemb, void *arg)
     if (n >= 5 && strncmp(data, "HTTP/", 5) == 0) { /* a new response: forget an interim one */
         free(r->etag);
         free(r->content_range);
-        r->etag = r->content_range = NULL;
+        free(r->lock_until);
+        r->etag = r->content_range = r->lock_until = NULL;
         r->content_length = 0;
         r->has_content_length = false;
     } else if ((v = http_header_value(data, n, "ETag")) != NULL) {
         free(r->etag);
         r->etag = v;
+    } else if ((v = http_header_value(data, n, "x-amz-object-lock-retain-until-date")) != NULL) {
+        free(r->lock_until);
+        r->lock_until = v;
     } else if ((v = http_header_value(data, n, "Content-Range")) != NULL) {
         free(r->content_range);
         r->content_range = v;
@@ -278,7 +282,8 @@ void http_response_free(http_response *r)
     free(r->body);
     free(r->etag);
     free(r->content_range);
-    r->body = r->etag = r->content_range = NULL;
+    free(r->lock_until);
+    r->body = r->etag = r->content_range = r->lock_until = NULL;
 }
 
 void http_headers_add(http_header_list *h, const char *fmt, ...)

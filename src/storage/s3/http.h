@@ -25,6 +25,7 @@ typedef struct http_response {
     size_t body_len;
     char *etag;          /* ETag header as received (quotes kept), malloc'd; NULL when absent */
     char *content_range; /* Content-Range header, malloc'd; NULL when absent */
+    char *lock_until;    /* x-amz-object-lock-retain-until-date, malloc'd; NULL when absent */
     uint64_t content_length;
     bool has_content_length;
     bool transport_error; /* no HTTP answer: reset, timeout, refused */
