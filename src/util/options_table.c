@@ -109,6 +109,10 @@ const opt_def opt_defs[OPT_COUNT] = {
                                  "do not verify data page checksums while reading"},
     [OPT_STANDBY_ONLY] = {"standby-only", NULL, "off", CMD_BACKUP, false,
                           "refuse to back up a primary: the server must be a hot standby"},
+    [OPT_RESUME] = {"resume", NULL, "off", CMD_BACKUP, false,
+                    "a full backup reuses what an interrupted full backup of this cluster stored "
+                    "and can prove unchanged (its partitions read back and checked), and reads "
+                    "only the rest"},
     [OPT_CONCURRENT] = {"concurrent", NULL, "off", CMD_BACKUP, false,
                         "allow a backup while another backup of the same cluster runs into the "
                         "same repository (refused by default: it would read the cluster twice "
