@@ -157,6 +157,10 @@ static bool command_object_lock(const pgd_options *opts, s3_options *s3, pgd_err
         return true;
     if (opt_str(opts, OPT_S3_OBJECT_LOCK) == NULL || days == NULL)
         return err_set(err, "options \"--s3-object-lock\" and \"--s3-lock-days\" go together");
+    /* a lock asked for and silently not set would look like protection */
+    if (!storage_uri_is_s3(opt_str(opts, OPT_REPO)))
+        return err_set(err, "option \"--s3-object-lock\" needs an S3 repository; \"%s\" is not one",
+                       opt_str(opts, OPT_REPO));
     if (!opt_enum(opts, OPT_S3_OBJECT_LOCK, "governance|compliance", &mode, err))
         return false;
     if (days[0] != '\0' && strspn(days, "0123456789") == strlen(days)) {

@@ -11,7 +11,8 @@
 # (boto3) is refused by the store. Once B2's short lock has passed, retention removes it and
 # keeps the still-locked B1 with the WAL from B1's start on. check reports whether the bucket
 # has Object Lock and its default retention, and fails --s3-object-lock on a bucket without
-# it. Positive control: a backup written without --s3-object-lock has no lock and goes.
+# it, and a lock asked for on a local repository is refused. Positive control: a backup written
+# without --s3-object-lock has no lock and goes.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_s3.sh"
 setup_tmp
@@ -140,5 +141,7 @@ like "$out" "FAILED +object lock +the bucket has no Object Lock, and --s3-object
     "check: --s3-object-lock on a bucket without it fails"
 expect_error "--s3-lock-days alone" '"--s3-object-lock" and "--s3-lock-days" go together' \
     pgd list --repo "$REPO" --s3-lock-days 3
+expect_error "--s3-object-lock on a local repository" 'needs an S3 repository' \
+    pgd list --repo "$T/local" --s3-object-lock governance --s3-lock-days 3
 
 done_testing
