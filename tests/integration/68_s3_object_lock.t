@@ -4,7 +4,8 @@
 #
 # With --s3-object-lock governance --s3-lock-days N, every object pgdirect writes (WAL from
 # archive_command, a backup's partitions and sentinel) carries the lock mode and a
-# retain-until date N after it was written (boto3's HeadObject, the independent checker).
+# retain-until date N after it was written (boto3's HeadObject, the independent checker), a
+# multipart upload's object too.
 # Three full backups: B1 locked for a day, B2 and B3 for a few seconds. delete --retain-full 1
 # while B1 and B2 are locked: each is reported with its date, nothing is removed, and --strict
 # exits 1 (without it: 0 and a warning). A direct DeleteObject of B2's sentinel version
@@ -46,7 +47,9 @@ backup() { # backup LOG OPTIONS...: echo the new id
 ids() { pgd list --repo "$REPO" --json | python3 -c 'import json,sys; print(" ".join(b["id"] for b in json.load(sys.stdin)))'; }
 
 # ---- every object written is locked ----
-B1=$(backup b1.log "${LONG[@]}") || bail "backup B1 failed"
+# B1 in one uncompressed partition larger than a part: a multipart upload, locked at its creation
+B1=$(backup b1.log "${LONG[@]}" --compression none --s3-part-size 5MiB) || bail "backup B1 failed"
+cmp_ok "$(grep -c 'uploadId=' "$S3_LOG")" ">" 1 "B1's partition went up as a multipart upload"
 next_second
 B2=$(backup b2.log "${SHORT[@]}") || bail "backup B2 failed"
 next_second

@@ -439,6 +439,38 @@ static bool s3_writer_complete(s3_writer *w, pgd_error *err)
     return ok;
 }
 
+/*
+ * After a multipart upload completes under Object Lock: PutObjectRetention with a date from
+ * now. S3 locks the object from CreateMultipartUpload's headers already (this extends that by
+ * the upload's duration, which both modes allow); a store that ignores those headers on a
+ * multipart upload (moto does) would otherwise leave the largest objects unlocked.
+ */
+static bool s3_writer_lock_retention(s3_writer *w, pgd_error *err)
+{
+    const s3_storage *s = w->s;
+    time_t t = time(NULL) + (time_t)s->lock_seconds;
+    char until[S3_LOCK_DATE_LEN];
+    struct tm tm;
+    char *xml;
+    s3_answer a;
+    bool ok;
+
+    gmtime_r(&t, &tm);
+    strftime(until, sizeof(until), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    xml = xasprintf("<Retention xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Mode>%s</Mode>"
+                    "<RetainUntilDate>%s</RetainUntilDate></Retention>",
+                    s->lock_mode, until);
+    s3_call call = {.method = "PUT",
+                    .path = w->path,
+                    .query = "retention",
+                    .body = xml,
+                    .body_len = strlen(xml)};
+    ok = s3_request(w->s, &call, &a, err);
+    s3_answer_free(&a);
+    free(xml);
+    return ok;
+}
+
 static bool s3_writer_close(out_stream *os, pgd_error *err)
 {
     s3_writer *w = (s3_writer *)os;
@@ -456,6 +488,7 @@ static bool s3_writer_close(out_stream *os, pgd_error *err)
         ok = ok && s3_writer_complete(w, err);
         if (!ok)
             s3_writer_abort_multipart(w);
+        ok = ok && (w->s->lock_mode == NULL || s3_writer_lock_retention(w, err));
     }
     s3_writer_free(w);
     return ok;
