@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backup/block_plan.h"
@@ -101,7 +102,19 @@ typedef struct pipeline_worker {
     uint64_t part_stored;
     uint32_t part_crc;
     char part_name[64];
+    pipeline_file **part_files; /* what the open partition holds, in order */
+    size_t npart_files, cap_part_files;
 } pipeline_worker;
+
+/* A file or entry written into the open partition, for cfg->partition_stored. */
+static void pipeline_partition_add(pipeline_worker *w, pipeline_file *f)
+{
+    if (w->npart_files == w->cap_part_files) {
+        w->cap_part_files = w->cap_part_files ? 2 * w->cap_part_files : 64;
+        w->part_files = xrealloc(w->part_files, w->cap_part_files * sizeof(*w->part_files));
+    }
+    w->part_files[w->npart_files++] = f;
+}
 
 static bool pipeline_partition_open(pipeline_worker *w, pgd_error *err)
 {
@@ -119,6 +132,7 @@ static bool pipeline_partition_open(pipeline_worker *w, pgd_error *err)
     }
     w->out = out;
     w->part_bytes = 0;
+    w->npart_files = 0;
     if (out != NULL)
         filter_tar_attach(w->tar, out, &w->part_bytes);
     return out != NULL;
@@ -128,7 +142,7 @@ static bool pipeline_partition_close(pipeline_worker *w, pgd_error *err)
 {
     pipeline_shared *sh = w->sh;
     out_stream *out = w->out;
-    pipeline_partition *grown;
+    pipeline_partition *grown, done;
 
     w->out = NULL;
     if (!tar_write_end(out, err)) {
@@ -137,14 +151,18 @@ static bool pipeline_partition_close(pipeline_worker *w, pgd_error *err)
     }
     if (!out_close(out, err))
         return false;
+    done =
+        (pipeline_partition){.number = w->part_number, .size = w->part_stored, .crc = w->part_crc};
+    snprintf(done.name, sizeof(done.name), "%s", w->part_name);
+    if (sh->cfg->partition_stored != NULL &&
+        !sh->cfg->partition_stored(sh->cfg->partition_arg, &done, w->part_files, w->npart_files,
+                                   err))
+        return false;
     atomic_fetch_add(&sh->bytes_stored, w->part_stored);
     pthread_mutex_lock(&sh->lock);
     grown = xrealloc(sh->partitions, (sh->npartitions + 1) * sizeof(*grown));
     sh->partitions = grown;
-    grown[sh->npartitions] =
-        (pipeline_partition){.number = w->part_number, .size = w->part_stored, .crc = w->part_crc};
-    snprintf(grown[sh->npartitions].name, sizeof(grown[sh->npartitions].name), "%s", w->part_name);
-    sh->npartitions++;
+    grown[sh->npartitions++] = done;
     pthread_mutex_unlock(&sh->lock);
     return true;
 }
@@ -347,6 +365,10 @@ static bool pipeline_reading_open(pipeline_worker *w, pipeline_reading *rd, pipe
     /* grew: read what existed at walk time; shrank: what is there now */
     rd->declared = (uint64_t)st.st_size < f->size ? (uint64_t)st.st_size : f->size;
     f->mtime = st.st_mtime;
+    f->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+    f->ino = (uint64_t)st.st_ino;
+    f->dev = (uint64_t)st.st_dev;
+    f->opened_at = (int64_t)time(NULL);
     rd->plan = f->plan != NULL && f->plan->kind == BLOCK_PLAN_SPARSE ? f->plan : NULL;
     rd->planned = rd->plan != NULL ? block_plan_bytes_within(rd->plan, rd->declared) : rd->declared;
     rd->cache_neutral = read_mode_cache_neutral(rd->df.mode) && rd->declared > 0;
@@ -378,6 +400,8 @@ static bool pipeline_enqueue(pipeline_worker *w, size_t task, pgd_error *err)
     pipeline_reading *rd = pipeline_opened(w, w->open_count);
     bool skip;
 
+    if (w->sh->files[task].reused) /* stored already (backup --resume) */
+        return true;
     if (!pipeline_reading_open(w, rd, &w->sh->files[task], &skip, err))
         return skip;
     w->open_count++;
@@ -456,6 +480,7 @@ static bool pipeline_backup_file(pipeline_worker *w, pipeline_reading *rd, work_
         return false;
     f->done = true;
     f->partition = w->part_number;
+    pipeline_partition_add(w, f);
     return true;
 }
 
@@ -472,6 +497,7 @@ static bool pipeline_backup_entry(pipeline_worker *w, pipeline_file *f, pgd_erro
         return false;
     f->done = true;
     f->partition = w->part_number;
+    pipeline_partition_add(w, f);
     return true;
 }
 
@@ -593,6 +619,7 @@ static void pipeline_worker_teardown(pipeline_worker *w)
     free(w->slots);
     free(w->buffers);
     free(w->open);
+    free(w->part_files);
 }
 
 static int pipeline_partition_cmp(const void *a, const void *b)
@@ -607,7 +634,8 @@ uint64_t pipeline_bytes_to_read(const pipeline_file *files, size_t n)
     uint64_t total = 0;
 
     for (size_t i = 0; i < n; i++)
-        total += files[i].plan != NULL && files[i].plan->kind == BLOCK_PLAN_SPARSE
+        total += files[i].reused ? 0
+                 : files[i].plan != NULL && files[i].plan->kind == BLOCK_PLAN_SPARSE
                      ? files[i].plan->pages * PG_PAGE_SIZE
                      : files[i].size;
     return total;
@@ -684,6 +712,7 @@ bool pipeline_run(const pipeline_config *cfg, pipeline_file *files, size_t nfile
 
     memset(result, 0, sizeof(*result));
     pthread_mutex_init(&sh.lock, NULL);
+    atomic_store(&sh.next_partition, cfg->first_partition);
     sh.max_read = pipeline_read_size(cfg->read_size);
     for (size_t i = 0; i < nfiles; i++)
         if (pipeline_read_size(files[i].read_size) > sh.max_read)

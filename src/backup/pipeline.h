@@ -67,11 +67,22 @@ typedef struct pipeline_file {
     int64_t mtime;
     /* a delta's sparse read (backup/block_plan.h): only these blocks are read; NULL: all */
     const struct block_plan *plan;
+    /*
+     * backup --resume (backup/resume.h): stored already, in a partition copied from an
+     * interrupted backup; done, result and partition are set, and the file is not read
+     */
+    bool reused;
     /* out */
     bool done; /* stored (false: vanished) */
     file_filter_result result;
     uint32_t partition;
+    /* what the file was when it was opened (fstat), and when: resume's proof it did not change */
+    int64_t mtime_ns;
+    uint64_t ino, dev;
+    int64_t opened_at; /* Unix seconds */
 } pipeline_file;
+
+typedef struct pipeline_partition pipeline_partition;
 
 typedef struct pipeline_config {
     storage *repo;
@@ -97,14 +108,23 @@ typedef struct pipeline_config {
     /* filters in front of size/CRC-32C and the tar entry, first one first (page checks, delta) */
     const file_filter_maker *filters;
     size_t nfilters;
+    /* partitions 1..first_partition exist already (backup --resume): numbers start after them */
+    uint32_t first_partition;
+    /*
+     * Optional: called once each partition is stored, with the files and entries it holds, in
+     * its order (backup/resume.h records them); a failure fails the backup.
+     */
+    bool (*partition_stored)(void *arg, const pipeline_partition *p, pipeline_file *const *files,
+                             size_t n, pgd_error *err);
+    void *partition_arg;
 } pipeline_config;
 
-typedef struct pipeline_partition {
+struct pipeline_partition {
     uint32_t number;
     char name[64];
     uint64_t size; /* stored (compressed) bytes */
     uint32_t crc;
-} pipeline_partition;
+};
 
 typedef struct pipeline_result {
     pipeline_partition *partitions; /* sorted by number; malloc'd */

@@ -176,6 +176,8 @@ static void record_build_manifest(manifest *m, const record_facts *f)
                 name = f->spcs[k].name;
         manifest_add_tablespace(m, dd->tablespaces[i].oid, name, dd->tablespaces[i].location);
     }
+    for (size_t i = 0; i < f->ndbs; i++)
+        manifest_add_database(m, f->dbs[i].oid, f->dbs[i].name, f->dbs[i].is_template);
     /* a file that vanished during the backup is not listed */
     for (size_t i = 0; i < f->nfiles; i++)
         if (f->files[i].done)

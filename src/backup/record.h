@@ -43,6 +43,8 @@ typedef struct record_facts {
     const datadir *dd; /* the walk: its tablespaces' locations */
     const pg_tablespace *spcs;
     size_t nspcs;
+    const pg_database *dbs; /* pg_database when the backup started: restore --db-include */
+    size_t ndbs;
     const pipeline_file *files; /* what the pipeline stored */
     size_t nfiles;
     const pipeline_result *res;

@@ -46,6 +46,7 @@
 #include "backup/io_plan.h"
 #include "backup/pipeline.h"
 #include "backup/record.h"
+#include "backup/resume.h"
 #include "backup/source.h"
 #include "cmd/backup_options.h"
 #include "cmd/cmd.h"
@@ -59,6 +60,7 @@
 #include "util/log.h"
 #include "util/progress.h"
 #include "util/units.h"
+#include "util/xmalloc.h"
 
 #define SYSFS_ROOT "/sys"
 /* the least a reader thread may hold of a delta's changed pages of one file */
@@ -83,10 +85,15 @@ typedef struct backup_run {
     int64_t start_time;
     pg_tablespace *spcs;
     size_t nspcs;
+    pg_database *dbs;
+    size_t ndbs;
     datadir dd;
     io_plan plan;
     pipeline_file *files;
     pipeline_result res;
+    resume_plan resume;         /* --resume: the interrupted backup's partitions reused */
+    resume_writer records;      /* a full backup records each partition it stores */
+    pipeline_partition *reused; /* resume's partitions, as copied into this backup */
     backup_record rec;
     filter_page_checksum_config page_check;
     delta_parent parent; /* parent.found: this run is a delta */
@@ -469,6 +476,56 @@ static bool backup_begin(backup_run *r, pgd_error *err)
            !backup_interrupted();
 }
 
+/*
+ * --resume: the partitions of an interrupted full backup that can be proven to hold what the
+ * data directory holds are copied in as partitions 1..N (backup/resume.h); their files are not
+ * read. r->res gets them after the pipeline ran (backup_resume_merge).
+ */
+static bool backup_resume(backup_run *r, uint32_t *first_partition, pgd_error *err)
+{
+    resume_plan *p = &r->resume;
+    char bytes[32];
+
+    if (!resume_plan_make(r->repo, r->pg.system_identifier, r->s->compression, r->files, r->dd.n, p,
+                          err))
+        return false;
+    if (p->from[0] == '\0') {
+        log_info("--resume: no interrupted full backup of this cluster in repository \"%s\": a "
+                 "full backup from the start",
+                 r->repo->uri);
+        return true;
+    }
+    r->reused = xcalloc(p->nparts + 1, sizeof(*r->reused));
+    if (!resume_copy(r->repo, p, r->id, r->s->compression, r->files, r->reused, err))
+        return false;
+    units_format_bytes(p->bytes, bytes, sizeof(bytes));
+    log_info("--resume: %zu of %zu partitions of interrupted backup %s reused (%zu files, %s, "
+             "read back and checked); the rest is read now; %s stays garbage (delete --garbage)",
+             p->nparts, p->nparts + p->refused, p->from, p->files, bytes, p->from);
+    *first_partition = (uint32_t)p->nparts;
+    return true;
+}
+
+/* The reused partitions first in r->res, and their bytes among those stored. */
+static bool backup_resume_merge(backup_run *r, pgd_error *err)
+{
+    size_t k = r->resume.nparts, n = r->res.npartitions;
+    pipeline_partition *all;
+
+    (void)err;
+    if (k == 0)
+        return true;
+    all = xcalloc(k + n, sizeof(*all));
+    memcpy(all, r->reused, k * sizeof(*all));
+    memcpy(all + k, r->res.partitions, n * sizeof(*all));
+    for (size_t i = 0; i < k; i++)
+        r->res.bytes_stored += all[i].size;
+    free(r->res.partitions);
+    r->res.partitions = all;
+    r->res.npartitions = k + n;
+    return true;
+}
+
 /* The walk, the read plan, the partitions. */
 static bool backup_copy(backup_run *r, pgd_error *err)
 {
@@ -499,6 +556,7 @@ static bool backup_copy(backup_run *r, pgd_error *err)
         (r->parent.found ? s->max_memory / 2 : s->max_memory) / (s->deadline_s > 0 ? 2 : 1);
 
     if (!pg_session_tablespaces(&r->pg, &r->spcs, &r->nspcs, err) ||
+        !pg_session_databases(&r->pg, &r->dbs, &r->ndbs, err) ||
         !datadir_walk(&r->dd, s->pgdata_real, r->pg.version_num, err) ||
         !io_plan_for_datadir(&req, &r->dd, memory, &r->plan, err))
         return false;
@@ -524,7 +582,14 @@ static bool backup_copy(backup_run *r, pgd_error *err)
                  "time if the reading would end after %.0f s from the backup's start",
                  r->plan.workers, r->deadline.target - r->t0);
     }
-    if (!pipeline_run(&cfg, r->files, r->dd.n, &r->res, err))
+    if (!r->parent.found) {
+        r->records = (resume_writer){.repo = r->repo, .backup_id = r->id};
+        cfg.partition_stored = resume_record_partition;
+        cfg.partition_arg = &r->records;
+    }
+    if (s->resume && !backup_resume(r, &cfg.first_partition, err))
+        return false;
+    if (!pipeline_run(&cfg, r->files, r->dd.n, &r->res, err) || !backup_resume_merge(r, err))
         return false;
     if (r->res.idle_failed > 0)
         log_warn("%u reading threads could not enter the idle CPU class: they competed with the "
@@ -591,6 +656,8 @@ static bool backup_finish(backup_run *r, pgd_error *err)
                           .dd = &r->dd,
                           .spcs = r->spcs,
                           .nspcs = r->nspcs,
+                          .dbs = r->dbs,
+                          .ndbs = r->ndbs,
                           .files = r->files,
                           .nfiles = r->dd.n,
                           .res = &r->res,
@@ -637,7 +704,10 @@ static void backup_run_free(backup_run *r)
 {
     free(r->files);
     free(r->spcs);
+    free(r->dbs);
     pipeline_result_free(&r->res);
+    resume_plan_free(&r->resume);
+    free(r->reused);
     politeness_cpu_release(&r->cpu_cg);
     io_plan_free(&r->plan);
     datadir_free(&r->dd);

@@ -71,6 +71,7 @@ bool backup_read_settings(const pgd_options *opts, backup_settings *s, pgd_error
         !opt_bool(opts, OPT_NO_VERIFY_CHECKSUMS, &no_verify, err) ||
         !opt_bool(opts, OPT_STANDBY_ONLY, &s->standby_only, err) ||
         !opt_bool(opts, OPT_CONCURRENT, &s->concurrent, err) ||
+        !opt_bool(opts, OPT_RESUME, &s->resume, err) ||
         !opt_bool(opts, OPT_DELTA, &s->delta, err) ||
         !opt_int(opts, OPT_DELTA_MAX_STEPS, 0, DELTA_MAX_STEPS_MAX, &max_steps, err) ||
         !opt_int(opts, OPT_DELTA_SUMMARY_WAIT, 0, DELTA_SUMMARY_WAIT_MAX_S, &summary_wait, err) ||
@@ -86,6 +87,8 @@ bool backup_read_settings(const pgd_options *opts, backup_settings *s, pgd_error
                        opt_source_note(opts, OPT_MAX_RATE));
     if (!opt_size(opts, OPT_MAX_RATE, 0, UINT64_MAX, &s->max_rate, err))
         return false;
+    if (s->resume && s->delta)
+        return err_set(err, "--resume resumes a full backup: it cannot be combined with --delta");
     if (opt_str(opts, OPT_DEADLINE) != NULL &&
         !opt_duration(opts, OPT_DEADLINE, 1, DEADLINE_MAX_S, &s->deadline_s, err))
         return false;

@@ -40,6 +40,7 @@ typedef struct backup_settings {
     bool verify_checksums, checksum_errors_fail;
     bool standby_only; /* refuse a primary */
     bool concurrent;   /* allow a second backup of the cluster into the repository at once */
+    bool resume;       /* reuse an interrupted full backup's partitions (backup/resume.h) */
     bool delta;
     const char *delta_from; /* an id or LATEST */
     uint32_t delta_max_steps;

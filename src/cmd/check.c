@@ -37,6 +37,7 @@
 #include "repo/layout.h"
 #include "wal/wal_archive.h"
 #include "restore/timeline.h"
+#include "storage/s3/s3.h"
 #include "util/log.h"
 #include "util/progress.h"
 #include "util/text.h"
@@ -54,7 +55,8 @@ static const command_help check_help = {
     "Prove the set-up end to end: the server's wal_level, full_page_writes and archive_mode;\n"
     "that the repository can be listed, written, read and cleaned; that a local repository\n"
     "has room for a backup; and that archive_command stores WAL in this repository (a WAL\n"
-    "switch, then a wait for that segment, up to --archive-timeout). One line per check;\n"
+    "switch, then a wait for that segment, up to --archive-timeout); for an S3 repository,\n"
+    "whether its bucket has Object Lock and its default retention. One line per check;\n"
     "exit status 1 when any check failed. Needs superuser (or EXECUTE on pg_switch_wal)."};
 
 typedef enum { CHECK_OK, CHECK_WARNING, CHECK_FAILED, CHECK_SKIPPED } check_status;
@@ -292,6 +294,43 @@ static void check_repository(check_run *r, const pgd_options *opts)
     free(backups);
 }
 
+/*
+ * An S3 repository: does its bucket have Object Lock, with which default retention, and does
+ * that fit --s3-object-lock (whose writes a bucket without Object Lock refuses)?
+ */
+static void check_object_lock(check_run *r, const pgd_options *opts)
+{
+    const char *asked = opt_str(opts, OPT_S3_OBJECT_LOCK);
+    char deflt[64] = "no default retention";
+    s3_lock_config lc;
+    pgd_error err = {0};
+
+    if (r->repo == NULL || !storage_uri_is_s3(r->repo->uri))
+        return;
+    if (!s3_storage_lock_config(r->repo, &lc, &err)) {
+        check_add(r, "object lock", asked ? CHECK_FAILED : CHECK_WARNING,
+                  "could not read the bucket's Object Lock configuration: %s", err.msg);
+        return;
+    }
+    if (!lc.enabled) {
+        if (asked)
+            check_add(r, "object lock", CHECK_FAILED,
+                      "the bucket has no Object Lock, and --s3-object-lock %s asks for it: every "
+                      "write would be refused (Object Lock is enabled when a bucket is created)",
+                      asked);
+        else
+            check_add(r, "object lock", CHECK_OK,
+                      "the bucket has no Object Lock: whoever holds these credentials can delete "
+                      "every backup");
+        return;
+    }
+    if (lc.mode[0] != '\0')
+        snprintf(deflt, sizeof(deflt), "default retention %s for %u days", lc.mode, lc.days);
+    check_add(r, "object lock", CHECK_OK, "the bucket has Object Lock enabled, %s; %s%s%s", deflt,
+              asked ? "pgdirect locks each object it writes (" : "pgdirect sets no lock of its own",
+              asked ? asked : "", asked ? ", --s3-lock-days)" : " (--s3-object-lock)");
+}
+
 /* The directory of a local repository, or NULL for S3 and "null:". */
 static const char *check_local_path(const char *uri)
 {
@@ -449,6 +488,7 @@ int cmd_check(int argc, char **argv)
     check_server(&r, opt_str(&opts, OPT_DBNAME));
     check_settings(&r);
     check_repository(&r, &opts);
+    check_object_lock(&r, &opts);
     check_free_space(&r, opt_str(&opts, OPT_REPO));
     check_archive(&r);
     rc = check_report(&r);

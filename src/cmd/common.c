@@ -187,6 +187,43 @@ static bool command_repo_exists(const pgd_options *opts, storage *repo, pgd_erro
                    repo->uri, source);
 }
 
+#define COMMAND_LOCK_MAX_S (36500LL * 86400) /* a hundred years: S3 takes no more */
+
+/*
+ * --s3-object-lock MODE with --s3-lock-days N: each given without the other is a mistake. N
+ * days, or a duration with a unit ("90s": a test's short lock).
+ */
+static bool command_object_lock(const pgd_options *opts, s3_options *s3, pgd_error *err)
+{
+    const char *days = opt_str(opts, OPT_S3_LOCK_DAYS);
+    int mode;
+
+    if (opt_str(opts, OPT_S3_OBJECT_LOCK) == NULL && days == NULL)
+        return true;
+    if (opt_str(opts, OPT_S3_OBJECT_LOCK) == NULL || days == NULL)
+        return err_set(err, "options \"--s3-object-lock\" and \"--s3-lock-days\" go together");
+    /* a lock asked for and silently not set would look like protection */
+    if (!storage_uri_is_s3(opt_str(opts, OPT_REPO)))
+        return err_set(err, "option \"--s3-object-lock\" needs an S3 repository; \"%s\" is not one",
+                       opt_str(opts, OPT_REPO));
+    if (!opt_enum(opts, OPT_S3_OBJECT_LOCK, "governance|compliance", &mode, err))
+        return false;
+    if (days[0] != '\0' && strspn(days, "0123456789") == strlen(days)) {
+        char *end;
+        unsigned long long n = strtoull(days, &end, 10);
+        s3->lock_seconds = n > 0 && n <= COMMAND_LOCK_MAX_S / 86400 ? (int64_t)n * 86400 : 0;
+    } else if (!parse_duration(days, &s3->lock_seconds) || s3->lock_seconds > COMMAND_LOCK_MAX_S) {
+        s3->lock_seconds = 0;
+    }
+    if (s3->lock_seconds <= 0)
+        return err_set(err,
+                       "invalid value \"%s\" for option \"--s3-lock-days\": expected days from 1 "
+                       "to 36500, or a duration with a unit (\"90s\", \"12h\")",
+                       days);
+    s3->object_lock = mode == 0 ? "GOVERNANCE" : "COMPLIANCE";
+    return true;
+}
+
 /*
  * The S3, Azure and SFTP drivers' settings come from here, through their
  * own s3_options, azure_options and sftp_options: the generic storage
@@ -227,6 +264,8 @@ storage *command_open_store(const pgd_options *opts, pgd_error *err)
     azure.timeout_s = timeout;
     sftp.private_key_file = opt_str(opts, OPT_SFTP_PRIVATE_KEY_FILE);
     sftp.known_hosts = opt_str(opts, OPT_SFTP_KNOWN_HOSTS);
+    if (!command_object_lock(opts, &s3, err))
+        return NULL;
     repo = storage_open(opt_str(opts, OPT_REPO), &so, err);
     if (repo != NULL && !command_repo_exists(opts, repo, err)) {
         storage_free(repo);

@@ -61,11 +61,16 @@ static const command_help delete_help = {
     "--timeline N removes a stray timeline: its history file and WAL, which a test restore\n"
     "that was promoted and archived into this repository leaves (check and backup warn of\n"
     "it: a default restore would follow it). Refused while a backup is on timeline N or on\n"
-    "one that descends from it. Stop the server that archived it first."};
+    "one that descends from it. Stop the server that archived it first.\n"
+    "\n"
+    "On an S3 bucket with Object Lock, a backup whose objects are still locked is kept, with\n"
+    "the date its lock ends, and so are the backups it depends on and its WAL; the rest is\n"
+    "removed, and delete exits 0 with a warning (1 with --strict)."};
 
 typedef struct delete_settings {
     retention_policy policy;
     bool retention, garbage, dry_run;
+    bool strict; /* --strict: a backup kept by S3 Object Lock fails the run */
     int64_t garbage_age;
     uint32_t timeline; /* --timeline N; 0 when not given */
     bool json;
@@ -77,7 +82,9 @@ typedef struct delete_run {
     repo_lock *lock;
     repo_contents c;
     size_t removed_backups, removed_wal, removed_garbage;
-    json_t *actions, *notes; /* --json: what delete_say and delete_note would have printed */
+    size_t locked;            /* backups retention would remove that S3 Object Lock keeps */
+    unsigned char *lock_kept; /* per backup of c: an ancestor of a locked backup */
+    json_t *actions, *notes;  /* --json: what delete_say and delete_note would have printed */
 } delete_run;
 
 static bool delete_read_settings(const pgd_options *opts, delete_settings *s, pgd_error *err)
@@ -86,6 +93,7 @@ static bool delete_read_settings(const pgd_options *opts, delete_settings *s, pg
     if (!opt_bool(opts, OPT_GARBAGE, &s->garbage, err) ||
         !opt_bool(opts, OPT_JSON, &s->json, err) ||
         !opt_bool(opts, OPT_DRY_RUN, &s->dry_run, err) ||
+        !opt_bool(opts, OPT_STRICT, &s->strict, err) ||
         !opt_bool(opts, OPT_WITH_DEPENDENTS, &s->policy.with_dependents, err) ||
         !opt_duration(opts, OPT_GARBAGE_AGE, 0, GARBAGE_AGE_MAX, &s->garbage_age, err))
         return false;
@@ -271,6 +279,58 @@ static bool delete_still_removable(delete_run *r, size_t i, bool *removable, cha
     return ok;
 }
 
+/* Index of backup `id` in c, or SIZE_MAX. */
+static size_t delete_find(const repo_contents *c, const char *id)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (strcmp(c->backups[i].id, id) == 0)
+            return i;
+    return SIZE_MAX;
+}
+
+/* A backup kept after all: the WAL from its start on stays (segment numbers, as retention's). */
+static void delete_keep_wal_from(retention_plan *plan, const char *start_wal)
+{
+    if (plan->wal_keep_from[0] != '\0' && strlen(start_wal) == WAL_FILE_NAME_LEN &&
+        strcmp(start_wal + WAL_TLI_NAME_LEN, plan->wal_keep_from + WAL_TLI_NAME_LEN) < 0)
+        snprintf(plan->wal_keep_from, sizeof(plan->wal_keep_from), "%s", start_wal);
+}
+
+/*
+ * S3 Object Lock: is backup i still locked? Its sentinel, written last, is locked longest. A
+ * locked backup is kept, and with it the chain it depends on (marked in lock_kept, ahead of
+ * the parents in removal order) and the WAL from its start on (the plan's cut-off lowered).
+ */
+static bool delete_locked(delete_run *r, retention_plan *plan, size_t i, bool *locked,
+                          pgd_error *err)
+{
+    const retention_backup *b = &r->c.backups[i];
+    char path[LAYOUT_PATH_MAX], why[RETENTION_REASON_MAX], date[32];
+    int64_t until;
+    time_t t;
+    struct tm tm;
+
+    *locked = false;
+    layout_sentinel_path(b->id, path, sizeof(path));
+    if (!storage_retained_until(r->repo, path, &until, err))
+        return false;
+    if (until <= (int64_t)time(NULL))
+        return true;
+    *locked = true;
+    r->locked++;
+    t = (time_t)until;
+    gmtime_r(&t, &tm);
+    strftime(date, sizeof(date), "%Y-%m-%d %H:%M:%S UTC", &tm);
+    snprintf(why, sizeof(why), "locked by S3 Object Lock until %s (retention would remove it)",
+             date);
+    delete_say(r, "keep", "kept", "backup", b->id, why);
+    for (size_t p = delete_find(&r->c, b->parent); p != SIZE_MAX;
+         p = delete_find(&r->c, r->c.backups[p].parent))
+        r->lock_kept[p] = 1;
+    delete_keep_wal_from(plan, b->start_wal);
+    return true;
+}
+
 /*
  * plan is the retention plan; a backup kept by the late check clears its WAL
  * cut-off (the WAL it needs would have gone with it), as a running backup
@@ -281,11 +341,22 @@ static bool delete_backups(delete_run *r, retention_plan *plan, pgd_error *err)
     for (size_t i = 0; i < r->c.n; i++)
         if (!plan->decisions[i].remove)
             delete_say(r, "keep", "kept", "backup", r->c.backups[i].id, plan->decisions[i].reason);
+    r->lock_kept = xcalloc(r->c.n ? r->c.n : 1, 1);
     for (size_t k = 0; k < plan->nremove; k++) {
         size_t i = plan->remove_order[k];
         char why[RETENTION_REASON_MAX];
-        bool removable = true;
+        bool removable = true, locked;
 
+        if (r->lock_kept[i]) {
+            delete_say(r, "keep", "kept", "backup", r->c.backups[i].id,
+                       "a backup S3 Object Lock keeps depends on it");
+            delete_keep_wal_from(plan, r->c.backups[i].start_wal);
+            continue;
+        }
+        if (!delete_locked(r, plan, i, &locked, err))
+            return false;
+        if (locked)
+            continue;
         if (!r->s->dry_run) {
             if (!delete_keep_lease(r, err) ||
                 !delete_still_removable(r, i, &removable, why, sizeof(why), err) ||
@@ -606,15 +677,28 @@ int cmd_delete(int argc, char **argv)
         if (!s.dry_run)
             log_info("delete done: %zu backups, %zu WAL files and %zu incomplete backups removed",
                      r.removed_backups, r.removed_wal, r.removed_garbage);
+        if (rc == EXIT_OK && r.locked > 0 && s.strict) {
+            err_set(&err,
+                    "%zu backups that retention would remove are locked by S3 Object Lock and "
+                    "were kept (--strict); the rest was removed",
+                    r.locked);
+            rc = command_fail(CMD_DELETE, &err);
+        } else if (r.locked > 0) {
+            log_warn("%zu backups that retention would remove are locked by S3 Object Lock and "
+                     "were kept, with what they need; a later delete removes them once their "
+                     "lock ends",
+                     r.locked);
+        }
     }
     if (s.json)
-        rc = command_print_json(json_pack("{s:b, s:o, s:o, s:I, s:I, s:I}", "dry_run", s.dry_run,
-                                          "actions", r.actions, "notes", r.notes, "backups_removed",
-                                          (json_int_t)r.removed_backups, "wal_files_removed",
-                                          (json_int_t)r.removed_wal, "incomplete_removed",
-                                          (json_int_t)r.removed_garbage),
-                                rc, &err);
+        rc = command_print_json(
+            json_pack("{s:b, s:o, s:o, s:I, s:I, s:I, s:I}", "dry_run", s.dry_run, "actions",
+                      r.actions, "notes", r.notes, "backups_removed", (json_int_t)r.removed_backups,
+                      "wal_files_removed", (json_int_t)r.removed_wal, "incomplete_removed",
+                      (json_int_t)r.removed_garbage, "locked_kept", (json_int_t)r.locked),
+            rc, &err);
     repo_contents_free(&r.c);
+    free(r.lock_kept);
     storage_free(r.repo);
     options_free(&opts);
     if (delete_signal != 0)

@@ -47,6 +47,7 @@
 #include "repo/pg_manifest.h"
 #include "repo/backup_read.h"
 #include "restore/chain.h"
+#include "restore/db_filter.h"
 #include "restore/delta_dir.h"
 #include "restore/durable.h"
 #include "restore/extract.h"
@@ -107,6 +108,13 @@ static const command_help restore_help = {
     "but never S3 credentials: the restored server needs AWS_ACCESS_KEY_ID and\n"
     "AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN) in its own environment.\n"
     "\n"
+    "--db-include NAME restores only the named user databases (--db-exclude NAME: all but\n"
+    "those), by the names the backup recorded: the relation files of every other user\n"
+    "database are created empty (sparse files of their size, their data neither read from\n"
+    "the repository nor written), so recovery replays cleanly; drop those databases once it\n"
+    "has ended. Template and system databases (template0, template1, postgres) are always\n"
+    "restored whole.\n"
+    "\n"
     "Symbolic links of the backed-up data directory are restored as links; one that points\n"
     "outside the target directory only with --allow-external-links."};
 
@@ -126,6 +134,8 @@ typedef struct restore_settings {
     bool json;                   /* one JSON object on standard output at the end */
     char *const *tablespace_map; /* OLD=NEW values */
     size_t ntablespace_map;
+    char *const *db_include, *const *db_exclude; /* database names */
+    size_t ndb_include, ndb_exclude;
 } restore_settings;
 
 static bool restore_check_target(opt_id opt, const char *value, pgd_error *err)
@@ -217,6 +227,10 @@ static bool restore_read_settings(const pgd_options *opts, restore_settings *s, 
     s->concurrency = (int)concurrency;
     s->tablespace_map = opts->v[OPT_TABLESPACE_MAP].values;
     s->ntablespace_map = opts->v[OPT_TABLESPACE_MAP].nvalues;
+    s->db_include = opts->v[OPT_DB_INCLUDE].values;
+    s->ndb_include = opts->v[OPT_DB_INCLUDE].nvalues;
+    s->db_exclude = opts->v[OPT_DB_EXCLUDE].values;
+    s->ndb_exclude = opts->v[OPT_DB_EXCLUDE].nvalues;
     if (!opt_bool(opts, OPT_STANDBY, &s->standby, err))
         return false;
     s->primary_conninfo = opt_str(opts, OPT_PRIMARY_CONNINFO);
@@ -251,13 +265,35 @@ typedef struct restore_run {
     char *restore_command;  /* as PostgreSQL will run it */
     char timeline[16];      /* recovery_target_timeline to write, or "": the server's default */
     uint64_t bytes;
-    uint64_t unchanged; /* --delta: bytes that matched and were not written */
+    uint64_t unchanged;  /* --delta: bytes that matched and were not written */
+    db_filter dbs;       /* --db-include, --db-exclude: the databases left out */
+    uint64_t repo_bytes; /* stored bytes read from the repository */
     double t0;
     json_t *result; /* --json: what the restore did, once it completed */
     bool give_away; /* run as root: every file goes to the target's owner (target_dir_owner) */
     uid_t owner_uid;
     gid_t owner_gid;
 } restore_run;
+
+/* --db-include, --db-exclude: what was read and written, and what the user must do next. */
+static void restore_log_excluded(const restore_run *r)
+{
+    char names[1024], repo_s[32], written_s[32], sparse_s[32];
+
+    db_filter_names(&r->dbs, names, sizeof(names));
+    units_format_bytes(r->repo_bytes, repo_s, sizeof(repo_s));
+    units_format_bytes(r->bytes, written_s, sizeof(written_s));
+    units_format_bytes(r->dbs.sparse_bytes, sparse_s, sizeof(sparse_s));
+    log_info("read %llu bytes (%s) from the repository and wrote %llu bytes (%s) of file data; "
+             "the %zu relation files (%s) of the databases left out were created empty, their "
+             "data neither read nor written",
+             (unsigned long long)r->repo_bytes, repo_s, (unsigned long long)r->bytes, written_s,
+             r->dbs.nsparse, sparse_s);
+    log_warn("database%s %s %s restored without data (empty sparse files): once recovery has "
+             "ended, DROP DATABASE %s; any other use of %s fails or returns nothing",
+             r->dbs.nexcluded > 1 ? "s" : "", names, r->dbs.nexcluded > 1 ? "were" : "was",
+             r->dbs.nexcluded > 1 ? "each of them" : "it", r->dbs.nexcluded > 1 ? "them" : "it");
+}
 
 static void restore_log_complete(const restore_run *r, double sync_secs)
 {
@@ -274,6 +310,8 @@ static void restore_log_complete(const restore_run *r, double sync_secs)
     }
     units_format_duration(secs, time_s, sizeof(time_s));
     units_format_duration(sync_secs, sync_s, sizeof(sync_s));
+    if (r->dbs.nexcluded > 0)
+        restore_log_excluded(r);
     if (r->s->standby)
         log_info("restore of backup %s complete: %s in %s (%.1f MB/s, %s of it waiting for the "
                  "disk in the final fsync pass); start the server to run it as a standby%s",
@@ -307,6 +345,21 @@ static json_t *restore_result_json(const restore_run *r, double sync_secs)
         json_object_set_new(o, "unchanged_bytes", json_integer((json_int_t)r->unchanged)) != 0) {
         json_decref(o);
         o = NULL;
+    }
+    if (o != NULL &&
+        json_object_set_new(o, "repository_bytes", json_integer((json_int_t)r->repo_bytes)) != 0) {
+        json_decref(o);
+        o = NULL;
+    }
+    if (o != NULL && r->dbs.nexcluded > 0) {
+        json_t *names = json_array();
+        for (size_t i = 0; names != NULL && i < r->dbs.nexcluded; i++)
+            json_array_append_new(names, json_string(r->dbs.excluded[i]->name));
+        if (json_object_set_new(o, "excluded_databases", names) != 0 ||
+            json_object_set_new(o, "sparse_files", json_integer((json_int_t)r->dbs.nsparse)) != 0) {
+            json_decref(o);
+            o = NULL;
+        }
     }
     return o;
 }
@@ -438,6 +491,33 @@ static bool restore_plan_owner(restore_run *r, pgd_error *err)
     return true;
 }
 
+/*
+ * --db-include, --db-exclude: the databases left out, resolved by the names the backup
+ * recorded; a name it does not have, or a backup that recorded none, is the caller's mistake.
+ */
+static bool restore_plan_databases(restore_run *r, pgd_error *err)
+{
+    const restore_settings *s = r->s;
+    char names[1024];
+
+    if (!db_filter_plan(&r->dbs, &r->m, r->bi.id, s->db_include, s->ndb_include, s->db_exclude,
+                        s->ndb_exclude, err)) {
+        err_mark(err, PGD_ERR_USAGE);
+        return false;
+    }
+    if (s->ndb_include + s->ndb_exclude == 0)
+        return true;
+    if (r->dbs.nexcluded == 0) {
+        log_info("no user database of backup %s is left out: it is restored whole", r->bi.id);
+        return true;
+    }
+    db_filter_names(&r->dbs, names, sizeof(names));
+    log_info("leaving out database%s %s: %zu relation files restored as empty sparse files; "
+             "template and system databases are restored whole",
+             r->dbs.nexcluded > 1 ? "s" : "", names, r->dbs.nsparse);
+    return true;
+}
+
 /* Everything that can be decided or refused before the first write. */
 static bool restore_plan(restore_run *r, const pgd_options *opts, pgd_error *err)
 {
@@ -451,6 +531,7 @@ static bool restore_plan(restore_run *r, const pgd_options *opts, pgd_error *err
         !backup_read_manifest(r->repo, r->bi.id, &r->m, err) ||
         !links_check(&r->m, r->bi.id, s->allow_external_links, err) ||
         !chain_load(r->repo, &r->bi, &r->m, s->allow_external_links, &r->chain, err) ||
+        !restore_plan_databases(r, err) ||
         !restore_command_build(opts, r->repo, &r->restore_command, err))
         return false;
     /* a delta's restore writes backup_manifest (SHA-256) at the end: fail now, not then */
@@ -570,7 +651,9 @@ static bool restore_write(restore_run *r, const char **spc_dest, pgd_error *err)
                          .delta = s->delta,
                          .unchanged = &r->unchanged,
                          .older = r->older,
-                         .nolder = r->chain.n};
+                         .nolder = r->chain.n,
+                         .sparse = r->dbs.sparse,
+                         .repo_bytes = &r->repo_bytes};
     recovery_conf_request recovery = {.target = target,
                                       .pg_version_num = r->bi.pg_version_num,
                                       .backup_id = r->bi.id,
@@ -661,6 +744,7 @@ static bool cmd_restore_run(const restore_settings *s, const pgd_options *opts, 
     free(r.own);
     free(r.older);
     chain_free(&r.chain);
+    db_filter_free(&r.dbs);
     manifest_free(&r.m);
     *result = r.result;
     return ok;

@@ -401,6 +401,31 @@ bool pg_session_tablespaces(pg_session *s, pg_tablespace **out, size_t *count, p
     return true;
 }
 
+bool pg_session_databases(pg_session *s, pg_database **out, size_t *count, pgd_error *err)
+{
+    PGresult *res = pg_session_run(s,
+                                   "SELECT oid::text, datname, datistemplate::text FROM "
+                                   "pg_catalog.pg_database ORDER BY oid",
+                                   0, NULL, 3, err);
+    int n;
+
+    *out = NULL;
+    *count = 0;
+    if (res == NULL)
+        return false;
+    n = PQntuples(res);
+    if (n > 0)
+        *out = xcalloc((size_t)n, sizeof(**out));
+    for (int i = 0; i < n; i++) {
+        (*out)[i].oid = (uint32_t)strtoul(PQgetvalue(res, i, 0), NULL, 10);
+        snprintf((*out)[i].name, sizeof((*out)[i].name), "%s", PQgetvalue(res, i, 1));
+        (*out)[i].is_template = strcmp(PQgetvalue(res, i, 2), "true") == 0;
+    }
+    *count = (size_t)n;
+    PQclear(res);
+    return true;
+}
+
 bool pg_session_timeline(pg_session *s, uint32_t *tli, pgd_error *err)
 {
     char buf[16];

@@ -34,6 +34,12 @@ typedef struct pg_tablespace {
     char name[128];
 } pg_tablespace;
 
+typedef struct pg_database {
+    uint32_t oid;
+    char name[128]; /* NAMEDATALEN is 64 bytes */
+    bool is_template;
+} pg_database;
+
 /*
  * Connect (conninfo may be empty: libpq's PG* variables apply) and read
  * server facts; a server outside PG_VERSION_MAJOR_MIN..MAX is refused.
@@ -99,6 +105,9 @@ bool pg_session_min_recovery_timeline(pg_session *s, uint32_t *tli, pgd_error *e
 
 /* User tablespaces (oid, name). *out malloc'd. */
 bool pg_session_tablespaces(pg_session *s, pg_tablespace **out, size_t *count, pgd_error *err);
+
+/* Every database of pg_database (oid, name, datistemplate). *out malloc'd. */
+bool pg_session_databases(pg_session *s, pg_database **out, size_t *count, pgd_error *err);
 
 /* libpq's last error on conn (or `fallback`), folded onto one line. */
 void pg_error_line(PGconn *conn, const char *fallback, char *out, size_t outlen);

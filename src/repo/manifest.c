@@ -38,6 +38,9 @@ void manifest_free(manifest *m)
     free(m->files);
     free(m->partitions);
     free(m->tablespaces);
+    for (size_t i = 0; i < m->ndatabases; i++)
+        free(m->databases[i].name);
+    free(m->databases);
     free(m->id);
     free(m->backup_label);
     free(m->tablespace_map);
@@ -97,6 +100,13 @@ void manifest_add_tablespace(manifest *m, uint32_t oid, const char *name, const 
     m->tablespaces = xrealloc(m->tablespaces, (m->ntablespaces + 1) * sizeof(*m->tablespaces));
     m->tablespaces[m->ntablespaces++] =
         (manifest_tablespace){oid, xstrdup(name), xstrdup(location)};
+}
+
+void manifest_add_database(manifest *m, uint32_t oid, const char *name, bool is_template)
+{
+    m->databases = xrealloc(m->databases, (m->ndatabases + 1) * sizeof(*m->databases));
+    m->databases[m->ndatabases++] = (manifest_database){oid, xstrdup(name), is_template};
+    m->has_databases = true;
 }
 
 static json_t *manifest_crc_json(uint32_t crc)
@@ -159,6 +169,15 @@ bool manifest_to_json(const manifest *m, char **json, pgd_error *err)
         manifest_append_json(
             &t, json_pack("{s:I, s:s, s:s}", "oid", (json_int_t)m->tablespaces[i].oid, "name",
                           m->tablespaces[i].name, "location", m->tablespaces[i].location));
+    }
+    if (m->has_databases) {
+        text_buf_append(&t, "\n ],\n \"databases\": [");
+        for (size_t i = 0; i < m->ndatabases; i++) {
+            text_buf_append(&t, i ? ",\n  " : "\n  ");
+            manifest_append_json(
+                &t, json_pack("{s:I, s:s, s:b}", "oid", (json_int_t)m->databases[i].oid, "name",
+                              m->databases[i].name, "template", m->databases[i].is_template));
+        }
     }
     text_buf_append(&t, "\n ],\n \"files\": [");
     for (size_t i = 0; i < m->nfiles; i++) {
@@ -293,6 +312,32 @@ static bool manifest_increment_from_json(const manifest *m, json_t *inc, manifes
     return true;
 }
 
+/* databases[], when the backup recorded it: each oid, name and template flag. */
+static bool manifest_databases_from_json(manifest *m, json_t *dbs, const char *what, pgd_error *err)
+{
+    json_error_t jerr;
+    json_t *v;
+    size_t i;
+
+    if (dbs == NULL)
+        return true;
+    if (!json_is_array(dbs))
+        return err_set(err, "invalid databases in %s", what);
+    m->has_databases = true;
+    json_array_foreach(dbs, i, v)
+    {
+        const char *name;
+        json_int_t oid;
+        int is_template;
+        if (json_unpack_ex(v, &jerr, 0, "{s:I, s:s, s:b}", "oid", &oid, "name", &name, "template",
+                           &is_template) != 0 ||
+            oid <= 0 || oid > UINT32_MAX || name[0] == '\0')
+            return err_set(err, "invalid database %zu in %s", i, what);
+        manifest_add_database(m, (uint32_t)oid, name, is_template != 0);
+    }
+    return true;
+}
+
 bool manifest_from_json(manifest *m, const char *json, const char *what, pgd_error *err)
 {
     json_error_t jerr;
@@ -351,6 +396,8 @@ bool manifest_from_json(manifest *m, const char *json, const char *what, pgd_err
         }
         manifest_add_tablespace(m, (uint32_t)oid, name, location);
     }
+    if (!manifest_databases_from_json(m, json_object_get(root, "databases"), what, err))
+        goto done;
     json_array_foreach(files, i, v)
     {
         manifest_file f = {0};

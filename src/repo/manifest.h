@@ -11,6 +11,11 @@
  *                         every file of the cluster at this backup)
  *   partitions[]          name, size (stored bytes), crc32c of the stored bytes
  *   tablespaces[]         oid, name, location (the pg_tblspc link target)
+ *   databases[]           oid, name, template (datistemplate) of every
+ *                         database when the backup started, from
+ *                         pg_database: what restore --db-include and
+ *                         --db-exclude resolve names with (absent in
+ *                         manifests written before they were recorded)
  *   files[]               path (relative to PGDATA, tablespace files under
  *                         pg_tblspc/<oid>/), type "file"|"dir"|"link", mode,
  *                         mtime; for files: size, crc32c (hex), partition
@@ -83,6 +88,12 @@ typedef struct manifest_tablespace {
     char *location;
 } manifest_tablespace;
 
+typedef struct manifest_database {
+    uint32_t oid;
+    char *name;
+    bool is_template; /* datistemplate */
+} manifest_database;
+
 typedef struct manifest {
     char *id;
     compress_kind compression;
@@ -94,6 +105,9 @@ typedef struct manifest {
     size_t npartitions;
     manifest_tablespace *tablespaces;
     size_t ntablespaces;
+    manifest_database *databases;
+    size_t ndatabases;
+    bool has_databases; /* databases[] was recorded (even if empty) */
     char *backup_label;
     char *tablespace_map;
     bool delta;   /* a delta backup: parent is set, files may be increments */
@@ -111,6 +125,8 @@ void manifest_add_link(manifest *m, const manifest_link *l);
 void manifest_add_partition(manifest *m, const char *name, uint64_t size, uint32_t crc);
 void manifest_add_gone(manifest *m, const char *path);
 void manifest_add_tablespace(manifest *m, uint32_t oid, const char *name, const char *location);
+/* Also sets has_databases. */
+void manifest_add_database(manifest *m, uint32_t oid, const char *name, bool is_template);
 
 /* Serialise; *json is malloc'd. */
 bool manifest_to_json(const manifest *m, char **json, pgd_error *err);

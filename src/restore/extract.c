@@ -145,6 +145,9 @@ static bool extract_entry_file(void *arg, partition_read *pr, const partition_re
 {
     extract_worker *w = arg;
 
+    /* a file of a database left out: created empty already (extract_sparse_files), data skipped */
+    if (w->sh->layer == 0 && w->sh->p->sparse != NULL && w->sh->p->sparse[pf->idx])
+        return true;
     /* an older backup of a chain: only its files' data matters, the newest decides the rest */
     if (w->sh->layer > 0)
         return assemble_older_file(w, pr, pf, err);
@@ -199,16 +202,87 @@ static bool extract_partition(work_pool *pool, void *worker, size_t part_idx, pg
     /* an older backup's partition with nothing a newer one still needs is not read at all */
     if (w->sh->layer > 0 && !w->sh->part_needed[part_idx])
         return true;
+    /* nor one that holds only files of databases left out (extract_plan.sparse) */
+    if (w->sh->layer == 0 && w->sh->part_skip != NULL && w->sh->part_skip[part_idx])
+        return true;
+    __atomic_fetch_add(&w->sh->repo_bytes, w->sh->lm->partitions[part_idx].size, __ATOMIC_RELAXED);
     return partition_read_run(&pr, err);
 }
 
-static uint64_t extract_manifest_bytes(const manifest *m)
+static uint64_t extract_manifest_bytes(const extract_plan *p)
 {
     uint64_t total = 0;
 
-    for (size_t i = 0; i < m->nfiles; i++)
-        total += m->files[i].size;
+    for (size_t i = 0; i < p->m->nfiles; i++)
+        if (p->sparse == NULL || !p->sparse[i])
+            total += p->m->files[i].size;
     return total;
+}
+
+/*
+ * A file of a database left out (extract_plan.sparse), created empty at its
+ * final size: a sparse file, nothing written. With restore --delta an
+ * existing file is emptied first, so no page of the old one survives.
+ */
+static bool extract_sparse_file(const extract_plan *p, const manifest_file *f, pgd_error *err)
+{
+    char dest[PATH_MAX];
+    struct timespec times[2] = {{.tv_sec = (time_t)f->mtime}, {.tv_sec = (time_t)f->mtime}};
+    uint64_t size = f->increment ? f->file_size : f->size;
+    struct stat st;
+    int fd;
+
+    if (!extract_file_dest(p, f->path, dest, sizeof(dest), err))
+        return false;
+    fd = open(dest, O_WRONLY | O_CREAT | (p->delta ? 0 : O_EXCL) | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return err_errno(err, errno, "could not create file \"%s\"", dest);
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return err_errno(err, e, "could not stat file \"%s\"", dest);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return err_set(err, "could not write file \"%s\": it is not a regular file", dest);
+    }
+    if (ftruncate(fd, 0) != 0 || ftruncate(fd, (off_t)size) != 0 ||
+        fchmod(fd, extract_mode(f->mode, false)) != 0 || futimens(fd, times) != 0) {
+        int e = errno;
+        close(fd);
+        return err_errno(err, e, "could not create empty file \"%s\" of %llu bytes", dest,
+                         (unsigned long long)size);
+    }
+    if (close(fd) != 0)
+        return err_errno(err, errno, "could not close file \"%s\"", dest);
+    return true;
+}
+
+/* Every file marked sparse created; the partitions that hold nothing else marked to skip. */
+static bool extract_sparse_files(const extract_plan *p, extract_shared *sh, pgd_error *err)
+{
+    const manifest *m = p->m;
+
+    if (p->sparse == NULL)
+        return true;
+    sh->part_skip = xmalloc(m->npartitions ? m->npartitions : 1);
+    memset(sh->part_skip, 1, m->npartitions ? m->npartitions : 1);
+    for (size_t i = 0; i < m->nfiles; i++) {
+        if (m->files[i].is_dir)
+            continue;
+        if (!p->sparse[i]) {
+            sh->part_skip[m->files[i].partition - 1] = 0;
+            continue;
+        }
+        if (p->cancel != NULL && *p->cancel)
+            return err_set(err, "interrupted by signal %d", (int)*p->cancel);
+        if (!extract_sparse_file(p, &m->files[i], err))
+            return false;
+        sh->restored[i] = 1;
+    }
+    for (size_t i = 0; i < m->nlinks; i++)
+        sh->part_skip[m->links[i].partition - 1] = 0;
+    return true;
 }
 
 /* Every file and link of the manifest was found in its partition. */
@@ -251,12 +325,15 @@ bool extract_partitions(const extract_plan *p, uint64_t *bytes, pgd_error *err)
         workers[i] = (extract_worker){.sh = &sh,
                                       .buf = xmalloc(EXTRACT_CHUNK),
                                       .cmp = p->delta ? xmalloc(EXTRACT_CHUNK) : NULL};
-    progress_start(&meter, p->progress, extract_manifest_bytes(p->m));
-    ok = work_pool_run(&job, bytes, err) && extract_check_complete(p, &sh, err);
+    progress_start(&meter, p->progress, extract_manifest_bytes(p));
+    ok = extract_sparse_files(p, &sh, err) && work_pool_run(&job, bytes, err) &&
+         extract_check_complete(p, &sh, err);
     if (ok && sh.asm_ != NULL)
         ok = assemble_older_layers(p, &sh, &job, bytes, err) &&
              assemble_finish(p, &sh, workers[0].buf, err);
     progress_finish(&meter);
+    if (p->repo_bytes != NULL)
+        *p->repo_bytes += sh.repo_bytes;
     for (int i = 0; workers != NULL && i < p->concurrency; i++) {
         free(workers[i].buf);
         free(workers[i].cmp);
@@ -265,6 +342,7 @@ bool extract_partitions(const extract_plan *p, uint64_t *bytes, pgd_error *err)
     free(sh.restored);
     free(sh.links_seen);
     free(sh.part_needed);
+    free(sh.part_skip);
     for (size_t i = 0; sh.asm_ != NULL && i < p->m->nfiles; i++)
         free(sh.asm_[i].done);
     free(sh.asm_);

@@ -74,6 +74,16 @@ typedef struct extract_plan {
      */
     const extract_older *older;
     size_t nolder;
+    /*
+     * restore --db-include / --db-exclude (restore/db_filter.h): per file
+     * of m, or NULL. A marked file is created empty at its size (a sparse
+     * file; with restore --delta an existing one is emptied first), its
+     * data neither read nor written; a partition (of any backup of a
+     * chain) that holds nothing else, no link, is not read at all.
+     */
+    const unsigned char *sparse;
+    /* optional: adds the stored bytes of the partitions read from the repository */
+    uint64_t *repo_bytes;
 } extract_plan;
 
 /*

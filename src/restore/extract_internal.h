@@ -42,6 +42,8 @@ typedef struct extract_shared {
     const char *lid;
     size_t layer;
     unsigned char *part_needed; /* per partition of lm (layer > 0): holds a file still needed */
+    unsigned char *part_skip;   /* per partition of p->m, or NULL: holds only sparse files */
+    uint64_t repo_bytes;        /* stored bytes of the partitions read (atomic) */
     extract_asm *asm_;          /* per file of p->m; NULL for a full backup */
 } extract_shared;
 

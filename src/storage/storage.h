@@ -56,6 +56,12 @@ typedef struct storage_ops {
      * can be missing on its own (a local directory); NULL: it always is.
      */
     bool (*root_exists)(storage *s, bool *exists, pgd_error *err);
+    /*
+     * optional: until when the store refuses to remove the object at `path`
+     * (S3 Object Lock's retain-until date), Unix seconds; 0 when never
+     * (no lock, a missing object). NULL: objects are never locked.
+     */
+    bool (*retained_until)(storage *s, const char *path, int64_t *until, pgd_error *err);
 } storage_ops;
 
 struct storage {
@@ -164,6 +170,14 @@ static inline bool storage_list(storage *s, const char *dir, storage_list_cb cb,
 static inline bool storage_remove(storage *s, const char *path, pgd_error *err)
 {
     return s->ops->remove(s, path, err);
+}
+
+/* Until when the object at `path` cannot be removed; 0: it can (storage_ops.retained_until). */
+static inline bool storage_retained_until(storage *s, const char *path, int64_t *until,
+                                          pgd_error *err)
+{
+    *until = 0;
+    return s->ops->retained_until == NULL || s->ops->retained_until(s, path, until, err);
 }
 
 /* Are objects durable only once synced (see storage_ops.sync)? */

@@ -26,6 +26,13 @@ const opt_def opt_defs[OPT_COUNT] = {
                               "x-amz-storage-class of uploaded objects (e.g. STANDARD_IA)"},
     [OPT_S3_SSE] = {"s3-sse", "AES256|aws:kms", NULL, CMD_REPO_USERS, false,
                     "server-side encryption of uploaded objects"},
+    [OPT_S3_OBJECT_LOCK] = {"s3-object-lock", "governance|compliance", NULL, CMD_REPO_USERS, false,
+                            "S3 Object Lock mode of every object written (with --s3-lock-days; "
+                            "the bucket must have Object Lock enabled)"},
+    [OPT_S3_LOCK_DAYS] = {"s3-lock-days", "N", NULL, CMD_REPO_USERS, false,
+                          "with --s3-object-lock: each object is locked for N days from when it "
+                          "is written (a duration with a unit, \"90s\", \"12h\", is taken as "
+                          "such); choose N above what retention keeps"},
     [OPT_S3_PART_SIZE] = {"s3-part-size", "BYTES", "64MiB", CMD_REPO_USERS, false,
                           "multipart upload part size (at least 5MiB; doubles every 1,000 parts); "
                           "Azure: the block size"},
@@ -121,6 +128,10 @@ const opt_def opt_defs[OPT_COUNT] = {
                                  "do not verify data page checksums while reading"},
     [OPT_STANDBY_ONLY] = {"standby-only", NULL, "off", CMD_BACKUP, false,
                           "refuse to back up a primary: the server must be a hot standby"},
+    [OPT_RESUME] = {"resume", NULL, "off", CMD_BACKUP, false,
+                    "a full backup reuses what an interrupted full backup of this cluster stored "
+                    "and can prove unchanged (its partitions read back and checked), and reads "
+                    "only the rest"},
     [OPT_CONCURRENT] = {"concurrent", NULL, "off", CMD_BACKUP, false,
                         "allow a backup while another backup of the same cluster runs into the "
                         "same repository (refused by default: it would read the cluster twice "
@@ -164,6 +175,12 @@ const opt_def opt_defs[OPT_COUNT] = {
                           "had it (a failover, a new primary)"},
     [OPT_TABLESPACE_MAP] = {"tablespace-map", "OLD=NEW", NULL, CMD_RESTORE, true,
                             "restore the tablespace at OLD into NEW (repeatable)"},
+    [OPT_DB_INCLUDE] = {"db-include", "NAME", NULL, CMD_RESTORE, true,
+                        "restore only this user database (repeatable); the others' relation "
+                        "files become empty sparse files: drop those databases after recovery"},
+    [OPT_DB_EXCLUDE] = {"db-exclude", "NAME", NULL, CMD_RESTORE, true,
+                        "restore this user database's relation files as empty sparse files "
+                        "(repeatable): drop it after recovery"},
     [OPT_ALLOW_EXTERNAL_LINKS] = {"allow-external-links", NULL, "off", CMD_RESTORE, false,
                                   "restore symbolic links that point outside the target "
                                   "directory (e.g. a postgresql.conf linked into /etc) as they "
@@ -208,6 +225,9 @@ const opt_def opt_defs[OPT_COUNT] = {
                       "backup needs it)"},
     [OPT_DRY_RUN] = {"dry-run", NULL, "off", CMD_DELETE, false,
                      "print what would be removed, remove nothing"},
+    [OPT_STRICT] = {"strict", NULL, "off", CMD_DELETE, false,
+                    "exit 1 when a backup retention would remove is kept by S3 Object Lock "
+                    "(default: a warning, exit 0)"},
     [OPT_ALL] = {"all", NULL, "off", CMD_VERIFY, false, "every backup in the repository"},
     [OPT_ARCHIVE_ASYNC] = {"archive-async", "on|off", "off", CMD_WAL_PUSH, false,
                            "a background pusher archives every segment PostgreSQL marks ready, "

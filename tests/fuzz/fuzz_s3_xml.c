@@ -1,9 +1,8 @@
 /*
  * fuzz_s3_xml.c - the S3 answers the driver parses (storage/s3/xml.c):
  * errors, listings, multipart uploads and their parts, delete results,
- * and the times in them. Whoever answers for the endpoint chooses these
- * bytes. The first byte of the input chooses the parser; the rest is the
- * body.
+ * a bucket's Object Lock configuration, and the times in them. Whoever answers for the endpoint
+ * chooses these bytes. The first byte of the input chooses the parser; the rest is the body.
  */
 #include "fuzz_common.h"
 
@@ -93,7 +92,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     default: {
         int64_t t;
+        s3_lock_config lc;
 
+        /* GetObjectLockConfiguration shares this case: the corpus keeps its choices */
+        if (!s3_xml_lock_config(body, len, &lc, &err))
+            fuzz_check_refusal(&err);
+        fuzz_assert(memchr(lc.mode, '\0', sizeof(lc.mode)) != NULL);
+        err_clear(&err);
         s3_xml_time(text, &t);
         char *esc = s3_xml_escape(text);
 

@@ -259,6 +259,55 @@ static void test_delta_round_trip(void **state)
     manifest_free(&m);
 }
 
+/* databases[]: recorded (even empty) or absent (an older backup), and checked on the way in. */
+static void test_databases_round_trip(void **state)
+{
+    manifest m, back;
+    pgd_error err = {0};
+    char *json;
+
+    (void)state;
+    manifest_init(&m);
+    m.id = strdup("20261129T215959F");
+    manifest_add_partition(&m, "part_0001.tar.lz4", 1000, 1);
+    assert_true(manifest_to_json(&m, &json, &err));
+    assert_null(strstr(json, "databases"));
+    assert_true(manifest_from_json(&back, json, "test manifest", &err));
+    assert_false(back.has_databases);
+    manifest_free(&back);
+    free(json);
+
+    manifest_add_database(&m, 1, "template1", true);
+    manifest_add_database(&m, 16390, "app \"x\"", false);
+    assert_true(manifest_to_json(&m, &json, &err));
+    assert_true(manifest_from_json(&back, json, "test manifest", &err));
+    assert_true(back.has_databases);
+    assert_int_equal(back.ndatabases, 2);
+    assert_int_equal(back.databases[1].oid, 16390);
+    assert_string_equal(back.databases[1].name, "app \"x\"");
+    assert_false(back.databases[1].is_template);
+    assert_true(back.databases[0].is_template);
+    manifest_free(&back);
+    free(json);
+    manifest_free(&m);
+
+    /* a bad entry is refused, naming it */
+    assert_false(
+        manifest_from_json(&back,
+                           "{\"format\":1,\"id\":\"x\",\"compression\":\"lz4\","
+                           "\"partitions\":[],\"tablespaces\":[],\"files\":[],"
+                           "\"databases\":[{\"oid\":0,\"name\":\"a\",\"template\":false}]}",
+                           "test manifest", &err));
+    assert_non_null(strstr(err.msg, "invalid database 0"));
+    err_clear(&err);
+    assert_false(manifest_from_json(&back,
+                                    "{\"format\":1,\"id\":\"x\",\"compression\":\"lz4\","
+                                    "\"partitions\":[],\"tablespaces\":[],\"files\":[],"
+                                    "\"databases\":{}}",
+                                    "test manifest", &err));
+    assert_non_null(strstr(err.msg, "invalid databases"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -268,6 +317,7 @@ int main(void)
         cmocka_unit_test(test_manifest_without_links_reads),
         cmocka_unit_test(test_bad_pages_round_trip),
         cmocka_unit_test(test_delta_round_trip),
+        cmocka_unit_test(test_databases_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -435,6 +435,55 @@ static void test_escape_round_trip(void **state)
     free(escaped);
 }
 
+/* GetObjectLockConfiguration: AWS's (Days or Years), moto's (both, one 0), none, damaged. */
+static void test_lock_config(void **state)
+{
+    static const char aws_days[] =
+        "<ObjectLockConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+        "<ObjectLockEnabled>Enabled</ObjectLockEnabled><Rule><DefaultRetention>"
+        "<Mode>GOVERNANCE</Mode><Days>30</Days></DefaultRetention></Rule>"
+        "</ObjectLockConfiguration>";
+    static const char aws_years[] = "<ObjectLockConfiguration><ObjectLockEnabled>Enabled"
+                                    "</ObjectLockEnabled><Rule><DefaultRetention><Mode>COMPLIANCE"
+                                    "</Mode><Years>2</Years></DefaultRetention></Rule>"
+                                    "</ObjectLockConfiguration>";
+    static const char moto[] = "<ObjectLockConfiguration><ObjectLockEnabled>Enabled"
+                               "</ObjectLockEnabled><Rule><DefaultRetention><Mode>COMPLIANCE"
+                               "</Mode><Days>3</Days><Years>0</Years></DefaultRetention></Rule>"
+                               "</ObjectLockConfiguration>";
+    static const char no_rule[] = "<ObjectLockConfiguration><ObjectLockEnabled>Enabled"
+                                  "</ObjectLockEnabled></ObjectLockConfiguration>";
+    static const char no_period[] = "<ObjectLockConfiguration><ObjectLockEnabled>Enabled"
+                                    "</ObjectLockEnabled><Rule><DefaultRetention><Mode>GOVERNANCE"
+                                    "</Mode></DefaultRetention></Rule></ObjectLockConfiguration>";
+    static const char bad_days[] = "<ObjectLockConfiguration><ObjectLockEnabled>Enabled"
+                                   "</ObjectLockEnabled><Rule><DefaultRetention><Mode>GOVERNANCE"
+                                   "</Mode><Days>-1</Days></DefaultRetention></Rule>"
+                                   "</ObjectLockConfiguration>";
+    s3_lock_config lc;
+    pgd_error err = {0};
+
+    (void)state;
+    assert_true(s3_xml_lock_config(aws_days, sizeof(aws_days) - 1, &lc, &err));
+    assert_true(lc.enabled);
+    assert_string_equal(lc.mode, "GOVERNANCE");
+    assert_int_equal(lc.days, 30);
+    assert_true(s3_xml_lock_config(aws_years, sizeof(aws_years) - 1, &lc, &err));
+    assert_int_equal(lc.days, 730);
+    assert_true(s3_xml_lock_config(moto, sizeof(moto) - 1, &lc, &err));
+    assert_string_equal(lc.mode, "COMPLIANCE");
+    assert_int_equal(lc.days, 3);
+    assert_true(s3_xml_lock_config(no_rule, sizeof(no_rule) - 1, &lc, &err));
+    assert_true(lc.enabled);
+    assert_string_equal(lc.mode, "");
+    assert_int_equal(lc.days, 0);
+    assert_false(s3_xml_lock_config(no_period, sizeof(no_period) - 1, &lc, &err));
+    assert_non_null(strstr(err.msg, "not one of Days and Years"));
+    err_clear(&err);
+    assert_false(s3_xml_lock_config(bad_days, sizeof(bad_days) - 1, &lc, &err));
+    assert_non_null(strstr(err.msg, "invalid period \"-1\""));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -458,6 +507,7 @@ int main(void)
         cmocka_unit_test(test_parts),
         cmocka_unit_test(test_escape),
         cmocka_unit_test(test_escape_round_trip),
+        cmocka_unit_test(test_lock_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -135,7 +135,8 @@ static size_t http_on_header(char *data, size_t size, size_t nmemb, void *arg)
         free(r->etag);
         free(r->content_range);
         free(r->error_code);
-        r->etag = r->content_range = r->error_code = NULL;
+        free(r->lock_until);
+        r->etag = r->content_range = r->error_code = r->lock_until = NULL;
         r->content_length = 0;
         r->has_content_length = false;
     } else if ((v = http_header_value(data, n, "ETag")) != NULL) {
@@ -144,6 +145,9 @@ static size_t http_on_header(char *data, size_t size, size_t nmemb, void *arg)
     } else if ((v = http_header_value(data, n, "x-ms-error-code")) != NULL) {
         free(r->error_code);
         r->error_code = v;
+    } else if ((v = http_header_value(data, n, "x-amz-object-lock-retain-until-date")) != NULL) {
+        free(r->lock_until);
+        r->lock_until = v;
     } else if ((v = http_header_value(data, n, "Content-Range")) != NULL) {
         free(r->content_range);
         r->content_range = v;
@@ -290,7 +294,8 @@ void http_response_free(http_response *r)
     free(r->etag);
     free(r->content_range);
     free(r->error_code);
-    r->body = r->etag = r->content_range = r->error_code = NULL;
+    free(r->lock_until);
+    r->body = r->etag = r->content_range = r->error_code = r->lock_until = NULL;
 }
 
 bool http_retryable(const http_response *r)

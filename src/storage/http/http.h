@@ -27,6 +27,7 @@ typedef struct http_response {
     char *etag;          /* ETag header as received (quotes kept), malloc'd; NULL when absent */
     char *content_range; /* Content-Range header, malloc'd; NULL when absent */
     char *error_code;    /* x-ms-error-code (Azure says its error there, a HEAD's too); or NULL */
+    char *lock_until;    /* x-amz-object-lock-retain-until-date, malloc'd; NULL when absent */
     uint64_t content_length;
     bool has_content_length;
     bool transport_error; /* no HTTP answer: reset, timeout, refused */

@@ -233,6 +233,7 @@ static void s3_config_free(storage *st)
     }
     free(s->storage_class);
     free(s->sse);
+    free(s->lock_mode);
     free(s->base.uri);
     free(s);
 }
@@ -246,6 +247,7 @@ static const storage_ops s3_config_ops = {
     .free = s3_config_free,
     .remove_many = s3_listing_remove_many,
     .remove_stale_temp = s3_uploads_remove_stale,
+    .retained_until = s3_reader_retained_until,
 };
 
 static char *s3_config_dup_or_env(const char *v, const char *env)
@@ -268,6 +270,8 @@ static void s3_config_settings(s3_storage *s, const s3_options *o)
     s->session_token = s3_config_dup_or_env(o->session_token, "AWS_SESSION_TOKEN");
     s->storage_class = o->storage_class ? xstrdup(o->storage_class) : NULL;
     s->sse = o->sse ? xstrdup(o->sse) : NULL;
+    s->lock_mode = o->object_lock ? xstrdup(o->object_lock) : NULL;
+    s->lock_seconds = o->lock_seconds;
     s->host_style = o->host_style;
     s->part_size = o->part_size ? o->part_size : S3_PART_DEFAULT;
     s->upload_concurrency = o->upload_concurrency ? o->upload_concurrency : S3_UPLOADS_DEFAULT;
@@ -336,4 +340,29 @@ bool s3_storage_where(const storage *repo, const char **endpoint_url, const char
     *endpoint_url = s->endpoint_url;
     *region = s->region;
     return true;
+}
+
+bool s3_storage_lock_config(storage *repo, s3_lock_config *out, pgd_error *err)
+{
+    s3_storage *s = (s3_storage *)repo;
+    s3_answer a;
+    s3_call call = {.method = "GET",
+                    .what = "the bucket's Object Lock configuration",
+                    .query = "object-lock",
+                    .absent_code = "ObjectLockConfigurationNotFoundError"};
+    pgd_error perr = {0};
+    bool ok;
+
+    memset(out, 0, sizeof(*out));
+    if (repo->ops != &s3_config_ops)
+        return err_set(err, "repository \"%s\" is not in S3: it has no Object Lock", repo->uri);
+    if (!s3_request(s, &call, &a, err)) {
+        s3_answer_free(&a);
+        return false;
+    }
+    ok = a.missing || s3_xml_lock_config(a.http.body, a.http.body_len, out, &perr) ||
+         err_set(err, "the Object Lock configuration of bucket \"%s\" is invalid: %s", s->bucket,
+                 perr.msg);
+    s3_answer_free(&a);
+    return ok;
 }

@@ -73,6 +73,8 @@ typedef struct s3_storage {
     uint64_t part_size;
     unsigned upload_concurrency, download_concurrency, retries;
     long timeout_s;
+    char *lock_mode;       /* x-amz-object-lock-mode of every object written, or NULL */
+    int64_t lock_seconds;  /* its retain-until date: this long after the object's creation */
     pthread_mutex_t lock;  /* clients, bucket_known */
     http_client **clients; /* idle connections, reused across requests */
     size_t nclients;
@@ -92,9 +94,10 @@ typedef struct s3_call {
     const char *const *extra; /* more "name", "value" pairs, NULL-terminated */
     void *into;               /* receive the body here (ranged GET) */
     size_t into_cap;
-    bool expect_missing;  /* a 404 for a missing object is an answer, not an error */
-    bool expect_no_range; /* a 416 (the range begins past the end: an empty object) too */
-    bool no_replace;      /* If-None-Match: a 412 or 409 means "already exists" */
+    bool expect_missing;     /* a 404 for a missing object is an answer, not an error */
+    bool expect_no_range;    /* a 416 (the range begins past the end: an empty object) too */
+    bool no_replace;         /* If-None-Match: a 412 or 409 means "already exists" */
+    const char *absent_code; /* a 404 with this S3 error code is an answer: answer->missing */
 } s3_call;
 
 typedef struct s3_answer {
@@ -141,6 +144,9 @@ typedef struct s3_xml_fault {
 
 /* A body whose root is <Error>: its Code and Message. false when it is not one. */
 bool s3_xml_error(const char *body, size_t len, s3_xml_fault *fault);
+
+/* ObjectLockConfiguration: enabled, the default retention's mode and days. */
+bool s3_xml_lock_config(const char *body, size_t len, s3_lock_config *out, pgd_error *err);
 
 /* InitiateMultipartUploadResult's UploadId, malloc'd. */
 bool s3_xml_upload_id(const char *body, size_t len, char **upload_id, pgd_error *err);
@@ -217,6 +223,8 @@ uint64_t s3_writer_part_size(uint64_t part_size, unsigned number);
 out_stream *s3_writer_open(storage *st, const char *path, unsigned flags, pgd_error *err);
 in_stream *s3_reader_open(storage *st, const char *path, bool *missing, pgd_error *err);
 bool s3_reader_exists(storage *st, const char *path, bool *exists, pgd_error *err);
+/* storage_ops.retained_until: a HEAD's x-amz-object-lock-retain-until-date. */
+bool s3_reader_retained_until(storage *st, const char *path, int64_t *until, pgd_error *err);
 bool s3_listing_list(storage *st, const char *dir, storage_list_cb cb, void *arg, pgd_error *err);
 bool s3_listing_remove(storage *st, const char *path, pgd_error *err);
 bool s3_listing_remove_many(storage *st, const char *const *paths, size_t n, pgd_error *err);

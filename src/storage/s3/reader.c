@@ -73,6 +73,21 @@ static bool s3_reader_head(s3_storage *s, const char *path, bool *exists, uint64
     return ok;
 }
 
+bool s3_reader_retained_until(storage *st, const char *path, int64_t *until, pgd_error *err)
+{
+    s3_storage *s = (s3_storage *)st;
+    s3_answer a;
+    s3_call call = {.method = "HEAD", .path = path, .expect_missing = true};
+    bool ok = s3_request(s, &call, &a, err);
+
+    *until = 0;
+    if (ok && !a.missing && a.http.lock_until != NULL && !s3_xml_time(a.http.lock_until, until))
+        ok = err_set(err, "HEAD of \"%s\" in s3://%s returned an invalid retain-until date \"%s\"",
+                     path, s->bucket, a.http.lock_until);
+    s3_answer_free(&a);
+    return ok;
+}
+
 bool s3_reader_exists(storage *st, const char *path, bool *exists, pgd_error *err)
 {
     uint64_t size;

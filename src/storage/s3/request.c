@@ -318,6 +318,15 @@ static bool s3_request_bucket_exists(s3_storage *s, bool *exists, s3_xml_fault *
     return true;
 }
 
+/* The answer's body is an <Error> with this code. */
+static bool s3_request_has_code(const s3_answer *answer, const char *code)
+{
+    s3_xml_fault f = {{0}, {0}};
+
+    return answer->http.body != NULL &&
+           s3_xml_error(answer->http.body, answer->http.body_len, &f) && strcmp(f.code, code) == 0;
+}
+
 /* A 404 for a call that expects one: missing key, or a bucket that is not there. */
 static bool s3_request_resolve_404(s3_storage *s, const s3_call *call, s3_answer *answer,
                                    pgd_error *err)
@@ -387,6 +396,12 @@ bool s3_request(s3_storage *s, const s3_call *call, s3_answer *answer, pgd_error
                 s->bucket_known = true;
                 pthread_mutex_unlock(&s->lock);
             }
+            ok = true;
+            break;
+        }
+        if (performed && call->absent_code != NULL && answer->http.status == S3_HTTP_NOT_FOUND &&
+            s3_request_has_code(answer, call->absent_code)) {
+            answer->missing = true;
             ok = true;
             break;
         }

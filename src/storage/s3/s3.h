@@ -29,6 +29,14 @@ typedef struct s3_options {
     unsigned download_concurrency;
     unsigned retries; /* S3_OPTIONS_NO_RETRIES for none */
     long timeout_s;
+    /*
+     * S3 Object Lock: every object written gets x-amz-object-lock-mode (this:
+     * "GOVERNANCE" or "COMPLIANCE") and a retain-until date lock_seconds after
+     * it is created. NULL: none (the bucket's default retention, if any,
+     * applies).
+     */
+    const char *object_lock;
+    int64_t lock_seconds;
 } s3_options;
 
 #define S3_OPTIONS_NO_RETRIES ((unsigned)-1)
@@ -52,5 +60,20 @@ storage *s3_storage_open(const char *uri, const s3_options *o, pgd_error *err);
  * reach it the same way). False for a repository of another driver.
  */
 bool s3_storage_where(const storage *repo, const char **endpoint_url, const char **region);
+
+/* A bucket's Object Lock configuration (GetObjectLockConfiguration). */
+typedef struct s3_lock_config {
+    bool enabled;  /* ObjectLockEnabled */
+    char mode[16]; /* the default retention's mode, "" when it has none */
+    unsigned days; /* its period in days (Years converted at 365 days); 0 when none */
+} s3_lock_config;
+
+/*
+ * The Object Lock configuration of an S3 repository's bucket: a bucket
+ * without one is a result (enabled false), not an error. False for a
+ * repository of another driver (err says so) or when the bucket does not
+ * answer.
+ */
+bool s3_storage_lock_config(storage *repo, s3_lock_config *out, pgd_error *err);
 
 #endif

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "storage/s3/sigv4.h"
@@ -30,7 +31,9 @@
 #include "util/threads.h"
 #include "util/xmalloc.h"
 
-#define S3_CREATION_HEADERS 7 /* storage class, encryption, condition: pairs, then NULL */
+/* storage class, encryption, condition, lock mode, retain-until: pairs, then NULL */
+#define S3_CREATION_HEADERS 11
+#define S3_LOCK_DATE_LEN    32 /* "2026-12-13T06:20:00Z" */
 
 typedef struct s3_part {
     char *buf;
@@ -134,11 +137,27 @@ static void *s3_writer_uploader_main(void *arg)
     return NULL;
 }
 
-/* Headers of an object's creation: storage class, encryption. Pairs, NULL-ended. */
+/*
+ * Headers of an object's creation: storage class, encryption, the condition, and with Object
+ * Lock its mode and retain-until date (from now: `until` holds its text). Pairs, NULL-ended.
+ * Object Lock needs Content-MD5 on the PUT and on each part: every body carries it (request.c).
+ */
 static void s3_writer_creation_headers(const s3_storage *s, bool no_replace,
-                                       const char *extra[S3_CREATION_HEADERS])
+                                       const char *extra[S3_CREATION_HEADERS],
+                                       char until[S3_LOCK_DATE_LEN])
 {
     int n = 0;
+
+    if (s->lock_mode) {
+        time_t t = time(NULL) + (time_t)s->lock_seconds;
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(until, S3_LOCK_DATE_LEN, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        extra[n++] = "x-amz-object-lock-mode";
+        extra[n++] = s->lock_mode;
+        extra[n++] = "x-amz-object-lock-retain-until-date";
+        extra[n++] = until;
+    }
 
     if (s->storage_class) {
         extra[n++] = "x-amz-storage-class";
@@ -164,11 +183,12 @@ static bool s3_writer_start_multipart(s3_writer *w, pgd_error *err)
 {
     s3_storage *s = w->s;
     const char *extra[S3_CREATION_HEADERS];
+    char until[S3_LOCK_DATE_LEN];
     s3_answer a;
     pgd_error perr = {0};
     bool ok;
 
-    s3_writer_creation_headers(s, false, extra);
+    s3_writer_creation_headers(s, false, extra, until);
     s3_call call = {.method = "POST",
                     .path = w->path,
                     .query = "uploads",
@@ -311,10 +331,11 @@ static bool s3_writer_put_single(s3_writer *w, pgd_error *err)
 {
     s3_storage *s = w->s;
     const char *extra[S3_CREATION_HEADERS];
+    char until[S3_LOCK_DATE_LEN];
     s3_answer a;
     bool ok;
 
-    s3_writer_creation_headers(s, s3_writer_no_replace(w), extra);
+    s3_writer_creation_headers(s, s3_writer_no_replace(w), extra, until);
     s3_call call = {.method = "PUT",
                     .path = w->path,
                     .body = w->current->buf,
@@ -418,6 +439,38 @@ static bool s3_writer_complete(s3_writer *w, pgd_error *err)
     return ok;
 }
 
+/*
+ * After a multipart upload completes under Object Lock: PutObjectRetention with a date from
+ * now. S3 locks the object from CreateMultipartUpload's headers already (this extends that by
+ * the upload's duration, which both modes allow); a store that ignores those headers on a
+ * multipart upload (moto does) would otherwise leave the largest objects unlocked.
+ */
+static bool s3_writer_lock_retention(s3_writer *w, pgd_error *err)
+{
+    const s3_storage *s = w->s;
+    time_t t = time(NULL) + (time_t)s->lock_seconds;
+    char until[S3_LOCK_DATE_LEN];
+    struct tm tm;
+    char *xml;
+    s3_answer a;
+    bool ok;
+
+    gmtime_r(&t, &tm);
+    strftime(until, sizeof(until), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    xml = xasprintf("<Retention xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Mode>%s</Mode>"
+                    "<RetainUntilDate>%s</RetainUntilDate></Retention>",
+                    s->lock_mode, until);
+    s3_call call = {.method = "PUT",
+                    .path = w->path,
+                    .query = "retention",
+                    .body = xml,
+                    .body_len = strlen(xml)};
+    ok = s3_request(w->s, &call, &a, err);
+    s3_answer_free(&a);
+    free(xml);
+    return ok;
+}
+
 static bool s3_writer_close(out_stream *os, pgd_error *err)
 {
     s3_writer *w = (s3_writer *)os;
@@ -435,6 +488,7 @@ static bool s3_writer_close(out_stream *os, pgd_error *err)
         ok = ok && s3_writer_complete(w, err);
         if (!ok)
             s3_writer_abort_multipart(w);
+        ok = ok && (w->s->lock_mode == NULL || s3_writer_lock_retention(w, err));
     }
     s3_writer_free(w);
     return ok;

@@ -101,6 +101,61 @@ bool s3_xml_upload_id(const char *body, size_t len, char **upload_id, pgd_error 
     return true;
 }
 
+#define S3_XML_DAYS_PER_YEAR 365 /* S3 counts a year of retention as 365 days */
+
+/* Days or Years of a DefaultRetention; empty or 0 is none (moto writes both, one of them 0). */
+static char *s3_xml_lock_period(xmlNodePtr def, const char *name)
+{
+    char *v = s3_xml_child_text(def, name);
+
+    if (v != NULL && (v[0] == '\0' || strcmp(v, "0") == 0)) {
+        free(v);
+        v = NULL;
+    }
+    return v;
+}
+
+bool s3_xml_lock_config(const char *body, size_t len, s3_lock_config *out, pgd_error *err)
+{
+    xmlNodePtr root, rule, def;
+    xmlDocPtr doc = s3_xml_open(body, len, "ObjectLockConfiguration", NULL, &root, err);
+    char *enabled, *mode = NULL, *days = NULL, *years = NULL;
+    bool ok = true;
+
+    memset(out, 0, sizeof(*out));
+    if (doc == NULL)
+        return false;
+    enabled = s3_xml_child_text(root, "ObjectLockEnabled");
+    out->enabled = enabled != NULL && strcmp(enabled, "Enabled") == 0;
+    rule = s3_xml_child(root, "Rule");
+    def = rule != NULL ? s3_xml_child(rule, "DefaultRetention") : NULL;
+    if (def != NULL) {
+        char *end = NULL;
+        unsigned long n = 0;
+        mode = s3_xml_child_text(def, "Mode");
+        days = s3_xml_lock_period(def, "Days");
+        years = s3_xml_lock_period(def, "Years");
+        if (mode == NULL || strlen(mode) >= sizeof(out->mode) || (days == NULL) == (years == NULL))
+            ok = err_set(err, "the bucket's default retention has no Mode, or not one of Days "
+                              "and Years");
+        else
+            n = strtoul(days ? days : years, &end, 10);
+        if (ok && (end == NULL || *end != '\0' || n == 0 || n > UINT32_MAX / S3_XML_DAYS_PER_YEAR))
+            ok = err_set(err, "the bucket's default retention has an invalid period \"%s\"",
+                         days ? days : years);
+        if (ok) {
+            snprintf(out->mode, sizeof(out->mode), "%s", mode);
+            out->days = (unsigned)(days ? n : n * S3_XML_DAYS_PER_YEAR);
+        }
+    }
+    free(enabled);
+    free(mode);
+    free(days);
+    free(years);
+    xmlFreeDoc(doc);
+    return ok;
+}
+
 bool s3_xml_complete(const char *body, size_t len, s3_xml_fault *fault, pgd_error *err)
 {
     xmlDocPtr doc = http_xml_read(body, len, err);
