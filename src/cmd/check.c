@@ -37,6 +37,7 @@
 #include "repo/layout.h"
 #include "wal/wal_archive.h"
 #include "restore/timeline.h"
+#include "storage/crypt/storage.h"
 #include "storage/s3/s3.h"
 #include "util/log.h"
 #include "util/progress.h"
@@ -307,7 +308,8 @@ static void check_object_lock(check_run *r, const pgd_options *opts)
 
     if (r->repo == NULL || !storage_uri_is_s3(r->repo->uri))
         return;
-    if (!s3_storage_lock_config(r->repo, &lc, &err)) {
+    /* the bucket's, under the encryption filter */
+    if (!s3_storage_lock_config((storage *)crypt_storage_inner(r->repo), &lc, &err)) {
         check_add(r, "object lock", asked ? CHECK_FAILED : CHECK_WARNING,
                   "could not read the bucket's Object Lock configuration: %s", err.msg);
         return;

@@ -128,6 +128,13 @@ static bool crypt_storage_root_exists(storage *s, bool *exists, pgd_error *err)
     return storage_root_exists(((crypt_storage *)s)->inner, exists, err);
 }
 
+/* locks are the store's: asked of the object as stored */
+static bool crypt_storage_retained_until(storage *s, const char *path, int64_t *until,
+                                         pgd_error *err)
+{
+    return storage_retained_until(((crypt_storage *)s)->inner, path, until, err);
+}
+
 static void crypt_storage_free(storage *s)
 {
     crypt_storage *cs = (crypt_storage *)s;
@@ -149,6 +156,7 @@ static const storage_ops crypt_storage_ops_with_sync = {
     .remove_stale_temp = crypt_storage_remove_stale_temp,
     .sync = crypt_storage_sync,
     .root_exists = crypt_storage_root_exists,
+    .retained_until = crypt_storage_retained_until,
 };
 
 /* storage_needs_sync asks whether ops->sync is set: the filter keeps the inner's answer */
@@ -162,6 +170,7 @@ static const storage_ops crypt_storage_ops_without_sync = {
     .remove_many = crypt_storage_remove_many,
     .remove_stale_temp = crypt_storage_remove_stale_temp,
     .root_exists = crypt_storage_root_exists,
+    .retained_until = crypt_storage_retained_until,
 };
 
 bool crypt_storage_is_encrypted(const storage *s)
@@ -320,6 +329,12 @@ static bool crypt_storage_plain_root_exists(storage *s, bool *exists, pgd_error 
     return storage_root_exists(((crypt_storage_plain *)s)->inner, exists, err);
 }
 
+static bool crypt_storage_plain_retained_until(storage *s, const char *path, int64_t *until,
+                                               pgd_error *err)
+{
+    return storage_retained_until(((crypt_storage_plain *)s)->inner, path, until, err);
+}
+
 static void crypt_storage_plain_free(storage *s)
 {
     pthread_mutex_destroy(&((crypt_storage_plain *)s)->lock);
@@ -339,6 +354,7 @@ static const storage_ops crypt_storage_plain_ops_with_sync = {
     .remove_stale_temp = crypt_storage_plain_remove_stale_temp,
     .sync = crypt_storage_plain_sync,
     .root_exists = crypt_storage_plain_root_exists,
+    .retained_until = crypt_storage_plain_retained_until,
 };
 
 static const storage_ops crypt_storage_plain_ops_without_sync = {
@@ -351,6 +367,7 @@ static const storage_ops crypt_storage_plain_ops_without_sync = {
     .remove_many = crypt_storage_plain_remove_many,
     .remove_stale_temp = crypt_storage_plain_remove_stale_temp,
     .root_exists = crypt_storage_plain_root_exists,
+    .retained_until = crypt_storage_plain_retained_until,
 };
 
 static bool crypt_storage_is_plain(const storage *s)

@@ -106,7 +106,7 @@ bool s3_xml_upload_id(const char *body, size_t len, char **upload_id, pgd_error 
 /* Days or Years of a DefaultRetention; empty or 0 is none (moto writes both, one of them 0). */
 static char *s3_xml_lock_period(xmlNodePtr def, const char *name)
 {
-    char *v = s3_xml_child_text(def, name);
+    char *v = http_xml_child_text(def, name);
 
     if (v != NULL && (v[0] == '\0' || strcmp(v, "0") == 0)) {
         free(v);
@@ -125,14 +125,14 @@ bool s3_xml_lock_config(const char *body, size_t len, s3_lock_config *out, pgd_e
     memset(out, 0, sizeof(*out));
     if (doc == NULL)
         return false;
-    enabled = s3_xml_child_text(root, "ObjectLockEnabled");
+    enabled = http_xml_child_text(root, "ObjectLockEnabled");
     out->enabled = enabled != NULL && strcmp(enabled, "Enabled") == 0;
-    rule = s3_xml_child(root, "Rule");
-    def = rule != NULL ? s3_xml_child(rule, "DefaultRetention") : NULL;
+    rule = http_xml_child(root, "Rule");
+    def = rule != NULL ? http_xml_child(rule, "DefaultRetention") : NULL;
     if (def != NULL) {
         char *end = NULL;
         unsigned long n = 0;
-        mode = s3_xml_child_text(def, "Mode");
+        mode = http_xml_child_text(def, "Mode");
         days = s3_xml_lock_period(def, "Days");
         years = s3_xml_lock_period(def, "Years");
         if (mode == NULL || strlen(mode) >= sizeof(out->mode) || (days == NULL) == (years == NULL))
