@@ -70,25 +70,56 @@ static bool resume_put(storage *repo, const char *id, const char *partition, con
     return storage_put(repo, path, text, strlen(text), STORAGE_WRITE_NO_REPLACE, err);
 }
 
+static bool resume_write_text(out_stream *out, const char *text, pgd_error *err)
+{
+    return out_write(out, text, strlen(text), err);
+}
+
+/*
+ * The record is written entry by entry: a partition of 20,000 small files
+ * would otherwise be a tree of 20,000 JSON objects and their text at once,
+ * tens of MiB beside --max-memory. The text is the same JSON document.
+ */
 bool resume_record_partition(void *arg, const pipeline_partition *p, pipeline_file *const *files,
                              size_t n, pgd_error *err)
 {
     const resume_writer *rw = arg;
-    json_t *arr = json_array(), *root;
-    char *text;
+    char name[128], path[LAYOUT_PATH_MAX], head[256], crc[9];
+    json_t *part_name = json_string(p->name);
+    char *quoted = part_name != NULL ? json_dumps(part_name, JSON_ENCODE_ANY) : NULL;
+    out_stream *out;
     bool ok;
 
-    for (size_t i = 0; arr != NULL && i < n; i++)
-        json_array_append_new(arr, resume_entry_json(files[i]));
-    root = json_pack("{s:s, s:I, s:o, s:o}", "partition", p->name, "size", (json_int_t)p->size,
-                     "crc32c", resume_crc_json(p->crc), "files", arr);
-    text = root != NULL ? json_dumps(root, JSON_COMPACT) : NULL;
-    json_decref(root);
-    if (text == NULL)
+    json_decref(part_name);
+    if (quoted == NULL)
         return err_set(err, "could not serialise the record of partition \"%s\"", p->name);
-    ok = resume_put(rw->repo, rw->backup_id, p->name, text, err);
-    free(text);
-    return ok;
+    snprintf(crc, sizeof(crc), "%08x", p->crc);
+    snprintf(head, sizeof(head),
+             "{\"partition\":%s,\"size\":%" PRIu64 ",\"crc32c\":\"%s\",\"files\":[", quoted,
+             p->size, crc);
+    free(quoted);
+    snprintf(name, sizeof(name), "%s%s", p->name, RESUME_RECORD_SUFFIX);
+    layout_backup_object(rw->backup_id, name, path, sizeof(path));
+    if ((out = storage_write_open(rw->repo, path, STORAGE_WRITE_NO_REPLACE, err)) == NULL)
+        return false;
+    ok = resume_write_text(out, head, err);
+    for (size_t i = 0; ok && i < n; i++) {
+        json_t *e = resume_entry_json(files[i]);
+        char *text = e != NULL ? json_dumps(e, JSON_COMPACT) : NULL;
+
+        json_decref(e);
+        if (text == NULL)
+            ok = err_set(err, "could not serialise the record of partition \"%s\"", p->name);
+        else
+            ok = (i == 0 || resume_write_text(out, ",", err)) && resume_write_text(out, text, err);
+        free(text);
+    }
+    ok = ok && resume_write_text(out, "]}", err);
+    if (!ok) {
+        out_abort(out);
+        return false;
+    }
+    return out_close(out, err);
 }
 
 /* ---- reading a record ---- */

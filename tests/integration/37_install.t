@@ -81,7 +81,7 @@ complete_line() { # complete_line WORD...: what completing the last word offers
 is "$(complete_line pgdirect re)" "restore" "pgdirect re<TAB> completes to restore"
 like "$(complete_line pgdirect "")" "^backup restore list .*check delete verify" "pgdirect <TAB> lists the commands"
 is "$(complete_line pgdirect ver)" "verify" "pgdirect ver<TAB> completes to verify"
-is "$(complete_line pgdirect verify --a)" "--all" "and verify's options"
+is "$(complete_line pgdirect verify --al)" "--all" "and verify's options"
 is "$(complete_line pgdirect delete --ret)" "--retain-full --retain-since" "options of the command at hand"
 is "$(complete_line pgdirect restore --ret)" "" "and not those of another command"
 is "$(complete_line pgdirect backup --compression "")" "lz4 zstd none" "an option's words"
