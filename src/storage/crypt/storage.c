@@ -200,7 +200,8 @@ static bool crypt_storage_sniffer_read(in_stream *s, void *buf, size_t len, size
             return false;
         f->checked = true;
         if (f->head_len == sizeof(f->head) &&
-            memcmp(f->head, CRYPT_FORMAT_MAGIC, CRYPT_FORMAT_MAGIC_LEN) == 0) {
+            (memcmp(f->head, CRYPT_FORMAT_MAGIC, CRYPT_FORMAT_MAGIC_LEN) == 0 ||
+             memcmp(f->head, CRYPT_FORMAT_MAGIC_V1, CRYPT_FORMAT_MAGIC_LEN) == 0)) {
             f->head_len = 0;
             return err_set(err,
                            "repository \"%s\" is encrypted: an encryption key file is needed "
