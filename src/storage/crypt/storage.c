@@ -118,6 +118,12 @@ static bool crypt_storage_remove_stale_temp(storage *s, const char *dir, int64_t
     return storage_remove_stale_temp(((crypt_storage *)s)->inner, dir, older_than_s, err);
 }
 
+static bool crypt_storage_remove_stale_temp_of(storage *s, const char *path, int64_t older_than_s,
+                                               pgd_error *err)
+{
+    return storage_remove_stale_temp_of(((crypt_storage *)s)->inner, path, older_than_s, err);
+}
+
 static bool crypt_storage_sync(storage *s, const char *path, pgd_error *err)
 {
     return storage_sync(((crypt_storage *)s)->inner, path, err);
@@ -154,6 +160,7 @@ static const storage_ops crypt_storage_ops_with_sync = {
     .free = crypt_storage_free,
     .remove_many = crypt_storage_remove_many,
     .remove_stale_temp = crypt_storage_remove_stale_temp,
+    .remove_stale_temp_of = crypt_storage_remove_stale_temp_of,
     .sync = crypt_storage_sync,
     .root_exists = crypt_storage_root_exists,
     .retained_until = crypt_storage_retained_until,
@@ -169,6 +176,7 @@ static const storage_ops crypt_storage_ops_without_sync = {
     .free = crypt_storage_free,
     .remove_many = crypt_storage_remove_many,
     .remove_stale_temp = crypt_storage_remove_stale_temp,
+    .remove_stale_temp_of = crypt_storage_remove_stale_temp_of,
     .root_exists = crypt_storage_root_exists,
     .retained_until = crypt_storage_retained_until,
 };
@@ -320,6 +328,12 @@ static bool crypt_storage_plain_remove_stale_temp(storage *s, const char *dir, i
     return storage_remove_stale_temp(((crypt_storage_plain *)s)->inner, dir, older_than_s, err);
 }
 
+static bool crypt_storage_plain_remove_stale_temp_of(storage *s, const char *path,
+                                                     int64_t older_than_s, pgd_error *err)
+{
+    return storage_remove_stale_temp_of(((crypt_storage_plain *)s)->inner, path, older_than_s, err);
+}
+
 static bool crypt_storage_plain_sync(storage *s, const char *path, pgd_error *err)
 {
     return storage_sync(((crypt_storage_plain *)s)->inner, path, err);
@@ -353,6 +367,7 @@ static const storage_ops crypt_storage_plain_ops_with_sync = {
     .free = crypt_storage_plain_free,
     .remove_many = crypt_storage_plain_remove_many,
     .remove_stale_temp = crypt_storage_plain_remove_stale_temp,
+    .remove_stale_temp_of = crypt_storage_plain_remove_stale_temp_of,
     .sync = crypt_storage_plain_sync,
     .root_exists = crypt_storage_plain_root_exists,
     .retained_until = crypt_storage_plain_retained_until,
@@ -367,6 +382,7 @@ static const storage_ops crypt_storage_plain_ops_without_sync = {
     .free = crypt_storage_plain_free,
     .remove_many = crypt_storage_plain_remove_many,
     .remove_stale_temp = crypt_storage_plain_remove_stale_temp,
+    .remove_stale_temp_of = crypt_storage_plain_remove_stale_temp_of,
     .root_exists = crypt_storage_plain_root_exists,
     .retained_until = crypt_storage_plain_retained_until,
 };
