@@ -56,6 +56,16 @@ done
 expect_error "list without the key" "repository \"$REPO\" is encrypted: an encryption key file is needed" \
     pgd list --repo "$REPO"
 is "$(pgd list --repo "$REPO" >/dev/null 2>&1; echo $?)" "1" "list without the key exits 1"
+# the other readers without the key: no probe of their own, the first object read (or the
+# first removal) says it, and nothing is removed
+n=$(find "$REPO" -type f | wc -l)
+for c in "verify" "delete --retain-full 1" "delete --garbage --garbage-age 0" "metrics"; do
+    # shellcheck disable=SC2086
+    expect_error "$c without the key" "repository \"$REPO\" is encrypted: an encryption key file is needed" \
+        pgd $c --repo "$REPO"
+    is "$(pgd $c --repo "$REPO" >/dev/null 2>&1; echo $?)" "1" "$c without the key exits 1"
+done
+is "$(find "$REPO" -type f | wc -l)" "$n" "and they remove nothing"
 expect_error "a wrong key" "encryption key file \"$T/keys/other.key\" does not open repository \"$REPO\" \(wrong key\)" \
     pgd list --repo "$REPO" --encryption-key-file "$T/keys/other.key"
 is "$(pgd list --repo "$REPO" --encryption-key-file "$T/keys/other.key" >/dev/null 2>&1; echo $?)" "1" \
