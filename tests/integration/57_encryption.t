@@ -10,7 +10,8 @@
 # repository holding unencrypted backups. Tampering: a flipped byte in a
 # partition (verify exits 3 naming it, restore fails and removes what it
 # wrote), two WAL segments swapped and a cut segment (wal-fetch 254, nothing
-# written).
+# written). A first backup with a key that fails leaves the repository
+# encrypted (its keyring alone), as the user guide says.
 . "$(dirname "$0")/lib.sh"
 setup_tmp
 MARKER=PGDIRECT-MARKER-c0ffee
@@ -197,5 +198,18 @@ ids=$(pgd list --repo "$REPO" "${K[@]}" --json | python3 -c 'import json,sys; pr
 is "$ids" "$newest" "and list shows the newest full backup alone"
 ok $([ ! -e "$REPO/backups/$full.done.json" ] && [ ! -e "$REPO/backups/$delta.done.json" ]; echo $?) \
     "the older full and its delta are gone"
+
+# ---- a first writing command with a key that then fails: the repository stays encrypted ----
+mkdir -p "$T/repo_new" && chown postgres "$T/repo_new"
+PGPORT=1 pgd backup --repo "$T/repo_new" "${K[@]}" --pgdata "$T/data" >"$T/new.log" 2>&1
+is "$?" "1" "a backup with a key into an empty repository, its server unreachable, fails"
+like "$(cat "$T/new.log")" "could not connect to the server" "(saying why)"
+is "$(ls -A "$T/repo_new" | tr '\n' ' ')" "keyring.pgdirect " \
+    "and leaves the repository encrypted, holding its keyring alone"
+expect_error "list of it without the key" \
+    "repository \"$T/repo_new\" is encrypted: an encryption key file is needed" pgd list --repo "$T/repo_new"
+out=$(pgd list --repo "$T/repo_new" "${K[@]}" 2>&1)
+ok $? "list of it with the key succeeds"
+like "$out" "\(no backups\)" "and shows no backup"
 
 done_testing

@@ -8,7 +8,9 @@
  * encrypted, and is neither listed nor written through the filter.
  *
  * An encrypted repository is one that holds a keyring. It is made so by the
- * first command that writes to it empty with a key file; from then on every
+ * first command that writes to it empty with a key file (the keyring stays if
+ * that command then fails: another writer with the same key may already rely
+ * on it; docs/user-guide.md#encryption-at-rest); from then on every
  * command needs the key file, and a key file is refused for a repository
  * that holds anything else (no repository holds both).
  */
