@@ -38,6 +38,7 @@
 #include "repo/retention.h"
 #include "wal/wal_archive.h"
 #include "restore/timeline.h"
+#include "storage/crypt/keyring.h"
 #include "util/log.h"
 #include "util/text.h"
 #include "util/xmalloc.h"
@@ -514,11 +515,15 @@ static bool delete_garbage(delete_run *r, pgd_error *err)
     if (r->s->dry_run) {
         delete_note(r,
                     "would remove temporary objects (unfinished uploads, *.tmp.* files) idle for "
-                    "--garbage-age under complete backups, and for %llds under %s/",
-                    (long long)wal_age, WAL_DIR);
+                    "--garbage-age under complete backups and beside %s (a killed key "
+                    "rotate's), and for %llds under %s/",
+                    CRYPT_KEYRING_NAME, (long long)wal_age, WAL_DIR);
         return true;
     }
-    return delete_keep_lease(r, err) && storage_remove_stale_temp(r->repo, WAL_DIR, wal_age, err);
+    /* a killed key rotate's keyring.pgdirect.tmp.*: the root is not swept as a whole */
+    return delete_keep_lease(r, err) &&
+           storage_remove_stale_temp_of(r->repo, CRYPT_KEYRING_NAME, r->s->garbage_age, err) &&
+           storage_remove_stale_temp(r->repo, WAL_DIR, wal_age, err);
 }
 
 /*

@@ -404,9 +404,10 @@ static bool fs_remove(storage *s, const char *path, pgd_error *err)
 /*
  * Remove temporary files under `full` (recursively) last written at or
  * before `cutoff` (seconds, as st_mtime counts them: with an age of 0, a file
- * written in the current second is stale too, as S3 uploads are).
+ * written in the current second is stale too, as S3 uploads are). of: only
+ * the temporary files of the object of that name in `full`, not recursively.
  */
-static bool fs_remove_stale_under(const char *full, time_t cutoff, pgd_error *err)
+static bool fs_remove_stale_under(const char *full, const char *of, time_t cutoff, pgd_error *err)
 {
     struct dirent *de;
     DIR *d = opendir(full);
@@ -430,6 +431,10 @@ static bool fs_remove_stale_under(const char *full, time_t cutoff, pgd_error *er
          */
         if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN && !storage_is_temp_name(de->d_name))
             continue;
+        if (of != NULL && (strncmp(de->d_name, of, strlen(of)) != 0 ||
+                           strncmp(de->d_name + strlen(of), ".tmp.", 5) != 0 ||
+                           !storage_is_temp_name(de->d_name)))
+            continue;
         if ((size_t)snprintf(child, sizeof(child), "%s/%s", full, de->d_name) >= sizeof(child))
             continue;
         if (lstat(child, &st) != 0) {
@@ -437,11 +442,13 @@ static bool fs_remove_stale_under(const char *full, time_t cutoff, pgd_error *er
                 ok = err_errno(err, errno, "could not stat \"%s\"", child);
             continue;
         }
-        if (S_ISDIR(st.st_mode))
-            ok = fs_remove_stale_under(child, cutoff, err);
-        else if (S_ISREG(st.st_mode) && storage_is_temp_name(de->d_name) && st.st_mtime <= cutoff &&
-                 unlink(child) != 0 && errno != ENOENT)
+        if (S_ISDIR(st.st_mode)) {
+            if (of == NULL)
+                ok = fs_remove_stale_under(child, NULL, cutoff, err);
+        } else if (S_ISREG(st.st_mode) && storage_is_temp_name(de->d_name) &&
+                   st.st_mtime <= cutoff && unlink(child) != 0 && errno != ENOENT) {
             ok = err_errno(err, errno, "could not remove stale temporary file \"%s\"", child);
+        }
     }
     if (ok && errno != 0)
         ok = err_errno(err, errno, "could not read directory \"%s\"", full);
@@ -456,7 +463,21 @@ static bool fs_remove_stale_temp(storage *s, const char *dir, int64_t older_than
 
     if (!fs_full_path(fs, dir, full, sizeof(full), err))
         return false;
-    return fs_remove_stale_under(full, time(NULL) - (time_t)older_than_s, err);
+    return fs_remove_stale_under(full, NULL, time(NULL) - (time_t)older_than_s, err);
+}
+
+static bool fs_remove_stale_temp_of(storage *s, const char *path, int64_t older_than_s,
+                                    pgd_error *err)
+{
+    fs_storage *fs = (fs_storage *)s;
+    char full[PATH_MAX], dir[PATH_MAX];
+    const char *slash;
+
+    if (!fs_full_path(fs, path, full, sizeof(full), err))
+        return false;
+    slash = strrchr(full, '/'); /* full is "<root>/<path>" */
+    snprintf(dir, sizeof(dir), "%.*s", slash == full ? 1 : (int)(slash - full), full);
+    return fs_remove_stale_under(dir, slash + 1, time(NULL) - (time_t)older_than_s, err);
 }
 
 /* fsync the object and the directory that holds it. */
@@ -508,6 +529,7 @@ static const storage_ops fs_ops = {
     .remove = fs_remove,
     .free = fs_free,
     .remove_stale_temp = fs_remove_stale_temp,
+    .remove_stale_temp_of = fs_remove_stale_temp_of,
     .sync = fs_sync,
     .root_exists = fs_root_exists,
 };

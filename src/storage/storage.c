@@ -32,7 +32,7 @@ bool storage_uri_is_azure(const char *uri)
 
 /* What --repo may be, for the messages that refuse something else (null: is for benchmarks). */
 #define STORAGE_URI_FORMS                                                                          \
-    "an absolute path, file:///path, s3://bucket/prefix, azure://container/prefix or "           \
+    "an absolute path, file:///path, s3://bucket/prefix, azure://container/prefix or "             \
     "sftp://user@host[:port]/path"
 
 /*
@@ -187,4 +187,12 @@ bool storage_remove_stale_temp(storage *s, const char *dir, int64_t older_than_s
     if (s->ops->remove_stale_temp == NULL)
         return true;
     return s->ops->remove_stale_temp(s, dir, older_than_s, err);
+}
+
+bool storage_remove_stale_temp_of(storage *s, const char *path, int64_t older_than_s,
+                                  pgd_error *err)
+{
+    if (s->ops->remove_stale_temp_of == NULL)
+        return true;
+    return s->ops->remove_stale_temp_of(s, path, older_than_s, err);
 }

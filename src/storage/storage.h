@@ -45,6 +45,12 @@ typedef struct storage_ops {
      */
     bool (*remove_stale_temp)(storage *s, const char *dir, int64_t older_than_s, pgd_error *err);
     /*
+     * optional, with remove_stale_temp: the same for the temporary objects
+     * of the one object `path` (beside it, not in the folders below it).
+     */
+    bool (*remove_stale_temp_of)(storage *s, const char *path, int64_t older_than_s,
+                                 pgd_error *err);
+    /*
      * optional: make an object that is there durable (its content and its
      * name), for a writer that was stopped after the object became visible
      * and before it was made durable; back ends whose objects are durable
@@ -127,6 +133,14 @@ bool storage_remove_many(storage *s, const char *const *paths, size_t n, pgd_err
 
 /* Temporary objects of killed writers under `dir`, idle for older_than_s (no-op where none). */
 bool storage_remove_stale_temp(storage *s, const char *dir, int64_t older_than_s, pgd_error *err);
+
+/*
+ * The temporary objects a killed writer of `path` left ("<path>.tmp.*"),
+ * idle for older_than_s (no-op where none): for an object at the root,
+ * whose folder is not swept as a whole (keyring.pgdirect).
+ */
+bool storage_remove_stale_temp_of(storage *s, const char *path, int64_t older_than_s,
+                                  pgd_error *err);
 
 /*
  * "<name>.tmp.<pid>.<n>": the temporary name under which the drivers that

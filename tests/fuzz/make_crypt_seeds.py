@@ -22,8 +22,10 @@ def data_key(kid):
     return bytes(range(32)) if kid == 1 else bytes((~i) & 0xFF for i in range(32))
 
 
-def encrypt(kid, plain, prefix):
-    hdr = b"PGDCRYPT" + struct.pack(">I", kid) + prefix
+def encrypt(kid, plain, salt):
+    hdr = b"PGDCRYP2" + struct.pack(">I", kid) + salt
+    key = HKDF(algorithm=hashes.SHA256(), length=32, salt=salt,
+               info=b"pgdirect object key PGDCRYP2").derive(data_key(kid))
     out = hdr
     chunks = [plain[i:i + CHUNK] for i in range(0, len(plain), CHUNK)]
     if not chunks or len(chunks[-1]) == CHUNK:
@@ -31,7 +33,7 @@ def encrypt(kid, plain, prefix):
     for i, c in enumerate(chunks):
         last = i == len(chunks) - 1
         aad = hdr + struct.pack(">I", len(NAME)) + NAME + struct.pack(">Q", i) + bytes([last])
-        out += AESGCM(data_key(kid)).encrypt(prefix + struct.pack(">I", i), c, aad)
+        out += AESGCM(key).encrypt(struct.pack(">QI", 0, i), c, aad)
     return out
 
 
@@ -52,10 +54,10 @@ def keyring():
 def main(out):
     os.makedirs(out, exist_ok=True)
     seeds = {
-        "empty": encrypt(1, b"", bytes(8)),
-        "short": encrypt(1, b"the quick brown fox", bytes(range(8))),
-        "two_chunks": encrypt(7, bytes(i % 251 for i in range(CHUNK + 100)), bytes([9] * 8)),
-        "exact_chunk": encrypt(1, bytes(CHUNK), bytes([3] * 8)),
+        "empty": encrypt(1, b"", bytes(32)),
+        "short": encrypt(1, b"the quick brown fox", bytes(range(32))),
+        "two_chunks": encrypt(7, bytes(i % 251 for i in range(CHUNK + 100)), bytes([9] * 32)),
+        "exact_chunk": encrypt(1, bytes(CHUNK), bytes([3] * 32)),
     }
     for name, body in seeds.items():
         with open(os.path.join(out, "object_" + name), "wb") as f:

@@ -10,7 +10,8 @@
 # repository holding unencrypted backups. Tampering: a flipped byte in a
 # partition (verify exits 3 naming it, restore fails and removes what it
 # wrote), two WAL segments swapped and a cut segment (wal-fetch 254, nothing
-# written).
+# written). A first backup with a key that fails leaves the repository
+# encrypted (its keyring alone), as the user guide says.
 . "$(dirname "$0")/lib.sh"
 setup_tmp
 MARKER=PGDIRECT-MARKER-c0ffee
@@ -56,6 +57,16 @@ done
 expect_error "list without the key" "repository \"$REPO\" is encrypted: an encryption key file is needed" \
     pgd list --repo "$REPO"
 is "$(pgd list --repo "$REPO" >/dev/null 2>&1; echo $?)" "1" "list without the key exits 1"
+# the other readers without the key: no probe of their own, the first object read (or the
+# first removal) says it, and nothing is removed
+n=$(find "$REPO" -type f | wc -l)
+for c in "verify" "delete --retain-full 1" "delete --garbage --garbage-age 0" "metrics"; do
+    # shellcheck disable=SC2086
+    expect_error "$c without the key" "repository \"$REPO\" is encrypted: an encryption key file is needed" \
+        pgd $c --repo "$REPO"
+    is "$(pgd $c --repo "$REPO" >/dev/null 2>&1; echo $?)" "1" "$c without the key exits 1"
+done
+is "$(find "$REPO" -type f | wc -l)" "$n" "and they remove nothing"
 expect_error "a wrong key" "encryption key file \"$T/keys/other.key\" does not open repository \"$REPO\" \(wrong key\)" \
     pgd list --repo "$REPO" --encryption-key-file "$T/keys/other.key"
 is "$(pgd list --repo "$REPO" --encryption-key-file "$T/keys/other.key" >/dev/null 2>&1; echo $?)" "1" \
@@ -187,5 +198,18 @@ ids=$(pgd list --repo "$REPO" "${K[@]}" --json | python3 -c 'import json,sys; pr
 is "$ids" "$newest" "and list shows the newest full backup alone"
 ok $([ ! -e "$REPO/backups/$full.done.json" ] && [ ! -e "$REPO/backups/$delta.done.json" ]; echo $?) \
     "the older full and its delta are gone"
+
+# ---- a first writing command with a key that then fails: the repository stays encrypted ----
+mkdir -p "$T/repo_new" && chown postgres "$T/repo_new"
+PGPORT=1 pgd backup --repo "$T/repo_new" "${K[@]}" --pgdata "$T/data" >"$T/new.log" 2>&1
+is "$?" "1" "a backup with a key into an empty repository, its server unreachable, fails"
+like "$(cat "$T/new.log")" "could not connect to the server" "(saying why)"
+is "$(ls -A "$T/repo_new" | tr '\n' ' ')" "keyring.pgdirect " \
+    "and leaves the repository encrypted, holding its keyring alone"
+expect_error "list of it without the key" \
+    "repository \"$T/repo_new\" is encrypted: an encryption key file is needed" pgd list --repo "$T/repo_new"
+out=$(pgd list --repo "$T/repo_new" "${K[@]}" 2>&1)
+ok $? "list of it with the key succeeds"
+like "$out" "\(no backups\)" "and shows no backup"
 
 done_testing

@@ -5,7 +5,8 @@
 # the marker string, and the same backup into an unencrypted prefix does
 # (the positive control, read back with boto3); an object tampered in the
 # bucket makes verify exit 3 naming it; a wrong key makes wal-fetch exit
-# 254; list without the key says it needs it.
+# 254; list without the key says it needs it. The requests a wal-push and
+# a list without a key make (the latter: none to look for a keyring).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_s3.sh"
 setup_tmp
@@ -97,6 +98,16 @@ for kind in plain enc; do
     n=$(tail -n +$((before + 1)) "$S3_LOG" | wc -l)
     is "$n" "5" "wal-push to the $kind prefix is five requests (the keyring looked for or read, GET, PUT, two HEADs)"
 done
+
+# what list without a key asks of the unencrypted prefix: no request to look for a keyring (the
+# sentinel it reads is sniffed instead)
+before=$(wc -l <"$S3_LOG")
+pgd list --repo "s3://$S3_BUCKET/plain" >"$T/plain.list" 2>&1
+ok $? "list of the unencrypted prefix without a key"
+reqs=$(tail -n +$((before + 1)) "$S3_LOG" | awk '{print $1}' | sort | uniq -c | awk '{printf "%s%s %s", sep, $2, $1; sep=", "}')
+diag "list of the unencrypted prefix: $reqs"
+n=$(tail -n +$((before + 1)) "$S3_LOG" | wc -l)
+is "$n" "5" "list of the unencrypted prefix is five requests (six when a root listing looked for a keyring)"
 
 port=$(restore_and_start LATEST "$T/data_pitr" "${K[@]}" --target-name s3_point --target-action promote)
 ok $? "restore of the delta from S3 to the restore point starts"

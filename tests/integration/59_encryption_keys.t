@@ -4,7 +4,8 @@
 # (scrypt) killed at four points of its one write (half written, written
 # but not synced, before and after the rename: an LD_PRELOAD shim sends
 # SIGKILL), after each of which the old or the new key opens the
-# repository, never neither; then a rotation that completes: the old key
+# repository, never neither, and `delete --garbage` removes the temporary
+# keyrings they left once stale; then a rotation that completes: the old key
 # opens nothing (exit 1; wal-fetch 254), the new key reads what the old one
 # wrote, new objects use a new data key. A rotation from a wrong key
 # changes nothing. `pgdirect cat` turns an object back into its
@@ -62,6 +63,20 @@ n=$(ls "$REPO" | grep -c '^keyring.pgdirect.tmp.' )
 cmp_ok "$n" ">" 0 "the killed rotations left temporary objects ($n)"
 pgd list --repo "$REPO" "${OLD[@]}" >/dev/null 2>&1
 ok $? "which do not disturb the repository"
+# delete --garbage removes the stale ones (idle for --garbage-age), not one being written
+fresh=$(ls "$REPO" | grep '^keyring.pgdirect.tmp.' | head -1)
+for f in "$REPO"/keyring.pgdirect.tmp.*; do
+    [ "$(basename "$f")" = "$fresh" ] || touch -d '2 hours ago' "$f"
+done
+pgd delete --repo "$REPO" "${OLD[@]}" --garbage --garbage-age 1h >"$T/garbage.out" 2>&1
+ok $? "delete --garbage on the encrypted repository"
+is "$(ls "$REPO" | grep '^keyring.pgdirect.tmp.' | tr '\n' ' ')" "$fresh " \
+    "removes the killed rotations' stale temporary keyrings, and keeps one written within --garbage-age"
+pgd delete --repo "$REPO" "${OLD[@]}" --garbage --garbage-age 0 >"$T/garbage.out" 2>&1
+ok $? "delete --garbage --garbage-age 0"
+is "$(ls "$REPO" | grep -c '^keyring.pgdirect.tmp.')" "0" "removes the last one"
+opens "$T/keys/old.key"
+ok $? "and the keyring itself stays: the old key still opens the repository"
 
 # a wrong key rotates nothing
 cp "$REPO/keyring.pgdirect" "$T/keyring.before"

@@ -3,7 +3,8 @@
  * AES-256-GCM of src/storage/crypt/cipher.c: the published GCM vectors
  * (McGrew and Viega's GCM specification, test cases 14 and 16), the object
  * format against ciphertexts computed independently from format.h's
- * description (Python's `cryptography` AESGCM), a round trip at the chunk
+ * description (Python's `cryptography` HKDF and AESGCM:
+ * crypt_format_vectors.py, beside this file), a round trip at the chunk
  * boundaries, and every tamper case: a flipped byte in each part, an object
  * cut at a chunk boundary and inside a chunk, a chunk dropped, two chunks
  * swapped, bytes appended, an object read under another name, an unknown
@@ -83,14 +84,16 @@ static bool test_crypt_key_fn(void *arg, uint32_t id, uint8_t key[CRYPT_KEY_LEN]
 static void test_crypt_encrypt(mem_out *m, uint32_t id, const char *name, const uint8_t *p,
                                size_t len, bool fixed)
 {
-    static const uint8_t prefix[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    uint8_t salt[CRYPT_FORMAT_SALT_LEN];
     pgd_error err = {0};
     out_stream *out;
 
-    for (int i = 0; i < 32; i++)
+    for (int i = 0; i < 32; i++) {
         test_crypt_key[i] = (uint8_t)i;
+        salt[i] = (uint8_t)(i + 1);
+    }
     mem_out_init(m);
-    out = crypt_format_out_new(&m->base, test_crypt_key, id, name, fixed ? prefix : NULL, &err);
+    out = crypt_format_out_new(&m->base, test_crypt_key, id, name, fixed ? salt : NULL, &err);
     assert_non_null(out);
     /* written in uneven pieces: the chunks do not depend on how the writes fall */
     for (size_t off = 0; off < len;) {
@@ -134,21 +137,21 @@ static bool test_crypt_decrypt(const void *data, size_t len, const char *name, u
 static void test_format_known_answer(void **state)
 {
     static const char *pt = "the quick brown fox jumps over the lazy dog";
-    uint8_t expect[79], sha[32], expect_sha[32], back[64];
+    uint8_t expect[103], sha[32], expect_sha[32], back[64];
     mem_out m;
     pgd_error err = {0};
     size_t got, big = 2 * CRYPT_FORMAT_CHUNK + 5;
     uint8_t *p = malloc(big), *b = malloc(big);
 
     (void)state;
-    test_crypt_hex("5047444352595054000000010102030405060708fe774b90fc629c08e7e8b62f1b89a176"
-                   "c7c19e7801741907c378d234da2cecda43b5693d9990bf71c9c7a6a7b8de378d395d58dae0"
-                   "9327feaf55b9",
-                   expect, 79);
+    test_crypt_hex("5047444352595032000000010102030405060708090a0b0c0d0e0f101112131415161718"
+                   "191a1b1c1d1e1f200674cd23156a0891fc864b9e9d4d4378f14a72f1e89767238bfa1d10a9"
+                   "c3a73a6da7204ba4ee8d5c39a659182250b07c3bb38bfdafb9a267971bb1",
+                   expect, 103);
     test_crypt_encrypt(&m, 1, "wal/0000000100000000/000000010000000000000001.lz4",
                        (const uint8_t *)pt, strlen(pt), true);
-    assert_int_equal(m.len, 79);
-    assert_memory_equal(m.data, expect, 79);
+    assert_int_equal(m.len, 103);
+    assert_memory_equal(m.data, expect, 103);
     assert_true(test_crypt_decrypt(m.data, m.len,
                                    "wal/0000000100000000/000000010000000000000001.lz4", back,
                                    sizeof(back), &got, &err));
@@ -160,9 +163,9 @@ static void test_format_known_answer(void **state)
     for (size_t i = 0; i < big; i++)
         p[i] = (uint8_t)(i * 7 + 3);
     test_crypt_encrypt(&m, 7, TEST_NAME, p, big, true);
-    assert_int_equal(m.len, 131145);
+    assert_int_equal(m.len, 131169);
     assert_true(digest_sha256(m.data, m.len, sha));
-    test_crypt_hex("f0b0070deac31f78f515005b3ee4fdb689f8705f3aabba77f39576b1f4d2aae5", expect_sha,
+    test_crypt_hex("34661f8c6030a0e747676b94ac176e28c7dab21e6a95ccd5b6c74d2afccc1db9", expect_sha,
                    32);
     assert_memory_equal(sha, expect_sha, 32);
     assert_true(test_crypt_decrypt(m.data, m.len, TEST_NAME, b, big, &got, &err));
@@ -193,8 +196,11 @@ static void test_format_round_trip_and_sizes(void **state)
         size_t got;
         test_crypt_encrypt(&m1, 1, TEST_NAME, p, sizes[k], false);
         test_crypt_encrypt(&m2, 1, TEST_NAME, p, sizes[k], false);
-        /* a new random prefix per object: the same plaintext never gives the same bytes */
-        assert_memory_not_equal(m1.data + 12, m2.data + 12, 8);
+        /* a new random salt per object: the same plaintext never gives the same bytes */
+        assert_memory_not_equal(m1.data + 12, m2.data + 12, CRYPT_FORMAT_SALT_LEN);
+        if (sizes[k] > 0)
+            assert_memory_not_equal(m1.data + CRYPT_FORMAT_HEADER_LEN,
+                                    m2.data + CRYPT_FORMAT_HEADER_LEN, sizes[k]);
         assert_true(crypt_format_plain_size(m1.len, &plain));
         assert_int_equal(plain, sizes[k]);
         assert_true(test_crypt_decrypt(m1.data, m1.len, TEST_NAME, b, sizes[k] + 1, &got, &err));
@@ -246,8 +252,8 @@ static void test_format_tampering(void **state)
     n = m.len;
     t = malloc(n + 10);
 
-    /* a flipped byte: in the magic, the key id, the prefix, each chunk's body and a tag */
-    size_t flips[] = {0, 11, 15, H + 5, H + S + 7, H + 2 * S + C + 3, n - 1};
+    /* a flipped byte: in the magic, the key id, the salt, each chunk's body and a tag */
+    size_t flips[] = {0, 11, 40, H + 5, H + S + 7, H + 2 * S + C + 3, n - 1};
     size_t handed[] = {0, 0, 0, 0, C, 2 * C, 3 * C};
     for (size_t k = 0; k < sizeof(flips) / sizeof(flips[0]); k++) {
         memcpy(t, m.data, n);
@@ -283,6 +289,19 @@ static void test_format_tampering(void **state)
                              0, "chunk 0 failed authentication");
     /* an empty object */
     test_crypt_expect_damage((uint8_t *)m.data, 0, TEST_NAME, p, 0, "no encryption header");
+    /* format 1's magic (a 64-bit nonce prefix under the data key): refused by name, nothing read */
+    {
+        pgd_error err = {0};
+        size_t got;
+        uint8_t *b = malloc(4 * C);
+        memcpy(t, m.data, n);
+        memcpy(t, "PGDCRYPT", 8);
+        assert_false(test_crypt_decrypt(t, n, TEST_NAME, b, 4 * C, &got, &err));
+        assert_non_null(strstr(err.msg, "is in encryption format 1 (\"PGDCRYPT\")"));
+        assert_non_null(strstr(err.msg, TEST_NAME));
+        assert_int_equal(got, 0);
+        free(b);
+    }
     free(t);
     mem_out_free(&m);
     free(p);

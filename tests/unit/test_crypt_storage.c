@@ -61,6 +61,17 @@ static bool test_crypt_storage_list_cb(void *arg, const char *name, uint64_t siz
     return true;
 }
 
+static bool test_crypt_storage_count_cb(void *arg, const char *name, uint64_t size, bool is_dir,
+                                        pgd_error *err)
+{
+    (void)name;
+    (void)size;
+    (void)is_dir;
+    (void)err;
+    (*(size_t *)arg)++;
+    return true;
+}
+
 static void test_crypt_storage_all(void **state)
 {
     char *keys = test_tmpdir(), *repo = test_tmpdir(), *plain_repo = test_tmpdir();
@@ -124,10 +135,40 @@ static void test_crypt_storage_all(void **state)
     err_clear(&err);
     storage_free(s);
 
-    /* no key: refused, saying what is needed */
-    assert_null(crypt_storage_open(storage_fs_new(repo), NULL, 0, &err));
+    /* no key, a command that writes (backup, check): refused at once, saying what is needed */
+    assert_null(crypt_storage_open(storage_fs_new(repo), NULL, CRYPT_STORAGE_CREATE, &err));
     assert_non_null(strstr(err.msg, "is encrypted: an encryption key file is needed"));
     err_clear(&err);
+    /*
+     * no key, a reader (list, verify, restore, delete...): no request of its own; the first
+     * object read is refused, a listing that finds nothing and a removal look for the keyring
+     */
+    s = crypt_storage_open(storage_fs_new(repo), NULL, 0, &err);
+    assert_non_null(s);
+    assert_false(storage_get(s, "b", &data, &len, &missing, &err));
+    assert_non_null(strstr(err.msg, "is encrypted: an encryption key file is needed"));
+    err_clear(&err);
+    assert_false(storage_list(s, "backups", test_crypt_storage_count_cb, &nkeys, &err));
+    assert_non_null(strstr(err.msg, "is encrypted: an encryption key file is needed"));
+    err_clear(&err);
+    storage_free(s);
+    s = crypt_storage_open(storage_fs_new(repo), NULL, 0, &err);
+    assert_non_null(s);
+    assert_false(storage_remove(s, "b", &err));
+    assert_non_null(strstr(err.msg, "is encrypted: an encryption key file is needed"));
+    err_clear(&err);
+    snprintf(path2, sizeof(path2), "%s/b", repo);
+    assert_int_equal(access(path2, F_OK), 0);
+    storage_free(s);
+    /* positive control: in an unencrypted repository, the same listing and removal work */
+    s = crypt_storage_open(storage_fs_new(plain_repo), NULL, 0, &err);
+    assert_non_null(s);
+    nkeys = 0;
+    assert_true(storage_list(s, "backups", test_crypt_storage_count_cb, &nkeys, &err));
+    assert_int_equal(nkeys, 0);
+    assert_true(storage_put(s, "gone", "x", 1, 0, &err));
+    assert_true(storage_remove(s, "gone", &err));
+    storage_free(s);
     /* no key, no probe (wal-fetch): the first object read says it, and nothing of it is given */
     s = crypt_storage_open(storage_fs_new(repo), NULL, CRYPT_STORAGE_NO_PROBE, &err);
     assert_non_null(s);

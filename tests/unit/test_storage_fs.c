@@ -260,6 +260,53 @@ static void test_remove_stale_temp(void **state)
     rm_rf(dir);
 }
 
+/* The temporaries of one object: beside it, stale ones only, nothing else and nothing below. */
+static void test_remove_stale_temp_of(void **state)
+{
+    char *dir = test_tmpdir();
+    char path[4300];
+    pgd_error err = {0};
+    storage *s;
+    static const char *const kept[] = {
+        "keyring.pgdirect.tmp.9.1",     /* a rotation at work */
+        "keyring.pgdirect",             /* the object itself */
+        "keyring.pgdirect2.tmp.1.0",    /* another object's */
+        "keyring.pgdirect.tmp.x",       /* not a temporary name */
+        "wal/keyring.pgdirect.tmp.1.0", /* below the object's folder */
+    };
+
+    (void)state;
+    s = storage_open(dir, NULL, &err);
+    assert_non_null(s);
+    snprintf(path, sizeof(path), "%s/wal", dir);
+    assert_int_equal(mkdir(path, 0750), 0);
+    snprintf(path, sizeof(path), "%s/keyring.pgdirect.tmp.123.0", dir);
+    touch_aged(path, 7200); /* a killed rotation's */
+    snprintf(path, sizeof(path), "%s/keyring.pgdirect.tmp.9.1", dir);
+    touch_aged(path, 10);
+    for (size_t i = 1; i < sizeof(kept) / sizeof(kept[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, kept[i]);
+        touch_aged(path, 7200);
+    }
+    assert_true(storage_remove_stale_temp_of(s, "keyring.pgdirect", 3600, &err));
+    snprintf(path, sizeof(path), "%s/keyring.pgdirect.tmp.123.0", dir);
+    assert_int_equal(access(path, F_OK), -1);
+    for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, kept[i]);
+        if (access(path, F_OK) != 0)
+            fail_msg("%s was removed", kept[i]);
+    }
+    /* an age of 0: the one at work goes too, the others stay */
+    assert_true(storage_remove_stale_temp_of(s, "keyring.pgdirect", 0, &err));
+    snprintf(path, sizeof(path), "%s/keyring.pgdirect.tmp.9.1", dir);
+    assert_int_equal(access(path, F_OK), -1);
+    snprintf(path, sizeof(path), "%s/wal/keyring.pgdirect.tmp.1.0", dir);
+    assert_int_equal(access(path, F_OK), 0);
+    assert_false(err.set);
+    storage_free(s);
+    rm_rf(dir);
+}
+
 #define BIG_OBJECT (20u * 1024 * 1024) /* more than two flush-behind windows */
 
 /* Write BIG_OBJECT bytes of a pattern to `path`; false (err set) at the first failure. */
@@ -377,6 +424,7 @@ int main(void)
         cmocka_unit_test(test_uris),
         cmocka_unit_test(test_root_exists),
         cmocka_unit_test(test_remove_stale_temp),
+        cmocka_unit_test(test_remove_stale_temp_of),
         cmocka_unit_test(test_writeback_error_fails_the_write),
         cmocka_unit_test(test_no_sync_file_range_still_writes),
         cmocka_unit_test(test_new_directories_are_synced_in_their_parents),

@@ -42,7 +42,7 @@ static void crypt_format_aad_init(crypt_format_aad *a, const uint8_t *header, co
     memcpy(a->buf, header, CRYPT_FORMAT_HEADER_LEN);
     crypt_format_put32(a->buf + CRYPT_FORMAT_HEADER_LEN, (uint32_t)nlen);
     memcpy(a->buf + CRYPT_FORMAT_HEADER_LEN + 4, name, nlen);
-    memcpy(a->nonce, header + CRYPT_FORMAT_MAGIC_LEN + 4, CRYPT_FORMAT_PREFIX_LEN);
+    memset(a->nonce, 0, sizeof(a->nonce));
 }
 
 static void crypt_format_aad_chunk(crypt_format_aad *a, uint32_t index, bool last)
@@ -52,7 +52,22 @@ static void crypt_format_aad_chunk(crypt_format_aad *a, uint32_t index, bool las
     crypt_format_put32(p, 0);
     crypt_format_put32(p + 4, index);
     p[8] = last ? 1 : 0;
-    crypt_format_put32(a->nonce + CRYPT_FORMAT_PREFIX_LEN, index);
+    crypt_format_put32(a->nonce + CRYPT_NONCE_LEN - 4, index); /* the counter's high bytes stay 0 */
+}
+
+/* The object's own key (format.h): HKDF-SHA-256 of the data key with the header's salt. */
+static crypt_cipher *crypt_format_cipher(const uint8_t data_key[CRYPT_KEY_LEN],
+                                         const uint8_t *header, pgd_error *err)
+{
+    uint8_t key[CRYPT_KEY_LEN];
+    crypt_cipher *c = NULL;
+
+    if (crypt_cipher_hkdf(data_key, CRYPT_KEY_LEN, header + CRYPT_FORMAT_MAGIC_LEN + 4,
+                          CRYPT_FORMAT_SALT_LEN, CRYPT_FORMAT_KEY_INFO,
+                          strlen(CRYPT_FORMAT_KEY_INFO), key, sizeof(key), err))
+        c = crypt_cipher_new(key, err);
+    crypt_cipher_wipe(key, sizeof(key));
+    return c;
 }
 
 /* ---- writing ---- */
@@ -140,23 +155,22 @@ static const out_stream_ops crypt_format_writer_ops = {
 
 out_stream *crypt_format_out_new(out_stream *next, const uint8_t key[CRYPT_KEY_LEN],
                                  uint32_t key_id, const char *name,
-                                 const uint8_t prefix[CRYPT_FORMAT_PREFIX_LEN], pgd_error *err)
+                                 const uint8_t salt[CRYPT_FORMAT_SALT_LEN], pgd_error *err)
 {
     crypt_format_writer *w;
     uint8_t header[CRYPT_FORMAT_HEADER_LEN];
-    crypt_cipher *c = crypt_cipher_new(key, err);
+    crypt_cipher *c;
 
-    if (c == NULL) {
+    memcpy(header, CRYPT_FORMAT_MAGIC, CRYPT_FORMAT_MAGIC_LEN);
+    crypt_format_put32(header + CRYPT_FORMAT_MAGIC_LEN, key_id);
+    if (salt != NULL)
+        memcpy(header + CRYPT_FORMAT_MAGIC_LEN + 4, salt, CRYPT_FORMAT_SALT_LEN);
+    else if (!crypt_cipher_random(header + CRYPT_FORMAT_MAGIC_LEN + 4, CRYPT_FORMAT_SALT_LEN,
+                                  err)) {
         out_abort(next);
         return NULL;
     }
-    memcpy(header, CRYPT_FORMAT_MAGIC, CRYPT_FORMAT_MAGIC_LEN);
-    crypt_format_put32(header + CRYPT_FORMAT_MAGIC_LEN, key_id);
-    if (prefix != NULL)
-        memcpy(header + CRYPT_FORMAT_MAGIC_LEN + 4, prefix, CRYPT_FORMAT_PREFIX_LEN);
-    else if (!crypt_cipher_random(header + CRYPT_FORMAT_MAGIC_LEN + 4, CRYPT_FORMAT_PREFIX_LEN,
-                                  err)) {
-        crypt_cipher_free(c);
+    if ((c = crypt_format_cipher(key, header, err)) == NULL) {
         out_abort(next);
         return NULL;
     }
@@ -212,6 +226,15 @@ static bool crypt_format_reader_header(crypt_format_reader *r, pgd_error *err)
         r->failed = true;
         return false;
     }
+    if (n >= CRYPT_FORMAT_MAGIC_LEN &&
+        memcmp(header, CRYPT_FORMAT_MAGIC_V1, CRYPT_FORMAT_MAGIC_LEN) == 0) {
+        r->failed = true;
+        err_set(err,
+                "object \"%s\" in repository \"%s\" is in encryption format 1 (\"%s\"), "
+                "which this version of pgdirect does not read",
+                r->name, r->where, CRYPT_FORMAT_MAGIC_V1);
+        return false;
+    }
     if (n < sizeof(header) || memcmp(header, CRYPT_FORMAT_MAGIC, CRYPT_FORMAT_MAGIC_LEN) != 0)
         return crypt_format_reader_damaged(r, err,
                                            "no encryption header (not written encrypted, or cut)");
@@ -225,7 +248,7 @@ static bool crypt_format_reader_header(crypt_format_reader *r, pgd_error *err)
         err_mark(err, PGD_ERR_DAMAGED);
         return false;
     }
-    r->cipher = crypt_cipher_new(key, err);
+    r->cipher = crypt_format_cipher(key, header, err);
     crypt_cipher_wipe(key, sizeof(key));
     if (r->cipher == NULL) {
         r->failed = true;

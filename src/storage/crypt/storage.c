@@ -118,6 +118,12 @@ static bool crypt_storage_remove_stale_temp(storage *s, const char *dir, int64_t
     return storage_remove_stale_temp(((crypt_storage *)s)->inner, dir, older_than_s, err);
 }
 
+static bool crypt_storage_remove_stale_temp_of(storage *s, const char *path, int64_t older_than_s,
+                                               pgd_error *err)
+{
+    return storage_remove_stale_temp_of(((crypt_storage *)s)->inner, path, older_than_s, err);
+}
+
 static bool crypt_storage_sync(storage *s, const char *path, pgd_error *err)
 {
     return storage_sync(((crypt_storage *)s)->inner, path, err);
@@ -154,6 +160,7 @@ static const storage_ops crypt_storage_ops_with_sync = {
     .free = crypt_storage_free,
     .remove_many = crypt_storage_remove_many,
     .remove_stale_temp = crypt_storage_remove_stale_temp,
+    .remove_stale_temp_of = crypt_storage_remove_stale_temp_of,
     .sync = crypt_storage_sync,
     .root_exists = crypt_storage_root_exists,
     .retained_until = crypt_storage_retained_until,
@@ -169,6 +176,7 @@ static const storage_ops crypt_storage_ops_without_sync = {
     .free = crypt_storage_free,
     .remove_many = crypt_storage_remove_many,
     .remove_stale_temp = crypt_storage_remove_stale_temp,
+    .remove_stale_temp_of = crypt_storage_remove_stale_temp_of,
     .root_exists = crypt_storage_root_exists,
     .retained_until = crypt_storage_retained_until,
 };
@@ -200,7 +208,8 @@ static bool crypt_storage_sniffer_read(in_stream *s, void *buf, size_t len, size
             return false;
         f->checked = true;
         if (f->head_len == sizeof(f->head) &&
-            memcmp(f->head, CRYPT_FORMAT_MAGIC, CRYPT_FORMAT_MAGIC_LEN) == 0) {
+            (memcmp(f->head, CRYPT_FORMAT_MAGIC, CRYPT_FORMAT_MAGIC_LEN) == 0 ||
+             memcmp(f->head, CRYPT_FORMAT_MAGIC_V1, CRYPT_FORMAT_MAGIC_LEN) == 0)) {
             f->head_len = 0;
             return err_set(err,
                            "repository \"%s\" is encrypted: an encryption key file is needed "
@@ -242,10 +251,12 @@ typedef struct crypt_storage_plain {
 } crypt_storage_plain;
 
 /*
- * Opened without a probe (wal-push: its first request is its own), the
- * keyring is looked for before the first write, with storage_exists (on S3
- * a HEAD: no body to parse), so that nothing unencrypted lands in an
- * encrypted repository.
+ * Opened without a probe (every command without a key but backup and check:
+ * storage.h), the keyring is looked for before the first write or removal,
+ * and before a listing that found nothing is answered, with storage_exists
+ * (on S3 a HEAD: no body to parse), so that nothing unencrypted lands in an
+ * encrypted repository, nothing is removed from one without its key, and an
+ * encrypted repository never looks empty. What is read is sniffed instead.
  */
 static bool crypt_storage_plain_probe(crypt_storage_plain *p, pgd_error *err)
 {
@@ -296,27 +307,58 @@ static bool crypt_storage_plain_exists(storage *s, const char *path, bool *exist
     return storage_exists(((crypt_storage_plain *)s)->inner, path, exists, err);
 }
 
+typedef struct crypt_storage_plain_listing {
+    storage_list_cb cb;
+    void *arg;
+    bool any;
+} crypt_storage_plain_listing;
+
+static bool crypt_storage_plain_list_entry(void *arg, const char *name, uint64_t size, bool is_dir,
+                                           pgd_error *err)
+{
+    crypt_storage_plain_listing *l = arg;
+
+    l->any = true;
+    return l->cb(l->arg, name, size, is_dir, err);
+}
+
 static bool crypt_storage_plain_list(storage *s, const char *dir, storage_list_cb cb, void *arg,
                                      pgd_error *err)
 {
-    return storage_list(((crypt_storage_plain *)s)->inner, dir, cb, arg, err);
+    crypt_storage_plain *p = (crypt_storage_plain *)s;
+    crypt_storage_plain_listing l = {cb, arg, false};
+
+    if (!storage_list(p->inner, dir, crypt_storage_plain_list_entry, &l, err))
+        return false;
+    /* what is listed is read next (and sniffed); "nothing" must not hide an encrypted repository */
+    return l.any || crypt_storage_plain_probe(p, err);
 }
 
 static bool crypt_storage_plain_remove(storage *s, const char *path, pgd_error *err)
 {
-    return storage_remove(((crypt_storage_plain *)s)->inner, path, err);
+    return crypt_storage_plain_probe((crypt_storage_plain *)s, err) &&
+           storage_remove(((crypt_storage_plain *)s)->inner, path, err);
 }
 
 static bool crypt_storage_plain_remove_many(storage *s, const char *const *paths, size_t n,
                                             pgd_error *err)
 {
-    return storage_remove_many(((crypt_storage_plain *)s)->inner, paths, n, err);
+    return crypt_storage_plain_probe((crypt_storage_plain *)s, err) &&
+           storage_remove_many(((crypt_storage_plain *)s)->inner, paths, n, err);
 }
 
 static bool crypt_storage_plain_remove_stale_temp(storage *s, const char *dir, int64_t older_than_s,
                                                   pgd_error *err)
 {
-    return storage_remove_stale_temp(((crypt_storage_plain *)s)->inner, dir, older_than_s, err);
+    return crypt_storage_plain_probe((crypt_storage_plain *)s, err) &&
+           storage_remove_stale_temp(((crypt_storage_plain *)s)->inner, dir, older_than_s, err);
+}
+
+static bool crypt_storage_plain_remove_stale_temp_of(storage *s, const char *path,
+                                                     int64_t older_than_s, pgd_error *err)
+{
+    return crypt_storage_plain_probe((crypt_storage_plain *)s, err) &&
+           storage_remove_stale_temp_of(((crypt_storage_plain *)s)->inner, path, older_than_s, err);
 }
 
 static bool crypt_storage_plain_sync(storage *s, const char *path, pgd_error *err)
@@ -352,6 +394,7 @@ static const storage_ops crypt_storage_plain_ops_with_sync = {
     .free = crypt_storage_plain_free,
     .remove_many = crypt_storage_plain_remove_many,
     .remove_stale_temp = crypt_storage_plain_remove_stale_temp,
+    .remove_stale_temp_of = crypt_storage_plain_remove_stale_temp_of,
     .sync = crypt_storage_plain_sync,
     .root_exists = crypt_storage_plain_root_exists,
     .retained_until = crypt_storage_plain_retained_until,
@@ -366,6 +409,7 @@ static const storage_ops crypt_storage_plain_ops_without_sync = {
     .free = crypt_storage_plain_free,
     .remove_many = crypt_storage_plain_remove_many,
     .remove_stale_temp = crypt_storage_plain_remove_stale_temp,
+    .remove_stale_temp_of = crypt_storage_plain_remove_stale_temp_of,
     .root_exists = crypt_storage_plain_root_exists,
     .retained_until = crypt_storage_plain_retained_until,
 };
@@ -471,14 +515,17 @@ static bool crypt_storage_read_keyring(storage *inner, char **text, size_t *len,
 }
 
 /*
- * Without a key: is the repository encrypted? One listing of its root,
- * which a command makes anyway (its failure reads as the command's own).
+ * Without a key: is the repository encrypted? A command that writes (backup,
+ * check) asks at once, with one listing of its root (its failure reads as the
+ * command's own first request would), before it touches a server; the others
+ * ask only when they must (crypt_storage_plain_probe).
  */
 static storage *crypt_storage_open_plain(storage *inner, unsigned flags, pgd_error *err)
 {
     crypt_storage_probe p = {inner, "", false, false, true};
+    bool now = (flags & CRYPT_STORAGE_CREATE) && !(flags & CRYPT_STORAGE_NO_PROBE);
 
-    if (!(flags & CRYPT_STORAGE_NO_PROBE)) {
+    if (now) {
         if (!storage_list(inner, "", crypt_storage_probe_entry, &p, err)) {
             storage_free(inner);
             return NULL;
@@ -492,7 +539,7 @@ static storage *crypt_storage_open_plain(storage *inner, unsigned flags, pgd_err
             return NULL;
         }
     }
-    return crypt_storage_plain_new(inner, !(flags & CRYPT_STORAGE_NO_PROBE));
+    return crypt_storage_plain_new(inner, now);
 }
 
 /* Write a new keyring into an empty repository; another command may have just done so. */

@@ -8,7 +8,9 @@
  * encrypted, and is neither listed nor written through the filter.
  *
  * An encrypted repository is one that holds a keyring. It is made so by the
- * first command that writes to it empty with a key file; from then on every
+ * first command that writes to it empty with a key file (the keyring stays if
+ * that command then fails: another writer with the same key may already rely
+ * on it; docs/user-guide.md#encryption-at-rest); from then on every
  * command needs the key file, and a key file is refused for a repository
  * that holds anything else (no repository holds both).
  */
@@ -29,12 +31,18 @@ enum {
  * The repository `inner` as a command sees it. inner is taken over: the
  * result is it or a filter over it, and it is freed on failure.
  *   key_file NULL: inner as it is stored, unless it is encrypted: an error
- *     saying the key file is needed. That is found by a listing of the root
- *     (one request, whose failure reads as the command's own first request
- *     would); with CRYPT_STORAGE_NO_PROBE (wal-fetch and wal-push, started
- *     once per segment: no request before their own), by the first object
- *     read, refused when it begins as an encrypted object does, and before
- *     the first write, by looking for the keyring.
+ *     saying the key file is needed. With CRYPT_STORAGE_CREATE alone (backup,
+ *     check: they write, and should fail before they touch a server), that
+ *     is found at once by a listing of the root (one request, whose failure
+ *     reads as the command's own first request would). Otherwise (readers,
+ *     and with CRYPT_STORAGE_NO_PROBE wal-fetch and wal-push, started once
+ *     per segment), no request is made for it before the command's own: the
+ *     first object read is refused when it begins as an encrypted object
+ *     does, and the keyring is looked for (one HEAD, once) before the first
+ *     write or removal and before a listing that found nothing is answered,
+ *     so that nothing unencrypted is written into an encrypted repository,
+ *     nothing is removed from one without its key, and an encrypted
+ *     repository never looks empty.
  *   key_file given: the filter, the keyring opened with it (a wrong key: an
  *     error naming the file and the repository). A repository without a
  *     keyring: refused when it holds anything; empty, it is made encrypted

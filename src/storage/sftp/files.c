@@ -486,8 +486,12 @@ static bool sftp_files_remove(storage *st, const char *path, pgd_error *err)
     return ok;
 }
 
-/* Temporary files under `full` (recursively) last written at or before cutoff (lock held). */
-static bool sftp_files_sweep(sftp_storage *s, const char *full, int64_t cutoff, pgd_error *err)
+/*
+ * Temporary files under `full` (recursively) last written at or before cutoff (lock held);
+ * of: only those of the object of that name in `full`, not recursively.
+ */
+static bool sftp_files_sweep(sftp_storage *s, const char *full, const char *of, int64_t cutoff,
+                             pgd_error *err)
 {
     sftp_files_entry *e;
     size_t n;
@@ -501,9 +505,12 @@ static bool sftp_files_sweep(sftp_storage *s, const char *full, int64_t cutoff, 
 
         if (!e[i].is_dir && !storage_is_temp_name(e[i].name))
             continue;
+        if (of != NULL && (e[i].is_dir || strncmp(e[i].name, of, strlen(of)) != 0 ||
+                           strncmp(e[i].name + strlen(of), ".tmp.", 5) != 0))
+            continue;
         child = xasprintf("%s/%s", full, e[i].name);
         if (e[i].is_dir)
-            ok = sftp_files_sweep(s, child, cutoff, err);
+            ok = sftp_files_sweep(s, child, NULL, cutoff, err);
         else if (e[i].mtime >= 0 && e[i].mtime <= cutoff &&
                  libssh2_sftp_unlink_ex(s->sftp, child, (unsigned)strlen(child)) != 0)
             ok = sftp_files_failed_with(s, LIBSSH2_FX_NO_SUCH_FILE, "remove stale temporary file",
@@ -525,7 +532,29 @@ static bool sftp_files_remove_stale_temp(storage *st, const char *dir, int64_t o
         return false;
     full = sftp_config_remote_path(s, dir);
     /* the server's clock stamps the files: on another host, it is assumed close to this one's */
-    ok = sftp_files_sweep(s, full, (int64_t)time(NULL) - older_than_s, err);
+    ok = sftp_files_sweep(s, full, NULL, (int64_t)time(NULL) - older_than_s, err);
+    sftp_files_end(s);
+    free(full);
+    return ok;
+}
+
+static bool sftp_files_remove_stale_temp_of(storage *st, const char *path, int64_t older_than_s,
+                                            pgd_error *err)
+{
+    sftp_storage *s = (sftp_storage *)st;
+    char *full, *slash;
+    bool ok;
+
+    if (!sftp_files_begin(s, err))
+        return false;
+    full = sftp_config_remote_path(s, path);
+    if ((slash = strrchr(full, '/')) == NULL) {
+        ok = err_set(err, "no folder holds \"%s\"", full);
+    } else {
+        *slash = '\0';
+        ok = sftp_files_sweep(s, slash == full ? "/" : full, slash + 1,
+                              (int64_t)time(NULL) - older_than_s, err);
+    }
     sftp_files_end(s);
     free(full);
     return ok;
@@ -575,5 +604,6 @@ const storage_ops sftp_files_ops = {
     .remove = sftp_files_remove,
     .free = sftp_files_free,
     .remove_stale_temp = sftp_files_remove_stale_temp,
+    .remove_stale_temp_of = sftp_files_remove_stale_temp_of,
     .root_exists = sftp_files_root_exists,
 };
