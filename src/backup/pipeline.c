@@ -98,6 +98,7 @@ typedef struct pipeline_worker {
     /* the open partition */
     out_stream *out;
     uint32_t part_number;
+    uint32_t part_group; /* the group of the files it holds (pipeline_file.group) */
     uint64_t part_bytes; /* uncompressed tar bytes */
     uint64_t part_stored;
     uint32_t part_crc;
@@ -452,6 +453,20 @@ static file_filter_file pipeline_filter_file(const pipeline_file *f, uint64_t de
     return ff;
 }
 
+/*
+ * The partition file f goes into: the open one, unless it holds files of another group (closed
+ * then), or none is open yet.
+ */
+static bool pipeline_partition_for(pipeline_worker *w, const pipeline_file *f, pgd_error *err)
+{
+    if (w->out != NULL && w->part_group != f->group && !pipeline_partition_close(w, err))
+        return false;
+    if (w->out == NULL && !pipeline_partition_open(w, err))
+        return false;
+    w->part_group = f->group;
+    return true;
+}
+
 /* Consume the opened file `rd` through the filters into the open partition. */
 static bool pipeline_backup_file(pipeline_worker *w, pipeline_reading *rd, work_pool *pool,
                                  pgd_error *err)
@@ -460,7 +475,7 @@ static bool pipeline_backup_file(pipeline_worker *w, pipeline_reading *rd, work_
     file_filter_file ff;
 
     /* opened only now, so a file that vanished leaves no empty partition */
-    if (w->out == NULL && !pipeline_partition_open(w, err))
+    if (!pipeline_partition_for(w, f, err))
         return false;
     ff = pipeline_filter_file(f, rd->declared);
     if (!file_filter_begin(w->chain, &ff, err))
@@ -493,7 +508,7 @@ static bool pipeline_backup_entry(pipeline_worker *w, pipeline_file *f, pgd_erro
                    .mtime = f->mtime,
                    .type = f->is_dir ? TAR_DIR : TAR_SYMLINK};
 
-    if ((w->out == NULL && !pipeline_partition_open(w, err)) || !filter_tar_entry(w->tar, &e, err))
+    if (!pipeline_partition_for(w, f, err) || !filter_tar_entry(w->tar, &e, err))
         return false;
     f->done = true;
     f->partition = w->part_number;

@@ -8,7 +8,9 @@
  *   and CRC-32C, then the tar entry) -> compressor -> storage object
  *
  * Each thread owns one open partition at a time and closes it once it holds
- * about partition_size bytes, so W partitions are written in parallel and
+ * about partition_size bytes, or before a file of another group (a
+ * database's own, pipeline_file.group) than the files it holds, so W
+ * partitions are written in parallel and
  * W x depth reads are in flight. A thread keeps its depth reads in flight
  * across files: once every read of its current file is submitted, it takes
  * the next file from the pool and reads ahead in it while the files before
@@ -67,6 +69,11 @@ typedef struct pipeline_file {
     int64_t mtime;
     /* a delta's sparse read (backup/block_plan.h): only these blocks are read; NULL: all */
     const struct block_plan *plan;
+    /*
+     * Its partition group (backup/file_queue.h): files of two groups never share a partition,
+     * so a restore that leaves a database out skips its partitions unread; 0: the shared group
+     */
+    uint32_t group;
     /*
      * backup --resume (backup/resume.h): stored already, in a partition copied from an
      * interrupted backup; done, result and partition are set, and the file is not read

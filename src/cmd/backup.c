@@ -560,7 +560,7 @@ static bool backup_copy(backup_run *r, pgd_error *err)
         !datadir_walk(&r->dd, s->pgdata_real, r->pg.version_num, err) ||
         !io_plan_for_datadir(&req, &r->dd, memory, &r->plan, err))
         return false;
-    r->files = file_queue_build(&r->dd, &r->plan);
+    r->files = file_queue_build(&r->dd, &r->plan, s->partition_size);
     backup_plan_page_checks(r);
     if (!backup_plan_delta(r, err))
         return false;

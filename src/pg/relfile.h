@@ -31,6 +31,9 @@
 #define PG_PAGE_SPECIAL_OFF  16
 #define PG_PAGE_HEADER_SIZE  24 /* SizeOfPageHeaderData */
 
+/* PostgreSQL's FirstNormalObjectId: a database of a lower oid is one initdb made */
+#define PG_FIRST_NORMAL_OID 16384
+
 typedef enum { RELFILE_MAIN, RELFILE_FSM, RELFILE_VM, RELFILE_INIT } relfile_fork;
 
 typedef struct relfile {

@@ -24,11 +24,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pg/relfile.h"
 #include "repo/manifest.h"
 #include "util/error.h"
 
 /* PostgreSQL's FirstNormalObjectId: below it, what initdb made */
-#define DB_FILTER_FIRST_NORMAL_OID 16384
+#define DB_FILTER_FIRST_NORMAL_OID PG_FIRST_NORMAL_OID
 
 typedef struct db_filter {
     const manifest_database **excluded; /* of the manifest */

@@ -12,6 +12,16 @@
 # restore --delta --db-exclude over that full restore empties other1's files the same way and
 # still recovers app and other2 equal to the source.
 #
+# Not reading what it leaves out: in both backups of the chain no partition holds the relation
+# files of a user database together with any other file (each database at least a quarter of
+# --partition-size has partitions of its own, backup/file_queue.h); the selective restore reads
+# from the repository at most the partitions that hold something it restores (counted from the
+# manifests, independently of restore's counter), less than 70 % of what the whole restore
+# reads (the control). A backup whose partitions mix the databases (--partition-size 1GiB: all
+# three are under a quarter of it, the layout of backups older than the rule): the layout check
+# finds the mixing (its positive control), and --db-include app still restores app equal to the
+# source, reading as much as the whole restore.
+#
 # Refused before anything is written (exit 2, one line): a name the backup does not have, a
 # system database in --db-exclude, a name in both lists, and a backup whose manifest recorded
 # no databases (an older pgdirect's).
@@ -82,6 +92,52 @@ load_stop
 full=$(ls "$REPO/backups" | grep -E 'F$' | tail -1)
 delta=$(ls "$REPO/backups" | grep -E 'D$' | tail -1)
 [ -n "$full" ] && [ -n "$delta" ] || bail "no full or delta backup: $(tail -3 "$T/delta.log")"
+# mixed partitions: every database under a quarter of the partition size (no load: app as hashed)
+pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --partition-size 1GiB \
+    >"$T/mixed.log" 2>&1
+ok $? "a full backup with mixed partitions"
+mixed=$(ls "$REPO/backups" | grep -E 'F$' | tail -1)
+[ "$mixed" != "$full" ] || bail "no backup of mixed partitions: $(tail -3 "$T/mixed.log")"
+
+# parts_mixed MANIFEST: the partitions holding a user database's relation files and any other file
+parts_mixed() {
+    python3 - "$1" <<'PY'
+import json, re, sys
+m = json.load(open(sys.argv[1]))
+owners = {}
+for f in m["files"] + m.get("links", []):
+    if "partition" not in f:
+        continue
+    r = re.match(r"(?:base|pg_tblspc/\d+/[^/]+)/(\d+)/\d+(?:_[a-z]+)?(?:\.\d+)?$", f["path"])
+    owner = r.group(1) if r and f.get("type", "file") == "file" and int(r.group(1)) >= 16384 else "rest"
+    owners.setdefault(f["partition"], set()).add(owner)
+print(sum(1 for o in owners.values() if len(o) > 1))
+PY
+}
+# needed_bytes EXCLUDED_OIDS MANIFEST...: stored bytes of the partitions holding a file that is not
+# a relation file of the excluded databases (what a selective restore of the chain may read)
+needed_bytes() {
+    python3 - "$@" <<'PY'
+import json, re, sys
+excl = set(sys.argv[1].split())
+total = 0
+for path in sys.argv[2:]:
+    m = json.load(open(path))
+    need = set()
+    for f in m["files"] + m.get("links", []):
+        if "partition" not in f or f.get("type") == "dir":
+            continue
+        r = re.match(r"(?:base|pg_tblspc/\d+/[^/]+)/(\d+)/\d+(?:_[a-z]+)?(?:\.\d+)?$", f["path"])
+        if not (r and f.get("type", "file") == "file" and r.group(1) in excl):
+            need.add(f["partition"])
+    total += sum(p["size"] for i, p in enumerate(m["partitions"]) if i + 1 in need)
+print(total)
+PY
+}
+is "$(parts_mixed "$REPO/backups/$full/manifest.json") $(parts_mixed "$REPO/backups/$delta/manifest.json")" \
+    "0 0" "no partition of the full or the delta mixes a user database's relation files with other files"
+cmp_ok "$(parts_mixed "$REPO/backups/$mixed/manifest.json")" ">" 0 \
+    "control: the layout check finds the mixing in a backup of 1GiB partitions"
 python3 -c 'import json, sys; m = json.load(open(sys.argv[1]))
 print(" ".join(sorted(d["name"] for d in m["databases"])))' "$REPO/backups/$delta/manifest.json" \
     >"$T/dbs" 2>&1
@@ -155,6 +211,12 @@ all_read=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["rep
 sel_read=$(sed -n 's/.*read \([0-9]*\) bytes .* from the repository.*/\1/p' "$T/sel.restore.log")
 diag "read from the repository: $sel_read bytes with --db-include app, $all_read without"
 cmp_ok "$sel_read" "<=" "$all_read" "--db-include reads no more from the repository than the whole restore"
+need=$(needed_bytes "$O1 $O2" "$REPO/backups/$delta/manifest.json" "$REPO/backups/$full/manifest.json")
+diag "partitions holding something --db-include app restores: $need bytes"
+cmp_ok "$sel_read" "<=" "$need" \
+    "--db-include app reads only partitions holding something it restores (the others not at all)"
+cmp_ok "$((sel_read * 100))" "<" "$((all_read * 70))" \
+    "--db-include app reads less than 70 % of what the whole restore reads ($sel_read of $all_read)"
 cmp_ok "$sel_written" "<" "$((all_written - o1_sel_size - o2_sel_size))" \
     "--db-include app writes less than the whole restore less other1's and other2's files ($sel_written of $all_written)"
 
@@ -175,6 +237,21 @@ is "$(hash_db "$port" other2)" "$src_o2" "--delta: other2 (not excluded) equals 
 psql_at "$port" "DROP DATABASE other1"
 ok $? "--delta: other1 can be dropped"
 pg_stop "$T/all"
+
+# ---- a backup of mixed partitions: still restored selectively, reading them ----
+pgd restore "$mixed" --repo "$REPO" --target-dir "$T/mix" --db-include app \
+    --tablespace-map "$T/ts1=$T/ts_mix" --json >"$T/mix.json" 2>"$T/mix_restore.log"
+ok $? "--db-include app of a backup of mixed partitions"
+read -r _ o1_alloc <<<"$(usage "$T/mix" "$O1")"
+is "$o1_alloc" "0" "mixed partitions: other1's relation files occupy no disk blocks"
+mix_read=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["repository_bytes"])' "$T/mix.json")
+mix_all=$(python3 -c 'import json, sys; print(sum(p["size"] for p in json.load(open(sys.argv[1]))["partitions"]))' \
+    "$REPO/backups/$mixed/manifest.json")
+is "$mix_read" "$mix_all" "mixed partitions: every partition is read ($mix_read bytes)"
+port=$(start_restored "$T/mix")
+ok $? "mixed partitions: the server starts and recovers"
+is "$(hash_db "$port" app)" "$src_app" "mixed partitions: app equals the source"
+pg_stop "$T/mix"
 
 # ---- refused before anything is written ----
 expect_error "a database the backup does not have" 'database "nosuch" is not in backup' \

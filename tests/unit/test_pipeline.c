@@ -718,6 +718,69 @@ static void test_a_link_is_stored_as_a_link_entry(void **state)
 }
 
 /*
+ * Files of three groups, one thread, depth 4 (so it reads ahead across the group boundaries),
+ * a partition size nothing reaches: a partition per group, each holding its group's files
+ * whole, and the directory with group 0's.
+ */
+static void test_groups_never_share_a_partition(void **state)
+{
+    enum { NFILES = 6, FILE_SIZE = 3 * 8192 };
+    static const uint32_t groups[NFILES] = {16390, 16390, 16391, 16391, 0, 0};
+    char *dir = test_tmpdir();
+    char paths[NFILES][4200], names[NFILES][32];
+    unsigned char content[NFILES][FILE_SIZE];
+    pipeline_file files[NFILES + 1];
+    pgd_error err = {0};
+    storage *repo = repo_in(dir);
+    pipeline_result res;
+
+    (void)state;
+    memset(files, 0, sizeof(files));
+    for (int i = 0; i < NFILES; i++) {
+        fill_pattern(content[i], FILE_SIZE, 300 + (uint32_t)i);
+        snprintf(paths[i], sizeof(paths[i]), "%s/f%d", dir, i);
+        snprintf(names[i], sizeof(names[i]), "base/%u/%d", groups[i] ? groups[i] : 5, 16400 + i);
+        write_test_file(paths[i], content[i], FILE_SIZE);
+        files[i] = (pipeline_file){.path = names[i],
+                                   .source = paths[i],
+                                   .size = FILE_SIZE,
+                                   .mode = 0600,
+                                   .group = groups[i]};
+    }
+    files[NFILES] = (pipeline_file){.path = "base/5", .source = dir, .is_dir = true, .mode = 0700};
+    pipeline_config cfg = {.repo = repo,
+                           .backup_id = ID,
+                           .compression = COMPRESS_LZ4,
+                           .compression_level = COMPRESS_LEVEL_DEFAULT,
+                           .read_size = 8192,
+                           .workers = 1,
+                           .depth = 4,
+                           .engine = IO_ENGINE_THREADS,
+                           .partition_size = 1 << 30,
+                           .mode = READ_MODE_DIRECT};
+    assert_true(pipeline_run(&cfg, files, NFILES + 1, &res, &err));
+    assert_int_equal(res.npartitions, 3);
+    for (int i = 0; i < NFILES; i++) {
+        uint64_t size = 0;
+        unsigned char *got;
+        char part[64];
+
+        assert_true(files[i].done);
+        assert_int_equal(files[i].partition, (uint32_t)(i / 2 + 1));
+        layout_partition_name(files[i].partition, COMPRESS_LZ4, part, sizeof(part));
+        got = entry_data(repo, part, names[i], &size);
+        assert_non_null(got);
+        assert_int_equal(size, FILE_SIZE);
+        assert_memory_equal(got, content[i], FILE_SIZE);
+        free(got);
+    }
+    assert_int_equal(files[NFILES].partition, 3);
+    pipeline_result_free(&res);
+    storage_free(repo);
+    rm_rf(dir);
+}
+
+/*
  * Many small files, one thread, depth 4: the thread keeps four reads in
  * flight in four files, not one read in one file, and every file comes out
  * whole, in its own partition, in the order the pool handed them out; an
@@ -987,6 +1050,7 @@ int main(void)
         cmocka_unit_test(test_a_filter_can_replace_the_file),
         cmocka_unit_test(test_a_link_is_stored_as_a_link_entry),
         cmocka_unit_test(test_a_sparse_plan_reads_only_its_runs),
+        cmocka_unit_test(test_groups_never_share_a_partition),
         cmocka_unit_test(test_small_files_threads),
         cmocka_unit_test(test_small_files_io_uring),
         cmocka_unit_test(test_small_files_cache_neutral),
