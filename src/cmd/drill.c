@@ -360,12 +360,17 @@ static bool drill_restore(drill_run *r, pgd_error *err)
         strcmp(json_string_value(json_object_get(o, "backup")), r->bi.id) != 0)
         ok = err_set(err, "restore restored backup %s, not %s",
                      json_string_value(json_object_get(o, "backup")), r->bi.id);
-    else if (!ok)
+    else if (!ok) {
+        const char *kind = json_string_value(json_object_get(o, "error_kind"));
         err_set(err, "restore of backup %s into \"%s\" failed%s%s", r->bi.id, r->data,
                 json_string_value(json_object_get(o, "error")) ? ": " : " (see its messages above)",
                 json_string_value(json_object_get(o, "error"))
                     ? json_string_value(json_object_get(o, "error"))
                     : "");
+        /* the repository's data is damaged: a verdict on the backup (3), not a drill that failed */
+        if (kind != NULL && strcmp(kind, "damaged") == 0)
+            err_mark(err, PGD_ERR_DAMAGED);
+    }
     json_decref(o);
     return ok;
 }

@@ -10,7 +10,9 @@
 # - a --check-sql statement that returns false (or no row): exit 3 naming it; one that holds: 0;
 # - a scratch directory that is not empty is refused before anything runs (exit 1), and so is a
 #   --pg-bin without postgres; a backup whose WAL is gone does not restore (exit 3, with the
-#   server's FATAL line).
+#   server's FATAL line);
+# - a partition damaged in the repository (its CRC-32Cs left as they were): restore --json
+#   says "error_kind": "damaged" (control: a refused target is "failed"), and a drill exits 3.
 . "$(dirname "$0")/lib.sh"
 setup_tmp
 pg_init "$T/data"
@@ -173,4 +175,24 @@ like "$out" "problem: relation public.victim in database \"postgres\": .*block 1
 like "$out" "problem: page checksum of block 1 of file \"$VICTIM\" does not match" \
     "the page checksum pass names its file"
 like "$(cat "$T/drill4.err")" "^pgdirect: error: drill of backup $B found [0-9]+ problems$" "one error line"
+
+# ---- the repository's data damaged (its CRC-32Cs not made right): restore fails, exit 3 ----
+python3 - "$REPO/backups/$B/$P" <<'PY'
+import sys
+p = sys.argv[1]
+d = bytearray(open(p, "rb").read())
+for i in range(len(d) // 2, len(d) // 2 + 64):
+    d[i] ^= 0x5A
+open(p, "wb").write(d)
+PY
+out=$(pgd restore "$B" --repo "$REPO" --target-dir "$T/r_damaged" --json 2>/dev/null)
+is "$?" "1" "restore of the damaged partition fails"
+is "$(field error_kind)" "damaged" "its --json says the kind: damaged"
+out=$(pgd restore "$B" --repo "$REPO" --target-dir "$T" --json 2>/dev/null)
+is "$(field error_kind)" "failed" "control: a restore refused for its target is of another kind"
+out=$(pgd drill "$B" --repo "$REPO" "${PGBIN_ARGS[@]}" 2>"$T/drill6.err")
+is "$?" "3" "a drill of a backup whose repository data is damaged exits 3"
+like "$(grep '^pgdirect: error' "$T/drill6.err")" \
+    "^pgdirect: error: drill of backup $B: the backup does not restore: restore of backup $B into .* failed: .*(checksum mismatch|corrupt|truncated|ends early)" \
+    "saying the backup does not restore, and why"
 done_testing
