@@ -507,6 +507,18 @@ static bool drill_choose_backup(drill_run *r, pgd_error *err)
     return true;
 }
 
+/* What drills killed with SIGKILL left: their memory cgroups. */
+static void drill_remove_stale_cgroups(void)
+{
+    char kept[1200];
+    size_t n = mem_cgroup_remove_stale(kept, sizeof(kept));
+
+    if (n > 0)
+        log_info("removed %zu memory cgroups of drills that ended without removing them", n);
+    if (kept[0] != '\0')
+        log_warn("could not remove the memory cgroup of a drill that ended: %s", kept);
+}
+
 static bool drill_run_steps(drill_run *r, pgd_error *err)
 {
     pgd_error cg_err = {0};
@@ -519,6 +531,7 @@ static bool drill_run_steps(drill_run *r, pgd_error *err)
     if (!drill_find_server(r, err) || !drill_prepare_scratch(r, err))
         return false;
     log_info("drill of backup %s in \"%s\"", r->bi.id, r->scratch);
+    drill_remove_stale_cgroups();
     if (!drill_restore(r, err))
         return false;
     /*
