@@ -60,7 +60,12 @@ fi
 # start (longer than the slowest tool's backup), so that a short backup is not judged on its
 # first, busiest seconds alone and a long one on its whole length: the harm a backup does is
 # what the queries of that window lost, whenever the backup ended in it.
-KINDS="none pgdirect pgdirect_fast pgdirect_buffered pgbackrest pg_basebackup"
+# drill and restore (issue 37): a drill of the bench cluster's backup (as root: its server and
+# checks in their own memory cgroup of DRILL_MEMORY, under the bench's) and a plain restore into
+# another directory, while the warmed table is cached; it must stay as cached as after "none".
+# KINDS="none drill restore" runs only those.
+KINDS=${KINDS:-"none pgdirect pgdirect_fast pgdirect_buffered pgbackrest pg_basebackup drill restore"}
+DRILL_MEMORY=${DRILL_MEMORY:-96MiB}
 STAMP=$(date -u +%Y-%m-%dT%H%M%SZ)
 OUT=${OUT:-$ROOT/bench/results/$STAMP-$([ $QUICK = 1 ] && echo quick || echo full)}
 mkdir -p "$OUT/raw"
@@ -141,6 +146,8 @@ backup_cmd() { # backup_cmd KIND
     pgdirect_buffered) echo "$PGD backup --repo $D/repo_pgdirect --pgdata $D/data --checkpoint fast --direct-io=off --max-rate 0" ;;
     pgbackrest) echo "pgbackrest --config=$D/pgbackrest.conf --stanza=bench --type=full backup" ;;
     pg_basebackup) echo "$PG_BIN/pg_basebackup -D $D/bb -Ft --compress=client-lz4 -X none -c fast" ;;
+    drill) echo "$PGD drill LATEST --repo $D/repo_pgdirect --pg-bin $PG_BIN --scratch-dir $D/scratch --drill-memory $DRILL_MEMORY" ;;
+    restore) echo "$PGD restore LATEST --repo $D/repo_pgdirect --target-dir $D/restored" ;;
     esac
 }
 
@@ -155,7 +162,9 @@ print(r['os_cache'], r['size'], r['evicted_pages'])" "$1" "$2"
 run_trial() { # run_trial KIND N
     local kind=$1 n=$2 dir="$OUT/raw/$1.$2" archive t0 t1 before after
     mkdir -p "$dir"
-    rm -rf "$D/repo_pgdirect/backups" "$D/bb"
+    rm -rf "$D/bb" "$D/scratch" "$D/restored"
+    # drill and restore read the backup the trial before left (or one taken below)
+    case $kind in drill | restore) ;; *) rm -rf "$D/repo_pgdirect/backups" ;; esac
     [ "$kind" = pgbackrest ] && archive="pgbackrest --config=$D/pgbackrest.conf --stanza=bench archive-push %p" ||
         archive="$PGD wal-push --repo $D/repo_pgdirect %p"
     sed -i "/^archive_command/d" "$D/data/postgresql.conf"
@@ -166,6 +175,13 @@ run_trial() { # run_trial KIND N
     cgroup_create "pgdirect-bench-$$" $((LIMIT_MB * 1024 * 1024)) || { echo "run.sh: $CG_WHY" >&2; exit 1; }
     sync; echo 3 >/proc/sys/vm/drop_caches
     cgroup_exec runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$D/data" -o "-p $PORT" -l "$D/server.log" -w start >/dev/null
+    if [ "$kind" = drill ] || [ "$kind" = restore ]; then
+        ls "$D/repo_pgdirect/backups" 2>/dev/null | grep -q . ||
+            pg env PGHOST="$D" PGPORT="$PORT" "$PGD" backup --repo "$D/repo_pgdirect" --pgdata "$D/data" \
+                --checkpoint fast >"$dir/setup.log" 2>&1 || { echo "run.sh: backup for $kind failed" >&2; exit 1; }
+        q "SELECT pg_switch_wal()" >/dev/null
+        q "CHECKPOINT" >/dev/null
+    fi
 
     # warm once, then do not touch until the backup ends
     q "SELECT pg_prewarm('unref', 'read')" >/dev/null
@@ -187,7 +203,10 @@ run_trial() { # run_trial KIND N
     sleep "$BASELINE"
 
     t0=$(date +%s.%N)
-    cgroup_exec runuser -u postgres -- env PGHOST="$D" PGPORT="$PORT" PGUSER=postgres \
+    # a drill runs as root, so that it can make its memory cgroup (it runs its server as postgres)
+    local as=(runuser -u postgres --)
+    [ "$kind" = drill ] && as=()
+    cgroup_exec "${as[@]}" env PGHOST="$D" PGPORT="$PORT" PGUSER=postgres \
         /usr/bin/time -f "%e %U %S %M" -o "$D/time" $(backup_cmd "$kind") >"$dir/backup.log" 2>&1 ||
         { echo "run.sh: trial $kind.$n failed:" >&2; tail -5 "$dir/backup.log" >&2; exit 1; }
     t1=$(date +%s.%N)

@@ -28,6 +28,7 @@
 #include "backup/block_plan.h"
 #include "backup/filter_crc.h"
 #include "backup/filter_tar.h"
+#include "cache/residency.h"
 #include "io/page_residency.h"
 #include "io/politeness.h"
 #include "io/rate_limit.h"
@@ -48,6 +49,9 @@ typedef struct pipeline_shared {
     atomic_uint_fast64_t bytes_stored;
     atomic_uint read_modes;
     atomic_uint idle_failed; /* threads that could not enter the idle CPU class */
+    /* pages of the files read that reclaim evicted while they were open; unknown: no cachestat */
+    atomic_uint_fast64_t pages_evicted;
+    atomic_bool evicted_unknown;
     rate_limit rate;
     pthread_mutex_t lock; /* guards partitions */
     pipeline_partition *partitions;
@@ -79,6 +83,8 @@ typedef struct pipeline_reading {
     bool eof;
     bool cache_neutral;
     page_residency residency;
+    uint64_t evicted_at_open; /* cachestat's evicted pages of the file when it was opened */
+    bool evicted_known;
 } pipeline_reading;
 
 typedef struct pipeline_worker {
@@ -363,6 +369,9 @@ static bool pipeline_reading_open(pipeline_worker *w, pipeline_reading *rd, pipe
                  "what was not cached before)",
                  f->source);
     atomic_fetch_or(&sh->read_modes, 1u << rd->df.mode);
+    rd->evicted_known = residency_evicted_of_fd(rd->df.fd, &rd->evicted_at_open);
+    if (!rd->evicted_known)
+        atomic_store(&sh->evicted_unknown, true);
     /* grew: read what existed at walk time; shrank: what is there now */
     rd->declared = (uint64_t)st.st_size < f->size ? (uint64_t)st.st_size : f->size;
     f->mtime = st.st_mtime;
@@ -390,7 +399,14 @@ static void pipeline_reading_close(pipeline_reading *rd)
 /* Close the first opened file (consumed, or abandoned when the backup fails). */
 static void pipeline_dequeue(pipeline_worker *w)
 {
-    pipeline_reading_close(pipeline_opened(w, 0));
+    pipeline_reading *rd = pipeline_opened(w, 0);
+    uint64_t evicted;
+
+    /* reclaim's evictions of its pages while it was open; a page read back since is not counted */
+    if (rd->evicted_known && residency_evicted_of_fd(rd->df.fd, &evicted) &&
+        evicted > rd->evicted_at_open)
+        atomic_fetch_add(&w->sh->pages_evicted, evicted - rd->evicted_at_open);
+    pipeline_reading_close(rd);
     w->open_head = (w->open_head + 1) % w->open_cap;
     w->open_count--;
 }
@@ -760,6 +776,8 @@ bool pipeline_run(const pipeline_config *cfg, pipeline_file *files, size_t nfile
     result->npartitions = sh.npartitions;
     result->bytes_stored = atomic_load(&sh.bytes_stored);
     result->read_modes = atomic_load(&sh.read_modes);
+    result->pages_evicted = atomic_load(&sh.pages_evicted);
+    result->evicted_measured = !atomic_load(&sh.evicted_unknown);
     return true;
 }
 

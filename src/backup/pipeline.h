@@ -141,6 +141,14 @@ typedef struct pipeline_result {
     unsigned read_modes;  /* bit (1 << read_mode) for each mode used */
     int files_in_flight;  /* most files one thread had reads in flight for at once */
     unsigned idle_failed; /* reading threads the system kept out of the idle CPU class */
+    /*
+     * The backup's cache effect as the kernel counts it (cachestat(2), cache/residency.h): pages
+     * of the files read that reclaim evicted from the page cache while the backup had them open,
+     * by anyone's pressure (its own reads with direct I/O take no cache); evicted_measured false
+     * when the kernel could not say (no cachestat) for some file.
+     */
+    uint64_t pages_evicted;
+    bool evicted_measured;
 } pipeline_result;
 
 /* The bytes the pipeline will read of these files (a sparse plan's pages only). */

@@ -31,6 +31,7 @@ static const char *record_read_mode(unsigned modes, read_mode asked)
 void record_init(backup_record *r)
 {
     memset(&r->info, 0, sizeof(r->info));
+    r->info.pages_evicted = -1;
     manifest_init(&r->m);
 }
 
@@ -88,6 +89,7 @@ static bool record_build_info(backup_info *bi, const record_facts *f, const char
     bi->stop_next_xid = f->stop_next_xid;
     bi->size = f->res->bytes_read;
     bi->compressed_size = f->res->bytes_stored;
+    bi->pages_evicted = f->res->evicted_measured ? (int64_t)f->res->pages_evicted : -1;
     record_checksum_totals(bi, f);
     return true;
 }

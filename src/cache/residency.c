@@ -80,6 +80,16 @@ bool residency_of_file(const char *path, residency *out, pgd_error *err)
     return ok;
 }
 
+bool residency_evicted_of_fd(int fd, uint64_t *evicted)
+{
+    residency r = {0};
+
+    if (!residency_by_cachestat(fd, &r))
+        return false;
+    *evicted = r.evicted;
+    return true;
+}
+
 double residency_percent(const residency *r)
 {
     return r->pages == 0 ? 100.0 : 100.0 * (double)r->cached / (double)r->pages;

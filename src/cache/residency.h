@@ -23,6 +23,13 @@ typedef struct residency {
 bool residency_of_file(const char *path, residency *out, pgd_error *err);
 
 /*
+ * The pages of the open file `fd` that the kernel evicted from the page cache and that were not
+ * read back since (cachestat(2)'s nr_evicted: reclaim leaves a shadow entry, dropping with
+ * POSIX_FADV_DONTNEED does not). False when the kernel has no cachestat.
+ */
+bool residency_evicted_of_fd(int fd, uint64_t *evicted);
+
+/*
  * What the cache report needs of one file, from one open: its size, its
  * per-page residency (vec[i] & 1 for OS page i; malloc'd, NULL for an empty
  * file) and, when the kernel has cachestat(2), the pages evicted since they

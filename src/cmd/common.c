@@ -306,6 +306,20 @@ bool command_compression(const pgd_options *opts, compress_kind *kind, int *leve
     return compress_level_valid(*kind, *level, err);
 }
 
+/* An error's kind as --json names it ("error_kind"), for a program that runs the command. */
+static const char *command_kind_name(const pgd_error *err)
+{
+    static const char *const names[] = {
+        [PGD_ERR_FAILED] = "failed",       [PGD_ERR_USAGE] = "usage",
+        [PGD_ERR_NOT_FOUND] = "not_found", [PGD_ERR_TRANSIENT] = "transient",
+        [PGD_ERR_EXISTS] = "exists",       [PGD_ERR_DAMAGED] = "damaged"};
+
+    if (err == NULL || !err->set || (size_t)err->kind >= sizeof(names) / sizeof(names[0]) ||
+        names[err->kind] == NULL)
+        return "failed";
+    return names[err->kind];
+}
+
 int command_print_json(json_t *o, int rc, const pgd_error *err)
 {
     char *text;
@@ -318,6 +332,7 @@ int command_print_json(json_t *o, int rc, const pgd_error *err)
              json_object_set_new(
                  o, "error", json_string(err != NULL && err->set ? err->msg : "unknown error")) !=
                  0 ||
+             json_object_set_new(o, "error_kind", json_string(command_kind_name(err))) != 0 ||
              json_object_set_new(o, "exit_code", json_integer(rc)) != 0)) {
             json_decref(o);
             o = NULL;

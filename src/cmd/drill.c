@@ -49,6 +49,7 @@
 #include "repo/backup_read.h"
 #include "repo/drill_record.h"
 #include "repo/manifest.h"
+#include "restore/recovery_target.h"
 #include "util/interrupt.h"
 #include "util/log.h"
 #include "util/progress.h"
@@ -360,12 +361,17 @@ static bool drill_restore(drill_run *r, pgd_error *err)
         strcmp(json_string_value(json_object_get(o, "backup")), r->bi.id) != 0)
         ok = err_set(err, "restore restored backup %s, not %s",
                      json_string_value(json_object_get(o, "backup")), r->bi.id);
-    else if (!ok)
+    else if (!ok) {
+        const char *kind = json_string_value(json_object_get(o, "error_kind"));
         err_set(err, "restore of backup %s into \"%s\" failed%s%s", r->bi.id, r->data,
                 json_string_value(json_object_get(o, "error")) ? ": " : " (see its messages above)",
                 json_string_value(json_object_get(o, "error"))
                     ? json_string_value(json_object_get(o, "error"))
                     : "");
+        /* the repository's data is damaged: a verdict on the backup (3), not a drill that failed */
+        if (kind != NULL && strcmp(kind, "damaged") == 0)
+            err_mark(err, PGD_ERR_DAMAGED);
+    }
     json_decref(o);
     return ok;
 }
@@ -471,18 +477,61 @@ static bool drill_check_running(drill_run *r, pgd_error *err)
     return ok;
 }
 
+/*
+ * LATEST with a --target-time, -lsn or -xid before its end: the backup restore would take, the
+ * newest that ended before the target (restore/recovery_target.h), chosen here because the
+ * drill restores the backup it names and lays out its tablespaces first.
+ */
+static bool drill_choose_backup(drill_run *r, pgd_error *err)
+{
+    static const struct {
+        opt_id id;
+        const char *key;
+        bool (*check)(const char *, char *, size_t);
+    } targets[] = {{OPT_TARGET_TIME, "recovery_target_time", recovery_target_check_time},
+                   {OPT_TARGET_LSN, "recovery_target_lsn", recovery_target_check_lsn},
+                   {OPT_TARGET_XID, "recovery_target_xid", recovery_target_check_xid}};
+    char end[64], why[256];
+
+    if (strcmp(r->s->id, "LATEST") != 0)
+        return true;
+    for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
+        const char *value = opt_str(r->opts, targets[i].id);
+        /* a bad value: restore refuses it, naming the option */
+        if (value == NULL || !targets[i].check(value, why, sizeof(why)) ||
+            recovery_target_versus_backup(&r->bi, targets[i].key, value, end, sizeof(end)) !=
+                RECOVERY_TARGET_BEFORE_END)
+            continue;
+        return recovery_target_older_backup(r->repo, targets[i].key, value, end, &r->bi, err);
+    }
+    return true;
+}
+
+/* What drills killed with SIGKILL left: their memory cgroups. */
+static void drill_remove_stale_cgroups(void)
+{
+    char kept[1200];
+    size_t n = mem_cgroup_remove_stale(kept, sizeof(kept));
+
+    if (n > 0)
+        log_info("removed %zu memory cgroups of drills that ended without removing them", n);
+    if (kept[0] != '\0')
+        log_warn("could not remove the memory cgroup of a drill that ended: %s", kept);
+}
+
 static bool drill_run_steps(drill_run *r, pgd_error *err)
 {
     pgd_error cg_err = {0};
     bool ok;
     double t;
 
-    if (!backup_info_resolve(r->repo, r->s->id, &r->bi, err))
+    if (!backup_info_resolve(r->repo, r->s->id, &r->bi, err) || !drill_choose_backup(r, err))
         return false;
     log_set_backup_id(r->bi.id);
     if (!drill_find_server(r, err) || !drill_prepare_scratch(r, err))
         return false;
     log_info("drill of backup %s in \"%s\"", r->bi.id, r->scratch);
+    drill_remove_stale_cgroups();
     if (!drill_restore(r, err))
         return false;
     /*

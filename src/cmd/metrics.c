@@ -15,10 +15,12 @@
 static const command_help metrics_help = {
     CMD_METRICS, "usage: pgdirect metrics [OPTIONS]",
     "Print the repository's metrics in Prometheus' text exposition format: the last complete\n"
-    "backup of each type (end time, duration, bytes read and stored, checksum errors), the\n"
-    "backups by state, the last verify and the last restore drill (verdict, problems, restore\n"
-    "and recovery seconds). backup, wal-push, verify and drill write the same to a file with\n"
-    "--metrics-file (wal-push adds when it archived and the archive backlog)."};
+    "backup of each type (end time, duration, bytes read and stored, checksum errors, pages\n"
+    "evicted from the page cache while it read), the backups by state, the last verify and the\n"
+    "last restore drill (verdict, problems, restore and recovery seconds), and when WAL was last\n"
+    "archived (its segment's timeline and end, the archive backlog then), as the last wal-push\n"
+    "with --metrics-file recorded it. backup, wal-push, verify and drill write the same to a\n"
+    "file with --metrics-file."};
 
 int cmd_metrics(int argc, char **argv)
 {

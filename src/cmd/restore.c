@@ -386,58 +386,7 @@ static bool restore_timeline(restore_run *r, pgd_error *err)
     return true;
 }
 
-#define RESTORE_FATAL_BEFORE_END                                                                   \
-    "PostgreSQL would stop with FATAL (\"requested recovery stop point is before consistent "      \
-    "recovery point\")"
-
-/* LATEST with a target before its end: the newest older usable backup that ends before it. */
-static bool restore_older_backup(restore_run *r, const char *newest_end, pgd_error *err)
-{
-    const restore_settings *s = r->s;
-    bool xid = strcmp(s->target_key, "recovery_target_xid") == 0;
-    char end[64], why[PGD_ERROR_MAX];
-    size_t n, oldest = SIZE_MAX;
-    backup_info *all;
-
-    if (!backup_info_scan(r->repo, &all, &n, err))
-        return false;
-    for (size_t i = n; i-- > 0;) {
-        if (backup_info_unusable(&all[i], why, sizeof(why)) != NULL ||
-            strcmp(all[i].id, r->bi.id) >= 0)
-            continue;
-        oldest = i;
-        if (recovery_target_versus_backup(&all[i], s->target_key, s->target_value, end,
-                                          sizeof(end)) == RECOVERY_TARGET_BEFORE_END)
-            continue;
-        log_info("restoring backup %s, the newest that ended before the recovery target (%s = "
-                 "'%s'): the newer %s ended at %s, after it",
-                 all[i].id, s->target_key, s->target_value, r->bi.id, newest_end);
-        r->bi = all[i];
-        free(all);
-        return true;
-    }
-    if (xid && oldest != SIZE_MAX) { /* it may still have committed after the end: try the oldest */
-        recovery_target_versus_backup(&all[oldest], s->target_key, s->target_value, end,
-                                      sizeof(end));
-        log_warn("transaction %s began before every backup ended (the oldest, %s, at %s): "
-                 "restoring %s, which reaches it only if it committed after that; else %s",
-                 s->target_value, all[oldest].id, end, all[oldest].id, RESTORE_FATAL_BEFORE_END);
-        r->bi = all[oldest];
-        free(all);
-        return true;
-    }
-    if (oldest != SIZE_MAX)
-        recovery_target_versus_backup(&all[oldest], s->target_key, s->target_value, end,
-                                      sizeof(end));
-    err_set(err,
-            "the recovery target %s = '%s' is before the end of every backup in repository "
-            "\"%s\": the oldest, %s, ended at %s; %s",
-            s->target_key, s->target_value, r->repo->uri,
-            oldest != SIZE_MAX ? all[oldest].id : r->bi.id, oldest != SIZE_MAX ? end : newest_end,
-            RESTORE_FATAL_BEFORE_END);
-    free(all);
-    return false;
-}
+#define RESTORE_FATAL_BEFORE_END RECOVERY_TARGET_FATAL_BEFORE_END
 
 /*
  * The backup to restore: the id, or LATEST. With a recovery target, one that ends before it
@@ -457,7 +406,8 @@ static bool restore_resolve_backup(restore_run *r, pgd_error *err)
             RECOVERY_TARGET_BEFORE_END)
         return true;
     if (strcmp(s->id, "LATEST") == 0)
-        return restore_older_backup(r, end, err);
+        return recovery_target_older_backup(r->repo, s->target_key, s->target_value, end, &r->bi,
+                                            err);
     if (strcmp(s->target_key, "recovery_target_xid") == 0) {
         log_warn("transaction %s began before backup %s ended (at %s): recovery reaches it only if "
                  "it committed after that; else %s",

@@ -19,12 +19,14 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cmd/cmd.h"
 #include "cmd/common.h"
 #include "cmd/wal_async.h"
+#include "repo/wal_pushed.h"
 #include "wal/wal_archive.h"
 #include "wal/wal_spool.h"
 #include "util/log.h"
@@ -87,6 +89,28 @@ static int64_t wal_backlog_count(const char *path)
     return n;
 }
 
+/*
+ * After a segment newly stored, with --metrics-file: when, which, and the backlog, in the
+ * repository for `pgdirect metrics` (repo/wal_pushed.h); a failure costs only the record.
+ */
+static void wal_push_note_metrics(storage *repo, const char *path, const char *name,
+                                  metrics_extra *extra)
+{
+    wal_pushed rec = {
+        .present = true, .time = extra->wal_archived_at, .backlog = extra->archive_backlog};
+    pgd_error err = {0};
+    struct stat st;
+
+    if (wal_name_kind(name) != WAL_FILE_SEGMENT || stat(path, &st) != 0)
+        return;
+    snprintf(rec.segment, sizeof(rec.segment), "%s", name);
+    rec.segment_size = (uint64_t)st.st_size;
+    extra->wal_segment = name;
+    extra->wal_segment_size = rec.segment_size;
+    if (!wal_pushed_write(repo, &rec, &err))
+        log_warn("%s", err.msg);
+}
+
 /* Push the file at `path` now (archive_command without --archive-async). */
 static int wal_push_direct(const pgd_options *opts, const char *path)
 {
@@ -121,6 +145,8 @@ static int wal_push_direct(const pgd_options *opts, const char *path)
                                .archive_backlog = wal_backlog_count(path)};
         if (extra.archive_backlog > 0)
             extra.archive_backlog--;
+        if (opt_str(opts, OPT_METRICS_FILE) != NULL && result == WAL_PUSH_STORED)
+            wal_push_note_metrics(repo, path, name, &extra);
         command_write_metrics(opts, repo, &extra);
     }
     storage_free(repo);

@@ -11,6 +11,7 @@
 #define PGD_MEM_CGROUP_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -24,6 +25,13 @@ typedef struct mem_cgroup {
 
 /* Make a cgroup bounded to `limit` bytes (named after this process) and move this process in. */
 bool mem_cgroup_enter(mem_cgroup *cg, uint64_t limit, pgd_error *err);
+
+/*
+ * Remove the cgroups drills killed before they could leave (pgdirect-drill-PID beside where this
+ * process's would go, PID no longer running); the number removed. One that cannot be removed (a
+ * process still in it) is left, the first such named in `kept` ("" when none).
+ */
+size_t mem_cgroup_remove_stale(char *kept, size_t keptlen);
 
 /* Page cache charged to it now, in bytes; false when it cannot be read. */
 bool mem_cgroup_cache_bytes(const mem_cgroup *cg, uint64_t *bytes);

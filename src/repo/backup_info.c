@@ -37,6 +37,9 @@ bool backup_info_to_json(const backup_info *bi, char **json, pgd_error *err)
         (json_int_t)bi->compressed_size, "files", (json_int_t)bi->files);
 
     if (o == NULL ||
+        (bi->pages_evicted >= 0 &&
+         json_object_set_new(o, "pages_evicted", json_integer((json_int_t)bi->pages_evicted)) !=
+             0) ||
         json_object_set_new(o, "page_checksums", json_string(bi->page_checksums)) != 0 ||
         json_object_set_new(o, "pages_checked", json_integer((json_int_t)bi->pages_checked)) != 0 ||
         json_object_set_new(o, "checksum_errors", json_integer((json_int_t)bi->checksum_errors)) !=
@@ -133,7 +136,7 @@ bool backup_info_from_json(backup_info *bi, const char *json, const char *what, 
         *tool_version, *compression, *read_mode, *bad;
     json_int_t start_time, stop_time, timeline, size, csize, files;
     int pgver, from_standby = 0;
-    json_int_t next_xid = 0;
+    json_int_t next_xid = 0, evicted = -1;
 
     memset(bi, 0, sizeof(*bi));
     if (o == NULL)
@@ -170,15 +173,19 @@ bool backup_info_from_json(backup_info *bi, const char *json, const char *what, 
         json_decref(o);
         return false;
     }
-    /* absent from sentinels written before standbys were backed up (a primary's), and before
-       the next xid was recorded */
-    if (json_unpack_ex(o, &jerr, 0, "{s?b, s?I}", "from_standby", &from_standby, "stop_next_xid",
-                       &next_xid) != 0 ||
-        next_xid < 0) {
+    /* absent from sentinels written before standbys were backed up (a primary's), before the
+       next xid was recorded, and before (or without) the page cache's evictions */
+    if (json_unpack_ex(o, &jerr, 0, "{s?b, s?I, s?I}", "from_standby", &from_standby,
+                       "stop_next_xid", &next_xid, "pages_evicted", &evicted) != 0) {
         json_decref(o);
-        return err_set(err, "invalid %s: %s", what,
-                       next_xid < 0 ? "bad \"stop_next_xid\"" : jerr.text);
+        return err_set(err, "invalid %s: %s", what, jerr.text);
     }
+    if (next_xid < 0 || (evicted < 0 && json_object_get(o, "pages_evicted") != NULL)) {
+        json_decref(o);
+        return err_set(err, "invalid %s: bad \"%s\"", what,
+                       next_xid < 0 ? "stop_next_xid" : "pages_evicted");
+    }
+    bi->pages_evicted = evicted;
     bi->from_standby = from_standby != 0;
     bi->stop_next_xid = (uint64_t)next_xid;
     /* absent from sentinels written before annotations, and from backups given none */

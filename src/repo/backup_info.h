@@ -39,6 +39,12 @@ typedef struct backup_info {
     uint64_t compressed_size; /* bytes stored */
     uint64_t files;
     /*
+     * Pages of the files the backup read that the kernel evicted from the page cache while the
+     * backup had them open (backup/pipeline.h); -1 not measured (no cachestat(2), or a sentinel
+     * written before it was recorded: "pages_evicted" absent).
+     */
+    int64_t pages_evicted;
+    /*
      * Data page checksums (backup/filter_page_checksum.h): "verified", "off"
      * (the cluster has none), "not verified" (--no-verify-checksums), or ""
      * in sentinels written before they were verified. checksum_failed: taken

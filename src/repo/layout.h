@@ -12,6 +12,7 @@
  *   backups/<id>.done.json             sentinel, written last (repo/backup_info.h)
  *   wal/<timeline>/<segment><suffix>   archived WAL, .history and .backup files
  *   lock/delete.<generation>.json      delete's lease (repo/repo_lock.h)
+ *   metrics/wal_push.json              wal-push --metrics-file: its last push (repo/wal_pushed.h)
  *   check/                             check's probe objects, removed as it goes
  *
  * <id> is the UTC start time plus F (full) or D (delta): 20261129T215959F. It sorts by

@@ -16,6 +16,7 @@
 #include "repo/backup_info.h"
 #include "repo/drill_record.h"
 #include "repo/verify_record.h"
+#include "repo/wal_pushed.h"
 #include "util/sync_dir.h"
 #include "util/text.h"
 #include "util/xmalloc.h"
@@ -83,6 +84,29 @@ static uint64_t metrics_checksum_errors(const backup_info *bi)
     return bi->checksum_errors;
 }
 
+/*
+ * The page cache's evictions the newest complete backup of each type measured; a type whose
+ * newest backup could not measure them (no cachestat(2), an older sentinel) has no sample.
+ */
+static void metrics_evicted(text_buf *b, const backup_info *const *newest)
+{
+    static const char name[] = "pgdirect_backup_last_evicted_pages";
+    bool any = false;
+
+    for (size_t t = 0; t < METRICS_NTYPES; t++) {
+        if (newest[t] == NULL || newest[t]->pages_evicted < 0)
+            continue;
+        if (!any)
+            metrics_family(b, name,
+                           "Pages of the files the newest complete backup of this type read "
+                           "that the kernel evicted from the page cache while the backup read "
+                           "them (cachestat).");
+        any = true;
+        text_buf_printf(b, "%s{type=\"%s\"} %" PRId64 "\n", name, metrics_types[t],
+                        newest[t]->pages_evicted);
+    }
+}
+
 static void metrics_backups(text_buf *b, const backup_info *all, size_t n)
 {
     const backup_info *newest[METRICS_NTYPES];
@@ -104,6 +128,7 @@ static void metrics_backups(text_buf *b, const backup_info *all, size_t n)
                      "Pages that failed their data checksum in the newest complete backup of "
                      "this type.",
                      metrics_checksum_errors);
+    metrics_evicted(b, newest);
     for (size_t i = 0; i < n; i++)
         damaged += all[i].damaged;
     metrics_family(b, "pgdirect_backups", "Backups in the repository with a sentinel, by state.");
@@ -161,6 +186,51 @@ static bool metrics_records(text_buf *b, storage *repo, const backup_info *all, 
     return true;
 }
 
+/*
+ * When WAL last reached the archive and the backlog then: from the wal-push writing the metrics
+ * (extra), else from the record the last wal-push with --metrics-file left (wal_pushed.h).
+ */
+static bool metrics_wal(text_buf *b, storage *repo, const metrics_extra *extra, pgd_error *err)
+{
+    wal_pushed w;
+    uint32_t tli;
+    pg_lsn end;
+
+    if (extra != NULL && extra->wal_archived_at > 0) {
+        memset(&w, 0, sizeof(w));
+        w.present = true;
+        w.time = extra->wal_archived_at;
+        w.backlog = extra->archive_backlog;
+        if (extra->wal_segment != NULL) {
+            snprintf(w.segment, sizeof(w.segment), "%s", extra->wal_segment);
+            w.segment_size = extra->wal_segment_size;
+        }
+    } else if (!wal_pushed_load(repo, &w, err)) {
+        return false;
+    }
+    if (!w.present)
+        return true;
+    metrics_family(b, "pgdirect_wal_last_archived_timestamp_seconds",
+                   "When wal-push last archived a WAL segment (Unix time).");
+    text_buf_printf(b, "pgdirect_wal_last_archived_timestamp_seconds %" PRId64 "\n", w.time);
+    if (wal_pushed_end(&w, &tli, &end)) {
+        metrics_family(b, "pgdirect_wal_last_archived_timeline",
+                       "The timeline of the WAL segment wal-push last archived.");
+        text_buf_printf(b, "pgdirect_wal_last_archived_timeline %" PRIu32 "\n", tli);
+        metrics_family(b, "pgdirect_wal_last_archived_end_lsn_bytes",
+                       "Where the WAL segment wal-push last archived ends: an LSN, a byte "
+                       "position in the WAL (compare pg_current_wal_lsn()).");
+        text_buf_printf(b, "pgdirect_wal_last_archived_end_lsn_bytes %" PRIu64 "\n", end);
+    }
+    if (w.backlog >= 0) {
+        metrics_family(b, "pgdirect_wal_archive_backlog_segments",
+                       "WAL files PostgreSQL had marked ready for the archive and not yet "
+                       "archived when wal-push last archived one.");
+        text_buf_printf(b, "pgdirect_wal_archive_backlog_segments %" PRId64 "\n", w.backlog);
+    }
+    return true;
+}
+
 bool metrics_collect(storage *repo, const metrics_extra *extra, char **text, pgd_error *err)
 {
     backup_info *all = NULL;
@@ -174,18 +244,8 @@ bool metrics_collect(storage *repo, const metrics_extra *extra, char **text, pgd
         ok = metrics_records(&b, repo, all, n, err);
     }
     free(all);
-    if (ok && extra != NULL && extra->wal_archived_at > 0) {
-        metrics_family(&b, "pgdirect_wal_last_archived_timestamp_seconds",
-                       "When wal-push last archived a WAL file (Unix time).");
-        text_buf_printf(&b, "pgdirect_wal_last_archived_timestamp_seconds %" PRId64 "\n",
-                        extra->wal_archived_at);
-    }
-    if (ok && extra != NULL && extra->archive_backlog >= 0) {
-        metrics_family(&b, "pgdirect_wal_archive_backlog_segments",
-                       "WAL files PostgreSQL marked ready for the archive and not yet archived.");
-        text_buf_printf(&b, "pgdirect_wal_archive_backlog_segments %" PRId64 "\n",
-                        extra->archive_backlog);
-    }
+    if (ok)
+        ok = metrics_wal(&b, repo, extra, err);
     if (ok) {
         metrics_family(&b, "pgdirect_metrics_timestamp_seconds",
                        "When pgdirect wrote these metrics (Unix time).");

@@ -21,16 +21,29 @@
  * the manifest's bytes would pass over the rest unseen. Checked before any
  * of the entry's data is read.
  */
+/*
+ * What was read of the partition is wrong (its bytes, its tar, what the manifest says of it): a
+ * verdict on the repository's data, PGD_ERR_DAMAGED, so that a drill can tell it from a restore
+ * that could not run; a store that did not answer stays PGD_ERR_TRANSIENT. Returns false.
+ */
+static bool partition_read_damaged(pgd_error *err)
+{
+    if (!err_is(err, PGD_ERR_TRANSIENT))
+        err_mark(err, PGD_ERR_DAMAGED);
+    return false;
+}
+
 static bool partition_read_size_matches(const partition_read *pr, const tar_entry *e,
                                         const manifest_file *f, pgd_error *err)
 {
     if (e->size == f->size)
         return true;
-    return err_set(err,
-                   "tar header of file \"%s\" in partition \"%s\" of backup \"%s\" declares "
-                   "%llu bytes; the manifest says %llu",
-                   e->path, pr->part_name, pr->backup_id, (unsigned long long)e->size,
-                   (unsigned long long)f->size);
+    err_set(err,
+            "tar header of file \"%s\" in partition \"%s\" of backup \"%s\" declares "
+            "%llu bytes; the manifest says %llu",
+            e->path, pr->part_name, pr->backup_id, (unsigned long long)e->size,
+            (unsigned long long)f->size);
+    return partition_read_damaged(err);
 }
 
 /* A file entry: the manifest's, in this partition, whole or an increment as listed, its size. */
@@ -48,10 +61,11 @@ static bool partition_read_file_entry(partition_read *pr, const tar_entry *e, pg
         return false;
     idx = manifest_find(m, pf.path);
     if (idx < 0 || m->files[idx].is_dir || m->files[idx].partition != pr->part_idx + 1 ||
-        m->files[idx].increment != increment)
-        return err_set(err,
-                       "file \"%s\" in partition \"%s\" of backup \"%s\" is not in the manifest",
-                       e->path, pr->part_name, pr->backup_id);
+        m->files[idx].increment != increment) {
+        err_set(err, "file \"%s\" in partition \"%s\" of backup \"%s\" is not in the manifest",
+                e->path, pr->part_name, pr->backup_id);
+        return partition_read_damaged(err);
+    }
     pf.idx = (size_t)idx;
     pf.f = &m->files[idx];
     if (!partition_read_size_matches(pr, e, pf.f, err))
@@ -72,11 +86,13 @@ static bool partition_read_link_entry(partition_read *pr, const tar_entry *e, pg
         return false;
     idx = manifest_find_link(m, e->path);
     if (idx < 0 || m->links[idx].partition != pr->part_idx + 1 || e->linkpath == NULL ||
-        strcmp(e->linkpath, m->links[idx].target) != 0)
-        return err_set(err,
-                       "refusing link \"%s\" -> \"%s\" in partition \"%s\" of backup \"%s\": "
-                       "the manifest does not list it",
-                       e->path, e->linkpath ? e->linkpath : "", pr->part_name, pr->backup_id);
+        strcmp(e->linkpath, m->links[idx].target) != 0) {
+        err_set(err,
+                "refusing link \"%s\" -> \"%s\" in partition \"%s\" of backup \"%s\": the "
+                "manifest does not list it",
+                e->path, e->linkpath ? e->linkpath : "", pr->part_name, pr->backup_id);
+        return partition_read_damaged(err);
+    }
     if (pr->ops->link_seen != NULL)
         pr->ops->link_seen(pr->arg, (size_t)idx);
     return true;
@@ -128,10 +144,12 @@ bool partition_read_file_data(partition_read *pr, const partition_read_sink *sin
             return false;
         if (!tar_reader_data(&pr->tr, pr->buf, left < pr->buflen ? (size_t)left : pr->buflen, &n,
                              err))
-            return false;
-        if (n == 0)
-            return err_set(err, "file \"%s\" in partition \"%s\" of backup \"%s\" ends early",
-                           pf->e->path, pr->part_name, pr->backup_id);
+            return partition_read_damaged(err);
+        if (n == 0) {
+            err_set(err, "file \"%s\" in partition \"%s\" of backup \"%s\" ends early", pf->e->path,
+                    pr->part_name, pr->backup_id);
+            return partition_read_damaged(err);
+        }
         crc = crc32c_update(crc, pr->buf, n);
         if (!sink->data(sink->arg, pr->buf, n, off, err))
             return false;
@@ -141,11 +159,13 @@ bool partition_read_file_data(partition_read *pr, const partition_read_sink *sin
     }
     if (sink->check != NULL && !sink->check(sink->arg, err))
         return false;
-    if (crc32c_final(crc) != pf->f->crc)
-        return err_set(err,
-                       "checksum mismatch for file \"%s\" in backup \"%s\" (partition \"%s\"): "
-                       "%08x, the manifest says %08x",
-                       pf->e->path, pr->backup_id, pr->part_name, crc32c_final(crc), pf->f->crc);
+    if (crc32c_final(crc) != pf->f->crc) {
+        err_set(err,
+                "checksum mismatch for file \"%s\" in backup \"%s\" (partition \"%s\"): %08x, "
+                "the manifest says %08x",
+                pf->e->path, pr->backup_id, pr->part_name, crc32c_final(crc), pf->f->crc);
+        return partition_read_damaged(err);
+    }
     return true;
 }
 
@@ -166,8 +186,9 @@ bool partition_read_run(partition_read *pr, pgd_error *err)
             pr->open_failed = true;
             return false;
         }
-        return err_set(err, "partition \"%s\" of backup \"%s\" is missing from repository \"%s\"",
-                       part->name, pr->backup_id, pr->repo->uri);
+        err_set(err, "partition \"%s\" of backup \"%s\" is missing from repository \"%s\"",
+                part->name, pr->backup_id, pr->repo->uri);
+        return partition_read_damaged(err);
     }
     in = crc_in_new(in, path, part->size, part->crc);
     in = decompress_in_new(compress_from_suffix(part->name), in, path, err);
@@ -178,7 +199,8 @@ bool partition_read_run(partition_read *pr, pgd_error *err)
         tar_entry e;
         if ((pr->pool != NULL && work_pool_stopping(pr->pool)) ||
             !tar_reader_next(&pr->tr, &e, &end, err)) {
-            ok = false;
+            ok = pr->pool != NULL && work_pool_stopping(pr->pool) ? false
+                                                                  : partition_read_damaged(err);
             break;
         }
         if (!end)
@@ -188,7 +210,8 @@ bool partition_read_run(partition_read *pr, pgd_error *err)
     /* drain to the end so the partition's size and CRC-32C are checked */
     while (ok) {
         size_t n = 0;
-        ok = in_read(in, pr->buf, pr->buflen, &n, err);
+        if (!in_read(in, pr->buf, pr->buflen, &n, err))
+            ok = partition_read_damaged(err);
         if (n == 0)
             break;
     }

@@ -96,7 +96,8 @@ struct partition_read {
 
 /*
  * Read and check the partition, each entry through pr->ops. False when it
- * is missing or damaged, or a callback failed (err says why), when the
+ * is missing or damaged (err of kind PGD_ERR_DAMAGED, but a store that did
+ * not answer: PGD_ERR_TRANSIENT), or a callback failed (err says why), when the
  * object could not be opened (pr->open_failed, err says why), or when the
  * pool stopped (err may be left unset: the pool holds the first error).
  */

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "pg/lsn.h"
+#include "util/log.h"
 #include "util/text.h"
 #include "util/xmalloc.h"
 
@@ -284,4 +285,49 @@ recovery_target_order recovery_target_versus_backup(const backup_info *bi, const
     }
     snprintf(end, endlen, LSN_FORMAT, LSN_ARGS(bi->stop_lsn));
     return RECOVERY_TARGET_UNKNOWN;
+}
+
+bool recovery_target_older_backup(storage *repo, const char *key, const char *value,
+                                  const char *newest_end, backup_info *bi, pgd_error *err)
+{
+    bool xid = strcmp(key, "recovery_target_xid") == 0;
+    char end[64], why[PGD_ERROR_MAX];
+    size_t n, oldest = SIZE_MAX;
+    backup_info *all;
+
+    if (!backup_info_scan(repo, &all, &n, err))
+        return false;
+    for (size_t i = n; i-- > 0;) {
+        if (backup_info_unusable(&all[i], why, sizeof(why)) != NULL ||
+            strcmp(all[i].id, bi->id) >= 0)
+            continue;
+        oldest = i;
+        if (recovery_target_versus_backup(&all[i], key, value, end, sizeof(end)) ==
+            RECOVERY_TARGET_BEFORE_END)
+            continue;
+        log_info("restoring backup %s, the newest that ended before the recovery target (%s = "
+                 "'%s'): the newer %s ended at %s, after it",
+                 all[i].id, key, value, bi->id, newest_end);
+        *bi = all[i];
+        free(all);
+        return true;
+    }
+    if (xid && oldest != SIZE_MAX) { /* it may still have committed after the end: try the oldest */
+        recovery_target_versus_backup(&all[oldest], key, value, end, sizeof(end));
+        log_warn("transaction %s began before every backup ended (the oldest, %s, at %s): "
+                 "restoring %s, which reaches it only if it committed after that; else %s",
+                 value, all[oldest].id, end, all[oldest].id, RECOVERY_TARGET_FATAL_BEFORE_END);
+        *bi = all[oldest];
+        free(all);
+        return true;
+    }
+    if (oldest != SIZE_MAX)
+        recovery_target_versus_backup(&all[oldest], key, value, end, sizeof(end));
+    err_set(err,
+            "the recovery target %s = '%s' is before the end of every backup in repository "
+            "\"%s\": the oldest, %s, ended at %s; %s",
+            key, value, repo->uri, oldest != SIZE_MAX ? all[oldest].id : bi->id,
+            oldest != SIZE_MAX ? end : newest_end, RECOVERY_TARGET_FATAL_BEFORE_END);
+    free(all);
+    return false;
 }

@@ -54,4 +54,17 @@ typedef enum recovery_target_order {
 recovery_target_order recovery_target_versus_backup(const backup_info *bi, const char *key,
                                                     const char *value, char *end, size_t endlen);
 
+#define RECOVERY_TARGET_FATAL_BEFORE_END                                                           \
+    "PostgreSQL would stop with FATAL (\"requested recovery stop point is before consistent "      \
+    "recovery point\")"
+
+/*
+ * LATEST (*bi, which ended at newest_end) with a target before its end: *bi becomes the newest
+ * older usable backup of repo that ended before it, as restore and drill choose, saying which; a
+ * transaction id that began before every end takes the oldest, with a warning (it may have
+ * committed after). False, err naming the oldest backup's end, when none did.
+ */
+bool recovery_target_older_backup(storage *repo, const char *key, const char *value,
+                                  const char *newest_end, backup_info *bi, pgd_error *err);
+
 #endif

@@ -10,7 +10,12 @@
 # - a --check-sql statement that returns false (or no row): exit 3 naming it; one that holds: 0;
 # - a scratch directory that is not empty is refused before anything runs (exit 1), and so is a
 #   --pg-bin without postgres; a backup whose WAL is gone does not restore (exit 3, with the
-#   server's FATAL line).
+#   server's FATAL line);
+# - LATEST with a --target-time before the newest backup's end drills the older backup that
+#   ended before it, as restore chooses (exit 0, recovery stopped at the target); the control:
+#   restore of the newest one with that target is refused;
+# - a partition damaged in the repository (its CRC-32Cs left as they were): restore --json
+#   says "error_kind": "damaged" (control: a refused target is "failed"), and a drill exits 3.
 . "$(dirname "$0")/lib.sh"
 setup_tmp
 pg_init "$T/data"
@@ -88,6 +93,28 @@ is "$(diff "$T/prod.before" "$T/prod.after")" "" "nothing new in production's da
 ok $(kill -0 "$LOAD" 2>/dev/null && echo 0 || echo 1) "pgbench ran through the drill"
 kill "$LOAD" 2>/dev/null
 wait "$LOAD" 2>/dev/null
+
+# ---- LATEST with a --target-time before the newest backup's end: the older backup ----
+sleep 1.1 # past the second backup B ended in
+TT=$(q "SELECT now()::timestamptz(0)")
+sleep 1.1
+q "CREATE TABLE after_tt AS SELECT 1 AS x" >/dev/null # a commit after the target, and a table
+pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast --compression none >/dev/null 2>"$T/backup2.err" ||
+    bail "second backup failed: $(tail -1 "$T/backup2.err")"
+B2=$(backup_id "$T/backup2.err")
+archive_all "$PGPORT"
+printf "SELECT to_regclass('after_tt') IS NULL;\nSELECT count(*) = 5000 FROM victim;\n" >"$T/tt.sql"
+chown postgres "$T/tt.sql"
+expect_error "control: backup $B2 itself ends after the target" "backup $B2 ended at .* after the recovery target" \
+    pgd restore "$B2" --repo "$REPO" --target-dir "$T/tt_restore" --target-time "$TT"
+out=$(pgd drill LATEST --repo "$REPO" "${PGBIN_ARGS[@]}" --target-time "$TT" --check-sql "$T/tt.sql" \
+    --json 2>"$T/drill_tt.err")
+is "$?" "0" "drill LATEST --target-time before the newest backup's end exits 0"
+[ -n "$out" ] || sed 's/^/# /' "$T/drill_tt.err" | tail -5
+is "$(field backup)" "$B" "it drilled the newest backup that ended before the target, as restore takes"
+is "$(field checks_run):$(field problems)" "2:[]" "and recovery stopped at the target (after_tt not there)"
+like "$(cat "$T/drill_tt.err")" "restoring backup $B, the newest that ended before the recovery target" \
+    "saying which backup and why"
 
 # ---- --check-sql ----
 printf -- '-- the data the DBA expects\nSELECT count(*) = 5000 FROM victim;\nSELECT 1\n  FROM pgbench_branches;\nSELECT to_regclass('"'after_rp'"') IS NOT NULL;\n' >"$T/good.sql"
@@ -173,4 +200,24 @@ like "$out" "problem: relation public.victim in database \"postgres\": .*block 1
 like "$out" "problem: page checksum of block 1 of file \"$VICTIM\" does not match" \
     "the page checksum pass names its file"
 like "$(cat "$T/drill4.err")" "^pgdirect: error: drill of backup $B found [0-9]+ problems$" "one error line"
+
+# ---- the repository's data damaged (its CRC-32Cs not made right): restore fails, exit 3 ----
+python3 - "$REPO/backups/$B/$P" <<'PY'
+import sys
+p = sys.argv[1]
+d = bytearray(open(p, "rb").read())
+for i in range(len(d) // 2, len(d) // 2 + 64):
+    d[i] ^= 0x5A
+open(p, "wb").write(d)
+PY
+out=$(pgd restore "$B" --repo "$REPO" --target-dir "$T/r_damaged" --json 2>/dev/null)
+is "$?" "1" "restore of the damaged partition fails"
+is "$(field error_kind)" "damaged" "its --json says the kind: damaged"
+out=$(pgd restore "$B" --repo "$REPO" --target-dir "$T" --json 2>/dev/null)
+is "$(field error_kind)" "failed" "control: a restore refused for its target is of another kind"
+out=$(pgd drill "$B" --repo "$REPO" "${PGBIN_ARGS[@]}" 2>"$T/drill6.err")
+is "$?" "3" "a drill of a backup whose repository data is damaged exits 3"
+like "$(grep '^pgdirect: error' "$T/drill6.err")" \
+    "^pgdirect: error: drill of backup $B: the backup does not restore: restore of backup $B into .* failed: .*(checksum mismatch|corrupt|truncated|ends early)" \
+    "saying the backup does not restore, and why"
 done_testing

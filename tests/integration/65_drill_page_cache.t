@@ -9,7 +9,9 @@
 #   restored cluster through the server, and after the drill (--keep) those pages are not
 #   cached; the warmed table still is. The positive control: the same drill run as postgres,
 #   which cannot make a cgroup (it says so in one line and goes on), leaves what amcheck read
-#   cached.
+#   cached;
+# - a drill killed with SIGKILL leaves its memory cgroup (the control), and the next drill
+#   removes it and says so.
 . "$(dirname "$0")/lib.sh"
 setup_tmp
 require_pagecache
@@ -48,12 +50,32 @@ pct=$("$PC" percent "$T/copy")
 cmp_ok "$pct" ">=" 90 "control: the same bytes written by cp stay cached ($pct %)"
 rm -rf "$T/r1" "$T/copy"
 
+# ---- a drill killed with SIGKILL leaves its cgroup: the next one removes it ----
+PGPORT=$PGPORT "$PGD" drill --repo "$REPO" --pg-bin "$PG_BIN" --scratch-dir "$T/k" 2>"$T/k.err" >/dev/null &
+KILLED=$!
+for _ in $(seq 1 300); do
+    grep -q 'drill runs in memory cgroup' "$T/k.err" && break
+    sleep 0.1
+done
+STALE=$(sed -n 's/.*drill runs in memory cgroup "\([^"]*\)".*/\1/p' "$T/k.err")
+kill -9 "$KILLED"
+wait "$KILLED" 2>/dev/null
+for _ in $(seq 1 100); do # its scratch server follows it out
+    [ -n "$STALE" ] && [ ! -s "$STALE/cgroup.procs" ] && break
+    sleep 0.1
+done
+ok $([ -n "$STALE" ] && [ -d "$STALE" ] && echo 0 || echo 1) \
+    "control: a drill killed with SIGKILL leaves its memory cgroup (${STALE:-none})"
+rm -rf "$T/k"
+
 # ---- a drill, as root: in a memory cgroup ----
 warm
 out=$(PGPORT=$PGPORT "$PGD" drill --repo "$REPO" --pg-bin "$PG_BIN" --keep --scratch-dir "$T/d1" \
     --drill-memory 96MiB 2>"$T/d1.err")
 is "$?" "0" "a drill run as root succeeds"
 like "$(cat "$T/d1.err")" "drill runs in memory cgroup \"[^\"]+\", bounded to 96" "in a memory cgroup of --drill-memory"
+ok $([ -n "$STALE" ] && [ ! -e "$STALE" ] && echo 0 || echo 1) "the next drill removed the killed one's cgroup"
+like "$(cat "$T/d1.err")" "info: removed 1 memory cgroups of drills that ended without removing them" "and said so"
 is "$(stat -c %U "$T/d1/data")" "postgres" "its scratch cluster belongs to postgres, who ran the server"
 pages=$(sed -n 's/.*amcheck checked [0-9]* relations (\([0-9]*\) pages).*/\1/p' <<<"$out")
 cmp_ok "${pages:-0}" ">" "$(($(stat -c %s "$T/data/$BIG") / 8192 - 1))" "amcheck read every page of big ($pages pages in all)"

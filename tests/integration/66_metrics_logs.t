@@ -11,6 +11,10 @@
 # - backup --annotation KEY=VALUE (repeatable) is shown by list and list --json; pgdirect
 #   annotate ID KEY=VALUE --remove KEY rewrites the sentinel (atomically: nothing left beside
 #   it; the backup still verifies); a bad key and an unknown backup are refused;
+# - the page cache evictions a backup measured are in its sentinel and exported; `pgdirect
+#   metrics` says when the newest WAL segment was archived, where it ends (pg_stat_archiver's
+#   last segment) and the backlog then, from what wal-push --metrics-file recorded; none of
+#   that where no wal-push wrote it;
 # - a drill works from an S3 repository (moto) as from a local one: exit 0, and the scratch
 #   server's wal-fetch found the WAL there (WAL replayed > 0).
 . "$(dirname "$0")/lib.sh"
@@ -51,6 +55,10 @@ is "$(sample "$T/prom/backup.prom" 'pgdirect_backup_last_stored_bytes{type="full
 is "$(sample "$T/prom/backup.prom" 'pgdirect_backup_last_checksum_errors{type="full"}')" "0" "no checksum errors"
 is "$(sample "$T/prom/backup.prom" 'pgdirect_backups{state="complete"}')" "1" "one complete backup"
 is "$(ls "$T/prom" | grep -c '\.tmp\.')" "0" "no temporary file left beside it"
+evicted=$(sentinel pages_evicted 2>&1)
+like "$evicted" '^[0-9]+$' "the sentinel keeps the page cache evictions the backup measured ($evicted)"
+is "$(sample "$T/prom/backup.prom" 'pgdirect_backup_last_evicted_pages{type="full"}')" "$evicted" \
+    "exported per type as pgdirect_backup_last_evicted_pages"
 
 # ---- wal-push, as archive_command ----
 t0=$(date +%s)
@@ -65,6 +73,7 @@ done
 prom_ok "$T/prom/wal.prom" "wal-push's metrics file is valid exposition format"
 cmp_ok "${at:-0}" ">=" "$t0" "it says when wal-push last archived ($at)"
 cmp_ok "$(sample "$T/prom/wal.prom" pgdirect_wal_archive_backlog_segments)" ">=" 0 "and the archive backlog"
+is "$(sample "$T/prom/wal.prom" pgdirect_wal_last_archived_timeline)" "1" "and the timeline of what it archived"
 is "$(sample "$T/prom/wal.prom" 'pgdirect_backups{state="complete"}')" "1" "with the repository's state"
 
 # ---- verify, and pgdirect metrics ----
@@ -76,6 +85,16 @@ is "$(sample "$T/prom/verify.prom" pgdirect_verify_last_problems)" "0" "with no 
 pgd metrics --repo "$REPO" >"$T/prom/metrics.prom" 2>"$T/metrics.err"
 is "$?" "0" "pgdirect metrics succeeds"
 prom_ok "$T/prom/metrics.prom" "its output is valid exposition format"
+# on demand, from what the last wal-push with --metrics-file recorded in the repository: the
+# newest segment PostgreSQL says it archived, where it ends, and when
+seg_end=$(q "SELECT last_archived_wal || ' ' || setting FROM pg_stat_archiver, pg_settings WHERE name = 'wal_segment_size'" |
+    python3 -c 'import sys; n, s = sys.stdin.read().split(); s = int(s)
+print((int(n[8:16], 16) * (2**32 // s) + int(n[16:24], 16) + 1) * s)')
+is "$(sample "$T/prom/metrics.prom" pgdirect_wal_last_archived_end_lsn_bytes)" "$seg_end" \
+    "pgdirect metrics: where the newest archived segment ends (pg_stat_archiver's last)"
+cmp_ok "$(sample "$T/prom/metrics.prom" pgdirect_wal_last_archived_timestamp_seconds)" ">=" "$t0" \
+    "and when it was archived"
+cmp_ok "$(sample "$T/prom/metrics.prom" pgdirect_wal_archive_backlog_segments)" ">=" 0 "and the backlog then"
 is "$(grep -v timestamp_seconds "$T/prom/metrics.prom" | grep -v '^#')" \
     "$(grep -v timestamp_seconds "$T/prom/verify.prom" | grep -v '^#')" \
     "and the same samples as verify's file"
@@ -146,6 +165,10 @@ is "$?" "0" "a drill from an S3 repository exits 0"
 [ -n "$out" ] || sed 's/^/# /' "$T/s3drill.err" | tail -5
 cmp_ok "$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["wal_replayed_bytes"])' "$out" 2>/dev/null || echo 0)" \
     ">" 0 "its server fetched WAL from the bucket"
+pgd metrics --repo "$REPO" >"$T/prom/s3.prom" 2>&1
+is "$?:$(grep -c '^pgdirect_wal_' "$T/prom/s3.prom")" "0:0" \
+    "no WAL samples where no wal-push ran with --metrics-file (control of the ones above)"
+cmp_ok "$(sample "$T/prom/s3.prom" 'pgdirect_backups{state="complete"}')" ">=" 1 "though the backups are there"
 s3_stop
 REPO=$LOCAL_REPO
 done_testing

@@ -604,6 +604,42 @@ static void test_a_negative_count_is_a_damaged_sentinel_naming_the_field(void **
     free(full);
 }
 
+/*
+ * The page cache's evictions a backup measured: kept as written; not measured (-1) leaves the field
+ * out and loads as -1, as a sentinel written before it was recorded does; a negative one is damage.
+ */
+static void test_pages_evicted_round_trip_and_absence(void **state)
+{
+    char *full = lsn_sentinel_json(NULL, 0);
+    json_t *o = json_loads(full, 0, NULL);
+    backup_info bi;
+    pgd_error err = {0};
+    char *json;
+
+    (void)state;
+    assert_non_null(o);
+    assert_true(backup_info_from_json(&bi, full, "sentinel \"x\"", &err));
+    assert_int_equal(bi.pages_evicted, 0); /* written by a builder that left it 0 */
+    bi.pages_evicted = 1234;
+    assert_true(backup_info_to_json(&bi, &json, &err));
+    assert_true(backup_info_from_json(&bi, json, "sentinel \"x\"", &err));
+    assert_int_equal(bi.pages_evicted, 1234);
+    free(json);
+    bi.pages_evicted = -1;
+    assert_true(backup_info_to_json(&bi, &json, &err));
+    assert_null(strstr(json, "pages_evicted"));
+    assert_true(backup_info_from_json(&bi, json, "sentinel \"x\"", &err));
+    assert_int_equal(bi.pages_evicted, -1);
+    free(json);
+    json_object_set_new(o, "pages_evicted", json_integer(-1));
+    json = json_dumps(o, 0);
+    assert_false(backup_info_from_json(&bi, json, "sentinel \"x\"", &err));
+    assert_string_equal(err.msg, "invalid sentinel \"x\": bad \"pages_evicted\"");
+    free(json);
+    json_decref(o);
+    free(full);
+}
+
 /* A value that is no LSN damages the sentinel when it is loaded; the message names the field. */
 static void test_a_bad_lsn_is_a_damaged_sentinel_naming_the_field(void **state)
 {
@@ -670,6 +706,7 @@ int main(void)
         cmocka_unit_test(test_lsns_are_text_on_disk_and_numbers_when_loaded),
         cmocka_unit_test(test_a_bad_lsn_is_a_damaged_sentinel_naming_the_field),
         cmocka_unit_test(test_a_negative_count_is_a_damaged_sentinel_naming_the_field),
+        cmocka_unit_test(test_pages_evicted_round_trip_and_absence),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
