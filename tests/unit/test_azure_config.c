@@ -63,6 +63,10 @@ static void test_bad_uri(void **state)
     expect_bad_uri("azure://-ab/x", "starts and ends");
     expect_bad_uri("azure://a--b/x", "no \"--\"");
     expect_bad_uri("azure://abc/a\nb", "control character");
+    expect_bad_uri("azure://abc/a/./b", "holds a \".\" segment");
+    expect_bad_uri("azure://abc/../b", "holds a \"..\" segment");
+    expect_bad_uri("azure://abc/a/..", "holds a \"..\" segment");
+    expect_uri("azure://abc/a..b/.c/d./...", "abc", "a..b/.c/d./...");
     expect_bad_uri("s3://abc/x", "expected azure://container/prefix");
 }
 
