@@ -298,7 +298,9 @@ static void delete_keep_wal_from(retention_plan *plan, const char *start_wal)
 }
 
 /*
- * S3 Object Lock: is backup i still locked? Its sentinel, written last, is locked longest. A
+ * S3 Object Lock: is backup i still locked? Its sentinel, written last, is locked longest, but
+ * annotate rewrites it, maybe without a lock; its manifest, written just before it and never
+ * rewritten, is locked at least as long as every partition: the later of the two dates. A
  * locked backup is kept, and with it the chain it depends on (marked in lock_kept, ahead of
  * the parents in removal order) and the WAL from its start on (the plan's cut-off lowered).
  */
@@ -307,7 +309,7 @@ static bool delete_locked(delete_run *r, retention_plan *plan, size_t i, bool *l
 {
     const retention_backup *b = &r->c.backups[i];
     char path[LAYOUT_PATH_MAX], why[RETENTION_REASON_MAX], date[32];
-    int64_t until;
+    int64_t until, manifest_until;
     time_t t;
     struct tm tm;
 
@@ -315,6 +317,11 @@ static bool delete_locked(delete_run *r, retention_plan *plan, size_t i, bool *l
     layout_sentinel_path(b->id, path, sizeof(path));
     if (!storage_retained_until(r->repo, path, &until, err))
         return false;
+    layout_manifest_path(b->id, path, sizeof(path));
+    if (!storage_retained_until(r->repo, path, &manifest_until, err))
+        return false;
+    if (manifest_until > until)
+        until = manifest_until;
     if (until <= (int64_t)time(NULL))
         return true;
     *locked = true;

@@ -289,10 +289,12 @@ static void restore_log_excluded(const restore_run *r)
              "data neither read nor written",
              (unsigned long long)r->repo_bytes, repo_s, (unsigned long long)r->bytes, written_s,
              r->dbs.nsparse, sparse_s);
+    /* their catalogs are empty too: PostgreSQL PANICs on a session that opens one */
     log_warn("database%s %s %s restored without data (empty sparse files): once recovery has "
-             "ended, DROP DATABASE %s; any other use of %s fails or returns nothing",
+             "ended, DROP DATABASE %s from another database; a connection to %s makes the whole "
+             "server PANIC and restart",
              r->dbs.nexcluded > 1 ? "s" : "", names, r->dbs.nexcluded > 1 ? "were" : "was",
-             r->dbs.nexcluded > 1 ? "each of them" : "it", r->dbs.nexcluded > 1 ? "them" : "it");
+             r->dbs.nexcluded > 1 ? "each of them" : "it", r->dbs.nexcluded > 1 ? "one" : "it");
 }
 
 static void restore_log_complete(const restore_run *r, double sync_secs)

@@ -10,7 +10,8 @@
 # while B1 and B2 are locked: each is reported with its date, nothing is removed, and --strict
 # exits 1 (without it: 0 and a warning). A direct DeleteObject of B2's sentinel version
 # (boto3) is refused by the store. Once B2's short lock has passed, retention removes it and
-# keeps the still-locked B1 with the WAL from B1's start on. check reports whether the bucket
+# keeps the still-locked B1 with the WAL from B1's start on; B1 annotated without a lock (its
+# sentinel rewritten unlocked) is still kept. check reports whether the bucket
 # has Object Lock and its default retention, and fails --s3-object-lock on a bucket without
 # it, and a lock asked for on a local repository is refused. Positive control: a backup written
 # without --s3-object-lock has no lock and goes.
@@ -113,6 +114,13 @@ start1=$(pgd list --repo "$REPO" --json | python3 -c 'import json,sys
 print([b["start_wal"] for b in json.load(sys.stdin) if b["id"] == sys.argv[1]][0])' "$B1")
 pgd wal-fetch --repo "$REPO" "$start1" "$T/start1.wal" "${SHORT[@]}"
 ok $? "the WAL of B1's start is kept"
+# annotate rewrites B1's sentinel, here without a lock: B1's objects stay locked, and so does B1
+pgd annotate "$B1" reason=audit --repo "$REPO" >/dev/null 2>&1
+ok $? "annotate B1 without --s3-object-lock"
+out=$(pgd delete --repo "$REPO" --retain-full 1 2>&1)
+like "$out" "kept backup $B1: locked by S3 Object Lock until" \
+    "B1 annotated (its sentinel rewritten unlocked) is still kept: its manifest is locked"
+is "$(ids)" "$B1 $B3" "delete after annotate removed nothing"
 
 # ---- positive control: without --s3-object-lock nothing is locked ----
 B4=$(backup b4.log) || bail "backup B4 failed"

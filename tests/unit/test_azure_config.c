@@ -63,6 +63,10 @@ static void test_bad_uri(void **state)
     expect_bad_uri("azure://-ab/x", "starts and ends");
     expect_bad_uri("azure://a--b/x", "no \"--\"");
     expect_bad_uri("azure://abc/a\nb", "control character");
+    expect_bad_uri("azure://abc/a/./b", "holds a \".\" segment");
+    expect_bad_uri("azure://abc/../b", "holds a \"..\" segment");
+    expect_bad_uri("azure://abc/a/..", "holds a \"..\" segment");
+    expect_uri("azure://abc/a..b/.c/d./...", "abc", "a..b/.c/d./...");
     expect_bad_uri("s3://abc/x", "expected azure://container/prefix");
 }
 
@@ -199,6 +203,9 @@ static void test_bad_endpoint(void **state)
         {"ftp://host", "expected http(s)://host[:port][/path]"},
         {"http://user:SECRET@host", "credentials do not belong in the URL"},
         {"http://host/acct?x=1", "expected no query or fragment"},
+        {"http://host/acct?sv=2022-11-02&sig=SECRET", "endpoint \"http://host/acct\": expected no "
+                                                      "query"},
+        {"http://host/acct#SECRET", "expected no query or fragment"},
         {"http:///acct", "no host"},
         {"http://ho st", "the host holds ' '"},
     };
@@ -213,6 +220,9 @@ static void test_bad_endpoint(void **state)
             fail_msg("%s: accepted", cases[i].endpoint);
         if (strstr(err.msg, cases[i].want) == NULL || strstr(err.msg, "SECRET") != NULL)
             fail_msg("%s: got \"%s\"", cases[i].endpoint, err.msg);
+        /* a setting wrong before anything was sent: exit 2, as a bad option */
+        if (!err_is(&err, PGD_ERR_USAGE))
+            fail_msg("%s: not a usage error", cases[i].endpoint);
     }
     clear_azure_env();
 }

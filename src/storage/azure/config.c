@@ -59,6 +59,23 @@ bool azure_config_parse_uri(const char *uri, char **container, char **prefix, pg
             /* List Blobs answers in XML 1.0, which cannot carry them */
             return err_set(err, "invalid repository \"%s\": the prefix holds a control character",
                            uri);
+    /*
+     * A "." or ".." segment would be removed from the URL on its way (libcurl and the service
+     * both normalise dot segments), so the request would name another blob than the one signed
+     * and stored: refused here rather than answered 403
+     */
+    for (const char *seg = slash ? slash : ""; *seg; seg++) {
+        size_t n;
+        if (*seg == '/')
+            continue;
+        n = strcspn(seg, "/");
+        if ((n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.'))
+            return err_set(err,
+                           "invalid repository \"%s\": the prefix holds a \"%.*s\" segment, "
+                           "which URLs remove",
+                           uri, (int)n, seg);
+        seg += n - 1;
+    }
     *container = xstrndup(rest, clen);
     rest = slash ? slash : "";
     while (*rest == '/')
@@ -150,7 +167,8 @@ static bool azure_config_endpoint(const char *endpoint, char **url, char **path,
     const char *auth, *rest;
     size_t alen, len;
 
-    snprintf(echo, sizeof(echo), "%s", endpoint);
+    /* a query may carry a SAS token (sig=...): never echoed */
+    snprintf(echo, sizeof(echo), "%.*s", (int)strcspn(endpoint, "?#"), endpoint);
     for (char *c = echo; *c; c++)
         if ((unsigned char)*c < 0x20 || *c == 0x7f)
             *c = '?';
@@ -174,7 +192,10 @@ static bool azure_config_endpoint(const char *endpoint, char **url, char **path,
                            auth[i] >= 0x20 && auth[i] != 0x7f ? auth[i] : '?');
     rest = auth + alen;
     if (strpbrk(rest, "?#") != NULL)
-        return err_set(err, "invalid Azure endpoint \"%s\": expected no query or fragment", echo);
+        return err_set(err,
+                       "invalid Azure endpoint \"%s\": expected no query or fragment (not shown: "
+                       "give a SAS token in AZURE_STORAGE_SAS_TOKEN)",
+                       echo);
     for (const char *c = rest; *c; c++)
         if ((unsigned char)*c <= 0x20 || *c == 0x7f || *c == '%')
             return err_set(err, "invalid Azure endpoint \"%s\": the path holds '%c'", echo,
@@ -320,6 +341,8 @@ storage *azure_storage_open(const char *uri, const azure_options *o, pgd_error *
     azure_config_conn_free(&conn);
     return &s->base;
 fail:
+    /* the URI, the settings, the credentials or the endpoint: wrong before anything was sent */
+    err_mark(err, PGD_ERR_USAGE);
     free(default_endpoint);
     azure_config_conn_free(&conn);
     azure_config_free(&s->base);
