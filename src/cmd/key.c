@@ -8,6 +8,7 @@
 
 #include "cmd/cmd.h"
 #include "cmd/common.h"
+#include "repo/repo_lock.h"
 #include "storage/crypt/storage.h"
 #include "util/log.h"
 
@@ -20,6 +21,33 @@ static const command_help cmd_key_help = {
     "atomically: killed at any point, OLD or NEW opens the repository, never neither;\n"
     "afterwards OLD opens nothing. With NEW the same file as OLD, it retires the data\n"
     "key in use (objects written with it still read, and leave with retention)."};
+
+/*
+ * Two rotations at once would each rewrap the keyring they read, and the
+ * second write would drop the data key the first one started (and every
+ * object written with it since): a lease makes them take turns, and the
+ * second one reads the keyring the first one wrote (and refuses its OLD key
+ * if the first changed it). A rotation takes a second or less; a killed one
+ * blocks the next for KEY_LOCK_LEASE_S at most.
+ */
+#define KEY_LOCK_NAME    "key-rotate"
+#define KEY_LOCK_LEASE_S (3 * REPO_LOCK_CLOCK_MARGIN_S)
+
+static bool key_rotate_leased(storage *repo, const char *old_file, const char *new_file,
+                              size_t *nkeys, pgd_error *err)
+{
+    repo_lock *lock = repo_lock_acquire(repo, KEY_LOCK_NAME, KEY_LOCK_LEASE_S, err);
+    pgd_error release = {0};
+    bool ok;
+
+    if (lock == NULL)
+        return false;
+    ok = repo_lock_keep(lock, err) && crypt_storage_rotate(repo, old_file, new_file, nkeys, err);
+    /* the keyring is rotated by then: a lease that could not be marked released just expires */
+    if (!repo_lock_release(lock, &release) && ok)
+        log_warn("%s (it expires within %d seconds)", release.msg, KEY_LOCK_LEASE_S);
+    return ok;
+}
 
 int cmd_key(int argc, char **argv)
 {
@@ -44,7 +72,7 @@ int cmd_key(int argc, char **argv)
         err_mark(&err, PGD_ERR_USAGE);
         rc = command_fail(CMD_KEY, &err);
     } else if ((repo = command_open_store(&opts, &err)) == NULL ||
-               !crypt_storage_rotate(repo, old_file, new_file, &nkeys, &err)) {
+               !key_rotate_leased(repo, old_file, new_file, &nkeys, &err)) {
         rc = command_fail(CMD_KEY, &err);
     } else {
         if (strcmp(old_file, new_file) == 0)

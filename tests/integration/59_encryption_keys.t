@@ -54,6 +54,15 @@ for point in mid-write before-sync before-rename after-rename; do
     after-rename) is "$o/$n" "no/yes" "killed $point: the new key opens the repository, the old one no more" ;;
     *) is "$o/$n" "yes/no" "killed $point: the old key still opens the repository" ;;
     esac
+    if [ $point = mid-write ]; then
+        # the killed rotation still holds its lease: a second rotation waits its turn
+        pgd key rotate --repo "$REPO" "${OLD[@]}" --new-encryption-key-file "$T/keys/new.key" \
+            >"$T/rotate2.out" 2>&1
+        is "$?" 1 "a rotation while another one holds the lease is refused"
+        like "$(cat "$T/rotate2.out")" "locked by another key-rotate run .* until " "naming the lease and when it ends"
+    fi
+    # as if the killed rotation's lease had expired
+    rm -rf "$REPO/lock"
     # back to the old keyring for the next point (what the repository held before)
     cp "$T/keyring.before" "$REPO/keyring.pgdirect"
     chown postgres "$REPO/keyring.pgdirect"
