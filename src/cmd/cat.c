@@ -9,7 +9,9 @@
 
 #include "cmd/cmd.h"
 #include "cmd/common.h"
+#include "repo/manifest.h"
 #include "util/log.h"
+#include "util/xmalloc.h"
 
 #define CMD_CAT_BUFFER (256 * 1024)
 
@@ -33,11 +35,7 @@ static bool cmd_cat_copy(storage *repo, const char *object, pgd_error *err)
         }
         return false;
     }
-    buf = malloc(CMD_CAT_BUFFER);
-    if (buf == NULL) { /* plain malloc: xmalloc would do the same, with its message */
-        in_close(in);
-        return err_set(err, "out of memory");
-    }
+    buf = xmalloc(CMD_CAT_BUFFER);
     for (;;) {
         size_t n;
         if (!in_read(in, buf, CMD_CAT_BUFFER, &n, err)) {
@@ -69,6 +67,14 @@ int cmd_cat(int argc, char **argv)
         return rc;
     if (opts.nargs != 1) {
         err_set(&err, "no object given (see --help)");
+        err_mark(&err, PGD_ERR_USAGE);
+        rc = command_fail(CMD_CAT, &err);
+    } else if (!manifest_path_is_safe(opts.args[0])) {
+        /* an object of the repository, never a file beside it ("../key") */
+        err_set(&err,
+                "invalid object \"%s\": expected a path under the repository's root, without "
+                "\".\" or \"..\" components (e.g. backups/ID/manifest.json)",
+                opts.args[0]);
         err_mark(&err, PGD_ERR_USAGE);
         rc = command_fail(CMD_CAT, &err);
     } else if ((repo = command_open_repo(&opts, &err)) == NULL ||

@@ -133,5 +133,13 @@ is "$(stat -c %s "$T/cat2.lz4")" "65536" "and writes only the chunk before it, w
 cp "$T/s2.orig" "$REPO/wal/00000001/$S2.lz4"
 expect_error "cat of a missing object" "object \"wal/none\" is not in repository \"$REPO\"" \
     pgd cat --repo "$REPO" "${NEW[@]}" wal/none
+# an object of the repository, never a file beside it (the key file, say)
+cp "$T/keys/new.key" "$T/beside"
+chown postgres "$T/beside"
+pgd cat --repo "$REPO" "${NEW[@]}" ../beside >"$T/cat3.out" 2>"$T/cat.err"
+is "$?" "2" "cat of ../beside is refused as a usage error"
+like "$(cat "$T/cat.err")" "invalid object \"../beside\": expected a path under the repository's root" \
+    "naming the object"
+is "$(stat -c %s "$T/cat3.out")" "0" "and writes nothing"
 
 done_testing
