@@ -63,7 +63,7 @@ static const opt_id command_repo_settings[] = {
 #define COMMAND_REPO_NSETTINGS (sizeof(command_repo_settings) / sizeof(command_repo_settings[0]))
 
 /* The commands that take --repo more than once (the others work on one repository at a time). */
-#define COMMAND_REPO_SEVERAL (CMD_BACKUP | CMD_RESTORE | CMD_WAL_FETCH | CMD_WAL_PUSH)
+#define COMMAND_REPO_SEVERAL (CMD_BACKUP | CMD_RESTORE | CMD_WAL_FETCH | CMD_WAL_PUSH | CMD_LIST)
 
 /* One --repo value's own options: the command's, with its URI and settings in place. */
 typedef struct command_repo_opts {

@@ -397,19 +397,29 @@ static bool tee_remove_many(storage *s, const char *const *paths, size_t n, pgd_
     return true;
 }
 
+/*
+ * Housekeeping its callers may let fail (a warning): every repository is swept, none leaves
+ * the run for it, and the first failure is the result.
+ */
 static bool tee_remove_stale_temp(storage *s, const char *dir, int64_t older_than_s, pgd_error *err)
 {
     tee_storage *t = tee_of(s);
+    pgd_error first = {0};
 
     for (size_t i = 0; i < t->n; i++) {
         pgd_error e = {0};
 
         if (!tee_live(t, i) || storage_remove_stale_temp(t->c[i].s, dir, older_than_s, &e))
             continue;
-        if (!tee_fail(t, i, &e, err))
-            return false;
+        if (!first.set) {
+            first = e;
+            if (strstr(first.msg, t->c[i].s->uri) == NULL)
+                err_prefix(&first, "repository \"%s\"", t->c[i].s->uri);
+        }
     }
-    return true;
+    if (first.set)
+        *err = first;
+    return !first.set;
 }
 
 /* The tee's root is there when any repository's is (one removed: the others serve). */

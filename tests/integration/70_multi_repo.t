@@ -13,7 +13,9 @@
 #   naming it, and the local copy restores equal; the S3 one holds nothing of that id (read
 #   from the server directly, with botocore);
 # - the local repository removed: wal-fetch and restore continue from the S3 one (the restored
-#   server's restore_command names both, and recovery reads the WAL from S3), data equal.
+#   server's restore_command names both, and recovery reads the WAL from S3), data equal;
+# - list of two repositories: each line, and each --json object, names its repository; one
+#   that does not exist is an error naming it (exit 1), and the other is still listed.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_s3.sh"
 setup_tmp
@@ -133,6 +135,20 @@ is "$(pgbench_hash "$port")" "$hash_end" "restored from S3 and recovered through
 like "$(grep restore_command "$T/r_s3/postgresql.auto.conf")" "--repo .*$LOCAL.* --repo .*multi" \
      "the restored server's restore_command names both repositories, in order"
 pg_stop "$T/r_s3"
+
+# ---- list per repository ----
+mkdir -p "$T/repo_l" && chown postgres "$T/repo_l"
+out=$(pgd list --repo "$T/repo_l" --repo "$S3" --json | python3 -c 'import json,sys
+print(" ".join(b["repository"] + "=" + b["id"] for b in json.load(sys.stdin) if b["status"] == "ok"))')
+is "$out" "$S3=$ID" "list --json with two repositories: each backup names its repository"
+out=$(pgd list --repo "$T/repo_l" --repo "$S3" 2>&1)
+is "$?" "0" "list of two repositories: exit 0"
+like "$out" "^$T/repo_l  \(no backups\)" "the empty local repository's line names it"
+like "$out" "^$S3  $ID +full" "the S3 repository's line names it"
+out=$(pgd list --repo "$T/nowhere" --repo "$S3" 2>&1)
+is "$?" "1" "list of two repositories, one missing: exit 1"
+like "$out" "repository \"$T/nowhere\" does not exist" "naming the missing one"
+like "$out" "^$S3  $ID +full" "and the other is still listed"
 
 # ---- usage ----
 expect_error "a repository setting that is not one" "\"s3-bogus\" is not a repository setting" \
