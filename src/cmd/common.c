@@ -164,6 +164,14 @@ static bool command_repo_valid(const pgd_options *opts, pgd_error *err)
         if (o != NULL && !ok)
             err_set(err, "invalid value \"%s\" for option \"--repo\"%s: %s", uri,
                     opt_source_note(opts, OPT_REPO), why);
+        /* the same repository twice would refuse its own claim: one copy is all it can hold */
+        for (size_t j = 0; ok && j < i; j++) {
+            const char *other = opts->v[OPT_REPO].values[j];
+            size_t len = strcspn(other, "?");
+            if (strlen(uri) == len && strncmp(uri, other, len) == 0)
+                ok = err_set(err, "option \"--repo\"%s names repository \"%s\" twice",
+                             opt_source_note(opts, OPT_REPO), uri);
+        }
         command_repo_options_free(o);
         if (!ok)
             return false;

@@ -443,7 +443,7 @@ static bool tee_root_exists(storage *s, bool *exists, pgd_error *err)
             *exists = true;
             return true;
         }
-        log_warn("repository \"%s\" does not exist; the next one is used", t->c[i].s->uri);
+        log_warn("repository \"%s\" does not exist; it is passed over", t->c[i].s->uri);
     }
     if (first.set)
         *err = first;
