@@ -57,8 +57,6 @@ static const opt_id command_repo_settings[] = {
     OPT_SFTP_PRIVATE_KEY_FILE,
     OPT_SFTP_KNOWN_HOSTS,
     OPT_ENCRYPTION_KEY_FILE,
-    OPT_RETAIN_FULL,
-    OPT_RETAIN_SINCE,
 };
 #define COMMAND_REPO_NSETTINGS (sizeof(command_repo_settings) / sizeof(command_repo_settings[0]))
 
@@ -113,7 +111,7 @@ static bool command_repo_setting(command_repo_opts *r, const char *whole, char *
     return err_set(err,
                    "invalid value \"%s\" for option \"--repo\": \"%s\" is not a repository "
                    "setting (URI?NAME=VALUE&...: s3-*, download-concurrency, azure-endpoint, "
-                   "sftp-*, encryption-key-file, retain-full, retain-since)",
+                   "sftp-*, encryption-key-file)",
                    whole, item);
 }
 

@@ -64,7 +64,7 @@ storage *command_open_repo(const pgd_options *opts, pgd_error *err);
 /*
  * --repo may be given several times (storage/tee.h); each value is a URI with,
  * optionally, the repository's own settings: URI?NAME=VALUE&NAME=VALUE, NAME one
- * of the repository options (s3-endpoint, encryption-key-file, retain-full, ...),
+ * of the repository options (s3-endpoint, encryption-key-file, ...),
  * which replace the command's for that repository. With several, command_open_repo
  * returns them behind a tee; command_open_repo_at opens repository i alone.
  */

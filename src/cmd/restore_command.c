@@ -189,8 +189,12 @@ static bool restore_command_tee_arg(const pgd_options *opts, storage *repo, size
 static bool restore_command_all_args(const pgd_options *opts, const storage *repo,
                                      restore_command_args *a, pgd_error *err)
 {
-    if (!tee_storage_is(repo))
-        return restore_command_args_of(opts, repo, a, err) && restore_command_config(opts, a, err);
+    if (!tee_storage_is(repo)) { /* its own settings (URI?...) too: the key file's path */
+        pgd_options *o = command_repo_options(opts, 0, err);
+        bool ok = o != NULL && restore_command_args_of(o, repo, a, err);
+        command_repo_options_free(o);
+        return ok && restore_command_config(opts, a, err);
+    }
     for (size_t i = 0; i < tee_storage_count(repo); i++)
         if (!restore_command_tee_arg(opts, (storage *)repo, i, a, err))
             return false;

@@ -156,7 +156,7 @@ expect_error "a repository setting that is not one" "\"s3-bogus\" is not a repos
 expect_error "a command that works on one repository given two" "given 2 times" \
     pgd delete --repo "$T/other" --repo "$S3" --retain-full 1
 expect_error "the same repository twice" "names repository \"$T/other\" twice" \
-    pgd backup --repo "$T/other" --repo "$T/other?retain-full=2" --pgdata "$T/data"
+    pgd backup --repo "$T/other" --repo "$T/other?s3-retries=2" --pgdata "$T/data"
 ok "$([ -e "$T/other" ] && echo 1 || echo 0)" "and nothing was created"
 expect_error "--archive-async with two repositories" "works with one repository" \
     pgd wal-push --repo "$T/other" --repo "$S3" --archive-async "$T/data/pg_wal/$seg"
