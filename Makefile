@@ -39,7 +39,7 @@ BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 UNITDIR     ?= $(PREFIX)/lib/systemd/system
 UNITS       := $(wildcard examples/systemd/*.service examples/systemd/*.timer)
 
-.PHONY: all asan release unit unit-asan unit-valgrind integration check demo format clean bench bench-quick bench-io bench-s3 bench-stores \
+.PHONY: all asan release unit unit-asan unit-valgrind integration check demo format clean bench bench-quick bench-io bench-s3 bench-stores bench-multi-repo \
         install uninstall bench-delta bench-versions
 
 all: $(BUILD)/build.ninja
@@ -163,6 +163,9 @@ bench-s3: all
 # the store column: local, S3 (s3rver) and Azure (Azurite) side by side
 bench-stores: all
 	bash bench/stores.sh
+
+bench-multi-repo: all
+	bash bench/multi_repo.sh
 
 # delta backups vs fulls and pgBackRest incr (issue 10); BENCH_DELTA_ARGS='--scale 5' for a short run
 bench-delta: all

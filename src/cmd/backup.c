@@ -53,6 +53,7 @@
 #include "cmd/common.h"
 #include "io/politeness.h"
 #include "repo/repo_contents.h"
+#include "storage/tee.h"
 #include "wal/wal_archive.h"
 #include "restore/timeline.h"
 #include "util/digest.h"
@@ -276,6 +277,51 @@ static void backup_log_bad_pages(backup_run *r)
     }
 }
 
+/*
+ * Several repositories (storage/tee.h): a delta is written to every one, so each must hold
+ * the same parent, chosen in it alone. When they disagree, this run is a full in all of them
+ * (one read of the data directory still): the parent's `why` says which repository lacks it.
+ */
+static bool backup_parent_everywhere(backup_run *r, const delta_parent_request *req, pgd_error *err)
+{
+    for (size_t i = 0; r->parent.found && i < tee_storage_count(r->repo); i++) {
+        storage *one = tee_storage_child(r->repo, i);
+        delta_parent p = {0};
+        bool same;
+
+        if (tee_storage_count(r->repo) == 1)
+            break;
+        manifest_init(&p.m);
+        if (!delta_parent_choose(one, req, &p, err)) {
+            delta_parent_free(&p);
+            return false;
+        }
+        same = p.found && strcmp(p.info.id, r->parent.info.id) == 0;
+        if (!same) {
+            char why[sizeof(r->parent.why)];
+            int len;
+            if (p.found)
+                snprintf(why, sizeof(why),
+                         "the repositories disagree on the parent: repository \"%s\" would "
+                         "take backup %s, another backup %s (a full for all of them)",
+                         one->uri, p.info.id, r->parent.info.id);
+            else if ((len = snprintf(why, sizeof(why),
+                                     "repository \"%s\" has no parent for it: a full for all "
+                                     "of them (",
+                                     one->uri)) > 0 &&
+                     (size_t)len < sizeof(why))
+                snprintf(why + len, sizeof(why) - (size_t)len, "%.*s)",
+                         (int)(sizeof(why) - (size_t)len - 2), p.why);
+            delta_parent_free(&r->parent);
+            memset(&r->parent, 0, sizeof(r->parent));
+            manifest_init(&r->parent.m);
+            memcpy(r->parent.why, why, sizeof(why));
+        }
+        delta_parent_free(&p);
+    }
+    return true;
+}
+
 /* --delta: the parent, or the one warning line that says why this run is a full. */
 static bool backup_choose_parent(backup_run *r, pgd_error *err)
 {
@@ -286,7 +332,8 @@ static bool backup_choose_parent(backup_run *r, pgd_error *err)
                                 .pgdata = r->s->pgdata_real};
 
     if (!pg_session_timeline(&r->pg, &req.timeline, err) ||
-        !delta_parent_choose(r->repo, &req, &r->parent, err))
+        !delta_parent_choose(r->repo, &req, &r->parent, err) ||
+        !backup_parent_everywhere(r, &req, err))
         return false;
     if (!r->parent.found)
         log_warn("taking a full backup instead of a delta: %s", r->parent.why);
@@ -744,6 +791,42 @@ static json_t *backup_result_json(const backup_run *r)
 }
 
 /*
+ * Several repositories: one that failed during the run left it (storage/tee.h) and has no
+ * backup; what it had written of it goes, as a failed run's does. err names each such one
+ * (kind PGD_ERR_FAILED: exit 1); the others hold the complete backup.
+ */
+static void backup_report_dropped(backup_run *r, pgd_error *err)
+{
+    for (size_t i = 0; i < tee_storage_count(r->repo); i++) {
+        storage *one = tee_storage_child(r->repo, i);
+        const pgd_error *why;
+        pgd_error derr = {0};
+
+        if (!tee_storage_dropped(r->repo, i, &why))
+            continue;
+        if (!backup_id_discard(one, r->id, &derr))
+            log_warn("%s", derr.msg);
+        if (!err->set)
+            err_set(err, "backup %s completed, but not in repository \"%s\", which failed: %s",
+                    r->id, one->uri, why->msg);
+        else
+            log_error("backup %s is not in repository \"%s\" either, which failed: %s", r->id,
+                      one->uri, why->msg);
+    }
+}
+
+/* Did a repository leave the run? */
+static bool backup_dropped_any(storage *repo)
+{
+    const pgd_error *why;
+
+    for (size_t i = 0; i < tee_storage_count(repo); i++)
+        if (tee_storage_dropped(repo, i, &why))
+            return true;
+    return false;
+}
+
+/*
  * The backup; true when it completed, and *result (--json) its object.
  * One that completed but whose pages failed their checksum under
  * --checksum-errors fail is a result, not a failure: it stays in the
@@ -760,6 +843,8 @@ static bool cmd_backup_run(const backup_settings *s, storage *repo, json_t **res
     ok = backup_begin(&r, err) && backup_copy(&r, err) && backup_finish(&r, err);
     if (ok)
         backup_log_complete(&r);
+    if (ok)
+        backup_report_dropped(&r, err);
     if (ok && result != NULL)
         *result = backup_result_json(&r);
     if (ok && r.rec.info.checksum_failed) {
@@ -788,6 +873,14 @@ static bool cmd_backup_run(const backup_settings *s, storage *repo, json_t **res
             log_info("removed what backup %s had written to the repository", r.id);
         else
             log_warn("%s", derr.msg);
+        /* a repository that left the run is not the tee's any more: its leftovers too */
+        for (size_t i = 0; i < tee_storage_count(repo); i++) {
+            const pgd_error *why;
+            pgd_error ierr = {0};
+            if (tee_storage_dropped(repo, i, &why) &&
+                !backup_id_discard(tee_storage_child(repo, i), r.id, &ierr))
+                log_warn("%s", ierr.msg);
+        }
     }
     return false;
 }
@@ -814,7 +907,8 @@ int cmd_backup(int argc, char **argv)
     } else {
         interrupt_catch(backup_on_signal);
         /* a backup that completed marked is reported as what it is (cmd_backup_run) */
-        rc = !cmd_backup_run(&s, repo, json ? &result : NULL, &err) || err_is(&err, PGD_ERR_DAMAGED)
+        rc = !cmd_backup_run(&s, repo, json ? &result : NULL, &err) ||
+                     err_is(&err, PGD_ERR_DAMAGED) || backup_dropped_any(repo)
                  ? command_fail(CMD_BACKUP, &err)
                  : EXIT_OK;
     }

@@ -16,7 +16,9 @@
 #include "storage/crypt/storage.h"
 #include "storage/s3/s3.h"
 #include "storage/sftp/sftp.h"
+#include "storage/tee.h"
 #include "util/log.h"
+#include "util/xmalloc.h"
 
 /*
  * The commands that never create a repository: for them, one that is not
@@ -33,17 +35,146 @@
 #define COMMAND_STANDBY_SIGNAL_FILE "standby.signal"
 
 /*
+ * The settings a repository may have of its own, after '?' in its --repo
+ * value: where it is and how to reach it, never a secret (keys are named by
+ * the files that hold them), so a --repo value can go on a command line
+ * that ps shows (restore_command).
+ */
+static const opt_id command_repo_settings[] = {
+    OPT_S3_ENDPOINT,
+    OPT_S3_URI_STYLE,
+    OPT_S3_REGION,
+    OPT_S3_STORAGE_CLASS,
+    OPT_S3_SSE,
+    OPT_S3_OBJECT_LOCK,
+    OPT_S3_LOCK_DAYS,
+    OPT_S3_PART_SIZE,
+    OPT_S3_UPLOAD_CONCURRENCY,
+    OPT_S3_RETRIES,
+    OPT_S3_TIMEOUT,
+    OPT_DOWNLOAD_CONCURRENCY,
+    OPT_AZURE_ENDPOINT,
+    OPT_SFTP_PRIVATE_KEY_FILE,
+    OPT_SFTP_KNOWN_HOSTS,
+    OPT_ENCRYPTION_KEY_FILE,
+};
+#define COMMAND_REPO_NSETTINGS (sizeof(command_repo_settings) / sizeof(command_repo_settings[0]))
+
+/* The commands that take --repo more than once (the others work on one repository at a time). */
+#define COMMAND_REPO_SEVERAL (CMD_BACKUP | CMD_RESTORE | CMD_WAL_FETCH | CMD_WAL_PUSH | CMD_LIST)
+
+/* One --repo value's own options: the command's, with its URI and settings in place. */
+typedef struct command_repo_opts {
+    pgd_options o; /* first: command_repo_options_free finds the rest */
+    char *buf;     /* the value, cut at '?', '&' and '=' */
+    char *uri;
+    char *vals[OPT_COUNT];
+} command_repo_opts;
+
+size_t command_repo_count(const pgd_options *opts)
+{
+    return opts->v[OPT_REPO].nvalues > 0 ? opts->v[OPT_REPO].nvalues : 1;
+}
+
+void command_repo_options_free(pgd_options *o)
+{
+    command_repo_opts *r = (command_repo_opts *)o;
+
+    if (r != NULL)
+        free(r->buf);
+    free(r);
+}
+
+/* NAME=VALUE after the '?' of --repo value `whole`: one of command_repo_settings. */
+static bool command_repo_setting(command_repo_opts *r, const char *whole, char *item,
+                                 pgd_error *err)
+{
+    char *eq = strchr(item, '=');
+
+    for (size_t k = 0; eq != NULL && k < COMMAND_REPO_NSETTINGS; k++) {
+        opt_id id = command_repo_settings[k];
+        if (strncmp(item, opt_name(id), (size_t)(eq - item)) != 0 ||
+            opt_name(id)[eq - item] != '\0')
+            continue;
+        if (r->vals[id] != NULL)
+            return err_set(err, "invalid value \"%s\" for option \"--repo\": \"%s\" is given twice",
+                           whole, opt_name(id));
+        if (eq[1] == '\0')
+            return err_set(err, "invalid value \"%s\" for option \"--repo\": \"%s\" has no value",
+                           whole, opt_name(id));
+        r->vals[id] = eq + 1;
+        r->o.v[id] = (opt_value){&r->vals[id], 1, SRC_CLI};
+        return true;
+    }
+    if (eq != NULL)
+        *eq = '\0';
+    return err_set(err,
+                   "invalid value \"%s\" for option \"--repo\": \"%s\" is not a repository "
+                   "setting (URI?NAME=VALUE&...: s3-*, download-concurrency, azure-endpoint, "
+                   "sftp-*, encryption-key-file)",
+                   whole, item);
+}
+
+pgd_options *command_repo_options(const pgd_options *opts, size_t i, pgd_error *err)
+{
+    command_repo_opts *r = xcalloc(1, sizeof(*r));
+    const char *whole = opts->v[OPT_REPO].nvalues > i ? opts->v[OPT_REPO].values[i] : NULL;
+    char *q, *item, *save = NULL;
+
+    r->o = *opts;
+    if (whole == NULL) /* no --repo and no default: the command's own message */
+        return &r->o;
+    r->buf = xstrdup(whole);
+    r->uri = r->buf;
+    r->o.v[OPT_REPO] = (opt_value){&r->uri, 1, opts->v[OPT_REPO].source};
+    if ((q = strchr(r->buf, '?')) == NULL)
+        return &r->o;
+    *q = '\0';
+    for (item = strtok_r(q + 1, "&", &save); item != NULL; item = strtok_r(NULL, "&", &save))
+        if (!command_repo_setting(r, whole, item, err)) {
+            command_repo_options_free(&r->o);
+            return NULL;
+        }
+    return &r->o;
+}
+
+/*
  * --repo's form, before anything runs: a value no repository can have is a
- * usage error, naming where the value came from.
+ * usage error, naming where the value came from; so is a command that
+ * works on one repository given several.
  */
 static bool command_repo_valid(const pgd_options *opts, pgd_error *err)
 {
-    const char *uri = opt_str(opts, OPT_REPO), *why;
+    const char *why;
 
-    if (!opt_applies(opts, OPT_REPO) || uri == NULL || storage_uri_valid(uri, &why))
+    if (!opt_applies(opts, OPT_REPO))
         return true;
-    return err_set(err, "invalid value \"%s\" for option \"--repo\"%s: %s", uri,
-                   opt_source_note(opts, OPT_REPO), why);
+    if (opts->v[OPT_REPO].nvalues > 1 && !(opts->command & COMMAND_REPO_SEVERAL))
+        return err_set(err,
+                       "option \"--repo\" is given %zu times%s: this command works on one "
+                       "repository at a time",
+                       opts->v[OPT_REPO].nvalues, opt_source_note(opts, OPT_REPO));
+    for (size_t i = 0; i < opts->v[OPT_REPO].nvalues; i++) {
+        pgd_options *o = command_repo_options(opts, i, err);
+        const char *uri = o != NULL ? opt_str(o, OPT_REPO) : NULL;
+        bool ok = o != NULL && (uri == NULL || storage_uri_valid(uri, &why));
+
+        if (o != NULL && !ok)
+            err_set(err, "invalid value \"%s\" for option \"--repo\"%s: %s", uri,
+                    opt_source_note(opts, OPT_REPO), why);
+        /* the same repository twice would refuse its own claim: one copy is all it can hold */
+        for (size_t j = 0; ok && j < i; j++) {
+            const char *other = opts->v[OPT_REPO].values[j];
+            size_t len = strcspn(other, "?");
+            if (strlen(uri) == len && strncmp(uri, other, len) == 0)
+                ok = err_set(err, "option \"--repo\"%s names repository \"%s\" twice",
+                             opt_source_note(opts, OPT_REPO), uri);
+        }
+        command_repo_options_free(o);
+        if (!ok)
+            return false;
+    }
+    return true;
 }
 
 /* The table of command_exit_status (common.h). */
@@ -230,7 +361,7 @@ static bool command_object_lock(const pgd_options *opts, s3_options *s3, pgd_err
  * interface forwards them without knowing what they hold. Part size, upload
  * concurrency, retries and timeout are the same options for S3 and Azure.
  */
-storage *command_open_store(const pgd_options *opts, pgd_error *err)
+static storage *command_open_one_store(const pgd_options *opts, bool check_exists, pgd_error *err)
 {
     s3_options s3 = {0};
     azure_options azure = {0};
@@ -267,18 +398,18 @@ storage *command_open_store(const pgd_options *opts, pgd_error *err)
     if (!command_object_lock(opts, &s3, err))
         return NULL;
     repo = storage_open(opt_str(opts, OPT_REPO), &so, err);
-    if (repo != NULL && !command_repo_exists(opts, repo, err)) {
+    if (repo != NULL && check_exists && !command_repo_exists(opts, repo, err)) {
         storage_free(repo);
         return NULL;
     }
     return repo;
 }
 
-storage *command_open_repo(const pgd_options *opts, pgd_error *err)
+/* One repository with its encryption filter: an encrypted one needs its key. */
+static storage *command_open_one(const pgd_options *opts, bool check_exists, pgd_error *err)
 {
-    storage *repo = command_open_store(opts, err);
+    storage *repo = command_open_one_store(opts, check_exists, err);
 
-    /* every repository passes the encryption filter's door: an encrypted one needs its key */
     if (repo == NULL)
         return NULL;
     /* wal-fetch and wal-push: no request before their own (PostgreSQL runs them per segment) */
@@ -287,6 +418,63 @@ storage *command_open_repo(const pgd_options *opts, pgd_error *err)
         ((opts->command & COMMAND_REPO_WRITERS) ? CRYPT_STORAGE_CREATE : 0) |
             ((opts->command & (CMD_WAL_FETCH | CMD_WAL_PUSH)) ? CRYPT_STORAGE_NO_PROBE : 0),
         err);
+}
+
+storage *command_open_store(const pgd_options *opts, pgd_error *err)
+{
+    pgd_options *o = command_repo_options(opts, 0, err);
+    storage *repo = o != NULL ? command_open_one_store(o, true, err) : NULL;
+
+    command_repo_options_free(o);
+    return repo;
+}
+
+storage *command_open_repo_at(const pgd_options *opts, size_t i, pgd_error *err)
+{
+    pgd_options *o = command_repo_options(opts, i, err);
+    storage *repo = o != NULL ? command_open_one(o, true, err) : NULL;
+
+    command_repo_options_free(o);
+    return repo;
+}
+
+/*
+ * Several repositories: each opened on its own (its settings, its key), behind one tee
+ * (storage/tee.h). For a reader, one that is not there is passed over while another is.
+ */
+storage *command_open_repo(const pgd_options *opts, pgd_error *err)
+{
+    size_t n = command_repo_count(opts);
+    storage **children, *tee;
+    bool exists;
+
+    if (n == 1)
+        return command_open_repo_at(opts, 0, err);
+    children = xcalloc(n, sizeof(storage *));
+    for (size_t i = 0; i < n; i++) {
+        pgd_options *o = command_repo_options(opts, i, err);
+
+        children[i] = o != NULL ? command_open_one(o, false, err) : NULL;
+        command_repo_options_free(o);
+        if (children[i] == NULL) {
+            while (i-- > 0)
+                storage_free(children[i]);
+            free(children);
+            return NULL;
+        }
+    }
+    tee = tee_storage_new(children, n, opts->command == CMD_BACKUP ? TEE_DROP_FAILED : 0);
+    free(children);
+    if ((opts->command & COMMAND_REPO_READERS) &&
+        (!storage_root_exists(tee, &exists, err) ||
+         (!exists && !err_set(err,
+                              "none of the repositories \"%s\" exists (backups and "
+                              "archive_command create them)",
+                              tee->uri)))) {
+        storage_free(tee);
+        return NULL;
+    }
+    return tee;
 }
 
 bool command_compression(const pgd_options *opts, compress_kind *kind, int *level, pgd_error *err)

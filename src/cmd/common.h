@@ -61,6 +61,19 @@ int command_fail(unsigned command, const pgd_error *err);
  */
 storage *command_open_repo(const pgd_options *opts, pgd_error *err);
 
+/*
+ * --repo may be given several times (storage/tee.h); each value is a URI with,
+ * optionally, the repository's own settings: URI?NAME=VALUE&NAME=VALUE, NAME one
+ * of the repository options (s3-endpoint, encryption-key-file, ...),
+ * which replace the command's for that repository. With several, command_open_repo
+ * returns them behind a tee; command_open_repo_at opens repository i alone.
+ */
+size_t command_repo_count(const pgd_options *opts);
+storage *command_open_repo_at(const pgd_options *opts, size_t i, pgd_error *err);
+/* opts as repository i sees them (NULL: a malformed setting, in err); freed with the next */
+pgd_options *command_repo_options(const pgd_options *opts, size_t i, pgd_error *err);
+void command_repo_options_free(pgd_options *o);
+
 /* The same repository without the encryption filter: its objects as stored (key rotate). */
 storage *command_open_store(const pgd_options *opts, pgd_error *err);
 

@@ -125,8 +125,15 @@ static void list_format_duration(int64_t secs, char *out, size_t outlen)
         units_format_duration((double)secs, out, outlen);
 }
 
+/* With several repositories, every line of the table starts with the one it is about. */
+static void list_where(const char *where)
+{
+    if (where != NULL)
+        printf("%s  ", where);
+}
+
 /* A backup's annotations on a line of their own under it: "  annotations: KEY=VALUE, ...". */
-static void list_print_annotations(const backup_info *b)
+static void list_print_annotations(const backup_info *b, const char *where)
 {
     json_t *o = b->annotations[0] ? json_loads(b->annotations, 0, NULL) : NULL;
     const char *key;
@@ -135,6 +142,8 @@ static void list_print_annotations(const backup_info *b)
 
     json_object_foreach(o, key, v)
     {
+        if (first)
+            list_where(where);
         printf("%s%s=%s", first ? "  annotations: " : ", ", key, json_string_value(v));
         first = false;
     }
@@ -149,10 +158,12 @@ static void list_print_annotations(const backup_info *b)
  * read from PGDATA, STORED what it wrote (a delta reads everything, stores what changed).
  */
 static void list_print_table(const backup_info *b, const list_extra *x, size_t n,
-                             const repo_contents *c)
+                             const repo_contents *c, const char *where)
 {
     size_t shown = 0;
 
+    if (where != NULL)
+        printf("REPOSITORY  ");
     printf("%-17s  %-5s  %-17s  %5s  %-20s  %9s  %10s  %10s  %5s  %-12s  %-12s  %-24s  %-18s  %9s  "
            "%s\n",
            "ID", "TYPE", "PARENT", "DEPTH", "STARTED (UTC)", "DURATION", "READ", "STORED", "RATIO",
@@ -166,6 +177,7 @@ static void list_print_table(const backup_info *b, const list_extra *x, size_t n
 
         shown++;
         list_verified(&x[i].verified, verified, sizeof(verified));
+        list_where(where);
         if (b[i].damaged) {
             printf("%-17s  %-5s  %-17s  %5s  %-20s  %9s  %10s  %10s  %5s  %-12s  %-12s  %-24s  "
                    "%-18s  %9s  damaged: %s\n",
@@ -191,7 +203,7 @@ static void list_print_table(const backup_info *b, const list_extra *x, size_t n
                b[i].compressed_size ? (double)b[i].size / (double)b[i].compressed_size : 0.0,
                lsn_format(b[i].start_lsn, start_lsn), lsn_format(b[i].stop_lsn, stop_lsn),
                b[i].start_wal, verified, bad, status);
-        list_print_annotations(&b[i]);
+        list_print_annotations(&b[i], where);
     }
     for (size_t i = 0; i < c->ndirs; i++) {
         const repo_dir *d = &c->dirs[i];
@@ -204,14 +216,17 @@ static void list_print_table(const backup_info *b, const list_extra *x, size_t n
         shown++;
         if (t > 0 && gmtime_r(&t, &tm) != NULL)
             strftime(started, sizeof(started), "%Y-%m-%d %H:%M:%S", &tm);
+        list_where(where);
         printf("%-17s  %-5s  %-17s  %5s  %-20s  %9s  %10s  %10s  %5s  %-12s  %-12s  %-24s  %-18s  "
                "%9s  %s: %s\n",
                d->id, d->id[BACKUP_ID_LEN - 1] == 'D' ? "delta" : "full",
                d->parent[0] ? d->parent : "-", "-", started, "-", "-", "-", "-", "-", "-", "-", "-",
                "-", list_incomplete_status(d), d->why);
     }
-    if (shown == 0)
+    if (shown == 0) {
+        list_where(where);
         printf("(no backups)\n");
+    }
 }
 
 /*
@@ -266,31 +281,30 @@ static json_t *list_incomplete_json(const repo_dir *d)
                      (json_int_t)d->start_time, "reason", d->why);
 }
 
-static bool list_print_json(const backup_info *b, const list_extra *x, size_t n,
-                            const repo_contents *c, pgd_error *err)
+/* Append the backups of one repository to arr; with several, each object names it. */
+static bool list_append_json(json_t *arr, const backup_info *b, const list_extra *x, size_t n,
+                             const repo_contents *c, const char *where, pgd_error *err)
 {
-    json_t *arr = json_array();
-    char *text;
-
-    for (size_t i = 0; arr != NULL && i < n; i++) {
-        json_t *o = list_backup_json(b, x, n, i, err);
-        if (o == NULL || json_array_append_new(arr, o) != 0) {
-            json_decref(arr);
-            return err_set(err, "could not serialise the backup list");
-        }
-    }
-    for (size_t i = 0; arr != NULL && i < c->ndirs; i++) {
+    for (size_t i = 0; i < n + c->ndirs; i++) {
         json_t *o;
-        if (c->dirs[i].sentinel || c->dirs[i].objects == 0)
+        if (i >= n && (c->dirs[i - n].sentinel || c->dirs[i - n].objects == 0))
             continue;
-        o = list_incomplete_json(&c->dirs[i]);
-        if (o == NULL || json_array_append_new(arr, o) != 0) {
-            json_decref(arr);
-            return err_set(err, "could not serialise the backup list");
+        o = i < n ? list_backup_json(b, x, n, i, err) : list_incomplete_json(&c->dirs[i - n]);
+        if (o != NULL && where != NULL &&
+            json_object_set_new(o, "repository", json_string(where)) != 0) {
+            json_decref(o);
+            o = NULL;
         }
+        if (o == NULL || json_array_append_new(arr, o) != 0)
+            return err_set(err, "could not serialise the backup list");
     }
-    text = arr != NULL ? json_dumps(arr, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(arr);
+    return true;
+}
+
+static bool list_print_json(json_t *arr, pgd_error *err)
+{
+    char *text = json_dumps(arr, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+
     if (text == NULL)
         return err_set(err, "could not serialise the backup list");
     printf("%s\n", text);
@@ -317,44 +331,78 @@ static bool list_flush_stdout(pgd_error *err)
     return true;
 }
 
-int cmd_list(int argc, char **argv)
+/*
+ * One repository's list: the table printed, or its backups appended to arr (--json). where:
+ * the repository's URI when there are several (NULL: one).
+ */
+static bool list_one(const pgd_options *opts, size_t r, json_t *arr, const char *several,
+                     pgd_error *err)
 {
-    pgd_options opts;
-    pgd_error err = {0};
     storage *repo = NULL;
     backup_info *backups = NULL;
     list_extra *extra = NULL;
     repo_contents dirs;
     size_t n = 0;
-    bool json;
-    int rc;
+    bool ok;
 
-    if (!command_start(&opts, &list_help, 0, argc, argv, &rc))
-        return rc;
     memset(&dirs, 0, sizeof(dirs));
-    if (!opt_bool(&opts, OPT_JSON, &json, &err) ||
-        (repo = command_open_repo(&opts, &err)) == NULL ||
-        !backup_info_scan(repo, &backups, &n, &err) ||
-        !backup_info_check_latest(repo, backups, n, &err) ||
-        !list_read_extra(repo, backups, n, &extra, &err) ||
-        !repo_contents_scan_dirs(repo, RETENTION_GARBAGE_AGE_DEFAULT_S, &dirs, &err)) {
-        rc = command_fail(CMD_LIST, &err);
-    } else {
+    ok = (repo = command_open_repo_at(opts, r, err)) != NULL &&
+         backup_info_scan(repo, &backups, &n, err) &&
+         backup_info_check_latest(repo, backups, n, err) &&
+         list_read_extra(repo, backups, n, &extra, err) &&
+         repo_contents_scan_dirs(repo, RETENTION_GARBAGE_AGE_DEFAULT_S, &dirs, err);
+    if (ok) {
+        const char *where = several != NULL ? repo->uri : NULL;
         for (size_t i = 0; i < n; i++)
             if (backups[i].damaged)
-                log_warn("backup %s is damaged: %s", backups[i].id, backups[i].damage);
-        if (json && !list_print_json(backups, extra, n, &dirs, &err))
-            rc = command_fail(CMD_LIST, &err);
-        else {
-            if (!json)
-                list_print_table(backups, extra, n, &dirs);
-            rc = list_flush_stdout(&err) ? EXIT_OK : command_fail(CMD_LIST, &err);
-        }
+                log_warn("backup %s%s%s%s is damaged: %s", backups[i].id,
+                         where ? " in repository \"" : "", where ? where : "", where ? "\"" : "",
+                         backups[i].damage);
+        if (arr != NULL)
+            ok = list_append_json(arr, backups, extra, n, &dirs, where, err);
+        else
+            list_print_table(backups, extra, n, &dirs, where);
     }
     repo_contents_free(&dirs);
     free(extra);
     free(backups);
     storage_free(repo);
+    return ok;
+}
+
+int cmd_list(int argc, char **argv)
+{
+    pgd_options opts;
+    pgd_error err = {0};
+    json_t *arr = NULL;
+    size_t nrepos;
+    bool json;
+    int rc;
+
+    if (!command_start(&opts, &list_help, 0, argc, argv, &rc))
+        return rc;
+    rc = EXIT_OK;
+    if (!opt_bool(&opts, OPT_JSON, &json, &err)) {
+        rc = command_fail(CMD_LIST, &err);
+        options_free(&opts);
+        return rc;
+    }
+    nrepos = command_repo_count(&opts);
+    arr = json ? json_array() : NULL;
+    /* several: each repository on its own; one that fails is named, the others still listed */
+    for (size_t r = 0; r < nrepos; r++) {
+        pgd_error one = {0};
+        if (list_one(&opts, r, arr, nrepos > 1 ? "" : NULL, &one))
+            continue;
+        if (nrepos > 1 && strstr(one.msg, "repository") == NULL)
+            err_prefix(&one, "repository %zu of %zu", r + 1, nrepos);
+        rc = command_fail(CMD_LIST, &one);
+    }
+    if (json && rc == EXIT_OK && !list_print_json(arr, &err))
+        rc = command_fail(CMD_LIST, &err);
+    if (rc == EXIT_OK && !list_flush_stdout(&err))
+        rc = command_fail(CMD_LIST, &err);
+    json_decref(arr);
     options_free(&opts);
     return rc;
 }

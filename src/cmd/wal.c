@@ -111,46 +111,83 @@ static void wal_push_note_metrics(storage *repo, const char *path, const char *n
         log_warn("%s", err.msg);
 }
 
-/* Push the file at `path` now (archive_command without --archive-async). */
+/*
+ * Push the file at `path` now to repository i: durable there, or err names it
+ * (*result: what the push found).
+ */
+static bool wal_push_one(const pgd_options *opts, size_t i, const char *path, compress_kind kind,
+                         int level, storage **repo, wal_push_result *result, pgd_error *err)
+{
+    if ((*repo = command_open_repo_at(opts, i, err)) == NULL)
+        return false;
+    if (wal_archive_push(*repo, path, kind, level, result, err))
+        return true;
+    if (command_repo_count(opts) > 1 && strstr(err->msg, (*repo)->uri) == NULL)
+        err_prefix(err, "repository \"%s\"", (*repo)->uri);
+    return false;
+}
+
+/*
+ * Push the file at `path` now (archive_command without --archive-async): to
+ * every repository in turn, acknowledged only once it is durable in all of
+ * them; the first that fails is the error (PostgreSQL retries the file, and
+ * the repositories that have it find it identical).
+ */
 static int wal_push_direct(const pgd_options *opts, const char *path)
 {
     pgd_error err = {0};
     storage *repo = NULL;
     compress_kind kind;
     wal_push_result result;
-    int level, rc;
+    int level, rc = EXIT_OK;
 
-    if (!command_compression(opts, &kind, &level, &err) ||
-        (repo = command_open_repo(opts, &err)) == NULL ||
-        !wal_archive_push(repo, path, kind, level, &result, &err)) {
-        rc = command_fail(CMD_WAL_PUSH, &err);
-    } else {
-        if (result == WAL_PUSH_IDENTICAL)
-            log_info("WAL file \"%s\" was already archived with the same content", path);
-        rc = EXIT_OK;
-    }
-    /* housekeeping after a push that worked, now and then: a failing repository gets one error line
-     */
-    if (rc == EXIT_OK) {
-        char copy[PATH_MAX];
-        pgd_error sweep = {0};
-        const char *name;
+    if (!command_compression(opts, &kind, &level, &err))
+        return command_fail(CMD_WAL_PUSH, &err);
+    for (size_t i = 0; rc == EXIT_OK && i < command_repo_count(opts); i++) {
+        if (!wal_push_one(opts, i, path, kind, level, &repo, &result, &err)) {
+            rc = command_fail(CMD_WAL_PUSH, &err);
+        } else if (result == WAL_PUSH_IDENTICAL) {
+            log_info("WAL file \"%s\" was already archived with the same content%s%s%s", path,
+                     command_repo_count(opts) > 1 ? " in repository \"" : "",
+                     command_repo_count(opts) > 1 ? repo->uri : "",
+                     command_repo_count(opts) > 1 ? "\"" : "");
+        }
+        /* housekeeping after a push that worked, now and then: a failing repository gets one
+         * error line */
+        if (rc == EXIT_OK) {
+            char copy[PATH_MAX];
+            pgd_error sweep = {0};
+            const char *name;
 
-        snprintf(copy, sizeof(copy), "%s", path);
-        name = basename(copy);
-        if (wal_archive_sweep_due(name) && !wal_archive_remove_stale_temp(repo, name, &sweep))
-            log_warn("%s", sweep.msg);
-        /* this file's own .ready is renamed to .done only after we return: not counted */
-        metrics_extra extra = {.wal_archived_at = time(NULL),
-                               .archive_backlog = wal_backlog_count(path)};
-        if (extra.archive_backlog > 0)
-            extra.archive_backlog--;
-        if (opt_str(opts, OPT_METRICS_FILE) != NULL && result == WAL_PUSH_STORED)
-            wal_push_note_metrics(repo, path, name, &extra);
-        command_write_metrics(opts, repo, &extra);
+            snprintf(copy, sizeof(copy), "%s", path);
+            name = basename(copy);
+            if (wal_archive_sweep_due(name) && !wal_archive_remove_stale_temp(repo, name, &sweep))
+                log_warn("%s", sweep.msg);
+            /* this file's own .ready is renamed to .done only after we return: not counted */
+            metrics_extra extra = {.wal_archived_at = time(NULL),
+                                   .archive_backlog = wal_backlog_count(path)};
+            if (extra.archive_backlog > 0)
+                extra.archive_backlog--;
+            if (opt_str(opts, OPT_METRICS_FILE) != NULL && result == WAL_PUSH_STORED)
+                wal_push_note_metrics(repo, path, name, &extra);
+            if (i == 0)
+                command_write_metrics(opts, repo, &extra);
+        }
+        storage_free(repo);
+        repo = NULL;
     }
-    storage_free(repo);
     return rc;
+}
+
+/* The background daemons work on one repository: with several, `option` is a usage error. */
+static const pgd_error *wal_several_refused(pgd_error *err, const char *option)
+{
+    err_set(err,
+            "option \"%s\" works with one repository; \"--repo\" is given several times "
+            "(several repositories are written and read without it)",
+            option);
+    err_mark(err, PGD_ERR_USAGE);
+    return err;
 }
 
 int cmd_wal_push(int argc, char **argv)
@@ -171,6 +208,8 @@ int cmd_wal_push(int argc, char **argv)
     }
     if (!opt_bool(&opts, OPT_ARCHIVE_ASYNC, &async, &err))
         rc = command_fail(CMD_WAL_PUSH, &err);
+    else if (async && command_repo_count(&opts) > 1)
+        rc = command_fail(CMD_WAL_PUSH, wal_several_refused(&err, "--archive-async"));
     else if (async)
         rc = cmd_wal_async_push(&opts, opts.args[0], wal_push_direct);
     else
@@ -243,6 +282,8 @@ int cmd_wal_fetch(int argc, char **argv)
     if (!opt_int(&opts, OPT_PREFETCH, 0, WAL_PREFETCH_MAX, &prefetch, &err)) {
         err_mark(&err, PGD_ERR_USAGE);
         rc = command_fail(CMD_WAL_FETCH, &err);
+    } else if (prefetch > 0 && command_repo_count(&opts) > 1) {
+        rc = command_fail(CMD_WAL_FETCH, wal_several_refused(&err, "--prefetch"));
     } else {
         rc = cmd_wal_async_fetch(&opts, opts.args[0], opts.args[1], (unsigned)prefetch,
                                  wal_fetch_direct);

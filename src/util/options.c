@@ -93,8 +93,23 @@ static void options_parse_env(pgd_options *opts)
             continue;
         options_env_name(opt_defs[id].name, name, sizeof(name));
         value = getenv(name);
-        if (value != NULL)
+        if (value == NULL)
+            continue;
+        if (!opt_defs[id].repeatable) {
             options_store(opts, id, value, SRC_ENV);
+            continue;
+        }
+        /* a repeatable option's variable holds its values one per line */
+        for (const char *p = value, *nl;; p = nl + 1) {
+            nl = strchr(p, '\n');
+            if (nl == NULL) {
+                options_store(opts, id, p, SRC_ENV);
+                break;
+            }
+            char *one = xstrndup(p, (size_t)(nl - p));
+            options_store(opts, id, one, SRC_ENV);
+            free(one);
+        }
     }
 }
 

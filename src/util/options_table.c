@@ -12,9 +12,12 @@
 #include "util/xmalloc.h"
 
 const opt_def opt_defs[OPT_COUNT] = {
-    [OPT_REPO] = {"repo", "URI", "file:///var/lib/pgdirect", CMD_REPO_USERS, false,
+    [OPT_REPO] = {"repo", "URI", "file:///var/lib/pgdirect", CMD_REPO_USERS, true,
                   "repository: an absolute path, file:///path, s3://bucket/prefix, "
-                  "azure://container/prefix or sftp://user@host[:port]/path"},
+                  "azure://container/prefix or sftp://user@host[:port]/path; its own "
+                  "settings after '?': URI?s3-endpoint=URL&encryption-key-file=FILE "
+                  "(repeatable: backup and wal-push write to every one, restore and "
+                  "wal-fetch read from the first that has it)"},
     [OPT_S3_ENDPOINT] = {"s3-endpoint", "URL", NULL, CMD_REPO_USERS, false,
                          "S3 endpoint, http(s)://host[:port] (default: $AWS_ENDPOINT_URL, else "
                          "AWS)"},
