@@ -26,7 +26,7 @@
 #include "util/xmalloc.h"
 
 /* a large file's writeback starts every this many bytes, not only at its end */
-#define EXTRACT_WRITEBACK_EVERY (32 * 1024 * 1024)
+#define EXTRACT_WRITEBACK_EVERY (2 * 1024 * 1024)
 
 /* Where a full file's bytes go: written through, or (restore --delta) compared first. */
 typedef struct extract_file_sink {
