@@ -23,10 +23,21 @@
 #   nice19         fast at nice 19: unprivileged
 #   weight25       fast in a cgroup of CPU weight 25 (--cpu-weight 25, as root)
 #   deadline       the defaults with --deadline (--deadline-s seconds)
+# and two controls that are not backups, each running --control-s seconds, to tell what of a
+# backup's cost to the queries is CPU time and what is reading:
+#   spinidle       two threads of pure computation under SCHED_IDLE (stress-ng), no I/O
+#   ddread         the data directory read with O_DIRECT in the idle I/O class by one
+#                  process, 1 MiB at a time, no compression: the reads alone
 # and any KIND=COMMAND given with --kind (the backup options that follow "pgdirect backup").
 #
 #   bash bench/polite.sh [--scale N] [--limit-mb N] [--rounds N] [--loads "saturated half idle"]
-#                        [--kinds "..."] [--kind NAME=OPTIONS] [--deadline-s N] [--out DIR]
+#                        [--kinds "..."] [--kind NAME=OPTIONS] [--deadline-s N] [--control-s N]
+#                        [--out DIR]
+#
+# With PERF_SCHED=1 in the environment, the scheduler's switches and wakeups are recorded during
+# each backup (perf, as root) and DIR/raw/LOAD.KIND.N/sched.txt says how long the queries' tasks
+# waited for a CPU once woken, and which task held it (bench/tools/sched_delay.py); with
+# PERF_SCHED=2 the kernel call chains are recorded too and sched.data is kept.
 #
 # Output: DIR/report.md (per load: wall, ratio to pgBackRest, CPU s, p99 before and during and
 # their ratio, CPU pressure), DIR/raw/trials.txt (one line per trial).
@@ -43,6 +54,7 @@ ROUNDS=2
 LOADS="saturated half idle"
 KINDS="pgbackrest fast default idle nice19 weight25"
 DEADLINE_S=""
+CONTROL_S=5
 OUT=""
 BASELINE=10     # seconds of load measured before each backup
 # Every trial's queries are also judged over the same WINDOW seconds from its backup's start
@@ -61,6 +73,7 @@ while [ $# -gt 0 ]; do
     --kinds) KINDS=$2; shift ;;
     --kind) EXTRA[${2%%=*}]=${2#*=}; KINDS="$KINDS ${2%%=*}"; shift ;;
     --deadline-s) DEADLINE_S=$2; shift ;;
+    --control-s) CONTROL_S=$2; shift ;;
     --window) WINDOW=$2; shift ;;
     --out) OUT=$2; shift ;;
     *) echo "polite.sh: unknown argument \"$1\"" >&2; exit 2 ;;
@@ -82,6 +95,24 @@ mkdir -p "$D/bin"
 cp "$BUILD/pgdirect" "$D/bin/"
 chown -R postgres:postgres "$D"
 PGD="$D/bin/pgdirect"
+# the ddread control: every file of the data directory read once with O_DIRECT, 1 MiB at a
+# time, by one process in the idle I/O class (no process per file: starting one costs CPU)
+cat >"$D/bin/ddread" <<'PY'
+#!/usr/bin/python3
+import mmap, os, sys
+os.system("ionice -c 3 -p %d" % os.getpid())
+buf = mmap.mmap(-1, 1 << 20)
+for top, _, names in os.walk(sys.argv[1]):
+    for name in names:
+        try:
+            fd = os.open(os.path.join(top, name), os.O_RDONLY | os.O_DIRECT)
+        except OSError:
+            continue
+        while os.readv(fd, [buf]) > 0:
+            pass
+        os.close(fd)
+PY
+chmod 755 "$D/bin/ddread"
 PORT=$((20000 + RANDOM % 20000))
 cleanup() {
     touch "$D/stop_probe" 2>/dev/null || true
@@ -123,6 +154,8 @@ backup_cmd() { # backup_cmd KIND: the command, and whether it runs as root (2nd 
     batch) echo "postgres chrt --batch 0 $pd --max-rate 0" ;;
     nice19) echo "postgres nice -n 19 $pd --max-rate 0" ;;
     weight25) echo "root $pd --max-rate 0 --cpu-weight 25" ;;
+    spinidle) echo "postgres chrt --idle 0 stress-ng --temp-path $D --cpu 2 --timeout ${CONTROL_S}s --quiet" ;;
+    ddread) echo "postgres $D/bin/ddread $D/data" ;;
     deadline) echo "postgres $pd --deadline ${DEADLINE_S:?--deadline-s is needed for the deadline kind}s" ;;
     *) [ -n "${EXTRA[$1]:-}" ] || { echo "polite.sh: unknown kind \"$1\"" >&2; exit 2; }
        echo "postgres $pd ${EXTRA[$1]}" ;;
@@ -178,6 +211,12 @@ run_trial() { # run_trial LOAD KIND ROUND
     tp=$(date +%s.%N)
     sleep "$BASELINE"
     psi0=$(psi_cpu)
+    local perf_pid=""
+    if [ "${PERF_SCHED:-0}" != 0 ]; then
+        perf record -q $([ "$PERF_SCHED" = 2 ] && echo -g) -e sched:sched_switch -e sched:sched_waking \
+            -a -o "$dir/sched.data" 2>/dev/null &
+        perf_pid=$!
+    fi
     t0=$(date +%s.%N)
     if [ "$who" = root ]; then
         cgroup_exec env PGHOST="$D" PGPORT="$PORT" PGUSER=postgres \
@@ -189,6 +228,12 @@ run_trial() { # run_trial LOAD KIND ROUND
     mv "$D/time" "$dir/time" 2>/dev/null || true
     t1=$(date +%s.%N)
     psi1=$(psi_cpu)
+    if [ -n "$perf_pid" ]; then
+        kill -INT "$perf_pid"; wait "$perf_pid" 2>/dev/null || true
+        perf script -i "$dir/sched.data" 2>/dev/null | python3 "$HERE/tools/sched_delay.py" /dev/stdin \
+            >"$dir/sched.txt" || true
+        [ "$PERF_SCHED" = 2 ] || rm -f "$dir/sched.data"
+    fi
     local rest
     rest=$(echo "r = $t0 + $WINDOW - $(date +%s.%N); if (r < 0) r = 0; r" | bc)
     [ "$load" = idle ] || sleep "$rest"
