@@ -36,7 +36,8 @@
 #
 # With PERF_SCHED=1 in the environment, the scheduler's switches and wakeups are recorded during
 # each backup (perf, as root) and DIR/raw/LOAD.KIND.N/sched.txt says how long the queries' tasks
-# waited for a CPU once woken, and which task held it (bench/tools/sched_delay.py); with
+# waited for a CPU once woken, and which task held it (bench/tools/sched_delay.py), and
+# sched_before.txt the same over the baseline window before the backup; with
 # PERF_SCHED=2 the kernel call chains are recorded too and sched.data is kept.
 #
 # Output: DIR/report.md (per load: wall, ratio to pgBackRest, CPU s, p99 before and during and
@@ -209,7 +210,15 @@ run_trial() { # run_trial LOAD KIND ROUND
     read -r who cmd <<<"$(backup_cmd "$kind")"
     start_load "$load"
     tp=$(date +%s.%N)
-    sleep "$BASELINE"
+    if [ "${PERF_SCHED:-0}" != 0 ] && [ "$load" != idle ]; then # the same trace without a backup
+        perf record -q -e sched:sched_switch -e sched:sched_waking -a -o "$dir/sched_before.data" \
+            -- sleep "$BASELINE" 2>/dev/null
+        perf script -i "$dir/sched_before.data" 2>/dev/null |
+            python3 "$HERE/tools/sched_delay.py" /dev/stdin >"$dir/sched_before.txt" || true
+        rm -f "$dir/sched_before.data"
+    else
+        sleep "$BASELINE"
+    fi
     psi0=$(psi_cpu)
     local perf_pid=""
     if [ "${PERF_SCHED:-0}" != 0 ]; then
