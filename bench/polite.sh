@@ -14,9 +14,10 @@
 # measures a baseline window, runs one backup, and stops. Trials alternate kinds within a
 # round, so slow drifts of this shared machine fall on every kind alike.
 #
-# Kinds (--kinds; each a politeness candidate, run as postgres unless said):
+# Kinds (--kinds; each a politeness candidate, run as postgres unless said; all but default and
+# deadline with the reading threads' own idle CPU class off, so that each measures what it names):
 #   pgbackrest     pgBackRest, lz4, 2 processes, unthrottled: the wall time to match
-#   fast           pgdirect with nothing polite: --max-rate 0 --io-class best-effort
+#   fast           pgdirect with nothing polite: --cpu-class normal --io-class best-effort
 #   default        pgdirect with its defaults
 #   idle           fast under SCHED_IDLE (chrt --idle 0): unprivileged
 #   batch          fast under SCHED_BATCH (chrt --batch 0): unprivileged
@@ -149,12 +150,12 @@ backup_cmd() { # backup_cmd KIND: the command, and whether it runs as root (2nd 
     local pd="$PGD backup --repo $D/repo_pgdirect --pgdata $D/data --checkpoint fast"
     case $1 in
     pgbackrest) echo "postgres $PGBR --type=full backup" ;;
-    fast) echo "postgres $pd --max-rate 0 --io-class best-effort" ;;
+    fast) echo "postgres $pd --cpu-class normal --io-class best-effort" ;;
     default) echo "postgres $pd" ;;
-    idle) echo "postgres chrt --idle 0 $pd --max-rate 0" ;;
-    batch) echo "postgres chrt --batch 0 $pd --max-rate 0" ;;
-    nice19) echo "postgres nice -n 19 $pd --max-rate 0" ;;
-    weight25) echo "root $pd --max-rate 0 --cpu-weight 25" ;;
+    idle) echo "postgres chrt --idle 0 $pd --cpu-class normal" ;;
+    batch) echo "postgres chrt --batch 0 $pd --cpu-class normal" ;;
+    nice19) echo "postgres nice -n 19 $pd --cpu-class normal" ;;
+    weight25) echo "root $pd --cpu-class normal --cpu-weight 25" ;;
     spinidle) echo "postgres chrt --idle 0 stress-ng --temp-path $D --cpu 2 --timeout ${CONTROL_S}s --quiet" ;;
     ddread) echo "postgres $D/bin/ddread $D/data" ;;
     deadline) echo "postgres $pd --deadline ${DEADLINE_S:?--deadline-s is needed for the deadline kind}s" ;;
