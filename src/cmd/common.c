@@ -64,7 +64,8 @@ static const opt_id command_repo_settings[] = {
 
 /* The commands that take --repo more than once (the others work on one repository at a time). */
 #define COMMAND_REPO_SEVERAL                                                                       \
-    (CMD_BACKUP | CMD_RESTORE | CMD_WAL_FETCH | CMD_WAL_PUSH | CMD_LIST | CMD_DELETE | CMD_VERIFY)
+    (CMD_BACKUP | CMD_RESTORE | CMD_WAL_FETCH | CMD_WAL_PUSH | CMD_LIST | CMD_DELETE |             \
+     CMD_VERIFY | CMD_CHECK)
 
 /* One --repo value's own options: the command's, with its URI and settings in place. */
 typedef struct command_repo_opts {
