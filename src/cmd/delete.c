@@ -66,7 +66,11 @@ static const command_help delete_help = {
     "\n"
     "On an S3 bucket with Object Lock, a backup whose objects are still locked is kept, with\n"
     "the date its lock ends, and so are the backups it depends on and its WAL; the rest is\n"
-    "removed, and delete exits 0 with a warning (1 with --strict)."};
+    "removed, and delete exits 0 with a warning (1 with --strict).\n"
+    "\n"
+    "With --repo given several times, each repository is done on its own, with its own\n"
+    "retention when its value has one (--repo 'URI?retain-full=N&retain-since=AGE'), and\n"
+    "every line names it; one that fails is named, and the others are still done."};
 
 typedef struct delete_settings {
     retention_policy policy;
