@@ -792,11 +792,11 @@ static int delete_all(pgd_options **ropts, const delete_settings *s, size_t n)
     json_t *results = s[0].json ? json_array() : NULL, *one = NULL;
     delete_totals tot = {0};
     char failed[PGD_ERROR_MAX] = "";
-    size_t nfailed = 0;
+    size_t nfailed = 0, ndone = 0;
     pgd_error err = {0};
     int rc = EXIT_OK;
 
-    for (size_t i = 0; i < n && delete_signal == 0; i++) {
+    for (size_t i = 0; i < n && delete_signal == 0; i++, ndone++) {
         int one_rc = delete_repository(ropts[i], &s[i], true, &one, &tot);
         if (one != NULL)
             json_array_append_new(results, one);
@@ -809,8 +809,10 @@ static int delete_all(pgd_options **ropts, const delete_settings *s, size_t n)
             rc = one_rc;
     }
     if (nfailed > 0) {
-        err_set(&err, "delete failed in %zu of %zu repositories: %s (the others were done)",
-                nfailed, n, failed);
+        err_set(&err, "delete failed in %zu of %zu repositories: %s%s", nfailed, n, failed,
+                ndone < n     ? " (stopped by a signal: those after it were not done)"
+                : nfailed < n ? " (the others were done)"
+                              : "");
         log_error("%s", err.msg);
     }
     if (results != NULL)

@@ -455,8 +455,6 @@ static int verify_run(const verify_settings *s, const pgd_options *opts, pgd_err
             if (err_is(&one, PGD_ERR_DAMAGED))
                 err_mark(&one, PGD_ERR_FAILED);
             rc = command_fail(CMD_VERIFY, &one);
-            if (!err->set)
-                *err = one;
             failed++;
         }
         storage_free(repo);
@@ -503,13 +501,13 @@ static int verify_run(const verify_settings *s, const pgd_options *opts, pgd_err
         err_mark(&verdict, PGD_ERR_DAMAGED);
         return command_fail(CMD_VERIFY, &verdict);
     }
-    if (failed > 0) {
-        if (nrepos > 1) {
-            err_set(err, "%zu of %zu repositories could not be verified", failed, nrepos);
-            return command_fail(CMD_VERIFY, err);
-        }
-        return rc;
+    if (failed > 0 && nrepos > 1) { /* each one's error was said: one line sums them up */
+        pgd_error summary = {0};
+        err_set(&summary, "%zu of %zu repositories could not be verified", failed, nrepos);
+        return command_fail(CMD_VERIFY, &summary);
     }
+    if (failed > 0)
+        return rc;
     log_info("%zu backup%s verified: good", t.n, t.n == 1 ? "" : "s");
     return EXIT_OK;
 }
