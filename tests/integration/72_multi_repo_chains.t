@@ -4,7 +4,8 @@
 #   would take its newest full, B's the older one; they disagree, so the run is a full in both,
 #   said in one warning line naming B (one read of the data directory, never two). Control:
 #   once both hold the same newest backup, --delta to both is a delta in each, with that parent
-#   and no such line. Each repository alone restores the delta (its chain) equal to the source;
+#   and no such line. Each repository alone restores the delta (its chain) equal to the source.
+#   A repository with no backup at all makes --delta a full in all, said in one line naming it;
 # - delete applies retention to each repository on its own: a global --retain-full for all, a
 #   repository's own (--repo 'B?retain-full=2') in its place; every line and every --json
 #   object names its repository; one repository that fails (not there) is named, exit 1, and
@@ -137,5 +138,13 @@ out=$(pgd check --repo "$A" --repo "$T/repo_c" --archive-timeout 30 2>&1)
 is "$?" "1" "check with a repository archive_command does not reach: exit 1"
 like "$out" "(^|$(printf '\n'))FAILED +archive_command +repository \"$T/repo_c\": " "its archive_command line fails, naming it"
 like "$out" "(^|$(printf '\n'))ok +archive_command +repository \"$A\": " "A's still passes"
+
+# ---- the delta rule, a repository without any parent ----
+bk "$T/f6" --repo "$A" --repo "$T/repo_c" --delta
+is "$RC" "0" "--delta to A and to an empty repository: exit 0"
+like "$BID" "F$" "a full backup in both ($BID)"
+is "$(grep -c 'warning:' "$T/f6.err")" "1" "said in one warning line"
+like "$(cat "$T/f6.err")" "warning: taking a full backup instead of a delta: repository \"$T/repo_c\" has no parent for it: a full for all of them" \
+    "naming the repository that lacks a parent"
 
 done_testing
