@@ -6,6 +6,7 @@
 #   once both hold the same newest backup, --delta to both is a delta in each, with that parent
 #   and no such line. Each repository alone restores the delta (its chain) equal to the source.
 #   A repository with no backup at all makes --delta a full in all, said in one line naming it;
+#   one whose chain cannot be read leaves the run (exit 1 naming it) and the other gets its delta;
 # - delete applies retention to each repository on its own: a global --retain-full for all, a
 #   repository's own (--repo 'B?retain-full=2') in its place; every line and every --json
 #   object names its repository; one repository that fails (not there) is named, exit 1, and
@@ -146,5 +147,16 @@ like "$BID" "F$" "a full backup in both ($BID)"
 is "$(grep -c 'warning:' "$T/f6.err")" "1" "said in one warning line"
 like "$(cat "$T/f6.err")" "warning: taking a full backup instead of a delta: repository \"$T/repo_c\" has no parent for it: a full for all of them" \
     "naming the repository that lacks a parent"
+F6=$BID
+
+# ---- --delta with a repository whose chain cannot be read: it leaves the run ----
+chmod 000 "$B/backups"
+bk "$T/d7" --repo "$A" --repo "$B" --delta
+chmod 755 "$B/backups"
+is "$RC" "1" "--delta with B's backups unreadable: exit 1"
+like "$(cat "$T/d7.err")" "error: backup $BID completed, but not in repository \"$B\", which failed" \
+    "naming B, which has no backup"
+like "$BID" "D$" "A still got its delta ($BID)"
+is "$(chain "$A" | tr ' ' '\n' | tail -1)" "$BID<$F6" "A holds it, on its own newest backup"
 
 done_testing
