@@ -8,7 +8,7 @@
 #   A repository with no backup at all makes --delta a full in all, said in one line naming it;
 #   one whose chain cannot be read leaves the run (exit 1 naming it) and the other gets its delta;
 # - delete applies retention to each repository on its own: a global --retain-full for all, a
-#   repository's own (--repo 'B?retain-full=2') in its place; every line and every --json
+#   repository's own (--repo 'B?retain-full=2') in its place, --garbage in each; every line and every --json
 #   object names its repository; one repository that fails (not there) is named, exit 1, and
 #   the others are still done; a wrong per-repository value is a usage error (2) that touches
 #   nothing;
@@ -90,7 +90,15 @@ is "$?" "2" "a wrong per-repository --retain-full: usage error (2)"
 like "$(cat "$T/usage.err")" "repository \"$B\".*invalid value \"0\" for option \"--retain-full\"" \
     "naming the repository and the value"
 is "$(ls "$A/backups" | sort)" "$before_a" "and nothing was touched, in A either"
-pgd delete --repo "$T/nowhere" --repo "$A" --repo "$B?retain-full=2" --retain-full 1 --json \
+# what a run killed two days ago on another host left in B, for --garbage
+G=20200101T000000F
+mkdir -p "$B/backups/$G"
+printf '{"id": "%s", "host": "elsewhere", "pid": 1, "start_time": %d}\n' "$G" $(($(date +%s) - 2 * 86400)) \
+    >"$B/backups/$G/claim.json"
+echo old >"$B/backups/$G/part_0001.tar.lz4"
+chown -R postgres "$B/backups/$G"
+like "$(pgd list --repo "$B" 2>/dev/null)" "$G .* interrupted" "control: list shows B's leftovers as interrupted"
+pgd delete --repo "$T/nowhere" --repo "$A" --repo "$B?retain-full=2" --retain-full 1 --garbage --json \
     >"$T/del.json" 2>"$T/del.err"
 is "$?" "1" "delete of three repositories, one missing: exit 1"
 like "$(cat "$T/del.err")" "repository \"$T/nowhere\" does not exist" "naming the missing one"
@@ -100,8 +108,9 @@ d = json.load(open(sys.argv[1]))
 print(d["ok"], d["backups_removed"], ";".join("%s:%s:%s" % (r["repository"], r["ok"],
       ",".join(sorted(a["id"] for a in r["actions"] if a["action"] == "removed" and a["repository"] == r["repository"])))
       for r in d["repositories"]))' "$T/del.json")" \
-    "False 2 $T/nowhere:False:;$A:True:$F1,$F2;$B:True:" \
-    "--json: each repository's object (and each action) names it; A lost $F1 and $F2, B (its own --retain-full 2) nothing"
+    "False 2 $T/nowhere:False:;$A:True:$F1,$F2;$B:True:$G" \
+    "--json: each repository's object (and each action) names it; A lost $F1 and $F2, B (its own --retain-full 2) only its garbage"
+ok "$([ -e "$B/backups/$G" ] && echo 1 || echo 0)" "--garbage removed B's leftovers"
 is "$(chain "$A")" "$F3 $D4<$F3" "A keeps its newest full and its delta"
 is "$(chain "$B")" "$F1 $F3 $D4<$F3" "B keeps two fulls and the delta"
 
