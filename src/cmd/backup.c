@@ -281,20 +281,29 @@ static void backup_log_bad_pages(backup_run *r)
  * Several repositories (storage/tee.h): a delta is written to every one, so each must hold
  * the same parent, chosen in it alone. When they disagree, this run is a full in all of them
  * (one read of the data directory still): the parent's `why` says which repository lacks it.
+ * A repository whose chain cannot be read leaves the run (the run ends with exit 1 naming
+ * it), as one whose write fails does: the others still get their delta.
  */
 static bool backup_parent_everywhere(backup_run *r, const delta_parent_request *req, pgd_error *err)
 {
     for (size_t i = 0; r->parent.found && i < tee_storage_count(r->repo); i++) {
         storage *one = tee_storage_child(r->repo, i);
         delta_parent p = {0};
+        const pgd_error *dropped_why;
+        pgd_error e = {0};
         bool same;
 
         if (tee_storage_count(r->repo) == 1)
             break;
+        /* one that failed (reading the chains above) has left the run, as it would writing */
+        if (tee_storage_dropped(r->repo, i, &dropped_why))
+            continue;
         manifest_init(&p.m);
-        if (!delta_parent_choose(one, req, &p, err)) {
+        if (!delta_parent_choose(one, req, &p, &e)) {
             delta_parent_free(&p);
-            return false;
+            if (!tee_storage_drop(r->repo, i, &e, err))
+                return false;
+            continue;
         }
         same = p.found && strcmp(p.info.id, r->parent.info.id) == 0;
         if (!same) {

@@ -42,8 +42,8 @@
 #include "util/log.h"
 #include "util/progress.h"
 #include "util/text.h"
+#include "util/xmalloc.h"
 
-#define CHECK_MAX           16
 #define CHECK_SETTING_MAX   1024
 #define CHECK_PROBE_DIR     "check"
 #define CHECK_HOST_MAX      256
@@ -66,15 +66,17 @@ typedef struct check_item {
     const char *name;
     check_status status;
     char detail[PGD_ERROR_MAX];
+    char *repository; /* several repositories: the one it is about (NULL: one, or the server) */
 } check_item;
 
 typedef struct check_run {
-    check_item items[CHECK_MAX];
-    size_t n;
+    check_item *items; /* grown as results come: one set per repository */
+    size_t n, cap;
     bool json;
     pg_session pg;
     bool connected;
     storage *repo;
+    const char *where; /* several repositories: the one the checks are about (NULL: one) */
     int archive_timeout;
 } check_run;
 
@@ -95,13 +97,20 @@ static void check_add(check_run *r, const char *name, check_status status, const
     check_item *it;
     va_list ap;
 
-    if (r->n == CHECK_MAX)
-        return;
+    if (r->n == r->cap) {
+        r->cap = r->cap ? 2 * r->cap : 16;
+        r->items = xrealloc(r->items, r->cap * sizeof(*r->items));
+    }
     it = &r->items[r->n++];
     it->name = name;
+    it->repository = r->where != NULL ? xstrdup(r->where) : NULL;
     it->status = status;
+    it->detail[0] = '\0';
+    /* with several repositories, each repository's lines name it */
+    if (r->where != NULL)
+        snprintf(it->detail, sizeof(it->detail), "repository \"%s\": ", r->where);
     va_start(ap, fmt);
-    vsnprintf(it->detail, sizeof(it->detail), fmt, ap);
+    vsnprintf(it->detail + strlen(it->detail), sizeof(it->detail) - strlen(it->detail), fmt, ap);
     va_end(ap);
     if (!r->json) {
         printf("%-8s %-17s %s\n", check_status_word(status, false), name, it->detail);
@@ -444,10 +453,10 @@ static int check_report(check_run *r)
         json_t *arr = json_array(), *o;
         char *text;
         for (size_t i = 0; arr != NULL && i < r->n; i++)
-            json_array_append_new(arr,
-                                  json_pack("{s:s, s:s, s:s}", "check", r->items[i].name, "status",
-                                            check_status_word(r->items[i].status, true), "detail",
-                                            r->items[i].detail));
+            json_array_append_new(
+                arr, json_pack("{s:s, s:s, s:s, s:s?}", "check", r->items[i].name, "status",
+                               check_status_word(r->items[i].status, true), "detail",
+                               r->items[i].detail, "repository", r->items[i].repository));
         o = json_pack("{s:b, s:o}", "ok", failed == 0, "checks", arr);
         text = o != NULL ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
         json_decref(o);
@@ -489,11 +498,30 @@ int cmd_check(int argc, char **argv)
     r.archive_timeout = (int)timeout;
     check_server(&r, opt_str(&opts, OPT_DBNAME));
     check_settings(&r);
-    check_repository(&r, &opts);
-    check_object_lock(&r, &opts);
-    check_free_space(&r, opt_str(&opts, OPT_REPO));
-    check_archive(&r);
+    /* each repository on its own (--repo given several times), with its own settings */
+    for (size_t i = 0; i < command_repo_count(&opts); i++) {
+        pgd_options *o = command_repo_options(&opts, i, &err);
+
+        if (o == NULL) { /* its form was checked by command_start: not expected */
+            check_add(&r, "repository", CHECK_FAILED, "%s", err.msg);
+            continue;
+        }
+        r.where = command_repo_count(&opts) > 1 ? opt_str(o, OPT_REPO) : NULL;
+        check_repository(&r, o);
+        check_object_lock(&r, o);
+        check_free_space(&r, opt_str(o, OPT_REPO));
+        check_archive(&r);
+        command_repo_options_free(o);
+        if (command_repo_count(&opts) > 1) {
+            storage_free(r.repo);
+            r.repo = NULL;
+        }
+    }
+    r.where = NULL;
     rc = check_report(&r);
+    for (size_t i = 0; i < r.n; i++)
+        free(r.items[i].repository);
+    free(r.items);
     if (r.connected)
         pg_session_close(&r.pg);
     storage_free(r.repo);

@@ -57,11 +57,15 @@ static const opt_id command_repo_settings[] = {
     OPT_SFTP_PRIVATE_KEY_FILE,
     OPT_SFTP_KNOWN_HOSTS,
     OPT_ENCRYPTION_KEY_FILE,
+    OPT_RETAIN_FULL, /* delete: each repository's own retention */
+    OPT_RETAIN_SINCE,
 };
 #define COMMAND_REPO_NSETTINGS (sizeof(command_repo_settings) / sizeof(command_repo_settings[0]))
 
 /* The commands that take --repo more than once (the others work on one repository at a time). */
-#define COMMAND_REPO_SEVERAL (CMD_BACKUP | CMD_RESTORE | CMD_WAL_FETCH | CMD_WAL_PUSH | CMD_LIST)
+#define COMMAND_REPO_SEVERAL                                                                       \
+    (CMD_BACKUP | CMD_RESTORE | CMD_WAL_FETCH | CMD_WAL_PUSH | CMD_LIST | CMD_DELETE |             \
+     CMD_VERIFY | CMD_CHECK)
 
 /* One --repo value's own options: the command's, with its URI and settings in place. */
 typedef struct command_repo_opts {
@@ -111,7 +115,7 @@ static bool command_repo_setting(command_repo_opts *r, const char *whole, char *
     return err_set(err,
                    "invalid value \"%s\" for option \"--repo\": \"%s\" is not a repository "
                    "setting (URI?NAME=VALUE&...: s3-*, download-concurrency, azure-endpoint, "
-                   "sftp-*, encryption-key-file)",
+                   "sftp-*, encryption-key-file, retain-full, retain-since)",
                    whole, item);
 }
 
@@ -508,10 +512,8 @@ static const char *command_kind_name(const pgd_error *err)
     return names[err->kind];
 }
 
-int command_print_json(json_t *o, int rc, const pgd_error *err)
+json_t *command_json_outcome(json_t *o, int rc, const pgd_error *err)
 {
-    char *text;
-
     if (rc != EXIT_OK) {
         if (o == NULL)
             o = json_object();
@@ -528,6 +530,14 @@ int command_print_json(json_t *o, int rc, const pgd_error *err)
     } else if (o != NULL) {
         json_object_set_new(o, "ok", json_true());
     }
+    return o;
+}
+
+int command_print_json(json_t *o, int rc, const pgd_error *err)
+{
+    char *text;
+
+    o = command_json_outcome(o, rc, err);
     text = o != NULL ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
     if (text == NULL) {

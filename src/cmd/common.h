@@ -88,6 +88,8 @@ bool command_compression(const pgd_options *opts, compress_kind *kind, int *leve
  */
 struct json_t;
 int command_print_json(struct json_t *o, int rc, const pgd_error *err);
+/* o with what command_print_json adds ("ok", and the error's), not printed; NULL on failure. */
+struct json_t *command_json_outcome(struct json_t *o, int rc, const pgd_error *err);
 
 /*
  * --metrics-file: the repository's metrics (repo/metrics.h) written there when the command is

@@ -66,7 +66,11 @@ static const command_help delete_help = {
     "\n"
     "On an S3 bucket with Object Lock, a backup whose objects are still locked is kept, with\n"
     "the date its lock ends, and so are the backups it depends on and its WAL; the rest is\n"
-    "removed, and delete exits 0 with a warning (1 with --strict)."};
+    "removed, and delete exits 0 with a warning (1 with --strict).\n"
+    "\n"
+    "With --repo given several times, each repository is done on its own, with its own\n"
+    "retention when its value has one (--repo 'URI?retain-full=N&retain-since=AGE'), and\n"
+    "every line names it; one that fails is named, and the others are still done."};
 
 typedef struct delete_settings {
     retention_policy policy;
@@ -79,6 +83,7 @@ typedef struct delete_settings {
 
 typedef struct delete_run {
     const delete_settings *s;
+    const char *where; /* several repositories: the one this run is about (NULL: one) */
     storage *repo;
     repo_lock *lock;
     repo_contents c;
@@ -172,6 +177,14 @@ static bool delete_keep_lease(delete_run *r, pgd_error *err)
     return r->lock == NULL || repo_lock_keep(r->lock, err);
 }
 
+/* With several repositories, every line of the report starts with the one it is about (as list's).
+ */
+static void delete_where(const delete_run *r)
+{
+    if (r->where != NULL)
+        printf("%s  ", r->where);
+}
+
 /*
  * One line per decision on standard output: "removed backup ID: why", or
  * with --dry-run "would remove backup ID: why". verb is the infinitive
@@ -185,10 +198,12 @@ static void delete_say(const delete_run *r, const char *verb, const char *done, 
     snprintf(action, sizeof(action), "%s%s", r->s->dry_run ? "would " : "",
              r->s->dry_run ? verb : done);
     if (r->actions != NULL) {
-        json_array_append_new(r->actions, json_pack("{s:s, s:s, s:s, s:s}", "action", action,
-                                                    "what", what, "id", id, "reason", why));
+        json_array_append_new(r->actions,
+                              json_pack("{s:s, s:s, s:s, s:s, s:s?}", "action", action, "what",
+                                        what, "id", id, "reason", why, "repository", r->where));
         return;
     }
+    delete_where(r);
     printf("%s %s %s: %s\n", action, what, id, why);
     fflush(stdout);
 }
@@ -209,6 +224,7 @@ static void delete_note(const delete_run *r, const char *fmt, ...)
         json_array_append_new(r->notes, json_string(line));
         return;
     }
+    delete_where(r);
     printf("%s\n", line);
     fflush(stdout);
 }
@@ -649,69 +665,192 @@ static bool delete_execute(delete_run *r, pgd_error *err)
     return !r->s->garbage || delete_garbage(r, err);
 }
 
+/* What a run over several repositories adds up. */
+typedef struct delete_totals {
+    size_t removed_backups, removed_wal, removed_garbage, locked;
+} delete_totals;
+
+/* An error of one of several repositories names it, once. */
+static void delete_name_repository(const char *where, pgd_error *err)
+{
+    if (where != NULL && err->set && strstr(err->msg, where) == NULL)
+        err_prefix(err, "repository \"%s\"", where);
+}
+
+/* The end of one repository's run: its lease given back, its counts said; its exit status. */
+static int delete_finish(delete_run *r, bool failed, pgd_error *err)
+{
+    const char *in = r->where != NULL ? " in repository \"" : "", *q = r->where != NULL ? "\"" : "";
+    const char *where = r->where != NULL ? r->where : "";
+    pgd_error release_err = {0};
+
+    if (failed) {
+        if (r->lock != NULL && !repo_lock_release(r->lock, &release_err))
+            log_warn("%s", release_err.msg);
+        r->lock = NULL;
+        delete_name_repository(r->where, err);
+        return command_fail(CMD_DELETE, err);
+    }
+    if (r->lock != NULL && !repo_lock_release(r->lock, err)) {
+        delete_name_repository(r->where, err);
+        return command_fail(CMD_DELETE, err);
+    }
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        err_errno(err, errno, "could not write to standard output");
+        return command_fail(CMD_DELETE, err);
+    }
+    if (!r->s->dry_run)
+        log_info("delete done%s%s%s: %zu backups, %zu WAL files and %zu incomplete backups removed",
+                 in, where, q, r->removed_backups, r->removed_wal, r->removed_garbage);
+    if (r->locked > 0 && r->s->strict) {
+        err_set(err,
+                "%zu backups that retention would remove are locked by S3 Object Lock and "
+                "were kept (--strict); the rest was removed",
+                r->locked);
+        delete_name_repository(r->where, err);
+        return command_fail(CMD_DELETE, err);
+    }
+    if (r->locked > 0)
+        log_warn("%zu backups that retention would remove%s%s%s are locked by S3 Object Lock and "
+                 "were kept, with what they need; a later delete removes them once their "
+                 "lock ends",
+                 r->locked, in, where, q);
+    return EXIT_OK;
+}
+
+/*
+ * One repository (opts: as it sees them, its own --retain-* in place): its lease, its plan,
+ * its report, each line naming it when there are several. With --json, what was done is
+ * returned in *result (with several, one object of "repositories"), else printed.
+ */
+static int delete_repository(const pgd_options *opts, const delete_settings *s, bool several,
+                             json_t **result, delete_totals *tot)
+{
+    pgd_error err = {0};
+    delete_run r;
+    json_t *o;
+    int rc;
+
+    memset(&r, 0, sizeof(r));
+    r.s = s;
+    if (s->json) {
+        r.actions = json_array();
+        r.notes = json_array();
+    }
+    r.repo = command_open_repo(opts, &err);
+    if (several)
+        r.where = r.repo != NULL ? r.repo->uri : opt_str(opts, OPT_REPO);
+    rc = delete_finish(&r, r.repo == NULL || !delete_execute(&r, &err), &err);
+    tot->removed_backups += r.removed_backups;
+    tot->removed_wal += r.removed_wal;
+    tot->removed_garbage += r.removed_garbage;
+    tot->locked += r.locked;
+    if (s->json) {
+        o = json_pack("{s:b, s:o, s:o, s:I, s:I, s:I, s:I}", "dry_run", s->dry_run, "actions",
+                      r.actions, "notes", r.notes, "backups_removed", (json_int_t)r.removed_backups,
+                      "wal_files_removed", (json_int_t)r.removed_wal, "incomplete_removed",
+                      (json_int_t)r.removed_garbage, "locked_kept", (json_int_t)r.locked);
+        if (several && o != NULL) {
+            json_object_del(o, "dry_run");
+            json_object_set_new(o, "repository", json_string(r.where));
+            *result = command_json_outcome(o, rc, &err);
+        } else {
+            rc = command_print_json(o, rc, &err);
+        }
+    }
+    repo_contents_free(&r.c);
+    free(r.lock_kept);
+    storage_free(r.repo);
+    return rc;
+}
+
+/*
+ * Every repository's settings, before anything is touched: with several, each may have its
+ * own --retain-full and --retain-since (--repo URI?retain-full=N), the command's otherwise.
+ */
+static bool delete_read_all(const pgd_options *opts, pgd_options **ropts, delete_settings *s,
+                            size_t n, pgd_error *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        if ((ropts[i] = command_repo_options(opts, i, err)) == NULL)
+            return false;
+        if (!delete_read_settings(ropts[i], &s[i], err)) {
+            if (n > 1)
+                err_prefix(err, "repository \"%s\"", opt_str(ropts[i], OPT_REPO));
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * Several repositories: each on its own, in order; one that fails is named and the others are
+ * still done, and the run exits non-zero. --json: one object, "repositories" holding each one's.
+ */
+static int delete_all(pgd_options **ropts, const delete_settings *s, size_t n)
+{
+    json_t *results = s[0].json ? json_array() : NULL, *one = NULL;
+    delete_totals tot = {0};
+    char failed[PGD_ERROR_MAX] = "";
+    size_t nfailed = 0, ndone = 0;
+    pgd_error err = {0};
+    int rc = EXIT_OK;
+
+    for (size_t i = 0; i < n && delete_signal == 0; i++, ndone++) {
+        int one_rc = delete_repository(ropts[i], &s[i], true, &one, &tot);
+        if (one != NULL)
+            json_array_append_new(results, one);
+        one = NULL;
+        if (one_rc == EXIT_OK)
+            continue;
+        snprintf(failed + strlen(failed), sizeof(failed) - strlen(failed), "%s\"%s\"",
+                 nfailed++ > 0 ? ", " : "", opt_str(ropts[i], OPT_REPO));
+        if (one_rc > rc)
+            rc = one_rc;
+    }
+    if (nfailed > 0) {
+        err_set(&err, "delete failed in %zu of %zu repositories: %s%s", nfailed, n, failed,
+                ndone < n     ? " (stopped by a signal: those after it were not done)"
+                : nfailed < n ? " (the others were done)"
+                              : "");
+        log_error("%s", err.msg);
+    }
+    if (results != NULL)
+        rc = command_print_json(
+            json_pack("{s:b, s:o, s:I, s:I, s:I, s:I}", "dry_run", s[0].dry_run, "repositories",
+                      results, "backups_removed", (json_int_t)tot.removed_backups,
+                      "wal_files_removed", (json_int_t)tot.removed_wal, "incomplete_removed",
+                      (json_int_t)tot.removed_garbage, "locked_kept", (json_int_t)tot.locked),
+            rc, &err);
+    return rc;
+}
+
 int cmd_delete(int argc, char **argv)
 {
-    pgd_options opts;
+    pgd_options opts, **ropts;
     pgd_error err = {0};
-    delete_settings s;
-    delete_run r;
+    delete_settings *s;
+    delete_totals tot = {0};
+    size_t n;
     int rc;
 
     if (!command_start(&opts, &delete_help, 0, argc, argv, &rc))
         return rc;
-    if (!delete_read_settings(&opts, &s, &err)) {
+    n = command_repo_count(&opts);
+    ropts = xcalloc(n, sizeof(*ropts));
+    s = xcalloc(n, sizeof(*s));
+    if (!delete_read_all(&opts, ropts, s, n, &err)) {
         err_mark(&err, PGD_ERR_USAGE);
         rc = command_fail(CMD_DELETE, &err);
-        options_free(&opts);
-        return rc;
-    }
-    memset(&r, 0, sizeof(r));
-    r.s = &s;
-    if (s.json) {
-        r.actions = json_array();
-        r.notes = json_array();
-    }
-    delete_catch_signals();
-    if ((r.repo = command_open_repo(&opts, &err)) == NULL || !delete_execute(&r, &err)) {
-        pgd_error release_err = {0};
-        if (r.lock != NULL && !repo_lock_release(r.lock, &release_err))
-            log_warn("%s", release_err.msg);
-        r.lock = NULL;
-        rc = command_fail(CMD_DELETE, &err);
-    } else if (r.lock != NULL && !repo_lock_release(r.lock, &err)) {
-        rc = command_fail(CMD_DELETE, &err);
     } else {
-        if (fflush(stdout) != 0 || ferror(stdout)) {
-            err_errno(&err, errno, "could not write to standard output");
-            rc = command_fail(CMD_DELETE, &err);
-        } else
-            rc = EXIT_OK;
-        if (!s.dry_run)
-            log_info("delete done: %zu backups, %zu WAL files and %zu incomplete backups removed",
-                     r.removed_backups, r.removed_wal, r.removed_garbage);
-        if (rc == EXIT_OK && r.locked > 0 && s.strict) {
-            err_set(&err,
-                    "%zu backups that retention would remove are locked by S3 Object Lock and "
-                    "were kept (--strict); the rest was removed",
-                    r.locked);
-            rc = command_fail(CMD_DELETE, &err);
-        } else if (r.locked > 0) {
-            log_warn("%zu backups that retention would remove are locked by S3 Object Lock and "
-                     "were kept, with what they need; a later delete removes them once their "
-                     "lock ends",
-                     r.locked);
-        }
+        delete_catch_signals();
+        rc =
+            n > 1 ? delete_all(ropts, s, n) : delete_repository(ropts[0], &s[0], false, NULL, &tot);
     }
-    if (s.json)
-        rc = command_print_json(
-            json_pack("{s:b, s:o, s:o, s:I, s:I, s:I, s:I}", "dry_run", s.dry_run, "actions",
-                      r.actions, "notes", r.notes, "backups_removed", (json_int_t)r.removed_backups,
-                      "wal_files_removed", (json_int_t)r.removed_wal, "incomplete_removed",
-                      (json_int_t)r.removed_garbage, "locked_kept", (json_int_t)r.locked),
-            rc, &err);
-    repo_contents_free(&r.c);
-    free(r.lock_kept);
-    storage_free(r.repo);
+    for (size_t i = 0; i < n; i++)
+        command_repo_options_free(ropts[i]);
+    free(ropts);
+    free(s);
     options_free(&opts);
     if (delete_signal != 0)
         raise(delete_signal); /* the handler was reset: die of it, as the caller expects */

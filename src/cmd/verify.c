@@ -101,7 +101,14 @@ static void verify_format_time(int64_t t, char *out, size_t outlen)
         strftime(out, outlen, "%Y-%m-%d %H:%M:%S UTC", &tm);
 }
 
-static void verify_print_text(const backup_info *bi, const verify_result *r)
+/* With several repositories, every line starts with the repository it is about (as list's). */
+static void verify_where(const char *where)
+{
+    if (where != NULL)
+        printf("%s  ", where);
+}
+
+static void verify_print_text(const backup_info *bi, const verify_result *r, const char *where)
 {
     char stored[32], bytes[32], stop[VERIFY_TIME_TEXT];
     char start_lsn[LSN_TEXT_MAX], stop_lsn[LSN_TEXT_MAX];
@@ -110,39 +117,54 @@ static void verify_print_text(const backup_info *bi, const verify_result *r)
     lsn_format(bi->stop_lsn, stop_lsn);
     units_format_bytes(r->stored_bytes, stored, sizeof(stored));
     units_format_bytes(r->file_bytes, bytes, sizeof(bytes));
+    verify_where(where);
     printf("backup %s: %s: %llu partitions (%s stored), %llu files (%s) read and checked\n", r->id,
            r->damaged ? "DAMAGED" : "ok", (unsigned long long)r->partitions, stored,
            (unsigned long long)r->files, bytes);
-    for (size_t i = 0; i < r->nproblems; i++)
+    for (size_t i = 0; i < r->nproblems; i++) {
+        verify_where(where);
         printf("  problem: %s\n", r->problems[i]);
-    if (r->nproblems_all > r->nproblems)
+    }
+    if (r->nproblems_all > r->nproblems) {
+        verify_where(where);
         printf("  ... and %zu more problems\n", r->nproblems_all - r->nproblems);
+    }
     if (bi->damaged)
         return;
     verify_format_time(bi->stop_time, stop, sizeof(stop));
     if (!r->restorable) {
+        verify_where(where);
         printf("  WAL: NOT restorable: the WAL from %s (start, %s) to %s (stop, %s) is not all "
                "there and intact\n",
                bi->start_wal, start_lsn, bi->stop_wal, stop_lsn);
         return;
     }
+    verify_where(where);
     printf("  WAL: restorable: %s to %s present and checked (consistent at %s, %s)\n",
            bi->start_wal, bi->stop_wal, stop_lsn, stop);
-    if (r->timeline_problem != NULL && r->timeline_damaged)
+    if (r->timeline_problem != NULL && r->timeline_damaged) {
+        verify_where(where);
         printf("  TIMELINE: a restore would fail: %s\n", r->timeline_problem);
-    else if (r->timeline_problem != NULL)
+    } else if (r->timeline_problem != NULL) {
+        verify_where(where);
         printf("  TIMELINE: a restore the default way would fail: %s; the window below is along "
                "the backup's own timeline (restore --target-timeline current)\n",
                r->timeline_problem);
+    }
+    verify_where(where);
     printf("  point-in-time window: from %s (%s) to %s (the end of segment %s)\n", stop_lsn, stop,
            r->window_end_lsn, r->window_end_wal);
-    if (r->gap_wal[0] != '\0')
+    if (r->gap_wal[0] != '\0') {
+        verify_where(where);
         printf("  WAL gap: segment %s is missing (the window ends there); later WAL resumes at "
                "%s but cannot be reached from this backup\n",
                r->gap_wal, r->gap_resume_wal);
-    if (r->damaged_wal[0] != '\0')
+    }
+    if (r->damaged_wal[0] != '\0') {
+        verify_where(where);
         printf("  WAL DAMAGED: segment %s (the window ends before it): %s\n", r->damaged_wal,
                r->damaged_wal_why);
+    }
 }
 
 static json_t *verify_to_json(const backup_info *bi, const verify_result *r)
@@ -318,21 +340,43 @@ static void verify_record_verdict(storage *repo, const verify_result *r, bool *w
     }
 }
 
-static int verify_run(const verify_settings *s, storage *repo, pgd_error *err)
+/* What verify found, over every repository verified. */
+typedef struct verify_tally {
+    size_t n, damaged, wal_damaged, timeline_bad;
+    char where[PGD_ERROR_MAX / 2]; /* several repositories: those a verdict is about */
+    size_t nwhere;
+} verify_tally;
+
+/* Several repositories: name `where` among those with a verdict, once. */
+static void verify_tally_where(verify_tally *t, const char *where)
+{
+    char quoted[PGD_ERROR_MAX / 2];
+
+    snprintf(quoted, sizeof(quoted), "\"%s\"", where);
+    if (strstr(t->where, quoted) != NULL)
+        return;
+    snprintf(t->where + strlen(t->where), sizeof(t->where) - strlen(t->where), "%s%s",
+             t->where[0] ? ", " : "", quoted);
+    t->nwhere++;
+}
+
+/*
+ * One repository's backups verified, each printed (or appended to arr, --json) as it is done,
+ * naming the repository when there are several (where: its URI; NULL: one). false: verify
+ * could not run there (err), which is no verdict.
+ */
+static bool verify_repository(const verify_settings *s, storage *repo, const char *where,
+                              json_t *arr, verify_tally *t, pgd_error *err)
 {
     backup_info *infos = NULL;
-    size_t n = 0, damaged = 0, wal_damaged = 0, timeline_bad = 0;
+    size_t n = 0;
     unsigned char *bad = NULL; /* per backup verified: damaged */
     verify_wal_memo memo = {0};
-    pgd_error verdict = {0};
-    json_t *arr = s->json ? json_array() : NULL;
     bool ok, record_warned = false;
 
     ok = verify_select(repo, s, &infos, &n, err);
     if (ok)
         bad = xcalloc(n ? n : 1, 1);
-    if (ok)
-        interrupt_catch(NULL);
     for (size_t i = 0; ok && i < n; i++) {
         verify_request req = {.repo = repo,
                               .bi = &infos[i],
@@ -361,21 +405,68 @@ static int verify_run(const verify_settings *s, storage *repo, pgd_error *err)
                                infos[i].parent);
         if (bad != NULL)
             bad[i] = r.damaged;
-        damaged += r.damaged;
-        wal_damaged += !r.damaged && r.damaged_wal[0] != '\0';
-        timeline_bad += !r.damaged && r.timeline_problem != NULL;
+        t->n++;
+        t->damaged += r.damaged;
+        t->wal_damaged += !r.damaged && r.damaged_wal[0] != '\0';
+        t->timeline_bad += !r.damaged && r.timeline_problem != NULL;
+        if (where != NULL && (r.damaged || r.damaged_wal[0] != '\0' || r.timeline_problem != NULL))
+            verify_tally_where(t, where);
         verify_record_verdict(repo, &r, &record_warned);
-        if (arr != NULL)
-            json_array_append_new(arr, verify_to_json(&infos[i], &r));
-        else
-            verify_print_text(&infos[i], &r);
+        if (arr != NULL) {
+            json_t *o = verify_to_json(&infos[i], &r);
+            if (where != NULL)
+                json_object_set_new(o, "repository", json_string(where));
+            json_array_append_new(arr, o);
+        } else {
+            verify_print_text(&infos[i], &r, where);
+        }
         verify_result_free(&r);
         fflush(stdout);
     }
+    verify_wal_memo_free(&memo);
+    free(bad);
+    free(infos);
+    if (!ok && where != NULL && err->set && strstr(err->msg, where) == NULL)
+        err_prefix(err, "repository \"%s\"", where);
+    return ok;
+}
+
+/*
+ * Every repository (--repo given several times) verified on its own, in order: one that cannot
+ * be verified is named (1) and the others are still verified; the exit status is the worst,
+ * damage (3) before a failure to run (1).
+ */
+static int verify_run(const verify_settings *s, const pgd_options *opts, pgd_error *err)
+{
+    size_t nrepos = command_repo_count(opts), failed = 0;
+    json_t *arr = s->json ? json_array() : NULL;
+    verify_tally t = {0};
+    pgd_error verdict = {0};
+    int rc = EXIT_OK;
+
+    interrupt_catch(NULL);
+    for (size_t i = 0; i < nrepos; i++) {
+        pgd_error one = {0};
+        storage *repo = command_open_repo_at(opts, i, &one);
+        const char *where = nrepos > 1 && repo != NULL ? repo->uri : NULL;
+
+        if (repo == NULL || !verify_repository(s, repo, where, arr, &t, &one)) {
+            /* verify could not run: whatever it read, that is no verdict */
+            if (err_is(&one, PGD_ERR_DAMAGED))
+                err_mark(&one, PGD_ERR_FAILED);
+            rc = command_fail(CMD_VERIFY, &one);
+            failed++;
+        }
+        storage_free(repo);
+        if (interrupt_signal() != 0)
+            break;
+    }
     interrupt_release();
-    if (ok && arr != NULL) {
+    /* one repository that could not be verified: no report, as before several existed */
+    if (arr != NULL && (failed == 0 || nrepos > 1)) {
         json_t *o =
-            json_pack("{s:b, s:O}", "ok", damaged == 0 && wal_damaged == 0 && timeline_bad == 0,
+            json_pack("{s:b, s:O}", "ok",
+                      failed == 0 && t.damaged == 0 && t.wal_damaged == 0 && t.timeline_bad == 0,
                       "backups", arr);
         /* jansson allocates with xmalloc (main.c) and these values are all valid: no NULL */
         char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -384,35 +475,40 @@ static int verify_run(const verify_settings *s, storage *repo, pgd_error *err)
         json_decref(o);
     }
     json_decref(arr);
-    verify_wal_memo_free(&memo);
-    free(bad);
-    free(infos);
-    if (ok && (fflush(stdout) != 0 || ferror(stdout)))
-        ok = err_set(err, "could not write to standard output");
-    if (!ok) {
-        /* verify could not run: whatever it read, that is no verdict */
-        if (err_is(err, PGD_ERR_DAMAGED))
-            err_mark(err, PGD_ERR_FAILED);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        err_set(err, "could not write to standard output");
         return command_fail(CMD_VERIFY, err);
     }
     /* the verdicts: verify ran, and what it found is damaged */
-    if (damaged > 0)
-        err_set(&verdict, "%zu of %zu backups verified are damaged", damaged, n);
-    else if (wal_damaged > 0)
+    if (t.damaged > 0)
+        err_set(&verdict, "%zu of %zu backups verified are damaged", t.damaged, t.n);
+    else if (t.wal_damaged > 0)
         err_set(&verdict,
                 "the repository holds damaged WAL after the stop of %zu of %zu backups "
                 "verified (their point-in-time window ends before it)",
-                wal_damaged, n);
-    else if (timeline_bad > 0)
+                t.wal_damaged, t.n);
+    else if (t.timeline_bad > 0)
         err_set(&verdict,
                 "a restore the default way of %zu of %zu backups verified would fail, because "
                 "of the timelines it follows (see TIMELINE)",
-                timeline_bad, n);
+                t.timeline_bad, t.n);
     if (verdict.set) {
+        if (t.where[0] != '\0')
+            err_prefix(&verdict, "in %s %s", t.nwhere == 1 ? "repository" : "repositories",
+                       t.where);
+        if (failed > 0)
+            err_prefix(&verdict, "%zu of %zu repositories could not be verified", failed, nrepos);
         err_mark(&verdict, PGD_ERR_DAMAGED);
         return command_fail(CMD_VERIFY, &verdict);
     }
-    log_info("%zu backup%s verified: good", n, n == 1 ? "" : "s");
+    if (failed > 0 && nrepos > 1) { /* each one's error was said: one line sums them up */
+        pgd_error summary = {0};
+        err_set(&summary, "%zu of %zu repositories could not be verified", failed, nrepos);
+        return command_fail(CMD_VERIFY, &summary);
+    }
+    if (failed > 0)
+        return rc;
+    log_info("%zu backup%s verified: good", t.n, t.n == 1 ? "" : "s");
     return EXIT_OK;
 }
 
@@ -429,11 +525,12 @@ int cmd_verify(int argc, char **argv)
     if (!verify_read_settings(&opts, &s, &err)) {
         err_mark(&err, PGD_ERR_USAGE);
         rc = command_fail(CMD_VERIFY, &err);
-    } else if ((repo = command_open_repo(&opts, &err)) == NULL) {
-        rc = command_fail(CMD_VERIFY, &err);
     } else {
-        rc = verify_run(&s, repo, &err);
+        rc = verify_run(&s, &opts, &err);
     }
+    /* a repository that cannot be opened has no metrics to write (its error is said) */
+    if (opt_str(&opts, OPT_METRICS_FILE) != NULL)
+        repo = command_open_repo(&opts, &err);
     command_write_metrics(&opts, repo, NULL);
     storage_free(repo);
     options_free(&opts);

@@ -551,3 +551,12 @@ bool tee_storage_dropped(storage *s, size_t i, const pgd_error **why)
     *why = &t->c[i].why;
     return dropped;
 }
+
+bool tee_storage_drop(storage *s, size_t i, const pgd_error *e, pgd_error *err)
+{
+    if (!tee_storage_is(s) || i >= tee_of(s)->n) {
+        *err = *e;
+        return false;
+    }
+    return tee_fail(tee_of(s), i, e, err);
+}

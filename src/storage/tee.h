@@ -46,4 +46,11 @@ storage *tee_storage_child(storage *s, size_t i);
 /* Was repository i dropped from the run (TEE_DROP_FAILED)? *why: the error that dropped it. */
 bool tee_storage_dropped(storage *s, size_t i, const pgd_error **why);
 
+/*
+ * Repository i failed with e in work of the caller's own (backup's choice of a delta parent, in
+ * each repository): with TEE_DROP_FAILED it leaves the run as a failed write makes it (true
+ * while another is left); otherwise, or when none is left, false with err set.
+ */
+bool tee_storage_drop(storage *s, size_t i, const pgd_error *e, pgd_error *err);
+
 #endif

@@ -17,7 +17,8 @@ const opt_def opt_defs[OPT_COUNT] = {
                   "azure://container/prefix or sftp://user@host[:port]/path; its own "
                   "settings after '?': URI?s3-endpoint=URL&encryption-key-file=FILE "
                   "(repeatable: backup and wal-push write to every one, restore and "
-                  "wal-fetch read from the first that has it)"},
+                  "wal-fetch read from the first that has it, list, delete, verify and "
+                  "check work on each)"},
     [OPT_S3_ENDPOINT] = {"s3-endpoint", "URL", NULL, CMD_REPO_USERS, false,
                          "S3 endpoint, http(s)://host[:port] (default: $AWS_ENDPOINT_URL, else "
                          "AWS)"},

@@ -154,7 +154,7 @@ like "$out" "^$S3  $ID +full" "and the other is still listed"
 expect_error "a repository setting that is not one" "\"s3-bogus\" is not a repository setting" \
     pgd list --repo "$S3?s3-bogus=1"
 expect_error "a command that works on one repository given two" "given 2 times" \
-    pgd delete --repo "$T/other" --repo "$S3" --retain-full 1
+    pgd metrics --repo "$T/other" --repo "$S3"
 expect_error "the same repository twice" "names repository \"$T/other\" twice" \
     pgd backup --repo "$T/other" --repo "$T/other?s3-retries=2" --pgdata "$T/data"
 ok "$([ -e "$T/other" ] && echo 1 || echo 0)" "and nothing was created"

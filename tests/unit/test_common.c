@@ -1,9 +1,12 @@
 /*
  * test_common.c - covers src/cmd/common.c: the one mapping of a command and
  * an error's kind to the exit status (command_exit_status), every kind for
- * every command whose statuses differ.
+ * every command whose statuses differ; a repository's own settings after '?'
+ * (command_repo_options); the outcome fields of --json (command_json_outcome).
  */
 #include "helpers.h"
+
+#include <jansson.h>
 
 #include "cmd/cmd.h"
 #include "cmd/common.h"
@@ -129,6 +132,68 @@ static void test_an_unset_error_is_never_success(void **state)
     }
 }
 
+/* delete's retention is a repository's own setting: given there it wins, else the command's. */
+static void test_a_repository_setting_replaces_the_commands_retention(void **state)
+{
+    char *argv[] = {
+        "--config=/dev/null", "--repo", "/a?retain-full=2&retain-since=7d", "--repo", "/b",
+        "--retain-full",      "5"};
+    pgd_options opts, *a, *b;
+    pgd_error err = {0};
+
+    (void)state;
+    assert_true(options_parse(&opts, CMD_DELETE, 7, argv, &err));
+    assert_int_equal(command_repo_count(&opts), 2);
+    a = command_repo_options(&opts, 0, &err);
+    b = command_repo_options(&opts, 1, &err);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_string_equal(opt_str(a, OPT_REPO), "/a");
+    assert_string_equal(opt_str(a, OPT_RETAIN_FULL), "2");
+    assert_string_equal(opt_str(a, OPT_RETAIN_SINCE), "7d");
+    assert_string_equal(opt_str(b, OPT_REPO), "/b");
+    assert_string_equal(opt_str(b, OPT_RETAIN_FULL), "5");
+    assert_null(opt_str(b, OPT_RETAIN_SINCE));
+    command_repo_options_free(a);
+    command_repo_options_free(b);
+    options_free(&opts);
+}
+
+/* A setting no repository has is refused, naming it; the control is the one above. */
+static void test_a_setting_that_is_not_a_repositorys_is_refused(void **state)
+{
+    char *argv[] = {"--config=/dev/null", "--repo", "/a?garbage-age=1d"};
+    pgd_options opts;
+    pgd_error err = {0};
+
+    (void)state;
+    assert_true(options_parse(&opts, CMD_DELETE, 3, argv, &err));
+    assert_null(command_repo_options(&opts, 0, &err));
+    assert_non_null(strstr(err.msg, "\"garbage-age\" is not a repository setting"));
+    options_free(&opts);
+}
+
+/* --json's outcome: "ok" true on success; on failure false, the message, its kind, the status. */
+static void test_json_outcome_says_ok_or_the_error_kind_and_status(void **state)
+{
+    pgd_error err = {0};
+    json_t *o;
+
+    (void)state;
+    o = command_json_outcome(json_object(), EXIT_OK, NULL);
+    assert_true(json_is_true(json_object_get(o, "ok")));
+    assert_null(json_object_get(o, "error"));
+    json_decref(o);
+    err_set(&err, "repository \"/x\" does not exist");
+    err_mark(&err, PGD_ERR_TRANSIENT);
+    o = command_json_outcome(NULL, EXIT_ERROR, &err);
+    assert_true(json_is_false(json_object_get(o, "ok")));
+    assert_string_equal(json_string_value(json_object_get(o, "error")), err.msg);
+    assert_string_equal(json_string_value(json_object_get(o, "error_kind")), "transient");
+    assert_int_equal(json_integer_value(json_object_get(o, "exit_code")), EXIT_ERROR);
+    json_decref(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -138,6 +203,9 @@ int main(void)
         cmocka_unit_test(test_wal_fetch_says_1_only_for_a_file_not_there),
         cmocka_unit_test(test_wal_fetch_on_a_standby_says_1_for_a_repository_that_did_not_answer),
         cmocka_unit_test(test_an_unset_error_is_never_success),
+        cmocka_unit_test(test_a_repository_setting_replaces_the_commands_retention),
+        cmocka_unit_test(test_a_setting_that_is_not_a_repositorys_is_refused),
+        cmocka_unit_test(test_json_outcome_says_ok_or_the_error_kind_and_status),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,7 +4,8 @@
  * no-replace object one repository holds is taken back from the others; a
  * repository that fails leaves the run with TEE_DROP_FAILED and fails the
  * write without; a read passes over a failing repository, and "missing"
- * only when none failed. The failing repository is a local one whose root
+ * only when none failed; a repository the caller found failing is dropped
+ * by tee_storage_drop the same way. The failing repository is a local one whose root
  * is a regular file (ENOTDIR on every path under it, even for root).
  */
 #include "helpers.h"
@@ -156,6 +157,40 @@ static void test_failing_repository_fails_a_strict_write(void **state)
     rm_rf(f.dir);
 }
 
+/* The caller's own failure of one repository: dropped with TEE_DROP_FAILED, as a write's is. */
+static void test_drop_by_the_caller(void **state)
+{
+    tee_fixture f;
+    pgd_error e = {0}, err = {0};
+    const pgd_error *why;
+    storage *t;
+    bool exists;
+
+    (void)state;
+    tee_fixture_init(&f);
+    err_set(&e, "could not read its chain");
+    t = tee_of_two(f.a, f.b, TEE_DROP_FAILED);
+    assert_true(tee_storage_drop(t, 1, &e, &err));
+    assert_false(err.set);
+    assert_true(tee_storage_dropped(t, 1, &why));
+    assert_string_equal(why->msg, "could not read its chain");
+    assert_false(tee_storage_dropped(t, 0, &why));
+    assert_true(storage_put(t, "obj", "x", 1, 0, &err)); /* written to the one left only */
+    assert_true(storage_exists(tee_storage_child(t, 0), "obj", &exists, &err) && exists);
+    assert_true(storage_exists(tee_storage_child(t, 1), "obj", &exists, &err) && !exists);
+    /* dropping the last one left fails: nothing would be written any more */
+    assert_false(tee_storage_drop(t, 0, &e, &err));
+    assert_non_null(strstr(err.msg, "every repository failed"));
+    storage_free(t);
+    /* without TEE_DROP_FAILED the failure is always the caller's */
+    memset(&err, 0, sizeof(err));
+    t = tee_of_two(f.a, f.b, 0);
+    assert_false(tee_storage_drop(t, 1, &e, &err));
+    assert_string_equal(err.msg, "could not read its chain");
+    storage_free(t);
+    rm_rf(f.dir);
+}
+
 static void test_read_passes_over_a_failing_repository(void **state)
 {
     tee_fixture f;
@@ -195,6 +230,7 @@ int main(void)
         cmocka_unit_test(test_failing_repository_leaves_the_run),
         cmocka_unit_test(test_failing_repository_fails_a_strict_write),
         cmocka_unit_test(test_read_passes_over_a_failing_repository),
+        cmocka_unit_test(test_drop_by_the_caller),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
