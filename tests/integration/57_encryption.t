@@ -10,7 +10,9 @@
 # repository holding unencrypted backups. Tampering: a flipped byte in a
 # partition (verify exits 3 naming it, restore fails and removes what it
 # wrote), two WAL segments swapped and a cut segment (wal-fetch 254, nothing
-# written). A first backup with a key that fails leaves the repository
+# written). A byte flipped in each part of the keyring: "damaged" naming it
+# (verify 3, backup 1, wal-fetch 254), never "wrong key"; a wrong key with the
+# keyring whole: "wrong key", never "damaged". A first backup with a key that fails leaves the repository
 # encrypted (its keyring alone), as the user guide says.
 . "$(dirname "$0")/lib.sh"
 setup_tmp
@@ -198,6 +200,34 @@ ids=$(pgd list --repo "$REPO" "${K[@]}" --json | python3 -c 'import json,sys; pr
 is "$ids" "$newest" "and list shows the newest full backup alone"
 ok $([ ! -e "$REPO/backups/$full.done.json" ] && [ ! -e "$REPO/backups/$delta.done.json" ]; echo $?) \
     "the older full and its delta are gone"
+
+# ---- a damaged keyring is not a wrong key ----
+kr="$REPO/keyring.pgdirect"
+cp "$kr" "$T/keyring.orig"
+# a flipped byte in each part of the keyring: its kdf line, a wrapped data key, its check value, its sum
+for n in 2 3 5 6; do
+    off=$(head -n $((n - 1)) "$T/keyring.orig" | wc -c)
+    cp "$T/keyring.orig" "$kr" && flip_byte "$kr" $((off + 20))
+    out=$(pgd verify --repo "$REPO" "${K[@]}" "$newest" 2>&1)
+    is "$?" "3" "verify with line $n of the keyring damaged exits 3"
+    like "$out" "the keyring \"keyring.pgdirect\" of repository \"$REPO\" is damaged" \
+        "naming the keyring as damaged (line $n)"
+    case $out in *"wrong key"*) r=1 ;; *) r=0 ;; esac
+    ok $r "never as a wrong key (line $n)"
+done
+pgd backup --repo "$REPO" "${K[@]}" --pgdata "$T/data" --checkpoint fast >"$T/kr.log" 2>&1
+is "$?" "1" "backup with a damaged keyring exits 1 (3 would mean checksum errors)"
+like "$(cat "$T/kr.log")" "keyring \"keyring.pgdirect\" of repository \"$REPO\" is damaged" "naming it"
+pgd wal-fetch --repo "$REPO" "${K[@]}" "${a%.lz4}" "$T/kr.seg" 2>"$T/wf.err"
+is "$?" "254" "wal-fetch with a damaged keyring exits 254"
+cp "$T/keyring.orig" "$kr"
+out=$(pgd verify --repo "$REPO" --encryption-key-file "$T/keys/other.key" "$newest" 2>&1)
+is "$?" "1" "verify with a wrong key and the keyring whole exits 1"
+like "$out" "does not open repository \"$REPO\" \(wrong key\)" "saying wrong key"
+case $out in *damaged*) r=1 ;; *) r=0 ;; esac
+ok $r "not as damaged"
+pgd verify --repo "$REPO" "${K[@]}" "$newest" >/dev/null 2>&1
+is "$?" "0" "positive control: the keyring restored, the right key verifies the backup"
 
 # ---- a first writing command with a key that then fails: the repository stays encrypted ----
 mkdir -p "$T/repo_new" && chown postgres "$T/repo_new"
