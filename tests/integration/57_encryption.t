@@ -12,7 +12,11 @@
 # wrote), two WAL segments swapped and a cut segment (wal-fetch 254, nothing
 # written). A byte flipped in each part of the keyring: "damaged" naming it
 # (verify 3, backup 1, wal-fetch 254), never "wrong key"; a wrong key with the
-# keyring whole: "wrong key", never "damaged". A first backup with a key that fails leaves the repository
+# keyring whole: "wrong key", never "damaged". The keyring deleted by hand:
+# a keyless wal-push or backup is refused (the marker encryption.pgdirect
+# says the repository is encrypted), with the key every command says the
+# keyring is missing; the marker deleted: refused too; a keyless push into an
+# unencrypted repository works (the positive control). A first backup with a key that fails leaves the repository
 # encrypted (its keyring alone), as the user guide says.
 . "$(dirname "$0")/lib.sh"
 setup_tmp
@@ -229,13 +233,42 @@ ok $r "not as damaged"
 pgd verify --repo "$REPO" "${K[@]}" "$newest" >/dev/null 2>&1
 is "$?" "0" "positive control: the keyring restored, the right key verifies the backup"
 
+# ---- a keyring deleted by hand: no plaintext beside encrypted objects, and "missing" with the key ----
+ok $([ -s "$REPO/encryption.pgdirect" ]; echo $?) "the encrypted repository holds its marker beside the keyring"
+LOST=0000000100000000000000F1
+wal_segment_file $LOST "$T/$LOST"
+mv "$kr" "$T/keyring.saved"
+expect_error "wal-push without the key, the keyring deleted" \
+    "repository \"$REPO\" is encrypted: an encryption key file is needed" pgd wal-push --repo "$REPO" "$T/$LOST"
+ok $([ -z "$(ls "$REPO/wal/00000001" | grep $LOST)" ]; echo $?) "and writes no plaintext segment"
+pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast >"$T/lost.log" 2>&1
+is "$?" "1" "backup without the key, the keyring deleted, exits 1"
+like "$(cat "$T/lost.log")" "repository \"$REPO\" is encrypted: an encryption key file is needed" "saying why"
+missing="the keyring \"keyring.pgdirect\" of repository \"$REPO\" is missing.*restore it from a copy"
+out=$(pgd verify --repo "$REPO" "${K[@]}" "$newest" 2>&1)
+is "$?" "3" "verify with the key, the keyring deleted, exits 3"
+like "$out" "$missing" "saying the keyring is missing and how to restore it"
+expect_error "list with the key, the keyring deleted" "$missing" pgd list --repo "$REPO" "${K[@]}"
+pgd wal-fetch --repo "$REPO" "${K[@]}" "${a%.lz4}" "$T/lost.seg" 2>"$T/wf.err"
+is "$?" "254" "wal-fetch with the key, the keyring deleted, exits 254"
+like "$(cat "$T/wf.err")" "$missing" "saying the keyring is missing"
+mv "$T/keyring.saved" "$kr"
+mv "$REPO/encryption.pgdirect" "$T/marker.saved"
+expect_error "wal-push without the key, the marker deleted (the keyring there)" \
+    "repository \"$REPO\" is encrypted: an encryption key file is needed" pgd wal-push --repo "$REPO" "$T/$LOST"
+mv "$T/marker.saved" "$REPO/encryption.pgdirect"
+pgd wal-push --repo "$T/plainrepo" "$T/$LOST" 2>"$T/plainpush.err"
+ok $? "positive control: wal-push without a key into an unencrypted repository works"
+ok $([ -e "$T/plainrepo/wal/00000001/$LOST.lz4" ] && [ ! -e "$T/plainrepo/encryption.pgdirect" ]; echo $?) \
+    "and stores the segment there, unencrypted"
+
 # ---- a first writing command with a key that then fails: the repository stays encrypted ----
 mkdir -p "$T/repo_new" && chown postgres "$T/repo_new"
 PGPORT=1 pgd backup --repo "$T/repo_new" "${K[@]}" --pgdata "$T/data" >"$T/new.log" 2>&1
 is "$?" "1" "a backup with a key into an empty repository, its server unreachable, fails"
 like "$(cat "$T/new.log")" "could not connect to the server" "(saying why)"
-is "$(ls -A "$T/repo_new" | tr '\n' ' ')" "keyring.pgdirect " \
-    "and leaves the repository encrypted, holding its keyring alone"
+is "$(ls -A "$T/repo_new" | tr '\n' ' ')" "encryption.pgdirect keyring.pgdirect " \
+    "and leaves the repository encrypted, holding its keyring and its marker alone"
 expect_error "list of it without the key" \
     "repository \"$T/repo_new\" is encrypted: an encryption key file is needed" pgd list --repo "$T/repo_new"
 out=$(pgd list --repo "$T/repo_new" "${K[@]}" 2>&1)
