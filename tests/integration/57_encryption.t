@@ -7,7 +7,9 @@
 # file's path (never the secret) in restore_command; wal-fetch with
 # --prefetch. The refusals: no key, a wrong key (exit 1 naming the
 # repository; wal-fetch 254), a key file of mode 0644, a key for a
-# repository holding unencrypted backups. Tampering: a flipped byte in a
+# repository holding unencrypted backups; wal-fetch without the key of a
+# segment the encrypted repository lacks: 254 saying the key is needed, not
+# 1 (the unencrypted repository: 1, the positive control). Tampering: a flipped byte in a
 # partition (verify exits 3 naming it, restore fails and removes what it
 # wrote), two WAL segments swapped and a cut segment (wal-fetch 254, nothing
 # written). A byte flipped in each part of the keyring: "damaged" naming it
@@ -93,6 +95,11 @@ pgd wal-fetch --repo "$REPO" "$seg" "$T/nokey.seg" 2>"$T/wf.err"
 is "$?" "254" "wal-fetch without the key exits 254"
 like "$(cat "$T/wf.err")" "is encrypted: an encryption key file is needed" "saying that it needs the key"
 ok $([ ! -e "$T/nokey.seg" ]; echo $?) "and writes nothing"
+pgd wal-fetch --repo "$REPO" 0000000100000000000000EE "$T/nokey2.seg" 2>"$T/wf.err"
+is "$?" "254" "wal-fetch without the key of a segment the encrypted repository lacks: 254, not 1 (not archived)"
+like "$(cat "$T/wf.err")" "is encrypted: an encryption key file is needed" "saying that it needs the key"
+pgd wal-fetch --repo "$T/plainrepo" 0000000100000000000000EE "$T/nokey2.seg" 2>"$T/wf.err"
+is "$?" "1" "positive control: the same from the unencrypted repository is 1 (not archived)"
 cp "$KEY" "$T/keys/open.key"
 chmod 644 "$T/keys/open.key"
 chown postgres "$T/keys/open.key"

@@ -251,13 +251,17 @@ static void test_crypt_storage_all(void **state)
  * refuses a keyless write, and with the key the open says the keyring is
  * missing (PGD_ERR_DAMAGED); the marker deleted, the keyring refuses the
  * keyless write, and a writer with the key puts the marker back. Positive
- * control: a keyless write into an unencrypted repository works.
+ * control: a keyless write into an unencrypted repository works. And
+ * without the key, an object an encrypted repository lacks is not
+ * "missing" (wal-fetch's "not archived") but an error: the key is needed.
  */
 static void test_crypt_storage_keyring_removed(void **state)
 {
     char *keys = test_tmpdir(), *repo = test_tmpdir(), *plain_repo = test_tmpdir();
     char *k1 = test_crypt_storage_key(keys, "k1", 3);
-    char kr[4096], saved[4096], marker[4096], path[4096];
+    char kr[4096], saved[4096], marker[4096], path[4096], *data = NULL;
+    size_t len;
+    bool missing;
     pgd_error err = {0};
     storage *s;
 
@@ -270,6 +274,22 @@ static void test_crypt_storage_keyring_removed(void **state)
     assert_true(storage_put(s, "a", MARKER, strlen(MARKER), 0, &err));
     storage_free(s);
     assert_int_equal(access(marker, F_OK), 0);
+    /* without the key, an object the encrypted repository lacks is not "missing": the key is needed
+     */
+    s = crypt_storage_open(storage_fs_new(repo), NULL, CRYPT_STORAGE_NO_PROBE, &err);
+    assert_non_null(s);
+    assert_false(storage_get(s, "nothing", &data, &len, &missing, &err));
+    assert_false(missing);
+    assert_non_null(strstr(err.msg, "is encrypted: an encryption key file is needed"));
+    err_clear(&err);
+    storage_free(s);
+    /* positive control: from an unencrypted repository it is missing */
+    s = crypt_storage_open(storage_fs_new(plain_repo), NULL, CRYPT_STORAGE_NO_PROBE, &err);
+    assert_non_null(s);
+    assert_false(storage_get(s, "nothing", &data, &len, &missing, &err));
+    assert_true(missing);
+    assert_false(err.set);
+    storage_free(s);
 
     assert_int_equal(rename(kr, saved), 0);
     s = crypt_storage_open(storage_fs_new(repo), NULL, CRYPT_STORAGE_NO_PROBE, &err);

@@ -258,7 +258,8 @@ typedef struct crypt_storage_plain {
     storage base;
     storage *inner;
     pthread_mutex_t lock;
-    bool probed; /* the keyring was looked for (before the first write) */
+    bool probed;      /* the keyring was looked for (before the first write) */
+    bool miss_probed; /* a miss is news only once the keyring was looked for (wal-fetch) */
 } crypt_storage_plain;
 
 static bool crypt_storage_root_encrypted(storage *inner, bool *encrypted, pgd_error *err);
@@ -308,6 +309,17 @@ static in_stream *crypt_storage_plain_read_open(storage *s, const char *path, bo
     in_stream *in = storage_read_open(((crypt_storage_plain *)s)->inner, path, missing, err);
     crypt_storage_sniffer *f;
 
+    /*
+     * "Missing" is news only from a repository that is not encrypted: without
+     * the key, wal-fetch must not answer "not archived" (exit 1, which ends
+     * recovery) for an encrypted repository it cannot read, but say the key
+     * is needed (254). One listing of the root, once, on the first miss; for
+     * wal-fetch and wal-push (CRYPT_STORAGE_NO_PROBE) only, whose misses mean
+     * something to PostgreSQL: other readers meet an encrypted object soon.
+     */
+    if (in == NULL && *missing && ((crypt_storage_plain *)s)->miss_probed &&
+        !crypt_storage_plain_probe((crypt_storage_plain *)s, err))
+        *missing = false;
     if (in == NULL)
         return NULL;
     f = xcalloc(1, sizeof(*f));
@@ -436,13 +448,15 @@ static bool crypt_storage_is_plain(const storage *s)
            s->ops == &crypt_storage_plain_ops_without_sync;
 }
 
-/* probed: the keyring is known to be absent (else the first write looks for it) */
-static storage *crypt_storage_plain_new(storage *inner, bool probed)
+/* probed: the keyring is known to be absent (else the first write looks for it); miss_probed: a
+ * missing object is said to be missing only once the keyring was looked for */
+static storage *crypt_storage_plain_new(storage *inner, bool probed, bool miss_probed)
 {
     crypt_storage_plain *p = xcalloc(1, sizeof(*p));
 
     pthread_mutex_init(&p->lock, NULL);
     p->probed = probed;
+    p->miss_probed = miss_probed;
     p->base.ops = storage_needs_sync(inner) ? &crypt_storage_plain_ops_with_sync
                                             : &crypt_storage_plain_ops_without_sync;
     p->base.uri = xstrdup(inner->uri);
@@ -571,7 +585,7 @@ static storage *crypt_storage_open_plain(storage *inner, unsigned flags, pgd_err
             return NULL;
         }
     }
-    return crypt_storage_plain_new(inner, now);
+    return crypt_storage_plain_new(inner, now, (flags & CRYPT_STORAGE_NO_PROBE) != 0);
 }
 
 /* The marker, written (or written again) beside the keyring. */
@@ -656,7 +670,7 @@ storage *crypt_storage_open(storage *inner, const char *key_file, unsigned flags
         }
         if (!(flags & CRYPT_STORAGE_CREATE)) {
             crypt_keyring_master_free(m);
-            return crypt_storage_plain_new(inner, true);
+            return crypt_storage_plain_new(inner, true, false);
         }
         if ((kr = crypt_storage_create(inner, m, &raced, err)) != NULL)
             break;

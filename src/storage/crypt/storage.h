@@ -41,8 +41,10 @@ enum {
  *     per segment), no request is made for it before the command's own: the
  *     first object read is refused when it begins as an encrypted object
  *     does, and the keyring and the marker are looked for (one listing of
- *     the root, once) before the first write or removal and before a listing
- *     that found nothing is answered,
+ *     the root, once) before the first write or removal, before a listing
+ *     that found nothing is answered, and, with CRYPT_STORAGE_NO_PROBE,
+ *     before an object is said to be missing (wal-fetch's "not archived"
+ *     ends recovery),
  *     so that nothing unencrypted is written into an encrypted repository,
  *     nothing is removed from one without its key, and an encrypted
  *     repository never looks empty.
