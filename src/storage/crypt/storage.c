@@ -588,6 +588,17 @@ static storage *crypt_storage_open_plain(storage *inner, unsigned flags, pgd_err
     return crypt_storage_plain_new(inner, now, (flags & CRYPT_STORAGE_NO_PROBE) != 0);
 }
 
+/* The keyring is gone, and the marker says the repository is encrypted: damaged repository data. */
+static void crypt_storage_missing(storage *inner, pgd_error *err)
+{
+    err_set(err,
+            "the keyring \"%s\" of repository \"%s\" is missing, and object \"%s\" says the "
+            "repository is encrypted; nothing in it can be read without the keyring: restore it "
+            "from a copy of that object",
+            CRYPT_KEYRING_NAME, inner->uri, CRYPT_STORAGE_MARKER);
+    err_mark(err, PGD_ERR_DAMAGED);
+}
+
 /* The marker, written (or written again) beside the keyring. */
 static bool crypt_storage_put_marker(storage *inner, pgd_error *err)
 {
@@ -650,12 +661,7 @@ storage *crypt_storage_open(storage *inner, const char *key_file, unsigned flags
         if (!crypt_storage_empty(inner, &empty, &marker, err))
             goto fail;
         if (marker) {
-            err_set(err,
-                    "the keyring \"%s\" of repository \"%s\" is missing, and object \"%s\" says "
-                    "the repository is encrypted; nothing in it can be read without the keyring: "
-                    "restore it from a copy of that object",
-                    CRYPT_KEYRING_NAME, inner->uri, CRYPT_STORAGE_MARKER);
-            err_mark(err, PGD_ERR_DAMAGED);
+            crypt_storage_missing(inner, err);
             goto fail;
         }
         if (!empty) {
@@ -725,7 +731,16 @@ bool crypt_storage_rotate(storage *inner, const char *old_file, const char *new_
         !crypt_storage_read_keyring(inner, &text, &len, &missing, err))
         goto done;
     if (missing) {
-        err_set(err, "repository \"%s\" is not encrypted: it has no keyring to rotate", inner->uri);
+        bool marker = false;
+        if (!storage_exists(inner, CRYPT_STORAGE_MARKER, &marker, err))
+            goto done;
+        if (marker)
+            crypt_storage_missing(inner, err);
+        else
+            err_set(err,
+                    "repository \"%s\" has no keyring \"%s\" to rotate: it is not encrypted, or "
+                    "its keyring was removed by hand (restore it from a copy)",
+                    inner->uri, CRYPT_KEYRING_NAME);
         goto done;
     }
     if ((kr = crypt_keyring_open(text, len, old_m, inner->uri, err)) == NULL ||
