@@ -4,7 +4,9 @@
  * published vectors, HKDF-SHA-256 against RFC 5869's first vector, the key
  * file's checks (mode, length, kind), and the keyring: a wrong key, a
  * passphrase given for a random key's repository, damaged texts, and a
- * rekey after which the old key opens nothing and the data keys are kept.
+ * rekey after which the old key opens nothing and the data keys are kept;
+ * version 2's check value and sum (a damaged keyring is never a wrong key),
+ * version 1 still read, and a known-answer keyring made by Python.
  */
 #include "helpers.h"
 
@@ -418,6 +420,53 @@ static void test_keyring_rekey(void **state)
     crypt_keyring_master_free(new_m);
 }
 
+/*
+ * Known answer: a keyring of version 2 written by Python's cryptography
+ * (tests/fuzz/make_crypt_seeds.py, corpus/crypt/keyring_v2), independently
+ * of keyring.c: master 80 81 .. 9f, data key 1 = 00 01 .. 1f, data key 7 its
+ * complement. It opens, giving those keys; another master is a wrong key.
+ */
+static void test_keyring_v2_known_answer(void **state)
+{
+    static const char text[] =
+        "pgdirect-keyring 2\n"
+        "kdf hkdf-sha256 000102030405060708090a0b0c0d0e0f\n"
+        "key 1 010101010101010101010101 "
+        "b0c973b98a2aea1b90dfafbf975f38379f1142bdcf53863730199b6365afef2e07ed1b12b2d5f7243c684d0dd7"
+        "52d3d0\n"
+        "key 7 070707070707070707070707 "
+        "7d2619475946bb537806e4c2e3c249871fe3e56170e460935d794817d7a2eba2a57cb5b852e500fc82feb7310f"
+        "6b03bd\n"
+        "active 7\n"
+        "check 12ff6bdfa7fa31c2ac7e3ef644a7ebd456dda2a093aa31c16f301e5333cb185b\n"
+        "sum fe392388467be65cc9ed7624e6cc28366c4690d7e66a5bb2edf2dcd11fd602ba\n";
+    crypt_master m = {.path = (char *)"/keys/kat", .len = 32, .passphrase = false};
+    crypt_master *other = test_keyring_master(false, 3);
+    uint8_t secret[32], k[32], want[32];
+    pgd_error err = {0};
+    crypt_keyring *kr;
+
+    (void)state;
+    for (int i = 0; i < 32; i++)
+        secret[i] = (uint8_t)(0x80 + i);
+    m.secret = secret;
+    kr = crypt_keyring_open(text, strlen(text), &m, "/repo", &err);
+    assert_non_null(kr);
+    assert_int_equal(crypt_keyring_active(kr), 7);
+    assert_true(crypt_keyring_key(kr, 1, k));
+    for (int i = 0; i < 32; i++)
+        want[i] = (uint8_t)i;
+    assert_memory_equal(k, want, 32);
+    assert_true(crypt_keyring_key(kr, 7, k));
+    for (int i = 0; i < 32; i++)
+        want[i] = (uint8_t)~i;
+    assert_memory_equal(k, want, 32);
+    crypt_keyring_free(kr);
+    assert_null(crypt_keyring_open(text, strlen(text), other, "/repo", &err));
+    assert_non_null(strstr(err.msg, "(wrong key)"));
+    crypt_keyring_master_free(other);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -428,6 +477,7 @@ int main(void)
         cmocka_unit_test(test_keyring_damaged),
         cmocka_unit_test(test_keyring_rekey),
         cmocka_unit_test(test_keyring_damaged_or_wrong_key),
+        cmocka_unit_test(test_keyring_v2_known_answer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
