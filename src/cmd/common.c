@@ -417,11 +417,15 @@ static storage *command_open_one(const pgd_options *opts, bool check_exists, pgd
     if (repo == NULL)
         return NULL;
     /* wal-fetch and wal-push: no request before their own (PostgreSQL runs them per segment) */
-    return crypt_storage_open(
+    repo = crypt_storage_open(
         repo, opt_str(opts, OPT_ENCRYPTION_KEY_FILE),
         ((opts->command & COMMAND_REPO_WRITERS) ? CRYPT_STORAGE_CREATE : 0) |
             ((opts->command & (CMD_WAL_FETCH | CMD_WAL_PUSH)) ? CRYPT_STORAGE_NO_PROBE : 0),
         err);
+    /* a damaged keyring is damaged repository data, but backup's 3 means checksum errors */
+    if (repo == NULL && opts->command == CMD_BACKUP && err_is(err, PGD_ERR_DAMAGED))
+        err_mark(err, PGD_ERR_FAILED);
+    return repo;
 }
 
 storage *command_open_store(const pgd_options *opts, pgd_error *err)

@@ -6,6 +6,8 @@ Python's cryptography, independently of pgdirect's code.
 
     python3 tests/fuzz/make_crypt_seeds.py tests/fuzz/corpus/crypt
 """
+import hashlib
+import hmac
 import os
 import struct
 import sys
@@ -37,18 +39,24 @@ def encrypt(kid, plain, salt):
     return out
 
 
-def keyring():
+def keyring(version=1):
     salt = bytes(range(16))
     master = bytes(0x80 + i for i in range(32))
     kek = HKDF(algorithm=hashes.SHA256(), length=32, salt=salt,
                info=b"pgdirect master key").derive(master)
-    lines = [b"pgdirect-keyring 1", b"kdf hkdf-sha256 " + salt.hex().encode()]
+    lines = [b"pgdirect-keyring %d" % version, b"kdf hkdf-sha256 " + salt.hex().encode()]
     for kid in (1, 7):
         nonce = bytes([kid] * 12)
         w = AESGCM(kek).encrypt(nonce, data_key(kid), b"pgdirect data key %d" % kid)
         lines.append(b"key %d %s %s" % (kid, nonce.hex().encode(), w.hex().encode()))
     lines.append(b"active 7")
-    return b"\n".join(lines) + b"\n"
+    if version == 1:
+        return b"\n".join(lines) + b"\n"
+    # version 2: the check value under the KEK, then the SHA-256 of every byte before the sum
+    check = hmac.new(kek, b"pgdirect keyring check", hashlib.sha256).digest()
+    lines.append(b"check " + check.hex().encode())
+    text = b"\n".join(lines) + b"\n"
+    return text + b"sum " + hashlib.sha256(text).hexdigest().encode() + b"\n"
 
 
 def main(out):
@@ -64,6 +72,8 @@ def main(out):
             f.write(b"\x00" + body)
     with open(os.path.join(out, "keyring"), "wb") as f:
         f.write(b"\x01" + keyring())
+    with open(os.path.join(out, "keyring_v2"), "wb") as f:
+        f.write(b"\x01" + keyring(2))
 
 
 if __name__ == "__main__":

@@ -7,10 +7,18 @@
 # file's path (never the secret) in restore_command; wal-fetch with
 # --prefetch. The refusals: no key, a wrong key (exit 1 naming the
 # repository; wal-fetch 254), a key file of mode 0644, a key for a
-# repository holding unencrypted backups. Tampering: a flipped byte in a
+# repository holding unencrypted backups; wal-fetch without the key of a
+# segment the encrypted repository lacks: 254 saying the key is needed, not
+# 1 (the unencrypted repository: 1, the positive control). Tampering: a flipped byte in a
 # partition (verify exits 3 naming it, restore fails and removes what it
 # wrote), two WAL segments swapped and a cut segment (wal-fetch 254, nothing
-# written). A first backup with a key that fails leaves the repository
+# written). A byte flipped in each part of the keyring: "damaged" naming it
+# (verify 3, backup 1, wal-fetch 254), never "wrong key"; a wrong key with the
+# keyring whole: "wrong key", never "damaged". The keyring deleted by hand:
+# a keyless wal-push or backup is refused (the marker encryption.pgdirect
+# says the repository is encrypted), with the key every command says the
+# keyring is missing; the marker deleted: refused too; a keyless push into an
+# unencrypted repository works (the positive control). A first backup with a key that fails leaves the repository
 # encrypted (its keyring alone), as the user guide says.
 . "$(dirname "$0")/lib.sh"
 setup_tmp
@@ -87,6 +95,11 @@ pgd wal-fetch --repo "$REPO" "$seg" "$T/nokey.seg" 2>"$T/wf.err"
 is "$?" "254" "wal-fetch without the key exits 254"
 like "$(cat "$T/wf.err")" "is encrypted: an encryption key file is needed" "saying that it needs the key"
 ok $([ ! -e "$T/nokey.seg" ]; echo $?) "and writes nothing"
+pgd wal-fetch --repo "$REPO" 0000000100000000000000EE "$T/nokey2.seg" 2>"$T/wf.err"
+is "$?" "254" "wal-fetch without the key of a segment the encrypted repository lacks: 254, not 1 (not archived)"
+like "$(cat "$T/wf.err")" "is encrypted: an encryption key file is needed" "saying that it needs the key"
+pgd wal-fetch --repo "$T/plainrepo" 0000000100000000000000EE "$T/nokey2.seg" 2>"$T/wf.err"
+is "$?" "1" "positive control: the same from the unencrypted repository is 1 (not archived)"
 cp "$KEY" "$T/keys/open.key"
 chmod 644 "$T/keys/open.key"
 chown postgres "$T/keys/open.key"
@@ -199,13 +212,70 @@ is "$ids" "$newest" "and list shows the newest full backup alone"
 ok $([ ! -e "$REPO/backups/$full.done.json" ] && [ ! -e "$REPO/backups/$delta.done.json" ]; echo $?) \
     "the older full and its delta are gone"
 
+# ---- a damaged keyring is not a wrong key ----
+kr="$REPO/keyring.pgdirect"
+cp "$kr" "$T/keyring.orig"
+# a flipped byte in each part of the keyring: its kdf line, a wrapped data key, its check value, its sum
+for n in 2 3 5 6; do
+    off=$(head -n $((n - 1)) "$T/keyring.orig" | wc -c)
+    cp "$T/keyring.orig" "$kr" && flip_byte "$kr" $((off + 20))
+    out=$(pgd verify --repo "$REPO" "${K[@]}" "$newest" 2>&1)
+    is "$?" "3" "verify with line $n of the keyring damaged exits 3"
+    like "$out" "the keyring \"keyring.pgdirect\" of repository \"$REPO\" is damaged" \
+        "naming the keyring as damaged (line $n)"
+    case $out in *"wrong key"*) r=1 ;; *) r=0 ;; esac
+    ok $r "never as a wrong key (line $n)"
+done
+pgd backup --repo "$REPO" "${K[@]}" --pgdata "$T/data" --checkpoint fast >"$T/kr.log" 2>&1
+is "$?" "1" "backup with a damaged keyring exits 1 (3 would mean checksum errors)"
+like "$(cat "$T/kr.log")" "keyring \"keyring.pgdirect\" of repository \"$REPO\" is damaged" "naming it"
+pgd wal-fetch --repo "$REPO" "${K[@]}" "${a%.lz4}" "$T/kr.seg" 2>"$T/wf.err"
+is "$?" "254" "wal-fetch with a damaged keyring exits 254"
+cp "$T/keyring.orig" "$kr"
+out=$(pgd verify --repo "$REPO" --encryption-key-file "$T/keys/other.key" "$newest" 2>&1)
+is "$?" "1" "verify with a wrong key and the keyring whole exits 1"
+like "$out" "does not open repository \"$REPO\" \(wrong key\)" "saying wrong key"
+case $out in *damaged*) r=1 ;; *) r=0 ;; esac
+ok $r "not as damaged"
+pgd verify --repo "$REPO" "${K[@]}" "$newest" >/dev/null 2>&1
+is "$?" "0" "positive control: the keyring restored, the right key verifies the backup"
+
+# ---- a keyring deleted by hand: no plaintext beside encrypted objects, and "missing" with the key ----
+ok $([ -s "$REPO/encryption.pgdirect" ]; echo $?) "the encrypted repository holds its marker beside the keyring"
+LOST=0000000100000000000000F1
+wal_segment_file $LOST "$T/$LOST"
+mv "$kr" "$T/keyring.saved"
+expect_error "wal-push without the key, the keyring deleted" \
+    "repository \"$REPO\" is encrypted: an encryption key file is needed" pgd wal-push --repo "$REPO" "$T/$LOST"
+ok $([ -z "$(ls "$REPO/wal/00000001" | grep $LOST)" ]; echo $?) "and writes no plaintext segment"
+pgd backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast >"$T/lost.log" 2>&1
+is "$?" "1" "backup without the key, the keyring deleted, exits 1"
+like "$(cat "$T/lost.log")" "repository \"$REPO\" is encrypted: an encryption key file is needed" "saying why"
+missing="the keyring \"keyring.pgdirect\" of repository \"$REPO\" is missing.*restore it from a copy"
+out=$(pgd verify --repo "$REPO" "${K[@]}" "$newest" 2>&1)
+is "$?" "3" "verify with the key, the keyring deleted, exits 3"
+like "$out" "$missing" "saying the keyring is missing and how to restore it"
+expect_error "list with the key, the keyring deleted" "$missing" pgd list --repo "$REPO" "${K[@]}"
+pgd wal-fetch --repo "$REPO" "${K[@]}" "${a%.lz4}" "$T/lost.seg" 2>"$T/wf.err"
+is "$?" "254" "wal-fetch with the key, the keyring deleted, exits 254"
+like "$(cat "$T/wf.err")" "$missing" "saying the keyring is missing"
+mv "$T/keyring.saved" "$kr"
+mv "$REPO/encryption.pgdirect" "$T/marker.saved"
+expect_error "wal-push without the key, the marker deleted (the keyring there)" \
+    "repository \"$REPO\" is encrypted: an encryption key file is needed" pgd wal-push --repo "$REPO" "$T/$LOST"
+mv "$T/marker.saved" "$REPO/encryption.pgdirect"
+pgd wal-push --repo "$T/plainrepo" "$T/$LOST" 2>"$T/plainpush.err"
+ok $? "positive control: wal-push without a key into an unencrypted repository works"
+ok $([ -e "$T/plainrepo/wal/00000001/$LOST.lz4" ] && [ ! -e "$T/plainrepo/encryption.pgdirect" ]; echo $?) \
+    "and stores the segment there, unencrypted"
+
 # ---- a first writing command with a key that then fails: the repository stays encrypted ----
 mkdir -p "$T/repo_new" && chown postgres "$T/repo_new"
 PGPORT=1 pgd backup --repo "$T/repo_new" "${K[@]}" --pgdata "$T/data" >"$T/new.log" 2>&1
 is "$?" "1" "a backup with a key into an empty repository, its server unreachable, fails"
 like "$(cat "$T/new.log")" "could not connect to the server" "(saying why)"
-is "$(ls -A "$T/repo_new" | tr '\n' ' ')" "keyring.pgdirect " \
-    "and leaves the repository encrypted, holding its keyring alone"
+is "$(ls -A "$T/repo_new" | tr '\n' ' ')" "encryption.pgdirect keyring.pgdirect " \
+    "and leaves the repository encrypted, holding its keyring and its marker alone"
 expect_error "list of it without the key" \
     "repository \"$T/repo_new\" is encrypted: an encryption key file is needed" pgd list --repo "$T/repo_new"
 out=$(pgd list --repo "$T/repo_new" "${K[@]}" 2>&1)

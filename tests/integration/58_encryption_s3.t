@@ -6,7 +6,9 @@
 # (the positive control, read back with boto3); an object tampered in the
 # bucket makes verify exit 3 naming it; a wrong key makes wal-fetch exit
 # 254; list without the key says it needs it. The requests a wal-push and
-# a list without a key make (the latter: none to look for a keyring).
+# a list without a key make (the latter: none to look for a keyring). The
+# keyring deleted from the bucket: a keyless wal-push stores nothing (the
+# marker encryption.pgdirect), list with the key says the keyring is missing.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_s3.sh"
 setup_tmp
@@ -96,7 +98,7 @@ for kind in plain enc; do
     reqs=$(tail -n +$((before + 1)) "$S3_LOG" | awk '{print $1}' | sort | uniq -c | awk '{printf "%s%s %s", sep, $2, $1; sep=", "}')
     diag "wal-push to the $kind prefix: $reqs"
     n=$(tail -n +$((before + 1)) "$S3_LOG" | wc -l)
-    is "$n" "5" "wal-push to the $kind prefix is five requests (the keyring looked for or read, GET, PUT, two HEADs)"
+    is "$n" "5" "wal-push to the $kind prefix is five requests (the root listed for the keyring and its marker, or the keyring read; GET, PUT, two HEADs)"
 done
 
 # what list without a key asks of the unencrypted prefix: no request to look for a keyring (the
@@ -138,5 +140,40 @@ like "$key" "part_" "boto3 flipped a byte of $key"
 out=$(pgd verify --repo "$REPO" "${K[@]}" "$full" 2>&1)
 is "$?" "3" "verify of the tampered backup exits 3"
 like "$out" "$(basename "$key")" "naming the object"
+
+# the keyring deleted from the bucket by hand: a keyless wal-push writes nothing (the marker
+# says the repository is encrypted), and with the key, list says the keyring is missing
+s3obj() { # s3obj get|put|delete KEY [FILE]
+    "$S3_PYTHON" - "$S3_BUCKET" "$@" <<'PY'
+import boto3, sys
+s3 = boto3.client("s3")
+bucket, op, key = sys.argv[1], sys.argv[2], sys.argv[3]
+if op == "get":
+    open(sys.argv[4], "wb").write(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+elif op == "put":
+    s3.put_object(Bucket=bucket, Key=key, Body=open(sys.argv[4], "rb").read())
+elif op == "delete":
+    s3.delete_object(Bucket=bucket, Key=key)
+elif op == "exists":
+    r = s3.list_objects_v2(Bucket=bucket, Prefix=key)
+    sys.exit(0 if r.get("KeyCount", 0) > 0 else 1)
+PY
+}
+s3obj exists enc/encryption.pgdirect
+ok $? "the encrypted prefix holds the marker encryption.pgdirect"
+s3obj get enc/keyring.pgdirect "$T/keyring.saved" && s3obj delete enc/keyring.pgdirect
+ok $? "boto3 deleted the keyring"
+wal_segment_file 0000000900000000000000F2 "$T/w/0000000900000000000000F2"
+expect_error "wal-push without the key, the keyring deleted" \
+    "repository \"$REPO\" is encrypted: an encryption key file is needed" \
+    pgd wal-push --repo "$REPO" "$T/w/0000000900000000000000F2"
+s3obj exists enc/wal/00000009/0000000900000000000000F2
+is "$?" "1" "and stores no plaintext segment"
+expect_error "list with the key, the keyring deleted" \
+    "the keyring \"keyring.pgdirect\" of repository \"$REPO\" is missing.*restore it from a copy" \
+    pgd list --repo "$REPO" "${K[@]}"
+s3obj put enc/keyring.pgdirect "$T/keyring.saved"
+pgd list --repo "$REPO" "${K[@]}" >/dev/null 2>&1
+ok $? "the keyring put back, list with the key works again"
 
 done_testing

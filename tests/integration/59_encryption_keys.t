@@ -8,7 +8,8 @@
 # keyrings they left once stale; then a rotation that completes: the old key
 # opens nothing (exit 1; wal-fetch 254), the new key reads what the old one
 # wrote, new objects use a new data key. A rotation from a wrong key
-# changes nothing. `pgdirect cat` turns an object back into its
+# changes nothing, nor one with the keyring deleted by hand (it says the
+# keyring is missing, never that the repository is not encrypted). `pgdirect cat` turns an object back into its
 # plaintext for restoring by hand (lz4 -dc gives the segment back), refuses
 # a tampered one, and names a missing one.
 . "$(dirname "$0")/lib.sh"
@@ -95,6 +96,19 @@ cmp -s "$REPO/keyring.pgdirect" "$T/keyring.before"
 ok $? "and leaves the keyring as it was"
 expect_error "key rotate without the new key" "needs --encryption-key-file .* and --new-encryption-key-file" \
     pgd key rotate --repo "$REPO" "${OLD[@]}"
+# the keyring deleted by hand: "missing" (the marker is there), never "not encrypted"
+mv "$REPO/keyring.pgdirect" "$T/keyring.moved"
+expect_error "key rotate, the keyring deleted" \
+    "the keyring \"keyring.pgdirect\" of repository \"$REPO\" is missing.*restore it from a copy" \
+    pgd key rotate --repo "$REPO" "${OLD[@]}" --new-encryption-key-file "$T/keys/new.key"
+mv "$REPO/encryption.pgdirect" "$T/marker.moved"
+expect_error "key rotate, the keyring and the marker deleted" \
+    "has no keyring \"keyring.pgdirect\" to rotate: it is not encrypted, or its keyring was removed" \
+    pgd key rotate --repo "$REPO" "${OLD[@]}" --new-encryption-key-file "$T/keys/new.key"
+mv "$T/keyring.moved" "$REPO/keyring.pgdirect"
+mv "$T/marker.moved" "$REPO/encryption.pgdirect"
+cmp -s "$REPO/keyring.pgdirect" "$T/keyring.before"
+ok $? "(the keyring put back as it was)"
 
 # ---- the rotation that completes ----
 out=$(pgd key rotate --repo "$REPO" "${OLD[@]}" --new-encryption-key-file "$T/keys/new.key" 2>&1)

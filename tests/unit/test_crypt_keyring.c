@@ -4,11 +4,14 @@
  * published vectors, HKDF-SHA-256 against RFC 5869's first vector, the key
  * file's checks (mode, length, kind), and the keyring: a wrong key, a
  * passphrase given for a random key's repository, damaged texts, and a
- * rekey after which the old key opens nothing and the data keys are kept.
+ * rekey after which the old key opens nothing and the data keys are kept;
+ * version 2's check value and sum (a damaged keyring is never a wrong key),
+ * version 1 still read, and a known-answer keyring made by Python.
  */
 #include "helpers.h"
 
 #include "storage/crypt/keyring.h"
+#include "util/digest.h"
 
 static void test_keyring_hex(const char *hex, uint8_t *out, size_t len)
 {
@@ -243,12 +246,137 @@ static void test_keyring_damaged(void **state)
     for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
         pgd_error err = {0};
         assert_null(crypt_keyring_open(texts[i], strlen(texts[i]), a, "/repo", &err));
-        /* not PGD_ERR_DAMAGED: backup would exit 3, "completed with checksum errors" */
-        assert_true(err_is(&err, PGD_ERR_FAILED));
+        /* damaged repository data (command_open_one makes it 1 for backup) */
+        assert_true(err_is(&err, PGD_ERR_DAMAGED));
         assert_non_null(strstr(err.msg, "keyring \"keyring.pgdirect\" of repository \"/repo\" "
                                         "is damaged"));
     }
     crypt_keyring_master_free(a);
+}
+
+/* A keyring's text with `from` (the first match) replaced by `to`. */
+static char *test_keyring_edit(const char *text, const char *from, const char *to)
+{
+    const char *at = strstr(text, from);
+    char *out;
+
+    assert_non_null(at);
+    out = malloc(strlen(text) - strlen(from) + strlen(to) + 1);
+    assert_non_null(out);
+    memcpy(out, text, (size_t)(at - text));
+    strcpy(out + (at - text), to);
+    strcat(out, at + strlen(from));
+    return out;
+}
+
+/*
+ * A byte flipped in any line of a keyring is "damaged", of kind
+ * PGD_ERR_DAMAGED, and never "wrong key"; a wrong key is "wrong key", of
+ * kind PGD_ERR_FAILED; the right key opens it (the positive control).
+ * A keyring of version 1 (no check value, no sum) still opens.
+ */
+static void test_keyring_damaged_or_wrong_key(void **state)
+{
+    pgd_error err = {0};
+    crypt_master *a = test_keyring_master(false, 3), *b = test_keyring_master(false, 5);
+    crypt_keyring *kr = crypt_keyring_create(a, &err), *opened;
+    char *text, *v1, *tmp;
+    size_t len, lines = 0;
+
+    (void)state;
+    assert_non_null(kr);
+    text = crypt_keyring_text(kr, &len);
+    assert_non_null(strstr(text, "pgdirect-keyring 2\n"));
+    assert_non_null(strstr(text, "\ncheck "));
+    assert_non_null(strstr(text, "\nsum "));
+    opened = crypt_keyring_open(text, len, a, "/repo", &err);
+    assert_non_null(opened);
+    crypt_keyring_free(opened);
+    assert_null(crypt_keyring_open(text, len, b, "/repo", &err));
+    assert_true(err_is(&err, PGD_ERR_FAILED));
+    assert_non_null(strstr(err.msg, "(wrong key)"));
+    err_clear(&err);
+    /* one byte of each line, its middle, turned into another hex digit or letter */
+    for (size_t start = 0; start < len; lines++) {
+        size_t end = (size_t)(strchr(text + start, '\n') - text), mid = start + (end - start) / 2;
+        char *copy = strdup(text);
+        assert_non_null(copy);
+        copy[mid] = copy[mid] == '0' ? '1' : '0';
+        assert_null(crypt_keyring_open(copy, len, a, "/repo", &err));
+        assert_true(err_is(&err, PGD_ERR_DAMAGED));
+        assert_non_null(strstr(err.msg, "keyring \"keyring.pgdirect\" of repository \"/repo\" "
+                                        "is damaged"));
+        assert_null(strstr(err.msg, "wrong key"));
+        err_clear(&err);
+        free(copy);
+        start = end + 1;
+    }
+    assert_int_equal(lines, 6); /* header, kdf, key, active, check, sum */
+    free(text);
+
+    /* a wrapped key changed and the sum made right again: damaged, since the check value matches */
+    {
+        char *nosum, *at;
+        uint8_t sum[DIGEST_SHA256_LEN];
+        text = crypt_keyring_text(kr, &len);
+        at = strstr(text, "\nkey 1 ");
+        assert_non_null(at);
+        at += strlen("\nkey 1 ") + 2 * CRYPT_NONCE_LEN + 1 + 4;
+        *at = *at == '0' ? '1' : '0';
+        nosum = strndup(text, (size_t)(strstr(text, "sum ") - text));
+        assert_true(digest_sha256(nosum, strlen(nosum), sum));
+        tmp = malloc(strlen(nosum) + 4 + 2 * DIGEST_SHA256_LEN + 2);
+        strcpy(tmp, nosum);
+        strcat(tmp, "sum ");
+        for (size_t i = 0; i < sizeof(sum); i++)
+            sprintf(tmp + strlen(tmp), "%02x", sum[i]);
+        strcat(tmp, "\n");
+        assert_null(crypt_keyring_open(tmp, strlen(tmp), a, "/repo", &err));
+        assert_true(err_is(&err, PGD_ERR_DAMAGED));
+        assert_non_null(strstr(err.msg, "is damaged (data key 1 fails authentication under the "
+                                        "right key)"));
+        err_clear(&err);
+        /* and with the wrong key, that keyring says "wrong key" */
+        assert_null(crypt_keyring_open(tmp, strlen(tmp), b, "/repo", &err));
+        assert_non_null(strstr(err.msg, "(wrong key)"));
+        err_clear(&err);
+        free(tmp);
+        free(nosum);
+        free(text);
+    }
+
+    /* version 1: no check value, no sum; opens with the right key, "wrong key" with another */
+    text = crypt_keyring_text(kr, &len);
+    *strstr(text, "check ") = '\0';
+    v1 = test_keyring_edit(text, "pgdirect-keyring 2", "pgdirect-keyring 1");
+    opened = crypt_keyring_open(v1, strlen(v1), a, "/repo", &err);
+    assert_non_null(opened);
+    crypt_keyring_free(opened);
+    assert_null(crypt_keyring_open(v1, strlen(v1), b, "/repo", &err));
+    assert_non_null(strstr(err.msg, "(wrong key)"));
+    err_clear(&err);
+    /* a version 2 keyring stripped of its check value and sum is damaged */
+    tmp = test_keyring_edit(v1, "pgdirect-keyring 1", "pgdirect-keyring 2");
+    assert_null(crypt_keyring_open(tmp, strlen(tmp), a, "/repo", &err));
+    assert_true(err_is(&err, PGD_ERR_DAMAGED));
+    err_clear(&err);
+    /* a rotation writes version 2 */
+    crypt_keyring_free(kr);
+    kr = crypt_keyring_open(v1, strlen(v1), a, "/repo", &err);
+    assert_non_null(kr);
+    assert_true(crypt_keyring_rekey(kr, b, &err));
+    free(text);
+    text = crypt_keyring_text(kr, &len);
+    assert_non_null(strstr(text, "pgdirect-keyring 2\n"));
+    opened = crypt_keyring_open(text, len, b, "/repo", &err);
+    assert_non_null(opened);
+    crypt_keyring_free(opened);
+    free(tmp);
+    free(v1);
+    free(text);
+    crypt_keyring_free(kr);
+    crypt_keyring_master_free(a);
+    crypt_keyring_master_free(b);
 }
 
 static void test_keyring_rekey(void **state)
@@ -292,12 +420,64 @@ static void test_keyring_rekey(void **state)
     crypt_keyring_master_free(new_m);
 }
 
+/*
+ * Known answer: a keyring of version 2 written by Python's cryptography
+ * (tests/fuzz/make_crypt_seeds.py, corpus/crypt/keyring_v2), independently
+ * of keyring.c: master 80 81 .. 9f, data key 1 = 00 01 .. 1f, data key 7 its
+ * complement. It opens, giving those keys; another master is a wrong key.
+ */
+static void test_keyring_v2_known_answer(void **state)
+{
+    static const char text[] =
+        "pgdirect-keyring 2\n"
+        "kdf hkdf-sha256 000102030405060708090a0b0c0d0e0f\n"
+        "key 1 010101010101010101010101 "
+        "b0c973b98a2aea1b90dfafbf975f38379f1142bdcf53863730199b6365afef2e07ed1b12b2d5f7243c684d0dd7"
+        "52d3d0\n"
+        "key 7 070707070707070707070707 "
+        "7d2619475946bb537806e4c2e3c249871fe3e56170e460935d794817d7a2eba2a57cb5b852e500fc82feb7310f"
+        "6b03bd\n"
+        "active 7\n"
+        "check 12ff6bdfa7fa31c2ac7e3ef644a7ebd456dda2a093aa31c16f301e5333cb185b\n"
+        "sum fe392388467be65cc9ed7624e6cc28366c4690d7e66a5bb2edf2dcd11fd602ba\n";
+    crypt_master m = {.path = (char *)"/keys/kat", .len = 32, .passphrase = false};
+    crypt_master *other = test_keyring_master(false, 3);
+    uint8_t secret[32], k[32], want[32];
+    pgd_error err = {0};
+    crypt_keyring *kr;
+
+    (void)state;
+    for (int i = 0; i < 32; i++)
+        secret[i] = (uint8_t)(0x80 + i);
+    m.secret = secret;
+    kr = crypt_keyring_open(text, strlen(text), &m, "/repo", &err);
+    assert_non_null(kr);
+    assert_int_equal(crypt_keyring_active(kr), 7);
+    assert_true(crypt_keyring_key(kr, 1, k));
+    for (int i = 0; i < 32; i++)
+        want[i] = (uint8_t)i;
+    assert_memory_equal(k, want, 32);
+    assert_true(crypt_keyring_key(kr, 7, k));
+    for (int i = 0; i < 32; i++)
+        want[i] = (uint8_t)~i;
+    assert_memory_equal(k, want, 32);
+    crypt_keyring_free(kr);
+    assert_null(crypt_keyring_open(text, strlen(text), other, "/repo", &err));
+    assert_non_null(strstr(err.msg, "(wrong key)"));
+    crypt_keyring_master_free(other);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_scrypt_rfc7914),  cmocka_unit_test(test_hkdf_rfc5869),
-        cmocka_unit_test(test_key_file_checks), cmocka_unit_test(test_keyring_open_and_wrong_key),
-        cmocka_unit_test(test_keyring_damaged), cmocka_unit_test(test_keyring_rekey),
+        cmocka_unit_test(test_scrypt_rfc7914),
+        cmocka_unit_test(test_hkdf_rfc5869),
+        cmocka_unit_test(test_key_file_checks),
+        cmocka_unit_test(test_keyring_open_and_wrong_key),
+        cmocka_unit_test(test_keyring_damaged),
+        cmocka_unit_test(test_keyring_rekey),
+        cmocka_unit_test(test_keyring_damaged_or_wrong_key),
+        cmocka_unit_test(test_keyring_v2_known_answer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,8 @@
  * the same object written without the filter does); listings give plaintext
  * sizes and hide the keyring; two objects swapped are each refused; the
  * refusals (no key for an encrypted repository, a wrong key, a key for a
- * repository holding unencrypted objects); and rotation.
+ * repository holding unencrypted objects); rotation; and the keyring or
+ * its marker deleted by hand.
  */
 #include "helpers.h"
 
@@ -245,10 +246,112 @@ static void test_crypt_storage_all(void **state)
     free(k2);
 }
 
+/*
+ * The keyring deleted by hand: the marker (encryption.pgdirect) still
+ * refuses a keyless write, and with the key the open says the keyring is
+ * missing (PGD_ERR_DAMAGED); the marker deleted, the keyring refuses the
+ * keyless write, and a writer with the key puts the marker back. Positive
+ * control: a keyless write into an unencrypted repository works. And
+ * without the key, an object an encrypted repository lacks is not
+ * "missing" (wal-fetch's "not archived") but an error: the key is needed.
+ */
+static void test_crypt_storage_keyring_removed(void **state)
+{
+    char *keys = test_tmpdir(), *repo = test_tmpdir(), *plain_repo = test_tmpdir();
+    char *k1 = test_crypt_storage_key(keys, "k1", 3);
+    char kr[4096], saved[4096], marker[4096], path[4096], *data = NULL;
+    size_t len;
+    bool missing;
+    pgd_error err = {0};
+    storage *s;
+
+    (void)state;
+    snprintf(kr, sizeof(kr), "%s/%s", repo, CRYPT_KEYRING_NAME);
+    snprintf(saved, sizeof(saved), "%s/keyring.saved", keys);
+    snprintf(marker, sizeof(marker), "%s/encryption.pgdirect", repo);
+    s = crypt_storage_open(storage_fs_new(repo), k1, CRYPT_STORAGE_CREATE, &err);
+    assert_non_null(s);
+    assert_true(storage_put(s, "a", MARKER, strlen(MARKER), 0, &err));
+    storage_free(s);
+    assert_int_equal(access(marker, F_OK), 0);
+    /* without the key, an object the encrypted repository lacks is not "missing": the key is needed
+     */
+    s = crypt_storage_open(storage_fs_new(repo), NULL, CRYPT_STORAGE_NO_PROBE, &err);
+    assert_non_null(s);
+    assert_false(storage_get(s, "nothing", &data, &len, &missing, &err));
+    assert_false(missing);
+    assert_non_null(strstr(err.msg, "is encrypted: an encryption key file is needed"));
+    err_clear(&err);
+    storage_free(s);
+    /* positive control: from an unencrypted repository it is missing */
+    s = crypt_storage_open(storage_fs_new(plain_repo), NULL, CRYPT_STORAGE_NO_PROBE, &err);
+    assert_non_null(s);
+    assert_false(storage_get(s, "nothing", &data, &len, &missing, &err));
+    assert_true(missing);
+    assert_false(err.set);
+    storage_free(s);
+
+    assert_int_equal(rename(kr, saved), 0);
+    s = crypt_storage_open(storage_fs_new(repo), NULL, CRYPT_STORAGE_NO_PROBE, &err);
+    assert_non_null(s);
+    assert_false(storage_put(s, "b", "x", 1, 0, &err));
+    assert_non_null(strstr(err.msg, "is encrypted: an encryption key file is needed"));
+    err_clear(&err);
+    storage_free(s);
+    snprintf(path, sizeof(path), "%s/b", repo);
+    assert_int_not_equal(access(path, F_OK), 0);
+    assert_null(crypt_storage_open(storage_fs_new(repo), NULL, CRYPT_STORAGE_CREATE, &err));
+    assert_non_null(strstr(err.msg, "is encrypted: an encryption key file is needed"));
+    err_clear(&err);
+    assert_null(crypt_storage_open(storage_fs_new(repo), k1, 0, &err));
+    assert_non_null(strstr(err.msg, "keyring \"keyring.pgdirect\" of repository"));
+    assert_non_null(strstr(err.msg, "is missing"));
+    assert_null(strstr(err.msg, "unencrypted"));
+    assert_true(err_is(&err, PGD_ERR_DAMAGED));
+    err_clear(&err);
+    /* nor is a new keyring made over the lost one by a writer */
+    assert_null(crypt_storage_open(storage_fs_new(repo), k1, CRYPT_STORAGE_CREATE, &err));
+    assert_non_null(strstr(err.msg, "is missing"));
+    err_clear(&err);
+    assert_int_not_equal(access(kr, F_OK), 0);
+
+    assert_int_equal(rename(saved, kr), 0);
+    assert_int_equal(unlink(marker), 0);
+    s = crypt_storage_open(storage_fs_new(repo), NULL, CRYPT_STORAGE_NO_PROBE, &err);
+    assert_non_null(s);
+    assert_false(storage_put(s, "b", "x", 1, 0, &err));
+    assert_non_null(strstr(err.msg, "is encrypted"));
+    err_clear(&err);
+    storage_free(s);
+    /* a reader with the key does not write; a writer (backup, check) puts the marker back */
+    s = crypt_storage_open(storage_fs_new(repo), k1, CRYPT_STORAGE_NO_PROBE, &err);
+    assert_non_null(s);
+    storage_free(s);
+    assert_int_not_equal(access(marker, F_OK), 0);
+    s = crypt_storage_open(storage_fs_new(repo), k1, CRYPT_STORAGE_CREATE, &err);
+    assert_non_null(s);
+    storage_free(s);
+    assert_int_equal(access(marker, F_OK), 0);
+
+    /* positive control: without a key, an unencrypted repository takes the write */
+    s = crypt_storage_open(storage_fs_new(plain_repo), NULL, CRYPT_STORAGE_NO_PROBE, &err);
+    assert_non_null(s);
+    assert_true(storage_put(s, "b", "x", 1, 0, &err));
+    storage_free(s);
+    snprintf(path, sizeof(path), "%s/b", plain_repo);
+    assert_int_equal(access(path, F_OK), 0);
+
+    rm_rf(keys);
+    rm_rf(repo);
+    rm_rf(plain_repo);
+    free(k1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_crypt_storage_all),
+        cmocka_unit_test(test_crypt_storage_keyring_removed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

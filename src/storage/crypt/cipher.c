@@ -20,7 +20,7 @@
     X(EVP_CIPHER_CTX_new)                                                                          \
     X(EVP_CIPHER_CTX_free)                                                                         \
     X(EVP_CIPHER_CTX_ctrl)                                                                         \
-    X(EVP_aes_256_gcm)                                                                             \
+    X(EVP_CIPHER_fetch)                                                                            \
     X(EVP_EncryptInit_ex)                                                                          \
     X(EVP_EncryptUpdate)                                                                           \
     X(EVP_EncryptFinal_ex)                                                                         \
@@ -35,6 +35,10 @@ static struct {
 #undef CRYPT_CIPHER_SLOT
 } crypt_cipher_lib;
 
+/* fetched once: a legacy EVP_aes_256_gcm() is looked up among the engines and
+ * fetched again for every context */
+static EVP_CIPHER *crypt_cipher_gcm;
+
 static pthread_once_t crypt_cipher_once = PTHREAD_ONCE_INIT;
 static pgd_error crypt_cipher_error; /* set when loading failed */
 
@@ -45,16 +49,20 @@ struct crypt_cipher {
 
 static void crypt_cipher_load_once(void)
 {
-    void *lib = shared_lib_open(PGD_LIBCRYPTO_SONAME, &crypt_cipher_error);
+    void *lib;
 
-    if (lib == NULL)
+    /* first: digest_load starts the library (util/digest.c says how) */
+    if (!digest_load(&crypt_cipher_error))
+        return;
+    if ((lib = shared_lib_open(PGD_LIBCRYPTO_SONAME, &crypt_cipher_error)) == NULL)
         return;
 #define CRYPT_CIPHER_RESOLVE(name)                                                                 \
     crypt_cipher_lib.name = (__typeof__(crypt_cipher_lib.name))shared_lib_symbol(                  \
         lib, PGD_LIBCRYPTO_SONAME, #name, &crypt_cipher_error);
     CRYPT_CIPHER_FUNCTIONS(CRYPT_CIPHER_RESOLVE)
 #undef CRYPT_CIPHER_RESOLVE
-    if (!crypt_cipher_error.set && crypt_cipher_lib.EVP_aes_256_gcm() == NULL)
+    if (!crypt_cipher_error.set &&
+        (crypt_cipher_gcm = crypt_cipher_lib.EVP_CIPHER_fetch(NULL, "AES-256-GCM", NULL)) == NULL)
         err_set(&crypt_cipher_error,
                 "the shared library \"%s\" loads but makes no AES-256-GCM (does its OpenSSL "
                 "configuration, OPENSSL_CONF, load a provider that has it?)",
@@ -85,7 +93,7 @@ crypt_cipher *crypt_cipher_new(const uint8_t key[CRYPT_KEY_LEN], pgd_error *err)
     if (!crypt_cipher_load(err))
         return NULL;
     c = xcalloc(1, sizeof(*c));
-    gcm = crypt_cipher_lib.EVP_aes_256_gcm();
+    gcm = crypt_cipher_gcm;
     c->enc = crypt_cipher_lib.EVP_CIPHER_CTX_new();
     c->dec = crypt_cipher_lib.EVP_CIPHER_CTX_new();
     if (c->enc == NULL || c->dec == NULL ||

@@ -11,11 +11,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/digest.h"
 #include "util/xmalloc.h"
 
-#define CRYPT_KEYRING_HEADER    "pgdirect-keyring 1"
-#define CRYPT_KEYRING_HKDF_INFO "pgdirect master key"
-#define CRYPT_KEYRING_LINE_MAX  512
+#define CRYPT_KEYRING_HEADER_V1   "pgdirect-keyring 1"
+#define CRYPT_KEYRING_HEADER      "pgdirect-keyring 2"
+#define CRYPT_KEYRING_HKDF_INFO   "pgdirect master key"
+#define CRYPT_KEYRING_CHECK_LABEL "pgdirect keyring check"
+#define CRYPT_KEYRING_LINE_MAX    512
 
 typedef struct crypt_keyring_entry {
     uint32_t id;
@@ -25,6 +28,8 @@ typedef struct crypt_keyring_entry {
 } crypt_keyring_entry;
 
 struct crypt_keyring {
+    int version;                      /* 1: no check value, no sum (read only); 2 */
+    uint8_t check[DIGEST_SHA256_LEN]; /* HMAC-SHA-256 of CHECK_LABEL under the master's KEK */
     bool scrypt;
     uint64_t n, r, p;
     uint8_t salt[CRYPT_KEYRING_SALT];
@@ -146,6 +151,23 @@ static bool crypt_keyring_kek(const crypt_keyring *kr, const crypt_master *m,
                              strlen(CRYPT_KEYRING_HKDF_INFO), kek, CRYPT_KEY_LEN, err);
 }
 
+/*
+ * The check value: a MAC of a fixed label under the key that wraps the data
+ * keys, so that a wrong key (the value differs) and a damaged keyring (the
+ * value matches, but a data key does not unwrap) are told apart. It says no
+ * more about the key than a wrapped data key already does.
+ */
+static bool crypt_keyring_check(const uint8_t kek[CRYPT_KEY_LEN], uint8_t out[DIGEST_SHA256_LEN],
+                                pgd_error *err)
+{
+    if (!digest_load(err))
+        return false;
+    if (!digest_hmac_sha256(kek, CRYPT_KEY_LEN, CRYPT_KEYRING_CHECK_LABEL,
+                            strlen(CRYPT_KEYRING_CHECK_LABEL), out))
+        return err_set(err, "libcrypto could not compute HMAC-SHA-256");
+    return true;
+}
+
 static int crypt_keyring_aad(uint32_t id, char *buf, size_t size)
 {
     return snprintf(buf, size, "pgdirect data key %u", id);
@@ -174,6 +196,11 @@ static crypt_cipher *crypt_keyring_new_kek(crypt_keyring *kr, const crypt_master
     if (!crypt_cipher_random(kr->salt, sizeof(kr->salt), err) ||
         !crypt_keyring_kek(kr, m, kek, err))
         return NULL;
+    kr->version = 2;
+    if (!crypt_keyring_check(kek, kr->check, err)) {
+        crypt_cipher_wipe(kek, sizeof(kek));
+        return NULL;
+    }
     c = crypt_cipher_new(kek, err);
     crypt_cipher_wipe(kek, sizeof(kek));
     return c;
@@ -258,6 +285,20 @@ char *crypt_keyring_text(const crypt_keyring *kr, size_t *len)
         fputc('\n', f);
     }
     fprintf(f, "active %u\n", kr->active);
+    fprintf(f, "check ");
+    crypt_keyring_hex(f, kr->check, sizeof(kr->check));
+    fputc('\n', f);
+    if (fflush(f) != 0 || text == NULL)
+        xmalloc_fail(0);
+    {
+        uint8_t sum[DIGEST_SHA256_LEN];
+        /* loaded: the check value above was computed with it */
+        if (!digest_sha256(text, *len, sum))
+            memset(sum, 0, sizeof(sum)); /* an open then finds the keyring damaged */
+        fprintf(f, "sum ");
+        crypt_keyring_hex(f, sum, sizeof(sum));
+        fputc('\n', f);
+    }
     if (fclose(f) != 0 || text == NULL)
         xmalloc_fail(0);
     return text;
@@ -316,7 +357,7 @@ static size_t crypt_keyring_words(char *line, char **w, size_t max)
 }
 
 static bool crypt_keyring_parse_line(crypt_keyring *kr, char *line, bool *kdf_seen,
-                                     bool *active_seen)
+                                     bool *active_seen, bool *check_seen)
 {
     char *w[8];
     size_t n = crypt_keyring_words(line, w, 8);
@@ -351,6 +392,10 @@ static bool crypt_keyring_parse_line(crypt_keyring *kr, char *line, bool *kdf_se
         kr->keys[kr->nkeys++] = e;
         return true;
     }
+    if (strcmp(w[0], "check") == 0 && n == 2 && !*check_seen && kr->version >= 2) {
+        *check_seen = true;
+        return crypt_keyring_unhex(w[1], kr->check, sizeof(kr->check));
+    }
     if (strcmp(w[0], "active") == 0 && n == 2 && !*active_seen) {
         *active_seen = true;
         if (!crypt_keyring_number(w[1], 1, UINT32_MAX, &v))
@@ -361,17 +406,38 @@ static bool crypt_keyring_parse_line(crypt_keyring *kr, char *line, bool *kdf_se
     return false;
 }
 
+/* A damaged keyring: damaged repository data (verify: exit 3), with what to do about it. */
+static void crypt_keyring_damaged(pgd_error *err, const char *where, const char *why)
+{
+    err_set(err,
+            "the keyring \"%s\" of repository \"%s\" is damaged (%s); restore it from a copy of "
+            "that object",
+            CRYPT_KEYRING_NAME, where, why);
+    err_mark(err, PGD_ERR_DAMAGED);
+}
+
+/* The "sum" line, last: the SHA-256 of every byte before it. */
+static bool crypt_keyring_sum_ok(const char *text, size_t before, const char *line)
+{
+    uint8_t want[DIGEST_SHA256_LEN], got[DIGEST_SHA256_LEN];
+
+    return strncmp(line, "sum ", 4) == 0 && crypt_keyring_unhex(line + 4, want, sizeof(want)) &&
+           digest_load(NULL) && digest_sha256(text, before, got) &&
+           memcmp(want, got, sizeof(got)) == 0;
+}
+
 static crypt_keyring *crypt_keyring_parse(const char *text, size_t len, const char *where,
                                           pgd_error *err)
 {
     crypt_keyring *kr = xcalloc(1, sizeof(*kr));
-    bool kdf_seen = false, active_seen = false, ok = true, found = false;
+    bool kdf_seen = false, active_seen = false, check_seen = false, sum_seen = false, ok = true,
+         found = false, sum_bad = false;
     size_t pos = 0, lineno = 0;
     char line[CRYPT_KEYRING_LINE_MAX];
 
-    while (ok && pos < len) {
+    while (ok && pos < len && !sum_seen) {
         const char *nl = memchr(text + pos, '\n', len - pos);
-        size_t l = nl == NULL ? len - pos : (size_t)(nl - (text + pos));
+        size_t l = nl == NULL ? len - pos : (size_t)(nl - (text + pos)), start = pos;
         if (nl == NULL || l >= sizeof(line) || memchr(text + pos, '\0', l) != NULL) {
             ok = false;
             break;
@@ -379,29 +445,46 @@ static crypt_keyring *crypt_keyring_parse(const char *text, size_t len, const ch
         memcpy(line, text + pos, l);
         line[l] = '\0';
         pos += l + 1;
-        if (lineno++ == 0)
-            ok = strcmp(line, CRYPT_KEYRING_HEADER) == 0;
-        else
-            ok = crypt_keyring_parse_line(kr, line, &kdf_seen, &active_seen);
+        if (lineno++ == 0) {
+            kr->version = strcmp(line, CRYPT_KEYRING_HEADER) == 0      ? 2
+                          : strcmp(line, CRYPT_KEYRING_HEADER_V1) == 0 ? 1
+                                                                       : 0;
+            ok = kr->version != 0;
+        } else if (kr->version >= 2 && strncmp(line, "sum ", 4) == 0) {
+            sum_seen = true;
+            sum_bad = !crypt_keyring_sum_ok(text, start, line);
+            ok = !sum_bad && pos == len; /* the last line */
+        } else
+            ok = crypt_keyring_parse_line(kr, line, &kdf_seen, &active_seen, &check_seen);
     }
     for (size_t i = 0; ok && i < kr->nkeys; i++)
         found = found || kr->keys[i].id == kr->active;
-    if (!ok || lineno == 0 || !kdf_seen || !active_seen || !found) {
+    if (!ok || lineno == 0 || !kdf_seen || !active_seen || !found ||
+        (kr->version >= 2 && (!check_seen || !sum_seen))) {
         crypt_keyring_free(kr);
-        err_set(err,
-                "the keyring \"%s\" of repository \"%s\" is damaged (not a pgdirect keyring of "
-                "a version this pgdirect reads)",
-                CRYPT_KEYRING_NAME, where);
+        crypt_keyring_damaged(err, where,
+                              sum_bad ? "its content does not match its checksum"
+                                      : "not a pgdirect keyring of a version this pgdirect reads");
         return NULL;
     }
     return kr;
+}
+
+/* memcmp that takes as long whatever differs */
+static bool crypt_keyring_equal(const uint8_t *a, const uint8_t *b, size_t len)
+{
+    uint8_t d = 0;
+
+    for (size_t i = 0; i < len; i++)
+        d |= (uint8_t)(a[i] ^ b[i]);
+    return d == 0;
 }
 
 crypt_keyring *crypt_keyring_open(const char *text, size_t len, const crypt_master *m,
                                   const char *where, pgd_error *err)
 {
     crypt_keyring *kr = crypt_keyring_parse(text, len, where, err);
-    uint8_t kek[CRYPT_KEY_LEN];
+    uint8_t kek[CRYPT_KEY_LEN], check[DIGEST_SHA256_LEN];
     crypt_cipher *c;
 
     if (kr == NULL)
@@ -415,12 +498,21 @@ crypt_keyring *crypt_keyring_open(const char *text, size_t len, const crypt_mast
         crypt_keyring_free(kr);
         return NULL;
     }
-    if (!crypt_keyring_kek(kr, m, kek, err) || (c = crypt_cipher_new(kek, err)) == NULL) {
+    if (!crypt_keyring_kek(kr, m, kek, err) ||
+        (kr->version >= 2 && !crypt_keyring_check(kek, check, err)) ||
+        (c = crypt_cipher_new(kek, err)) == NULL) {
         crypt_cipher_wipe(kek, sizeof(kek));
         crypt_keyring_free(kr);
         return NULL;
     }
     crypt_cipher_wipe(kek, sizeof(kek));
+    if (kr->version >= 2 && !crypt_keyring_equal(check, kr->check, sizeof(check))) {
+        err_set(err, "encryption key file \"%s\" does not open repository \"%s\" (wrong key)",
+                m->path, where);
+        crypt_cipher_free(c);
+        crypt_keyring_free(kr);
+        return NULL;
+    }
     for (size_t i = 0; i < kr->nkeys; i++) {
         crypt_keyring_entry *e = &kr->keys[i];
         char aad[64];
@@ -428,7 +520,14 @@ crypt_keyring *crypt_keyring_open(const char *text, size_t len, const crypt_mast
         bool authentic;
         if (!crypt_cipher_open(c, e->nonce, aad, (size_t)alen, e->wrapped, CRYPT_KEY_LEN, e->key,
                                &authentic, err)) {
-            if (!authentic)
+            if (!authentic && kr->version >= 2) {
+                /* the check value says the key is right: the wrapped key is what changed */
+                char why[96];
+                snprintf(why, sizeof(why), "data key %u fails authentication under the right key",
+                         e->id);
+                crypt_keyring_damaged(err, where, why);
+            } else if (!authentic)
+                /* a keyring of version 1 has no check value: a wrong key or damage, untold */
                 err_set(err,
                         "encryption key file \"%s\" does not open repository \"%s\" (wrong key)",
                         m->path, where);

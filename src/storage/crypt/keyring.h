@@ -16,11 +16,17 @@
  * started once per segment, can pay.
  *
  * The keyring's text, one item a line:
- *   pgdirect-keyring 1
+ *   pgdirect-keyring 2
  *   kdf scrypt N r p SALT            (or: kdf hkdf-sha256 SALT)
  *   key ID NONCE WRAPPED             (one per data key; WRAPPED: key and tag)
  *   active ID                        (the data key new objects are written with)
+ *   check MAC                        (HMAC-SHA-256 of "pgdirect keyring check" under the KEK)
+ *   sum SHA256                       (of every byte before this line; the last line)
  * in lower-case hex; a key's associated data is "pgdirect data key ID".
+ * The check value tells a wrong key (it differs) from a damaged keyring (the
+ * sum differs, or a data key fails to unwrap under a key the check value
+ * accepts). Version 1 (the same without check and sum) is still read; there
+ * a data key that does not unwrap reads as a wrong key.
  */
 #ifndef PGD_CRYPT_KEYRING_H
 #define PGD_CRYPT_KEYRING_H
@@ -65,10 +71,10 @@ typedef struct crypt_keyring crypt_keyring;
 crypt_keyring *crypt_keyring_create(const crypt_master *m, pgd_error *err);
 
 /*
- * Parse a keyring's text and unwrap its data keys with master `m`. A master
- * that unwraps nothing is an error saying the key file does not open the
- * repository `where`; a text that is not a keyring, an error saying it is
- * damaged (of kind PGD_ERR_FAILED, not PGD_ERR_DAMAGED: for backup, that kind
+ * Parse a keyring's text and unwrap its data keys with master `m`. A wrong
+ * master is an error saying the key file does not open the repository
+ * `where` (PGD_ERR_FAILED); a damaged keyring, one saying so, naming it, of
+ * kind PGD_ERR_DAMAGED (command_open_one makes that 1 for backup, whose 3
  * means "completed, with pages that failed their checksum").
  */
 crypt_keyring *crypt_keyring_open(const char *text, size_t len, const crypt_master *m,

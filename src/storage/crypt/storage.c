@@ -17,9 +17,20 @@ typedef struct crypt_storage {
     crypt_keyring *keyring;
 } crypt_storage;
 
+/*
+ * The marker: a second, tiny object written beside the keyring when a
+ * repository is made encrypted, so that one object deleted by hand does not
+ * lose the fact that the repository is encrypted (a keyless writer would
+ * then write plaintext beside encrypted objects).
+ */
+#define CRYPT_STORAGE_MARKER "encryption.pgdirect"
+#define CRYPT_STORAGE_MARKER_TEXT                                                                  \
+    "pgdirect: this repository is encrypted; its keyring is keyring.pgdirect\n"
+
+/* the keyring or the marker: objects of the repository's root the filter does not pass */
 static bool crypt_storage_is_keyring(const char *path)
 {
-    return strcmp(path, CRYPT_KEYRING_NAME) == 0;
+    return strcmp(path, CRYPT_KEYRING_NAME) == 0 || strcmp(path, CRYPT_STORAGE_MARKER) == 0;
 }
 
 static bool crypt_storage_key(void *arg, uint32_t id, uint8_t key[CRYPT_KEY_LEN])
@@ -247,16 +258,22 @@ typedef struct crypt_storage_plain {
     storage base;
     storage *inner;
     pthread_mutex_t lock;
-    bool probed; /* the keyring was looked for (before the first write) */
+    bool probed;      /* the keyring was looked for (before the first write) */
+    bool miss_probed; /* a miss is news only once the keyring was looked for (wal-fetch) */
 } crypt_storage_plain;
+
+static bool crypt_storage_root_encrypted(storage *inner, bool *encrypted, pgd_error *err);
 
 /*
  * Opened without a probe (every command without a key but backup and check:
- * storage.h), the keyring is looked for before the first write or removal,
- * and before a listing that found nothing is answered, with storage_exists
- * (on S3 a HEAD: no body to parse), so that nothing unencrypted lands in an
- * encrypted repository, nothing is removed from one without its key, and an
- * encrypted repository never looks empty. What is read is sniffed instead.
+ * storage.h), the keyring and the marker are looked for before the first
+ * write or removal, and before a listing that found nothing is answered,
+ * with one listing of the root (on S3 one request, as the HEAD of the keyring
+ * alone was: both objects are seen, so the repository stays known as
+ * encrypted when one of them is deleted by hand), so that nothing unencrypted
+ * lands in an encrypted repository, nothing is removed from one without its
+ * key, and an encrypted repository never looks empty. What is read is sniffed
+ * instead.
  */
 static bool crypt_storage_plain_probe(crypt_storage_plain *p, pgd_error *err)
 {
@@ -264,7 +281,7 @@ static bool crypt_storage_plain_probe(crypt_storage_plain *p, pgd_error *err)
 
     pthread_mutex_lock(&p->lock);
     if (!p->probed) {
-        ok = storage_exists(p->inner, CRYPT_KEYRING_NAME, &exists, err);
+        ok = crypt_storage_root_encrypted(p->inner, &exists, err);
         if (ok && exists)
             ok = err_set(err,
                          "repository \"%s\" is encrypted: an encryption key file is needed "
@@ -292,6 +309,17 @@ static in_stream *crypt_storage_plain_read_open(storage *s, const char *path, bo
     in_stream *in = storage_read_open(((crypt_storage_plain *)s)->inner, path, missing, err);
     crypt_storage_sniffer *f;
 
+    /*
+     * "Missing" is news only from a repository that is not encrypted: without
+     * the key, wal-fetch must not answer "not archived" (exit 1, which ends
+     * recovery) for an encrypted repository it cannot read, but say the key
+     * is needed (254). One listing of the root, once, on the first miss; for
+     * wal-fetch and wal-push (CRYPT_STORAGE_NO_PROBE) only, whose misses mean
+     * something to PostgreSQL: other readers meet an encrypted object soon.
+     */
+    if (in == NULL && *missing && ((crypt_storage_plain *)s)->miss_probed &&
+        !crypt_storage_plain_probe((crypt_storage_plain *)s, err))
+        *missing = false;
     if (in == NULL)
         return NULL;
     f = xcalloc(1, sizeof(*f));
@@ -420,13 +448,15 @@ static bool crypt_storage_is_plain(const storage *s)
            s->ops == &crypt_storage_plain_ops_without_sync;
 }
 
-/* probed: the keyring is known to be absent (else the first write looks for it) */
-static storage *crypt_storage_plain_new(storage *inner, bool probed)
+/* probed: the keyring is known to be absent (else the first write looks for it); miss_probed: a
+ * missing object is said to be missing only once the keyring was looked for */
+static storage *crypt_storage_plain_new(storage *inner, bool probed, bool miss_probed)
 {
     crypt_storage_plain *p = xcalloc(1, sizeof(*p));
 
     pthread_mutex_init(&p->lock, NULL);
     p->probed = probed;
+    p->miss_probed = miss_probed;
     p->base.ops = storage_needs_sync(inner) ? &crypt_storage_plain_ops_with_sync
                                             : &crypt_storage_plain_ops_without_sync;
     p->base.uri = xstrdup(inner->uri);
@@ -462,6 +492,7 @@ typedef struct crypt_storage_probe {
     const char *dir;
     bool found;
     bool keyring; /* the root lists a keyring */
+    bool marker;  /* the root lists the marker */
     bool shallow; /* the root's entries only */
 } crypt_storage_probe;
 
@@ -471,13 +502,17 @@ static bool crypt_storage_probe_entry(void *arg, const char *name, uint64_t size
     crypt_storage_probe *p = arg;
 
     (void)size;
+    if (p->dir[0] == '\0' && strcmp(name, CRYPT_STORAGE_MARKER) == 0) {
+        p->marker = true;
+        return true;
+    }
     if (p->dir[0] == '\0' && crypt_storage_is_keyring(name)) {
         p->keyring = true;
         return true;
     }
     if (is_dir && p->dir[0] == '\0' && !p->shallow) {
         /* a directory left empty (a removed probe, a local repository's folders) holds nothing */
-        crypt_storage_probe sub = {p->inner, name, false, false, false};
+        crypt_storage_probe sub = {p->inner, name, false, false, false, false};
         if (!storage_list(p->inner, name, crypt_storage_probe_entry, &sub, err))
             return false;
         p->found = p->found || sub.found;
@@ -487,13 +522,25 @@ static bool crypt_storage_probe_entry(void *arg, const char *name, uint64_t size
     return true;
 }
 
-static bool crypt_storage_empty(storage *inner, bool *empty, pgd_error *err)
+static bool crypt_storage_empty(storage *inner, bool *empty, bool *marker, pgd_error *err)
 {
-    crypt_storage_probe p = {inner, "", false, false, false};
+    crypt_storage_probe p = {inner, "", false, false, false, false};
 
     if (!storage_list(inner, "", crypt_storage_probe_entry, &p, err))
         return false;
     *empty = !p.found;
+    *marker = p.marker;
+    return true;
+}
+
+/* Does the root of `inner` list the keyring or the marker? One listing, of the root alone. */
+static bool crypt_storage_root_encrypted(storage *inner, bool *encrypted, pgd_error *err)
+{
+    crypt_storage_probe p = {inner, "", false, false, false, true};
+
+    if (!storage_list(inner, "", crypt_storage_probe_entry, &p, err))
+        return false;
+    *encrypted = p.keyring || p.marker;
     return true;
 }
 
@@ -522,15 +569,14 @@ static bool crypt_storage_read_keyring(storage *inner, char **text, size_t *len,
  */
 static storage *crypt_storage_open_plain(storage *inner, unsigned flags, pgd_error *err)
 {
-    crypt_storage_probe p = {inner, "", false, false, true};
-    bool now = (flags & CRYPT_STORAGE_CREATE) && !(flags & CRYPT_STORAGE_NO_PROBE);
+    bool now = (flags & CRYPT_STORAGE_CREATE) && !(flags & CRYPT_STORAGE_NO_PROBE), enc = false;
 
     if (now) {
-        if (!storage_list(inner, "", crypt_storage_probe_entry, &p, err)) {
+        if (!crypt_storage_root_encrypted(inner, &enc, err)) {
             storage_free(inner);
             return NULL;
         }
-        if (p.keyring) {
+        if (enc) {
             err_set(err,
                     "repository \"%s\" is encrypted: an encryption key file is needed "
                     "(--encryption-key-file)",
@@ -539,7 +585,29 @@ static storage *crypt_storage_open_plain(storage *inner, unsigned flags, pgd_err
             return NULL;
         }
     }
-    return crypt_storage_plain_new(inner, now);
+    return crypt_storage_plain_new(inner, now, (flags & CRYPT_STORAGE_NO_PROBE) != 0);
+}
+
+/* The keyring is gone, and the marker says the repository is encrypted: damaged repository data. */
+static void crypt_storage_missing(storage *inner, pgd_error *err)
+{
+    err_set(err,
+            "the keyring \"%s\" of repository \"%s\" is missing, and object \"%s\" says the "
+            "repository is encrypted; nothing in it can be read without the keyring: restore it "
+            "from a copy of that object",
+            CRYPT_KEYRING_NAME, inner->uri, CRYPT_STORAGE_MARKER);
+    err_mark(err, PGD_ERR_DAMAGED);
+}
+
+/* The marker, written (or written again) beside the keyring. */
+static bool crypt_storage_put_marker(storage *inner, pgd_error *err)
+{
+    if (storage_put(inner, CRYPT_STORAGE_MARKER, CRYPT_STORAGE_MARKER_TEXT,
+                    strlen(CRYPT_STORAGE_MARKER_TEXT), 0, err))
+        return true;
+    err_prefix(err, "could not write object \"%s\" of repository \"%s\"", CRYPT_STORAGE_MARKER,
+               inner->uri);
+    return false;
 }
 
 /* Write a new keyring into an empty repository; another command may have just done so. */
@@ -566,6 +634,10 @@ static crypt_keyring *crypt_storage_create(storage *inner, const crypt_master *m
         return NULL;
     }
     free(text);
+    if (!crypt_storage_put_marker(inner, err)) {
+        crypt_keyring_free(kr);
+        return NULL;
+    }
     return kr;
 }
 
@@ -575,7 +647,7 @@ storage *crypt_storage_open(storage *inner, const char *key_file, unsigned flags
     crypt_keyring *kr = NULL;
     char *text = NULL;
     size_t len;
-    bool missing, empty, raced = false;
+    bool missing, empty, marker, raced = false;
 
     if (key_file == NULL)
         return crypt_storage_open_plain(inner, flags, err);
@@ -586,19 +658,25 @@ storage *crypt_storage_open(storage *inner, const char *key_file, unsigned flags
             goto fail;
         if (!missing)
             break;
-        if (!crypt_storage_empty(inner, &empty, err))
+        if (!crypt_storage_empty(inner, &empty, &marker, err))
             goto fail;
+        if (marker) {
+            crypt_storage_missing(inner, err);
+            goto fail;
+        }
         if (!empty) {
             err_set(err,
-                    "repository \"%s\" holds unencrypted backups or WAL, and an encryption key "
-                    "file was given (\"%s\"); an encrypted repository is made empty (see the "
-                    "README: moving a repository to encryption)",
-                    inner->uri, m->path);
+                    "repository \"%s\" holds unencrypted backups or WAL, or backups and WAL "
+                    "without their keyring \"%s\", and an encryption key file was given "
+                    "(\"%s\"); an encrypted repository is made empty (see the README: moving a "
+                    "repository to encryption), and a keyring removed by hand is restored from a "
+                    "copy",
+                    inner->uri, CRYPT_KEYRING_NAME, m->path);
             goto fail;
         }
         if (!(flags & CRYPT_STORAGE_CREATE)) {
             crypt_keyring_master_free(m);
-            return crypt_storage_plain_new(inner, true);
+            return crypt_storage_plain_new(inner, true, false);
         }
         if ((kr = crypt_storage_create(inner, m, &raced, err)) != NULL)
             break;
@@ -617,6 +695,14 @@ storage *crypt_storage_open(storage *inner, const char *key_file, unsigned flags
     }
     free(text);
     crypt_keyring_master_free(m);
+    /* a repository made encrypted before the marker existed gets it from backup and check */
+    if ((flags & CRYPT_STORAGE_CREATE) && !(flags & CRYPT_STORAGE_NO_PROBE) &&
+        (!storage_exists(inner, CRYPT_STORAGE_MARKER, &marker, err) ||
+         (!marker && !crypt_storage_put_marker(inner, err)))) {
+        crypt_keyring_free(kr);
+        storage_free(inner);
+        return NULL;
+    }
     if (!crypt_cipher_load(err)) {
         crypt_keyring_free(kr);
         storage_free(inner);
@@ -645,7 +731,16 @@ bool crypt_storage_rotate(storage *inner, const char *old_file, const char *new_
         !crypt_storage_read_keyring(inner, &text, &len, &missing, err))
         goto done;
     if (missing) {
-        err_set(err, "repository \"%s\" is not encrypted: it has no keyring to rotate", inner->uri);
+        bool marker = false;
+        if (!storage_exists(inner, CRYPT_STORAGE_MARKER, &marker, err))
+            goto done;
+        if (marker)
+            crypt_storage_missing(inner, err);
+        else
+            err_set(err,
+                    "repository \"%s\" has no keyring \"%s\" to rotate: it is not encrypted, or "
+                    "its keyring was removed by hand (restore it from a copy)",
+                    inner->uri, CRYPT_KEYRING_NAME);
         goto done;
     }
     if ((kr = crypt_keyring_open(text, len, old_m, inner->uri, err)) == NULL ||

@@ -7,7 +7,9 @@
  * a listing reports their plaintext sizes. The keyring object itself is not
  * encrypted, and is neither listed nor written through the filter.
  *
- * An encrypted repository is one that holds a keyring. It is made so by the
+ * An encrypted repository is one that holds a keyring, and a marker
+ * (encryption.pgdirect) beside it, so that one of the two deleted by hand
+ * still says the repository is encrypted. It is made so by the
  * first command that writes to it empty with a key file (the keyring stays if
  * that command then fails: another writer with the same key may already rely
  * on it; docs/user-guide.md#encryption-at-rest); from then on every
@@ -38,15 +40,22 @@ enum {
  *     and with CRYPT_STORAGE_NO_PROBE wal-fetch and wal-push, started once
  *     per segment), no request is made for it before the command's own: the
  *     first object read is refused when it begins as an encrypted object
- *     does, and the keyring is looked for (one HEAD, once) before the first
- *     write or removal and before a listing that found nothing is answered,
+ *     does, and the keyring and the marker are looked for (one listing of
+ *     the root, once) before the first write or removal, before a listing
+ *     that found nothing is answered, and, with CRYPT_STORAGE_NO_PROBE,
+ *     before an object is said to be missing (wal-fetch's "not archived"
+ *     ends recovery),
  *     so that nothing unencrypted is written into an encrypted repository,
  *     nothing is removed from one without its key, and an encrypted
  *     repository never looks empty.
  *   key_file given: the filter, the keyring opened with it (a wrong key: an
- *     error naming the file and the repository). A repository without a
- *     keyring: refused when it holds anything; empty, it is made encrypted
- *     with CRYPT_STORAGE_CREATE, and is read as it is without.
+ *     error naming the file and the repository; a damaged keyring, of kind
+ *     PGD_ERR_DAMAGED). A repository without a keyring: with the marker, the
+ *     keyring is missing (PGD_ERR_DAMAGED, saying to restore it from a copy);
+ *     refused when it holds anything; empty, it is made encrypted (keyring,
+ *     then marker) with CRYPT_STORAGE_CREATE, and is read as it is without.
+ *     backup and check (CRYPT_STORAGE_CREATE alone) write the marker when an
+ *     encrypted repository lacks it (made before it existed).
  */
 storage *crypt_storage_open(storage *inner, const char *key_file, unsigned flags, pgd_error *err);
 
