@@ -538,14 +538,16 @@ static bool delete_garbage(delete_run *r, pgd_error *err)
     if (r->s->dry_run) {
         delete_note(r,
                     "would remove temporary objects (unfinished uploads, *.tmp.* files) idle for "
-                    "--garbage-age under complete backups and beside %s (a killed key "
-                    "rotate's), and for %llds under %s/",
-                    CRYPT_KEYRING_NAME, (long long)wal_age, WAL_DIR);
+                    "--garbage-age under complete backups and beside %s and %s (a killed key "
+                    "rotate's or first encrypted write's), and for %llds under %s/",
+                    CRYPT_KEYRING_NAME, CRYPT_MARKER_NAME, (long long)wal_age, WAL_DIR);
         return true;
     }
-    /* a killed key rotate's keyring.pgdirect.tmp.*: the root is not swept as a whole */
+    /* a killed key rotate's keyring.pgdirect.tmp.*, a killed first encrypted write's marker
+     * temporary: the root is not swept as a whole */
     return delete_keep_lease(r, err) &&
            storage_remove_stale_temp_of(r->repo, CRYPT_KEYRING_NAME, r->s->garbage_age, err) &&
+           storage_remove_stale_temp_of(r->repo, CRYPT_MARKER_NAME, r->s->garbage_age, err) &&
            storage_remove_stale_temp(r->repo, WAL_DIR, wal_age, err);
 }
 

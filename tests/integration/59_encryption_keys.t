@@ -78,13 +78,24 @@ fresh=$(ls "$REPO" | grep '^keyring.pgdirect.tmp.' | head -1)
 for f in "$REPO"/keyring.pgdirect.tmp.*; do
     [ "$(basename "$f")" = "$fresh" ] || touch -d '2 hours ago' "$f"
 done
+# a first encrypted write killed between the keyring and its marker leaves the marker's temporary
+for n in 1 2; do
+    echo encrypted >"$REPO/encryption.pgdirect.tmp.4000$n.1"
+    chown postgres "$REPO/encryption.pgdirect.tmp.4000$n.1"
+done
+touch -d '2 hours ago' "$REPO/encryption.pgdirect.tmp.40001.1"
 pgd delete --repo "$REPO" "${OLD[@]}" --garbage --garbage-age 1h >"$T/garbage.out" 2>&1
 ok $? "delete --garbage on the encrypted repository"
+is "$(ls "$REPO" | grep '^encryption.pgdirect' | tr '\n' ' ')" \
+    "encryption.pgdirect encryption.pgdirect.tmp.40002.1 " \
+    "removes a stale temporary of the marker, keeps a fresh one and the marker itself"
 is "$(ls "$REPO" | grep '^keyring.pgdirect.tmp.' | tr '\n' ' ')" "$fresh " \
     "removes the killed rotations' stale temporary keyrings, and keeps one written within --garbage-age"
 pgd delete --repo "$REPO" "${OLD[@]}" --garbage --garbage-age 0 >"$T/garbage.out" 2>&1
 ok $? "delete --garbage --garbage-age 0"
 is "$(ls "$REPO" | grep -c '^keyring.pgdirect.tmp.')" "0" "removes the last one"
+is "$(ls "$REPO" | grep '^encryption.pgdirect' | tr '\n' ' ')" "encryption.pgdirect " \
+    "and the marker's last temporary"
 opens "$T/keys/old.key"
 ok $? "and the keyring itself stays: the old key still opens the repository"
 

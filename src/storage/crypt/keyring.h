@@ -39,6 +39,8 @@
 #include "util/error.h"
 
 #define CRYPT_KEYRING_NAME "keyring.pgdirect"
+/* Beside the keyring, its marker: the repository is encrypted (crypt/storage.h). */
+#define CRYPT_MARKER_NAME  "encryption.pgdirect"
 #define CRYPT_KEY_FILE_MIN 32
 #define CRYPT_KEY_FILE_MAX 4096
 #define CRYPT_KEYRING_SALT 16

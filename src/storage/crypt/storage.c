@@ -23,7 +23,7 @@ typedef struct crypt_storage {
  * lose the fact that the repository is encrypted (a keyless writer would
  * then write plaintext beside encrypted objects).
  */
-#define CRYPT_STORAGE_MARKER "encryption.pgdirect"
+#define CRYPT_STORAGE_MARKER CRYPT_MARKER_NAME
 #define CRYPT_STORAGE_MARKER_TEXT                                                                  \
     "pgdirect: this repository is encrypted; its keyring is keyring.pgdirect\n"
 
