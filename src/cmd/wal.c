@@ -208,8 +208,6 @@ int cmd_wal_push(int argc, char **argv)
     }
     if (!opt_bool(&opts, OPT_ARCHIVE_ASYNC, &async, &err))
         rc = command_fail(CMD_WAL_PUSH, &err);
-    else if (async && command_repo_count(&opts) > 1)
-        rc = command_fail(CMD_WAL_PUSH, wal_several_refused(&err, "--archive-async"));
     else if (async)
         rc = cmd_wal_async_push(&opts, opts.args[0], wal_push_direct);
     else

@@ -240,9 +240,11 @@ const opt_def opt_defs[OPT_COUNT] = {
                                       "segments; 4 keeps an S3 round trip per segment off the "
                                       "critical path on 2 cores)"},
     [OPT_ARCHIVE_PUSH_QUEUE_MAX] = {"archive-push-queue-max", "BYTES", "4GiB", CMD_WAL_PUSH, false,
-                                    "WAL waiting for the archive beyond which every call warns; "
-                                    "nothing is ever dropped or acknowledged unstored"},
-    [OPT_SPOOL_PATH] = {"spool-path", "DIR", NULL, CMD_WAL_PUSH | CMD_WAL_FETCH, false,
+                                    "one repository: WAL waiting for the archive beyond which "
+                                    "every call warns; several: the bound of each repository's "
+                                    "queue, at which nothing more is acknowledged; nothing is "
+                                    "ever dropped or acknowledged unstored"},
+    [OPT_SPOOL_PATH] = {"spool-path", "DIR", NULL, CMD_WAL_PUSH | CMD_WAL_FETCH | CMD_CHECK, false,
                         "records of --archive-async and files of --prefetch (default: "
                         "pgdirect-spool next to the data directory, on its file system and "
                         "writable by its owner)"},

@@ -158,7 +158,8 @@ expect_error "a command that works on one repository given two" "given 2 times" 
 expect_error "the same repository twice" "names repository \"$T/other\" twice" \
     pgd backup --repo "$T/other" --repo "$T/other?s3-retries=2" --pgdata "$T/data"
 ok "$([ -e "$T/other" ] && echo 1 || echo 0)" "and nothing was created"
-expect_error "--archive-async with two repositories" "works with one repository" \
-    pgd wal-push --repo "$T/other" --repo "$S3" --archive-async "$T/data/pg_wal/$seg"
+# (--archive-async with two repositories works: test 71)
+expect_error "--prefetch with two repositories" "works with one repository" \
+    pgd wal-fetch --repo "$T/other" --repo "$S3" --prefetch 2 "$seg" "$T/prefetched"
 
 done_testing
