@@ -78,6 +78,15 @@ wal_async_outcome wal_async_push_background(const wal_async_env *env,
  */
 #define WAL_PUSHER_STARTS_MAX 2
 
+/* ---- wal_async_several.c ---- */
+
+/*
+ * Warn about each non-empty queue of `datadir` whose repository is none of
+ * envs (wal_async_several.c): it is pushed nowhere, and left alone.
+ */
+void wal_async_several_report_orphans(const wal_async_env *const *envs, size_t n,
+                                      const char *datadir);
+
 /* ---- wal_async_daemon.c ---- */
 
 /*

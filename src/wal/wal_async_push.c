@@ -215,8 +215,11 @@ static wal_async_outcome wal_async_push_wait(wal_push_call *c, pgd_error *err)
                 return wal_async_push_fall_back(c->name, err);
             if (daemon)
                 return wal_async_push_background(c->env, c->s, c->pg_wal, c->dir, lock_fd);
-            if (started)
+            if (started) {
                 starts++;
+                /* a repository given before with others may have left a queue */
+                wal_async_several_report_orphans(&c->env, 1, c->datadir);
+            }
         }
         if (wal_async_now_ms() >= deadline) {
             err_set(err,

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -65,19 +66,29 @@ static bool wal_async_several_orphan(void *arg, const char *dir, const char *rep
     return true;
 }
 
-static void wal_async_several_orphans(const wal_several_repo *r, size_t n)
+void wal_async_several_report_orphans(const wal_async_env *const *envs, size_t n,
+                                      const char *datadir)
 {
     char root[WAL_SPOOL_PATH_MAX];
     const char **ids = xcalloc(n, sizeof(*ids));
     pgd_error err = {0};
 
     for (size_t i = 0; i < n; i++)
-        ids[i] = r[i].c.env->repo_id;
-    if (!wal_async_spool_root(r[0].c.env, r[0].c.datadir, root, sizeof(root), &err) ||
-        !wal_spool_queue_orphans(root, r[0].c.datadir, ids, n, wal_async_several_orphan, NULL,
-                                 &err))
+        ids[i] = envs[i]->repo_id;
+    if (!wal_async_spool_root(envs[0], datadir, root, sizeof(root), &err) ||
+        !wal_spool_queue_orphans(root, datadir, ids, n, wal_async_several_orphan, NULL, &err))
         log_debug("could not look for the queues of repositories no longer given: %s", err.msg);
     free(ids);
+}
+
+static void wal_async_several_orphans(const wal_several_repo *r, size_t n)
+{
+    const wal_async_env **envs = xcalloc(n, sizeof(*envs));
+
+    for (size_t i = 0; i < n; i++)
+        envs[i] = r[i].c.env;
+    wal_async_several_report_orphans(envs, n, r[0].c.datadir);
+    free(envs);
 }
 
 /*
@@ -153,8 +164,9 @@ static bool wal_async_several_queue(wal_several_repo *r, size_t n, uint64_t queu
 {
     for (size_t i = 0; i < n; i++) {
         wal_push_call *c = &r[i].c;
+        char have[32], max[32], path[WAL_SPOOL_PATH_MAX + WAL_NAME_MAX + 16];
         wal_queue_stat st;
-        char have[32], max[32];
+        struct stat old;
 
         if (r[i].state == WAL_REPO_STORED)
             continue;
@@ -162,6 +174,12 @@ static bool wal_async_several_queue(wal_several_repo *r, size_t n, uint64_t queu
             err_prefix(err, "could not queue WAL file \"%s\" for repository \"%s\"", c->name,
                        c->env->repo_uri);
             return false;
+        }
+        /* queued by an earlier call that was not acknowledged: replaced, not counted twice */
+        wal_spool_queue_path(c->dir, c->name, path, sizeof(path));
+        if (stat(path, &old) == 0 && (uint64_t)old.st_size <= st.bytes) {
+            st.bytes -= (uint64_t)old.st_size;
+            st.files--;
         }
         if (st.bytes + c->sum.size > queue_max) {
             units_format_bytes(st.bytes, have, sizeof(have));
