@@ -176,7 +176,11 @@ static long wal_pusher_now_ms(void)
     return now.tv_sec * 1000 + now.tv_nsec / 1000000;
 }
 
-/* After a push: a success lets the queued copies go at once, a failure pauses them. */
+/*
+ * After a push: a copy stored lets the queued copies go at once; any failure pauses them (a
+ * ready file that stores does not: a copy that can never be stored is tried every
+ * WAL_PUSHER_RETRY_MAX_MS, not at every scan).
+ */
 static void wal_pusher_paced(wal_pusher *p, bool ok)
 {
     pthread_mutex_lock(&p->lock);
@@ -257,7 +261,6 @@ static bool wal_pusher_push_one(wal_pusher *p, const char *name, pgd_error *spoo
     if (wal_archive_push_sum(p->repo, path, p->cfg->kind, p->cfg->level, &result, &sum, &err)) {
         pgd_error copy_err = {0};
 
-        wal_pusher_paced(p, true);
         /* a copy queued meanwhile is of this file: the repository has it now */
         if (!wal_spool_queue_remove(p->cfg->spool_dir, name, &copy_err))
             log_warn("%s", copy_err.msg);
@@ -270,7 +273,7 @@ static bool wal_pusher_push_one(wal_pusher *p, const char *name, pgd_error *spoo
         }
         err_prefix(&err, "WAL file \"%s\" was archived, but the spool cannot say so", name);
     } else {
-        wal_pusher_paced(p, false);
+        wal_pusher_paced(p, false); /* the repository may be down: the copies wait too */
     }
     log_warn("%s", err.msg);
     if (wal_spool_record_error(p->cfg->spool_dir, name, err.msg, spool_err))
@@ -414,7 +417,9 @@ static bool wal_pusher_open(wal_pusher *p, int wake, wal_pusher_stop *why, pgd_e
 {
     const wal_pusher_config *cfg = p->cfg;
     long pause = WAL_PUSHER_RETRY_MIN_MS;
+    char status[WAL_SPOOL_PATH_MAX + 32];
 
+    snprintf(status, sizeof(status), "%s/" WAL_STATUS_DIR, cfg->pg_wal);
     for (;;) {
         pgd_error open_err = {0};
         wal_queue_stat st;
@@ -432,7 +437,9 @@ static bool wal_pusher_open(wal_pusher *p, int wake, wal_pusher_stop *why, pgd_e
             return false;
         }
         *why = changed ? WAL_PUSHER_STOP_SETTINGS : WAL_PUSHER_STOP_NO_REPO;
-        if (changed || st.files == 0)
+        if (access(status, F_OK) != 0 && errno == ENOENT)
+            *why = WAL_PUSHER_STOP_GONE; /* the cluster is gone: its copies wait for nobody */
+        if (*why != WAL_PUSHER_STOP_NO_REPO || st.files == 0)
             return true;
         log_info("%u queued WAL files (oldest \"%s\") wait for the repository: opening it "
                  "again in %ld s",
