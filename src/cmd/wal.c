@@ -179,17 +179,6 @@ static int wal_push_direct(const pgd_options *opts, const char *path)
     return rc;
 }
 
-/* The background daemons work on one repository: with several, `option` is a usage error. */
-static const pgd_error *wal_several_refused(pgd_error *err, const char *option)
-{
-    err_set(err,
-            "option \"%s\" works with one repository; \"--repo\" is given several times "
-            "(several repositories are written and read without it)",
-            option);
-    err_mark(err, PGD_ERR_USAGE);
-    return err;
-}
-
 int cmd_wal_push(int argc, char **argv)
 {
     pgd_options opts;
@@ -280,8 +269,6 @@ int cmd_wal_fetch(int argc, char **argv)
     if (!opt_int(&opts, OPT_PREFETCH, 0, WAL_PREFETCH_MAX, &prefetch, &err)) {
         err_mark(&err, PGD_ERR_USAGE);
         rc = command_fail(CMD_WAL_FETCH, &err);
-    } else if (prefetch > 0 && command_repo_count(&opts) > 1) {
-        rc = command_fail(CMD_WAL_FETCH, wal_several_refused(&err, "--prefetch"));
     } else {
         rc = cmd_wal_async_fetch(&opts, opts.args[0], opts.args[1], (unsigned)prefetch,
                                  wal_fetch_direct);

@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cmd/cmd.h"
 #include "cmd/common.h"
@@ -97,6 +98,7 @@ typedef struct wal_async_repo {
     size_t i;
     pgd_options *own; /* repository i's own options (its URI, its settings) */
     char repo_id[WAL_REPO_ID_MAX];
+    char uris[WAL_REPO_ID_MAX]; /* several repositories read through one (prefetch) */
     char settings[WAL_SETTINGS_LEN];
 } wal_async_repo;
 
@@ -125,6 +127,55 @@ static bool wal_async_env_of(const pgd_options *opts, size_t i, wal_async_repo *
                            .repo_uri = opt_str(r->own, OPT_REPO),
                            .settings = r->settings,
                            .open_repo = wal_async_open_repo,
+                           .open_arg = r};
+    return true;
+}
+
+static storage *wal_async_open_all(void *arg, pgd_error *err)
+{
+    const wal_async_repo *r = arg;
+
+    return command_open_repo(r->opts, err);
+}
+
+/*
+ * The prefetcher of several repositories reads through them all (storage/tee.h: the first
+ * that has a segment serves it): its spool is keyed by every repository, in order, and its
+ * settings are those of every one. r[0] holds it.
+ */
+static bool wal_async_env_of_all(const pgd_options *opts, wal_async_repo *r, wal_async_env *env,
+                                 pgd_error *err)
+{
+    size_t n = command_repo_count(opts);
+    char ids[WAL_REPO_ID_MAX] = "", uris[WAL_REPO_ID_MAX] = "";
+    uint64_t h = 0xcbf29ce484222325ull;
+
+    for (size_t i = 0; i < n; i++) {
+        wal_async_repo one = {0};
+        wal_async_env e;
+        size_t li = strlen(ids), lu = strlen(uris);
+
+        if (!wal_async_env_of(opts, i, &one, &e, err))
+            return false;
+        bool fits = (size_t)snprintf(ids + li, sizeof(ids) - li, "%s%s", i > 0 ? " + " : "",
+                                     one.repo_id) < sizeof(ids) - li &&
+                    (size_t)snprintf(uris + lu, sizeof(uris) - lu, "%s%s", i > 0 ? ", " : "",
+                                     e.repo_uri) < sizeof(uris) - lu;
+        h = wal_async_hash(h, one.settings);
+        command_repo_options_free(one.own);
+        if (!fits)
+            return err_set(err, "option \"--repo\": the repositories' names are too long "
+                                "together for --prefetch's spool");
+    }
+    r->opts = opts;
+    snprintf(r->repo_id, sizeof(r->repo_id), "%s", ids);
+    snprintf(r->uris, sizeof(r->uris), "%s", uris);
+    snprintf(r->settings, sizeof(r->settings), "%016" PRIx64, h);
+    *env = (wal_async_env){.spool_path = opt_str(opts, OPT_SPOOL_PATH),
+                           .repo_id = r->repo_id,
+                           .repo_uri = r->uris,
+                           .settings = r->settings,
+                           .open_repo = wal_async_open_all,
                            .open_arg = r};
     return true;
 }
@@ -205,7 +256,8 @@ int cmd_wal_async_fetch(const pgd_options *opts, const char *name, const char *d
 
     if (prefetch == 0)
         return direct(opts, name, dest);
-    if (!wal_async_env_of(opts, 0, &repo, &env, &err) ||
+    if (!(command_repo_count(opts) > 1 ? wal_async_env_of_all(opts, &repo, &env, &err)
+                                       : wal_async_env_of(opts, 0, &repo, &env, &err)) ||
         !opt_int(opts, OPT_PREFETCH_CONCURRENCY, 1, WAL_PREFETCH_MAX, &concurrency, &err)) {
         command_repo_options_free(repo.own);
         err_mark(&err, PGD_ERR_USAGE);
