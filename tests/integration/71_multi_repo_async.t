@@ -11,7 +11,7 @@
 #   there (persistent), and the next archive_command's pusher drains it to 0 (check and list
 #   --json say so);
 # - a restore from the S3 repository alone reaches the end of the WAL: data equal to the source
-#   at its last committed transaction.
+#   at its last committed transaction; the pushers stop by themselves, their logs clean.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_s3.sh"
 setup_tmp
@@ -125,4 +125,16 @@ ok $? "restore from the S3 repository alone, recovery to the end of its WAL"
 is "$(pgbench_hash "$port")" "$hash_src" "the restored data equals the source at its last commit"
 pg_stop "$T/r_s3"
 pg_stop "$T/data"
+# stopped by themselves, not killed: their logs are complete (and coverage counters written)
+rm -rf "$T/data/pg_wal/archive_status"
+pushers_gone() {
+    local l p
+    for l in "$SPOOL"/push-*/lock; do
+        p=$(cat "$l" 2>/dev/null) && [ -n "$p" ] && kill -0 "$p" 2>/dev/null && return 1
+    done
+    return 0
+}
+wait_until 10 pushers_gone
+ok $? "both pushers stop by themselves once archive_status is gone"
+is "$(cat "$SPOOL"/push-*/log* | grep -cE 'Sanitizer|runtime error')" "0" "no sanitizer report in the pushers' logs"
 done_testing
