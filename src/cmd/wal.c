@@ -45,7 +45,11 @@ static const command_help push_help = {
     "record (fsynced) is of exactly this file; it waits up to --archive-timeout, reports\n"
     "the pusher's error for the file, and archives the file itself when the spool cannot\n"
     "be written. More WAL waiting than --archive-push-queue-max is warned about on every\n"
-    "call; nothing is dropped."};
+    "call; nothing is dropped.\n"
+    "With several --repo and --archive-async, a pusher per repository; this command exits 0\n"
+    "once one repository holds the file and a copy of it waits, fsynced, in the queue of\n"
+    "each of the others. Each queue holds at most --archive-push-queue-max: at the bound\n"
+    "nothing more is acknowledged (one line names the repository)."};
 
 static const command_help fetch_help = {
     CMD_WAL_FETCH, "usage: pgdirect wal-fetch [OPTIONS] NAME DEST",
