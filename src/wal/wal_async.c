@@ -1,8 +1,9 @@
 /*
  * wal_async.c - what the foregrounds of wal-push --archive-async and
  * wal-fetch --prefetch share: where the command's spool is (keyed by its
- * data directory and repository) and the clock a waiting command polls
- * with. The foregrounds are wal_async_push.c and wal_async_fetch.c; the
+ * data directory and repository), the clock a waiting command polls
+ * with, a repository's backlog, and the queues of repositories no longer
+ * given. The foregrounds are wal_async_push.c and wal_async_fetch.c; the
  * background processes are started by wal_async_daemon.c.
  */
 #include "wal/wal_async.h"
@@ -17,6 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/log.h"
+#include "util/units.h"
+#include "util/xmalloc.h"
 #include "wal/wal_async_internal.h"
 #include "wal/wal_pusher.h"
 
@@ -87,4 +91,35 @@ bool wal_async_backlog(const wal_async_env *env, const char *datadir, wal_queue_
     *none = false;
     snprintf(pg_wal, sizeof(pg_wal), "%s/pg_wal", real);
     return wal_pusher_backlog(pg_wal, dir, st, err);
+}
+
+/* Warn about each non-empty queue of this data directory whose repository is no longer given. */
+static bool wal_async_orphan(void *arg, const char *dir, const char *repo_id,
+                             const wal_queue_stat *st, pgd_error *err)
+{
+    char bytes[32];
+
+    (void)arg;
+    (void)err;
+    units_format_bytes(st->bytes, bytes, sizeof(bytes));
+    log_warn("the queue of repository \"%s\" (\"%s/queue\") holds %u WAL files (%s, oldest "
+             "\"%s\"), but that repository is no longer given with --repo: they wait there "
+             "and are pushed nowhere (give the repository again to have them pushed, or remove "
+             "the directory to drop them)",
+             repo_id, dir, st->files, bytes, st->oldest);
+    return true;
+}
+
+void wal_async_report_orphans(const wal_async_env *const *envs, size_t n, const char *datadir)
+{
+    char root[WAL_SPOOL_PATH_MAX];
+    const char **ids = xcalloc(n, sizeof(*ids));
+    pgd_error err = {0};
+
+    for (size_t i = 0; i < n; i++)
+        ids[i] = envs[i]->repo_id;
+    if (!wal_async_spool_root(envs[0], datadir, root, sizeof(root), &err) ||
+        !wal_spool_queue_orphans(root, datadir, ids, n, wal_async_orphan, NULL, &err))
+        log_debug("could not look for the queues of repositories no longer given: %s", err.msg);
+    free(ids);
 }

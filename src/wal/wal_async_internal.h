@@ -37,6 +37,11 @@
 
 void wal_async_sleep_ms(long ms);
 long wal_async_now_ms(void);
+/*
+ * Warn about each non-empty queue of `datadir` whose repository is none of
+ * envs: it is pushed nowhere, and left alone.
+ */
+void wal_async_report_orphans(const wal_async_env *const *envs, size_t n, const char *datadir);
 /* The spool root of env for datadir (absolute): --spool-path or the default. */
 bool wal_async_spool_root(const wal_async_env *env, const char *datadir, char *root, size_t len,
                           pgd_error *err);
@@ -77,15 +82,6 @@ wal_async_outcome wal_async_push_background(const wal_async_env *env,
  * many starts without a record of its file, it pushes the file itself.
  */
 #define WAL_PUSHER_STARTS_MAX 2
-
-/* ---- wal_async_several.c ---- */
-
-/*
- * Warn about each non-empty queue of `datadir` whose repository is none of
- * envs (wal_async_several.c): it is pushed nowhere, and left alone.
- */
-void wal_async_several_report_orphans(const wal_async_env *const *envs, size_t n,
-                                      const char *datadir);
 
 /* ---- wal_async_daemon.c ---- */
 

@@ -218,7 +218,7 @@ static wal_async_outcome wal_async_push_wait(wal_push_call *c, pgd_error *err)
             if (started) {
                 starts++;
                 /* a repository given before with others may have left a queue */
-                wal_async_several_report_orphans(&c->env, 1, c->datadir);
+                wal_async_report_orphans(&c->env, 1, c->datadir);
             }
         }
         if (wal_async_now_ms() >= deadline) {

@@ -49,45 +49,13 @@ typedef struct wal_several_repo {
     bool behind; /* its queue was not empty when the call began */
 } wal_several_repo;
 
-/* Warn about each non-empty queue of this data directory whose repository is no longer given. */
-static bool wal_async_several_orphan(void *arg, const char *dir, const char *repo_id,
-                                     const wal_queue_stat *st, pgd_error *err)
-{
-    char bytes[32];
-
-    (void)arg;
-    (void)err;
-    units_format_bytes(st->bytes, bytes, sizeof(bytes));
-    log_warn("the queue of repository \"%s\" (\"%s/queue\") holds %u WAL files (%s, oldest "
-             "\"%s\"), but that repository is no longer given with --repo: they wait there "
-             "and are pushed nowhere (give the repository again to have them pushed, or remove "
-             "the directory to drop them)",
-             repo_id, dir, st->files, bytes, st->oldest);
-    return true;
-}
-
-void wal_async_several_report_orphans(const wal_async_env *const *envs, size_t n,
-                                      const char *datadir)
-{
-    char root[WAL_SPOOL_PATH_MAX];
-    const char **ids = xcalloc(n, sizeof(*ids));
-    pgd_error err = {0};
-
-    for (size_t i = 0; i < n; i++)
-        ids[i] = envs[i]->repo_id;
-    if (!wal_async_spool_root(envs[0], datadir, root, sizeof(root), &err) ||
-        !wal_spool_queue_orphans(root, datadir, ids, n, wal_async_several_orphan, NULL, &err))
-        log_debug("could not look for the queues of repositories no longer given: %s", err.msg);
-    free(ids);
-}
-
 static void wal_async_several_orphans(const wal_several_repo *r, size_t n)
 {
     const wal_async_env **envs = xcalloc(n, sizeof(*envs));
 
     for (size_t i = 0; i < n; i++)
         envs[i] = r[i].c.env;
-    wal_async_several_report_orphans(envs, n, r[0].c.datadir);
+    wal_async_report_orphans(envs, n, r[0].c.datadir);
     free(envs);
 }
 
