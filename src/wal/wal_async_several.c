@@ -31,9 +31,10 @@
 
 /*
  * How long the others may take to record a file once one repository has
- * it, before a copy is queued for them: pushes to a healthy store of a
- * 16 MiB segment take well under a second (bench/results), and a copy
- * costs a 16 MiB write and fsync.
+ * it, before a copy is queued for them (a copy costs a segment's write and
+ * fsync in the spool). A choice, not a measurement: long enough for a
+ * healthy store that started the push with the first, short enough that
+ * the first file after a repository went down costs PostgreSQL 1 s.
  */
 #define WAL_ASYNC_QUEUE_GRACE_MS 1000
 
