@@ -31,6 +31,7 @@
 #include "backup/archive_probe.h"
 #include "cmd/cmd.h"
 #include "cmd/common.h"
+#include "cmd/wal_async.h"
 #include "pg/pq_api.h"
 #include "pg/session.h"
 #include "repo/backup_info.h"
@@ -42,6 +43,7 @@
 #include "util/log.h"
 #include "util/progress.h"
 #include "util/text.h"
+#include "util/units.h"
 #include "util/xmalloc.h"
 
 #define CHECK_SETTING_MAX   1024
@@ -417,7 +419,48 @@ static void check_free_space(check_run *r, const char *uri)
               free_text, where, cluster_text, CHECK_FREE_FACTOR);
 }
 
-/* What pg_stat_archiver says, on one line, for a message. */
+/*
+ * What waits for repository i on this host (wal-push --archive-async: ready files its
+ * pusher has not stored, and its queue); a warning when anything does.
+ */
+static void check_backlog(check_run *r, const pgd_options *opts, size_t i)
+{
+    char datadir[CHECK_SETTING_MAX], why[PGD_ERROR_MAX], bytes[32];
+    pgd_error err = {0};
+    wal_queue_stat st;
+    bool none;
+
+    if (!r->connected) {
+        check_add(r, "archive backlog", CHECK_SKIPPED, "needs the server (its data directory)");
+        return;
+    }
+    if (!check_query(r, "SHOW data_directory", datadir, sizeof(datadir), why, sizeof(why))) {
+        check_add(r, "archive backlog", CHECK_SKIPPED, "could not read data_directory: %s", why);
+        return;
+    }
+    if (!cmd_wal_async_backlog(opts, i, datadir, &st, &none, &err)) {
+        check_add(r, "archive backlog", CHECK_FAILED, "%s", err.msg);
+        return;
+    }
+    pgd_options *o = command_repo_options(opts, i, &err);
+    char repo[PGD_ERROR_MAX] = "";
+
+    /* with several repositories, check_add names it already (r->where) */
+    if (r->where == NULL)
+        snprintf(repo, sizeof(repo), "repository \"%s\": ", o != NULL ? opt_str(o, OPT_REPO) : "?");
+    units_format_bytes(st.bytes, bytes, sizeof(bytes));
+    if (none)
+        check_add(r, "archive backlog", CHECK_OK,
+                  "%s0 WAL files behind (no --archive-async spool for it on this host)", repo);
+    else if (st.files == 0)
+        check_add(r, "archive backlog", CHECK_OK, "%s0 WAL files behind", repo);
+    else
+        check_add(r, "archive backlog", CHECK_WARNING,
+                  "%s%u WAL files behind (%s), the oldest \"%s\" for %lld s", repo, st.files, bytes,
+                  st.oldest, (long long)(time(NULL) - st.oldest_mtime));
+    command_repo_options_free(o);
+}
+
 /* archive_command stores WAL in this repository: a WAL switch, then a wait for that segment. */
 static void check_archive(check_run *r)
 {
@@ -510,6 +553,7 @@ int cmd_check(int argc, char **argv)
         check_repository(&r, o);
         check_object_lock(&r, o);
         check_free_space(&r, opt_str(o, OPT_REPO));
+        check_backlog(&r, &opts, i);
         check_archive(&r);
         command_repo_options_free(o);
         if (command_repo_count(&opts) > 1) {

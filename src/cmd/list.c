@@ -24,6 +24,7 @@
 
 #include "cmd/cmd.h"
 #include "cmd/common.h"
+#include "cmd/wal_async.h"
 #include "repo/backup_info.h"
 #include "repo/layout.h"
 #include "repo/repo_contents.h"
@@ -43,7 +44,11 @@ static const command_help list_help = {
     "of that) is missing or damaged cannot be restored and is shown \"chain broken\".\n"
     "VERIFIED is the last verify's verdict on each backup, and when it was given.\n"
     "Backups without a sentinel follow: \"running\" (host and pid of the run), \"interrupted\"\n"
-    "(what a killed run left: delete --garbage removes it), or \"unknown\"."};
+    "(what a killed run left: delete --garbage removes it), or \"unknown\".\n"
+    "With --pgdata DIR (the cluster on this host archiving with wal-push --archive-async),\n"
+    "each repository's archive backlog follows its backups: the WAL files not stored in it\n"
+    "yet (ready in pg_wal, or in its queue), their bytes, the oldest and its age; in --json,\n"
+    "one object {\"archive_backlog\": {...}} after the repository's backups."};
 
 /* What list shows of one backup besides its sentinel. */
 typedef struct list_extra {
@@ -332,6 +337,48 @@ static bool list_flush_stdout(pgd_error *err)
 }
 
 /*
+ * With --pgdata: what waits on this host for repository r (wal-push --archive-async), as a
+ * line under its table or an object after its backups in arr. Nothing without --pgdata.
+ */
+static bool list_backlog(const pgd_options *opts, size_t r, json_t *arr, const char *where,
+                         pgd_error *err)
+{
+    const char *pgdata = opt_str(opts, OPT_PGDATA);
+    wal_queue_stat st;
+    char bytes[32];
+    bool none;
+    long long age;
+    json_t *o;
+
+    if (pgdata == NULL)
+        return true;
+    if (!cmd_wal_async_backlog(opts, r, pgdata, &st, &none, err)) {
+        err_prefix(err, "could not measure the archive backlog");
+        return false;
+    }
+    age = st.files > 0 ? (long long)(time(NULL) - st.oldest_mtime) : 0;
+    if (arr == NULL) {
+        units_format_bytes(st.bytes, bytes, sizeof(bytes));
+        list_where(where);
+        if (st.files == 0)
+            printf("archive backlog: 0 WAL files%s\n",
+                   none ? " (no --archive-async spool for this repository)" : "");
+        else
+            printf("archive backlog: %u WAL files (%s), the oldest \"%s\" for %lld s\n", st.files,
+                   bytes, st.oldest, age);
+        return true;
+    }
+    o = json_pack("{s:{s:I, s:I, s:s?, s:I, s:b}}", "archive_backlog", "files",
+                  (json_int_t)st.files, "bytes", (json_int_t)st.bytes, "oldest",
+                  st.files > 0 ? st.oldest : NULL, "oldest_age_s", (json_int_t)age, "spool", !none);
+    if (o != NULL && where != NULL && json_object_set_new(o, "repository", json_string(where)))
+        o = (json_decref(o), NULL);
+    if (o == NULL || json_array_append_new(arr, o) != 0)
+        return err_set(err, "could not serialise the backup list");
+    return true;
+}
+
+/*
  * One repository's list: the table printed, or its backups appended to arr (--json). where:
  * the repository's URI when there are several (NULL: one).
  */
@@ -362,6 +409,21 @@ static bool list_one(const pgd_options *opts, size_t r, json_t *arr, const char 
             ok = list_append_json(arr, backups, extra, n, &dirs, where, err);
         else
             list_print_table(backups, extra, n, &dirs, where);
+    }
+    /* the backlog also when the repository could not be read: that is when it grows */
+    if (opt_str(opts, OPT_PGDATA) != NULL) {
+        pgd_error berr = {0};
+        pgd_options *o = command_repo_options(opts, r, &berr);
+        const char *uri = o != NULL ? opt_str(o, OPT_REPO) : NULL;
+
+        if (!list_backlog(opts, r, arr, several != NULL ? uri : NULL, &berr)) {
+            if (ok)
+                *err = berr;
+            else
+                log_warn("%s", berr.msg);
+            ok = false;
+        }
+        command_repo_options_free(o);
     }
     repo_contents_free(&dirs);
     free(extra);

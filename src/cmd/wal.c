@@ -45,7 +45,11 @@ static const command_help push_help = {
     "record (fsynced) is of exactly this file; it waits up to --archive-timeout, reports\n"
     "the pusher's error for the file, and archives the file itself when the spool cannot\n"
     "be written. More WAL waiting than --archive-push-queue-max is warned about on every\n"
-    "call; nothing is dropped."};
+    "call; nothing is dropped.\n"
+    "With several --repo and --archive-async, a pusher per repository; this command exits 0\n"
+    "once one repository holds the file and a copy of it waits, fsynced, in the queue of\n"
+    "each of the others. Each queue holds at most --archive-push-queue-max: at the bound\n"
+    "nothing more is acknowledged (one line names the repository)."};
 
 static const command_help fetch_help = {
     CMD_WAL_FETCH, "usage: pgdirect wal-fetch [OPTIONS] NAME DEST",
@@ -179,17 +183,6 @@ static int wal_push_direct(const pgd_options *opts, const char *path)
     return rc;
 }
 
-/* The background daemons work on one repository: with several, `option` is a usage error. */
-static const pgd_error *wal_several_refused(pgd_error *err, const char *option)
-{
-    err_set(err,
-            "option \"%s\" works with one repository; \"--repo\" is given several times "
-            "(several repositories are written and read without it)",
-            option);
-    err_mark(err, PGD_ERR_USAGE);
-    return err;
-}
-
 int cmd_wal_push(int argc, char **argv)
 {
     pgd_options opts;
@@ -208,8 +201,6 @@ int cmd_wal_push(int argc, char **argv)
     }
     if (!opt_bool(&opts, OPT_ARCHIVE_ASYNC, &async, &err))
         rc = command_fail(CMD_WAL_PUSH, &err);
-    else if (async && command_repo_count(&opts) > 1)
-        rc = command_fail(CMD_WAL_PUSH, wal_several_refused(&err, "--archive-async"));
     else if (async)
         rc = cmd_wal_async_push(&opts, opts.args[0], wal_push_direct);
     else
@@ -282,8 +273,6 @@ int cmd_wal_fetch(int argc, char **argv)
     if (!opt_int(&opts, OPT_PREFETCH, 0, WAL_PREFETCH_MAX, &prefetch, &err)) {
         err_mark(&err, PGD_ERR_USAGE);
         rc = command_fail(CMD_WAL_FETCH, &err);
-    } else if (prefetch > 0 && command_repo_count(&opts) > 1) {
-        rc = command_fail(CMD_WAL_FETCH, wal_several_refused(&err, "--prefetch"));
     } else {
         rc = cmd_wal_async_fetch(&opts, opts.args[0], opts.args[1], (unsigned)prefetch,
                                  wal_fetch_direct);

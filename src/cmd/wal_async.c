@@ -8,11 +8,13 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cmd/cmd.h"
 #include "cmd/common.h"
 #include "pg/wal_name.h"
 #include "util/log.h"
+#include "util/xmalloc.h"
 #include "wal/wal_async.h"
 
 #define WAL_REPO_ID_MAX 2048
@@ -72,7 +74,10 @@ static void wal_async_settings(const pgd_options *opts, char *out, size_t outlen
     snprintf(out, outlen, "%016" PRIx64, h);
 }
 
-/* The repository as the spool keys it: its URI and, for S3 and Azure, the endpoint. */
+/*
+ * The repository as the spool keys it: its URI (without ?settings) and, for S3 and Azure,
+ * the endpoint; opts are that repository's own (command_repo_options).
+ */
 static void wal_async_repo_id(const pgd_options *opts, char *out, size_t outlen)
 {
     const char *endpoint = opt_str(opts, OPT_S3_ENDPOINT), *repo = opt_str(opts, OPT_REPO);
@@ -87,23 +92,99 @@ static void wal_async_repo_id(const pgd_options *opts, char *out, size_t outlen)
              endpoint != NULL ? endpoint : "");
 }
 
+/* Repository i of the command, as the background process opens it. */
+typedef struct wal_async_repo {
+    const pgd_options *opts; /* the command's */
+    size_t i;
+    pgd_options *own; /* repository i's own options (its URI, its settings) */
+    char repo_id[WAL_REPO_ID_MAX];
+    char uris[WAL_REPO_ID_MAX]; /* several repositories read through one (prefetch) */
+    char settings[WAL_SETTINGS_LEN];
+} wal_async_repo;
+
 static storage *wal_async_open_repo(void *arg, pgd_error *err)
 {
-    return command_open_repo(arg, err);
+    const wal_async_repo *r = arg;
+
+    return command_open_repo_at(r->opts, r->i, err);
 }
 
-/* What the options say the spool and the background process are; the buffers hold it. */
-static wal_async_env wal_async_env_of(const pgd_options *opts, char *repo_id, size_t repo_id_len,
-                                      char *settings, size_t settings_len)
+/*
+ * What the options say the spool and the background process of repository i are;
+ * r holds it (wal_async_repo_free). False: its --repo value is wrong.
+ */
+static bool wal_async_env_of(const pgd_options *opts, size_t i, wal_async_repo *r,
+                             wal_async_env *env, pgd_error *err)
 {
-    wal_async_repo_id(opts, repo_id, repo_id_len);
-    wal_async_settings(opts, settings, settings_len);
-    return (wal_async_env){.spool_path = opt_str(opts, OPT_SPOOL_PATH),
-                           .repo_id = repo_id,
-                           .repo_uri = opt_str(opts, OPT_REPO),
-                           .settings = settings,
+    r->opts = opts;
+    r->i = i;
+    if ((r->own = command_repo_options(opts, i, err)) == NULL)
+        return false;
+    wal_async_repo_id(r->own, r->repo_id, sizeof(r->repo_id));
+    wal_async_settings(r->own, r->settings, sizeof(r->settings));
+    *env = (wal_async_env){.spool_path = opt_str(opts, OPT_SPOOL_PATH),
+                           .repo_id = r->repo_id,
+                           .repo_uri = opt_str(r->own, OPT_REPO),
+                           .settings = r->settings,
                            .open_repo = wal_async_open_repo,
-                           .open_arg = (void *)opts};
+                           .open_arg = r};
+    return true;
+}
+
+static storage *wal_async_open_all(void *arg, pgd_error *err)
+{
+    const wal_async_repo *r = arg;
+
+    return command_open_repo(r->opts, err);
+}
+
+/*
+ * The prefetcher of several repositories reads through them all (storage/tee.h: the first
+ * that has a segment serves it): its spool is keyed by every repository, in order, and its
+ * settings are those of every one. r[0] holds it.
+ */
+static bool wal_async_env_of_all(const pgd_options *opts, wal_async_repo *r, wal_async_env *env,
+                                 pgd_error *err)
+{
+    size_t n = command_repo_count(opts);
+    char ids[WAL_REPO_ID_MAX] = "", uris[WAL_REPO_ID_MAX] = "";
+    uint64_t h = 0xcbf29ce484222325ull;
+
+    for (size_t i = 0; i < n; i++) {
+        wal_async_repo one = {0};
+        wal_async_env e;
+        size_t li = strlen(ids), lu = strlen(uris);
+
+        if (!wal_async_env_of(opts, i, &one, &e, err))
+            return false;
+        bool fits = (size_t)snprintf(ids + li, sizeof(ids) - li, "%s%s", i > 0 ? " + " : "",
+                                     one.repo_id) < sizeof(ids) - li &&
+                    (size_t)snprintf(uris + lu, sizeof(uris) - lu, "%s%s", i > 0 ? ", " : "",
+                                     e.repo_uri) < sizeof(uris) - lu;
+        h = wal_async_hash(h, one.settings);
+        command_repo_options_free(one.own);
+        if (!fits)
+            return err_set(err, "option \"--repo\": the repositories' names are too long "
+                                "together for --prefetch's spool");
+    }
+    r->opts = opts;
+    snprintf(r->repo_id, sizeof(r->repo_id), "%s", ids);
+    snprintf(r->uris, sizeof(r->uris), "%s", uris);
+    snprintf(r->settings, sizeof(r->settings), "%016" PRIx64, h);
+    *env = (wal_async_env){.spool_path = opt_str(opts, OPT_SPOOL_PATH),
+                           .repo_id = r->repo_id,
+                           .repo_uri = r->uris,
+                           .settings = r->settings,
+                           .open_repo = wal_async_open_all,
+                           .open_arg = r};
+    return true;
+}
+
+static void wal_async_repo_free(wal_async_repo *r, size_t n)
+{
+    for (size_t i = 0; r != NULL && i < n; i++)
+        command_repo_options_free(r[i].own);
+    free(r);
 }
 
 /* The exit status of a process that became the background one, at the end of its life. */
@@ -130,18 +211,26 @@ static bool wal_async_push_settings_of(const pgd_options *opts, wal_async_push_s
 
 int cmd_wal_async_push(const pgd_options *opts, const char *path, wal_direct_push_fn direct)
 {
-    char repo_id[WAL_REPO_ID_MAX], settings[WAL_SETTINGS_LEN];
-    wal_async_env env =
-        wal_async_env_of(opts, repo_id, sizeof(repo_id), settings, sizeof(settings));
+    size_t n = command_repo_count(opts);
+    wal_async_repo *repos = xcalloc(n, sizeof(*repos));
+    wal_async_env *envs = xcalloc(n, sizeof(*envs));
     wal_async_push_settings s;
     pgd_error err = {0};
     wal_async_outcome o;
+    bool ok = wal_async_push_settings_of(opts, &s, &err);
 
-    if (!wal_async_push_settings_of(opts, &s, &err)) {
+    for (size_t i = 0; ok && i < n; i++)
+        ok = wal_async_env_of(opts, i, &repos[i], &envs[i], &err);
+    if (!ok) {
+        wal_async_repo_free(repos, n);
+        free(envs);
         err_mark(&err, PGD_ERR_USAGE);
         return command_fail(CMD_WAL_PUSH, &err);
     }
-    o = wal_async_push(&env, &s, path, &err);
+    o = n == 1 ? wal_async_push(&envs[0], &s, path, &err)
+               : wal_async_push_several(envs, n, &s, path, &err);
+    wal_async_repo_free(repos, n);
+    free(envs);
     switch (o) {
     case WAL_ASYNC_DONE:
         return EXIT_OK;
@@ -157,9 +246,8 @@ int cmd_wal_async_push(const pgd_options *opts, const char *path, wal_direct_pus
 int cmd_wal_async_fetch(const pgd_options *opts, const char *name, const char *dest,
                         unsigned prefetch, wal_direct_fetch_fn direct)
 {
-    char repo_id[WAL_REPO_ID_MAX], settings[WAL_SETTINGS_LEN];
-    wal_async_env env =
-        wal_async_env_of(opts, repo_id, sizeof(repo_id), settings, sizeof(settings));
+    wal_async_repo repo = {0};
+    wal_async_env env;
     wal_async_fetch_call call;
     pgd_error err = {0};
     wal_async_outcome o;
@@ -168,15 +256,32 @@ int cmd_wal_async_fetch(const pgd_options *opts, const char *name, const char *d
 
     if (prefetch == 0)
         return direct(opts, name, dest);
-    if (!opt_int(opts, OPT_PREFETCH_CONCURRENCY, 1, WAL_PREFETCH_MAX, &concurrency, &err)) {
+    if (!(command_repo_count(opts) > 1 ? wal_async_env_of_all(opts, &repo, &env, &err)
+                                       : wal_async_env_of(opts, 0, &repo, &env, &err)) ||
+        !opt_int(opts, OPT_PREFETCH_CONCURRENCY, 1, WAL_PREFETCH_MAX, &concurrency, &err)) {
+        command_repo_options_free(repo.own);
         err_mark(&err, PGD_ERR_USAGE);
         return command_fail(CMD_WAL_FETCH, &err);
     }
     rc = wal_async_fetch_serve(&env, name, dest, &call) == WAL_ASYNC_DONE
              ? EXIT_OK
              : direct(opts, name, dest);
-    if (rc != EXIT_OK)
-        return rc;
-    o = wal_async_fetch_ahead(&env, &call, name, dest, prefetch, (unsigned)concurrency);
-    return o == WAL_ASYNC_DONE ? EXIT_OK : wal_async_daemon_status(o);
+    if (rc == EXIT_OK) {
+        o = wal_async_fetch_ahead(&env, &call, name, dest, prefetch, (unsigned)concurrency);
+        rc = o == WAL_ASYNC_DONE ? EXIT_OK : wal_async_daemon_status(o);
+    }
+    command_repo_options_free(repo.own);
+    return rc;
+}
+
+bool cmd_wal_async_backlog(const pgd_options *opts, size_t i, const char *datadir,
+                           wal_queue_stat *st, bool *none, pgd_error *err)
+{
+    wal_async_repo repo = {0};
+    wal_async_env env;
+    bool ok = wal_async_env_of(opts, i, &repo, &env, err) &&
+              wal_async_backlog(&env, datadir, st, none, err);
+
+    command_repo_options_free(repo.own);
+    return ok;
 }

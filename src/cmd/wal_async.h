@@ -10,7 +10,11 @@
 #ifndef PGD_CMD_WAL_ASYNC_H
 #define PGD_CMD_WAL_ASYNC_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include "util/options.h"
+#include "wal/wal_spool.h"
 
 /* Push the file at `path` now; returns the exit status (cmd/wal.c). */
 typedef int (*wal_direct_push_fn)(const pgd_options *opts, const char *path);
@@ -32,5 +36,13 @@ int cmd_wal_async_push(const pgd_options *opts, const char *path, wal_direct_pus
  */
 int cmd_wal_async_fetch(const pgd_options *opts, const char *name, const char *dest,
                         unsigned prefetch, wal_direct_fetch_fn direct);
+
+/*
+ * What waits on this host for repository i of the options (the backlog of
+ * wal-push --archive-async: files ready in `datadir`'s pg_wal that its
+ * pusher has not stored, and its queue). *none: no spool for it there.
+ */
+bool cmd_wal_async_backlog(const pgd_options *opts, size_t i, const char *datadir,
+                           wal_queue_stat *st, bool *none, pgd_error *err);
 
 #endif

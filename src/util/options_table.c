@@ -69,9 +69,10 @@ const opt_def opt_defs[OPT_COUNT] = {
                     "file of name = value lines, quoted as in postgresql.conf"},
     [OPT_LOG_LEVEL] = {"log-level", "debug|info|warning|error", "info", CMD_ALL, false,
                        "least important message shown"},
-    [OPT_PGDATA] = {"pgdata", "DIR", NULL, CMD_BACKUP | CMD_CACHE | CMD_TUNE, false,
+    [OPT_PGDATA] = {"pgdata", "DIR", NULL, CMD_BACKUP | CMD_CACHE | CMD_TUNE | CMD_LIST, false,
                     "data directory of the running cluster (default: $PGDATA; cache: the "
-                    "server's data_directory)"},
+                    "server's data_directory; list: none, and with one, each repository's "
+                    "archive backlog)"},
     [OPT_DBNAME] = {"dbname", "CONNINFO", "", CMD_BACKUP | CMD_CACHE | CMD_CHECK, false,
                     "libpq connection string; PGHOST, PGPORT, PGUSER... apply"},
     [OPT_BLOCK_COUNT] = {"block-count", "N|auto", "auto", CMD_BACKUP, false,
@@ -241,9 +242,12 @@ const opt_def opt_defs[OPT_COUNT] = {
                                       "segments; 4 keeps an S3 round trip per segment off the "
                                       "critical path on 2 cores)"},
     [OPT_ARCHIVE_PUSH_QUEUE_MAX] = {"archive-push-queue-max", "BYTES", "4GiB", CMD_WAL_PUSH, false,
-                                    "WAL waiting for the archive beyond which every call warns; "
-                                    "nothing is ever dropped or acknowledged unstored"},
-    [OPT_SPOOL_PATH] = {"spool-path", "DIR", NULL, CMD_WAL_PUSH | CMD_WAL_FETCH, false,
+                                    "one repository: WAL waiting for the archive beyond which "
+                                    "every call warns; several: the bound of each repository's "
+                                    "queue, at which nothing more is acknowledged; nothing is "
+                                    "ever dropped or acknowledged unstored"},
+    [OPT_SPOOL_PATH] = {"spool-path", "DIR", NULL,
+                        CMD_WAL_PUSH | CMD_WAL_FETCH | CMD_CHECK | CMD_LIST, false,
                         "records of --archive-async and files of --prefetch (default: "
                         "pgdirect-spool next to the data directory, on its file system and "
                         "writable by its owner)"},

@@ -57,8 +57,12 @@ typedef enum {
 /* What wal-push --archive-async runs with (options of cmd/wal.c). */
 typedef struct wal_async_push_settings {
     unsigned concurrency; /* --archive-push-concurrency */
-    uint64_t queue_max;   /* --archive-push-queue-max: warn past this backlog */
-    long timeout_s;       /* --archive-timeout */
+    /*
+     * --archive-push-queue-max: one repository: warn past this backlog; several: the bound
+     * of each repository's queue
+     */
+    uint64_t queue_max;
+    long timeout_s; /* --archive-timeout */
     compress_kind kind;
     int level;
 } wal_async_push_settings;
@@ -75,6 +79,26 @@ typedef struct wal_async_push_settings {
  */
 wal_async_outcome wal_async_push(const wal_async_env *env, const wal_async_push_settings *s,
                                  const char *path, pgd_error *err);
+
+/*
+ * The same with several repositories (envs[0..n-1], in the order given):
+ * WAL_ASYNC_DONE once one repository's pusher recorded exactly this file
+ * and, for each of the others, its record says the same or a copy of the
+ * file waits, fsynced, in its queue (wal_spool.h). A queue that would pass
+ * s->queue_max bytes refuses the copy: WAL_ASYNC_FAILED naming the
+ * repository, and the file is not acknowledged.
+ */
+wal_async_outcome wal_async_push_several(const wal_async_env *envs, size_t n,
+                                         const wal_async_push_settings *s, const char *path,
+                                         pgd_error *err);
+
+/*
+ * What waits for the repository of env from the data directory `datadir`
+ * (absolute): files PostgreSQL marked ready that its pusher has not
+ * recorded, and its queue. *none: it has no spool directory there.
+ */
+bool wal_async_backlog(const wal_async_env *env, const char *datadir, wal_queue_stat *st,
+                       bool *none, pgd_error *err);
 
 /* One wal-fetch --prefetch call: its data directory and spool. */
 typedef struct wal_async_fetch_call {

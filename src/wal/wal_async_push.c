@@ -33,15 +33,9 @@
  * already running starts on it before that call.
  */
 #define WAL_PUSHER_IDLE_EXIT_S 30
-/*
- * wal-push starts the pusher again when it dies while waiting; after this
- * many starts without a record of its file, it pushes the file itself.
- */
-#define WAL_PUSHER_STARTS_MAX 2
-#define WAL_SUM_CHUNK         (1024 * 1024)
+#define WAL_SUM_CHUNK          (1024 * 1024)
 
-/* Size and CRC-32C of the local file, to compare with what the pusher recorded. */
-static bool wal_async_push_file_sum(const char *path, wal_file_sum *sum, pgd_error *err)
+bool wal_async_push_file_sum(const char *path, wal_file_sum *sum, pgd_error *err)
 {
     unsigned char *buf = xmalloc(WAL_SUM_CHUNK);
     uint32_t crc = CRC32C_INIT;
@@ -74,15 +68,14 @@ static bool wal_async_push_file_sum(const char *path, wal_file_sum *sum, pgd_err
     return true;
 }
 
-static bool wal_async_push_before(const struct timespec *a, const struct timespec *b)
+bool wal_async_push_before(const struct timespec *a, const struct timespec *b)
 {
     return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
 }
 
-/* The background pusher's life: push until idle, then stop. */
-static wal_async_outcome wal_async_push_background(const wal_async_env *env,
-                                                   const wal_async_push_settings *s,
-                                                   const char *pg_wal, const char *dir, int lock_fd)
+wal_async_outcome wal_async_push_background(const wal_async_env *env,
+                                            const wal_async_push_settings *s, const char *pg_wal,
+                                            const char *dir, int lock_fd)
 {
     wal_pusher_config cfg = {
         .pg_wal = pg_wal,
@@ -125,36 +118,23 @@ static wal_async_outcome wal_async_push_background(const wal_async_env *env,
 static void wal_async_push_backlog(const char *pg_wal, const char *dir, uint64_t queue_max)
 {
     pgd_error err = {0};
-    uint64_t bytes;
-    unsigned files;
+    wal_queue_stat st;
 
-    if (!wal_pusher_backlog(pg_wal, dir, &bytes, &files, &err)) {
+    if (!wal_pusher_backlog(pg_wal, dir, &st, &err)) {
         log_debug("could not measure the archive backlog: %s", err.msg);
         return;
     }
-    if (bytes > queue_max)
+    if (st.bytes > queue_max)
         log_warn("%" PRIu64 " bytes of WAL (%u files) wait for the archive, more than "
                  "--archive-push-queue-max %" PRIu64 ": the repository is not keeping up; "
                  "nothing is dropped or acknowledged before it is stored, so pg_wal grows "
                  "until it does",
-                 bytes, files, queue_max);
+                 st.bytes, st.files, queue_max);
 }
 
-typedef struct wal_push_call {
-    const wal_async_env *env;
-    const wal_async_push_settings *s;
-    const char *path;
-    char name[WAL_NAME_MAX];
-    char pg_wal[PATH_MAX];
-    char dir[WAL_SPOOL_PATH_MAX];
-    wal_file_sum sum;
-} wal_push_call;
-
-/* Where the call's file, pg_wal and data directory are; false: push directly (said why). */
-static bool wal_async_push_locate(wal_push_call *c, bool *ready, pgd_error *err)
+bool wal_async_push_locate(wal_push_call *c, bool *ready, pgd_error *err)
 {
     char copy[PATH_MAX], pg_wal_rel[PATH_MAX], status[PATH_MAX + WAL_NAME_MAX + 32];
-    char datadir[PATH_MAX];
 
     snprintf(copy, sizeof(copy), "%s", c->path);
     snprintf(c->name, sizeof(c->name), "%s", basename(copy));
@@ -165,16 +145,15 @@ static bool wal_async_push_locate(wal_push_call *c, bool *ready, pgd_error *err)
     if (!*ready)
         return true;
     snprintf(copy, sizeof(copy), "%s", pg_wal_rel);
-    if (realpath(dirname(copy), datadir) == NULL)
+    if (realpath(dirname(copy), c->datadir) == NULL)
         return err_errno(err, errno, "could not resolve the data directory of \"%s\"", c->path);
     if (realpath(pg_wal_rel, c->pg_wal) == NULL)
         return err_errno(err, errno, "could not resolve directory \"%s\"", pg_wal_rel);
-    return wal_async_spool_dir(c->env, WAL_SPOOL_PUSH, datadir, c->dir, sizeof(c->dir), err) &&
+    return wal_async_spool_dir(c->env, WAL_SPOOL_PUSH, c->datadir, c->dir, sizeof(c->dir), err) &&
            wal_spool_probe(c->dir, err);
 }
 
-/* The spool could not do its part: say why, and have the command push `name` itself. */
-static wal_async_outcome wal_async_push_fall_back(const char *name, pgd_error *err)
+wal_async_outcome wal_async_push_fall_back(const char *name, pgd_error *err)
 {
     log_warn("%s; archiving \"%s\" directly", err->msg, name);
     err_clear(err);
@@ -236,8 +215,11 @@ static wal_async_outcome wal_async_push_wait(wal_push_call *c, pgd_error *err)
                 return wal_async_push_fall_back(c->name, err);
             if (daemon)
                 return wal_async_push_background(c->env, c->s, c->pg_wal, c->dir, lock_fd);
-            if (started)
+            if (started) {
                 starts++;
+                /* a repository given before with others may have left a queue */
+                wal_async_report_orphans(&c->env, 1, c->datadir);
+            }
         }
         if (wal_async_now_ms() >= deadline) {
             err_set(err,

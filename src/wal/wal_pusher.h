@@ -48,8 +48,12 @@ typedef enum {
  */
 bool wal_pusher_run(const wal_pusher_config *cfg, wal_pusher_stop *why, pgd_error *err);
 
-/* The files of pg_wal waiting for the archive: ready and not yet recorded as pushed. */
-bool wal_pusher_backlog(const char *pg_wal, const char *spool_dir, uint64_t *bytes, unsigned *files,
+/*
+ * What waits for the repository of `spool_dir`: the files of pg_wal ready
+ * and not yet recorded as pushed, and the copies in its queue; the oldest
+ * in push order, with its WAL file's modification time.
+ */
+bool wal_pusher_backlog(const char *pg_wal, const char *spool_dir, wal_queue_stat *st,
                         pgd_error *err);
 
 #endif

@@ -31,7 +31,6 @@
 #include "wal/wal_spool_internal.h"
 #include "util/sync_dir.h"
 
-#define WAL_SPOOL_INFO     "info"
 #define WAL_SPOOL_LOCK     "lock"
 #define WAL_SPOOL_SETTINGS "settings"
 #define WAL_SPOOL_WAKE     "wake"
@@ -182,6 +181,9 @@ bool wal_spool_open(const char *root, wal_spool_role role, const char *datadir, 
         return false;
     if (role == WAL_SPOOL_PUSH) {
         snprintf(path, sizeof(path), "%s/" WAL_SPOOL_OUT, dir);
+        if (!wal_spool_mkdirs(path, err))
+            return false;
+        snprintf(path, sizeof(path), "%s/" WAL_SPOOL_QUEUE, dir);
         if (!wal_spool_mkdirs(path, err))
             return false;
     }

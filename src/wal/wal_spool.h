@@ -20,6 +20,13 @@
  *                                     fsynced, renamed, directory fsynced, and only
  *                                     after the repository confirmed the store
  *       out/<wal>.error               the pusher's failure for <wal>, one line
+ *       queue/<wal>                   with several repositories: a copy of a WAL file
+ *                                     acknowledged before this repository had it,
+ *                                     waiting for its pusher (copied, fsynced,
+ *                                     renamed, directory fsynced before the
+ *                                     acknowledgement; its mtime is the file's);
+ *                                     removed once stored. At most
+ *                                     --archive-push-queue-max bytes.
  *   <spool-path>/fetch-<key>/         wal-fetch --prefetch N
  *       info, lock, settings, log     as above, for the prefetcher
  *       request                       the last segment served and how many to fetch
@@ -29,10 +36,12 @@
  *       <wal>.part*                   a download in progress
  *
  * <key> is 16 hex digits of a hash of the data directory's real path and
- * the repository (its URI and S3 endpoint). Nothing in the spool is ever
+ * the repository (its URI without its ?settings, and its S3 or Azure
+ * endpoint: never a credential). Nothing in the spool but queue/ is ever
  * the only copy of anything: a lost record means a segment is pushed again
  * (the repository answers "identical"), a lost prefetched file means it is
- * fetched from the repository again.
+ * fetched from the repository again. A queue/ entry is the only copy its
+ * repository will get: it is written as durably as pg_wal's own files.
  */
 #ifndef PGD_WAL_SPOOL_H
 #define PGD_WAL_SPOOL_H
@@ -148,6 +157,34 @@ typedef bool (*wal_spool_record_cb)(void *arg, const char *name, wal_record_kind
 bool wal_spool_record_list(const char *dir, wal_spool_record_cb cb, void *arg, pgd_error *err);
 /* Remove what a killed pusher left half-written in out/. */
 bool wal_spool_record_sweep(const char *dir, pgd_error *err);
+
+/* ---- the queue of a repository behind the others (queue/; wal_spool_queue.c) ---- */
+
+typedef struct wal_queue_stat {
+    unsigned files;
+    uint64_t bytes;
+    char oldest[WAL_NAME_MAX]; /* the first in WAL order; "" when empty */
+    time_t oldest_mtime;       /* the WAL file's own modification time */
+} wal_queue_stat;
+
+/* Where the queued copy of `name` is. */
+void wal_spool_queue_path(const char *dir, const char *name, char *out, size_t outlen);
+/* Copy the WAL file at `src` into the queue as `name`, durably (see wal_spool_queue.c). */
+bool wal_spool_queue_add(const char *dir, const char *name, const char *src, pgd_error *err);
+/* Remove the queued copy of `name` (missing is fine). */
+bool wal_spool_queue_remove(const char *dir, const char *name, pgd_error *err);
+/* Called for each queued WAL file (kind OK) and anything else in queue/ (kind NONE). */
+bool wal_spool_queue_list(const char *dir, wal_spool_record_cb cb, void *arg, pgd_error *err);
+/* How many files and bytes wait, and the oldest. A spool without queue/ holds none. */
+bool wal_spool_queue_stat(const char *dir, wal_queue_stat *st, pgd_error *err);
+/* Remove the copies a killed command left half-written. */
+bool wal_spool_queue_sweep(const char *dir, pgd_error *err);
+
+/* A non-empty queue of data directory `datadir` whose repository is none of those configured. */
+typedef bool (*wal_spool_orphan_cb)(void *arg, const char *dir, const char *repo_id,
+                                    const wal_queue_stat *st, pgd_error *err);
+bool wal_spool_queue_orphans(const char *root, const char *datadir, const char *const *repo_ids,
+                             size_t nrepos, wal_spool_orphan_cb cb, void *arg, pgd_error *err);
 
 /* ---- WAL segment names (wal_spool_segment.c) ---- */
 

@@ -7,6 +7,7 @@
  *   wal_spool_record.c   the push records in out/
  *   wal_spool_segment.c  segment names and a segment's first page header
  *   wal_spool_fetch.c    the prefetch request and the prefetched segments
+ *   wal_spool_queue.c    the queue of a repository behind the others
  */
 #ifndef PGD_WAL_SPOOL_INTERNAL_H
 #define PGD_WAL_SPOOL_INTERNAL_H
@@ -20,6 +21,8 @@
 #include "util/error.h"
 
 #define WAL_SPOOL_OUT       "out"
+#define WAL_SPOOL_QUEUE     "queue"
+#define WAL_SPOOL_INFO      "info"
 #define WAL_SPOOL_TMP_EXT   ".tmp"
 #define WAL_SPOOL_FILE_MODE 0600
 #define WAL_SPOOL_TEXT_MAX  (PGD_ERROR_MAX + 256) /* a record: a few fields or one message */

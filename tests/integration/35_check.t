@@ -47,7 +47,7 @@ ok $([ -z "$(ls -A "$REPO/check" 2>/dev/null)" ] && echo 0 || echo 1) "the probe
 check_run "$T/json" "$T/err" --json
 is "$CHECK_RC" "0" "check --json passes"
 is "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["ok"], " ".join(c["check"] + "=" + c["status"] for c in d["checks"] if c["check"] != "free space"))' "$T/json")" \
-    "True server=ok wal_level=ok full_page_writes=ok archive_mode=ok repository=ok cluster=skipped timelines=ok archive_command=ok" \
+    "True server=ok wal_level=ok full_page_writes=ok archive_mode=ok repository=ok cluster=skipped timelines=ok archive backlog=ok archive_command=ok" \
     "--json: ok and every check's status"
 
 # with a backup in the repository, check says whose it is

@@ -15,7 +15,9 @@
 # - the local repository removed: wal-fetch and restore continue from the S3 one (the restored
 #   server's restore_command names both, and recovery reads the WAL from S3), data equal;
 # - list of two repositories: each line, and each --json object, names its repository; one
-#   that does not exist is an error naming it (exit 1), and the other is still listed.
+#   that does not exist is an error naming it (exit 1), and the other is still listed;
+# - wal-fetch --prefetch with two repositories, the first not there: the prefetcher reads
+#   through both, and the next segment is served from its spool, equal to the archived one.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_s3.sh"
 setup_tmp
@@ -158,7 +160,27 @@ expect_error "a command that works on one repository given two" "given 2 times" 
 expect_error "the same repository twice" "names repository \"$T/other\" twice" \
     pgd backup --repo "$T/other" --repo "$T/other?s3-retries=2" --pgdata "$T/data"
 ok "$([ -e "$T/other" ] && echo 1 || echo 0)" "and nothing was created"
-expect_error "--archive-async with two repositories" "works with one repository" \
-    pgd wal-push --repo "$T/other" --repo "$S3" --archive-async "$T/data/pg_wal/$seg"
+
+# ---- wal-fetch --prefetch with two repositories: the prefetcher reads through both ----
+# (--archive-async with two repositories: test 71)
+mkdir -p "$T/pf" && chown postgres "$T/pf"
+next=$(python3 -c 'import sys; s = sys.argv[1]; n = int(s[8:16], 16) * 256 + int(s[16:24], 16) + 1
+print("%s%08X%08X" % (s[:8], n // 256, n % 256))' "$seg")
+pf_fetch() { (cd "$T/pf" && pgd wal-fetch --prefetch 2 --log-level debug --spool-path "$T/pf/spool" \
+    --repo "$T/other" --repo "$S3" "$1" "$2" 2>&1); }
+pf_entry() { ls "$T"/pf/spool/fetch-*/"$1".* 2>/dev/null | grep -v '\.part' | head -1; }
+out=$(pf_fetch "$seg" "$T/pf/a")
+is "$?" "0" "wal-fetch --prefetch with two repositories, the first not there: exit 0"
+cmp -s "$T/pf/a" "$T/seg_ref"
+ok $? "the segment is the archived one"
+for _ in $(seq 1 300); do [ -n "$(pf_entry "$next")" ] && break; sleep 0.1; done
+ok "$([ -n "$(pf_entry "$next")" ] && echo 0 || echo 1)" "the prefetcher fetched the next segment, $next, from the S3 repository"
+out=$(pf_fetch "$next" "$T/pf/b")
+is "$?" "0" "wal-fetch of $next: exit 0"
+like "$out" "\"$next\" served from the prefetch spool" "served from the spool"
+pgd wal-fetch --repo "$S3" "$next" "$T/pf/b_ref"
+cmp -s "$T/pf/b" "$T/pf/b_ref"
+ok $? "equal to the archived one"
+kill -9 "$(cat "$T"/pf/spool/fetch-*/lock)" 2>/dev/null
 
 done_testing

@@ -6,7 +6,9 @@
  * PostgreSQL has acknowledged go; a repository that cannot be opened is
  * reported for every file waiting; the backlog counts what is not stored;
  * a worker that cannot be started stops the pusher, saying so, and the
- * workers that did start are stopped and joined.
+ * workers that did start are stopped and joined. Copies in the spool's
+ * queue (several repositories) are pushed once PostgreSQL no longer has
+ * them, counted in the backlog until then, stored equal, and removed.
  */
 #include "wal_test_segment.h"
 
@@ -133,12 +135,12 @@ static void test_every_ready_file_is_pushed_and_recorded(void **state)
 {
     fixture *f = *state;
     pgd_error err = {0};
-    uint64_t bytes;
-    unsigned files;
+    wal_queue_stat st;
 
-    assert_true(wal_pusher_backlog(f->pg_wal, f->spool, &bytes, &files, &err));
-    assert_int_equal(files, NSEGS);
-    assert_int_equal(bytes, (uint64_t)NSEGS * TEST_SEG_SIZE);
+    assert_true(wal_pusher_backlog(f->pg_wal, f->spool, &st, &err));
+    assert_int_equal(st.files, NSEGS);
+    assert_int_equal(st.bytes, (uint64_t)NSEGS * TEST_SEG_SIZE);
+    assert_string_equal(st.oldest, f->names[0]);
     assert_true(run(f, &err));
     assert_int_equal(last_stop, WAL_PUSHER_STOP_IDLE);
     for (int i = 0; i < NSEGS; i++) {
@@ -149,9 +151,9 @@ static void test_every_ready_file_is_pushed_and_recorded(void **state)
         assert_int_equal(rec.sum.crc, file_crc(f, f->names[i]));
         assert_true(in_repo(f, f->names[i]));
     }
-    assert_true(wal_pusher_backlog(f->pg_wal, f->spool, &bytes, &files, &err));
-    assert_int_equal(files, 0);
-    assert_int_equal(bytes, 0);
+    assert_true(wal_pusher_backlog(f->pg_wal, f->spool, &st, &err));
+    assert_int_equal(st.files, 0);
+    assert_int_equal(st.bytes, 0);
 }
 
 static void test_failure_is_recorded_and_waits_for_its_reader(void **state)
@@ -278,6 +280,48 @@ static void test_a_worker_that_cannot_start_stops_the_pusher(void **state)
         assert_true(in_repo(f, f->names[i]));
 }
 
+static void test_queued_copies_are_pushed_and_removed(void **state)
+{
+    fixture *f = *state;
+    char path[4400], fetched[4400];
+    uint32_t crc0 = file_crc(f, f->names[0]);
+    pgd_error err = {0};
+    wal_queue_stat st;
+    storage *repo;
+    bool found;
+
+    /* names[0] and [1] acknowledged with a copy queued, then recycled by PostgreSQL */
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof(path), "%s/%s", f->pg_wal, f->names[i]);
+        assert_true(wal_spool_queue_add(f->spool, f->names[i], path, &err));
+        assert_int_equal(unlink(path), 0);
+        snprintf(path, sizeof(path), "%s/archive_status/%s.ready", f->pg_wal, f->names[i]);
+        assert_int_equal(unlink(path), 0);
+    }
+    assert_true(wal_pusher_backlog(f->pg_wal, f->spool, &st, &err));
+    assert_int_equal(st.files, NSEGS); /* 3 ready, 2 queued */
+    assert_int_equal(st.bytes, (uint64_t)NSEGS * TEST_SEG_SIZE);
+    assert_string_equal(st.oldest, f->names[0]);
+    assert_true(run(f, &err));
+    assert_int_equal(last_stop, WAL_PUSHER_STOP_IDLE);
+    for (int i = 0; i < NSEGS; i++)
+        assert_true(in_repo(f, f->names[i]));
+    assert_true(wal_spool_queue_stat(f->spool, &st, &err));
+    assert_int_equal(st.files, 0);
+    assert_true(wal_pusher_backlog(f->pg_wal, f->spool, &st, &err));
+    assert_int_equal(st.files, 0);
+    /* what was stored from the copy is the file PostgreSQL had */
+    repo = storage_open(f->repo_path, NULL, &err);
+    assert_non_null(repo);
+    snprintf(fetched, sizeof(fetched), "%s/fetched", f->tmp);
+    assert_true(wal_archive_fetch(repo, f->names[0], fetched, &found, &err));
+    assert_true(found);
+    storage_free(repo);
+    snprintf(path, sizeof(path), "%s/%s", f->pg_wal, f->names[0]);
+    assert_int_equal(rename(fetched, path), 0);
+    assert_int_equal(file_crc(f, f->names[0]), crc0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -289,6 +333,7 @@ int main(void)
         T(test_unreachable_repository_is_reported_for_every_file),
         T(test_stops_when_the_data_directory_is_gone),
         T(test_a_worker_that_cannot_start_stops_the_pusher),
+        T(test_queued_copies_are_pushed_and_removed),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

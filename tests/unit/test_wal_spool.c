@@ -4,11 +4,14 @@
  * stored, and nothing when they cannot be read; segment arithmetic across
  * a log boundary; prefetched files served only when they match their
  * recorded size, CRC and database system, removed otherwise; the request
- * window; the lock of the background process.
+ * window; the lock of the background process; a repository's queue:
+ * copies made durably with the file's time, counted, the half-written ones
+ * swept, and the queues of repositories no longer given found.
  */
 #include "wal_test_segment.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "wal/wal_spool.h"
@@ -452,6 +455,98 @@ static void test_identity_comes_from_the_first_page(void **state)
     assert_false(wal_spool_segment_identity(path, &sysid, &seg_size, &err));
 }
 
+static void test_queue_holds_copies_counted_oldest_first(void **state)
+{
+    fixture *f = *state;
+    char src[4400], copy[4400], tmp[4400];
+    const char *later = "000000010000000000000002";
+    pgd_error err = {0};
+    wal_queue_stat st;
+    struct stat a, b;
+
+    assert_true(wal_spool_queue_stat(f->dir, &st, &err));
+    assert_int_equal(st.files, 0);
+    assert_string_equal(st.oldest, "");
+    snprintf(src, sizeof(src), "%s/src", f->tmp);
+    write_text(src, "0123456789");
+    assert_true(wal_spool_queue_add(f->dir, later, src, &err));
+    assert_true(wal_spool_queue_add(f->dir, SEG1, src, &err));
+    assert_true(wal_spool_queue_stat(f->dir, &st, &err));
+    assert_int_equal(st.files, 2);
+    assert_int_equal(st.bytes, 20);
+    assert_string_equal(st.oldest, SEG1);
+    wal_spool_queue_path(f->dir, SEG1, copy, sizeof(copy));
+    assert_int_equal(stat(src, &a), 0);
+    assert_int_equal(stat(copy, &b), 0);
+    assert_int_equal(a.st_mtime, b.st_mtime); /* the age of the WAL, not of the copy */
+    assert_int_equal(st.oldest_mtime, a.st_mtime);
+    /* not a WAL name: refused; a missing source: an error naming it, nothing left behind */
+    assert_false(wal_spool_queue_add(f->dir, "backup_label", src, &err));
+    err_clear(&err);
+    assert_false(wal_spool_queue_add(f->dir, "000000010000000000000003", "/nonexistent/x", &err));
+    assert_non_null(strstr(err.msg, "/nonexistent/x"));
+    err_clear(&err);
+    snprintf(tmp, sizeof(tmp), "%s/queue/.000000010000000000000004.tmp.123", f->dir);
+    write_text(tmp, "half");
+    assert_true(wal_spool_queue_stat(f->dir, &st, &err));
+    assert_int_equal(st.files, 2);
+    assert_true(wal_spool_queue_sweep(f->dir, &err));
+    assert_int_equal(access(tmp, F_OK), -1);
+    assert_true(wal_spool_queue_remove(f->dir, SEG1, &err));
+    assert_true(wal_spool_queue_remove(f->dir, SEG1, &err)); /* missing is fine */
+    assert_true(wal_spool_queue_stat(f->dir, &st, &err));
+    assert_int_equal(st.files, 1);
+    assert_string_equal(st.oldest, later);
+}
+
+typedef struct orphan_seen {
+    int n;
+    char repo[256];
+    unsigned files;
+} orphan_seen;
+
+static bool note_orphan(void *arg, const char *dir, const char *repo_id, const wal_queue_stat *st,
+                        pgd_error *err)
+{
+    orphan_seen *o = arg;
+
+    (void)dir;
+    (void)err;
+    o->n++;
+    snprintf(o->repo, sizeof(o->repo), "%s", repo_id);
+    o->files = st->files;
+    return true;
+}
+
+static void test_queue_of_a_repository_no_longer_given_is_found(void **state)
+{
+    fixture *f = *state;
+    char other[4200], third[4200], src[4400];
+    const char *given[] = {REPO_ID};
+    const char *both[] = {REPO_ID, "s3://b/p at http://127.0.0.1:9"};
+    pgd_error err = {0};
+    orphan_seen seen = {0};
+
+    assert_true(wal_spool_open(f->tmp, WAL_SPOOL_PUSH, DATADIR, "s3://b/p at http://127.0.0.1:9",
+                               other, sizeof(other), &err));
+    assert_true(wal_spool_open(f->tmp, WAL_SPOOL_PUSH, "/srv/pg/other", "s3://c/q", third,
+                               sizeof(third), &err));
+    snprintf(src, sizeof(src), "%s/src", f->tmp);
+    write_text(src, "0123456789");
+    /* control: an empty queue is nothing to report */
+    assert_true(wal_spool_queue_orphans(f->tmp, DATADIR, given, 1, note_orphan, &seen, &err));
+    assert_int_equal(seen.n, 0);
+    assert_true(wal_spool_queue_add(other, SEG1, src, &err));
+    assert_true(wal_spool_queue_add(third, SEG1, src, &err)); /* another cluster's: not ours */
+    assert_true(wal_spool_queue_orphans(f->tmp, DATADIR, given, 1, note_orphan, &seen, &err));
+    assert_int_equal(seen.n, 1);
+    assert_string_equal(seen.repo, "s3://b/p at http://127.0.0.1:9");
+    assert_int_equal(seen.files, 1);
+    seen.n = 0;
+    assert_true(wal_spool_queue_orphans(f->tmp, DATADIR, both, 2, note_orphan, &seen, &err));
+    assert_int_equal(seen.n, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -471,6 +566,8 @@ int main(void)
         T(test_truncated_entry_is_removed_not_served),
         T(test_entry_of_another_system_is_stale),
         T(test_prune_keeps_only_the_window),
+        T(test_queue_holds_copies_counted_oldest_first),
+        T(test_queue_of_a_repository_no_longer_given_is_found),
         T(test_settings_tell_a_running_process_to_make_way),
         T(test_lock_is_held_until_its_holder_lets_go),
         T(test_identity_comes_from_the_first_page),
