@@ -142,6 +142,7 @@ out=$(pgd check --repo "$A" --repo "$B" --archive-timeout 30 2>&1)
 is "$?" "0" "check of both repositories: exit 0"
 for r in "$A" "$B"; do
     like "$out" "(^|$(printf '\n'))ok +archive_command +repository \"$r\": " "archive_command proved for $(basename "$r")"
+    like "$out" "(^|$(printf '\n'))ok +archive backlog +repository \"$r\": 0 WAL files behind" "a backlog line for $(basename "$r"), named once"
 done
 mkdir -p "$T/repo_c" && chown postgres "$T/repo_c"
 out=$(pgd check --repo "$A" --repo "$T/repo_c" --archive-timeout 30 2>&1)
