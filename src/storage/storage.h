@@ -109,6 +109,16 @@ storage *storage_open(const char *uri, const storage_options *o, pgd_error *err)
  */
 bool storage_uri_valid(const char *uri, const char **why);
 
+/*
+ * `uri` as a message may show it (xmalloc'd): a password of its user part
+ * (SCHEME://USER:PASSWORD@...) and the values after '?' (a SAS token, a
+ * presigned signature) masked as "***", but the values of the settings
+ * named in `keep` (NULL-terminated, may be NULL), which are never secret
+ * and are shown with their own user part masked. Every message, log line
+ * and JSON field that carries a URI a user gave goes through it.
+ */
+char *storage_uri_redact(const char *uri, const char *const *keep);
+
 /* The schemes of repository URIs, and whether `uri` is of one of them. */
 #define STORAGE_S3_SCHEME    "s3://"
 #define STORAGE_AZURE_SCHEME "azure://"
