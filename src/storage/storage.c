@@ -35,6 +35,35 @@ bool storage_uri_is_azure(const char *uri)
     "an absolute path, file:///path, s3://bucket/prefix, azure://container/prefix or "             \
     "sftp://user@host[:port]/path"
 
+const char *storage_path_dot_segment(const char *path, size_t *len)
+{
+    for (const char *seg = path; *seg; seg++) {
+        size_t n;
+        if (*seg == '/')
+            continue;
+        n = strcspn(seg, "/");
+        if ((n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.')) {
+            *len = n;
+            return seg;
+        }
+        seg += n - 1;
+    }
+    return NULL;
+}
+
+/* "." or ".." in the prefix of an object store's URI: why it is refused, or NULL. */
+static const char *storage_uri_dot_segment(const char *rest)
+{
+    size_t len;
+    const char *slash = strchr(rest, '/');
+    const char *seg = slash != NULL ? storage_path_dot_segment(slash, &len) : NULL;
+
+    if (seg == NULL)
+        return NULL;
+    return len == 1 ? "the prefix holds a \".\" segment, which URLs remove"
+                    : "the prefix holds a \"..\" segment, which URLs remove";
+}
+
 /*
  * A plain path must be absolute: archive_command and restore_command run
  * in the data directory, the other commands wherever they are started, so
@@ -56,6 +85,8 @@ bool storage_uri_valid(const char *uri, const char **why)
         else if (strcspn(rest, "/") > strcspn(rest, ":@"))
             *why = "credentials in the URI (give them in AWS_ACCESS_KEY_ID and "
                    "AWS_SECRET_ACCESS_KEY); expected s3://bucket/prefix";
+        else
+            *why = storage_uri_dot_segment(rest);
     } else if (storage_uri_is_sftp(uri)) {
         /* the rest is the driver's to parse (storage/sftp/config.c): it says what is wrong */
         rest = uri + strlen(STORAGE_SFTP_SCHEME);
@@ -71,6 +102,8 @@ bool storage_uri_valid(const char *uri, const char **why)
             *why = "credentials in the URI (give them in AZURE_STORAGE_KEY, "
                    "AZURE_STORAGE_SAS_TOKEN or AZURE_STORAGE_CONNECTION_STRING); expected "
                    "azure://container/prefix";
+        else
+            *why = storage_uri_dot_segment(rest);
     } else if (strncmp(uri, STORAGE_FILE_SCHEME, strlen(STORAGE_FILE_SCHEME)) == 0) {
         rest = uri + strlen(STORAGE_FILE_SCHEME);
         if (rest[0] != '/')

@@ -110,6 +110,15 @@ storage *storage_open(const char *uri, const storage_options *o, pgd_error *err)
 bool storage_uri_valid(const char *uri, const char **why);
 
 /*
+ * The first "." or ".." segment of the '/'-separated `path` (its length in
+ * *len), or NULL. An object store's URL cannot hold one: libcurl and the
+ * services remove dot segments, so the request would name another object
+ * than the one signed (answered 403) or stored; s3:// and azure:// refuse
+ * them in their prefix.
+ */
+const char *storage_path_dot_segment(const char *path, size_t *len);
+
+/*
  * `uri` as a message may show it (xmalloc'd): a password of its user part
  * (SCHEME://USER:PASSWORD@...) and the values after '?' (a SAS token, a
  * presigned signature) masked as "***", but the values of the settings

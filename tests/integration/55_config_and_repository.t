@@ -215,6 +215,20 @@ fails 1 "delete --dry-run in a bucket that does not exist" "$nb_re" \
     pgd delete --repo "$NB" --s3-retries 0 --retain-full 1 --dry-run
 fails 1 "restore from a bucket that does not exist" "$nb_re" \
     pgd restore LATEST --repo "$NB" --s3-retries 0 --target-dir "$T/restored"
+# a "." or ".." segment in the prefix: the server would remove it and answer 403 (the request
+# signed is not the one it reads); refused before any request, naming the option
+n_before=$(wc -l <"$S3_LOG")
+fails 2 "s3 prefix with a \"..\" segment" \
+    "invalid value \"s3://$S3_BUCKET/a/\\.\\./b\" for option \"--repo\": the prefix holds a \"\\.\\.\" segment, which URLs remove" \
+    pgd wal-push --repo "s3://$S3_BUCKET/a/../b" "$T/$SEG"
+fails 2 "s3 prefix with a \".\" segment" 'invalid value .* the prefix holds a "\." segment' \
+    pgd list --repo "s3://$S3_BUCKET/./b"
+is "$(wc -l <"$S3_LOG")" "$n_before" "and no request was sent"
+# the controls: dots within a name, and an empty segment, are signed as sent and stored
+pgd wal-push --repo "s3://$S3_BUCKET/a..b/.c//d" "$T/$SEG" 2>"$T/dots.err"
+ok $? "control: wal-push to the prefix a..b/.c//d succeeds $(head -c 300 "$T/dots.err")"
+pgd wal-fetch --repo "s3://$S3_BUCKET/a..b/.c//d" "$SEG" "$T/wd/f" && cmp -s "$T/wd/f" "$T/$SEG"
+ok $? "and wal-fetch from it gives the segment back"
 out=$(pgd list --repo "s3://$S3_BUCKET/nothing-here" 2>&1)
 is "$?" "0" "list of an empty prefix in an existing bucket: exit 0"
 like "$out" "\(no backups\)" "and it is an empty repository"

@@ -39,8 +39,9 @@ static void test_open_refuses_what_is_not_a_repository(void **state)
 static void test_uri_forms(void **state)
 {
     static const char *const good[] = {
-        "/var/lib/pgdirect", "/",     "file:///srv/b",        "s3://bucket",
-        "s3://bucket/p/q",   "null:", "azure://container/p/q"};
+        "/var/lib/pgdirect", "/",     "file:///srv/b",         "s3://bucket",
+        "s3://bucket/p/q",   "null:", "azure://container/p/q", "s3://bucket/a..b/.c/d.",
+        "/srv/../backups"};
     static const struct {
         const char *uri, *why;
     } bad[] = {
@@ -56,6 +57,12 @@ static void test_uri_forms(void **state)
         {"azure://", "no container; expected azure://container/prefix"},
         {"azure:///prefix", "no container"},
         {"ftp://host/x", "unsupported scheme; expected an absolute path"},
+        {"s3://bucket/a/../b", "the prefix holds a \"..\" segment, which URLs remove"},
+        {"s3://bucket/./b", "the prefix holds a \".\" segment"},
+        {"azure://container/a/..", "the prefix holds a \"..\" segment"},
+        {"s3://AKIA:x@bucket/p", "credentials in the URI"},
+        {"azure://acct@container/p", "credentials in the URI"},
+        {"sftp://pg:x@host", "a password in the URI"},
     };
     pgd_error err = {0};
     const char *why;

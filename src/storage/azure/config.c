@@ -29,8 +29,8 @@ static bool azure_config_container_char(char c)
 
 bool azure_config_parse_uri(const char *uri, char **container, char **prefix, pgd_error *err)
 {
-    const char *rest, *slash;
-    size_t clen, plen;
+    const char *rest, *slash, *seg;
+    size_t clen, plen, n;
 
     *container = *prefix = NULL;
     if (!storage_uri_is_azure(uri))
@@ -59,23 +59,12 @@ bool azure_config_parse_uri(const char *uri, char **container, char **prefix, pg
             /* List Blobs answers in XML 1.0, which cannot carry them */
             return err_set(err, "invalid repository \"%s\": the prefix holds a control character",
                            uri);
-    /*
-     * A "." or ".." segment would be removed from the URL on its way (libcurl and the service
-     * both normalise dot segments), so the request would name another blob than the one signed
-     * and stored: refused here rather than answered 403
-     */
-    for (const char *seg = slash ? slash : ""; *seg; seg++) {
-        size_t n;
-        if (*seg == '/')
-            continue;
-        n = strcspn(seg, "/");
-        if ((n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.'))
-            return err_set(err,
-                           "invalid repository \"%s\": the prefix holds a \"%.*s\" segment, "
-                           "which URLs remove",
-                           uri, (int)n, seg);
-        seg += n - 1;
-    }
+    /* a "." or ".." segment would name another blob than the one signed (storage.h) */
+    if (slash != NULL && (seg = storage_path_dot_segment(slash, &n)) != NULL)
+        return err_set(err,
+                       "invalid repository \"%s\": the prefix holds a \"%.*s\" segment, "
+                       "which URLs remove",
+                       uri, (int)n, seg);
     *container = xstrndup(rest, clen);
     rest = slash ? slash : "";
     while (*rest == '/')
