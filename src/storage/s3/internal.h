@@ -80,6 +80,7 @@ typedef struct s3_storage {
     size_t nclients;
     bool bucket_known;  /* the bucket was seen to exist: a 404 without a code is a missing key */
     unsigned list_page; /* max-keys of a listing page; 0: the server's (tests lower it) */
+    int versioned;      /* the bucket keeps versions: 1, it does not: -1, not asked yet: 0 */
 } s3_storage;
 
 /* ---- request.c ---- */
@@ -184,6 +185,26 @@ typedef struct s3_xml_delete_failure {
 bool s3_xml_delete_result(const char *body, size_t len, s3_xml_delete_failure **failures, size_t *n,
                           pgd_error *err);
 void s3_xml_delete_failures_free(s3_xml_delete_failure *f, size_t n);
+
+/* One version (or delete marker) of a key: ListObjectVersions. */
+typedef struct s3_xml_version {
+    char *key;
+    char *version_id;
+} s3_xml_version;
+
+typedef struct s3_xml_versions {
+    s3_xml_version *items;
+    size_t n;
+    bool truncated;
+    char *next_key_marker, *next_version_id_marker; /* NULL when none */
+} s3_xml_versions;
+
+/* ListVersionsResult: every Version and DeleteMarker, IsTruncated and where it continues. */
+bool s3_xml_versions_parse(const char *body, size_t len, s3_xml_versions *out, pgd_error *err);
+void s3_xml_versions_free(s3_xml_versions *v);
+
+/* VersioningConfiguration: does the bucket keep versions (Status Enabled or Suspended)? */
+bool s3_xml_versioning(const char *body, size_t len, bool *versioned, pgd_error *err);
 
 typedef struct s3_xml_upload {
     char *key;
