@@ -203,10 +203,7 @@ static void azure_config_free(storage *st)
 {
     azure_storage *s = (azure_storage *)st;
 
-    for (size_t i = 0; i < s->nclients; i++)
-        http_client_free(s->clients[i]);
-    free(s->clients);
-    pthread_mutex_destroy(&s->lock);
+    http_pool_free(&s->pool);
     free(s->container);
     free(s->prefix);
     free(s->endpoint);
@@ -297,7 +294,7 @@ storage *azure_storage_open(const char *uri, const azure_options *o, pgd_error *
         return NULL;
     s = xcalloc(1, sizeof(*s));
     s->base.ops = &azure_config_ops;
-    pthread_mutex_init(&s->lock, NULL);
+    http_pool_init(&s->pool);
     if (!azure_config_parse_uri(uri, &s->container, &s->prefix, err))
         goto fail;
     s->base.uri = xasprintf("azure://%s%s%s", s->container, s->prefix[0] ? "/" : "", s->prefix);

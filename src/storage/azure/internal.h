@@ -84,9 +84,7 @@ typedef struct azure_storage {
     unsigned upload_concurrency, retries;
     unsigned list_page; /* maxresults of List Blobs (tests lower it to see pages) */
     long timeout_s;
-    pthread_mutex_t lock;  /* clients */
-    http_client **clients; /* idle connections, reused across requests */
-    size_t nclients;
+    http_pool pool; /* idle connections, reused across requests */
 } azure_storage;
 
 /* ---- sign.c ---- */

@@ -219,9 +219,7 @@ static void s3_config_free(storage *st)
 {
     s3_storage *s = (s3_storage *)st;
 
-    for (size_t i = 0; i < s->nclients; i++)
-        http_client_free(s->clients[i]);
-    free(s->clients);
+    http_pool_free(&s->pool);
     pthread_mutex_destroy(&s->lock);
     free(s->bucket);
     free(s->prefix);
@@ -306,6 +304,7 @@ storage *s3_storage_open(const char *uri, const s3_options *o, pgd_error *err)
     s = xcalloc(1, sizeof(*s));
     s->base.ops = &s3_config_ops;
     pthread_mutex_init(&s->lock, NULL);
+    http_pool_init(&s->pool);
     if (!s3_config_parse_uri(uri, &s->bucket, &s->prefix, err))
         goto fail;
     s->base.uri = xasprintf("s3://%s%s%s", s->bucket, s->prefix[0] ? "/" : "", s->prefix);

@@ -73,14 +73,13 @@ typedef struct s3_storage {
     uint64_t part_size;
     unsigned upload_concurrency, download_concurrency, retries;
     long timeout_s;
-    char *lock_mode;       /* x-amz-object-lock-mode of every object written, or NULL */
-    int64_t lock_seconds;  /* its retain-until date: this long after the object's creation */
-    pthread_mutex_t lock;  /* clients, bucket_known */
-    http_client **clients; /* idle connections, reused across requests */
-    size_t nclients;
-    bool bucket_known;  /* the bucket was seen to exist: a 404 without a code is a missing key */
-    unsigned list_page; /* max-keys of a listing page; 0: the server's (tests lower it) */
-    int versioned;      /* the bucket keeps versions: 1, it does not: -1, not asked yet: 0 */
+    char *lock_mode;      /* x-amz-object-lock-mode of every object written, or NULL */
+    int64_t lock_seconds; /* its retain-until date: this long after the object's creation */
+    pthread_mutex_t lock; /* bucket_known, versioned */
+    http_pool pool;       /* idle connections, reused across requests */
+    bool bucket_known;    /* the bucket was seen to exist: a 404 without a code is a missing key */
+    unsigned list_page;   /* max-keys of a listing page; 0: the server's (tests lower it) */
+    int versioned;        /* the bucket keeps versions: 1, it does not: -1, not asked yet: 0 */
 } s3_storage;
 
 /* ---- request.c ---- */
