@@ -11,7 +11,6 @@
 #include "storage/s3/internal.h"
 #include "storage/http/http_libs.h"
 #include "storage/http/xml.h"
-#include "util/log.h"
 #include "util/xmalloc.h"
 
 #include <errno.h>
@@ -22,13 +21,7 @@
 
 static void s3_xml_fault_from(xmlNodePtr error, s3_xml_fault *f)
 {
-    char *code = http_xml_child_text(error, "Code");
-    char *message = http_xml_child_text(error, "Message");
-
-    http_xml_copy_line(f->code, sizeof(f->code), code);
-    http_xml_copy_line(f->message, sizeof(f->message), message);
-    free(code);
-    free(message);
+    http_xml_fault(error, f->code, sizeof(f->code), f->message, sizeof(f->message));
 }
 
 /*
@@ -61,26 +54,10 @@ static xmlDocPtr s3_xml_open(const char *body, size_t len, const char *want, con
 bool s3_xml_error(const char *body, size_t len, s3_xml_fault *fault)
 {
     static bool warned;
-    pgd_error load = {0};
-    xmlDocPtr doc;
-    xmlNodePtr root;
-    bool is_error;
 
-    /* the caller reports the failure without the code; that libxml2 is why, once */
-    if (!http_libs_load_xml(&load)) {
-        if (!__atomic_exchange_n(&warned, true, __ATOMIC_RELAXED))
-            log_warn("%s: S3 error answers are reported without their code", load.msg);
-        return false;
-    }
-    doc = http_xml_read(body, len, NULL);
-    if (doc == NULL)
-        return false;
-    root = xmlDocGetRootElement(doc);
-    is_error = http_xml_named(root, "Error");
-    if (is_error)
-        s3_xml_fault_from(root, fault);
-    xmlFreeDoc(doc);
-    return is_error;
+    return http_xml_error(body, len, fault->code, sizeof(fault->code), fault->message,
+                          sizeof(fault->message), &warned,
+                          "S3 error answers are reported without their code");
 }
 
 bool s3_xml_upload_id(const char *body, size_t len, char **upload_id, pgd_error *err)
