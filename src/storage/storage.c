@@ -51,6 +51,30 @@ const char *storage_path_dot_segment(const char *path, size_t *len)
     return NULL;
 }
 
+bool storage_uri_prefix(const char *uri, const char *slash, char **prefix, pgd_error *err)
+{
+    const char *rest = slash != NULL ? slash : "", *seg;
+    size_t len;
+
+    *prefix = NULL;
+    for (const char *c = rest; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            return err_set(err, "invalid repository \"%s\": the prefix holds a control character",
+                           uri);
+    if ((seg = storage_path_dot_segment(rest, &len)) != NULL)
+        return err_set(err,
+                       "invalid repository \"%s\": the prefix holds a \"%.*s\" segment, "
+                       "which URLs remove",
+                       uri, (int)len, seg);
+    while (*rest == '/')
+        rest++;
+    len = strlen(rest);
+    while (len > 0 && rest[len - 1] == '/')
+        len--;
+    *prefix = xstrndup(rest, len);
+    return true;
+}
+
 /* "." or ".." in the prefix of an object store's URI: why it is refused, or NULL. */
 static const char *storage_uri_dot_segment(const char *rest)
 {

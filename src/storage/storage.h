@@ -119,6 +119,14 @@ bool storage_uri_valid(const char *uri, const char **why);
 const char *storage_path_dot_segment(const char *path, size_t *len);
 
 /*
+ * The prefix of an object store's URI (s3://, azure://) from `slash`, its '/' after the bucket
+ * or container (NULL: none), without leading and trailing '/' (xmalloc'd). False, naming
+ * `uri` (which passed storage_uri_valid), when it holds a control character (the stores list
+ * keys in XML 1.0, which cannot carry one) or a "." or ".." segment (storage_path_dot_segment).
+ */
+bool storage_uri_prefix(const char *uri, const char *slash, char **prefix, pgd_error *err);
+
+/*
  * `uri` as a message may show it (xmalloc'd): a password of its user part
  * (SCHEME://USER:PASSWORD@...) and the values after '?' (a SAS token, a
  * presigned signature) masked as "***", but the values of the settings

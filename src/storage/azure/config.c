@@ -29,8 +29,8 @@ static bool azure_config_container_char(char c)
 
 bool azure_config_parse_uri(const char *uri, char **container, char **prefix, pgd_error *err)
 {
-    const char *rest, *slash, *seg;
-    size_t clen, plen, n;
+    const char *rest, *slash;
+    size_t clen;
 
     *container = *prefix = NULL;
     if (!storage_uri_is_azure(uri))
@@ -54,25 +54,9 @@ bool azure_config_parse_uri(const char *uri, char **container, char **prefix, pg
                        "invalid repository \"%s\": a container name starts and ends with a "
                        "letter or digit and has no \"--\"",
                        uri);
-    for (const char *c = slash ? slash : ""; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f)
-            /* List Blobs answers in XML 1.0, which cannot carry them */
-            return err_set(err, "invalid repository \"%s\": the prefix holds a control character",
-                           uri);
-    /* a "." or ".." segment would name another blob than the one signed (storage.h) */
-    if (slash != NULL && (seg = storage_path_dot_segment(slash, &n)) != NULL)
-        return err_set(err,
-                       "invalid repository \"%s\": the prefix holds a \"%.*s\" segment, "
-                       "which URLs remove",
-                       uri, (int)n, seg);
+    if (!storage_uri_prefix(uri, slash, prefix, err))
+        return false;
     *container = xstrndup(rest, clen);
-    rest = slash ? slash : "";
-    while (*rest == '/')
-        rest++;
-    plen = strlen(rest);
-    while (plen > 0 && rest[plen - 1] == '/')
-        plen--;
-    *prefix = xstrndup(rest, plen);
     return true;
 }
 

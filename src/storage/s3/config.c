@@ -34,8 +34,8 @@ static bool s3_config_bucket_edge(char c)
 
 bool s3_config_parse_uri(const char *uri, char **bucket, char **prefix, pgd_error *err)
 {
-    const char *rest, *slash, *seg;
-    size_t blen, plen, n;
+    const char *rest, *slash;
+    size_t blen;
 
     *bucket = *prefix = NULL;
     if (!storage_uri_is_s3(uri))
@@ -60,25 +60,9 @@ bool s3_config_parse_uri(const char *uri, char **bucket, char **prefix, pgd_erro
                        "invalid repository \"%s\": a bucket name starts and ends with a letter "
                        "or digit and has no \"..\"",
                        uri);
-    for (const char *c = slash ? slash : ""; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f)
-            /* S3 lists such keys in XML 1.0, which cannot carry them */
-            return err_set(err, "invalid repository \"%s\": the prefix holds a control character",
-                           uri);
-    /* a "." or ".." segment would name another object than the one signed (storage.h) */
-    if (slash != NULL && (seg = storage_path_dot_segment(slash, &n)) != NULL)
-        return err_set(err,
-                       "invalid repository \"%s\": the prefix holds a \"%.*s\" segment, "
-                       "which URLs remove",
-                       uri, (int)n, seg);
+    if (!storage_uri_prefix(uri, slash, prefix, err))
+        return false;
     *bucket = xstrndup(rest, blen);
-    rest = slash ? slash : "";
-    while (*rest == '/')
-        rest++;
-    plen = strlen(rest);
-    while (plen > 0 && rest[plen - 1] == '/')
-        plen--;
-    *prefix = xstrndup(rest, plen);
     return true;
 }
 
