@@ -207,6 +207,38 @@ char *storage_uri_redact(const char *uri, const char *const *keep)
     return out;
 }
 
+bool storage_list_keys(const char *where, const char *dir, const char *list_prefix,
+                       const storage_key *keys, size_t n, storage_list_cb cb, void *arg,
+                       pgd_error *err)
+{
+    size_t plen = strlen(list_prefix);
+
+    for (size_t i = 0; i < n; i++) {
+        const storage_key *e = &keys[i];
+        char *name;
+        size_t nlen;
+        bool ok;
+        if (strncmp(e->name, list_prefix, plen) != 0)
+            return err_set(err, "listing \"%s\" in %s returned \"%s\", which is not under it", dir,
+                           where, e->name);
+        if (!e->is_prefix && e->name[plen] == '\0')
+            continue; /* a "directory" marker object */
+        nlen = strlen(e->name + plen) - (e->is_prefix ? 1 : 0);
+        if (nlen == 0 || memchr(e->name + plen, '/', nlen) != NULL ||
+            (e->is_prefix && e->name[plen + nlen] != '/'))
+            return err_set(err,
+                           "listing \"%s\" in %s returned \"%s\", which is not directly under it "
+                           "(does the server ignore the delimiter?)",
+                           dir, where, e->name);
+        name = xstrndup(e->name + plen, nlen);
+        ok = cb(arg, name, e->size, e->is_prefix, err);
+        free(name);
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
 bool storage_is_temp_name(const char *name)
 {
     const char *t = strstr(name, ".tmp."), *p;

@@ -23,6 +23,23 @@ typedef struct storage storage;
 typedef bool (*storage_list_cb)(void *arg, const char *name, uint64_t size, bool is_dir,
                                 pgd_error *err);
 
+/* What an object store's listing page holds: a whole key, or a prefix (with its delimiter). */
+typedef struct storage_key {
+    char *name;
+    uint64_t size; /* 0 for a prefix */
+    bool is_prefix;
+} storage_key;
+
+/*
+ * The keys of a listing page under list_prefix (the directory `dir`, as a key prefix ending
+ * with '/'), given to cb as the entries directly under dir; a "directory" marker object is
+ * passed over. A key outside dir, or one deeper than a common prefix would be, is an error
+ * naming `where` (the store, for the message): the server ignored the prefix or the delimiter.
+ */
+bool storage_list_keys(const char *where, const char *dir, const char *list_prefix,
+                       const storage_key *keys, size_t n, storage_list_cb cb, void *arg,
+                       pgd_error *err);
+
 enum {
     STORAGE_WRITE_NO_REPLACE = 1 << 0, /* closing fails if the object already exists */
 };

@@ -170,11 +170,8 @@ typedef struct azure_xml_fault {
 /* A body whose root is <Error>: its Code and Message. false when it is not one. */
 bool azure_xml_error(const char *body, size_t len, azure_xml_fault *fault);
 
-typedef struct azure_xml_entry {
-    char *name;    /* the whole blob name, or the prefix (with its delimiter) */
-    uint64_t size; /* 0 for a prefix */
-    bool is_prefix;
-} azure_xml_entry;
+/* A blob name or a prefix of a listing page (storage.h). */
+typedef storage_key azure_xml_entry;
 
 typedef struct azure_xml_listing {
     azure_xml_entry *entries;

@@ -158,11 +158,8 @@ bool s3_xml_upload_id(const char *body, size_t len, char **upload_id, pgd_error 
  */
 bool s3_xml_complete(const char *body, size_t len, s3_xml_fault *fault, pgd_error *err);
 
-typedef struct s3_xml_entry {
-    char *name;    /* the whole key, or the common prefix (with its delimiter) */
-    uint64_t size; /* 0 for a common prefix */
-    bool is_prefix;
-} s3_xml_entry;
+/* A key or a common prefix of a listing page (storage.h). */
+typedef storage_key s3_xml_entry;
 
 typedef struct s3_xml_listing {
     s3_xml_entry *entries;

@@ -63,32 +63,11 @@ static char *s3_listing_query(const char *list_prefix, const char *token, unsign
 bool s3_listing_deliver(const s3_storage *s, const char *dir, const char *list_prefix,
                         const s3_xml_listing *page, storage_list_cb cb, void *arg, pgd_error *err)
 {
-    size_t plen = strlen(list_prefix);
+    char *where = xasprintf("s3://%s", s->bucket);
+    bool ok = storage_list_keys(where, dir, list_prefix, page->entries, page->n, cb, arg, err);
 
-    for (size_t i = 0; i < page->n; i++) {
-        const s3_xml_entry *e = &page->entries[i];
-        char *name;
-        size_t nlen;
-        bool ok;
-        if (strncmp(e->name, list_prefix, plen) != 0)
-            return err_set(err, "listing \"%s\" in s3://%s returned \"%s\", which is not under it",
-                           dir, s->bucket, e->name);
-        if (!e->is_prefix && e->name[plen] == '\0')
-            continue; /* a "directory" marker object */
-        nlen = strlen(e->name + plen) - (e->is_prefix ? 1 : 0);
-        if (nlen == 0 || memchr(e->name + plen, '/', nlen) != NULL ||
-            (e->is_prefix && e->name[plen + nlen] != '/'))
-            return err_set(err,
-                           "listing \"%s\" in s3://%s returned \"%s\", which is not directly "
-                           "under it (does the server ignore the delimiter?)",
-                           dir, s->bucket, e->name);
-        name = xstrndup(e->name + plen, nlen);
-        ok = cb(arg, name, e->size, e->is_prefix, err);
-        free(name);
-        if (!ok)
-            return false;
-    }
-    return true;
+    free(where);
+    return ok;
 }
 
 bool s3_listing_list(storage *st, const char *dir, storage_list_cb cb, void *arg, pgd_error *err)
