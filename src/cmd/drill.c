@@ -254,12 +254,18 @@ static bool drill_read_marker(const char *scratch, process_identity *id)
     char path[PATH_MAX], line[PROCESS_HOST_MAX + 16];
     unsigned long long v;
     bool pid = false;
+    struct stat st;
     FILE *f;
 
     memset(id, 0, sizeof(*id));
     str_format(path, sizeof(path), "%s/%s", scratch, DRILL_MARKER);
     if ((f = fopen(path, "re")) == NULL)
         return false;
+    /* written by a drill of this user, not planted (a drill run as root removes what it names) */
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+        fclose(f);
+        return false;
+    }
     while (fgets(line, sizeof(line), f) != NULL) {
         line[strcspn(line, "\n")] = '\0';
         if (sscanf(line, "pid=%llu", &v) == 1)
@@ -850,7 +856,10 @@ int cmd_drill(int argc, char **argv)
     free(s.check_sql);
     storage_free(r.repo);
     options_free(&opts);
-    if (rc != EXIT_OK && interrupt_signal() != 0)
+    if (rc != EXIT_OK && interrupt_signal() != 0) {
+        /* ends by the signal; where it is ignored (SIGINT in a background job), 128 + it */
         raise(interrupt_signal());
+        rc = 128 + interrupt_signal();
+    }
     return rc;
 }
