@@ -161,6 +161,21 @@ r = boto3.client("s3").list_object_versions(Bucket=sys.argv[1], Prefix=sys.argv[
 print(len(r.get("Versions", [])), len(r.get("DeleteMarkers", [])))
 PY
 )" "0 0" "and leaves neither a version nor a delete marker"
+# a bucket with versions but no Object Lock: its owner's own safety net, left as it works (a marker)
+"$S3_PYTHON" - pgdirect-versions <<'PY' || bail "could not create the versioned bucket"
+import sys, boto3
+s3 = boto3.client("s3")
+s3.create_bucket(Bucket=sys.argv[1])
+s3.put_bucket_versioning(Bucket=sys.argv[1], VersioningConfiguration={"Status": "Enabled"})
+PY
+pgd wal-push --repo "s3://pgdirect-versions/v" "$T/$SEG2" || bail "wal-push of $SEG2 failed"
+pgd delete --repo "s3://pgdirect-versions/v" --timeline 2 >/dev/null 2>&1
+is "$?:$("$S3_PYTHON" - pgdirect-versions v/wal/ <<'PY'
+import sys, boto3
+r = boto3.client("s3").list_object_versions(Bucket=sys.argv[1], Prefix=sys.argv[2])
+print(len(r.get("Versions", [])), len(r.get("DeleteMarkers", [])))
+PY
+)" "0:1 1" "a versioned bucket without Object Lock: the delete leaves its version behind a marker"
 
 # ---- check ----
 out=$(pgd check --repo "$REPO" "${SHORT[@]}" 2>&1)

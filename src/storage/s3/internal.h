@@ -79,7 +79,7 @@ typedef struct s3_storage {
     http_pool pool;       /* idle connections, reused across requests */
     bool bucket_known;    /* the bucket was seen to exist: a 404 without a code is a missing key */
     unsigned list_page;   /* max-keys of a listing page; 0: the server's (tests lower it) */
-    int versioned;        /* the bucket keeps versions: 1, it does not: -1, not asked yet: 0 */
+    int versioned;        /* versions under Object Lock: 1, not: -1, not asked yet: 0 */
 } s3_storage;
 
 /* ---- request.c ---- */

@@ -8,7 +8,7 @@
  * outside the directory asked for stops it. DeleteObjects answers 200 even
  * when keys failed: every failed key is named.
  *
- * In a bucket that keeps versions (Object Lock needs them), a DELETE without
+ * In a bucket with Object Lock (which keeps versions), a DELETE without
  * a version only adds a delete marker: the object's data stays, and is
  * billed, and Object Lock never refuses it, so a locked object would be
  * reported removed. There remove_many (what retention and delete --garbage
@@ -112,8 +112,9 @@ bool s3_listing_list(storage *st, const char *dir, storage_list_cb cb, void *arg
 }
 
 /*
- * Does the bucket keep versions? Asked once (GET ?versioning). A server that has no versioning
- * at all (s3rver answers 501 or 400) keeps none.
+ * Does the bucket keep versions under Object Lock? Asked once (GET ?versioning, then for a
+ * versioned bucket GET ?object-lock). A server that has no versioning at all (s3rver answers
+ * with a listing, others 501 or 400) keeps none.
  */
 static bool s3_listing_versioned(s3_storage *s, bool *versioned, pgd_error *err)
 {
@@ -137,6 +138,15 @@ static bool s3_listing_versioned(s3_storage *s, bool *versioned, pgd_error *err)
     else if (!ok)
         *err = rerr;
     s3_answer_free(&a);
+    /*
+     * Versions alone (no Object Lock) may be the owner's own safety net, with lifecycle rules
+     * for what delete markers hide: left as it is. Object Lock is where a marker misleads.
+     */
+    if (ok && *versioned) {
+        s3_lock_config lc;
+        ok = s3_storage_lock_config(&s->base, &lc, err);
+        *versioned = ok && lc.enabled;
+    }
     if (ok) {
         pthread_mutex_lock(&s->lock);
         s->versioned = *versioned ? 1 : -1;
