@@ -14,7 +14,9 @@
 #include "repo/annotation.h"
 #include "repo/backup_info.h"
 #include "repo/layout.h"
+#include "repo/repo_contents.h"
 #include "repo/repo_lock.h"
+#include "repo/retention.h"
 #include "util/log.h"
 
 #define ANNOTATE_LOCK_NAME "delete" /* the lease delete takes (cmd/delete.c) */
@@ -62,6 +64,42 @@ static bool cmd_annotate_apply(const pgd_options *opts, char text[ANNOTATIONS_TE
     return true;
 }
 
+/*
+ * Backup `id` has no sentinel: say why, as list does. A directory without one is a run still
+ * going or one that was interrupted; neither restores, so neither is annotated (the sentinel
+ * is what annotate rewrites, and writing one would make an incomplete backup look complete).
+ */
+static bool cmd_annotate_no_sentinel(storage *repo, const char *id, pgd_error *err)
+{
+    repo_contents c = {0};
+    pgd_error scan = {0};
+    const repo_dir *d = NULL;
+
+    if (repo_contents_scan_dirs(repo, RETENTION_GARBAGE_AGE_DEFAULT_S, &c, &scan))
+        for (size_t i = 0; i < c.ndirs && d == NULL; i++)
+            if (strcmp(c.dirs[i].id, id) == 0 && !c.dirs[i].sentinel)
+                d = &c.dirs[i];
+    if (d == NULL) {
+        err_set(err, "backup %s is not in repository \"%s\" (see pgdirect list)", id, repo->uri);
+        err_mark(err, PGD_ERR_NOT_FOUND);
+    } else if (d->state == RETENTION_CLAIM_RUNNING) {
+        err_set(err,
+                "backup %s is still running (%s): it has no sentinel yet and can be annotated "
+                "once it completes",
+                id, d->why);
+    } else {
+        err_set(err,
+                "backup %s is incomplete: %s (%s); it cannot be restored, so it is not annotated "
+                "(pgdirect delete --garbage removes it)",
+                id,
+                d->state == RETENTION_CLAIM_DEAD ? "its run was interrupted"
+                                                 : "it has no sentinel and no readable claim",
+                d->why);
+    }
+    repo_contents_free(&c);
+    return false;
+}
+
 static bool cmd_annotate_run(const pgd_options *opts, storage *repo, pgd_error *err)
 {
     const char *id = opts->args[0];
@@ -79,9 +117,7 @@ static bool cmd_annotate_run(const pgd_options *opts, storage *repo, pgd_error *
         ok = backup_info_load(repo, id, &bi, &missing, err);
     if (!ok && missing) {
         err_clear(err);
-        ok = err_set(err, "backup %s is not in repository \"%s\" (see pgdirect list)", id,
-                     repo->uri);
-        err_mark(err, PGD_ERR_NOT_FOUND);
+        ok = cmd_annotate_no_sentinel(repo, id, err);
     }
     ok = ok && cmd_annotate_apply(opts, bi.annotations, true, &changed, err);
     if (ok && changed) {

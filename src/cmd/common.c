@@ -89,34 +89,64 @@ void command_repo_options_free(pgd_options *o)
     free(r);
 }
 
+/*
+ * A --repo value as a message shows it: a password before '@' and the
+ * values after '?' that are not repository settings masked (a SAS token
+ * or a signature given there by mistake never reaches a log).
+ */
+static char *command_repo_echo(const char *whole)
+{
+    const char *keep[COMMAND_REPO_NSETTINGS + 1];
+
+    for (size_t k = 0; k < COMMAND_REPO_NSETTINGS; k++)
+        keep[k] = opt_name(command_repo_settings[k]);
+    keep[COMMAND_REPO_NSETTINGS] = NULL;
+    return storage_uri_redact(whole, keep);
+}
+
 /* NAME=VALUE after the '?' of --repo value `whole`: one of command_repo_settings. */
 static bool command_repo_setting(command_repo_opts *r, const char *whole, char *item,
                                  pgd_error *err)
 {
-    char *eq = strchr(item, '=');
+    char *eq = strchr(item, '='), *shown;
+    const char *problem = NULL;
+    opt_id id = OPT_COUNT;
 
-    for (size_t k = 0; eq != NULL && k < COMMAND_REPO_NSETTINGS; k++) {
-        opt_id id = command_repo_settings[k];
+    for (size_t k = 0; eq != NULL && k < COMMAND_REPO_NSETTINGS && problem == NULL; k++) {
+        id = command_repo_settings[k];
         if (strncmp(item, opt_name(id), (size_t)(eq - item)) != 0 ||
             opt_name(id)[eq - item] != '\0')
             continue;
         if (r->vals[id] != NULL)
-            return err_set(err, "invalid value \"%s\" for option \"--repo\": \"%s\" is given twice",
-                           whole, opt_name(id));
-        if (eq[1] == '\0')
-            return err_set(err, "invalid value \"%s\" for option \"--repo\": \"%s\" has no value",
-                           whole, opt_name(id));
-        r->vals[id] = eq + 1;
-        r->o.v[id] = (opt_value){&r->vals[id], 1, SRC_CLI};
-        return true;
+            problem = "is given twice";
+        else if (eq[1] == '\0')
+            problem = "has no value";
+        else {
+            r->vals[id] = eq + 1;
+            r->o.v[id] = (opt_value){&r->vals[id], 1, SRC_CLI};
+            return true;
+        }
     }
-    if (eq != NULL)
+    shown = command_repo_echo(whole);
+    if (problem != NULL)
+        err_set(err, "invalid value \"%s\" for option \"--repo\": \"%s\" %s", shown, opt_name(id),
+                problem);
+    else if (eq == NULL) /* not even NAME=VALUE: it may be a token, never echoed */
+        err_set(err,
+                "invalid value \"%s\" for option \"--repo\": an item after '?' is not "
+                "NAME=VALUE (URI?NAME=VALUE&...: s3-*, download-concurrency, azure-endpoint, "
+                "sftp-*, encryption-key-file, retain-full, retain-since)",
+                shown);
+    else {
         *eq = '\0';
-    return err_set(err,
-                   "invalid value \"%s\" for option \"--repo\": \"%s\" is not a repository "
-                   "setting (URI?NAME=VALUE&...: s3-*, download-concurrency, azure-endpoint, "
-                   "sftp-*, encryption-key-file, retain-full, retain-since)",
-                   whole, item);
+        err_set(err,
+                "invalid value \"%s\" for option \"--repo\": \"%s\" is not a repository "
+                "setting (URI?NAME=VALUE&...: s3-*, download-concurrency, azure-endpoint, "
+                "sftp-*, encryption-key-file, retain-full, retain-since)",
+                shown, item);
+    }
+    free(shown);
+    return false;
 }
 
 pgd_options *command_repo_options(const pgd_options *opts, size_t i, pgd_error *err)
@@ -163,9 +193,12 @@ static bool command_repo_valid(const pgd_options *opts, pgd_error *err)
         const char *uri = o != NULL ? opt_str(o, OPT_REPO) : NULL;
         bool ok = o != NULL && (uri == NULL || storage_uri_valid(uri, &why));
 
-        if (o != NULL && !ok)
-            err_set(err, "invalid value \"%s\" for option \"--repo\"%s: %s", uri,
+        if (o != NULL && !ok) {
+            char *shown = command_repo_echo(uri);
+            err_set(err, "invalid value \"%s\" for option \"--repo\"%s: %s", shown,
                     opt_source_note(opts, OPT_REPO), why);
+            free(shown);
+        }
         /* the same repository twice would refuse its own claim: one copy is all it can hold */
         for (size_t j = 0; ok && j < i; j++) {
             const char *other = opts->v[OPT_REPO].values[j];

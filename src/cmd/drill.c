@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -52,6 +53,7 @@
 #include "restore/recovery_target.h"
 #include "util/interrupt.h"
 #include "util/log.h"
+#include "util/process.h"
 #include "util/progress.h"
 #include "util/text.h"
 #include "util/units.h"
@@ -66,6 +68,25 @@
 #define DRILL_PG_BIN_DEFAULT "/usr/lib/postgresql/%d/bin"
 #define DRILL_LOG_TAIL       8 /* lines of the scratch server's log shown when the drill failed */
 #define DRILL_SERVER_USER    "postgres" /* run as root: who runs the scratch server */
+#define DRILL_SCRATCH_PREFIX "pgdirect-drill-"
+/* in the scratch directory: which process made it, so that the next drill can tell it is stale */
+#define DRILL_MARKER ".pgdirect-drill"
+
+/*
+ * The processes a signal is passed on to (interrupt.h's hook, async-signal-safe): the restore
+ * child, which removes what it wrote and exits, and the scratch server, which shuts down fast
+ * so that checks running on it end at once; the drill then stops, removes its scratch
+ * directory and ends by the signal.
+ */
+static volatile pid_t drill_child, drill_server;
+
+static void drill_on_signal(void)
+{
+    if (drill_child > 0)
+        kill(drill_child, SIGTERM);
+    if (drill_server > 0)
+        kill(drill_server, SIGINT);
+}
 
 static const command_help drill_help = {
     CMD_DRILL, "usage: pgdirect drill [ID|LATEST] [OPTIONS]",
@@ -181,6 +202,148 @@ static bool drill_read_settings(const pgd_options *opts, drill_settings *s, pgd_
             drill_read_check_sql(s->check_sql_path, &s->check_sql, err));
 }
 
+static int drill_remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    return (flag == FTW_DP ? rmdir(path) : unlink(path)) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+/* Remove what is in `dir` (and `dir` itself unless keep_dir); false with errno on failure. */
+static bool drill_remove_tree(const char *dir, bool keep_dir)
+{
+    char path[PATH_MAX];
+    struct dirent *de;
+    bool ok = true;
+    DIR *d;
+
+    if (!keep_dir)
+        return nftw(dir, drill_remove_entry, 16, FTW_DEPTH | FTW_PHYS) == 0;
+    if ((d = opendir(dir)) == NULL)
+        return errno == ENOENT;
+    while ((de = readdir(d)) != NULL)
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0 &&
+            str_format(path, sizeof(path), "%s/%s", dir, de->d_name) &&
+            nftw(path, drill_remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+            ok = false;
+    closedir(d);
+    return ok;
+}
+
+/* Write the marker naming this process into the scratch directory, first thing in it. */
+static bool drill_write_marker(const char *scratch, pgd_error *err)
+{
+    process_identity me;
+    char path[PATH_MAX];
+    FILE *f;
+
+    process_self(&me);
+    str_format(path, sizeof(path), "%s/%s", scratch, DRILL_MARKER);
+    if ((f = fopen(path, "wxe")) == NULL)
+        return err_errno(err, errno, "could not create file \"%s\"", path);
+    fprintf(f, "pid=%lld\nstart_ticks=%llu\npid_ns=%llu\nboot_id=%s\nhost=%s\n", (long long)me.pid,
+            (unsigned long long)me.start_ticks, (unsigned long long)me.pid_ns, me.boot_id, me.host);
+    if (fclose(f) != 0)
+        return err_errno(err, errno, "could not write file \"%s\"", path);
+    return true;
+}
+
+/* The process the marker of `scratch` names; false when there is none or it does not parse. */
+static bool drill_read_marker(const char *scratch, process_identity *id)
+{
+    char path[PATH_MAX], line[PROCESS_HOST_MAX + 16];
+    unsigned long long v;
+    bool pid = false;
+    struct stat st;
+    FILE *f;
+
+    memset(id, 0, sizeof(*id));
+    str_format(path, sizeof(path), "%s/%s", scratch, DRILL_MARKER);
+    if ((f = fopen(path, "re")) == NULL)
+        return false;
+    /* written by a drill of this user, not planted (a drill run as root removes what it names) */
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+        fclose(f);
+        return false;
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        line[strcspn(line, "\n")] = '\0';
+        if (sscanf(line, "pid=%llu", &v) == 1)
+            id->pid = (int64_t)v, pid = v > 0;
+        else if (sscanf(line, "start_ticks=%llu", &v) == 1)
+            id->start_ticks = v;
+        else if (sscanf(line, "pid_ns=%llu", &v) == 1)
+            id->pid_ns = v;
+        else if (strncmp(line, "boot_id=", 8) == 0)
+            str_format(id->boot_id, sizeof(id->boot_id), "%s", line + 8);
+        else if (strncmp(line, "host=", 5) == 0)
+            str_format(id->host, sizeof(id->host), "%s", line + 5);
+    }
+    fclose(f);
+    return pid && id->host[0] != '\0';
+}
+
+/*
+ * A scratch directory whose drill is gone (killed by SIGKILL, or the machine went down):
+ * removed, saying so; its server followed its drill (scratch_server.h: PR_SET_PDEATHSIG), but
+ * one that still runs on it keeps it. A directory without a marker, or whose drill runs or
+ * cannot be told (another host, another pid namespace), is left alone.
+ */
+static void drill_remove_stale_scratch(const char *scratch, bool keep_dir)
+{
+    process_identity id;
+    char why[256], pidfile[PATH_MAX];
+    FILE *f;
+    long server = 0;
+
+    if (!drill_read_marker(scratch, &id) || process_check(&id, why, sizeof(why)) != PROCESS_GONE)
+        return;
+    str_format(pidfile, sizeof(pidfile), "%s/data/postmaster.pid", scratch);
+    if ((f = fopen(pidfile, "re")) != NULL) {
+        if (fscanf(f, "%ld", &server) != 1)
+            server = 0;
+        fclose(f);
+    }
+    if (server > 0 && kill((pid_t)server, 0) == 0) {
+        log_warn("scratch directory \"%s\" of drill process %lld, which ended, is kept: a server "
+                 "(pid %ld) still runs on it",
+                 scratch, (long long)id.pid, server);
+        return;
+    }
+    if (drill_remove_tree(scratch, keep_dir))
+        log_info("removed scratch directory \"%s\" of drill process %lld, which ended without "
+                 "removing it (%s)",
+                 scratch, (long long)id.pid, why);
+    else
+        log_warn("could not remove scratch directory \"%s\" of drill process %lld, which ended: "
+                 "%s",
+                 scratch, (long long)id.pid, strerror(errno));
+}
+
+/* The stale scratch directories in `tmp`, where drills without --scratch-dir make theirs. */
+static void drill_remove_stale_scratches(const char *tmp)
+{
+    char path[PATH_MAX];
+    struct dirent *de;
+    DIR *d;
+
+    if ((d = opendir(tmp)) == NULL)
+        return;
+    while ((de = readdir(d)) != NULL)
+        if (strncmp(de->d_name, DRILL_SCRATCH_PREFIX, strlen(DRILL_SCRATCH_PREFIX)) == 0 &&
+            str_format(path, sizeof(path), "%s/%s", tmp, de->d_name))
+            drill_remove_stale_scratch(path, false);
+    closedir(d);
+}
+
+/* Where a scratch directory is made without --scratch-dir. */
+static const char *drill_tmp_dir(void)
+{
+    const char *tmp = getenv("TMPDIR");
+
+    return tmp == NULL || tmp[0] != '/' || strlen(tmp) > DRILL_SOCKET_DIR_MAX - 24 ? "/tmp" : tmp;
+}
+
 /* The scratch directory: made (0700), or given and empty; run as root, given to the server's user.
  */
 static bool drill_prepare_scratch(drill_run *r, pgd_error *err)
@@ -188,10 +351,8 @@ static bool drill_prepare_scratch(drill_run *r, pgd_error *err)
     struct stat st;
 
     if (r->s->scratch == NULL) {
-        const char *tmp = getenv("TMPDIR");
-        if (tmp == NULL || tmp[0] != '/' || strlen(tmp) > DRILL_SOCKET_DIR_MAX - 24)
-            tmp = "/tmp";
-        str_format(r->scratch, sizeof(r->scratch), "%s/pgdirect-drill-XXXXXX", tmp);
+        const char *tmp = drill_tmp_dir();
+        str_format(r->scratch, sizeof(r->scratch), "%s/" DRILL_SCRATCH_PREFIX "XXXXXX", tmp);
         if (mkdtemp(r->scratch) == NULL)
             return err_errno(err, errno, "could not create a scratch directory in \"%s\"", tmp);
         r->made_scratch = true;
@@ -221,6 +382,8 @@ static bool drill_prepare_scratch(drill_run *r, pgd_error *err)
         }
     }
     str_format(r->data, sizeof(r->data), "%s/data", r->scratch);
+    if (!drill_write_marker(r->scratch, err))
+        return false;
     if (stat(r->scratch, &st) != 0)
         return err_errno(err, errno, "could not stat scratch directory \"%s\"", r->scratch);
     if (geteuid() != 0)
@@ -245,35 +408,12 @@ static bool drill_prepare_scratch(drill_run *r, pgd_error *err)
     return true;
 }
 
-static int drill_remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    return (flag == FTW_DP ? rmdir(path) : unlink(path)) == 0 || errno == ENOENT ? 0 : -1;
-}
-
 /* Remove what the drill wrote: the scratch directory (or, when it was given, what is in it). */
 static void drill_remove_scratch(drill_run *r)
 {
-    char path[PATH_MAX];
-    DIR *d;
-    struct dirent *de;
-
-    if (r->scratch[0] == '\0')
-        return;
-    if (r->made_scratch) {
-        if (nftw(r->scratch, drill_remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
-            log_warn("could not remove scratch directory \"%s\": %s", r->scratch, strerror(errno));
-        return;
-    }
-    if ((d = opendir(r->scratch)) == NULL)
-        return;
-    while ((de = readdir(d)) != NULL)
-        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0 &&
-            str_format(path, sizeof(path), "%s/%s", r->scratch, de->d_name) &&
-            nftw(path, drill_remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
-            log_warn("could not remove \"%s\": %s", path, strerror(errno));
-    closedir(d);
+    if (r->scratch[0] != '\0' && !drill_remove_tree(r->scratch, !r->made_scratch))
+        log_warn("could not remove all of scratch directory \"%s\": %s", r->scratch,
+                 strerror(errno));
 }
 
 /* restore's arguments: the drill's own, those restore takes, from its command line. */
@@ -333,11 +473,17 @@ static bool drill_restore(drill_run *r, pgd_error *err)
     }
     pid = fork();
     if (pid == 0) {
-        if (dup2(fds[1], STDOUT_FILENO) < 0)
+        /* a drill killed by SIGKILL takes its restore with it, which removes what it wrote */
+        if (dup2(fds[1], STDOUT_FILENO) < 0 || prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 ||
+            getppid() == 1)
             _exit(EXIT_ERROR);
         execv("/proc/self/exe", argv);
         _exit(EXIT_ERROR);
     }
+    drill_child = pid;
+    /* a signal that came before the hook could see the child */
+    if (interrupt_signal() != 0 && pid > 0)
+        kill(pid, SIGTERM);
     close(fds[1]);
     for (size_t i = 0; argv[i] != NULL; i++)
         free(argv[i]);
@@ -352,6 +498,7 @@ static bool drill_restore(drill_run *r, pgd_error *err)
     close(fds[0]);
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
+    drill_child = 0;
     r->restore_s = clock_seconds() - t;
     o = out.data != NULL ? json_loads(out.data, 0, NULL) : NULL;
     text_buf_free(&out);
@@ -433,6 +580,9 @@ static bool drill_start_server(drill_run *r, pgd_error *err)
     if (!drill_config_file(r, err) || !scratch_server_pick_port(avoid, &sv->port, err) ||
         !scratch_server_start(sv, err))
         return false;
+    drill_server = sv->pid;
+    if (interrupt_signal() != 0)
+        drill_on_signal();
     log_info("scratch server (PostgreSQL %d, \"%s\") started on port %d, socket in \"%s\" only",
              r->bi.pg_version_num / 10000, sv->bindir, sv->port, sv->sockdir);
     return true;
@@ -519,6 +669,16 @@ static void drill_remove_stale_cgroups(void)
         log_warn("could not remove the memory cgroup of a drill that ended: %s", kept);
 }
 
+/* Has a signal come? Then that is the error, whatever a step said about it. */
+static bool drill_interrupted(pgd_error *err)
+{
+    if (interrupt_signal() == 0)
+        return false;
+    err_clear(err);
+    err_set(err, "interrupted by %s", interrupt_signal_name(interrupt_signal()));
+    return true;
+}
+
 static bool drill_run_steps(drill_run *r, pgd_error *err)
 {
     pgd_error cg_err = {0};
@@ -528,11 +688,16 @@ static bool drill_run_steps(drill_run *r, pgd_error *err)
     if (!backup_info_resolve(r->repo, r->s->id, &r->bi, err) || !drill_choose_backup(r, err))
         return false;
     log_set_backup_id(r->bi.id);
+    /* first, what drills killed with SIGKILL left: their scratch directories */
+    if (r->s->scratch != NULL)
+        drill_remove_stale_scratch(r->s->scratch, true);
+    else
+        drill_remove_stale_scratches(drill_tmp_dir());
     if (!drill_find_server(r, err) || !drill_prepare_scratch(r, err))
         return false;
     log_info("drill of backup %s in \"%s\"", r->bi.id, r->scratch);
     drill_remove_stale_cgroups();
-    if (!drill_restore(r, err))
+    if (!drill_restore(r, err) || drill_interrupted(err))
         return false;
     /*
      * The restore dropped what it wrote from the page cache (restore/durable.h) and stays out of
@@ -554,6 +719,7 @@ static bool drill_run_steps(drill_run *r, pgd_error *err)
         if (!scratch_server_stop(&r->server, &stop_err) && ok)
             ok = err_set(err, "%s", stop_err.msg);
     }
+    ok = ok && !drill_interrupted(err);
     if (ok && r->facts.data_checksums) {
         ok = checksum_scan_run(r->data, &r->sums, &r->problems, err);
         r->checksums_scanned = ok;
@@ -561,7 +727,7 @@ static bool drill_run_steps(drill_run *r, pgd_error *err)
         log_info("page checksums skipped: the cluster has no data checksums");
     }
     r->checks_s = clock_seconds() - t;
-    return ok;
+    return !drill_interrupted(err) && ok;
 }
 
 /* The verdict beside the backup, for metrics; a repository we may not write to costs only that. */
@@ -640,18 +806,23 @@ int cmd_drill(int argc, char **argv)
     } else if ((r.repo = command_open_repo(&opts, &err)) == NULL) {
         rc = command_fail(CMD_DRILL, &err);
     } else {
-        interrupt_catch(NULL);
+        interrupt_catch(drill_on_signal);
         ok = drill_run_steps(&r, &err);
         if (r.server.pid != 0) {
             pgd_error ignored = {0};
             scratch_server_stop(&r.server, &ignored);
         }
+        drill_server = 0;
         mem_cgroup_leave(&r.cg);
         if (!ok && r.server.log[0] != '\0')
             scratch_server_log_tail(&r.server, DRILL_LOG_TAIL);
-        if (s.keep && r.scratch[0] != '\0')
+        if (s.keep && r.scratch[0] != '\0') {
+            char marker[PATH_MAX];
+            /* the user's now: no later drill takes it for one a killed drill left */
+            if (str_format(marker, sizeof(marker), "%s/%s", r.scratch, DRILL_MARKER))
+                unlink(marker);
             log_info("scratch directory \"%s\" kept (--keep)", r.scratch);
-        else
+        } else
             drill_remove_scratch(&r);
         interrupt_release();
         if (ok)
@@ -668,10 +839,13 @@ int cmd_drill(int argc, char **argv)
             }
         } else {
             /* a server that could not recover is a verdict on the backup, not a failure to run */
+            if (interrupt_signal() != 0)
+                drill_interrupted(&err);
             err_prefix(&err,
-                       err_is(&err, PGD_ERR_DAMAGED) ? "drill of backup %s: the backup does not "
-                                                       "restore"
-                                                     : "drill of backup %s failed",
+                       interrupt_signal() != 0         ? "drill of backup %s"
+                       : err_is(&err, PGD_ERR_DAMAGED) ? "drill of backup %s: the backup does not "
+                                                         "restore"
+                                                       : "drill of backup %s failed",
                        r.bi.id[0] ? r.bi.id : s.id);
         }
         rc = ok && r.problems.n == 0 ? EXIT_OK : command_fail(CMD_DRILL, &err);
@@ -682,7 +856,10 @@ int cmd_drill(int argc, char **argv)
     free(s.check_sql);
     storage_free(r.repo);
     options_free(&opts);
-    if (rc != EXIT_OK && interrupt_signal() != 0)
+    if (rc != EXIT_OK && interrupt_signal() != 0) {
+        /* ends by the signal; where it is ignored (SIGINT in a background job), 128 + it */
         raise(interrupt_signal());
+        rc = 128 + interrupt_signal();
+    }
     return rc;
 }

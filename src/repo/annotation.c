@@ -21,14 +21,20 @@ static bool annotation_key_ok(const char *key, size_t len)
     return true;
 }
 
-static bool annotation_value_ok(const char *value)
+/*
+ * UTF-8 text without C0 controls or DEL, at most ANNOTATION_VALUE_MAX bytes; given on a
+ * command line (`strict`), without C1 controls either (U+0080 to U+009F, 0xC2 0x80-0x9F in
+ * UTF-8: a terminal may read 0x9B as the start of an escape sequence). A sentinel written
+ * before C1 controls were refused is still read.
+ */
+static bool annotation_value_ok(const char *value, bool strict)
 {
     json_t *s;
 
     if (strlen(value) > ANNOTATION_VALUE_MAX)
         return false;
     for (const unsigned char *p = (const unsigned char *)value; *p; p++)
-        if (*p < 0x20 || *p == 0x7f)
+        if (*p < 0x20 || *p == 0x7f || (strict && p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f))
             return false;
     /* jansson refuses text that is not UTF-8 */
     s = json_string(value);
@@ -41,16 +47,25 @@ bool annotation_parse(const char *kv, char key[ANNOTATION_KEY_MAX + 1], const ch
 {
     const char *eq = strchr(kv, '=');
 
-    if (eq == NULL || !annotation_key_ok(kv, (size_t)(eq - kv)))
+    if (eq == NULL || !annotation_key_ok(kv, (size_t)(eq - kv))) {
+        /* echoed only when it is printable ASCII: a terminal must not act on what it holds */
+        for (const unsigned char *p = (const unsigned char *)kv; *p; p++)
+            if (*p < 0x20 || *p >= 0x7f)
+                return err_set(err,
+                               "invalid annotation: expected KEY=VALUE, KEY 1 to %d letters, "
+                               "digits, '_', '.' or '-'",
+                               ANNOTATION_KEY_MAX);
         return err_set(err,
                        "invalid annotation \"%s\": expected KEY=VALUE, KEY 1 to %d letters, "
                        "digits, '_', '.' or '-'",
                        kv, ANNOTATION_KEY_MAX);
-    if (!annotation_value_ok(eq + 1))
+    }
+    if (!annotation_value_ok(eq + 1, true))
+        /* the key named, the value never echoed: it may hold what a terminal acts on */
         return err_set(err,
-                       "invalid annotation \"%s\": the value must be UTF-8 text without control "
-                       "characters, at most %d bytes",
-                       kv, ANNOTATION_VALUE_MAX);
+                       "invalid annotation \"%.*s\": its value must be UTF-8 text "
+                       "without control characters (C0, DEL or C1), at most %d bytes",
+                       (int)(eq - kv), kv, ANNOTATION_VALUE_MAX);
     snprintf(key, ANNOTATION_KEY_MAX + 1, "%.*s", (int)(eq - kv), kv);
     *value = eq + 1;
     return true;
@@ -87,7 +102,7 @@ bool annotation_from_json(const void *json_object, char text[ANNOTATIONS_TEXT_MA
     json_object_foreach(o, key, v)
     {
         if (!annotation_key_ok(key, strlen(key)) || !json_is_string(v) ||
-            !annotation_value_ok(json_string_value(v)))
+            !annotation_value_ok(json_string_value(v), false))
             return err_set(err, "bad annotation \"%s\"", key);
     }
     return annotation_store(o, text, err);

@@ -5,7 +5,8 @@
  * JSON text, so that backup_info stays a value that can be copied.
  *
  * A key is 1 to ANNOTATION_KEY_MAX of [A-Za-z0-9_.-]; a value is UTF-8 text without control
- * characters, at most ANNOTATION_VALUE_MAX bytes; all of them fit ANNOTATIONS_TEXT_MAX.
+ * characters (C0, DEL, and C1 in what is given), at most ANNOTATION_VALUE_MAX bytes; all of
+ * them fit ANNOTATIONS_TEXT_MAX.
  */
 #ifndef PGD_ANNOTATION_H
 #define PGD_ANNOTATION_H

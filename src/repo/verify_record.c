@@ -5,47 +5,29 @@
 
 #include <jansson.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "repo/layout.h"
+#include "repo/backup_record.h"
 
 bool verify_record_write(storage *repo, const char *id, const verify_record *r, pgd_error *err)
 {
-    char path[LAYOUT_PATH_MAX], *text;
     json_t *o = json_pack("{s:I, s:s, s:I, s:s}", "time", (json_int_t)r->time, "status", r->status,
                           "problems", (json_int_t)r->problems, "summary", r->summary);
-    bool ok;
 
-    text = o != NULL ? json_dumps(o, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(o);
-    if (text == NULL)
-        return err_set(err, "could not serialise the verify record of backup %s", id);
-    layout_backup_object(id, VERIFY_RECORD_NAME, path, sizeof(path));
-    ok = storage_put(repo, path, text, strlen(text), 0, err);
-    free(text);
-    return ok;
+    return backup_record_put(repo, id, VERIFY_RECORD_NAME, o, "verify record", err);
 }
 
 bool verify_record_load(storage *repo, const char *id, verify_record *r, pgd_error *err)
 {
-    char path[LAYOUT_PATH_MAX], *text;
     const char *status, *summary;
     json_int_t time, problems;
-    bool missing = false;
-    size_t len;
+    void *json;
     json_t *o;
 
     memset(r, 0, sizeof(*r));
-    layout_backup_object(id, VERIFY_RECORD_NAME, path, sizeof(path));
-    if (!storage_get(repo, path, &text, &len, &missing, err)) {
-        if (!missing)
-            return false;
-        err_clear(err);
-        return true;
-    }
-    o = json_loads(text, 0, NULL);
-    free(text);
+    if (!backup_record_get(repo, id, VERIFY_RECORD_NAME, &json, err))
+        return false;
+    o = json;
     if (o != NULL && json_unpack(o, "{s:I, s:s, s:I, s:s}", "time", &time, "status", &status,
                                  "problems", &problems, "summary", &summary) == 0) {
         r->present = true;

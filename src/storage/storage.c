@@ -35,6 +35,59 @@ bool storage_uri_is_azure(const char *uri)
     "an absolute path, file:///path, s3://bucket/prefix, azure://container/prefix or "             \
     "sftp://user@host[:port]/path"
 
+const char *storage_path_dot_segment(const char *path, size_t *len)
+{
+    for (const char *seg = path; *seg; seg++) {
+        size_t n;
+        if (*seg == '/')
+            continue;
+        n = strcspn(seg, "/");
+        if ((n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.')) {
+            *len = n;
+            return seg;
+        }
+        seg += n - 1;
+    }
+    return NULL;
+}
+
+bool storage_uri_prefix(const char *uri, const char *slash, char **prefix, pgd_error *err)
+{
+    const char *rest = slash != NULL ? slash : "", *seg;
+    size_t len;
+
+    *prefix = NULL;
+    for (const char *c = rest; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            return err_set(err, "invalid repository \"%s\": the prefix holds a control character",
+                           uri);
+    if ((seg = storage_path_dot_segment(rest, &len)) != NULL)
+        return err_set(err,
+                       "invalid repository \"%s\": the prefix holds a \"%.*s\" segment, "
+                       "which URLs remove",
+                       uri, (int)len, seg);
+    while (*rest == '/')
+        rest++;
+    len = strlen(rest);
+    while (len > 0 && rest[len - 1] == '/')
+        len--;
+    *prefix = xstrndup(rest, len);
+    return true;
+}
+
+/* "." or ".." in the prefix of an object store's URI: why it is refused, or NULL. */
+static const char *storage_uri_dot_segment(const char *rest)
+{
+    size_t len;
+    const char *slash = strchr(rest, '/');
+    const char *seg = slash != NULL ? storage_path_dot_segment(slash, &len) : NULL;
+
+    if (seg == NULL)
+        return NULL;
+    return len == 1 ? "the prefix holds a \".\" segment, which URLs remove"
+                    : "the prefix holds a \"..\" segment, which URLs remove";
+}
+
 /*
  * A plain path must be absolute: archive_command and restore_command run
  * in the data directory, the other commands wherever they are started, so
@@ -53,15 +106,28 @@ bool storage_uri_valid(const char *uri, const char **why)
         rest = uri + strlen(STORAGE_S3_SCHEME);
         if (rest[0] == '\0' || rest[0] == '/')
             *why = "no bucket; expected s3://bucket/prefix";
+        else if (strcspn(rest, "/") > strcspn(rest, ":@"))
+            *why = "credentials in the URI (give them in AWS_ACCESS_KEY_ID and "
+                   "AWS_SECRET_ACCESS_KEY); expected s3://bucket/prefix";
+        else
+            *why = storage_uri_dot_segment(rest);
     } else if (storage_uri_is_sftp(uri)) {
         /* the rest is the driver's to parse (storage/sftp/config.c): it says what is wrong */
         rest = uri + strlen(STORAGE_SFTP_SCHEME);
-        if (strchr(rest, '@') == NULL || strchr(rest, '/') == NULL)
+        if (strchr(rest, '@') != NULL && strcspn(rest, ":/@") < strcspn(rest, "/@"))
+            *why = "a password in the URI (use a key: --sftp-private-key-file or an agent)";
+        else if (strchr(rest, '@') == NULL || strchr(rest, '/') == NULL)
             *why = "expected sftp://USER@HOST[:PORT]/PATH";
     } else if (storage_uri_is_azure(uri)) {
         rest = uri + strlen(STORAGE_AZURE_SCHEME);
         if (rest[0] == '\0' || rest[0] == '/')
             *why = "no container; expected azure://container/prefix";
+        else if (strcspn(rest, "/") > strcspn(rest, ":@"))
+            *why = "credentials in the URI (give them in AZURE_STORAGE_KEY, "
+                   "AZURE_STORAGE_SAS_TOKEN or AZURE_STORAGE_CONNECTION_STRING); expected "
+                   "azure://container/prefix";
+        else
+            *why = storage_uri_dot_segment(rest);
     } else if (strncmp(uri, STORAGE_FILE_SCHEME, strlen(STORAGE_FILE_SCHEME)) == 0) {
         rest = uri + strlen(STORAGE_FILE_SCHEME);
         if (rest[0] != '/')
@@ -72,6 +138,105 @@ bool storage_uri_valid(const char *uri, const char **why)
         *why = "a relative path (archive_command and restore_command run in the data "
                "directory); expected " STORAGE_URI_FORMS;
     return *why == NULL;
+}
+
+/* Is name[0..len) one of keep? */
+static bool storage_uri_kept(const char *name, size_t len, const char *const *keep)
+{
+    for (; keep != NULL && *keep != NULL; keep++)
+        if (strlen(*keep) == len && strncmp(*keep, name, len) == 0)
+            return true;
+    return false;
+}
+
+/*
+ * The password of SCHEME://USER:PASSWORD@HOST masked from its ':' up to the
+ * last '@' (a password may hold '@', '/', '?' itself: more is masked rather
+ * than less), then each NAME=VALUE after '?' with its value masked unless
+ * NAME is kept; an item without '=' is masked whole.
+ */
+char *storage_uri_redact(const char *uri, const char *const *keep)
+{
+    const char *auth = strstr(uri, "://"), *rest = uri, *q;
+    size_t cap = strlen(uri) * 2 + 16, used = 0;
+    char *out = xmalloc(cap);
+
+#define STORAGE_URI_PUT(p, n)                                                                      \
+    do {                                                                                           \
+        size_t n_ = (n);                                                                           \
+        if (used + n_ + 1 > cap)                                                                   \
+            out = xrealloc(out, cap = (used + n_ + 1) * 2);                                        \
+        memcpy(out + used, (p), n_);                                                               \
+        used += n_;                                                                                \
+    } while (0)
+
+    if (auth != NULL && strcspn(uri, "/?") > (size_t)(auth - uri)) {
+        const char *colon, *at;
+        auth += 3;
+        colon = auth + strcspn(auth, ":/@?");
+        at = strrchr(auth, '@');
+        if (*colon == ':' && at != NULL && at > colon) {
+            STORAGE_URI_PUT(uri, (size_t)(colon - uri));
+            STORAGE_URI_PUT(":***", 4);
+            rest = at;
+        }
+    }
+    q = strchr(rest, '?');
+    STORAGE_URI_PUT(rest, q != NULL ? (size_t)(q - rest) : strlen(rest));
+    while (q != NULL) {
+        const char *item = q + 1, *end = item + strcspn(item, "&"),
+                   *eq = memchr(item, '=', end - item);
+        STORAGE_URI_PUT(q, 1);
+        if (eq == NULL)
+            STORAGE_URI_PUT("***", item == end ? 0 : 3);
+        else if (!storage_uri_kept(item, (size_t)(eq - item), keep)) {
+            STORAGE_URI_PUT(item, (size_t)(eq - item) + 1);
+            STORAGE_URI_PUT("***", 3);
+        } else {
+            char *value = xstrndup(eq + 1, (size_t)(end - eq - 1));
+            char *shown = storage_uri_redact(value, NULL);
+            STORAGE_URI_PUT(item, (size_t)(eq - item) + 1);
+            STORAGE_URI_PUT(shown, strlen(shown));
+            free(shown);
+            free(value);
+        }
+        q = *end == '&' ? end : NULL;
+    }
+#undef STORAGE_URI_PUT
+    out[used] = '\0';
+    return out;
+}
+
+bool storage_list_keys(const char *where, const char *dir, const char *list_prefix,
+                       const storage_key *keys, size_t n, storage_list_cb cb, void *arg,
+                       pgd_error *err)
+{
+    size_t plen = strlen(list_prefix);
+
+    for (size_t i = 0; i < n; i++) {
+        const storage_key *e = &keys[i];
+        char *name;
+        size_t nlen;
+        bool ok;
+        if (strncmp(e->name, list_prefix, plen) != 0)
+            return err_set(err, "listing \"%s\" in %s returned \"%s\", which is not under it", dir,
+                           where, e->name);
+        if (!e->is_prefix && e->name[plen] == '\0')
+            continue; /* a "directory" marker object */
+        nlen = strlen(e->name + plen) - (e->is_prefix ? 1 : 0);
+        if (nlen == 0 || memchr(e->name + plen, '/', nlen) != NULL ||
+            (e->is_prefix && e->name[plen + nlen] != '/'))
+            return err_set(err,
+                           "listing \"%s\" in %s returned \"%s\", which is not directly under it "
+                           "(does the server ignore the delimiter?)",
+                           dir, where, e->name);
+        name = xstrndup(e->name + plen, nlen);
+        ok = cb(arg, name, e->size, e->is_prefix, err);
+        free(name);
+        if (!ok)
+            return false;
+    }
+    return true;
 }
 
 bool storage_is_temp_name(const char *name)

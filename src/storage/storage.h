@@ -23,6 +23,23 @@ typedef struct storage storage;
 typedef bool (*storage_list_cb)(void *arg, const char *name, uint64_t size, bool is_dir,
                                 pgd_error *err);
 
+/* What an object store's listing page holds: a whole key, or a prefix (with its delimiter). */
+typedef struct storage_key {
+    char *name;
+    uint64_t size; /* 0 for a prefix */
+    bool is_prefix;
+} storage_key;
+
+/*
+ * The keys of a listing page under list_prefix (the directory `dir`, as a key prefix ending
+ * with '/'), given to cb as the entries directly under dir; a "directory" marker object is
+ * passed over. A key outside dir, or one deeper than a common prefix would be, is an error
+ * naming `where` (the store, for the message): the server ignored the prefix or the delimiter.
+ */
+bool storage_list_keys(const char *where, const char *dir, const char *list_prefix,
+                       const storage_key *keys, size_t n, storage_list_cb cb, void *arg,
+                       pgd_error *err);
+
 enum {
     STORAGE_WRITE_NO_REPLACE = 1 << 0, /* closing fails if the object already exists */
 };
@@ -108,6 +125,33 @@ storage *storage_open(const char *uri, const storage_options *o, pgd_error *err)
  * "invalid repository \"URI\": " or the option that gave it.
  */
 bool storage_uri_valid(const char *uri, const char **why);
+
+/*
+ * The first "." or ".." segment of the '/'-separated `path` (its length in
+ * *len), or NULL. An object store's URL cannot hold one: libcurl and the
+ * services remove dot segments, so the request would name another object
+ * than the one signed (answered 403) or stored; s3:// and azure:// refuse
+ * them in their prefix.
+ */
+const char *storage_path_dot_segment(const char *path, size_t *len);
+
+/*
+ * The prefix of an object store's URI (s3://, azure://) from `slash`, its '/' after the bucket
+ * or container (NULL: none), without leading and trailing '/' (xmalloc'd). False, naming
+ * `uri` (which passed storage_uri_valid), when it holds a control character (the stores list
+ * keys in XML 1.0, which cannot carry one) or a "." or ".." segment (storage_path_dot_segment).
+ */
+bool storage_uri_prefix(const char *uri, const char *slash, char **prefix, pgd_error *err);
+
+/*
+ * `uri` as a message may show it (xmalloc'd): a password of its user part
+ * (SCHEME://USER:PASSWORD@...) and the values after '?' (a SAS token, a
+ * presigned signature) masked as "***", but the values of the settings
+ * named in `keep` (NULL-terminated, may be NULL), which are never secret
+ * and are shown with their own user part masked. Every message, log line
+ * and JSON field that carries a URI a user gave goes through it.
+ */
+char *storage_uri_redact(const char *uri, const char *const *keep);
 
 /* The schemes of repository URIs, and whether `uri` is of one of them. */
 #define STORAGE_S3_SCHEME    "s3://"

@@ -6,6 +6,7 @@
  */
 #include "storage/storage.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "storage/azure/azure.h"
@@ -21,7 +22,10 @@ storage *storage_open(const char *uri, const storage_options *o, pgd_error *err)
         return NULL;
     }
     if (!storage_uri_valid(uri, &why)) {
-        err_set(err, "invalid repository \"%s\": %s", uri, why);
+        char *shown = storage_uri_redact(uri, NULL);
+        err_set(err, "invalid repository \"%s\": %s", shown, why);
+        err_mark(err, PGD_ERR_USAGE);
+        free(shown);
         return NULL;
     }
     if (strcmp(uri, STORAGE_NULL_URI) == 0)

@@ -1,8 +1,9 @@
 /*
  * fuzz_s3_xml.c - the S3 answers the driver parses (storage/s3/xml.c):
- * errors, listings, multipart uploads and their parts, delete results,
- * a bucket's Object Lock configuration, and the times in them. Whoever answers for the endpoint
- * chooses these bytes. The first byte of the input chooses the parser; the rest is the body.
+ * errors, listings, multipart uploads and their parts, delete results, object versions,
+ * a bucket's Object Lock configuration and versioning, and the times in them. Whoever answers for
+ * the endpoint chooses these bytes. The first byte of the input chooses the parser; the rest is the
+ * body.
  */
 #include "fuzz_common.h"
 
@@ -77,8 +78,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 5: {
         s3_xml_uploads u = {0};
 
+        s3_xml_versions v = {0};
+        pgd_error verr = {0};
+
         ok = s3_xml_uploads_parse(body, len, &u, &err);
         s3_xml_uploads_free(&u);
+        /* ListObjectVersions shares this case: the corpus keeps its choices */
+        if (s3_xml_versions_parse(body, len, &v, &verr)) {
+            for (size_t i = 0; i < v.n; i++)
+                fuzz_assert(v.items[i].key != NULL && v.items[i].version_id != NULL);
+            fuzz_assert(!v.truncated || v.next_key_marker != NULL);
+        } else {
+            fuzz_check_refusal(&verr);
+        }
+        s3_xml_versions_free(&v);
         break;
     }
     case 6: {
@@ -86,8 +99,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         bool truncated = false;
         char *marker = NULL;
 
+        bool versioned = false;
+        pgd_error verr = {0};
+
         ok = s3_xml_parts_parse(body, len, &latest, &truncated, &marker, &err);
         free(marker);
+        /* GetBucketVersioning shares this case */
+        if (!s3_xml_versioning(body, len, &versioned, &verr))
+            fuzz_check_refusal(&verr);
         break;
     }
     default: {

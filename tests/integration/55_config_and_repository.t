@@ -126,6 +126,42 @@ like "$out" "\"id\": \"$ID\"" "control: file:///absolute is accepted"
 out=$(pgd list --repo null: 2>&1)
 is "$?" "0" "control: null: is accepted"
 
+# ---- credentials in a --repo value: refused, and never echoed (text, JSON, any source) ----
+# secret_fails CODE DESCRIPTION SHOWN COMMAND...: exit CODE, the message names the repository
+# as SHOWN (the positive control: the line is there and carries the URI), and "hunter2" is
+# nowhere in what was printed
+secret_fails() {
+    local code=$1 desc=$2 shown=$3 out rc
+    shift 3
+    out=$("$@" 2>&1)
+    rc=$?
+    is "$rc" "$code" "$desc: exit $code"
+    like "$out" "invalid value \"$shown\" for option \"--repo\"" "$desc: names the repository"
+    ok "$(case $out in *hunter2*) echo 1 ;; *) echo 0 ;; esac)" "$desc: without the secret"
+}
+conf secret "repo = 'sftp://pg:hunter2@db1.example'\n"
+secret_fails 2 "sftp with a password and no path" 'sftp://pg:\*\*\*@db1\.example' \
+    pgd list --repo "sftp://pg:hunter2@db1.example"
+secret_fails 2 "the same in the config file, --log-format json" 'sftp://pg:\*\*\*@db1\.example' \
+    pgd list --config "$T/secret.conf" --log-format json
+secret_fails 2 "the same in PGDIRECT_REPO, list --json" 'sftp://pg:\*\*\*@db1\.example' \
+    as_pg env PGDIRECT_REPO="sftp://pg:hunter2@db1.example" "$PGD" list --json
+secret_fails 2 "sftp with a password and a path" 'sftp://pg:\*\*\*@db1\.example/srv' \
+    pgd check --repo "sftp://pg:hunter2@db1.example/srv"
+secret_fails 2 "s3 with an access key and secret" 's3://AKIA1:\*\*\*@bucket/p' \
+    pgd list --repo "$REPO" --repo "s3://AKIA1:hunter2@bucket/p"
+secret_fails 2 "azure with a SAS token after '?'" 'azure://c/p\?sv=\*\*\*&sig=\*\*\*' \
+    pgd list --repo "azure://c/p?sv=2022-11-02&sig=hunter2"
+secret_fails 254 "wal-fetch with a presigned query" 's3://b/p\?X-Amz-Signature=\*\*\*' \
+    pgd wal-fetch --repo "s3://b/p?X-Amz-Signature=hunter2" "$SEG" "$T/wd/f"
+secret_fails 2 "wal-push with a password in an endpoint setting" \
+    's3://b/p\?s3-endpoint=http://u:\*\*\*@127\.0\.0\.1:1&s3-endpoint=x' \
+    pgd wal-push --repo "s3://b/p?s3-endpoint=http://u:hunter2@127.0.0.1:1&s3-endpoint=x" "$T/$SEG"
+# the control: a URI without credentials is shown as given
+fails 2 "control: a wrong sftp URI without a password is named as given" \
+    'invalid value "sftp://pg@db1.example" for option "--repo": expected sftp://USER@HOST' \
+    pgd list --repo "sftp://pg@db1.example"
+
 # ---- a repository that does not exist: an error for every command that only reads one ----
 M="$T/missing"
 # missing_re SOURCE: the message, SOURCE saying where --repo came from
@@ -179,6 +215,20 @@ fails 1 "delete --dry-run in a bucket that does not exist" "$nb_re" \
     pgd delete --repo "$NB" --s3-retries 0 --retain-full 1 --dry-run
 fails 1 "restore from a bucket that does not exist" "$nb_re" \
     pgd restore LATEST --repo "$NB" --s3-retries 0 --target-dir "$T/restored"
+# a "." or ".." segment in the prefix: the server would remove it and answer 403 (the request
+# signed is not the one it reads); refused before any request, naming the option
+n_before=$(wc -l <"$S3_LOG")
+fails 2 "s3 prefix with a \"..\" segment" \
+    "invalid value \"s3://$S3_BUCKET/a/\\.\\./b\" for option \"--repo\": the prefix holds a \"\\.\\.\" segment, which URLs remove" \
+    pgd wal-push --repo "s3://$S3_BUCKET/a/../b" "$T/$SEG"
+fails 2 "s3 prefix with a \".\" segment" 'invalid value .* the prefix holds a "\." segment' \
+    pgd list --repo "s3://$S3_BUCKET/./b"
+is "$(wc -l <"$S3_LOG")" "$n_before" "and no request was sent"
+# the controls: dots within a name, and an empty segment, are signed as sent and stored
+pgd wal-push --repo "s3://$S3_BUCKET/a..b/.c//d" "$T/$SEG" 2>"$T/dots.err"
+ok $? "control: wal-push to the prefix a..b/.c//d succeeds $(head -c 300 "$T/dots.err")"
+pgd wal-fetch --repo "s3://$S3_BUCKET/a..b/.c//d" "$SEG" "$T/wd/f" && cmp -s "$T/wd/f" "$T/$SEG"
+ok $? "and wal-fetch from it gives the segment back"
 out=$(pgd list --repo "s3://$S3_BUCKET/nothing-here" 2>&1)
 is "$?" "0" "list of an empty prefix in an existing bucket: exit 0"
 like "$out" "\(no backups\)" "and it is an empty repository"

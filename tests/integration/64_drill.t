@@ -145,6 +145,55 @@ expect_error "a drill without a server program" "no PostgreSQL server program \"
     pgd drill "$B" --repo "$REPO" --pg-bin "$T"
 is "$(pgd drill "$B" --repo "$REPO" --pg-bin "$T" >/dev/null 2>&1; echo $?)" "1" "exit 1: the drill could not run"
 
+# ---- a drill interrupted (SIGTERM, SIGINT): its server stopped, its scratch directory removed,
+# ---- exit 128+signal; one killed (SIGKILL) leaves it, and the next drill removes it, saying so ----
+mkdir "$T/tmp" && chown postgres "$T/tmp"
+t_int=$SECONDS
+# scratch_servers: how many postgres processes run on a data directory under $T/tmp
+scratch_servers() { ps -eo args | grep -c "^[^ ]*postgres .*$T/tmp/"; }
+# drill_bg LOG: a drill in the background (DRILL_BG), its scratch directory made in $T/tmp
+drill_bg() {
+    as_pg env TMPDIR="$T/tmp" "$PGD" drill "$B" --repo "$REPO" "${PGBIN_ARGS[@]}" >/dev/null 2>"$1" &
+    DRILL_BG=$!
+}
+# interrupted SIGNAL CODE REGEX DESCRIPTION: SIGNAL once the drill's log says REGEX
+interrupted() {
+    local sig=$1 code=$2 re=$3 desc=$4 victim rc
+    drill_bg "$T/int_$sig.err"
+    wait_for_line "$T/int_$sig.err" "$re" "$DRILL_BG" ||
+        bail "$desc: the drill did not get to \"$re\": $(tail -2 "$T/int_$sig.err")"
+    victim=$(pgdirect_under "$DRILL_BG")
+    [ -n "$victim" ] || bail "$desc: no drill process"
+    [ -n "${5:-}" ] && is "$(scratch_servers)" "1" "control: its scratch server runs ($desc)"
+    kill -"$sig" "$victim"
+    wait_exit "$DRILL_BG" 60 || bail "$desc: the drill did not end"
+    wait "$DRILL_BG"
+    rc=$?
+    is "$rc" "$code" "$desc: exit $code"
+    is "$(ls -A "$T/tmp")" "" "$desc: its scratch directory is removed"
+    is "$(scratch_servers)" "0" "$desc: its scratch server is stopped"
+    like "$(cat "$T/int_$sig.err")" "error: drill of backup $B: interrupted by SIG$sig" "$desc: says it was interrupted"
+}
+interrupted TERM 143 "scratch server .* started on port" "SIGTERM while the server recovers" server
+interrupted INT 130 "drill of backup $B in " "SIGINT during the restore"
+# SIGKILL: nothing can be done then; the server follows its drill, the directory stays
+drill_bg "$T/killed.err"
+wait_for_line "$T/killed.err" "scratch server .* started on port" "$DRILL_BG" || bail "no scratch server"
+killed_pid=$(pgdirect_under "$DRILL_BG")
+sigkill "$DRILL_BG"
+stale=$(ls -d "$T/tmp"/pgdirect-drill-*)
+ok $([ -d "$stale/data" ] && echo 0 || echo 1) "control: a drill killed by SIGKILL leaves its scratch directory"
+for _ in $(seq 1 100); do [ "$(scratch_servers)" = 0 ] && break; sleep 0.1; done
+is "$(scratch_servers)" "0" "and its scratch server ends with it"
+# the next drill (here one that then stops: no server program) removes it first
+out=$(as_pg env TMPDIR="$T/tmp" "$PGD" drill "$B" --repo "$REPO" --pg-bin "$T" 2>"$T/after_kill.err")
+is "$?" "1" "the next drill runs (and stops: no server program in --pg-bin)"
+like "$(cat "$T/after_kill.err")" \
+    "removed scratch directory \"$stale\" of drill process $killed_pid, which ended without removing it" \
+    "and removes the stale scratch directory, saying so"
+is "$(ls -A "$T/tmp")" "" "nothing is left in the scratch directories' place"
+diag "interrupted drills: $((SECONDS - t_int)) s"
+
 # ---- the backup's WAL gone: it does not restore ----
 mkdir "$T/wal.away" && mv "$REPO/wal/00000001"/* "$T/wal.away/"
 out=$(pgd drill "$B" --repo "$REPO" "${PGBIN_ARGS[@]}" 2>"$T/drill5.err")

@@ -149,6 +149,25 @@ expect_error "annotate with a bad key" 'invalid annotation "bad key=1"' pgd anno
 is "$(pgd annotate "$B3" 'bad key=1' --repo "$REPO" >/dev/null 2>&1; echo $?)" "2" "a usage error (2)"
 expect_error "annotate of a backup that is not there" "backup 20200101T000000F is not in repository" \
     pgd annotate 20200101T000000F a=b --repo "$REPO"
+# a backup without a sentinel (a copy of one's directory: its claim names a process that ended)
+cp -a "$REPO/backups/$B" "$REPO/backups/20200102T000000F"
+like "$(pgd list --repo "$REPO" 2>/dev/null)" "20200102T000000F .* interrupted: claimed" "control: list shows it interrupted"
+expect_error "annotate of an interrupted backup" \
+    "backup 20200102T000000F is incomplete: its run was interrupted \(.*\); it cannot be restored, so it is not annotated \(pgdirect delete --garbage removes it\)" \
+    pgd annotate 20200102T000000F a=b --repo "$REPO"
+ok $([ ! -e "$REPO/backups/20200102T000000F.done.json" ] && echo 0 || echo 1) "and no sentinel was written for it"
+rm -rf "$REPO/backups/20200102T000000F"
+# C1 controls (U+0080-U+009F) and bytes that are not UTF-8: refused, naming the key, not echoed
+for v in $'\xc2\x9b31mred' $'a\xc2\x85b' $'\xff\xfe' $'a\xc3'; do
+    out=$(pgd annotate "$B3" "note=$v" --repo "$REPO" 2>&1)
+    is "$?:$out" "2:pgdirect: error: invalid annotation \"note\": its value must be UTF-8 text without control characters (C0, DEL or C1), at most 256 bytes" \
+        "annotate note=$(printf '%q' "$v"): a usage error naming the key, the value not echoed"
+done
+out=$(pgd backup --repo "$REPO" --pgdata "$T/data" --annotation $'note=\xc2\x9b' 2>&1)
+is "$?" "2" "backup --annotation with a C1 control: a usage error"
+pgd annotate "$B3" $'note=\xc2\xa0caf\xc3\xa9' --repo "$REPO" >/dev/null 2>&1
+is "$?" "0" "control: the character after C1 (U+00A0) and other UTF-8 are accepted"
+is "$(ann "$B3")" '{"note": "\u00a0caf\u00e9", "owner": "dba", "why": "before upgrade"}' "and kept as given"
 # ---- a drill from an S3 repository ----
 s3_start
 pg_stop "$T/data"

@@ -129,6 +129,53 @@ B5=$(backup b5.log) || bail "backup B5 failed"
 out=$(pgd delete --repo "$REPO" --backup "$B4" 2>&1)
 ok $? "control: a backup written without --s3-object-lock is deleted"
 like "$out" "removed backup $B4" "control: B4 removed"
+# versions: the bucket keeps them, so a delete without a version id would only add a marker
+# and leave the data (billed); what delete removes goes with every version
+versions() { s3py "$1" <<'PY'
+import sys, boto3
+r = boto3.client("s3").list_object_versions(Bucket=sys.argv[1], Prefix=sys.argv[2])
+print(len([v for v in r.get("Versions", []) if "/part_" in v["Key"] or v["Key"].endswith("manifest.json")]))
+PY
+}
+is "$(versions "clu/backups/$B4/")" "0" "no version of B4's partitions or manifest is left in the bucket"
+cmp_ok "$(versions "clu/backups/$B5/")" ">" 0 "control: B5's are there, counted the same way"
+
+# WAL still locked (a day), removed with its timeline: refused by the store, so kept, whole and
+# visible (a delete without a version id would have hidden it behind a marker and said nothing)
+SEG2=000000020000000000000003
+wal_segment_file "$SEG2" "$T/$SEG2"
+pgd wal-push --repo "s3://$LOCKB/tl2" "${LONG[@]}" "$T/$SEG2" || bail "wal-push of $SEG2 failed"
+out=$(pgd delete --repo "s3://$LOCKB/tl2" --timeline 2 2>&1)
+is "$?" "0" "delete --timeline of WAL still locked exits 0 (locked: kept, as a locked backup is)"
+like "$out" "warning: kept 1 object that S3 Object Lock retains until [0-9-]+ [0-9:]+ UTC at the latest \(\"wal/00000002/$SEG2[^\"]*\"\): a later delete removes them" \
+    "saying how many objects are kept, until when, and which"
+pgd wal-fetch --repo "s3://$LOCKB/tl2" "$SEG2" "$T/$SEG2.back" && cmp -s "$T/$SEG2" "$T/$SEG2.back"
+ok $? "and the segment is still there, whole (no delete marker hides it)"
+# the control: the same unlocked goes, every version with it
+pgd wal-push --repo "s3://$LOCKB/tl2u" "$T/$SEG2" || bail "wal-push of $SEG2 failed"
+out=$(pgd delete --repo "s3://$LOCKB/tl2u" --timeline 2 2>&1)
+is "$?" "0" "control: delete --timeline of unlocked WAL exits 0"
+is "$(s3py tl2u/wal/ <<'PY'
+import sys, boto3
+r = boto3.client("s3").list_object_versions(Bucket=sys.argv[1], Prefix=sys.argv[2])
+print(len(r.get("Versions", [])), len(r.get("DeleteMarkers", [])))
+PY
+)" "0 0" "and leaves neither a version nor a delete marker"
+# a bucket with versions but no Object Lock: its owner's own safety net, left as it works (a marker)
+"$S3_PYTHON" - pgdirect-versions <<'PY' || bail "could not create the versioned bucket"
+import sys, boto3
+s3 = boto3.client("s3")
+s3.create_bucket(Bucket=sys.argv[1])
+s3.put_bucket_versioning(Bucket=sys.argv[1], VersioningConfiguration={"Status": "Enabled"})
+PY
+pgd wal-push --repo "s3://pgdirect-versions/v" "$T/$SEG2" || bail "wal-push of $SEG2 failed"
+pgd delete --repo "s3://pgdirect-versions/v" --timeline 2 >/dev/null 2>&1
+is "$?:$("$S3_PYTHON" - pgdirect-versions v/wal/ <<'PY'
+import sys, boto3
+r = boto3.client("s3").list_object_versions(Bucket=sys.argv[1], Prefix=sys.argv[2])
+print(len(r.get("Versions", [])), len(r.get("DeleteMarkers", [])))
+PY
+)" "0:1 1" "a versioned bucket without Object Lock: the delete leaves its version behind a marker"
 
 # ---- check ----
 out=$(pgd check --repo "$REPO" "${SHORT[@]}" 2>&1)

@@ -49,6 +49,55 @@ static void test_annotation_parse_refuses_bad_keys_and_values(void **state)
     assert_false(annotation_parse(longvalue, key, &value, &err));
 }
 
+/* C1 controls and bytes that are not UTF-8 are refused, naming the key, never echoing them. */
+static void test_annotation_parse_refuses_c1_and_invalid_utf8_naming_the_key(void **state)
+{
+    static const char *const bad[] = {"note=a\xc2\x80z",
+                                      "note=a\xc2\x9b"
+                                      "31mred",
+                                      "note=\xc2\x9f",
+                                      "note=\xc2",
+                                      "note=a\xe2\x82",
+                                      "note=\xed\xa0\x80", /* a surrogate */
+                                      "note=\xc0\xaf",
+                                      "note=\x1b[31m",
+                                      "note=\x7f"};
+    static const char *const good[] = {"note=\xc2\xa0nbsp", "note=\xc2\xbf\xc3\xa9",
+                                       "note=\xe2\x82\xac 5", "note=\xf0\x9f\x98\x80"};
+    char key[ANNOTATION_KEY_MAX + 1];
+    const char *value;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        pgd_error err = {0};
+        if (annotation_parse(bad[i], key, &value, &err))
+            fail_msg("value %zu accepted", i);
+        assert_string_equal(err.msg, "invalid annotation \"note\": its value must be "
+                                     "UTF-8 text without control characters (C0, DEL or C1), at "
+                                     "most 256 bytes");
+    }
+    /* the control: the characters just past C1, and other UTF-8 */
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        pgd_error err = {0};
+        if (!annotation_parse(good[i], key, &value, &err))
+            fail_msg("value %zu refused: %s", i, err.msg);
+        assert_string_equal(key, "note");
+    }
+}
+
+/* A key that is not printable ASCII is refused without being echoed. */
+static void test_annotation_parse_never_echoes_a_bad_key_with_controls(void **state)
+{
+    char key[ANNOTATION_KEY_MAX + 1];
+    const char *value;
+    pgd_error err = {0};
+
+    (void)state;
+    assert_false(annotation_parse("k\xc2\x9b=v", key, &value, &err));
+    assert_null(strstr(err.msg, "\xc2"));
+    assert_non_null(strstr(err.msg, "invalid annotation: expected KEY=VALUE"));
+}
+
 static void test_annotation_set_adds_changes_and_removes(void **state)
 {
     char text[ANNOTATIONS_TEXT_MAX] = "";
@@ -119,6 +168,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_annotation_parse_splits_at_the_first_equals),
         cmocka_unit_test(test_annotation_parse_refuses_bad_keys_and_values),
+        cmocka_unit_test(test_annotation_parse_refuses_c1_and_invalid_utf8_naming_the_key),
+        cmocka_unit_test(test_annotation_parse_never_echoes_a_bad_key_with_controls),
         cmocka_unit_test(test_annotation_set_adds_changes_and_removes),
         cmocka_unit_test(test_annotation_set_refuses_what_does_not_fit),
         cmocka_unit_test(test_annotation_from_json_refuses_what_is_not_strings),

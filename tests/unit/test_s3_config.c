@@ -64,6 +64,13 @@ static void test_bad_uri(void **state)
     expect_bad_uri("s3://a..b/x", "no \"..\"");
     expect_bad_uri("s3://bucket/a\nb", "control character");
     expect_bad_uri("file:///x", "expected s3://bucket/prefix");
+    /* the server removes dot segments, so the request would not be the one signed (403) */
+    expect_bad_uri("s3://bucket/a/../b", "holds a \"..\" segment");
+    expect_bad_uri("s3://bucket/..", "holds a \"..\" segment");
+    expect_bad_uri("s3://bucket/a/./b", "holds a \".\" segment");
+    expect_bad_uri("s3://bucket/a/.", "holds a \".\" segment");
+    /* the control: dots inside a segment are a name like any other */
+    expect_uri("s3://bucket/a.b/..c/.d./...", "bucket", "a.b/..c/.d./...");
 }
 
 /* ---- the endpoint ---- */

@@ -859,8 +859,10 @@ static void test_listing_pages_and_repeated_token(void **state)
 
 static void test_delete_objects_names_every_failure(void **state)
 {
-    char b[1024];
+    char b[1024], u[256];
     const char *script[] = {
+        /* the bucket keeps no versions: one DeleteObjects of the keys */
+        xml("200 OK", "<VersioningConfiguration/>", u, sizeof(u)),
         xml("200 OK",
             "<DeleteResult><Deleted><Key>p/a</Key></Deleted>"
             "<Error><Key>p/b&amp;1</Key><Code>AccessDenied</Code><Message>Access "
@@ -885,7 +887,9 @@ static void test_delete_objects_names_every_failure(void **state)
 
 static void test_delete_objects_answer_not_a_result(void **state)
 {
-    static const char *const script[] = {EMPTY_200, NULL};
+    char u[256];
+    const char *script[] = {xml("200 OK", "<VersioningConfiguration/>", u, sizeof(u)), EMPTY_200,
+                            NULL};
     const char *paths[] = {"a"};
     storage *s;
     pgd_error err = {0};

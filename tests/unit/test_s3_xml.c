@@ -377,6 +377,71 @@ static void test_uploads(void **state)
     free(body);
 }
 
+/* ListObjectVersions: versions and delete markers alike, and where a truncated page goes on. */
+static void test_versions(void **state)
+{
+    static const char page[] =
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
+        "<ListVersionsResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+        "<Name>b</Name><Prefix>p/wal/</Prefix><IsTruncated>true</IsTruncated>"
+        "<NextKeyMarker>p/wal/b</NextKeyMarker><NextVersionIdMarker>v3</NextVersionIdMarker>"
+        "<Version><Key>p/wal/a&amp;b</Key><VersionId>v1</VersionId><IsLatest>true</IsLatest>"
+        "</Version><DeleteMarker><Key>p/wal/b</Key><VersionId>v2</VersionId></DeleteMarker>"
+        "<Version><Key>p/wal/b</Key><VersionId>v3</VersionId></Version></ListVersionsResult>";
+    static const char no_id[] = "<ListVersionsResult><IsTruncated>false</IsTruncated><Version>"
+                                "<Key>k</Key></Version></ListVersionsResult>";
+    static const char no_marker[] =
+        "<ListVersionsResult><IsTruncated>true</IsTruncated></ListVersionsResult>";
+    s3_xml_versions v;
+    pgd_error err = {0};
+
+    (void)state;
+    assert_true(s3_xml_versions_parse(page, strlen(page), &v, &err));
+    assert_int_equal(v.n, 3);
+    assert_string_equal(v.items[0].key, "p/wal/a&b");
+    assert_string_equal(v.items[1].version_id, "v2"); /* a delete marker is a version to delete */
+    assert_string_equal(v.items[2].version_id, "v3");
+    assert_true(v.truncated);
+    assert_string_equal(v.next_key_marker, "p/wal/b");
+    assert_string_equal(v.next_version_id_marker, "v3");
+    s3_xml_versions_free(&v);
+    assert_false(s3_xml_versions_parse(no_id, strlen(no_id), &v, &err));
+    assert_non_null(strstr(err.msg, "without a Key or a VersionId"));
+    err = (pgd_error){0};
+    assert_false(s3_xml_versions_parse(no_marker, strlen(no_marker), &v, &err));
+    assert_non_null(strstr(err.msg, "no NextKeyMarker"));
+}
+
+/* GetBucketVersioning: Enabled and Suspended keep versions; never enabled does not. */
+static void test_versioning(void **state)
+{
+    static const struct {
+        const char *body;
+        bool versioned;
+    } cases[] = {
+        {"<VersioningConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+         "<Status>Enabled</Status></VersioningConfiguration>",
+         true},
+        {"<VersioningConfiguration><Status>Suspended</Status></VersioningConfiguration>", true},
+        {"<VersioningConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"/>", false},
+        {"<GetBucketVersioningResponse><Status>Enabled</Status></GetBucketVersioningResponse>",
+         true}, /* moto's root */
+    };
+    pgd_error err = {0};
+    bool versioned;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        assert_true(s3_xml_versioning(cases[i].body, strlen(cases[i].body), &versioned, &err));
+        assert_int_equal(versioned, cases[i].versioned);
+    }
+    /* s3rver ignores the subresource and lists the bucket: a store without versions */
+    assert_true(s3_xml_versioning("<ListBucketResult><Name>b</Name></ListBucketResult>", 51,
+                                  &versioned, &err));
+    assert_false(versioned);
+    assert_false(s3_xml_versioning("<Other/>", 8, &versioned, &err));
+}
+
 static void test_parts(void **state)
 {
     size_t len;
@@ -503,6 +568,8 @@ int main(void)
         cmocka_unit_test(test_delete_result_success),
         cmocka_unit_test(test_delete_result_error_root),
         cmocka_unit_test(test_time),
+        cmocka_unit_test(test_versions),
+        cmocka_unit_test(test_versioning),
         cmocka_unit_test(test_uploads),
         cmocka_unit_test(test_parts),
         cmocka_unit_test(test_escape),

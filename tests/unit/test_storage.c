@@ -39,8 +39,9 @@ static void test_open_refuses_what_is_not_a_repository(void **state)
 static void test_uri_forms(void **state)
 {
     static const char *const good[] = {
-        "/var/lib/pgdirect", "/",     "file:///srv/b",        "s3://bucket",
-        "s3://bucket/p/q",   "null:", "azure://container/p/q"};
+        "/var/lib/pgdirect", "/",     "file:///srv/b",         "s3://bucket",
+        "s3://bucket/p/q",   "null:", "azure://container/p/q", "s3://bucket/a..b/.c/d.",
+        "/srv/../backups"};
     static const struct {
         const char *uri, *why;
     } bad[] = {
@@ -56,6 +57,12 @@ static void test_uri_forms(void **state)
         {"azure://", "no container; expected azure://container/prefix"},
         {"azure:///prefix", "no container"},
         {"ftp://host/x", "unsupported scheme; expected an absolute path"},
+        {"s3://bucket/a/../b", "the prefix holds a \"..\" segment, which URLs remove"},
+        {"s3://bucket/./b", "the prefix holds a \".\" segment"},
+        {"azure://container/a/..", "the prefix holds a \"..\" segment"},
+        {"s3://AKIA:x@bucket/p", "credentials in the URI"},
+        {"azure://acct@container/p", "credentials in the URI"},
+        {"sftp://pg:x@host", "a password in the URI"},
     };
     pgd_error err = {0};
     const char *why;
@@ -77,6 +84,62 @@ static void test_uri_forms(void **state)
                                  "directory); expected an absolute path, file:///path, "
                                  "s3://bucket/prefix, azure://container/prefix or "
                                  "sftp://user@host[:port]/path");
+}
+
+/* What a message shows of a URI: never a password of its user part, nor a value after '?'. */
+static void test_uri_redact_masks_passwords_and_query_values(void **state)
+{
+    static const char *const keep[] = {"s3-region", "s3-endpoint", NULL};
+    static const struct {
+        const char *uri, *shown;
+    } cases[] = {
+        {"sftp://pg:hunter2@host", "sftp://pg:***@host"},
+        {"sftp://pg:hunter2@host/srv", "sftp://pg:***@host/srv"},
+        {"sftp://pg:hun@ter2@host/srv", "sftp://pg:***@host/srv"},
+        {"sftp://pg:hun/ter2@host/srv", "sftp://pg:***@host/srv"},
+        {"sftp://pg:hun?ter=2@host/srv", "sftp://pg:***@host/srv"},
+        {"s3://AKIA:hunter2@bucket/p", "s3://AKIA:***@bucket/p"},
+        {"gs://u:hunter2@b", "gs://u:***@b"},
+        {"azure://c/p?sv=2020&sig=hunter2", "azure://c/p?sv=***&sig=***"},
+        {"s3://b/p?s3-region=eu&X-Amz-Signature=hunter2",
+         "s3://b/p?s3-region=eu&X-Amz-Signature=***"},
+        {"s3://b/p?hunter2", "s3://b/p?***"},
+        {"s3://b/p?s3-endpoint=http://u:hunter2@h:9000",
+         "s3://b/p?s3-endpoint=http://u:***@h:9000"},
+        /* nothing to mask: unchanged */
+        {"sftp://pg@host:22/srv", "sftp://pg@host:22/srv"},
+        {"s3://bucket/a:b@c", "s3://bucket/a:b@c"},
+        {"/srv/a:b@c", "/srv/a:b@c"},
+        {"", ""},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *shown = storage_uri_redact(cases[i].uri, keep);
+        if (strcmp(shown, cases[i].shown) != 0)
+            fail_msg("%s: shown as \"%s\", expected \"%s\"", cases[i].uri, shown, cases[i].shown);
+        free(shown);
+    }
+}
+
+/* Credentials in a URI are refused before any driver sees them, and never echoed. */
+static void test_open_refuses_credentials_without_echoing_them(void **state)
+{
+    static const char *const uris[] = {"sftp://pg:hunter2@host",     "sftp://pg:hunter2@host/srv",
+                                       "s3://AKIA:hunter2@bucket/p", "s3://AKIA@bucket/p",
+                                       "azure://acct:hunter2@c/p",   "file://u:hunter2@h/x"};
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(uris) / sizeof(uris[0]); i++) {
+        pgd_error err = {0};
+        const char *why;
+        assert_false(storage_uri_valid(uris[i], &why));
+        assert_null(storage_open(uris[i], NULL, &err));
+        assert_true(err_is(&err, PGD_ERR_USAGE));
+        /* the message names the repository (positive control), without its password */
+        if (strstr(err.msg, "invalid repository \"") == NULL || strstr(err.msg, "hunter2") != NULL)
+            fail_msg("%s: got \"%s\"", uris[i], err.msg);
+    }
 }
 
 /* The temporary names fs.c and the SFTP driver write under, and nothing else. */
@@ -239,6 +302,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_open_refuses_what_is_not_a_repository),
         cmocka_unit_test(test_uri_forms),
+        cmocka_unit_test(test_uri_redact_masks_passwords_and_query_values),
+        cmocka_unit_test(test_open_refuses_credentials_without_echoing_them),
         cmocka_unit_test(test_temp_names),
         cmocka_unit_test(test_file_uri_and_plain_path_are_the_same_repository),
         cmocka_unit_test(test_get_reads_an_object_larger_than_its_first_buffer),

@@ -30,7 +30,7 @@ static bool azure_config_container_char(char c)
 bool azure_config_parse_uri(const char *uri, char **container, char **prefix, pgd_error *err)
 {
     const char *rest, *slash;
-    size_t clen, plen;
+    size_t clen;
 
     *container = *prefix = NULL;
     if (!storage_uri_is_azure(uri))
@@ -54,36 +54,9 @@ bool azure_config_parse_uri(const char *uri, char **container, char **prefix, pg
                        "invalid repository \"%s\": a container name starts and ends with a "
                        "letter or digit and has no \"--\"",
                        uri);
-    for (const char *c = slash ? slash : ""; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f)
-            /* List Blobs answers in XML 1.0, which cannot carry them */
-            return err_set(err, "invalid repository \"%s\": the prefix holds a control character",
-                           uri);
-    /*
-     * A "." or ".." segment would be removed from the URL on its way (libcurl and the service
-     * both normalise dot segments), so the request would name another blob than the one signed
-     * and stored: refused here rather than answered 403
-     */
-    for (const char *seg = slash ? slash : ""; *seg; seg++) {
-        size_t n;
-        if (*seg == '/')
-            continue;
-        n = strcspn(seg, "/");
-        if ((n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.'))
-            return err_set(err,
-                           "invalid repository \"%s\": the prefix holds a \"%.*s\" segment, "
-                           "which URLs remove",
-                           uri, (int)n, seg);
-        seg += n - 1;
-    }
+    if (!storage_uri_prefix(uri, slash, prefix, err))
+        return false;
     *container = xstrndup(rest, clen);
-    rest = slash ? slash : "";
-    while (*rest == '/')
-        rest++;
-    plen = strlen(rest);
-    while (plen > 0 && rest[plen - 1] == '/')
-        plen--;
-    *prefix = xstrndup(rest, plen);
     return true;
 }
 
@@ -214,10 +187,7 @@ static void azure_config_free(storage *st)
 {
     azure_storage *s = (azure_storage *)st;
 
-    for (size_t i = 0; i < s->nclients; i++)
-        http_client_free(s->clients[i]);
-    free(s->clients);
-    pthread_mutex_destroy(&s->lock);
+    http_pool_free(&s->pool);
     free(s->container);
     free(s->prefix);
     free(s->endpoint);
@@ -308,7 +278,7 @@ storage *azure_storage_open(const char *uri, const azure_options *o, pgd_error *
         return NULL;
     s = xcalloc(1, sizeof(*s));
     s->base.ops = &azure_config_ops;
-    pthread_mutex_init(&s->lock, NULL);
+    http_pool_init(&s->pool);
     if (!azure_config_parse_uri(uri, &s->container, &s->prefix, err))
         goto fail;
     s->base.uri = xasprintf("azure://%s%s%s", s->container, s->prefix[0] ? "/" : "", s->prefix);

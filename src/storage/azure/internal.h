@@ -84,9 +84,7 @@ typedef struct azure_storage {
     unsigned upload_concurrency, retries;
     unsigned list_page; /* maxresults of List Blobs (tests lower it to see pages) */
     long timeout_s;
-    pthread_mutex_t lock;  /* clients */
-    http_client **clients; /* idle connections, reused across requests */
-    size_t nclients;
+    http_pool pool; /* idle connections, reused across requests */
 } azure_storage;
 
 /* ---- sign.c ---- */
@@ -172,11 +170,8 @@ typedef struct azure_xml_fault {
 /* A body whose root is <Error>: its Code and Message. false when it is not one. */
 bool azure_xml_error(const char *body, size_t len, azure_xml_fault *fault);
 
-typedef struct azure_xml_entry {
-    char *name;    /* the whole blob name, or the prefix (with its delimiter) */
-    uint64_t size; /* 0 for a prefix */
-    bool is_prefix;
-} azure_xml_entry;
+/* A blob name or a prefix of a listing page (storage.h). */
+typedef storage_key azure_xml_entry;
 
 typedef struct azure_xml_listing {
     azure_xml_entry *entries;

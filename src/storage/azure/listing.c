@@ -31,32 +31,7 @@ bool azure_listing_deliver(const azure_storage *s, const char *dir, const char *
                            const azure_xml_listing *page, storage_list_cb cb, void *arg,
                            pgd_error *err)
 {
-    size_t plen = strlen(list_prefix);
-
-    for (size_t i = 0; i < page->n; i++) {
-        const azure_xml_entry *e = &page->entries[i];
-        char *name;
-        size_t nlen;
-        bool ok;
-        if (strncmp(e->name, list_prefix, plen) != 0)
-            return err_set(err, "listing \"%s\" in %s returned \"%s\", which is not under it", dir,
-                           s->base.uri, e->name);
-        if (!e->is_prefix && e->name[plen] == '\0')
-            continue; /* a "directory" marker blob */
-        nlen = strlen(e->name + plen) - (e->is_prefix ? 1 : 0);
-        if (nlen == 0 || memchr(e->name + plen, '/', nlen) != NULL ||
-            (e->is_prefix && e->name[plen + nlen] != '/'))
-            return err_set(err,
-                           "listing \"%s\" in %s returned \"%s\", which is not directly under it "
-                           "(does the server ignore the delimiter?)",
-                           dir, s->base.uri, e->name);
-        name = xstrndup(e->name + plen, nlen);
-        ok = cb(arg, name, e->size, e->is_prefix, err);
-        free(name);
-        if (!ok)
-            return false;
-    }
-    return true;
+    return storage_list_keys(s->base.uri, dir, list_prefix, page->entries, page->n, cb, arg, err);
 }
 
 bool azure_listing_list(storage *st, const char *dir, storage_list_cb cb, void *arg, pgd_error *err)

@@ -34,27 +34,6 @@
 #define AZURE_HTTP_NO_RANGE     416
 #define AZURE_HEADERS_MAX       16
 
-/* ---- connections ---- */
-
-static http_client *azure_request_client_get(azure_storage *s, pgd_error *err)
-{
-    http_client *c = NULL;
-
-    pthread_mutex_lock(&s->lock);
-    if (s->nclients > 0)
-        c = s->clients[--s->nclients];
-    pthread_mutex_unlock(&s->lock);
-    return c ? c : http_client_new(s->timeout_s, err);
-}
-
-static void azure_request_client_put(azure_storage *s, http_client *c)
-{
-    pthread_mutex_lock(&s->lock);
-    s->clients = xrealloc(s->clients, (s->nclients + 1) * sizeof(*s->clients));
-    s->clients[s->nclients++] = c;
-    pthread_mutex_unlock(&s->lock);
-}
-
 /* ---- the request as sent and signed ---- */
 
 char *azure_request_key(const azure_storage *s, const char *path)
@@ -163,7 +142,6 @@ static bool azure_request_once(azure_storage *s, const azure_call *call, const c
 {
     http_header_list hl = {0};
     char date[AZURE_DATE_LEN + 1];
-    http_client *c;
     bool performed;
 
     memset(answer, 0, sizeof(*answer));
@@ -175,18 +153,9 @@ static bool azure_request_once(azure_storage *s, const azure_call *call, const c
                        "HMAC-SHA-256",
                        PGD_LIBCRYPTO_SONAME);
     }
-    c = azure_request_client_get(s, terr);
-    if (c == NULL) {
-        http_headers_free(&hl);
-        return false;
-    }
-    performed = http_perform(c, call->method, url, &hl, call->body, call->body_len, call->into,
-                             call->into_cap, &answer->http, terr);
+    performed = http_pool_perform(&s->pool, s->timeout_s, call->method, url, &hl, call->body,
+                                  call->body_len, call->into, call->into_cap, &answer->http, terr);
     http_headers_free(&hl);
-    if (performed)
-        azure_request_client_put(s, c);
-    else
-        http_client_free(c); /* the connection may be broken: do not reuse it */
     return performed;
 }
 

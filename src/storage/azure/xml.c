@@ -7,7 +7,6 @@
 #define _GNU_SOURCE
 #include "storage/azure/internal.h"
 #include "storage/http/xml.h"
-#include "util/log.h"
 #include "util/xmalloc.h"
 
 #include <stdio.h>
@@ -17,32 +16,10 @@
 bool azure_xml_error(const char *body, size_t len, azure_xml_fault *fault)
 {
     static bool warned;
-    pgd_error load = {0};
-    xmlDocPtr doc;
-    xmlNodePtr root;
-    bool is_error;
 
-    /* the caller reports the failure without the message; that libxml2 is why, once */
-    if (!http_libs_load_xml(&load)) {
-        if (!__atomic_exchange_n(&warned, true, __ATOMIC_RELAXED))
-            log_warn("%s: Azure error answers are reported without their message", load.msg);
-        return false;
-    }
-    doc = http_xml_read(body, len, NULL);
-    if (doc == NULL)
-        return false;
-    root = xmlDocGetRootElement(doc);
-    is_error = http_xml_named(root, "Error");
-    if (is_error) {
-        char *code = http_xml_child_text(root, "Code");
-        char *message = http_xml_child_text(root, "Message");
-        http_xml_copy_line(fault->code, sizeof(fault->code), code);
-        http_xml_copy_line(fault->message, sizeof(fault->message), message);
-        free(code);
-        free(message);
-    }
-    xmlFreeDoc(doc);
-    return is_error;
+    return http_xml_error(body, len, fault->code, sizeof(fault->code), fault->message,
+                          sizeof(fault->message), &warned,
+                          "Azure error answers are reported without their message");
 }
 
 void azure_xml_listing_free(azure_xml_listing *l)

@@ -288,6 +288,45 @@ bool http_perform(http_client *c, const char *method, const char *url,
     return true;
 }
 
+void http_pool_init(http_pool *p)
+{
+    memset(p, 0, sizeof(*p));
+    pthread_mutex_init(&p->lock, NULL);
+}
+
+void http_pool_free(http_pool *p)
+{
+    for (size_t i = 0; i < p->n; i++)
+        http_client_free(p->idle[i]);
+    free(p->idle);
+    pthread_mutex_destroy(&p->lock);
+}
+
+bool http_pool_perform(http_pool *p, long timeout_s, const char *method, const char *url,
+                       const http_header_list *headers, const void *body, size_t body_len,
+                       void *into, size_t into_cap, http_response *resp, pgd_error *err)
+{
+    http_client *c = NULL;
+    bool performed;
+
+    pthread_mutex_lock(&p->lock);
+    if (p->n > 0)
+        c = p->idle[--p->n];
+    pthread_mutex_unlock(&p->lock);
+    if (c == NULL && (c = http_client_new(timeout_s, err)) == NULL)
+        return false;
+    performed = http_perform(c, method, url, headers, body, body_len, into, into_cap, resp, err);
+    if (!performed) {
+        http_client_free(c); /* the connection may be broken: do not reuse it */
+        return false;
+    }
+    pthread_mutex_lock(&p->lock);
+    p->idle = xrealloc(p->idle, (p->n + 1) * sizeof(*p->idle));
+    p->idle[p->n++] = c;
+    pthread_mutex_unlock(&p->lock);
+    return true;
+}
+
 void http_response_free(http_response *r)
 {
     free(r->body);

@@ -7,6 +7,7 @@
 #ifndef PGD_HTTP_H
 #define PGD_HTTP_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -65,6 +66,25 @@ bool http_retryable(const http_response *r);
 
 /* Backoff before retry `attempt` (0-based), in ms: exponential, capped, with jitter. */
 unsigned http_backoff_ms(unsigned attempt);
+
+/*
+ * The idle connections of one repository, reused across requests and threads (keep-alive):
+ * each request takes one (or makes one, with that timeout), and gives it back once a whole
+ * answer came; one that failed may be broken and is closed.
+ */
+typedef struct http_pool {
+    pthread_mutex_t lock;
+    http_client **idle;
+    size_t n;
+} http_pool;
+
+void http_pool_init(http_pool *p);
+void http_pool_free(http_pool *p);
+
+/* http_perform on a connection of the pool (see there). */
+bool http_pool_perform(http_pool *p, long timeout_s, const char *method, const char *url,
+                       const http_header_list *headers, const void *body, size_t body_len,
+                       void *into, size_t into_cap, http_response *resp, pgd_error *err);
 
 void http_headers_add(http_header_list *h, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/log.h"
 #include "util/xmalloc.h"
 
 #define HTTP_XML_PARSE_OPTIONS (XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING)
@@ -126,4 +127,40 @@ bool http_xml_parse_size(const char *text, uint64_t *size)
         return false;
     *size = v;
     return true;
+}
+
+void http_xml_fault(xmlNodePtr error, char *code, size_t code_cap, char *message,
+                    size_t message_cap)
+{
+    char *c = http_xml_child_text(error, "Code"), *m = http_xml_child_text(error, "Message");
+
+    http_xml_copy_line(code, code_cap, c);
+    http_xml_copy_line(message, message_cap, m);
+    free(c);
+    free(m);
+}
+
+bool http_xml_error(const char *body, size_t len, char *code, size_t code_cap, char *message,
+                    size_t message_cap, bool *warned, const char *lost)
+{
+    pgd_error load = {0};
+    xmlDocPtr doc;
+    xmlNodePtr root;
+    bool is_error;
+
+    /* the caller reports the failure without them; that libxml2 is why, once */
+    if (!http_libs_load_xml(&load)) {
+        if (!__atomic_exchange_n(warned, true, __ATOMIC_RELAXED))
+            log_warn("%s: %s", load.msg, lost);
+        return false;
+    }
+    doc = http_xml_read(body, len, NULL);
+    if (doc == NULL)
+        return false;
+    root = xmlDocGetRootElement(doc);
+    is_error = http_xml_named(root, "Error");
+    if (is_error)
+        http_xml_fault(root, code, code_cap, message, message_cap);
+    xmlFreeDoc(doc);
+    return is_error;
 }

@@ -35,6 +35,18 @@ char *http_xml_child_text(xmlNodePtr parent, const char *name);
 /* Server text for a one-line message: cut to fit, control characters replaced. */
 void http_xml_copy_line(char *dst, size_t cap, const char *src);
 
+/* The Code and Message children of an <Error> element, each as one line (copy_line). */
+void http_xml_fault(xmlNodePtr error, char *code, size_t code_cap, char *message,
+                    size_t message_cap);
+
+/*
+ * A body whose root is <Error>: its Code and Message (http_xml_fault). False when it is not
+ * one, or when libxml2 cannot be loaded: then `lost` (what the caller's messages lose, "S3
+ * error answers are reported without their code") is said in a warning, once per `warned`.
+ */
+bool http_xml_error(const char *body, size_t len, char *code, size_t code_cap, char *message,
+                    size_t message_cap, bool *warned, const char *lost);
+
 /* A decimal size of at most 20 digits, nothing else. */
 bool http_xml_parse_size(const char *text, uint64_t *size);
 

@@ -35,7 +35,7 @@ static bool s3_config_bucket_edge(char c)
 bool s3_config_parse_uri(const char *uri, char **bucket, char **prefix, pgd_error *err)
 {
     const char *rest, *slash;
-    size_t blen, plen;
+    size_t blen;
 
     *bucket = *prefix = NULL;
     if (!storage_uri_is_s3(uri))
@@ -60,19 +60,9 @@ bool s3_config_parse_uri(const char *uri, char **bucket, char **prefix, pgd_erro
                        "invalid repository \"%s\": a bucket name starts and ends with a letter "
                        "or digit and has no \"..\"",
                        uri);
-    for (const char *c = slash ? slash : ""; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f)
-            /* S3 lists such keys in XML 1.0, which cannot carry them */
-            return err_set(err, "invalid repository \"%s\": the prefix holds a control character",
-                           uri);
+    if (!storage_uri_prefix(uri, slash, prefix, err))
+        return false;
     *bucket = xstrndup(rest, blen);
-    rest = slash ? slash : "";
-    while (*rest == '/')
-        rest++;
-    plen = strlen(rest);
-    while (plen > 0 && rest[plen - 1] == '/')
-        plen--;
-    *prefix = xstrndup(rest, plen);
     return true;
 }
 
@@ -213,9 +203,7 @@ static void s3_config_free(storage *st)
 {
     s3_storage *s = (s3_storage *)st;
 
-    for (size_t i = 0; i < s->nclients; i++)
-        http_client_free(s->clients[i]);
-    free(s->clients);
+    http_pool_free(&s->pool);
     pthread_mutex_destroy(&s->lock);
     free(s->bucket);
     free(s->prefix);
@@ -300,6 +288,7 @@ storage *s3_storage_open(const char *uri, const s3_options *o, pgd_error *err)
     s = xcalloc(1, sizeof(*s));
     s->base.ops = &s3_config_ops;
     pthread_mutex_init(&s->lock, NULL);
+    http_pool_init(&s->pool);
     if (!s3_config_parse_uri(uri, &s->bucket, &s->prefix, err))
         goto fail;
     s->base.uri = xasprintf("s3://%s%s%s", s->bucket, s->prefix[0] ? "/" : "", s->prefix);

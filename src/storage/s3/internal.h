@@ -73,13 +73,13 @@ typedef struct s3_storage {
     uint64_t part_size;
     unsigned upload_concurrency, download_concurrency, retries;
     long timeout_s;
-    char *lock_mode;       /* x-amz-object-lock-mode of every object written, or NULL */
-    int64_t lock_seconds;  /* its retain-until date: this long after the object's creation */
-    pthread_mutex_t lock;  /* clients, bucket_known */
-    http_client **clients; /* idle connections, reused across requests */
-    size_t nclients;
-    bool bucket_known;  /* the bucket was seen to exist: a 404 without a code is a missing key */
-    unsigned list_page; /* max-keys of a listing page; 0: the server's (tests lower it) */
+    char *lock_mode;      /* x-amz-object-lock-mode of every object written, or NULL */
+    int64_t lock_seconds; /* its retain-until date: this long after the object's creation */
+    pthread_mutex_t lock; /* bucket_known, versioned */
+    http_pool pool;       /* idle connections, reused across requests */
+    bool bucket_known;    /* the bucket was seen to exist: a 404 without a code is a missing key */
+    unsigned list_page;   /* max-keys of a listing page; 0: the server's (tests lower it) */
+    int versioned;        /* versions under Object Lock: 1, not: -1, not asked yet: 0 */
 } s3_storage;
 
 /* ---- request.c ---- */
@@ -158,11 +158,8 @@ bool s3_xml_upload_id(const char *body, size_t len, char **upload_id, pgd_error 
  */
 bool s3_xml_complete(const char *body, size_t len, s3_xml_fault *fault, pgd_error *err);
 
-typedef struct s3_xml_entry {
-    char *name;    /* the whole key, or the common prefix (with its delimiter) */
-    uint64_t size; /* 0 for a common prefix */
-    bool is_prefix;
-} s3_xml_entry;
+/* A key or a common prefix of a listing page (storage.h). */
+typedef storage_key s3_xml_entry;
 
 typedef struct s3_xml_listing {
     s3_xml_entry *entries;
@@ -184,6 +181,26 @@ typedef struct s3_xml_delete_failure {
 bool s3_xml_delete_result(const char *body, size_t len, s3_xml_delete_failure **failures, size_t *n,
                           pgd_error *err);
 void s3_xml_delete_failures_free(s3_xml_delete_failure *f, size_t n);
+
+/* One version (or delete marker) of a key: ListObjectVersions. */
+typedef struct s3_xml_version {
+    char *key;
+    char *version_id;
+} s3_xml_version;
+
+typedef struct s3_xml_versions {
+    s3_xml_version *items;
+    size_t n;
+    bool truncated;
+    char *next_key_marker, *next_version_id_marker; /* NULL when none */
+} s3_xml_versions;
+
+/* ListVersionsResult: every Version and DeleteMarker, IsTruncated and where it continues. */
+bool s3_xml_versions_parse(const char *body, size_t len, s3_xml_versions *out, pgd_error *err);
+void s3_xml_versions_free(s3_xml_versions *v);
+
+/* VersioningConfiguration: does the bucket keep versions (Status Enabled or Suspended)? */
+bool s3_xml_versioning(const char *body, size_t len, bool *versioned, pgd_error *err);
 
 typedef struct s3_xml_upload {
     char *key;

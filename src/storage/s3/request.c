@@ -46,27 +46,6 @@
 #define S3_HTTP_SERVER_ERRORS 500
 #define S3_BUCKET_PROBE_QUERY "list-type=2&max-keys=1"
 
-/* ---- connections ---- */
-
-static http_client *s3_request_client_get(s3_storage *s, pgd_error *err)
-{
-    http_client *c = NULL;
-
-    pthread_mutex_lock(&s->lock);
-    if (s->nclients > 0)
-        c = s->clients[--s->nclients];
-    pthread_mutex_unlock(&s->lock);
-    return c ? c : http_client_new(s->timeout_s, err);
-}
-
-static void s3_request_client_put(s3_storage *s, http_client *c)
-{
-    pthread_mutex_lock(&s->lock);
-    s->clients = xrealloc(s->clients, (s->nclients + 1) * sizeof(*s->clients));
-    s->clients[s->nclients++] = c;
-    pthread_mutex_unlock(&s->lock);
-}
-
 /* ---- the request as sent and signed ---- */
 
 char *s3_request_key(const s3_storage *s, const char *path)
@@ -185,7 +164,6 @@ static bool s3_request_once(s3_storage *s, const s3_call *call, const char *targ
 {
     http_header_list hl = {0};
     char date[S3_AMZ_DATE_LEN + 1];
-    http_client *c;
     bool performed;
 
     memset(answer, 0, sizeof(*answer));
@@ -197,18 +175,9 @@ static bool s3_request_once(s3_storage *s, const s3_call *call, const char *targ
                        "made no HMAC-SHA-256",
                        PGD_LIBCRYPTO_SONAME);
     }
-    c = s3_request_client_get(s, terr);
-    if (c == NULL) {
-        http_headers_free(&hl);
-        return false;
-    }
-    performed = http_perform(c, call->method, url, &hl, call->body, call->body_len, call->into,
-                             call->into_cap, &answer->http, terr);
+    performed = http_pool_perform(&s->pool, s->timeout_s, call->method, url, &hl, call->body,
+                                  call->body_len, call->into, call->into_cap, &answer->http, terr);
     http_headers_free(&hl);
-    if (performed)
-        s3_request_client_put(s, c);
-    else
-        http_client_free(c); /* the connection may be broken: do not reuse it */
     return performed;
 }
 

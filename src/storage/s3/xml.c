@@ -11,7 +11,6 @@
 #include "storage/s3/internal.h"
 #include "storage/http/http_libs.h"
 #include "storage/http/xml.h"
-#include "util/log.h"
 #include "util/xmalloc.h"
 
 #include <errno.h>
@@ -22,13 +21,7 @@
 
 static void s3_xml_fault_from(xmlNodePtr error, s3_xml_fault *f)
 {
-    char *code = http_xml_child_text(error, "Code");
-    char *message = http_xml_child_text(error, "Message");
-
-    http_xml_copy_line(f->code, sizeof(f->code), code);
-    http_xml_copy_line(f->message, sizeof(f->message), message);
-    free(code);
-    free(message);
+    http_xml_fault(error, f->code, sizeof(f->code), f->message, sizeof(f->message));
 }
 
 /*
@@ -61,26 +54,10 @@ static xmlDocPtr s3_xml_open(const char *body, size_t len, const char *want, con
 bool s3_xml_error(const char *body, size_t len, s3_xml_fault *fault)
 {
     static bool warned;
-    pgd_error load = {0};
-    xmlDocPtr doc;
-    xmlNodePtr root;
-    bool is_error;
 
-    /* the caller reports the failure without the code; that libxml2 is why, once */
-    if (!http_libs_load_xml(&load)) {
-        if (!__atomic_exchange_n(&warned, true, __ATOMIC_RELAXED))
-            log_warn("%s: S3 error answers are reported without their code", load.msg);
-        return false;
-    }
-    doc = http_xml_read(body, len, NULL);
-    if (doc == NULL)
-        return false;
-    root = xmlDocGetRootElement(doc);
-    is_error = http_xml_named(root, "Error");
-    if (is_error)
-        s3_xml_fault_from(root, fault);
-    xmlFreeDoc(doc);
-    return is_error;
+    return http_xml_error(body, len, fault->code, sizeof(fault->code), fault->message,
+                          sizeof(fault->message), &warned,
+                          "S3 error answers are reported without their code");
 }
 
 bool s3_xml_upload_id(const char *body, size_t len, char **upload_id, pgd_error *err)
@@ -370,6 +347,83 @@ bool s3_xml_uploads_parse(const char *body, size_t len, s3_xml_uploads *out, pgd
     if (!ok)
         s3_xml_uploads_free(out);
     return ok;
+}
+
+void s3_xml_versions_free(s3_xml_versions *v)
+{
+    for (size_t i = 0; i < v->n; i++) {
+        free(v->items[i].key);
+        free(v->items[i].version_id);
+    }
+    free(v->items);
+    free(v->next_key_marker);
+    free(v->next_version_id_marker);
+    memset(v, 0, sizeof(*v));
+}
+
+bool s3_xml_versions_parse(const char *body, size_t len, s3_xml_versions *out, pgd_error *err)
+{
+    xmlNodePtr root;
+    xmlDocPtr doc = s3_xml_open(body, len, "ListVersionsResult", NULL, &root, err);
+    bool ok = true;
+
+    memset(out, 0, sizeof(*out));
+    if (doc == NULL)
+        return false;
+    for (xmlNodePtr c = root->children; c && ok; c = c->next) {
+        char *key, *id;
+        if (!http_xml_named(c, "Version") && !http_xml_named(c, "DeleteMarker"))
+            continue;
+        key = http_xml_child_text(c, "Key");
+        id = http_xml_child_text(c, "VersionId");
+        if (key == NULL || key[0] == '\0' || id == NULL || id[0] == '\0') {
+            ok = err_set(err, "a version without a Key or a VersionId");
+            free(key);
+            free(id);
+            break;
+        }
+        out->items = xrealloc(out->items, (out->n + 1) * sizeof(*out->items));
+        out->items[out->n++] = (s3_xml_version){key, id};
+    }
+    if (ok)
+        ok = s3_xml_truncated(root, &out->truncated, err);
+    if (ok && out->truncated) {
+        out->next_key_marker = http_xml_child_text(root, "NextKeyMarker");
+        out->next_version_id_marker = http_xml_child_text(root, "NextVersionIdMarker");
+        if (out->next_key_marker == NULL || out->next_key_marker[0] == '\0')
+            ok = err_set(err, "IsTruncated is true but there is no NextKeyMarker");
+    }
+    xmlFreeDoc(doc);
+    if (!ok)
+        s3_xml_versions_free(out);
+    return ok;
+}
+
+bool s3_xml_versioning(const char *body, size_t len, bool *versioned, pgd_error *err)
+{
+    xmlNodePtr root;
+    /* AWS's root is VersioningConfiguration; moto names it GetBucketVersioningResponse */
+    xmlDocPtr doc = s3_xml_open(body, len, "VersioningConfiguration", "GetBucketVersioningResponse",
+                                &root, err);
+    char *status;
+
+    *versioned = false;
+    if (doc == NULL) {
+        pgd_error ignored = {0};
+        /* a server that ignores ?versioning (s3rver) answers with the bucket's listing: no
+         * versions there */
+        if ((doc = s3_xml_open(body, len, "ListBucketResult", NULL, &root, &ignored)) == NULL)
+            return false;
+        xmlFreeDoc(doc);
+        return true;
+    }
+    status = http_xml_child_text(root, "Status");
+    /* a bucket whose versioning was suspended keeps the versions it has, and adds markers */
+    *versioned =
+        status != NULL && (strcmp(status, "Enabled") == 0 || strcmp(status, "Suspended") == 0);
+    free(status);
+    xmlFreeDoc(doc);
+    return true;
 }
 
 bool s3_xml_parts_parse(const char *body, size_t len, int64_t *latest, bool *truncated,

@@ -127,21 +127,6 @@ static char *sftp_config_absolute(const char *path)
     return xasprintf("%s/%s", cwd, path);
 }
 
-/*
- * The URI for a message, a password in it (USER:PASSWORD@, refused) masked: from the ':' before
- * the first '@' to the last '@', as a password may hold '@' or '/' itself.
- */
-static char *sftp_config_echo(const char *uri)
-{
-    const char *p =
-        strncmp(uri, SFTP_SCHEME, strlen(SFTP_SCHEME)) == 0 ? uri + strlen(SFTP_SCHEME) : uri;
-    const char *first_at = strchr(p, '@'), *colon = strchr(p, ':');
-
-    if (first_at == NULL || colon == NULL || colon > first_at)
-        return xstrdup(uri);
-    return xasprintf("%.*s:***%s", (int)(colon - uri), uri, strrchr(p, '@'));
-}
-
 storage *sftp_storage_open(const char *uri, const sftp_options *o, pgd_error *err)
 {
     sftp_storage *s;
@@ -149,7 +134,7 @@ storage *sftp_storage_open(const char *uri, const sftp_options *o, pgd_error *er
     const char *why, *home;
 
     if (!sftp_config_parse_uri(uri, &parts, &why)) {
-        char *echo = sftp_config_echo(uri);
+        char *echo = storage_uri_redact(uri, NULL);
         err_set(err, "invalid repository \"%s\": %s", echo, why);
         err_mark(err, PGD_ERR_USAGE);
         free(echo);
