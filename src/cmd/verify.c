@@ -434,11 +434,11 @@ static bool verify_repository(const verify_settings *s, storage *repo, const cha
 /*
  * Every repository (--repo given several times) verified on its own, in order: one that cannot
  * be verified is named (1) and the others are still verified; the exit status is the worst,
- * damage (3) before a failure to run (1).
+ * damage (3: in a backup, its WAL, or the repository's keyring) before a failure to run (1).
  */
 static int verify_run(const verify_settings *s, const pgd_options *opts, pgd_error *err)
 {
-    size_t nrepos = command_repo_count(opts), failed = 0;
+    size_t nrepos = command_repo_count(opts), failed = 0, unreadable = 0;
     json_t *arr = s->json ? json_array() : NULL;
     verify_tally t = {0};
     pgd_error verdict = {0};
@@ -450,7 +450,11 @@ static int verify_run(const verify_settings *s, const pgd_options *opts, pgd_err
         storage *repo = command_open_repo_at(opts, i, &one);
         const char *where = nrepos > 1 && repo != NULL ? repo->uri : NULL;
 
-        if (repo == NULL || !verify_repository(s, repo, where, arr, &t, &one)) {
+        if (repo == NULL && err_is(&one, PGD_ERR_DAMAGED)) {
+            /* its own data is damaged (the keyring: damaged or missing): a verdict, said */
+            command_fail(CMD_VERIFY, &one);
+            unreadable++;
+        } else if (repo == NULL || !verify_repository(s, repo, where, arr, &t, &one)) {
             /* verify could not run: whatever it read, that is no verdict */
             if (err_is(&one, PGD_ERR_DAMAGED))
                 err_mark(&one, PGD_ERR_FAILED);
@@ -500,6 +504,18 @@ static int verify_run(const verify_settings *s, const pgd_options *opts, pgd_err
             err_prefix(&verdict, "%zu of %zu repositories could not be verified", failed, nrepos);
         err_mark(&verdict, PGD_ERR_DAMAGED);
         return command_fail(CMD_VERIFY, &verdict);
+    }
+    if (unreadable > 0) { /* each one's damage was said */
+        if (nrepos > 1) {
+            err_set(&verdict, "%zu of %zu repositories cannot be read: their data is damaged",
+                    unreadable, nrepos);
+            if (failed > 0)
+                err_prefix(&verdict, "%zu of %zu repositories could not be verified", failed,
+                           nrepos);
+            err_mark(&verdict, PGD_ERR_DAMAGED);
+            return command_fail(CMD_VERIFY, &verdict);
+        }
+        return EXIT_DAMAGED;
     }
     if (failed > 0 && nrepos > 1) { /* each one's error was said: one line sums them up */
         pgd_error summary = {0};
