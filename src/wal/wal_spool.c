@@ -101,29 +101,30 @@ bool wal_spool_write_text(const char *path, const char *text, bool durable, pgd_
         }
         off += (size_t)n;
     }
+    return wal_spool_commit(fd, tmp, path, durable, err);
+fail:
+    close(fd);
+    unlink(tmp);
+    return false;
+}
+
+bool wal_spool_commit(int fd, const char *tmp, const char *path, bool durable, pgd_error *err)
+{
     if (durable && fsync(fd) != 0) {
         err_errno(err, errno, "could not fsync spool file \"%s\"", tmp);
+        close(fd);
         goto fail;
     }
     if (close(fd) != 0) {
-        fd = -1;
         err_errno(err, errno, "could not write spool file \"%s\"", tmp);
         goto fail;
     }
-    fd = -1;
     if (rename(tmp, path) != 0) {
         err_errno(err, errno, "could not rename \"%s\" to \"%s\"", tmp, path);
         goto fail;
     }
-    if (durable) {
-        char dir[WAL_SPOOL_PATH_MAX];
-        snprintf(dir, sizeof(dir), "%s", path);
-        return sync_dir(dirname(dir), err);
-    }
-    return true;
+    return !durable || sync_dir_of(path, err);
 fail:
-    if (fd >= 0)
-        close(fd);
     unlink(tmp);
     return false;
 }

@@ -169,6 +169,12 @@ typedef struct wal_queue_stat {
 
 /* Where the queued copy of `name` is. */
 void wal_spool_queue_path(const char *dir, const char *name, char *out, size_t outlen);
+/*
+ * A spool file written to `tmp` (fd open on it) put in place as `path`: fsync when durable,
+ * close, rename, and sync the directory when durable. Takes fd; on failure tmp is removed.
+ */
+bool wal_spool_commit(int fd, const char *tmp, const char *path, bool durable, pgd_error *err);
+
 /* Copy the WAL file at `src` into the queue as `name`, durably (see wal_spool_queue.c). */
 bool wal_spool_queue_add(const char *dir, const char *name, const char *src, pgd_error *err);
 /* Remove the queued copy of `name` (missing is fine). */

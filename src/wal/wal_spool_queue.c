@@ -156,24 +156,13 @@ bool wal_spool_queue_add(const char *dir, const char *name, const char *src, pgd
         goto fail;
     times[0] = st.st_atim;
     times[1] = st.st_mtim;
-    if (futimens(fd, times) != 0 || fsync(fd) != 0) {
-        err_errno(err, errno, "could not fsync spool file \"%s\"", tmp);
+    if (futimens(fd, times) != 0) {
+        err_errno(err, errno, "could not set the times of spool file \"%s\"", tmp);
         goto fail;
     }
-    if (close(fd) != 0) {
-        fd = -1;
-        err_errno(err, errno, "could not write spool file \"%s\"", tmp);
-        goto fail;
-    }
-    fd = -1;
-    if (rename(tmp, path) != 0) {
-        err_errno(err, errno, "could not rename \"%s\" to \"%s\"", tmp, path);
-        goto fail;
-    }
-    return sync_dir_of(path, err);
+    return wal_spool_commit(fd, tmp, path, true, err);
 fail:
-    if (fd >= 0)
-        close(fd);
+    close(fd);
     unlink(tmp);
     return false;
 }
