@@ -17,7 +17,7 @@ REPEAT=${2:-3}
 MAXMEM=${MAXMEM:-256MiB}
 BUILD=${BUILD:-$ROOT/build}
 PG_BIN=/usr/lib/postgresql/15/bin
-S3RVER=$ROOT/tests/s3/node_modules/.bin/s3rver
+S3RVER=$ROOT/tests/s3/s3rver_atomic.js  # s3rver, read-after-write consistent (see there)
 OUT=${OUT:-$ROOT/bench/results/$(date -u +%F)-multi-repo.md}
 [ "$(id -u)" -eq 0 ] || { echo "multi_repo.sh: run as root (drop_caches, postgres)" >&2; exit 1; }
 [ -x "$S3RVER" ] || { echo "multi_repo.sh: run scripts/setup.sh first (s3rver)" >&2; exit 1; }

@@ -10,7 +10,7 @@ ROOT=$(cd "$HERE/.." && pwd)
 SCALE=${1:-50}
 BUILD=${BUILD:-$ROOT/build}
 PG_BIN=/usr/lib/postgresql/15/bin
-S3RVER=$ROOT/tests/s3/node_modules/.bin/s3rver
+S3RVER=$ROOT/tests/s3/s3rver_atomic.js  # s3rver, read-after-write consistent (see there)
 OUT=${OUT:-$ROOT/bench/results/$(date -u +%F)-s3.md}
 [ "$(id -u)" -eq 0 ] || { echo "s3.sh: run as root" >&2; exit 1; }
 [ -x "$S3RVER" ] || { echo "s3.sh: run scripts/setup.sh first (s3rver)" >&2; exit 1; }

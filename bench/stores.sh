@@ -14,7 +14,7 @@ SCALE=${1:-50}
 MAXMEM=${MAXMEM:-256MiB}
 BUILD=${BUILD:-$ROOT/build}
 PG_BIN=/usr/lib/postgresql/15/bin
-S3RVER=$ROOT/tests/s3/node_modules/.bin/s3rver
+S3RVER=$ROOT/tests/s3/s3rver_atomic.js  # s3rver, read-after-write consistent (see there)
 AZURITE=$ROOT/tests/azure/node_modules/.bin/azurite-blob
 OUT=${OUT:-$ROOT/bench/results/$(date -u +%F)-stores.md}
 [ "$(id -u)" -eq 0 ] || { echo "stores.sh: run as root" >&2; exit 1; }
