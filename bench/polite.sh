@@ -29,7 +29,11 @@
 #   spinidle       two threads of pure computation under SCHED_IDLE (stress-ng), no I/O
 #   ddread         the data directory read with O_DIRECT in the idle I/O class by one
 #                  process, 1 MiB at a time, no compression: the reads alone
-# and any KIND=COMMAND given with --kind (the backup options that follow "pgdirect backup").
+#   nullrepo       the defaults into --repo null: (nothing stored): the backup without its
+#                  writes
+# and any KIND=COMMAND given with --kind (the backup options that follow "pgdirect backup"; with
+# a --repo of their own, e.g. --repo null:, that repository instead of the default one; beginning
+# with bin=PATH, that build of pgdirect: a copy the postgres user can run).
 #
 #   bash bench/polite.sh [--scale N] [--limit-mb N] [--rounds N] [--loads "saturated half idle"]
 #                        [--kinds "..."] [--kind NAME=OPTIONS] [--deadline-s N] [--control-s N]
@@ -158,9 +162,18 @@ backup_cmd() { # backup_cmd KIND: the command, and whether it runs as root (2nd 
     weight25) echo "root $pd --cpu-class normal --cpu-weight 25" ;;
     spinidle) echo "postgres chrt --idle 0 stress-ng --temp-path $D --cpu 2 --timeout ${CONTROL_S}s --quiet" ;;
     ddread) echo "postgres $D/bin/ddread $D/data" ;;
+    nullrepo) echo "postgres $PGD backup --repo null: --archive-check=off --pgdata $D/data --checkpoint fast" ;;
     deadline) echo "postgres $pd --deadline ${DEADLINE_S:?--deadline-s is needed for the deadline kind}s" ;;
     *) [ -n "${EXTRA[$1]:-}" ] || { echo "polite.sh: unknown kind \"$1\"" >&2; exit 2; }
-       echo "postgres $pd ${EXTRA[$1]}" ;;
+       # options naming a repository replace the default one (--repo null: measures no storing)
+       # and bin=PATH first runs another build of pgdirect (two builds side by side in one run)
+       local opts=${EXTRA[$1]} bin=$PGD
+       case $opts in bin=*\ *) bin=${opts%% *}; opts=${opts#* } ;; bin=*) bin=$opts; opts="" ;; esac
+       bin=${bin#bin=}
+       case " $opts " in
+       *" --repo "*) echo "postgres $bin backup --pgdata $D/data --checkpoint fast --archive-check=off $opts" ;;
+       *) echo "postgres ${pd/$PGD/$bin} $opts" ;;
+       esac ;;
     esac
 }
 
@@ -178,6 +191,9 @@ start_load() { # start_load LOAD: the probe: back-to-back one-second pgbench run
         i=$((i + 1)); done) &
     PROBE=$!
 }
+# blocks PostgreSQL read from the kernel (page cache or disk), all databases (stats flush at
+# each one-second probe run's end)
+blocks_read() { q "SELECT sum(blks_read) FROM pg_stat_database" 2>/dev/null || echo 0; }
 stop_load() { touch "$D/stop_probe"; [ -z "${PROBE:-}" ] || wait "$PROBE" 2>/dev/null || true; PROBE=""; }
 
 restart_in_cgroup() {
@@ -211,6 +227,8 @@ run_trial() { # run_trial LOAD KIND ROUND
     read -r who cmd <<<"$(backup_cmd "$kind")"
     start_load "$load"
     tp=$(date +%s.%N)
+    local rd0 rd1 rd2
+    rd0=$(blocks_read)
     if [ "${PERF_SCHED:-0}" != 0 ] && [ "$load" != idle ]; then # the same trace without a backup
         perf record -q -e sched:sched_switch -e sched:sched_waking -a -o "$dir/sched_before.data" \
             -- sleep "$BASELINE" 2>/dev/null
@@ -221,6 +239,7 @@ run_trial() { # run_trial LOAD KIND ROUND
         sleep "$BASELINE"
     fi
     psi0=$(psi_cpu)
+    rd1=$(blocks_read)
     local perf_pid=""
     if [ "${PERF_SCHED:-0}" != 0 ]; then
         perf record -q $([ "$PERF_SCHED" = 2 ] && echo -g) -e sched:sched_switch -e sched:sched_waking \
@@ -238,6 +257,7 @@ run_trial() { # run_trial LOAD KIND ROUND
     mv "$D/time" "$dir/time" 2>/dev/null || true
     t1=$(date +%s.%N)
     psi1=$(psi_cpu)
+    rd2=$(blocks_read)
     if [ -n "$perf_pid" ]; then
         kill -INT "$perf_pid"; wait "$perf_pid" 2>/dev/null || true
         perf script -i "$dir/sched.data" 2>/dev/null | python3 "$HERE/tools/sched_delay.py" /dev/stdin \
@@ -262,9 +282,12 @@ run_trial() { # run_trial LOAD KIND ROUND
     fi
     [ "$rc" = 0 ] || { log "trial $load/$kind/$n: the backup exited $rc"; tail -3 "$dir/backup.log" >&2; }
     # load kind round rc wall cpu p50_before p99_before p50_during p99_during queries_during psi%
-    #   queries_window p99_window
-    printf '%s %s %s %s %.2f %s %s %s %s %s %s %s %s %s\n' "$load" "$kind" "$n" "$rc" "$wall" "$cpu" \
-        "$p50b" "$p99b" "$p50d" "$p99d" "$nd" "$psi" "$nw" "$p99w" | tee -a "$OUT/raw/trials.txt"
+    #   queries_window p99_window blocks_read/s_before blocks_read/s_during (what PostgreSQL read
+    #   from the kernel rather than shared buffers: a query that misses the page cache waits on the disk)
+    printf '%s %s %s %s %.2f %s %s %s %s %s %s %s %s %s %.0f %.0f\n' "$load" "$kind" "$n" "$rc" "$wall" \
+        "$cpu" "$p50b" "$p99b" "$p50d" "$p99d" "$nd" "$psi" "$nw" "$p99w" \
+        "$(echo "($rd1 - $rd0) / ($t0 - $tp)" | bc -l)" "$(echo "($rd2 - $rd1) / $wall" | bc -l)" |
+        tee -a "$OUT/raw/trials.txt"
     grep -E "politeness|deadline" "$dir/backup.log" >"$dir/notes" || true
 }
 
