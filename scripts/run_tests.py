@@ -51,7 +51,7 @@ ALONE_RE = re.compile(r"^#\s*pgdirect-test:\s*alone\b(.*)$")
 TEST_RE = re.compile(r"^(not )?ok\b\s*(\d+)?(.*)$")
 PLAN_RE = re.compile(r"^1\.\.(\d+)(\s*#.*)?$")
 # bash's word for a test that called what does not exist: the assertion never ran
-SHELL_SLIP_RE = re.compile(r"^\S+: line \d+: \S+: command not found$")
+SHELL_SLIP_RE = re.compile(r"^.+: line \d+: .+: command not found$")
 SKIP_RE = re.compile(r"#\s*skip\b", re.IGNORECASE)
 TODO_RE = re.compile(r"#\s*todo\b", re.IGNORECASE)
 

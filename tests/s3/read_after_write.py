@@ -2,7 +2,7 @@
 """read_after_write.py PORT BUCKET [ROUNDS]: how often a GET sees part of an
 object that a slow PUT is still sending, on an S3 server at 127.0.0.1:PORT
 that does not check signatures (s3rver). For each round: one thread PUTs 4 MiB
-in 16 pieces, 20 ms apart; the main thread polls HEAD until the object is
+in 16 pieces, 40 ms apart; the main thread polls HEAD until the object is
 there, then GETs it. Prints "short reads: N of ROUNDS"; S3's read-after-write
 consistency means N is 0 (the GET returns the whole object, or the HEAD sees
 nothing until the PUT is done)."""
@@ -34,7 +34,7 @@ def slow_put(target):
     conn.endheaders()
     for off in range(0, len(body), piece):
         conn.send(body[off:off + piece])
-        time.sleep(0.02)
+        time.sleep(0.04)
     status = conn.getresponse().status
     conn.close()
     if status != 200:
