@@ -35,7 +35,10 @@ void wal_spool_queue_path(const char *dir, const char *name, char *out, size_t o
     snprintf(out, outlen, "%s/" WAL_SPOOL_QUEUE "/%s", dir, name);
 }
 
-bool wal_spool_queue_list(const char *dir, wal_spool_record_cb cb, void *arg, pgd_error *err)
+/* Every entry of the queue directory, temporaries too; a missing directory is an empty queue. */
+static bool wal_spool_queue_walk(const char *dir,
+                                 bool (*fn)(void *arg, const char *entry, pgd_error *err),
+                                 void *arg, pgd_error *err)
 {
     char path[WAL_SPOOL_PATH_MAX + 16];
     struct dirent *de;
@@ -49,17 +52,34 @@ bool wal_spool_queue_list(const char *dir, wal_spool_record_cb cb, void *arg, pg
             return true;
         return err_errno(err, errno, "could not open spool directory \"%s\"", path);
     }
-    while (ok && (errno = 0, de = readdir(d)) != NULL) {
-        if (de->d_name[0] == '.')
-            continue;
-        ok = cb(arg, de->d_name,
-                wal_name_kind(de->d_name) == WAL_FILE_UNKNOWN ? WAL_RECORD_NONE : WAL_RECORD_OK,
-                err);
-    }
+    while (ok && (errno = 0, de = readdir(d)) != NULL)
+        ok = fn(arg, de->d_name, err);
     if (ok && errno != 0)
         ok = err_errno(err, errno, "could not read spool directory \"%s\"", path);
     closedir(d);
     return ok;
+}
+
+typedef struct wal_spool_queue_lister {
+    wal_spool_record_cb cb;
+    void *arg;
+} wal_spool_queue_lister;
+
+static bool wal_spool_queue_list_one(void *arg, const char *entry, pgd_error *err)
+{
+    wal_spool_queue_lister *l = arg;
+
+    if (entry[0] == '.')
+        return true;
+    return l->cb(l->arg, entry,
+                 wal_name_kind(entry) == WAL_FILE_UNKNOWN ? WAL_RECORD_NONE : WAL_RECORD_OK, err);
+}
+
+bool wal_spool_queue_list(const char *dir, wal_spool_record_cb cb, void *arg, pgd_error *err)
+{
+    wal_spool_queue_lister l = {cb, arg};
+
+    return wal_spool_queue_walk(dir, wal_spool_queue_list_one, &l, err);
 }
 
 typedef struct wal_spool_queue_scan {
@@ -177,37 +197,17 @@ bool wal_spool_queue_remove(const char *dir, const char *name, pgd_error *err)
     return true;
 }
 
-static bool wal_spool_queue_sweep_one(const char *dir, const char *entry, pgd_error *err)
+/* A temporary of a copy that was never put in place (".NAME.tmp.PID..."). */
+static bool wal_spool_queue_sweep_one(void *arg, const char *entry, pgd_error *err)
 {
-    char path[WAL_SPOOL_PATH_MAX + WAL_NAME_MAX + 16];
-
     if (entry[0] != '.' || strstr(entry, WAL_SPOOL_TMP_EXT ".") == NULL)
         return true;
-    wal_spool_queue_path(dir, entry, path, sizeof(path));
-    if (unlink(path) != 0 && errno != ENOENT)
-        return err_errno(err, errno, "could not remove spool file \"%s\"", path);
-    return true;
+    return wal_spool_queue_remove(arg, entry, err);
 }
 
 bool wal_spool_queue_sweep(const char *dir, pgd_error *err)
 {
-    char path[WAL_SPOOL_PATH_MAX + 16];
-    struct dirent *de;
-    DIR *d;
-    bool ok = true;
-
-    snprintf(path, sizeof(path), "%s/" WAL_SPOOL_QUEUE, dir);
-    d = opendir(path);
-    if (d == NULL)
-        return errno == ENOENT
-                   ? true
-                   : err_errno(err, errno, "could not open spool directory \"%s\"", path);
-    while (ok && (errno = 0, de = readdir(d)) != NULL)
-        ok = wal_spool_queue_sweep_one(dir, de->d_name, err);
-    if (ok && errno != 0)
-        ok = err_errno(err, errno, "could not read spool directory \"%s\"", path);
-    closedir(d);
-    return ok;
+    return wal_spool_queue_walk(dir, wal_spool_queue_sweep_one, (void *)dir, err);
 }
 
 /* The repository a push spool serves, from its info file ("" when it has none). */
