@@ -11,6 +11,7 @@ import hashlib
 import http.server
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -110,6 +111,7 @@ class ProxyTest(unittest.TestCase):
         cls.proc.kill()
         cls.proc.wait()
         cls.upstream.shutdown()
+        shutil.rmtree(cls.dir)
 
     def rules(self, rules):
         subprocess.run([sys.executable, PROXY, "rules", str(self.port), json.dumps(rules)],
