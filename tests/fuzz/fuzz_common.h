@@ -57,4 +57,29 @@ static inline void fuzz_check_refusal(const pgd_error *err)
         }                                                                                          \
     } while (0)
 
+static char fuzz_tmpdir_path[64];
+
+static void fuzz_tmpdir_remove(void)
+{
+    char cmd[sizeof(fuzz_tmpdir_path) + 16];
+
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fuzz_tmpdir_path);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", fuzz_tmpdir_path);
+}
+
+/*
+ * A temporary directory under /tmp named after TEMPLATE (ending in XXXXXX),
+ * made once per process and removed when the fuzzer exits.
+ */
+static inline const char *fuzz_tmpdir(const char *template)
+{
+    if (fuzz_tmpdir_path[0] == '\0') {
+        snprintf(fuzz_tmpdir_path, sizeof(fuzz_tmpdir_path), "%s", template);
+        fuzz_assert(mkdtemp(fuzz_tmpdir_path) != NULL);
+        fuzz_assert(atexit(fuzz_tmpdir_remove) == 0);
+    }
+    return fuzz_tmpdir_path;
+}
+
 #endif

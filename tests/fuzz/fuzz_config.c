@@ -7,7 +7,7 @@
 
 #include "fuzz_options.h"
 
-static char fuzz_config_path[64];
+static char fuzz_config_path[96];
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -18,10 +18,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 1)
         return 0;
     if (fuzz_config_path[0] == '\0') {
-        char dir[] = "/tmp/pgd-fuzz-config.XXXXXX";
-
-        fuzz_assert(mkdtemp(dir) != NULL);
-        snprintf(fuzz_config_path, sizeof(fuzz_config_path), "%s/pgdirect.conf", dir);
+        snprintf(fuzz_config_path, sizeof(fuzz_config_path), "%s/pgdirect.conf",
+                 fuzz_tmpdir("/tmp/pgd-fuzz-config.XXXXXX"));
     }
     f = fopen(fuzz_config_path, "w");
     fuzz_assert(f != NULL);

@@ -22,9 +22,9 @@ static storage *fuzz_manifest_repo;
 
 static void fuzz_manifest_setup(void)
 {
-    char dir[] = "/tmp/pgd-fuzz-manifest.XXXXXX", path[128];
+    const char *dir = fuzz_tmpdir("/tmp/pgd-fuzz-manifest.XXXXXX");
+    char path[128];
 
-    fuzz_assert(mkdtemp(dir) != NULL);
     snprintf(fuzz_manifest_root, sizeof(fuzz_manifest_root), "%s", dir);
     snprintf(path, sizeof(path), "%s/%s", dir, BACKUPS_DIR);
     fuzz_assert(mkdir(path, 0700) == 0);
