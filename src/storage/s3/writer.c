@@ -12,9 +12,9 @@
  * makes the object visible, the PUT or the CompleteMultipartUpload: two
  * writers of one key, exactly one wins, and closing the other fails.
  *
- * About 500 lines on purpose: one stream and its upload threads share one
- * state (buffers, the parts in flight, the first error); the request-level
- * work is already in request.c, the XML in xml.c.
+ * The buffers, the upload threads and the first error are
+ * storage/http/piece_upload.c's, shared with Azure's blocks; the
+ * request-level work is in request.c, the XML in xml.c.
  */
 #define _GNU_SOURCE
 #include "storage/s3/internal.h"
@@ -25,71 +25,49 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "storage/http/piece_upload.h"
 #include "storage/s3/sigv4.h"
-#include "util/big_buffer.h"
 #include "util/log.h"
-#include "util/threads.h"
 #include "util/xmalloc.h"
 
 /* storage class, encryption, condition, lock mode, retain-until: pairs, then NULL */
 #define S3_CREATION_HEADERS 11
 #define S3_LOCK_DATE_LEN    32 /* "2026-12-13T06:20:00Z" */
 
-typedef struct s3_part {
-    char *buf;
-    size_t len;
-    unsigned number;
-    bool busy;
-} s3_part;
-
 typedef struct s3_writer {
     out_stream base;
     s3_storage *s;
     char *path;
     unsigned flags;
-    s3_part *parts; /* upload_concurrency + 1 buffers */
-    unsigned nparts_buf;
-    s3_part *current;
-    uint64_t part_cap; /* size of the part being filled */
-    unsigned next_number;
+    piece_upload up;     /* the parts */
     char *upload_id;     /* NULL until the multipart upload starts */
     char *upload_id_enc; /* for queries */
-    char **etags;        /* by part number - 1 */
+    pthread_mutex_t etag_lock;
+    char **etags; /* by part number - 1 */
     unsigned netags;
-    pthread_mutex_t lock;
-    pthread_cond_t changed;
-    unsigned inflight;
-    pgd_error err; /* first upload error */
-    pthread_t *threads;
-    unsigned nthreads; /* started */
-    s3_part **queue;
-    unsigned qlen;
-    bool stopping;
 } s3_writer;
 
 uint64_t s3_writer_part_size(uint64_t part_size, unsigned number)
 {
-    unsigned doublings = number > 0 ? (number - 1) / S3_PARTS_PER_SIZE : 0;
-
-    while (doublings-- > 0 && part_size < S3_PART_MAX)
-        part_size *= 2;
-    return part_size < S3_PART_MAX ? part_size : S3_PART_MAX;
+    return piece_upload_size(part_size, number, S3_PARTS_PER_SIZE, S3_PART_MAX);
 }
 
 static void s3_writer_keep_etag(s3_writer *w, unsigned number, const char *etag)
 {
-    pthread_mutex_lock(&w->lock);
+    pthread_mutex_lock(&w->etag_lock);
     if (number > w->netags) {
         w->etags = xrealloc(w->etags, number * sizeof(char *));
         memset(w->etags + w->netags, 0, (number - w->netags) * sizeof(char *));
         w->netags = number;
     }
     w->etags[number - 1] = xstrdup(etag);
-    pthread_mutex_unlock(&w->lock);
+    pthread_mutex_unlock(&w->etag_lock);
 }
 
-static bool s3_writer_upload_part(s3_writer *w, s3_part *p, pgd_error *err)
+/* An upload thread's part (piece_upload_ops.send). */
+static bool s3_writer_upload_part(void *owner, const upload_piece *p, pgd_error *err)
 {
+    s3_writer *w = owner;
     char *query = xasprintf("partNumber=%u&uploadId=%s", p->number, w->upload_id_enc);
     s3_answer a;
     bool ok;
@@ -105,36 +83,6 @@ static bool s3_writer_upload_part(s3_writer *w, s3_part *p, pgd_error *err)
         s3_writer_keep_etag(w, p->number, a.http.etag);
     s3_answer_free(&a);
     return ok;
-}
-
-static void *s3_writer_uploader_main(void *arg)
-{
-    s3_writer *w = arg;
-
-    pthread_mutex_lock(&w->lock);
-    for (;;) {
-        s3_part *p;
-        pgd_error err = {0};
-        bool ok;
-
-        while (w->qlen == 0 && !w->stopping)
-            pthread_cond_wait(&w->changed, &w->lock);
-        if (w->qlen == 0 && w->stopping)
-            break;
-        p = w->queue[0];
-        memmove(w->queue, w->queue + 1, (--w->qlen) * sizeof(s3_part *));
-        ok = w->err.set; /* after a failure the rest is not sent */
-        pthread_mutex_unlock(&w->lock);
-        ok = ok || s3_writer_upload_part(w, p, &err);
-        pthread_mutex_lock(&w->lock);
-        if (!ok && !w->err.set)
-            w->err = err;
-        p->busy = false;
-        w->inflight--;
-        pthread_cond_broadcast(&w->changed);
-    }
-    pthread_mutex_unlock(&w->lock);
-    return NULL;
 }
 
 /*
@@ -179,8 +127,10 @@ static bool s3_writer_no_replace(const s3_writer *w)
     return (w->flags & STORAGE_WRITE_NO_REPLACE) != 0;
 }
 
-static bool s3_writer_start_multipart(s3_writer *w, pgd_error *err)
+/* CreateMultipartUpload before the first part (piece_upload_ops.begin). */
+static bool s3_writer_start_multipart(void *owner, pgd_error *err)
 {
+    s3_writer *w = owner;
     s3_storage *s = w->s;
     const char *extra[S3_CREATION_HEADERS];
     char until[S3_LOCK_DATE_LEN];
@@ -205,88 +155,14 @@ static bool s3_writer_start_multipart(s3_writer *w, pgd_error *err)
         return err_set(err, "starting the upload of \"%s\" to s3://%s failed: %s", w->path,
                        s->bucket, perr.msg);
     w->upload_id_enc = sigv4_uri_encode(w->upload_id, false);
-    w->threads = xcalloc(s->upload_concurrency, sizeof(pthread_t));
-    w->queue = xcalloc(w->nparts_buf, sizeof(s3_part *));
-    return threads_start(w->threads, s->upload_concurrency, s3_writer_uploader_main, w,
-                         "upload thread", &w->nthreads, err);
-}
-
-static void s3_writer_enqueue(s3_writer *w, s3_part *p)
-{
-    pthread_mutex_lock(&w->lock);
-    p->busy = true;
-    w->queue[w->qlen++] = p;
-    w->inflight++;
-    pthread_cond_broadcast(&w->changed);
-    pthread_mutex_unlock(&w->lock);
-}
-
-/* Hand the current part to the uploaders and take a free buffer (waits for one). */
-static bool s3_writer_ship_current(s3_writer *w, pgd_error *err)
-{
-    s3_part *p = w->current;
-
-    if (w->upload_id == NULL && !s3_writer_start_multipart(w, err))
-        return false;
-    s3_writer_enqueue(w, p);
-    pthread_mutex_lock(&w->lock);
-    w->current = NULL;
-    while (w->current == NULL && !w->err.set) {
-        for (unsigned i = 0; i < w->nparts_buf; i++) {
-            if (!w->parts[i].busy && &w->parts[i] != p) {
-                w->current = &w->parts[i];
-                break;
-            }
-        }
-        if (w->current == NULL)
-            pthread_cond_wait(&w->changed, &w->lock);
-    }
-    if (w->err.set) {
-        pgd_error e = w->err;
-        pthread_mutex_unlock(&w->lock);
-        *err = e;
-        return false;
-    }
-    pthread_mutex_unlock(&w->lock);
-    w->current->len = 0;
-    w->current->number = ++w->next_number;
-    w->part_cap = s3_writer_part_size(w->s->part_size, w->current->number);
-    if (w->current->number > S3_PARTS_MAX)
-        return err_set(err, "\"%s\" would need more than %d parts", w->path, S3_PARTS_MAX);
-    if (w->current->buf == NULL || w->part_cap > w->s->part_size)
-        w->current->buf = w->current->buf == NULL ? big_buffer_alloc(w->part_cap)
-                                                  : xrealloc(w->current->buf, w->part_cap);
     return true;
 }
+
+static const piece_upload_ops s3_writer_parts = {s3_writer_start_multipart, s3_writer_upload_part};
 
 static bool s3_writer_write(out_stream *os, const void *buf, size_t len, pgd_error *err)
 {
-    s3_writer *w = (s3_writer *)os;
-    const char *p = buf;
-
-    while (len > 0) {
-        size_t room = (size_t)(w->part_cap - w->current->len), n = len < room ? len : room;
-        memcpy(w->current->buf + w->current->len, p, n);
-        w->current->len += n;
-        p += n;
-        len -= n;
-        if (w->current->len == w->part_cap && !s3_writer_ship_current(w, err))
-            return false;
-    }
-    return true;
-}
-
-static void s3_writer_stop_uploaders(s3_writer *w)
-{
-    if (w->threads == NULL)
-        return;
-    pthread_mutex_lock(&w->lock);
-    while (w->inflight > 0)
-        pthread_cond_wait(&w->changed, &w->lock);
-    pthread_mutex_unlock(&w->lock);
-    threads_stop(&w->lock, &w->changed, &w->stopping, w->threads, w->nthreads);
-    free(w->threads);
-    w->threads = NULL;
+    return piece_upload_write(&((s3_writer *)os)->up, buf, len, err);
 }
 
 static void s3_writer_abort_multipart(s3_writer *w)
@@ -311,19 +187,14 @@ static void s3_writer_abort_multipart(s3_writer *w)
 
 static void s3_writer_free(s3_writer *w)
 {
-    s3_writer_stop_uploaders(w);
-    for (unsigned i = 0; i < w->nparts_buf; i++)
-        free(w->parts[i].buf);
+    piece_upload_free(&w->up);
     for (unsigned i = 0; i < w->netags; i++)
         free(w->etags[i]);
     free(w->etags);
-    free(w->parts);
-    free(w->queue);
     free(w->path);
     free(w->upload_id);
     free(w->upload_id_enc);
-    pthread_mutex_destroy(&w->lock);
-    pthread_cond_destroy(&w->changed);
+    pthread_mutex_destroy(&w->etag_lock);
     free(w);
 }
 
@@ -338,8 +209,8 @@ static bool s3_writer_put_single(s3_writer *w, pgd_error *err)
     s3_writer_creation_headers(s, s3_writer_no_replace(w), extra, until);
     s3_call call = {.method = "PUT",
                     .path = w->path,
-                    .body = w->current->buf,
-                    .body_len = w->current->len,
+                    .body = w->up.current->buf,
+                    .body_len = w->up.current->len,
                     .extra = extra,
                     .no_replace = s3_writer_no_replace(w)};
     ok = s3_request(s, &call, &a, err);
@@ -358,7 +229,7 @@ static char *s3_writer_complete_body(s3_writer *w, size_t *len, pgd_error *err)
         return NULL;
     }
     fputs("<CompleteMultipartUpload>", f);
-    for (unsigned i = 0; i < w->next_number; i++) {
+    for (unsigned i = 0; i < w->up.count; i++) {
         char *etag = i < w->netags && w->etags[i] ? s3_xml_escape(w->etags[i]) : NULL;
         if (etag == NULL) {
             fclose(f);
@@ -476,16 +347,10 @@ static bool s3_writer_close(out_stream *os, pgd_error *err)
     s3_writer *w = (s3_writer *)os;
     bool ok;
 
-    if (w->upload_id == NULL && w->next_number == 1) {
+    if (!w->up.begun) {
         ok = s3_writer_put_single(w, err);
     } else {
-        if (w->current->len > 0)
-            s3_writer_enqueue(w, w->current);
-        else
-            w->next_number--; /* the empty last buffer is not a part */
-        s3_writer_stop_uploaders(w);
-        ok = !w->err.set || (*err = w->err, false);
-        ok = ok && s3_writer_complete(w, err);
+        ok = piece_upload_finish(&w->up, err) && s3_writer_complete(w, err);
         if (!ok)
             s3_writer_abort_multipart(w);
         ok = ok && (w->s->lock_mode == NULL || s3_writer_lock_retention(w, err));
@@ -498,7 +363,7 @@ static void s3_writer_abort(out_stream *os)
 {
     s3_writer *w = (s3_writer *)os;
 
-    s3_writer_stop_uploaders(w);
+    piece_upload_stop(&w->up); /* the parts in flight end before the upload is aborted */
     s3_writer_abort_multipart(w);
     s3_writer_free(w);
 }
@@ -509,19 +374,19 @@ out_stream *s3_writer_open(storage *st, const char *path, unsigned flags, pgd_er
 {
     s3_storage *s = (s3_storage *)st;
     s3_writer *w = xcalloc(1, sizeof(*w));
+    piece_upload_limits lim = {.size = s->part_size,
+                               .max_size = S3_PART_MAX,
+                               .per_size = S3_PARTS_PER_SIZE,
+                               .max_pieces = S3_PARTS_MAX,
+                               .threads = s->upload_concurrency,
+                               .unit = "parts"};
 
     (void)err; /* never NULL: the signature is that of every driver's write_open */
     w->base.ops = &s3_writer_ops;
     w->s = s;
     w->flags = flags;
     w->path = xstrdup(path);
-    w->nparts_buf = s->upload_concurrency + 1;
-    w->parts = xcalloc(w->nparts_buf, sizeof(s3_part));
-    pthread_mutex_init(&w->lock, NULL);
-    pthread_cond_init(&w->changed, NULL);
-    w->current = &w->parts[0];
-    w->current->number = w->next_number = 1;
-    w->part_cap = s->part_size;
-    w->current->buf = big_buffer_alloc(w->part_cap);
+    pthread_mutex_init(&w->etag_lock, NULL);
+    piece_upload_init(&w->up, &s3_writer_parts, w, w->path, &lim);
     return &w->base;
 }
