@@ -31,6 +31,10 @@
 #                  process, 1 MiB at a time, no compression: the reads alone
 #   nullrepo       the defaults into --repo null: (nothing stored): the backup without its
 #                  writes
+#   fio1, fio16    the data directory read by fio with O_DIRECT and io_uring, 1 MiB reads, 1 or
+#                  16 in flight, SCHED_IDLE and the idle I/O class: the reads' depth alone
+#   streamidle     one SCHED_IDLE thread streaming through memory (stress-ng --stream), no I/O:
+#                  what touching many bytes costs the queries' caches
 # and any KIND=COMMAND given with --kind (the backup options that follow "pgdirect backup"; with
 # a --repo of their own, e.g. --repo null:, that repository instead of the default one; beginning
 # with bin=PATH, that build of pgdirect: a copy the postgres user can run).
@@ -44,6 +48,10 @@
 # waited for a CPU once woken, and which task held it (bench/tools/sched_delay.py), and
 # sched_before.txt the same over the baseline window before the backup; with
 # PERF_SCHED=2 the kernel call chains are recorded too and sched.data is kept.
+#
+# DIR/raw/LOAD.KIND.N/times holds the load's start and the backup's start and end (Unix seconds):
+# `python3 bench/tools/slow_timeline.py DIR/raw/LOAD.KIND.N 220` says, second by second, what share
+# of the lookups took over 220 us, before, during and after the backup.
 #
 # Output: DIR/report.md (per load: wall, ratio to pgBackRest, CPU s, p99 before and during and
 # their ratio, CPU pressure), DIR/raw/trials.txt (one line per trial).
@@ -162,6 +170,9 @@ backup_cmd() { # backup_cmd KIND: the command, and whether it runs as root (2nd 
     weight25) echo "root $pd --cpu-class normal --cpu-weight 25" ;;
     spinidle) echo "postgres chrt --idle 0 stress-ng --temp-path $D --cpu 2 --timeout ${CONTROL_S}s --quiet" ;;
     ddread) echo "postgres $D/bin/ddread $D/data" ;;
+    fio1 | fio16) echo "postgres chrt --idle 0 fio --name=read --opendir=$D/data --rw=read --bs=1M --direct=1 \
+        --ioengine=io_uring --iodepth=${1#fio} --invalidate=0 --prioclass=3 --thread --numjobs=1 --output=/dev/null" ;;
+    streamidle) echo "postgres chrt --idle 0 stress-ng --temp-path $D --stream 1 --stream-l3-size 16M --timeout ${CONTROL_S}s --quiet" ;;
     nullrepo) echo "postgres $PGD backup --repo null: --archive-check=off --pgdata $D/data --checkpoint fast" ;;
     deadline) echo "postgres $pd --deadline ${DEADLINE_S:?--deadline-s is needed for the deadline kind}s" ;;
     *) [ -n "${EXTRA[$1]:-}" ] || { echo "polite.sh: unknown kind \"$1\"" >&2; exit 2; }
@@ -177,6 +188,11 @@ backup_cmd() { # backup_cmd KIND: the command, and whether it runs as root (2nd 
     esac
 }
 
+# the machine's CPU time stolen by the hypervisor, and all CPU time, in jiffies (/proc/stat)
+cpu_steal() { awk '/^cpu /{print $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9}' /proc/stat; }
+steal_pct() { # steal_pct "STEAL0 TOTAL0" "STEAL1 TOTAL1"
+    echo "$1 $2" | awk '{d = $4 - $2; printf "%.2f", (d > 0 ? 100 * ($3 - $1) / d : 0)}'
+}
 # cumulative "some" CPU stall of the machine (PSI), microseconds; 0 where the kernel has none
 psi_cpu() { sed -n 's/^some .*total=\([0-9]*\)/\1/p' /proc/pressure/cpu 2>/dev/null || echo 0; }
 
@@ -227,8 +243,9 @@ run_trial() { # run_trial LOAD KIND ROUND
     read -r who cmd <<<"$(backup_cmd "$kind")"
     start_load "$load"
     tp=$(date +%s.%N)
-    local rd0 rd1 rd2
+    local rd0 rd1 rd2 st0 st1 st2
     rd0=$(blocks_read)
+    st0=$(cpu_steal)
     if [ "${PERF_SCHED:-0}" != 0 ] && [ "$load" != idle ]; then # the same trace without a backup
         perf record -q -e sched:sched_switch -e sched:sched_waking -a -o "$dir/sched_before.data" \
             -- sleep "$BASELINE" 2>/dev/null
@@ -240,6 +257,7 @@ run_trial() { # run_trial LOAD KIND ROUND
     fi
     psi0=$(psi_cpu)
     rd1=$(blocks_read)
+    st1=$(cpu_steal)
     local perf_pid=""
     if [ "${PERF_SCHED:-0}" != 0 ]; then
         perf record -q $([ "$PERF_SCHED" = 2 ] && echo -g) -e sched:sched_switch -e sched:sched_waking \
@@ -258,6 +276,7 @@ run_trial() { # run_trial LOAD KIND ROUND
     t1=$(date +%s.%N)
     psi1=$(psi_cpu)
     rd2=$(blocks_read)
+    st2=$(cpu_steal)
     if [ -n "$perf_pid" ]; then
         kill -INT "$perf_pid"; wait "$perf_pid" 2>/dev/null || true
         perf script -i "$dir/sched.data" 2>/dev/null | python3 "$HERE/tools/sched_delay.py" /dev/stdin \
@@ -269,6 +288,7 @@ run_trial() { # run_trial LOAD KIND ROUND
     [ "$load" = idle ] || sleep "$rest"
     stop_load
     mv "$D"/lat.* "$dir/" 2>/dev/null || true
+    echo "$tp $t0 $t1" >"$dir/times" # the load's start, the backup's start and end (slow_timeline.py)
     local wall cpu nb p50b p99b nd p50d p99d nw p50w p99w psi
     wall=$(echo "$t1 - $t0" | bc)
     cpu=$(awk '{printf "%.2f", $2 + $3}' "$dir/time" 2>/dev/null || echo 0)
@@ -284,9 +304,12 @@ run_trial() { # run_trial LOAD KIND ROUND
     # load kind round rc wall cpu p50_before p99_before p50_during p99_during queries_during psi%
     #   queries_window p99_window blocks_read/s_before blocks_read/s_during (what PostgreSQL read
     #   from the kernel rather than shared buffers: a query that misses the page cache waits on the disk)
-    printf '%s %s %s %s %.2f %s %s %s %s %s %s %s %s %s %.0f %.0f\n' "$load" "$kind" "$n" "$rc" "$wall" \
+    #   steal%_before steal%_during (the machine's CPU time the hypervisor gave to others: the
+    #   host's own work for our I/O competes with our vCPUs there)
+    printf '%s %s %s %s %.2f %s %s %s %s %s %s %s %s %s %.0f %.0f %s %s\n' "$load" "$kind" "$n" "$rc" "$wall" \
         "$cpu" "$p50b" "$p99b" "$p50d" "$p99d" "$nd" "$psi" "$nw" "$p99w" \
-        "$(echo "($rd1 - $rd0) / ($t0 - $tp)" | bc -l)" "$(echo "($rd2 - $rd1) / $wall" | bc -l)" |
+        "$(echo "($rd1 - $rd0) / ($t0 - $tp)" | bc -l)" "$(echo "($rd2 - $rd1) / $wall" | bc -l)" \
+        "$(steal_pct "$st0" "$st1")" "$(steal_pct "$st1" "$st2")" |
         tee -a "$OUT/raw/trials.txt"
     grep -E "politeness|deadline" "$dir/backup.log" >"$dir/notes" || true
 }
