@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,7 +22,6 @@
 #include "pg/wal_segment.h"
 #include "repo/layout.h"
 #include "wal/wal_archive_internal.h"
-#include "util/big_buffer.h"
 #include "util/crc32c.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
@@ -35,34 +35,52 @@
 #define WAL_PUSH_ATTEMPTS 6
 #define WAL_PUSH_PAUSE_MS 20
 
-static bool wal_archive_push_read_local(const char *path, char **data, size_t *len, pgd_error *err)
+/*
+ * The WAL file mapped, not copied: reading a 16 MiB segment into fresh memory made the kernel
+ * zero that memory first, then copied the page cache into it (the zeroing alone was a fifth of
+ * an encrypted push's CPU samples, perf). PostgreSQL does not change a file it has handed to
+ * archive_command. An empty file needs no mapping: *data is then a static empty string.
+ */
+static bool wal_archive_push_map_local(const char *path, const char **data, size_t *len,
+                                       pgd_error *err)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
-    size_t done = 0;
+    void *map;
 
     if (fd < 0)
         return err_errno(err, errno, "could not open WAL file \"%s\"", path);
     if (fstat(fd, &st) != 0) {
+        int e = errno;
         close(fd);
-        return err_errno(err, errno, "could not stat WAL file \"%s\"", path);
+        return err_errno(err, e, "could not stat WAL file \"%s\"", path);
     }
-    *data = big_buffer_alloc((size_t)st.st_size + 1);
-    while (done < (size_t)st.st_size) {
-        ssize_t n = read(fd, *data + done, (size_t)st.st_size - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            int e = n < 0 ? errno : EIO;
-            free(*data);
-            close(fd);
-            return err_errno(err, e, "could not read WAL file \"%s\"", path);
-        }
-        done += (size_t)n;
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return err_set(err, "WAL file \"%s\" is not a regular file", path);
+    }
+    *len = (size_t)st.st_size;
+    if (*len == 0) {
+        close(fd);
+        *data = "";
+        return true;
+    }
+    map = mmap(NULL, *len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    if (map == MAP_FAILED) {
+        int e = errno;
+        close(fd);
+        return err_errno(err, e, "could not read WAL file \"%s\" (mmap)", path);
     }
     close(fd);
-    *len = done;
+    (void)madvise(map, *len, MADV_SEQUENTIAL);
+    *data = map;
     return true;
+}
+
+static void wal_archive_push_unmap_local(const char *data, size_t len)
+{
+    if (len > 0)
+        munmap((void *)data, len);
 }
 
 /*
@@ -389,7 +407,7 @@ bool wal_archive_push_sum(storage *repo, const char *local_path, compress_kind k
                           wal_push_result *result, wal_file_sum *sum, pgd_error *err)
 {
     char pathcopy[PATH_MAX], name[NAME_MAX + 1];
-    char *data = NULL;
+    const char *data = NULL;
     size_t len = 0;
     bool ok;
 
@@ -400,7 +418,7 @@ bool wal_archive_push_sum(storage *repo, const char *local_path, compress_kind k
                        "\"%s\" is not a WAL file name (expected a segment, .partial, "
                        ".history or .backup file)",
                        name);
-    if (!wal_archive_push_read_local(local_path, &data, &len, err))
+    if (!wal_archive_push_map_local(local_path, &data, &len, err))
         return false;
     ok = wal_segment_check_buffer(name, data, len, err);
     if (!ok)
@@ -411,7 +429,7 @@ bool wal_archive_push_sum(storage *repo, const char *local_path, compress_kind k
         sum->size = len;
         sum->crc = crc32c(data, len);
     }
-    free(data);
+    wal_archive_push_unmap_local(data, len);
     return ok;
 }
 

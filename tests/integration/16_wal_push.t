@@ -102,6 +102,11 @@ P="$T/perm"
 pgd wal-push --repo "$P" "$T/$seg2" && chmod 555 "$P/wal/00000001"
 expect_error "push into a directory it may not write" "Permission denied" \
     pgd wal-push --repo "$P" "$T/$seg3"
+# the file is mapped, not read: what cannot be mapped is named, and nothing is stored
+mkdir -p "$T/dirs/$seg3"
+expect_error "push of a directory named like a segment" "WAL file \"$T/dirs/$seg3\" is not a regular file" \
+    pgd wal-push --repo "$T/dirs/repo" "$T/dirs/$seg3"
+is "$(find "$T/dirs/repo" -type f 2>/dev/null | wc -l)" 0 "(nothing stored)"
 
 s3_start
 expect_error "push into a bucket that does not exist" "NoSuchBucket" \
