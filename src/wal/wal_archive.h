@@ -41,11 +41,16 @@ bool wal_archive_find(storage *repo, const char *name, bool *found, compress_kin
  * WAL file that name says (pg/wal_segment.h). Idempotent: a re-push of an
  * identical file succeeds; a different file under an archived name fails,
  * whatever the compression of either (see wal_archive_push.c for how two
- * concurrent pushes are kept from both succeeding).
+ * concurrent pushes are kept from both succeeding). The file is mapped:
+ * only for archive_command's own push, during which PostgreSQL leaves it be.
  */
 bool wal_archive_push(storage *repo, const char *local_path, compress_kind kind, int level,
                       wal_push_result *result, pgd_error *err);
-/* The same, telling the size and CRC-32C of the file it pushed (sum may be NULL). */
+/*
+ * The same for a file that may change once pushed elsewhere (the pusher's pg_wal files): read
+ * into memory, so that what is checked is what is stored; tells the size and CRC-32C of what
+ * it pushed (sum may be NULL).
+ */
 bool wal_archive_push_sum(storage *repo, const char *local_path, compress_kind kind, int level,
                           wal_push_result *result, wal_file_sum *sum, pgd_error *err);
 

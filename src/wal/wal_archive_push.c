@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -22,6 +23,7 @@
 #include "pg/wal_segment.h"
 #include "repo/layout.h"
 #include "wal/wal_archive_internal.h"
+#include "util/big_buffer.h"
 #include "util/crc32c.h"
 #include "util/log.h"
 #include "util/xmalloc.h"
@@ -35,52 +37,108 @@
 #define WAL_PUSH_ATTEMPTS 6
 #define WAL_PUSH_PAUSE_MS 20
 
-/*
- * The WAL file mapped, not copied: reading a 16 MiB segment into fresh memory made the kernel
- * zero that memory first, then copied the page cache into it (the zeroing alone was a fifth of
- * an encrypted push's CPU samples, perf). PostgreSQL does not change a file it has handed to
- * archive_command. An empty file needs no mapping: *data is then a static empty string.
- */
-static bool wal_archive_push_map_local(const char *path, const char **data, size_t *len,
-                                       pgd_error *err)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    void *map;
+/* A WAL file's bytes: mapped (archive_command's own push) or read into memory (the pusher). */
+typedef struct wal_local_file {
+    const char *data;
+    size_t len;
+    void *map;   /* the mapping, or NULL */
+    char *owned; /* what was read, or NULL */
+} wal_local_file;
 
-    if (fd < 0)
-        return err_errno(err, errno, "could not open WAL file \"%s\"", path);
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return err_errno(err, e, "could not stat WAL file \"%s\"", path);
+/* What a SIGBUS (an I/O error under the mapping) prints before the process exits 1. */
+static char wal_archive_push_sigbus_msg[PATH_MAX + 128];
+static size_t wal_archive_push_sigbus_len;
+
+static void wal_archive_push_sigbus(int sig)
+{
+    ssize_t n = write(STDERR_FILENO, wal_archive_push_sigbus_msg, wal_archive_push_sigbus_len);
+
+    (void)sig;
+    (void)n;
+    _exit(1);
+}
+
+static bool wal_archive_push_read_all(int fd, const char *path, wal_local_file *f, pgd_error *err)
+{
+    size_t done = 0;
+
+    f->owned = big_buffer_alloc(f->len + 1);
+    while (done < f->len) {
+        ssize_t n = read(fd, f->owned + done, f->len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            int e = n < 0 ? errno : EIO;
+            free(f->owned);
+            f->owned = NULL;
+            return err_errno(err, e, "could not read WAL file \"%s\"", path);
+        }
+        done += (size_t)n;
     }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return err_set(err, "WAL file \"%s\" is not a regular file", path);
-    }
-    *len = (size_t)st.st_size;
-    if (*len == 0) {
-        close(fd);
-        *data = "";
-        return true;
-    }
-    map = mmap(NULL, *len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-    if (map == MAP_FAILED) {
-        int e = errno;
-        close(fd);
-        return err_errno(err, e, "could not read WAL file \"%s\" (mmap)", path);
-    }
-    close(fd);
-    (void)madvise(map, *len, MADV_SEQUENTIAL);
-    *data = map;
+    f->data = f->owned;
     return true;
 }
 
-static void wal_archive_push_unmap_local(const char *data, size_t len)
+/*
+ * The WAL file's bytes. archive_command's own push maps it (`map`): reading a 16 MiB segment
+ * into fresh memory made the kernel zero that memory first, then copied the page cache into it
+ * (the zeroing alone was a fifth of an encrypted push's CPU samples, perf). That holds only
+ * because PostgreSQL does not change a file while its archive_command runs: a mapping is no
+ * snapshot. The pusher of --archive-async pushes pg_wal's files on its own schedule, while
+ * PostgreSQL may recycle them once another repository has them: it reads them (`map` false),
+ * so that what is checked is what is stored. An I/O error under the mapping raises SIGBUS,
+ * which is told in one line naming the file (exit 1, PostgreSQL tries again). A file system
+ * that cannot map a file is read.
+ */
+static bool wal_archive_push_open_local(const char *path, bool map, wal_local_file *f,
+                                        pgd_error *err)
 {
-    if (len > 0)
-        munmap((void *)data, len);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* (a FIFO must not block) */
+    struct stat st;
+    bool ok = true;
+
+    memset(f, 0, sizeof(*f));
+    if (fd < 0)
+        return err_errno(err, errno, "could not open WAL file \"%s\"", path);
+    if (fstat(fd, &st) != 0)
+        ok = err_errno(err, errno, "could not stat WAL file \"%s\"", path);
+    else if (!S_ISREG(st.st_mode))
+        ok = err_set(err, "WAL file \"%s\" is not a regular file", path);
+    if (!ok) {
+        close(fd);
+        return false;
+    }
+    f->len = (size_t)st.st_size;
+    f->data = "";
+    if (f->len > 0 && map) {
+        struct sigaction sa = {.sa_handler = wal_archive_push_sigbus};
+        int n =
+            snprintf(wal_archive_push_sigbus_msg, sizeof(wal_archive_push_sigbus_msg),
+                     "pgdirect: error: could not read WAL file \"%s\": I/O error (SIGBUS)\n", path);
+        wal_archive_push_sigbus_len = n < 0 ? 0
+                                      : (size_t)n < sizeof(wal_archive_push_sigbus_msg)
+                                          ? (size_t)n
+                                          : sizeof(wal_archive_push_sigbus_msg) - 1;
+        sigemptyset(&sa.sa_mask);
+        (void)sigaction(SIGBUS, &sa, NULL);
+        f->map = mmap(NULL, f->len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+        if (f->map == MAP_FAILED)
+            f->map = NULL;
+        else
+            f->data = f->map;
+    }
+    if (f->len > 0 && f->map == NULL)
+        ok = wal_archive_push_read_all(fd, path, f, err);
+    close(fd);
+    return ok;
+}
+
+static void wal_archive_push_close_local(wal_local_file *f)
+{
+    if (f->map != NULL)
+        munmap(f->map, f->len);
+    free(f->owned);
+    memset(f, 0, sizeof(*f));
 }
 
 /*
@@ -397,18 +455,12 @@ static bool wal_archive_push_store_once(storage *repo, const char *name, compres
     }
 }
 
-bool wal_archive_push(storage *repo, const char *local_path, compress_kind kind, int level,
-                      wal_push_result *result, pgd_error *err)
-{
-    return wal_archive_push_sum(repo, local_path, kind, level, result, NULL, err);
-}
-
-bool wal_archive_push_sum(storage *repo, const char *local_path, compress_kind kind, int level,
-                          wal_push_result *result, wal_file_sum *sum, pgd_error *err)
+static bool wal_archive_push_file(storage *repo, const char *local_path, bool map,
+                                  compress_kind kind, int level, wal_push_result *result,
+                                  wal_file_sum *sum, pgd_error *err)
 {
     char pathcopy[PATH_MAX], name[NAME_MAX + 1];
-    const char *data = NULL;
-    size_t len = 0;
+    wal_local_file f;
     bool ok;
 
     snprintf(pathcopy, sizeof(pathcopy), "%s", local_path);
@@ -418,19 +470,31 @@ bool wal_archive_push_sum(storage *repo, const char *local_path, compress_kind k
                        "\"%s\" is not a WAL file name (expected a segment, .partial, "
                        ".history or .backup file)",
                        name);
-    if (!wal_archive_push_map_local(local_path, &data, &len, err))
+    if (!wal_archive_push_open_local(local_path, map, &f, err))
         return false;
-    ok = wal_segment_check_buffer(name, data, len, err);
+    ok = wal_segment_check_buffer(name, f.data, f.len, err);
     if (!ok)
         err_prefix(err, "refusing to archive \"%s\"", local_path);
     else
-        ok = wal_archive_push_store_once(repo, name, kind, level, data, len, result, err);
+        ok = wal_archive_push_store_once(repo, name, kind, level, f.data, f.len, result, err);
     if (ok && sum != NULL) {
-        sum->size = len;
-        sum->crc = crc32c(data, len);
+        sum->size = f.len;
+        sum->crc = crc32c(f.data, f.len);
     }
-    wal_archive_push_unmap_local(data, len);
+    wal_archive_push_close_local(&f);
     return ok;
+}
+
+bool wal_archive_push(storage *repo, const char *local_path, compress_kind kind, int level,
+                      wal_push_result *result, pgd_error *err)
+{
+    return wal_archive_push_file(repo, local_path, true, kind, level, result, NULL, err);
+}
+
+bool wal_archive_push_sum(storage *repo, const char *local_path, compress_kind kind, int level,
+                          wal_push_result *result, wal_file_sum *sum, pgd_error *err)
+{
+    return wal_archive_push_file(repo, local_path, false, kind, level, result, sum, err);
 }
 
 bool wal_archive_sweep_due(const char *name)

@@ -107,6 +107,9 @@ mkdir -p "$T/dirs/$seg3"
 expect_error "push of a directory named like a segment" "WAL file \"$T/dirs/$seg3\" is not a regular file" \
     pgd wal-push --repo "$T/dirs/repo" "$T/dirs/$seg3"
 is "$(find "$T/dirs/repo" -type f 2>/dev/null | wc -l)" 0 "(nothing stored)"
+mkdir -p "$T/fifo" && mkfifo "$T/fifo/$seg3"
+expect_error "push of a FIFO named like a segment (refused, not waited on)" "WAL file \"$T/fifo/$seg3\" is not a regular file" \
+    timeout 10 "$PGD" wal-push --repo "$T/fifo/repo" "$T/fifo/$seg3"
 
 s3_start
 expect_error "push into a bucket that does not exist" "NoSuchBucket" \
