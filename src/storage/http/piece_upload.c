@@ -67,6 +67,16 @@ static void *piece_upload_thread(void *arg)
     return NULL;
 }
 
+/* Keep `err` as the upload's failure unless one came first: later writes and finish fail. */
+static bool piece_upload_latch(piece_upload *u, const pgd_error *err)
+{
+    pthread_mutex_lock(&u->lock);
+    if (!u->err.set)
+        u->err = *err;
+    pthread_mutex_unlock(&u->lock);
+    return false;
+}
+
 static bool piece_upload_begin(piece_upload *u, pgd_error *err)
 {
     if (u->ops->begin != NULL && !u->ops->begin(u->owner, err))
@@ -74,8 +84,10 @@ static bool piece_upload_begin(piece_upload *u, pgd_error *err)
     u->begun = true;
     u->threads = xcalloc(u->lim.threads, sizeof(pthread_t));
     u->queue = xcalloc(u->npieces, sizeof(upload_piece *));
+    /* what was begun must not be finished as if sent */
     return threads_start(u->threads, u->lim.threads, piece_upload_thread, u, "upload thread",
-                         &u->nthreads, err);
+                         &u->nthreads, err) ||
+           piece_upload_latch(u, err);
 }
 
 static void piece_upload_enqueue(piece_upload *u, upload_piece *p)
@@ -88,7 +100,7 @@ static void piece_upload_enqueue(piece_upload *u, upload_piece *p)
     pthread_mutex_unlock(&u->lock);
 }
 
-/* The first failure of a send, or true. Called with the lock held. */
+/* The first failure of a send (true, in *err), or false. Called with the lock held. */
 static bool piece_upload_failed(const piece_upload *u, pgd_error *err)
 {
     if (!u->err.set)
@@ -125,9 +137,10 @@ static bool piece_upload_ship(piece_upload *u, pgd_error *err)
     u->current->len = 0;
     u->current->number = ++u->count;
     u->cap = piece_upload_size(u->lim.size, u->count, u->lim.per_size, u->lim.max_size);
-    if (u->count > u->lim.max_pieces)
-        return err_set(err, "\"%s\" would need more than %u %s", u->path, u->lim.max_pieces,
-                       u->lim.unit);
+    if (u->count > u->lim.max_pieces) {
+        err_set(err, "\"%s\" would need more than %u %s", u->path, u->lim.max_pieces, u->lim.unit);
+        return piece_upload_latch(u, err); /* finish must not complete it */
+    }
     if (u->current->buf == NULL || u->cap > u->lim.size)
         u->current->buf =
             u->current->buf == NULL ? big_buffer_alloc(u->cap) : xrealloc(u->current->buf, u->cap);
@@ -167,6 +180,15 @@ bool piece_upload_finish(piece_upload *u, pgd_error *err)
 {
     bool failed;
 
+    if (!u->begun)
+        return true; /* the caller sends u->current in one request */
+    pthread_mutex_lock(&u->lock);
+    failed = piece_upload_failed(u, err);
+    pthread_mutex_unlock(&u->lock);
+    if (failed || u->current == NULL) { /* (NULL: a ship failed; its error is latched) */
+        piece_upload_stop(u);
+        return false;
+    }
     if (u->current->len > 0)
         piece_upload_enqueue(u, u->current);
     else

@@ -76,7 +76,8 @@ bool piece_upload_write(piece_upload *u, const void *buf, size_t len, pgd_error 
 /*
  * Once begun: queue the last piece (an empty one is no piece, u->count
  * says how many there are) and wait until every piece is sent; false with
- * the first failure. Not begun, the whole object is u->current (one request).
+ * the first failure (a failed write's too). Not begun it does nothing: the
+ * whole object is u->current, for the caller to send in one request.
  */
 bool piece_upload_finish(piece_upload *u, pgd_error *err);
 
