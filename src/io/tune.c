@@ -9,26 +9,27 @@ void tune_decide(const device_facts *dev, unsigned cpus, unsigned block_count_ma
                  tune_decision *out)
 {
     unsigned drives = dev->drives ? dev->drives : 1;
-    unsigned conc = dev->nvme ? cpus : cpus / 2;
+    unsigned streams = dev->nvme ? cpus : cpus / 2;
 
     out->block_count = drives * TUNE_BLOCKS_PER_DRIVE;
     if (out->block_count > block_count_max)
         out->block_count = block_count_max;
     /* virtio disks report rotational = 1 by default whatever backs them */
     bool spinning = dev->rotational && !dev->virtio;
-    unsigned streams, ahead = spinning ? TUNE_READAHEAD_ROTATIONAL : TUNE_READAHEAD_SSD;
+    unsigned ahead = spinning ? TUNE_READAHEAD_ROTATIONAL : TUNE_READAHEAD_SSD;
 
-    if (conc < TUNE_CONCURRENCY_MIN)
-        conc = TUNE_CONCURRENCY_MIN;
-    streams = conc < cpus ? conc : (cpus ? cpus : 1);
+    if (streams < 1)
+        streams = 1;
     out->streams = streams;
-    out->concurrency = conc > streams * ahead ? conc : streams * ahead;
+    out->concurrency = streams * ahead;
+    if (out->concurrency < TUNE_CONCURRENCY_MIN)
+        out->concurrency = TUNE_CONCURRENCY_MIN;
     snprintf(out->why, sizeof(out->why),
-             "%u drive%s x 1 MiB per read; %s: %u stream%s (%s %u vCPUs, at least %d), each "
+             "%u drive%s x 1 MiB per read; %s: %u stream%s (%s %u vCPU%s, at least one), each "
              "%u reads ahead (%s)",
-             drives, drives == 1 ? "" : "s", dev->nvme ? "all NVMe" : "not all NVMe", conc,
-             conc == 1 ? "" : "s", dev->nvme ? "one per each of" : "one per two of", cpus,
-             TUNE_CONCURRENCY_MIN, ahead,
+             drives, drives == 1 ? "" : "s", dev->nvme ? "all NVMe" : "not all NVMe", streams,
+             streams == 1 ? "" : "s", dev->nvme ? "one per each of" : "one per two of", cpus,
+             cpus == 1 ? "" : "s", ahead,
              spinning      ? "rotational"
              : dev->virtio ? "virtio: its rotational flag says nothing"
                            : "solid state");

@@ -4,7 +4,13 @@
  * The rule that made direct I/O as fast as buffered reads in production:
  * 1 MiB per member drive per read (drives x 256 blocks of 4 KiB), and as
  * many reads in flight as vCPUs on dense NVMe, half the vCPUs otherwise,
- * never fewer than 2.
+ * never fewer than 2. Here the vCPUs count reading streams (a thread each,
+ * which also compresses), at least one, each keeping reads ahead of itself:
+ * on 2 vCPUs one stream leaves the other vCPU to the database. Two streams
+ * there (the rule's minimum taken as streams, until 2026-12-06) finished an
+ * idle backup 9 % sooner and raised the queries' p99 more: beside lookups
+ * that want both vCPUs 1.26x against 1.12x, at half that load 1.62x against
+ * 1.37x (bench/results/2026-12-06-polite-floor/).
  */
 #ifndef PGD_TUNE_H
 #define PGD_TUNE_H
@@ -12,7 +18,7 @@
 #include "io/device.h"
 
 #define TUNE_BLOCKS_PER_DRIVE 256 /* 1 MiB */
-#define TUNE_CONCURRENCY_MIN  2
+#define TUNE_CONCURRENCY_MIN  2   /* reads in flight */
 /*
  * Reads each reading stream keeps in flight ahead of itself: a stream that
  * waits for one read before asking for the next leaves a solid-state or

@@ -82,7 +82,7 @@ const opt_def opt_defs[OPT_COUNT] = {
         {"concurrency", "N|auto", "auto", CMD_BACKUP | CMD_RESTORE | CMD_VERIFY | CMD_DRILL, false,
          "reads (backup), partitions (restore, verify) or WAL segments (verify) in flight "
          "(1..256; auto: backup, a "
-         "stream per vCPU on NVMe, per two otherwise, at least 2, each 8 reads ahead (2 on a "
+         "stream per vCPU on NVMe, per two otherwise, at least one, each 8 reads ahead (2 on a "
          "rotating disk), see pgdirect tune; restore, verify: vCPUs, at least 2)"},
     [OPT_COMPRESSION] = {"compression", "lz4|zstd|none", "lz4", CMD_BACKUP | CMD_WAL_PUSH, false,
                          "compression of partitions and WAL"},

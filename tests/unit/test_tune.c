@@ -88,9 +88,13 @@ static void test_rotational_disk(void **state)
     assert_false(f.nvme);
     tune_decide(&f, 2, 16384, &t);
     assert_int_equal(t.block_count, 256);
-    /* half of 2 vCPUs is 1, never below 2 streams; 2 reads ahead each on a rotating disk */
-    assert_int_equal(t.concurrency, 2 * TUNE_READAHEAD_ROTATIONAL);
-    assert_int_equal(t.streams, 2);
+    /* half of 2 vCPUs: one stream, 2 reads ahead on a rotating disk (never fewer than 2) */
+    assert_int_equal(t.concurrency, TUNE_READAHEAD_ROTATIONAL);
+    assert_int_equal(t.streams, 1);
+    /* one vCPU: still one stream */
+    tune_decide(&f, 1, 16384, &t);
+    assert_int_equal(t.streams, 1);
+    assert_int_equal(t.concurrency, TUNE_CONCURRENCY_MIN);
 }
 
 static void test_device_mapper_over_md(void **state)
@@ -126,8 +130,10 @@ static void test_virtio(void **state)
     assert_true(f.rotational); /* virtio reports rotational = 1 whatever backs it */
     tune_decide(&f, 2, 16384, &t);
     assert_int_equal(t.block_count, 256);
-    assert_int_equal(t.concurrency, 2 * TUNE_READAHEAD_SSD); /* so it is not taken as a disk */
-    assert_int_equal(t.streams, 2);
+    /* one stream of 2 vCPUs, 8 ahead: it is not taken as a rotating disk */
+    assert_int_equal(t.concurrency, TUNE_READAHEAD_SSD);
+    assert_int_equal(t.streams, 1);
+    assert_non_null(strstr(t.why, "1 stream (one per two of 2 vCPUs, at least one)"));
 }
 
 static void plan_for(unsigned cpus, unsigned concurrency, io_plan *p)
@@ -156,18 +162,23 @@ static void test_plan_reads_in_the_decided_streams(void **state)
     io_plan p;
 
     (void)state;
-    plan_for(2, IO_PLAN_AUTO, &p); /* half of 2 vCPUs, at least 2: 2 streams, 8 ahead each */
-    assert_int_equal(p.workers, 2);
+    plan_for(2, IO_PLAN_AUTO, &p); /* half of 2 vCPUs: 1 stream, 8 ahead */
+    assert_int_equal(p.workers, 1);
     assert_int_equal(p.depth, TUNE_READAHEAD_SSD);
     io_plan_free(&p);
     plan_for(8, IO_PLAN_AUTO, &p);
     assert_int_equal(p.workers, 4);
     assert_int_equal(p.depth, TUNE_READAHEAD_SSD);
     io_plan_free(&p);
-    /* an explicit --concurrency N is N reads in flight, in streams that divide it */
+    /* an explicit --concurrency N is N reads in flight, in at most the decided streams, dividing it
+     */
     plan_for(2, 6, &p);
-    assert_int_equal(p.workers, 2);
-    assert_int_equal(p.depth, 3);
+    assert_int_equal(p.workers, 1);
+    assert_int_equal(p.depth, 6);
+    io_plan_free(&p);
+    plan_for(8, 6, &p);
+    assert_int_equal(p.workers, 3);
+    assert_int_equal(p.depth, 2);
     io_plan_free(&p);
     plan_for(2, 3, &p);
     assert_int_equal(p.workers * p.depth, 3);
