@@ -194,7 +194,7 @@ via_proxy as_pg "$PGD" backup --repo "$REPO2" --pgdata "$T/data" --checkpoint fa
 isnt "$?" "0" "a backup whose uploads are reset midway fails"
 err=$(grep error "$T/backup2.log")
 is "$(printf '%s\n' "$err" | wc -l)" "1" "with one error line"
-# (the third PUT is a partition or the list of files of one, whichever of the two workers is first)
+# (the third PUT is a partition or the list of files of one, whichever a reading stream stores first)
 like "$err" "^pgdirect: error: backup [0-9T]+F failed: PUT of \"backups/[0-9T]+F/part_[0-9]+\.tar(\.files\.json)?\" in s3://$S3_BUCKET failed after 2 tries: .+" \
     "that names the backup, the object and the cause"
 obj=$(printf '%s' "$err" | sed -n 's/.*PUT of "\([^"]*\)".*/\1/p')
