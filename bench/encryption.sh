@@ -62,16 +62,7 @@ for r in $(seq "$ROUNDS"); do
 done
 
 log "WAL: $SEGMENTS segments"
-q "CREATE TABLE w (a int, b text)"
-for _ in $(seq "$SEGMENTS"); do
-    q "INSERT INTO w SELECT g, md5(g::text) FROM generate_series(1, 100000) g"
-    q "SELECT pg_switch_wal()" >/dev/null
-done
-deadline=$((SECONDS + 300))
-until [ "$(find "$D/segs" -type f | wc -l)" -ge "$SEGMENTS" ]; do
-    [ $SECONDS -lt $deadline ] || { echo "encryption.sh: segments were not archived" >&2; exit 1; }
-    sleep 0.2
-done
+bench_wal_segments "$SEGMENTS" || { echo "encryption.sh: segments were not archived" >&2; exit 1; }
 mapfile -t SEGS < <(find "$D/segs" -type f -printf '%f\n' | sort | head -n "$SEGMENTS")
 : >"$D/pushes"
 i=0

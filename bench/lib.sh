@@ -66,3 +66,19 @@ log() { printf '[%s] %s\n' "$(date -u +%T)" "$*" >&2; }
 pg() { runuser -u postgres -- env PGHOST="$D" PGPORT="$PORT" PGUSER=postgres PGDATABASE=postgres "$@"; }
 q() { pg "$PG_BIN/psql" -X -Atq -v ON_ERROR_STOP=1 -c "$1"; }
 stop_pg() { [ -f "$D/data/postmaster.pid" ] && pg "$PG_BIN/pg_ctl" -D "$D/data" -m fast -w stop >/dev/null 2>&1 || true; }
+
+# bench_wal_segments N: the server at $D writes N full WAL segments of md5 rows (archived into
+# $D/segs by the archive_command bench_server_conf was given), and this waits, at most 300 s,
+# until all N are there; false, saying how many came, when they do not.
+bench_wal_segments() {
+    local n=$1 have deadline=$((SECONDS + 300))
+    q "CREATE TABLE bench_wal (a int, b text)"
+    for _ in $(seq "$n"); do
+        q "INSERT INTO bench_wal SELECT g, md5(g::text) FROM generate_series(1, 100000) g"
+        q "SELECT pg_switch_wal()" >/dev/null
+    done
+    until have=$(find "$D/segs" -type f | wc -l); [ "$have" -ge "$n" ]; do
+        [ $SECONDS -lt $deadline ] || { echo "only $have of $n WAL segments were archived" >&2; return 1; }
+        sleep 0.2
+    done
+}

@@ -56,17 +56,7 @@ REPO=s3://$S3_BUCKET/fetchcost
 pg "$PG_BIN/initdb" -D "$D/data" -A trust >/dev/null
 bench_server_conf "cp %p $D/segs/%f"
 pg "$PG_BIN/pg_ctl" -D "$D/data" -l "$D/server.log" -w start >/dev/null
-q "CREATE TABLE t (a int, b text)"
-for _ in $(seq "$SEGMENTS"); do
-    q "INSERT INTO t SELECT g, md5(g::text) FROM generate_series(1, 100000) g"
-    q "SELECT pg_switch_wal()" >/dev/null
-done
-deadline=$((SECONDS + 120))
-archived() { find "$D/segs" -type f | wc -l; }
-until [ "$(archived)" -ge "$SEGMENTS" ]; do
-    [ $SECONDS -lt $deadline ] || bail "only $(archived) of $SEGMENTS segments archived"
-    sleep 0.2
-done
+bench_wal_segments "$SEGMENTS" || bail "the segments were not archived"
 mapfile -t SEGS < <(find "$D/segs" -type f -printf '%f\n' | sort | head -n "$SEGMENTS")
 BUILDS=(new)
 [ -z "$OLD_BIN" ] || BUILDS=(new old)

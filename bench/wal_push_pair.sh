@@ -30,16 +30,7 @@ chown -R postgres:postgres "$D"
 pg "$PG_BIN/initdb" -D "$D/data" -U postgres -A trust >/dev/null
 bench_server_conf "cp %p $D/segs/%f"
 pg "$PG_BIN/pg_ctl" -D "$D/data" -l "$D/server.log" -w start >/dev/null
-q "CREATE TABLE w (a int, b text)"
-for _ in $(seq "$SEGMENTS"); do
-    q "INSERT INTO w SELECT g, md5(g::text) FROM generate_series(1, 100000) g"
-    q "SELECT pg_switch_wal()" >/dev/null
-done
-deadline=$((SECONDS + 300))
-until [ "$(find "$D/segs" -type f | wc -l)" -ge "$SEGMENTS" ]; do
-    [ $SECONDS -lt $deadline ] || { echo "wal_push_pair.sh: segments were not archived" >&2; exit 1; }
-    sleep 0.2
-done
+bench_wal_segments "$SEGMENTS" || { echo "wal_push_pair.sh: segments were not archived" >&2; exit 1; }
 pg "$PG_BIN/pg_ctl" -D "$D/data" -m fast stop >/dev/null
 
 : >"$D/pushes"
