@@ -82,6 +82,21 @@ static void rec_free(recorder *r)
     pthread_mutex_destroy(&r->lock);
 }
 
+/* A recorder, and an upload into it (the recorder's fields may be set after: they are read at
+ * sends). */
+static void rec_start(recorder *r, piece_upload *u, const char *path,
+                      const piece_upload_limits *lim)
+{
+    rec_init(r);
+    piece_upload_init(u, &rec_ops, r, path, lim);
+}
+
+static void rec_end(recorder *r, piece_upload *u)
+{
+    piece_upload_free(u);
+    rec_free(r);
+}
+
 static const piece_upload_limits small = {
     .size = 1000, .max_size = 4000, .per_size = 2, .max_pieces = 20, .threads = 2, .unit = "parts"};
 
@@ -104,16 +119,14 @@ static void test_one_request(void **state)
     pgd_error err = {0};
 
     (void)state;
-    rec_init(&r);
-    piece_upload_init(&u, &rec_ops, &r, "obj", &small);
+    rec_start(&r, &u, "obj", &small);
     assert_true(piece_upload_write(&u, "abc", 3, &err));
     assert_false(u.begun);
     assert_int_equal(u.current->len, 3);
     assert_memory_equal(u.current->buf, "abc", 3);
     assert_int_equal(r.begins, 0);
     assert_int_equal(r.sent, 0);
-    piece_upload_free(&u);
-    rec_free(&r);
+    rec_end(&r, &u);
 }
 
 /* 9,500 bytes in pieces of 1000, 1000, 2000, 2000, 4000 (the last 500 short). */
@@ -128,8 +141,7 @@ static void test_pieces_in_order(void **state)
 
     (void)state;
     fill_pattern(data, 9500, 7);
-    rec_init(&r);
-    piece_upload_init(&u, &rec_ops, &r, "obj", &small);
+    rec_start(&r, &u, "obj", &small);
     for (size_t step = 1; at < 9500; step = step * 3 % 1777 + 1) { /* uneven writes */
         size_t n = step < 9500 - at ? step : 9500 - at;
         assert_true(piece_upload_write(&u, data + at, n, &err));
@@ -147,8 +159,7 @@ static void test_pieces_in_order(void **state)
         assert_memory_equal(r.data[i], data + at, expect[i]);
         at += expect[i];
     }
-    piece_upload_free(&u);
-    rec_free(&r);
+    rec_end(&r, &u);
     free(data);
 }
 
@@ -161,14 +172,12 @@ static void test_exact_end(void **state)
     pgd_error err = {0};
 
     (void)state;
-    rec_init(&r);
-    piece_upload_init(&u, &rec_ops, &r, "obj", &small);
+    rec_start(&r, &u, "obj", &small);
     assert_true(piece_upload_write(&u, data, sizeof(data), &err));
     assert_true(piece_upload_finish(&u, &err));
     assert_int_equal(u.count, 2);
     assert_int_equal(r.sent, 2);
-    piece_upload_free(&u);
-    rec_free(&r);
+    rec_end(&r, &u);
 }
 
 static void test_begin_fails(void **state)
@@ -179,14 +188,12 @@ static void test_begin_fails(void **state)
     pgd_error err = {0};
 
     (void)state;
-    rec_init(&r);
+    rec_start(&r, &u, "obj", &small);
     r.fail_begin = true;
-    piece_upload_init(&u, &rec_ops, &r, "obj", &small);
     assert_false(piece_upload_write(&u, data, sizeof(data), &err));
     assert_string_equal(err.msg, "begin refused");
     assert_int_equal(r.sent, 0);
-    piece_upload_free(&u);
-    rec_free(&r);
+    rec_end(&r, &u);
 }
 
 /*
@@ -205,10 +212,9 @@ static void test_send_fails(void **state)
 
     (void)state;
     lim.threads = 1;
-    rec_init(&r);
+    rec_start(&r, &u, "obj", &lim);
     r.fail_number = 1;
     r.wait_queued = &u;
-    piece_upload_init(&u, &rec_ops, &r, "obj", &lim);
     for (int i = 0; ok && i < 10; i++)
         ok = piece_upload_write(&u, data, sizeof(data), &err);
     if (ok)
@@ -219,8 +225,7 @@ static void test_send_fails(void **state)
     assert_int_equal(r.sends[1], 1);
     assert_int_equal(r.sends[2], 0);
     assert_int_equal(r.sent, 1);
-    piece_upload_free(&u);
-    rec_free(&r);
+    rec_end(&r, &u);
 }
 
 /* The last piece, queued by finish, fails: finish says so (S3 must abort, not complete). */
@@ -232,17 +237,15 @@ static void test_finish_fails(void **state)
     pgd_error err = {0};
 
     (void)state;
-    rec_init(&r);
+    rec_start(&r, &u, "obj", &small);
     r.fail_number = 2;
-    piece_upload_init(&u, &rec_ops, &r, "obj", &small);
     assert_true(piece_upload_write(&u, data, sizeof(data), &err));
     assert_false(piece_upload_finish(&u, &err));
     assert_string_equal(err.msg, "piece 2 refused");
     assert_int_equal(u.count, 2);
     assert_int_equal(r.sends[1], 1);
     assert_int_equal(r.sends[2], 1);
-    piece_upload_free(&u);
-    rec_free(&r);
+    rec_end(&r, &u);
 }
 
 /*
@@ -262,8 +265,7 @@ static void test_too_many_pieces(void **state)
     (void)state;
     lim.max_pieces = 3;
     lim.per_size = 100; /* no growth: 1000 a piece */
-    rec_init(&r);
-    piece_upload_init(&u, &rec_ops, &r, "big.tar", &lim);
+    rec_start(&r, &u, "big.tar", &lim);
     assert_true(piece_upload_write(&u, data, sizeof(data), &err));
     assert_true(piece_upload_write(&u, data, sizeof(data), &err));
     assert_false(piece_upload_write(&u, data, sizeof(data), &err));
@@ -275,8 +277,7 @@ static void test_too_many_pieces(void **state)
     assert_true(r.sent <= 3);
     for (unsigned i = 1; i <= MAX_SENT; i++)
         assert_true(r.sends[i] <= (i <= 3 ? 1u : 0u));
-    piece_upload_free(&u);
-    rec_free(&r);
+    rec_end(&r, &u);
 }
 
 int main(void)
