@@ -33,6 +33,8 @@
 #                  writes
 #   fio1, fio16    the data directory read by fio with O_DIRECT and io_uring, 1 MiB reads, 1 or
 #                  16 in flight, SCHED_IDLE and the idle I/O class: the reads' depth alone
+#   fio16r         fio16 held to --fio-rate bytes a second (fio's --rate, e.g. 950m): the reads
+#                  alone at a lower speed
 #   streamidle     one SCHED_IDLE thread streaming through memory (stress-ng --stream), no I/O:
 #                  what touching many bytes costs the queries' caches
 # and any KIND=COMMAND given with --kind (the backup options that follow "pgdirect backup"; with
@@ -41,7 +43,7 @@
 #
 #   bash bench/polite.sh [--scale N] [--limit-mb N] [--rounds N] [--loads "saturated half idle"]
 #                        [--kinds "..."] [--kind NAME=OPTIONS] [--deadline-s N] [--control-s N]
-#                        [--out DIR]
+#                        [--fio-rate R] [--out DIR]
 #
 # With PERF_SCHED=1 in the environment, the scheduler's switches and wakeups are recorded during
 # each backup (perf, as root) and DIR/raw/LOAD.KIND.N/sched.txt says how long the queries' tasks
@@ -68,6 +70,7 @@ ROUNDS=2
 LOADS="saturated half idle"
 KINDS="pgbackrest fast default idle nice19 weight25"
 DEADLINE_S=""
+FIO_RATE=""
 CONTROL_S=5
 OUT=""
 BASELINE=10     # seconds of load measured before each backup
@@ -88,6 +91,7 @@ while [ $# -gt 0 ]; do
     --kind) EXTRA[${2%%=*}]=${2#*=}; KINDS="$KINDS ${2%%=*}"; shift ;;
     --deadline-s) DEADLINE_S=$2; shift ;;
     --control-s) CONTROL_S=$2; shift ;;
+    --fio-rate) FIO_RATE=$2; shift ;;
     --window) WINDOW=$2; shift ;;
     --out) OUT=$2; shift ;;
     *) echo "polite.sh: unknown argument \"$1\"" >&2; exit 2 ;;
@@ -172,6 +176,9 @@ backup_cmd() { # backup_cmd KIND: the command, and whether it runs as root (2nd 
     ddread) echo "postgres $D/bin/ddread $D/data" ;;
     fio1 | fio16) echo "postgres chrt --idle 0 fio --name=read --opendir=$D/data --rw=read --bs=1M --direct=1 \
         --ioengine=io_uring --iodepth=${1#fio} --invalidate=0 --prioclass=3 --thread --numjobs=1 --output=/dev/null" ;;
+    fio16r) echo "postgres chrt --idle 0 fio --name=read --opendir=$D/data --rw=read --bs=1M --direct=1 \
+        --ioengine=io_uring --iodepth=16 --invalidate=0 --prioclass=3 --thread --numjobs=1 --output=/dev/null \
+        --rate=${FIO_RATE:?--fio-rate is needed for the fio16r kind}" ;;
     streamidle) echo "postgres chrt --idle 0 stress-ng --temp-path $D --stream 1 --stream-l3-size 16M --timeout ${CONTROL_S}s --quiet" ;;
     nullrepo) echo "postgres $PGD backup --repo null: --archive-check=off --pgdata $D/data --checkpoint fast" ;;
     deadline) echo "postgres $pd --deadline ${DEADLINE_S:?--deadline-s is needed for the deadline kind}s" ;;
