@@ -22,28 +22,34 @@ void deadline_init(deadline_control *c, double backup_start, double deadline_s,
 
 unsigned deadline_step(deadline_control *c, double now, uint64_t done)
 {
-    double elapsed = now - c->since, left = c->target - now, rate;
+    double elapsed = now - c->since, left = c->target - now, rate, need;
     uint64_t remaining = done < c->total ? c->total - done : 0;
-    bool behind;
+    bool behind, far;
 
     if (remaining == 0 || elapsed < DEADLINE_SETTLE_S)
         return c->released;
     rate = (double)(done - c->done_since) / elapsed;
     /* nothing read yet (reads in flight, a cap that holds them) says little until it lasts */
-    if (rate <= 0)
+    if (rate <= 0) {
         behind = left <= 0 || elapsed > DEADLINE_STALL_SHARE * (c->target - c->since);
-    else
-        behind = left <= 0 || (double)remaining / rate > left * DEADLINE_MARGIN;
+        far = left <= 0;
+    } else {
+        need = (double)remaining / rate;
+        behind = left <= 0 || need > left * DEADLINE_MARGIN;
+        far = left <= 0 || need > left * DEADLINE_FAR;
+    }
     if (!behind)
         return c->released;
     if (c->released == c->reserve) {
         c->late = true;
         return c->released;
     }
-    if (c->released < DEADLINE_RELEASES_MAX)
-        c->releases[c->released] = (deadline_release){
-            .at = now - c->start, .progress = c->total ? (double)done / (double)c->total : 1};
-    c->released++;
+    c->released = far ? c->reserve : c->released + 1;
+    if (c->nreleases < DEADLINE_RELEASES_MAX)
+        c->releases[c->nreleases++] =
+            (deadline_release){.at = now - c->start,
+                               .progress = c->total ? (double)done / (double)c->total : 1,
+                               .released = c->released};
     c->since = now;
     c->done_since = done;
     return c->released;

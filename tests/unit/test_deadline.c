@@ -1,7 +1,8 @@
 /*
  * test_deadline.c - covers src/io/deadline.c on a simulated clock: reading on time releases
- * nothing, reading behind releases reserve threads one at a time (each judged after it has had
- * time to work), and reading that stays behind with everything released is late.
+ * nothing, reading a little behind releases reserve threads one at a time (each judged after it
+ * has had time to work), reading far behind or past the target releases them all at once, and
+ * reading that stays behind with everything released is late.
  */
 #include "helpers.h"
 
@@ -51,11 +52,12 @@ static void test_reading_behind_releases_one_at_a_time(void **state)
     start(&c);
     /* before a rate can be judged: nothing, however slow */
     assert_int_equal(deadline_step(&c, 0.5, 1), 0);
-    /* 50 MB/s: 200 s for 10 GB, behind from the first judgement */
+    /* 90 MB/s: 110 s for 10 GB, behind from the first judgement, not twice the 89 s left */
     for (; t <= 1.0; t += 0.25)
-        done = (uint64_t)(t * 50e6);
+        done = (uint64_t)(t * 90e6);
     assert_int_equal(deadline_step(&c, 1.0, done), 1);
     assert_true(c.releases[0].at == 1.0);
+    assert_int_equal(c.releases[0].released, 1);
     /* the released thread is judged after it has worked a while: no second release at once */
     assert_int_equal(deadline_step(&c, 1.5, done + 25000000), 1);
     /* with it the reading goes at 150 MB/s: 66 s for the rest, within 85 % of the 88 s left */
@@ -74,14 +76,38 @@ static void test_reading_that_stays_behind_is_late(void **state)
 
     (void)state;
     start(&c);
-    /* 10 MB/s whatever is released: both go, then it is late */
+    /* 80 MB/s whatever is released (124 s for the rest): one goes, then the other, then late */
     for (double t = 0.25; t < 10; t += 0.25) {
-        done += (uint64_t)(0.25 * 10e6);
+        done += (uint64_t)(0.25 * 80e6);
         n = deadline_step(&c, t, done);
     }
     assert_int_equal(n, 2);
     assert_true(c.late);
+    assert_int_equal(c.nreleases, 2);
     assert_true(c.releases[1].at > c.releases[0].at + DEADLINE_SETTLE_S - 0.01);
+    assert_int_equal(c.releases[1].released, 2);
+}
+
+static void test_reading_far_behind_releases_all_at_once(void **state)
+{
+    deadline_control c;
+    uint64_t done = 0;
+
+    (void)state;
+    start(&c);
+    /* 10 MB/s: 1000 s for 10 GB, more than twice the 89 s left: no time to go step by step */
+    for (double t = 0.25; t < 1.0; t += 0.25) {
+        done += (uint64_t)(0.25 * 10e6);
+        assert_int_equal(deadline_step(&c, t, done), 0);
+    }
+    done += (uint64_t)(0.25 * 10e6);
+    assert_int_equal(deadline_step(&c, 1.0, done), 2);
+    assert_int_equal(c.nreleases, 1);
+    assert_int_equal(c.releases[0].released, 2);
+    assert_false(c.late);
+    /* judged again only after they have worked a while */
+    assert_int_equal(deadline_step(&c, 1.5, done + 1), 2);
+    assert_false(c.late);
 }
 
 static void test_no_progress_yet_is_judged_only_when_it_lasts(void **state)
@@ -102,10 +128,9 @@ static void test_past_the_target_every_thread_goes(void **state)
 
     (void)state;
     deadline_init(&c, 0, 6, 0, GB, 3); /* reading must end by 5 s */
-    assert_int_equal(deadline_step(&c, 6, GB / 2), 1);
-    assert_int_equal(deadline_step(&c, 7, GB / 2 + 1), 2);
-    assert_int_equal(deadline_step(&c, 8, GB / 2 + 2), 3);
-    assert_int_equal(deadline_step(&c, 9, GB / 2 + 3), 3);
+    assert_int_equal(deadline_step(&c, 6, GB / 2), 3);
+    assert_false(c.late);
+    assert_int_equal(deadline_step(&c, 7, GB / 2 + 1), 3);
     assert_true(c.late);
     /* all read: nothing more to decide */
     assert_int_equal(deadline_step(&c, 10, GB), 3);
@@ -118,6 +143,7 @@ int main(void)
         cmocka_unit_test(test_reading_on_time_releases_nothing),
         cmocka_unit_test(test_reading_behind_releases_one_at_a_time),
         cmocka_unit_test(test_reading_that_stays_behind_is_late),
+        cmocka_unit_test(test_reading_far_behind_releases_all_at_once),
         cmocka_unit_test(test_no_progress_yet_is_judged_only_when_it_lasts),
         cmocka_unit_test(test_past_the_target_every_thread_goes),
     };
