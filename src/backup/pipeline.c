@@ -38,8 +38,8 @@
 #include "util/xmalloc.h"
 
 /* --max-rate is enforced in bursts of at most a tenth of a second of reading */
-#define PIPELINE_RATE_BURSTS_PER_S   10
-#define PIPELINE_DEADLINE_INTERVAL_S 0.25 /* how often the deadline controller looks */
+#define PIPELINE_RATE_BURSTS_PER_S  10
+#define PIPELINE_CONTROL_INTERVAL_S 0.25 /* how often the deadline and CPU controllers look */
 
 typedef struct pipeline_shared {
     const pipeline_config *cfg;
@@ -49,6 +49,8 @@ typedef struct pipeline_shared {
     atomic_uint_fast64_t bytes_stored;
     atomic_uint read_modes;
     atomic_uint idle_failed; /* threads that could not enter the idle CPU class */
+    atomic_uint moved_idle;  /* --cpu-class auto: threads that moved to the idle class */
+    unsigned moved_logged;   /* of them, those the log told (the controller's) */
     /* pages of the files read that reclaim evicted while they were open; unknown: no cachestat */
     atomic_uint_fast64_t pages_evicted;
     atomic_bool evicted_unknown;
@@ -89,6 +91,8 @@ typedef struct pipeline_reading {
 
 typedef struct pipeline_worker {
     pipeline_shared *sh;
+    bool normal;               /* --cpu-class auto: at normal priority until it waits for CPU */
+    cpu_contention contention; /* and how much it waited (io/cpu_room.h) */
     io_engine *engine;
     /* reads in flight, consumed in submission order: a ring of depth slots */
     pipeline_slot *slots;
@@ -285,6 +289,22 @@ static bool pipeline_wait_head(pipeline_worker *w, pgd_error *err)
 }
 
 /*
+ * --cpu-class auto: a thread at normal priority that waits for the CPU it holds moves to the
+ * idle class. One way: a thread cannot come back without privilege.
+ */
+static void pipeline_check_class(pipeline_worker *w)
+{
+    pgd_error ignore = {0};
+
+    if (!cpu_contention_step(&w->contention, clock_seconds()))
+        return;
+    w->normal = false;
+    if (!politeness_thread_idle(&ignore))
+        atomic_fetch_add(&w->sh->idle_failed, 1);
+    atomic_fetch_add(&w->sh->moved_idle, 1);
+}
+
+/*
  * Consume the ring's head (waiting for it), a read of `rd`, the file being
  * consumed: hand its bytes to the file filters.
  */
@@ -300,6 +320,8 @@ static bool pipeline_consume_head(pipeline_worker *w, pipeline_reading *rd, work
                        (unsigned long long)rd->consumed);
     if (!pipeline_wait_head(w, err))
         return false;
+    if (w->normal)
+        pipeline_check_class(w);
     rd->inflight--;
     if (s->req.result < 0)
         return err_errno(err, (int)-s->req.result, "could not read file \"%s\" at offset %llu",
@@ -680,6 +702,7 @@ uint64_t pipeline_bytes_to_read(const pipeline_file *files, size_t n)
 static bool pipeline_setup(pipeline_worker *workers, pipeline_shared *sh, pgd_error *err)
 {
     for (int i = 0; i < sh->cfg->workers + (int)sh->cfg->reserve; i++) {
+        workers[i].normal = (unsigned)i < sh->cfg->normal;
         if (!pipeline_worker_setup(&workers[i], sh, err)) {
             err_prefix(err, "could not set up reader thread %d", i + 1);
             return false;
@@ -690,23 +713,23 @@ static bool pipeline_setup(pipeline_worker *workers, pipeline_shared *sh, pgd_er
 
 /*
  * First thing in each reading thread: the idle CPU class (threads it starts later, S3 uploads,
- * inherit it). A deadline's reserve threads stay at normal priority. A system that refuses
- * (a seccomp profile, say) costs politeness, not the backup: counted, and the caller warns.
+ * inherit it), but for those --cpu-class auto starts at normal priority. A deadline's reserve
+ * threads stay at normal priority. A system that refuses (a seccomp profile, say) costs
+ * politeness, not the backup: counted, and the caller warns.
  */
 static void pipeline_thread_start(void *arg, unsigned number, bool reserve)
 {
     pipeline_shared *sh = arg;
     pgd_error ignore = {0};
 
-    (void)number;
-    if (sh->cfg->cpu_idle && !reserve && !politeness_thread_idle(&ignore))
+    if (sh->cfg->cpu_idle && !reserve && number >= sh->cfg->normal &&
+        !politeness_thread_idle(&ignore))
         atomic_fetch_add(&sh->idle_failed, 1);
 }
 
-/* The deadline controller, asked by the work pool: how many reserve threads should read. */
-static unsigned pipeline_deadline(void *arg, double now, uint64_t advanced)
+/* The deadline controller: how many reserve threads should read. */
+static unsigned pipeline_deadline(deadline_control *c, double now, uint64_t advanced)
 {
-    deadline_control *c = arg;
     unsigned before = c->released, now_released = deadline_step(c, now, advanced);
 
     if (now_released > before)
@@ -715,6 +738,44 @@ static unsigned pipeline_deadline(void *arg, double now, uint64_t advanced)
                  100.0 * (double)advanced / (double)(c->total ? c->total : 1), now - c->start,
                  now_released, c->reserve);
     return now_released;
+}
+
+/* --cpu-class auto: says when reading threads moved to the idle class. */
+static void pipeline_cpu_log(pipeline_shared *sh)
+{
+    unsigned moved = atomic_load(&sh->moved_idle);
+
+    if (moved == sh->moved_logged)
+        return;
+    sh->moved_logged = moved;
+    log_info("politeness: %u reading thread%s waited for a CPU more than %.0f %% of the time %s "
+             "wanted one over %.0f s (other processes want the CPUs): %s in the idle CPU class "
+             "now, %u of %u at normal priority",
+             moved, moved == 1 ? "" : "s", 100 * CPU_ROOM_WAIT, moved == 1 ? "it" : "they",
+             CPU_ROOM_WINDOW_S, moved == 1 ? "it is" : "they are", sh->cfg->normal - moved,
+             (unsigned)sh->cfg->workers);
+}
+
+/* A reading thread's waits for the CPU, into the result's least and most. */
+static void pipeline_note_contention(pipeline_result *result, const cpu_contention *c)
+{
+    if (c->judged == 0)
+        return;
+    if (result->windows == 0 || c->wait_min < result->wait_min)
+        result->wait_min = c->wait_min;
+    if (result->windows == 0 || c->wait_max > result->wait_max)
+        result->wait_max = c->wait_max;
+    result->windows += c->judged;
+}
+
+/* Asked by the work pool at its interval: the CPU controller, then the deadline's. */
+static unsigned pipeline_control(void *arg, double now, uint64_t advanced)
+{
+    pipeline_shared *sh = arg;
+
+    if (sh->cfg->normal > 0)
+        pipeline_cpu_log(sh);
+    return sh->cfg->deadline != NULL ? pipeline_deadline(sh->cfg->deadline, now, advanced) : 0;
 }
 
 bool pipeline_run(const pipeline_config *cfg, pipeline_file *files, size_t nfiles,
@@ -736,9 +797,10 @@ bool pipeline_run(const pipeline_config *cfg, pipeline_file *files, size_t nfile
                          .thread_start = pipeline_thread_start,
                          .thread_arg = &sh,
                          .reserve = cfg->deadline != NULL ? cfg->reserve : 0,
-                         .control = cfg->deadline != NULL ? pipeline_deadline : NULL,
-                         .control_arg = cfg->deadline,
-                         .control_interval_s = PIPELINE_DEADLINE_INTERVAL_S};
+                         .control =
+                             cfg->deadline != NULL || cfg->normal > 0 ? pipeline_control : NULL,
+                         .control_arg = &sh,
+                         .control_interval_s = PIPELINE_CONTROL_INTERVAL_S};
     bool ok;
 
     memset(result, 0, sizeof(*result));
@@ -758,10 +820,14 @@ bool pipeline_run(const pipeline_config *cfg, pipeline_file *files, size_t nfile
     for (unsigned i = 0; i < threads; i++) {
         if (workers[i].files_in_flight_max > result->files_in_flight)
             result->files_in_flight = workers[i].files_in_flight_max;
+        pipeline_note_contention(result, &workers[i].contention);
         pipeline_worker_teardown(&workers[i]);
     }
     free(workers);
     result->idle_failed = atomic_load(&sh.idle_failed);
+    if (cfg->normal > 0)
+        pipeline_cpu_log(&sh);
+    result->moved_idle = atomic_load(&sh.moved_idle);
     rate_limit_destroy(&sh.rate);
     pthread_mutex_destroy(&sh.lock);
     /* the partitions already written stay: the caller owns the backup id and removes them */

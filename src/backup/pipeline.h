@@ -50,6 +50,7 @@
 #include "backup/file_filter.h"
 #include "compress/compress.h"
 #include "io/dio_reader.h"
+#include "io/cpu_room.h"
 #include "io/deadline.h"
 #include "io/io_engine.h"
 #include "io/rate_limit.h"
@@ -105,6 +106,12 @@ typedef struct pipeline_config {
     uint64_t max_rate; /* bytes/s, 0: unlimited */
     bool cpu_idle;     /* the reading threads in the idle CPU class (io/politeness.h) */
     /*
+     * --cpu-class auto (io/cpu_room.h): the first `normal` reading threads start at normal
+     * priority, the rest in the idle class, and each normal one moves there when it finds
+     * itself waiting for the CPU; cpu_idle is true with it (0 without auto).
+     */
+    unsigned normal;
+    /*
      * A deadline (io/deadline.h): `reserve` more reading threads, at normal priority, that the
      * controller releases when the reading falls behind; NULL and 0 without one.
      */
@@ -141,6 +148,10 @@ typedef struct pipeline_result {
     unsigned read_modes;  /* bit (1 << read_mode) for each mode used */
     int files_in_flight;  /* most files one thread had reads in flight for at once */
     unsigned idle_failed; /* reading threads the system kept out of the idle CPU class */
+    /* --cpu-class auto: threads that moved to the idle class, and the readers' share of the time
+     * they waited for a CPU, least and most over the windows judged at normal priority */
+    unsigned moved_idle, windows;
+    double wait_min, wait_max;
     /*
      * The backup's cache effect as the kernel counts it (cachestat(2), cache/residency.h): pages
      * of the files read that reclaim evicted from the page cache while the backup had them open,

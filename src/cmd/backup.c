@@ -51,6 +51,7 @@
 #include "cmd/backup_options.h"
 #include "cmd/cmd.h"
 #include "cmd/common.h"
+#include "io/cpu_room.h"
 #include "io/politeness.h"
 #include "repo/repo_contents.h"
 #include "storage/tee.h"
@@ -58,6 +59,7 @@
 #include "restore/timeline.h"
 #include "util/digest.h"
 #include "util/interrupt.h"
+#include "util/text.h"
 #include "util/log.h"
 #include "util/progress.h"
 #include "util/units.h"
@@ -106,6 +108,11 @@ typedef struct backup_run {
     uint64_t pages_reread;      /* pages that failed as first read and were read again */
     cpu_cgroup cpu_cg;
     deadline_control deadline; /* --deadline's controller (io/deadline.h) */
+    cpu_sample cpu_t0;         /* --cpu-class auto: the CPU times at t0 (io/cpu_room.h) */
+    bool cpu_t0_taken;
+    unsigned room_normal, room_cpus; /* reading threads started at normal priority, of vCPUs */
+    double room_left;                /* vCPUs the other processes left idle before the reading */
+    bool room_known; /* false: /proc could not be read, every reading thread is idle-class */
     double t0, read_secs;
 } backup_run;
 
@@ -121,23 +128,83 @@ static bool backup_interrupted(void)
 }
 
 /*
+ * --cpu-class auto: how many reading threads start at normal priority, from the vCPUs the other
+ * processes left idle since the backup began (at least CPU_ROOM_START_S of it, waited for
+ * when the checkpoint was quicker). PGDIRECT_TEST_CPU_LEFT replaces the measurement (tests of
+ * what follows it, which cannot count on an idle host). Unknown counters: none.
+ */
+static void backup_plan_room(backup_run *r)
+{
+    unsigned cpus = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+    const char *forced = getenv("PGDIRECT_TEST_CPU_LEFT");
+    cpu_sample now;
+    double left = 0, wait = r->t0 + CPU_ROOM_START_S - clock_seconds();
+
+    if (!r->s->cpu_auto)
+        return;
+    if (forced != NULL && *forced != '\0') {
+        left = strtod(forced, NULL);
+        r->room_known = true;
+    } else if (r->cpu_t0_taken) {
+        if (wait > 0)
+            nanosleep(&(struct timespec){.tv_sec = (time_t)wait,
+                                         .tv_nsec = (long)((wait - (double)(time_t)wait) * 1e9)},
+                      NULL);
+        r->room_known = cpu_sample_take(&now, &(pgd_error){0});
+        if (r->room_known)
+            left = cpu_room_others_left(&r->cpu_t0, &now, cpus);
+    }
+    r->room_normal = cpu_room_streams(left, (unsigned)r->plan.workers);
+    r->room_cpus = cpus;
+    r->room_left = left;
+}
+
+static void backup_describe_room(const backup_run *r, char *out, size_t outlen)
+{
+    unsigned normal = r->room_normal, workers = (unsigned)r->plan.workers;
+
+    if (!r->room_known)
+        str_format(out, outlen,
+                   "reading threads in the idle CPU class (SCHED_IDLE: they run on CPU time the "
+                   "database leaves idle, and a waking query preempts them), the CPU times in "
+                   "\"/proc/stat\" being unreadable");
+    else if (normal == 0)
+        str_format(out, outlen,
+                   "reading threads in the idle CPU class (SCHED_IDLE: they run on CPU time the "
+                   "database leaves idle, and a waking query preempts them), the other processes "
+                   "having left %.1f of %u vCPUs idle since the backup began",
+                   r->room_left, r->room_cpus);
+    else
+        str_format(out, outlen,
+                   "%u of %u reading threads at normal priority, the other processes having left "
+                   "%.1f of %u vCPUs idle since the backup began (each moves to the idle CPU "
+                   "class, SCHED_IDLE, when it finds itself waiting for a CPU)",
+                   normal, workers, r->room_left, r->room_cpus);
+}
+
+/*
  * --cpu-class, --io-class, --cpu-weight and --nice: warnings, not failures, when the system will
  * not allow them. The idle classes are the default (io/politeness.h says what was measured);
  * the reading threads enter the idle CPU class themselves as they start (backup/pipeline.c).
  */
-static void backup_be_polite(const backup_settings *s, cpu_cgroup *cg)
+static void backup_be_polite(const backup_run *r, cpu_cgroup *cg)
 {
+    const backup_settings *s = r->s;
     pgd_error perr = {0};
+    char cpu[400] = "";
 
     if (s->io_idle && !politeness_io_class(true, &perr))
         log_warn("%s: reading at the normal I/O priority", perr.msg);
     err_clear(&perr);
+    if (s->cpu_auto)
+        backup_describe_room(r, cpu, sizeof(cpu));
+    else if (s->cpu_idle)
+        str_format(cpu, sizeof(cpu),
+                   "reading threads in the idle CPU class (SCHED_IDLE: they "
+                   "run on CPU time the database leaves idle, and a waking "
+                   "query preempts them)");
     if (s->cpu_idle || s->io_idle)
-        log_info("politeness: %s%s%s (no privilege needed); %s",
-                 s->cpu_idle ? "reading threads in the idle CPU class (SCHED_IDLE: they run on "
-                               "CPU time the database leaves idle, and a waking query preempts "
-                               "them)"
-                             : "",
+        log_info("politeness: %s%s%s (no privilege needed); %s", cpu,
                  s->cpu_idle && s->io_idle ? ", " : "",
                  s->io_idle ? "reads in the idle I/O class" : "",
                  s->cpu_idle ? "--cpu-class normal to compete for the CPU instead"
@@ -498,6 +565,7 @@ static bool backup_begin(backup_run *r, pgd_error *err)
         return false;
     r->t0 = clock_seconds();
     r->start_time = time(NULL);
+    r->cpu_t0_taken = s->cpu_auto && cpu_sample_take(&r->cpu_t0, &(pgd_error){0});
     if (!source_check(&r->pg, s->pgdata, s->pgdata_real, s->archive_check, err) ||
         !pg_session_backup_privileges(&r->pg, err) || !backup_probe_archive(r, err))
         return false;
@@ -621,7 +689,9 @@ static bool backup_copy(backup_run *r, pgd_error *err)
     if (!backup_plan_delta(r, err))
         return false;
     backup_log_plan(r);
-    backup_be_polite(s, &r->cpu_cg);
+    backup_plan_room(r);
+    backup_be_polite(r, &r->cpu_cg);
+    cfg.normal = r->room_normal;
     cfg.filters = r->filters;
     cfg.nfilters = r->nfilters;
     cfg.read_size = r->plan.places[0].read_size;
@@ -634,8 +704,9 @@ static bool backup_copy(backup_run *r, pgd_error *err)
                       pipeline_bytes_to_read(r->files, r->dd.n), (unsigned)r->plan.workers);
         cfg.deadline = &r->deadline;
         cfg.reserve = (unsigned)r->plan.workers;
-        log_info("--deadline: %d more reading threads at normal priority wait, to join one at a "
-                 "time if the reading would end after %.0f s from the backup's start",
+        log_info("--deadline: %d more reading threads at normal priority wait, to join if the "
+                 "reading would end after %.0f s from the backup's start (one at a time, all at "
+                 "once when it is far behind)",
                  r->plan.workers, r->deadline.target - r->t0);
     }
     if (!r->parent.found) {
@@ -647,6 +718,12 @@ static bool backup_copy(backup_run *r, pgd_error *err)
         return false;
     if (!pipeline_run(&cfg, r->files, r->dd.n, &r->res, err) || !backup_resume_merge(r, err))
         return false;
+    if (r->res.windows > 0)
+        log_info("politeness: the reading threads at normal priority waited for a CPU %.0f-%.0f %% "
+                 "of the time they wanted one (%u windows of %.0f s; over %.0f %%, a thread moves "
+                 "to the idle class)",
+                 100 * r->res.wait_min, 100 * r->res.wait_max, r->res.windows, CPU_ROOM_WINDOW_S,
+                 100 * CPU_ROOM_WAIT);
     if (r->res.idle_failed > 0)
         log_warn("%u reading threads could not enter the idle CPU class: they competed with the "
                  "database for the CPU",

@@ -63,7 +63,7 @@ bool backup_read_settings(const pgd_options *opts, backup_settings *s, pgd_error
         !opt_int(opts, OPT_CPU_WEIGHT, 0, CPU_WEIGHT_MAX, &weight, err) ||
         !opt_int(opts, OPT_NICE, 0, NICE_MAX, &nice_increment, err) ||
         !opt_enum(opts, OPT_IO_CLASS, "best-effort|idle", &io_class, err) ||
-        !opt_enum(opts, OPT_CPU_CLASS, "normal|idle", &cpu_class, err) ||
+        !opt_enum(opts, OPT_CPU_CLASS, "normal|idle|auto", &cpu_class, err) ||
         !opt_enum(opts, OPT_CHECKPOINT, "spread|fast", &checkpoint, err) ||
         !opt_bool(opts, OPT_ARCHIVE_CHECK, &s->archive_check, err) ||
         !opt_int(opts, OPT_ARCHIVE_TIMEOUT, 1, ARCHIVE_TIMEOUT_MAX, &timeout, err) ||
@@ -103,7 +103,8 @@ bool backup_read_settings(const pgd_options *opts, backup_settings *s, pgd_error
     s->cpu_weight = (unsigned)weight;
     s->nice_increment = (int)nice_increment;
     s->io_idle = io_class == 1;
-    s->cpu_idle = cpu_class == 1;
+    s->cpu_idle = cpu_class != 0;
+    s->cpu_auto = cpu_class == 2;
     s->fast_checkpoint = checkpoint == 1;
     s->archive_timeout = (int)timeout;
     s->verify_checksums = !no_verify;

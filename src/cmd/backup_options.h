@@ -27,7 +27,8 @@ typedef struct backup_settings {
     int engine;                             /* -1: auto */
     uint64_t partition_size;
     uint64_t max_rate, max_memory;
-    bool cpu_idle;      /* --cpu-class idle: the reading threads under SCHED_IDLE */
+    bool cpu_idle;      /* --cpu-class idle or auto: the reading threads under SCHED_IDLE */
+    bool cpu_auto;      /* --cpu-class auto: some at normal priority while there is room */
     int64_t deadline_s; /* --deadline; 0: none */
     unsigned cpu_weight;
     int nice_increment;

@@ -108,10 +108,12 @@ const opt_def opt_defs[OPT_COUNT] = {
     [OPT_IO_CLASS] = {"io-class", "best-effort|idle", "idle", CMD_BACKUP, false,
                       "I/O scheduling class of the backup's reads (ioprio; idle: the database's "
                       "I/O first, best-effort: compete with it)"},
-    [OPT_CPU_CLASS] = {"cpu-class", "idle|normal", "idle", CMD_BACKUP, false,
+    [OPT_CPU_CLASS] = {"cpu-class", "auto|idle|normal", "auto", CMD_BACKUP, false,
                        "CPU scheduling class of the reading threads (idle: SCHED_IDLE, they run "
                        "on CPU time the database leaves idle and a waking query preempts them; "
-                       "normal: compete with it)"},
+                       "normal: compete with it; auto: normal for as many as the other processes "
+                       "leave vCPUs idle when the reading begins, idle for the rest and for all "
+                       "once the host gets busy)"},
     [OPT_DEADLINE] = {"deadline", "DURATION", NULL, CMD_BACKUP, false,
                       "finish within DURATION (\"2h\", \"45m\") whatever the load: as many "
                       "reading threads at normal priority wait, and join one at a time when the "

@@ -1,0 +1,152 @@
+/*
+ * cpu_room.c - the CPU the rest of the host leaves (see cpu_room.h).
+ */
+#include "io/cpu_room.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "util/progress.h"
+
+/* The first line of /proc/stat: "cpu  user nice system idle iowait irq softirq steal ..." */
+static bool cpu_sample_machine(cpu_sample *s, pgd_error *err)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    uint64_t v[8] = {0};
+    int n;
+
+    if (f == NULL)
+        return err_errno(err, errno, "could not open \"/proc/stat\"");
+    n = fscanf(f,
+               "cpu %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
+               " %" SCNu64 " %" SCNu64,
+               &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+    fclose(f);
+    if (n < 5)
+        return err_set(err, "could not read the CPU times in \"/proc/stat\"");
+    s->total = 0;
+    for (int i = 0; i < n; i++)
+        s->total += v[i];
+    s->idle = v[3] + v[4];
+    return true;
+}
+
+/* utime and stime, fields 14 and 15 of /proc/self/stat, counted after the command's ")". */
+static bool cpu_sample_self(cpu_sample *s, pgd_error *err)
+{
+    FILE *f = fopen("/proc/self/stat", "r");
+    char line[1024], *p;
+    uint64_t utime, stime;
+    bool ok;
+
+    if (f == NULL)
+        return err_errno(err, errno, "could not open \"/proc/self/stat\"");
+    ok = fgets(line, sizeof(line), f) != NULL;
+    fclose(f);
+    p = ok ? strrchr(line, ')') : NULL;
+    if (p == NULL ||
+        sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %" SCNu64 " %" SCNu64, &utime,
+               &stime) != 2)
+        return err_set(err, "could not read this process's CPU time in \"/proc/self/stat\"");
+    s->self = utime + stime;
+    return true;
+}
+
+bool cpu_sample_take(cpu_sample *s, pgd_error *err)
+{
+    s->at = clock_seconds();
+    return cpu_sample_machine(s, err) && cpu_sample_self(s, err);
+}
+
+double cpu_room_others_left(const cpu_sample *a, const cpu_sample *b, unsigned cpus)
+{
+    double total = (double)(b->total - a->total), busy, self;
+
+    if (b->total <= a->total)
+        return 0; /* no time passed: nothing known, nothing left */
+    busy = total - (double)(b->idle - a->idle);
+    self = (double)(b->self - a->self);
+    if (self > busy)
+        self = busy; /* counted at another tick than the machine's */
+    return (double)cpus * (1 - (busy - self) / total);
+}
+
+bool cpu_room_measure(double seconds, unsigned cpus, double *left, pgd_error *err)
+{
+    cpu_sample a, b;
+    struct timespec ts = {.tv_sec = (time_t)seconds,
+                          .tv_nsec = (long)((seconds - (double)(time_t)seconds) * 1e9)};
+
+    if (!cpu_sample_take(&a, err))
+        return false;
+    nanosleep(&ts, NULL);
+    if (!cpu_sample_take(&b, err))
+        return false;
+    *left = cpu_room_others_left(&a, &b, cpus);
+    return true;
+}
+
+unsigned cpu_room_streams(double left, unsigned streams)
+{
+    unsigned room = 0;
+
+    left += 1e-9; /* 1.4 - 1 is a hair under 0.4 */
+    while (left >= CPU_ROOM_STREAM && room < streams) {
+        room++;
+        left -= 1;
+    }
+    return room;
+}
+
+bool cpu_thread_sample_take(cpu_thread_sample *s)
+{
+    FILE *f = fopen("/proc/thread-self/schedstat", "r");
+    int n;
+
+    s->at = clock_seconds();
+    if (f == NULL)
+        return false;
+    n = fscanf(f, "%" SCNu64 " %" SCNu64, &s->run, &s->wait);
+    fclose(f);
+    return n == 2;
+}
+
+double cpu_room_wait_share(const cpu_thread_sample *a, const cpu_thread_sample *b)
+{
+    uint64_t run = b->run - a->run, wait = b->wait - a->wait;
+
+    if (b->run < a->run || b->wait < a->wait || run + wait == 0)
+        return 0;
+    return (double)wait / (double)(run + wait);
+}
+
+bool cpu_contention_judge(cpu_contention *c, const cpu_thread_sample *now)
+{
+    double share;
+
+    if (!c->started) {
+        c->since = *now;
+        c->started = true;
+        return false;
+    }
+    share = cpu_room_wait_share(&c->since, now);
+    c->since = *now;
+    c->wait_min = c->judged == 0 || share < c->wait_min ? share : c->wait_min;
+    c->wait_max = c->judged == 0 || share > c->wait_max ? share : c->wait_max;
+    c->judged++;
+    return share > CPU_ROOM_WAIT;
+}
+
+bool cpu_contention_step(cpu_contention *c, double now)
+{
+    cpu_thread_sample s;
+
+    if (c->started && now - c->since.at < CPU_ROOM_WINDOW_S)
+        return false;
+    if (!cpu_thread_sample_take(&s))
+        return true; /* no counters: nothing says the CPU is free, the polite side then */
+    return cpu_contention_judge(c, &s);
+}

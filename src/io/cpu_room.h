@@ -1,0 +1,95 @@
+/*
+ * cpu_room.h - how much of the CPU the rest of the host leaves to the backup: --cpu-class auto.
+ *
+ * Measured side by side (bench/results/2026-12-06-cpu-room/): beside lookups that want every
+ * vCPU, reading threads in the idle CPU class (SCHED_IDLE) keep the queries' p99 near its
+ * baseline, and reading threads at normal priority do not. Beside lookups that want half the
+ * vCPUs, the idle class keeps nothing: the queries' p99 rose as much (1.43x against 1.30x its
+ * baseline), and the backup took 1.47x as long, its thread preempted by every waking query.
+ * So the reading threads run at normal priority when the rest of the host leaves a vCPU free
+ * for each of them, and in the idle class when it does not:
+ *
+ *   - before the reading, from what the other processes used since the backup began (the
+ *     checkpoint's wait): one stream at normal priority for each whole vCPU they left
+ *     idle (CPU_ROOM_STREAM of one counts), the others in the idle class;
+ *   - during it, each reading thread at normal priority looks at its own scheduler counters
+ *     once every CPU_ROOM_WINDOW_S: when it waited for a CPU more than CPU_ROOM_WAIT of the
+ *     time it wanted one, other processes want the CPU it holds, and it moves to the idle
+ *     class. Beside queries that want every vCPU a reader at normal priority waited 26-47 % of
+ *     the time over 1 s windows, 43 % over 2 s; beside queries that want half of them, 12-26 %
+ *     over 1 s, 17-30 % over 2 s (bench/results/2026-12-06-cpu-room/). The line between is
+ *     narrow on these 2 vCPUs: a thread that moves too soon costs time, not the queries. A
+ *     thread cannot come back from the idle class without privilege (sched(7)), so this goes
+ *     one way; a deadline's reserve threads (io/deadline.h) are what adds CPU later. The
+ *     machine's idle time was tried first: with a reader at normal priority the half-loaded
+ *     host was only 5-7 % idle, too near nothing to tell it from a saturated one.
+ *
+ * Times are the kernel's CPU accounting (/proc/stat, /proc/self/stat in clock ticks,
+ * /proc/thread-self/schedstat in nanoseconds).
+ */
+#ifndef PGD_CPU_ROOM_H
+#define PGD_CPU_ROOM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util/error.h"
+
+#define CPU_ROOM_STREAM   0.4  /* vCPUs the others leave idle that make room for a stream */
+#define CPU_ROOM_START_S  1.0  /* the room before the reading is measured over at least this */
+#define CPU_ROOM_WAIT     0.35 /* share of its time a normal reader may wait for a CPU... */
+#define CPU_ROOM_WINDOW_S 2.0  /* ...over this */
+
+typedef struct cpu_sample {
+    double at;      /* clock_seconds() */
+    uint64_t total; /* every CPU's time, all states */
+    uint64_t idle;  /* of which idle or waiting for I/O */
+    uint64_t self;  /* this process's user and system time */
+} cpu_sample;
+
+/* The kernel's counters now; false (err says why) when /proc cannot be read. */
+bool cpu_sample_take(cpu_sample *s, pgd_error *err);
+
+/* vCPUs the other processes left idle between a and b (this process's use counts as idle). */
+double cpu_room_others_left(const cpu_sample *a, const cpu_sample *b, unsigned cpus);
+
+/* The vCPUs the other processes leave idle over the next `seconds` (sleeping meanwhile). */
+bool cpu_room_measure(double seconds, unsigned cpus, double *left, pgd_error *err);
+
+/* Reading streams to run at normal priority, of `streams`, when the others left `left` vCPUs. */
+unsigned cpu_room_streams(double left, unsigned streams);
+
+/* A thread's own scheduler counters (/proc/thread-self/schedstat), nanoseconds. */
+typedef struct cpu_thread_sample {
+    double at;     /* clock_seconds() */
+    uint64_t run;  /* on a CPU */
+    uint64_t wait; /* runnable, waiting for one */
+} cpu_thread_sample;
+
+/* The calling thread's counters now; false when the kernel does not keep them (no schedstats). */
+bool cpu_thread_sample_take(cpu_thread_sample *s);
+
+/* Share of the time the thread wanted a CPU between a and b that it waited for one. */
+double cpu_room_wait_share(const cpu_thread_sample *a, const cpu_thread_sample *b);
+
+/* A reading thread at normal priority, judging itself once a window. */
+typedef struct cpu_contention {
+    cpu_thread_sample since; /* the window's start */
+    bool started;
+    /* every window judged, for the log */
+    unsigned judged;
+    double wait_min, wait_max;
+} cpu_contention;
+
+/*
+ * Called as the thread works: true when, over the window that just ended, it waited for a CPU
+ * more than CPU_ROOM_WAIT of the time it wanted one (others want the CPU it holds: it is to
+ * move to the idle class; so too when the kernel keeps no such counters). Cheap until a window
+ * has passed: a clock read.
+ */
+bool cpu_contention_step(cpu_contention *c, double now);
+
+/* The same, with the window's end given (tests: a simulated clock and counters). */
+bool cpu_contention_judge(cpu_contention *c, const cpu_thread_sample *now);
+
+#endif
