@@ -128,6 +128,25 @@ static bool backup_interrupted(void)
 }
 
 /*
+ * --deadline: a reserve thread per vCPU (at least as many as the plan reads with), so that with
+ * all of them released the backup holds a normal-priority thread on every vCPU: under queries
+ * that want them all, one normal thread had no more than its fair share among theirs (measured:
+ * no faster than --cpu-class normal). Their buffers come out of the other half of the memory,
+ * `budget` as much as the plan had; fewer when it holds fewer, never fewer than the plan's.
+ */
+static unsigned backup_deadline_reserve(const backup_run *r, uint64_t budget)
+{
+    unsigned cpus = (unsigned)sysconf(_SC_NPROCESSORS_ONLN), workers = (unsigned)r->plan.workers;
+    unsigned want = cpus > workers ? cpus : workers;
+    uint64_t per = r->plan.memory / (workers > 0 ? workers : 1), fit;
+
+    if (per == 0)
+        return want;
+    fit = budget / per;
+    return fit >= want ? want : fit > workers ? (unsigned)fit : workers;
+}
+
+/*
  * --cpu-class auto: how many reading threads start at normal priority, from the vCPUs the other
  * processes left idle since the backup began (at least CPU_ROOM_START_S of it, waited for
  * when the checkpoint was quicker). PGDIRECT_TEST_CPU_LEFT replaces the measurement (tests of
@@ -700,14 +719,14 @@ static bool backup_copy(backup_run *r, pgd_error *err)
     cfg.engine = r->plan.engine;
     t_read = clock_seconds();
     if (s->deadline_s > 0) {
+        cfg.reserve = backup_deadline_reserve(r, memory);
         deadline_init(&r->deadline, r->t0, (double)s->deadline_s, t_read,
-                      pipeline_bytes_to_read(r->files, r->dd.n), (unsigned)r->plan.workers);
+                      pipeline_bytes_to_read(r->files, r->dd.n), cfg.reserve);
         cfg.deadline = &r->deadline;
-        cfg.reserve = (unsigned)r->plan.workers;
-        log_info("--deadline: %d more reading threads at normal priority wait, to join if the "
+        log_info("--deadline: %u more reading threads at normal priority wait, to join if the "
                  "reading would end after %.0f s from the backup's start (one at a time, all at "
                  "once when it is far behind)",
-                 r->plan.workers, r->deadline.target - r->t0);
+                 cfg.reserve, r->deadline.target - r->t0);
     }
     if (!r->parent.found) {
         r->records = (resume_writer){.repo = r->repo, .backup_id = r->id};

@@ -85,10 +85,13 @@ static void test_a_thread_that_waits_for_the_cpu_moves(void **state)
     assert_false(cpu_contention_judge(&c, &s));
     s = th(1, 0.5, 0.05);
     assert_false(cpu_contention_judge(&c, &s));
-    /* then the queries want every vCPU: it ran 0.4 s and waited 0.4 s */
+    /* exactly half: not yet */
     s = th(2, 0.9, 0.45);
+    assert_false(cpu_contention_judge(&c, &s));
+    /* then the queries want twice the vCPUs: it ran 0.3 s and waited 0.6 s */
+    s = th(3, 1.2, 1.05);
     assert_true(cpu_contention_judge(&c, &s));
-    assert_true(c.wait_max > 0.49 && c.wait_max < 0.51);
+    assert_true(c.wait_max > 0.66 && c.wait_max < 0.67);
 }
 
 static void test_the_window_is_read_once_a_second(void **state)
