@@ -51,6 +51,7 @@ typedef struct pipeline_shared {
     atomic_uint idle_failed; /* threads that could not enter the idle CPU class */
     atomic_uint moved_idle;  /* --cpu-class auto: threads that moved to the idle class */
     unsigned moved_logged;   /* of them, those the log told (the controller's) */
+    atomic_bool pressing;    /* a deadline released reserve threads: no thread moves then */
     /* pages of the files read that reclaim evicted while they were open; unknown: no cachestat */
     atomic_uint_fast64_t pages_evicted;
     atomic_bool evicted_unknown;
@@ -296,7 +297,9 @@ static void pipeline_check_class(pipeline_worker *w)
 {
     pgd_error ignore = {0};
 
-    if (!cpu_contention_step(&w->contention, clock_seconds()))
+    /* the deadline's threads take CPU on purpose, and a reader waits for them too */
+    if (atomic_load_explicit(&w->sh->pressing, memory_order_relaxed) ||
+        !cpu_room_contention_step(&w->contention, clock_seconds()))
         return;
     w->normal = false;
     if (!politeness_thread_idle(&ignore))
@@ -768,14 +771,19 @@ static void pipeline_note_contention(pipeline_result *result, const cpu_contenti
     result->windows += c->judged;
 }
 
-/* Asked by the work pool at its interval: the CPU controller, then the deadline's. */
+/* Asked by the work pool at its interval: the CPU log, then the deadline's controller. */
 static unsigned pipeline_control(void *arg, double now, uint64_t advanced)
 {
     pipeline_shared *sh = arg;
+    unsigned released = 0;
 
     if (sh->cfg->normal > 0)
         pipeline_cpu_log(sh);
-    return sh->cfg->deadline != NULL ? pipeline_deadline(sh->cfg->deadline, now, advanced) : 0;
+    if (sh->cfg->deadline != NULL)
+        released = pipeline_deadline(sh->cfg->deadline, now, advanced);
+    if (released > 0)
+        atomic_store(&sh->pressing, true);
+    return released;
 }
 
 bool pipeline_run(const pipeline_config *cfg, pipeline_file *files, size_t nfiles,

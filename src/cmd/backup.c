@@ -169,7 +169,7 @@ static void backup_plan_room(backup_run *r)
             nanosleep(&(struct timespec){.tv_sec = (time_t)wait,
                                          .tv_nsec = (long)((wait - (double)(time_t)wait) * 1e9)},
                       NULL);
-        r->room_known = cpu_sample_take(&now, &(pgd_error){0});
+        r->room_known = cpu_room_sample(&now, &(pgd_error){0});
         if (r->room_known)
             left = cpu_room_others_left(&r->cpu_t0, &now, cpus);
     }
@@ -268,10 +268,14 @@ static void backup_log_deadline(const backup_run *r)
         return;
     units_format_duration(clock_seconds() - r->t0, took, sizeof(took));
     units_format_duration((double)r->s->deadline_s, limit, sizeof(limit));
-    if (c->late)
+    if (c->late && clock_seconds() > c->target)
         log_warn("--deadline %s could not be met: even with every reading thread at normal "
                  "priority (%u more) the reading was behind; it went on at full speed",
                  limit, c->reserve);
+    else if (c->late)
+        log_info("--deadline %s: read in time, in %s, with every reading thread at normal "
+                 "priority (%u more) from %.0f s on",
+                 limit, took, c->reserve, c->releases[c->nreleases - 1].at);
     else if (c->released == 0)
         log_info("--deadline %s: read on idle CPU time alone, in %s", limit, took);
     else
@@ -584,7 +588,7 @@ static bool backup_begin(backup_run *r, pgd_error *err)
         return false;
     r->t0 = clock_seconds();
     r->start_time = time(NULL);
-    r->cpu_t0_taken = s->cpu_auto && cpu_sample_take(&r->cpu_t0, &(pgd_error){0});
+    r->cpu_t0_taken = s->cpu_auto && cpu_room_sample(&r->cpu_t0, &(pgd_error){0});
     if (!source_check(&r->pg, s->pgdata, s->pgdata_real, s->archive_check, err) ||
         !pg_session_backup_privileges(&r->pg, err) || !backup_probe_archive(r, err))
         return false;

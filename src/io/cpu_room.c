@@ -12,7 +12,7 @@
 #include "util/progress.h"
 
 /* The first line of /proc/stat: "cpu  user nice system idle iowait irq softirq steal ..." */
-static bool cpu_sample_machine(cpu_sample *s, pgd_error *err)
+static bool cpu_room_machine_times(cpu_sample *s, pgd_error *err)
 {
     FILE *f = fopen("/proc/stat", "r");
     uint64_t v[8] = {0};
@@ -35,7 +35,7 @@ static bool cpu_sample_machine(cpu_sample *s, pgd_error *err)
 }
 
 /* utime and stime, fields 14 and 15 of /proc/self/stat, counted after the command's ")". */
-static bool cpu_sample_self(cpu_sample *s, pgd_error *err)
+static bool cpu_room_self_times(cpu_sample *s, pgd_error *err)
 {
     FILE *f = fopen("/proc/self/stat", "r");
     char line[1024], *p;
@@ -55,10 +55,10 @@ static bool cpu_sample_self(cpu_sample *s, pgd_error *err)
     return true;
 }
 
-bool cpu_sample_take(cpu_sample *s, pgd_error *err)
+bool cpu_room_sample(cpu_sample *s, pgd_error *err)
 {
     s->at = clock_seconds();
-    return cpu_sample_machine(s, err) && cpu_sample_self(s, err);
+    return cpu_room_machine_times(s, err) && cpu_room_self_times(s, err);
 }
 
 double cpu_room_others_left(const cpu_sample *a, const cpu_sample *b, unsigned cpus)
@@ -80,10 +80,10 @@ bool cpu_room_measure(double seconds, unsigned cpus, double *left, pgd_error *er
     struct timespec ts = {.tv_sec = (time_t)seconds,
                           .tv_nsec = (long)((seconds - (double)(time_t)seconds) * 1e9)};
 
-    if (!cpu_sample_take(&a, err))
+    if (!cpu_room_sample(&a, err))
         return false;
     nanosleep(&ts, NULL);
-    if (!cpu_sample_take(&b, err))
+    if (!cpu_room_sample(&b, err))
         return false;
     *left = cpu_room_others_left(&a, &b, cpus);
     return true;
@@ -101,7 +101,7 @@ unsigned cpu_room_streams(double left, unsigned streams)
     return room;
 }
 
-bool cpu_thread_sample_take(cpu_thread_sample *s)
+bool cpu_room_thread_sample(cpu_thread_sample *s)
 {
     FILE *f = fopen("/proc/thread-self/schedstat", "r");
     int n;
@@ -123,7 +123,7 @@ double cpu_room_wait_share(const cpu_thread_sample *a, const cpu_thread_sample *
     return (double)wait / (double)(run + wait);
 }
 
-bool cpu_contention_judge(cpu_contention *c, const cpu_thread_sample *now)
+bool cpu_room_contention_judge(cpu_contention *c, const cpu_thread_sample *now)
 {
     double share;
 
@@ -140,13 +140,13 @@ bool cpu_contention_judge(cpu_contention *c, const cpu_thread_sample *now)
     return share > CPU_ROOM_WAIT;
 }
 
-bool cpu_contention_step(cpu_contention *c, double now)
+bool cpu_room_contention_step(cpu_contention *c, double now)
 {
     cpu_thread_sample s;
 
     if (c->started && now - c->since.at < CPU_ROOM_WINDOW_S)
         return false;
-    if (!cpu_thread_sample_take(&s))
+    if (!cpu_room_thread_sample(&s))
         return true; /* no counters: nothing says the CPU is free, the polite side then */
-    return cpu_contention_judge(c, &s);
+    return cpu_room_contention_judge(c, &s);
 }

@@ -53,7 +53,7 @@ typedef struct cpu_sample {
 } cpu_sample;
 
 /* The kernel's counters now; false (err says why) when /proc cannot be read. */
-bool cpu_sample_take(cpu_sample *s, pgd_error *err);
+bool cpu_room_sample(cpu_sample *s, pgd_error *err);
 
 /* vCPUs the other processes left idle between a and b (this process's use counts as idle). */
 double cpu_room_others_left(const cpu_sample *a, const cpu_sample *b, unsigned cpus);
@@ -72,7 +72,7 @@ typedef struct cpu_thread_sample {
 } cpu_thread_sample;
 
 /* The calling thread's counters now; false when the kernel does not keep them (no schedstats). */
-bool cpu_thread_sample_take(cpu_thread_sample *s);
+bool cpu_room_thread_sample(cpu_thread_sample *s);
 
 /* Share of the time the thread wanted a CPU between a and b that it waited for one. */
 double cpu_room_wait_share(const cpu_thread_sample *a, const cpu_thread_sample *b);
@@ -92,9 +92,9 @@ typedef struct cpu_contention {
  * move to the idle class; so too when the kernel keeps no such counters). Cheap until a window
  * has passed: a clock read.
  */
-bool cpu_contention_step(cpu_contention *c, double now);
+bool cpu_room_contention_step(cpu_contention *c, double now);
 
 /* The same, with the window's end given (tests: a simulated clock and counters). */
-bool cpu_contention_judge(cpu_contention *c, const cpu_thread_sample *now);
+bool cpu_room_contention_judge(cpu_contention *c, const cpu_thread_sample *now);
 
 #endif

@@ -60,20 +60,20 @@ static void test_a_thread_that_rarely_waits_stays(void **state)
 
     (void)state;
     s = th(0, 0, 0);
-    assert_false(cpu_contention_judge(&c, &s)); /* the first sample starts the window */
+    assert_false(cpu_room_contention_judge(&c, &s)); /* the first sample starts the window */
     /* 60 s at 0.7 of a vCPU, waiting a tenth of the time it wanted one, then just under the line */
     for (int t = 1; t <= 60; t++) {
         run += 0.63;
         wait += t <= 30 ? 0.07 : 0.63 * CPU_ROOM_WAIT / (1 - CPU_ROOM_WAIT) - 0.01;
         s = th(t, run, wait);
-        assert_false(cpu_contention_judge(&c, &s));
+        assert_false(cpu_room_contention_judge(&c, &s));
     }
     assert_int_equal(c.judged, 60);
     assert_true(c.wait_min > 0.099 && c.wait_min < 0.101);
     assert_true(c.wait_max < CPU_ROOM_WAIT && c.wait_max > CPU_ROOM_WAIT - 0.02);
     /* a thread that slept the whole window (reads in flight) waited for nothing */
     s = th(61, run, wait);
-    assert_false(cpu_contention_judge(&c, &s));
+    assert_false(cpu_room_contention_judge(&c, &s));
 }
 
 static void test_a_thread_that_waits_for_the_cpu_moves(void **state)
@@ -82,15 +82,15 @@ static void test_a_thread_that_waits_for_the_cpu_moves(void **state)
     cpu_thread_sample s = th(0, 0, 0);
 
     (void)state;
-    assert_false(cpu_contention_judge(&c, &s));
+    assert_false(cpu_room_contention_judge(&c, &s));
     s = th(1, 0.5, 0.05);
-    assert_false(cpu_contention_judge(&c, &s));
+    assert_false(cpu_room_contention_judge(&c, &s));
     /* exactly half: not yet */
     s = th(2, 0.9, 0.45);
-    assert_false(cpu_contention_judge(&c, &s));
+    assert_false(cpu_room_contention_judge(&c, &s));
     /* then the queries want twice the vCPUs: it ran 0.3 s and waited 0.6 s */
     s = th(3, 1.2, 1.05);
-    assert_true(cpu_contention_judge(&c, &s));
+    assert_true(cpu_room_contention_judge(&c, &s));
     assert_true(c.wait_max > 0.66 && c.wait_max < 0.67);
 }
 
@@ -101,16 +101,16 @@ static void test_the_window_is_read_once_a_second(void **state)
 
     (void)state;
     /* the first step reads the kernel's counters and starts the window */
-    assert_false(cpu_contention_step(&c, clock_seconds()));
+    assert_false(cpu_room_contention_step(&c, clock_seconds()));
     assert_true(c.started);
     t0 = c.since.at;
     /* within the window nothing is read again */
-    assert_false(cpu_contention_step(&c, t0 + CPU_ROOM_WINDOW_S / 2));
+    assert_false(cpu_room_contention_step(&c, t0 + CPU_ROOM_WINDOW_S / 2));
     assert_true(c.since.at == t0);
     assert_int_equal(c.judged, 0);
     /* after it, the window is judged (whatever it says: a loaded test machine may keep this
      * thread waiting for a share of the little it ran) */
-    (void)cpu_contention_step(&c, t0 + CPU_ROOM_WINDOW_S);
+    (void)cpu_room_contention_step(&c, t0 + CPU_ROOM_WINDOW_S);
     assert_int_equal(c.judged, 1);
     assert_true(c.since.at > t0);
 }
@@ -122,10 +122,10 @@ static void test_the_kernel_counters_are_read(void **state)
     volatile unsigned long spin = 0;
 
     (void)state;
-    assert_true(cpu_sample_take(&a, &err));
+    assert_true(cpu_room_sample(&a, &err));
     for (unsigned long i = 0; i < 50000000UL; i++)
         spin += i;
-    assert_true(cpu_sample_take(&b, &err));
+    assert_true(cpu_room_sample(&b, &err));
     assert_true(a.total > 0 && a.idle <= a.total);
     assert_true(b.total >= a.total && b.idle >= a.idle && b.self >= a.self);
     assert_true(b.at > a.at);
@@ -133,10 +133,10 @@ static void test_the_kernel_counters_are_read(void **state)
     assert_true(b.self > a.self);
     {
         cpu_thread_sample ta, tb;
-        assert_true(cpu_thread_sample_take(&ta));
+        assert_true(cpu_room_thread_sample(&ta));
         for (unsigned long i = 0; i < 10000000UL; i++)
             spin += i;
-        assert_true(cpu_thread_sample_take(&tb));
+        assert_true(cpu_room_thread_sample(&tb));
         assert_true(tb.run > ta.run && tb.wait >= ta.wait);
     }
 }
