@@ -127,6 +127,11 @@ static bool backup_interrupted(void)
     return interrupt_signal() != 0;
 }
 
+/* What the idle CPU class is, in the politeness line of the log. */
+#define BACKUP_IDLE_CLASS                                                                          \
+    "reading threads in the idle CPU class (SCHED_IDLE: they run on CPU time the database "        \
+    "leaves idle, and a waking query preempts them)"
+
 /*
  * --deadline: a reserve thread per vCPU (at least as many as the plan reads with), so that with
  * all of them released the backup holds a normal-priority thread on every vCPU: under queries
@@ -165,10 +170,7 @@ static void backup_plan_room(backup_run *r)
         left = strtod(forced, NULL);
         r->room_known = true;
     } else if (r->cpu_t0_taken) {
-        if (wait > 0)
-            nanosleep(&(struct timespec){.tv_sec = (time_t)wait,
-                                         .tv_nsec = (long)((wait - (double)(time_t)wait) * 1e9)},
-                      NULL);
+        clock_sleep(wait);
         r->room_known = cpu_room_sample(&now, &(pgd_error){0});
         if (r->room_known)
             left = cpu_room_others_left(&r->cpu_t0, &now, cpus);
@@ -184,14 +186,12 @@ static void backup_describe_room(const backup_run *r, char *out, size_t outlen)
 
     if (!r->room_known)
         str_format(out, outlen,
-                   "reading threads in the idle CPU class (SCHED_IDLE: they run on CPU time the "
-                   "database leaves idle, and a waking query preempts them), the CPU times in "
-                   "\"/proc/stat\" being unreadable");
+                   BACKUP_IDLE_CLASS ", the CPU times in \"/proc/stat\" being unreadable");
     else if (normal == 0)
         str_format(out, outlen,
-                   "reading threads in the idle CPU class (SCHED_IDLE: they run on CPU time the "
-                   "database leaves idle, and a waking query preempts them), the other processes "
-                   "having left %.1f of %u vCPUs idle since the backup began",
+                   BACKUP_IDLE_CLASS
+                   ", the other processes having left %.1f of %u vCPUs idle since "
+                   "the backup began",
                    r->room_left, r->room_cpus);
     else
         str_format(out, outlen,
@@ -218,10 +218,7 @@ static void backup_be_polite(const backup_run *r, cpu_cgroup *cg)
     if (s->cpu_auto)
         backup_describe_room(r, cpu, sizeof(cpu));
     else if (s->cpu_idle)
-        str_format(cpu, sizeof(cpu),
-                   "reading threads in the idle CPU class (SCHED_IDLE: they "
-                   "run on CPU time the database leaves idle, and a waking "
-                   "query preempts them)");
+        str_format(cpu, sizeof(cpu), "%s", BACKUP_IDLE_CLASS);
     if (s->cpu_idle || s->io_idle)
         log_info("politeness: %s%s%s (no privilege needed); %s", cpu,
                  s->cpu_idle && s->io_idle ? ", " : "",

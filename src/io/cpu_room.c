@@ -7,7 +7,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "util/progress.h"
 
@@ -77,12 +76,10 @@ double cpu_room_others_left(const cpu_sample *a, const cpu_sample *b, unsigned c
 bool cpu_room_measure(double seconds, unsigned cpus, double *left, pgd_error *err)
 {
     cpu_sample a, b;
-    struct timespec ts = {.tv_sec = (time_t)seconds,
-                          .tv_nsec = (long)((seconds - (double)(time_t)seconds) * 1e9)};
 
     if (!cpu_room_sample(&a, err))
         return false;
-    nanosleep(&ts, NULL);
+    clock_sleep(seconds);
     if (!cpu_room_sample(&b, err))
         return false;
     *left = cpu_room_others_left(&a, &b, cpus);

@@ -40,8 +40,5 @@ void rate_limit_acquire(rate_limit *rl, uint64_t bytes)
     rl->tokens -= (double)bytes;
     wait = rl->tokens < 0 ? -rl->tokens / rl->rate : 0;
     pthread_mutex_unlock(&rl->lock);
-    if (wait > 0) {
-        struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
-        nanosleep(&ts, NULL);
-    }
+    clock_sleep(wait);
 }

@@ -20,6 +20,14 @@ double clock_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+void clock_sleep(double seconds)
+{
+    struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+
+    if (seconds > 0)
+        nanosleep(&ts, NULL);
+}
+
 void progress_start(progress_meter *m, bool enabled, uint64_t total)
 {
     m->enabled = enabled;

@@ -22,7 +22,8 @@ typedef struct progress_meter {
     double last_print;
 } progress_meter;
 
-double clock_seconds(void); /* monotonic */
+double clock_seconds(void);       /* monotonic */
+void clock_sleep(double seconds); /* nothing when seconds <= 0; a signal may cut it short */
 
 void progress_start(progress_meter *m, bool enabled, uint64_t total);
 void progress_update(progress_meter *m, uint64_t done);
