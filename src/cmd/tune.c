@@ -49,7 +49,8 @@ static json_t *cmd_tune_place_json(const io_plan_place *p)
  */
 #define TUNE_POLITENESS                                                                            \
     "reading threads at normal priority while the other processes leave a vCPU idle for each, "    \
-    "in the idle CPU class (SCHED_IDLE) otherwise and once the host is busy (--cpu-class auto); "  \
+    "in the idle CPU class (SCHED_IDLE) otherwise or once it waits for a CPU more than half the "  \
+    "time (--cpu-class auto); "                                                                    \
     "reads in the idle I/O class; no privilege needed"
 #define TUNE_POLITENESS_WHY                                                                        \
     "measured beside queries that want every vCPU, the idle class kept their p99 at 1.12-1.22x "   \

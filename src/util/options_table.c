@@ -112,12 +112,12 @@ const opt_def opt_defs[OPT_COUNT] = {
                        "CPU scheduling class of the reading threads (idle: SCHED_IDLE, they run "
                        "on CPU time the database leaves idle and a waking query preempts them; "
                        "normal: compete with it; auto: normal for as many as the other processes "
-                       "leave vCPUs idle when the reading begins, idle for the rest and for all "
-                       "once the host gets busy)"},
+                       "leave vCPUs idle when the reading begins, idle for the rest; one that "
+                       "then waits for a CPU more than half the time moves to idle)"},
     [OPT_DEADLINE] = {"deadline", "DURATION", NULL, CMD_BACKUP, false,
-                      "finish within DURATION (\"2h\", \"45m\") whatever the load: as many "
-                      "reading threads at normal priority wait, and join one at a time when the "
-                      "reading would end too late"},
+                      "finish within DURATION (\"2h\", \"45m\") whatever the load: a reading "
+                      "thread per vCPU waits at normal priority, and they join when the reading "
+                      "would end too late (one at a time, all at once when far behind)"},
     [OPT_CHECKPOINT] = {"checkpoint", "spread|fast", "spread", CMD_BACKUP, false,
                         "checkpoint mode of pg_backup_start"},
     [OPT_LABEL] = {"label", "TEXT", "pgdirect", CMD_BACKUP, false, "backup label"},
