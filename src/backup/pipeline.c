@@ -52,6 +52,7 @@ typedef struct pipeline_shared {
     atomic_uint moved_idle;  /* --cpu-class auto: threads that moved to the idle class */
     unsigned moved_logged;   /* of them, those the log told (the controller's) */
     atomic_bool pressing;    /* a deadline released reserve threads: no thread moves then */
+    unsigned room_released;  /* --cpu-class auto: reserve threads released for the room */
     /* pages of the files read that reclaim evicted while they were open; unknown: no cachestat */
     atomic_uint_fast64_t pages_evicted;
     atomic_bool evicted_unknown;
@@ -705,7 +706,7 @@ uint64_t pipeline_bytes_to_read(const pipeline_file *files, size_t n)
 static bool pipeline_setup(pipeline_worker *workers, pipeline_shared *sh, pgd_error *err)
 {
     for (int i = 0; i < sh->cfg->workers + (int)sh->cfg->reserve; i++) {
-        workers[i].normal = (unsigned)i < sh->cfg->normal;
+        workers[i].normal = sh->cfg->room != NULL && i >= sh->cfg->workers;
         if (!pipeline_worker_setup(&workers[i], sh, err)) {
             err_prefix(err, "could not set up reader thread %d", i + 1);
             return false;
@@ -716,18 +717,40 @@ static bool pipeline_setup(pipeline_worker *workers, pipeline_shared *sh, pgd_er
 
 /*
  * First thing in each reading thread: the idle CPU class (threads it starts later, S3 uploads,
- * inherit it), but for those --cpu-class auto starts at normal priority. A deadline's reserve
- * threads stay at normal priority. A system that refuses (a seccomp profile, say) costs
- * politeness, not the backup: counted, and the caller warns.
+ * inherit it). The reserve threads stay at normal priority. A system that refuses (a seccomp
+ * profile, say) costs politeness, not the backup: counted, and the caller warns.
  */
 static void pipeline_thread_start(void *arg, unsigned number, bool reserve)
 {
     pipeline_shared *sh = arg;
     pgd_error ignore = {0};
 
-    if (sh->cfg->cpu_idle && !reserve && number >= sh->cfg->normal &&
-        !politeness_thread_idle(&ignore))
+    (void)number;
+    if (sh->cfg->cpu_idle && !reserve && !politeness_thread_idle(&ignore))
         atomic_fetch_add(&sh->idle_failed, 1);
+}
+
+/* --cpu-class auto: once the room is known, how many reserve threads join for it. */
+static unsigned pipeline_room(pipeline_shared *sh, double now)
+{
+    cpu_room_start *room = sh->cfg->room;
+
+    if (!cpu_room_start_step(room, now, sh->cfg->reserve))
+        return sh->room_released;
+    sh->room_released = room->normal;
+    if (!room->known)
+        log_info("politeness: the CPU times in \"/proc/stat\" could not be read: every reading "
+                 "thread stays in the idle CPU class");
+    else if (room->normal == 0)
+        log_info("politeness: the other processes left %.1f of %u vCPUs idle in the backup's "
+                 "first %.0f s: every reading thread stays in the idle CPU class",
+                 room->left, room->cpus, now - room->since);
+    else
+        log_info("politeness: the other processes left %.1f of %u vCPUs idle in the backup's "
+                 "first %.0f s: %u more reading thread%s at normal priority from now on",
+                 room->left, room->cpus, now - room->since, room->normal,
+                 room->normal == 1 ? "" : "s");
+    return room->normal;
 }
 
 /* The deadline controller: how many reserve threads should read. */
@@ -755,8 +778,8 @@ static void pipeline_cpu_log(pipeline_shared *sh)
              "wanted one over %.0f s (other processes want the CPUs): %s in the idle CPU class "
              "now, %u of %u at normal priority",
              moved, moved == 1 ? "" : "s", 100 * CPU_ROOM_WAIT, moved == 1 ? "it" : "they",
-             CPU_ROOM_WINDOW_S, moved == 1 ? "it is" : "they are", sh->cfg->normal - moved,
-             (unsigned)sh->cfg->workers);
+             CPU_ROOM_WINDOW_S, moved == 1 ? "it is" : "they are", sh->room_released - moved,
+             sh->room_released);
 }
 
 /* A reading thread's waits for the CPU, into the result's least and most. */
@@ -771,19 +794,21 @@ static void pipeline_note_contention(pipeline_result *result, const cpu_contenti
     result->windows += c->judged;
 }
 
-/* Asked by the work pool at its interval: the CPU log, then the deadline's controller. */
+/* Asked by the work pool at its interval: the room and the CPU log, the deadline's controller. */
 static unsigned pipeline_control(void *arg, double now, uint64_t advanced)
 {
     pipeline_shared *sh = arg;
-    unsigned released = 0;
+    unsigned room = 0, late = 0;
 
-    if (sh->cfg->normal > 0)
+    if (sh->cfg->room != NULL) {
+        room = pipeline_room(sh, now);
         pipeline_cpu_log(sh);
+    }
     if (sh->cfg->deadline != NULL)
-        released = pipeline_deadline(sh->cfg->deadline, now, advanced);
-    if (released > 0)
+        late = pipeline_deadline(sh->cfg->deadline, now, advanced);
+    if (late > 0)
         atomic_store(&sh->pressing, true);
-    return released;
+    return room > late ? room : late;
 }
 
 bool pipeline_run(const pipeline_config *cfg, pipeline_file *files, size_t nfiles,
@@ -804,9 +829,8 @@ bool pipeline_run(const pipeline_config *cfg, pipeline_file *files, size_t nfile
                          .progress = &meter,
                          .thread_start = pipeline_thread_start,
                          .thread_arg = &sh,
-                         .reserve = cfg->deadline != NULL ? cfg->reserve : 0,
-                         .control =
-                             cfg->deadline != NULL || cfg->normal > 0 ? pipeline_control : NULL,
+                         .reserve = cfg->reserve,
+                         .control = cfg->reserve > 0 ? pipeline_control : NULL,
                          .control_arg = &sh,
                          .control_interval_s = PIPELINE_CONTROL_INTERVAL_S};
     bool ok;
@@ -833,7 +857,7 @@ bool pipeline_run(const pipeline_config *cfg, pipeline_file *files, size_t nfile
     }
     free(workers);
     result->idle_failed = atomic_load(&sh.idle_failed);
-    if (cfg->normal > 0)
+    if (cfg->room != NULL)
         pipeline_cpu_log(&sh);
     result->moved_idle = atomic_load(&sh.moved_idle);
     rate_limit_destroy(&sh.rate);

@@ -106,15 +106,14 @@ typedef struct pipeline_config {
     uint64_t max_rate; /* bytes/s, 0: unlimited */
     bool cpu_idle;     /* the reading threads in the idle CPU class (io/politeness.h) */
     /*
-     * --cpu-class auto (io/cpu_room.h): the first `normal` reading threads start at normal
-     * priority, the rest in the idle class, and each normal one moves there when it finds
-     * itself waiting for the CPU; cpu_idle is true with it (0 without auto).
+     * `reserve` more reading threads at normal priority wait to be released by either
+     * controller (0 and both NULL without them):
+     *   - --cpu-class auto (io/cpu_room.h, cpu_idle true with it): as many as the other
+     *     processes leave vCPUs idle, once room has measured it; each moves to the idle class
+     *     when it finds itself waiting for the CPU;
+     *   - a deadline (io/deadline.h): as many as the reading needs to end in time.
      */
-    unsigned normal;
-    /*
-     * A deadline (io/deadline.h): `reserve` more reading threads, at normal priority, that the
-     * controller releases when the reading falls behind; NULL and 0 without one.
-     */
+    cpu_room_start *room;
     deadline_control *deadline;
     unsigned reserve;
     bool progress;

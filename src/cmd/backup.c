@@ -108,11 +108,8 @@ typedef struct backup_run {
     uint64_t pages_reread;      /* pages that failed as first read and were read again */
     cpu_cgroup cpu_cg;
     deadline_control deadline; /* --deadline's controller (io/deadline.h) */
-    cpu_sample cpu_t0;         /* --cpu-class auto: the CPU times at t0 (io/cpu_room.h) */
-    bool cpu_t0_taken;
-    unsigned room_normal, room_cpus; /* reading threads started at normal priority, of vCPUs */
-    double room_left;                /* vCPUs the other processes left idle before the reading */
-    bool room_known; /* false: /proc could not be read, every reading thread is idle-class */
+    cpu_room_start room;       /* --cpu-class auto: the CPU the others leave (io/cpu_room.h) */
+    unsigned reserve;          /* reading threads at normal priority that wait to be released */
     double t0, read_secs;
 } backup_run;
 
@@ -133,13 +130,14 @@ static bool backup_interrupted(void)
     "leaves idle, and a waking query preempts them)"
 
 /*
- * --deadline: a reserve thread per vCPU (at least as many as the plan reads with), so that with
- * all of them released the backup holds a normal-priority thread on every vCPU: under queries
- * that want them all, one normal thread had no more than its fair share among theirs (measured:
- * no faster than --cpu-class normal). Their buffers come out of the other half of the memory,
- * `budget` as much as the plan had; fewer when it holds fewer, never fewer than the plan's.
+ * Reserve reading threads at normal priority, for --cpu-class auto and --deadline: one per vCPU
+ * (at least as many as the plan reads with), so that with all of them released the backup holds
+ * a normal-priority thread on every vCPU: under queries that want them all, one normal thread
+ * had no more than its fair share among theirs (measured: no faster than --cpu-class normal).
+ * Their buffers come out of the other half of the memory, `budget` as much as the plan had;
+ * fewer when it holds fewer, never fewer than the plan's.
  */
-static unsigned backup_deadline_reserve(const backup_run *r, uint64_t budget)
+static unsigned backup_reserve(const backup_run *r, uint64_t budget)
 {
     unsigned cpus = (unsigned)sysconf(_SC_NPROCESSORS_ONLN), workers = (unsigned)r->plan.workers;
     unsigned want = cpus > workers ? cpus : workers;
@@ -152,53 +150,16 @@ static unsigned backup_deadline_reserve(const backup_run *r, uint64_t budget)
 }
 
 /*
- * --cpu-class auto: how many reading threads start at normal priority, from the vCPUs the other
- * processes left idle since the backup began (at least CPU_ROOM_START_S of it, waited for
- * when the checkpoint was quicker). PGDIRECT_TEST_CPU_LEFT replaces the measurement (tests of
- * what follows it, which cannot count on an idle host). Unknown counters: none.
+ * --cpu-class auto: the CPU times as the backup begins, against which the room is measured
+ * (pipeline.c, once the backup has run CPU_ROOM_START_S). PGDIRECT_TEST_CPU_LEFT replaces the
+ * measurement (tests of what follows it, which cannot count on an idle host).
  */
-static void backup_plan_room(backup_run *r)
+static void backup_room_begin(backup_run *r)
 {
-    unsigned cpus = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
     const char *forced = getenv("PGDIRECT_TEST_CPU_LEFT");
-    cpu_sample now;
-    double left = 0, wait = r->t0 + CPU_ROOM_START_S - clock_seconds();
 
-    if (!r->s->cpu_auto)
-        return;
-    if (forced != NULL && *forced != '\0') {
-        left = strtod(forced, NULL);
-        r->room_known = true;
-    } else if (r->cpu_t0_taken) {
-        clock_sleep(wait);
-        r->room_known = cpu_room_sample(&now, &(pgd_error){0});
-        if (r->room_known)
-            left = cpu_room_others_left(&r->cpu_t0, &now, cpus);
-    }
-    r->room_normal = cpu_room_streams(left, (unsigned)r->plan.workers);
-    r->room_cpus = cpus;
-    r->room_left = left;
-}
-
-static void backup_describe_room(const backup_run *r, char *out, size_t outlen)
-{
-    unsigned normal = r->room_normal, workers = (unsigned)r->plan.workers;
-
-    if (!r->room_known)
-        str_format(out, outlen,
-                   BACKUP_IDLE_CLASS ", the CPU times in \"/proc/stat\" being unreadable");
-    else if (normal == 0)
-        str_format(out, outlen,
-                   BACKUP_IDLE_CLASS
-                   ", the other processes having left %.1f of %u vCPUs idle since "
-                   "the backup began",
-                   r->room_left, r->room_cpus);
-    else
-        str_format(out, outlen,
-                   "%u of %u reading threads at normal priority, the other processes having left "
-                   "%.1f of %u vCPUs idle since the backup began (each moves to the idle CPU "
-                   "class, SCHED_IDLE, when it finds itself waiting for a CPU)",
-                   normal, workers, r->room_left, r->room_cpus);
+    cpu_room_start_init(&r->room, forced != NULL && *forced != '\0' ? strtod(forced, NULL) : -1,
+                        (unsigned)sysconf(_SC_NPROCESSORS_ONLN));
 }
 
 /*
@@ -216,7 +177,12 @@ static void backup_be_polite(const backup_run *r, cpu_cgroup *cg)
         log_warn("%s: reading at the normal I/O priority", perr.msg);
     err_clear(&perr);
     if (s->cpu_auto)
-        backup_describe_room(r, cpu, sizeof(cpu));
+        str_format(cpu, sizeof(cpu),
+                   BACKUP_IDLE_CLASS "; %.0f s after the backup began, %u more at normal priority "
+                                     "wait to join, one for each vCPU the other processes left "
+                                     "idle (each moves to the idle class when it finds itself "
+                                     "waiting for a CPU)",
+                   CPU_ROOM_START_S, r->reserve);
     else if (s->cpu_idle)
         str_format(cpu, sizeof(cpu), "%s", BACKUP_IDLE_CLASS);
     if (s->cpu_idle || s->io_idle)
@@ -585,7 +551,8 @@ static bool backup_begin(backup_run *r, pgd_error *err)
         return false;
     r->t0 = clock_seconds();
     r->start_time = time(NULL);
-    r->cpu_t0_taken = s->cpu_auto && cpu_room_sample(&r->cpu_t0, &(pgd_error){0});
+    if (s->cpu_auto)
+        backup_room_begin(r);
     if (!source_check(&r->pg, s->pgdata, s->pgdata_real, s->archive_check, err) ||
         !pg_session_backup_privileges(&r->pg, err) || !backup_probe_archive(r, err))
         return false;
@@ -695,9 +662,9 @@ static bool backup_copy(backup_run *r, pgd_error *err)
                            .interrupted = interrupt_flag()};
     double t_read;
 
-    /* a delta's changed pages take half the memory; a deadline's reserve threads half the rest */
-    uint64_t memory =
-        (r->parent.found ? s->max_memory / 2 : s->max_memory) / (s->deadline_s > 0 ? 2 : 1);
+    /* a delta's changed pages take half the memory; the reserve threads half the rest */
+    uint64_t memory = (r->parent.found ? s->max_memory / 2 : s->max_memory) /
+                      (s->deadline_s > 0 || s->cpu_auto ? 2 : 1);
 
     if (!pg_session_tablespaces(&r->pg, &r->spcs, &r->nspcs, err) ||
         !pg_session_databases(&r->pg, &r->dbs, &r->ndbs, err) ||
@@ -709,9 +676,10 @@ static bool backup_copy(backup_run *r, pgd_error *err)
     if (!backup_plan_delta(r, err))
         return false;
     backup_log_plan(r);
-    backup_plan_room(r);
+    if (s->deadline_s > 0 || s->cpu_auto)
+        r->reserve = cfg.reserve = backup_reserve(r, memory);
     backup_be_polite(r, &r->cpu_cg);
-    cfg.normal = r->room_normal;
+    cfg.room = s->cpu_auto ? &r->room : NULL;
     cfg.filters = r->filters;
     cfg.nfilters = r->nfilters;
     cfg.read_size = r->plan.places[0].read_size;
@@ -720,7 +688,6 @@ static bool backup_copy(backup_run *r, pgd_error *err)
     cfg.engine = r->plan.engine;
     t_read = clock_seconds();
     if (s->deadline_s > 0) {
-        cfg.reserve = backup_deadline_reserve(r, memory);
         deadline_init(&r->deadline, r->t0, (double)s->deadline_s, t_read,
                       pipeline_bytes_to_read(r->files, r->dd.n), cfg.reserve);
         cfg.deadline = &r->deadline;
@@ -738,6 +705,10 @@ static bool backup_copy(backup_run *r, pgd_error *err)
         return false;
     if (!pipeline_run(&cfg, r->files, r->dd.n, &r->res, err) || !backup_resume_merge(r, err))
         return false;
+    if (s->cpu_auto && !r->room.decided)
+        log_info("politeness: the reading ended within %.0f s of the backup's start, before the "
+                 "room on the CPUs was measured: all of it in the idle CPU class",
+                 CPU_ROOM_START_S);
     if (r->res.windows > 0)
         log_info("politeness: the reading threads at normal priority waited for a CPU %.0f-%.0f %% "
                  "of the time they wanted one (%u windows of %.0f s; over %.0f %%, a thread moves "

@@ -48,9 +48,9 @@ static json_t *cmd_tune_place_json(const io_plan_place *p)
  * clients of lookups (io/politeness.h, io/cpu_room.h).
  */
 #define TUNE_POLITENESS                                                                            \
-    "reading threads at normal priority while the other processes leave a vCPU idle for each, "    \
-    "in the idle CPU class (SCHED_IDLE) otherwise or once it waits for a CPU more than half the "  \
-    "time (--cpu-class auto); "                                                                    \
+    "reading threads in the idle CPU class (SCHED_IDLE), and from the backup's first second one "  \
+    "more at normal priority for each vCPU the other processes left idle, each moving to the "     \
+    "idle class once it waits for a CPU more than half the time (--cpu-class auto); "              \
     "reads in the idle I/O class; no privilege needed"
 #define TUNE_POLITENESS_WHY                                                                        \
     "measured beside queries that want every vCPU, the idle class kept their p99 at 1.12-1.22x "   \
@@ -64,7 +64,8 @@ static void cmd_tune_print_plan(const io_plan *plan, unsigned cpus, uint64_t cap
     pgd_error err = {0};
     double left = 0;
     bool measured = cpu_room_measure(TUNE_ROOM_WINDOW_S, cpus, &left, &err);
-    unsigned normal = measured ? cpu_room_streams(left, (unsigned)plan->workers) : 0;
+    unsigned reserve = cpus > (unsigned)plan->workers ? cpus : (unsigned)plan->workers;
+    unsigned normal = measured ? cpu_room_streams(left, reserve) : 0;
 
     if (json) {
         json_t *root = json_pack(
@@ -88,8 +89,9 @@ static void cmd_tune_print_plan(const io_plan *plan, unsigned cpus, uint64_t cap
         json_decref(root);
         return;
     }
-    printf("CPUs: %u; memory cap: %llu MiB (--max-memory auto)\n", cpus,
-           (unsigned long long)(cap >> 20));
+    printf("CPUs: %u; memory cap: %llu MiB (--max-memory auto; half of it for the plan, half for "
+           "the reading threads at normal priority that wait to join)\n",
+           cpus, (unsigned long long)(cap >> 20));
     for (size_t i = 0; i < plan->nplaces; i++) {
         const io_plan_place *p = &plan->places[i];
         const device_facts *d = &p->dev;
@@ -121,11 +123,11 @@ static void cmd_tune_print_plan(const io_plan *plan, unsigned cpus, uint64_t cap
     printf("politeness: %s\n", TUNE_POLITENESS);
     if (measured)
         printf(
-            "  now:      the other processes leave %.1f of %u vCPUs idle (over %.1f s): %u of %d "
-            "reading threads would start at normal priority\n",
-            left, cpus, TUNE_ROOM_WINDOW_S, normal, plan->workers);
+            "  now:      the other processes leave %.1f of %u vCPUs idle (over %.1f s): %u of %u "
+            "reading threads at normal priority would join the %d in the idle class\n",
+            left, cpus, TUNE_ROOM_WINDOW_S, normal, reserve, plan->workers);
     else
-        printf("  now:      %s: every reading thread would start in the idle CPU class\n", err.msg);
+        printf("  now:      %s: every reading thread would stay in the idle CPU class\n", err.msg);
     printf("  because:  %s\n", TUNE_POLITENESS_WHY);
 }
 
@@ -167,7 +169,7 @@ int cmd_tune(int argc, char **argv)
                                 .spc_locations = locations,
                                 .nspcs = spcs.ntablespaces,
                                 .engine = -1,
-                                .max_memory = cap,
+                                .max_memory = cap / 2, /* as a backup plans (cmd/backup.c) */
                                 .compression = COMPRESS_LZ4,
                                 .compression_level = COMPRESS_LEVEL_DEFAULT,
                                 .cpus = cpus};

@@ -73,6 +73,32 @@ double cpu_room_others_left(const cpu_sample *a, const cpu_sample *b, unsigned c
     return (double)cpus * (1 - (busy - self) / total);
 }
 
+void cpu_room_start_init(cpu_room_start *r, double forced, unsigned cpus)
+{
+    *r = (cpu_room_start){.forced = forced, .cpus = cpus};
+    r->t0_taken = forced < 0 && cpu_room_sample(&r->t0, &(pgd_error){0});
+    r->since = r->t0_taken ? r->t0.at : clock_seconds();
+}
+
+bool cpu_room_start_step(cpu_room_start *r, double now, unsigned reserve)
+{
+    cpu_sample s;
+
+    if (r->decided || now - r->since < CPU_ROOM_START_S)
+        return false;
+    r->decided = true;
+    r->decided_at = now;
+    if (r->forced >= 0) {
+        r->known = true;
+        r->left = r->forced;
+    } else if (r->t0_taken && cpu_room_sample(&s, &(pgd_error){0})) {
+        r->known = true;
+        r->left = cpu_room_others_left(&r->t0, &s, r->cpus);
+    }
+    r->normal = r->known ? cpu_room_streams(r->left, reserve) : 0;
+    return true;
+}
+
 bool cpu_room_measure(double seconds, unsigned cpus, double *left, pgd_error *err)
 {
     cpu_sample a, b;

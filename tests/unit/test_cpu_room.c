@@ -2,7 +2,8 @@
  * test_cpu_room.c - covers src/io/cpu_room.c: the vCPUs the other processes leave (this
  * process's own time counted as idle), the streams that makes room for, and a normal-priority
  * thread judging itself on simulated counters: one that rarely waits for a CPU stays, one that
- * waits more than CPU_ROOM_WAIT of the time moves; the kernel's counters read for real.
+ * waits more than CPU_ROOM_WAIT of the time moves; the decision once the backup has run
+ * CPU_ROOM_START_S, given and measured; the kernel's counters read for real.
  */
 #include "helpers.h"
 
@@ -115,6 +116,34 @@ static void test_the_window_is_read_once_a_second(void **state)
     assert_true(c.since.at > t0);
 }
 
+static void test_the_room_is_decided_once_after_the_first_second(void **state)
+{
+    cpu_room_start r;
+
+    (void)state;
+    /* the others left one vCPU of two: one of two reserve threads joins, and only once */
+    cpu_room_start_init(&r, 1.0, 2);
+    assert_false(cpu_room_start_step(&r, r.since + CPU_ROOM_START_S / 2, 2));
+    assert_false(r.decided);
+    assert_true(cpu_room_start_step(&r, r.since + CPU_ROOM_START_S, 2));
+    assert_true(r.decided && r.known);
+    assert_int_equal(r.normal, 1);
+    assert_false(cpu_room_start_step(&r, r.since + 5, 2));
+    assert_int_equal(r.normal, 1);
+    /* a busy host: none; an idle one: as many as wait, no more */
+    cpu_room_start_init(&r, 0.2, 2);
+    assert_true(cpu_room_start_step(&r, r.since + 2, 2));
+    assert_int_equal(r.normal, 0);
+    cpu_room_start_init(&r, 64, 2);
+    assert_true(cpu_room_start_step(&r, r.since + 2, 2));
+    assert_int_equal(r.normal, 2);
+    /* measured for real: known, and no more than the vCPUs */
+    cpu_room_start_init(&r, -1, 2);
+    assert_true(r.t0_taken);
+    assert_true(cpu_room_start_step(&r, r.since + CPU_ROOM_START_S, 2));
+    assert_true(r.known && r.left >= 0 && r.left <= 2.001 && r.normal <= 2);
+}
+
 static void test_the_kernel_counters_are_read(void **state)
 {
     cpu_sample a, b;
@@ -149,6 +178,7 @@ int main(void)
         cmocka_unit_test(test_a_thread_that_rarely_waits_stays),
         cmocka_unit_test(test_a_thread_that_waits_for_the_cpu_moves),
         cmocka_unit_test(test_the_window_is_read_once_a_second),
+        cmocka_unit_test(test_the_room_is_decided_once_after_the_first_second),
         cmocka_unit_test(test_the_kernel_counters_are_read),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
