@@ -52,7 +52,6 @@ typedef struct pipeline_shared {
     atomic_uint moved_idle;  /* --cpu-class auto: threads that moved to the idle class */
     unsigned moved_logged;   /* of them, those the log told (the controller's) */
     atomic_bool pressing;    /* a deadline released reserve threads: no thread moves then */
-    unsigned room_released;  /* --cpu-class auto: reserve threads released for the room */
     /* pages of the files read that reclaim evicted while they were open; unknown: no cachestat */
     atomic_uint_fast64_t pages_evicted;
     atomic_bool evicted_unknown;
@@ -730,29 +729,6 @@ static void pipeline_thread_start(void *arg, unsigned number, bool reserve)
         atomic_fetch_add(&sh->idle_failed, 1);
 }
 
-/* --cpu-class auto: once the room is known, how many reserve threads join for it. */
-static unsigned pipeline_room(pipeline_shared *sh, double now)
-{
-    cpu_room_start *room = sh->cfg->room;
-
-    if (!cpu_room_start_step(room, now, sh->cfg->reserve))
-        return sh->room_released;
-    sh->room_released = room->normal;
-    if (!room->known)
-        log_info("politeness: the CPU times in \"/proc/stat\" could not be read: every reading "
-                 "thread stays in the idle CPU class");
-    else if (room->normal == 0)
-        log_info("politeness: the other processes left %.1f of %u vCPUs idle in the backup's "
-                 "first %.0f s: every reading thread stays in the idle CPU class",
-                 room->left, room->cpus, now - room->since);
-    else
-        log_info("politeness: the other processes left %.1f of %u vCPUs idle in the backup's "
-                 "first %.0f s: %u more reading thread%s at normal priority from now on",
-                 room->left, room->cpus, now - room->since, room->normal,
-                 room->normal == 1 ? "" : "s");
-    return room->normal;
-}
-
 /* The deadline controller: how many reserve threads should read. */
 static unsigned pipeline_deadline(deadline_control *c, double now, uint64_t advanced)
 {
@@ -778,8 +754,8 @@ static void pipeline_cpu_log(pipeline_shared *sh)
              "wanted one over %.0f s (other processes want the CPUs): %s in the idle CPU class "
              "now, %u of %u at normal priority",
              moved, moved == 1 ? "" : "s", 100 * CPU_ROOM_WAIT, moved == 1 ? "it" : "they",
-             CPU_ROOM_WINDOW_S, moved == 1 ? "it is" : "they are", sh->room_released - moved,
-             sh->room_released);
+             CPU_ROOM_WINDOW_S, moved == 1 ? "it is" : "they are", sh->cfg->room->normal - moved,
+             sh->cfg->room->normal);
 }
 
 /* A reading thread's waits for the CPU, into the result's least and most. */
@@ -801,7 +777,7 @@ static unsigned pipeline_control(void *arg, double now, uint64_t advanced)
     unsigned room = 0, late = 0;
 
     if (sh->cfg->room != NULL) {
-        room = pipeline_room(sh, now);
+        room = sh->cfg->room->normal;
         pipeline_cpu_log(sh);
     }
     if (sh->cfg->deadline != NULL)
@@ -830,6 +806,7 @@ bool pipeline_run(const pipeline_config *cfg, pipeline_file *files, size_t nfile
                          .thread_start = pipeline_thread_start,
                          .thread_arg = &sh,
                          .reserve = cfg->reserve,
+                         .released = cfg->room != NULL ? cfg->room->normal : 0,
                          .control = cfg->reserve > 0 ? pipeline_control : NULL,
                          .control_arg = &sh,
                          .control_interval_s = PIPELINE_CONTROL_INTERVAL_S};

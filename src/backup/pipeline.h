@@ -108,9 +108,9 @@ typedef struct pipeline_config {
     /*
      * `reserve` more reading threads at normal priority wait to be released by either
      * controller (0 and both NULL without them):
-     *   - --cpu-class auto (io/cpu_room.h, cpu_idle true with it): as many as the other
-     *     processes leave vCPUs idle, once room has measured it; each moves to the idle class
-     *     when it finds itself waiting for the CPU;
+     *   - --cpu-class auto (io/cpu_room.h, cpu_idle true with it): room->normal of them from
+     *     the start (room decided: as many as the other processes left vCPUs idle), each
+     *     moving to the idle class when it finds itself waiting for the CPU;
      *   - a deadline (io/deadline.h): as many as the reading needs to end in time.
      */
     cpu_room_start *room;

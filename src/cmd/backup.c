@@ -151,8 +151,8 @@ static unsigned backup_reserve(const backup_run *r, uint64_t budget)
 
 /*
  * --cpu-class auto: the CPU times as the backup begins, against which the room is measured
- * (pipeline.c, once the backup has run CPU_ROOM_START_S). PGDIRECT_TEST_CPU_LEFT replaces the
- * measurement (tests of what follows it, which cannot count on an idle host).
+ * before the reading. PGDIRECT_TEST_CPU_LEFT replaces the measurement (tests of what follows
+ * it, which cannot count on an idle host).
  */
 static void backup_room_begin(backup_run *r)
 {
@@ -160,6 +160,52 @@ static void backup_room_begin(backup_run *r)
 
     cpu_room_start_init(&r->room, forced != NULL && *forced != '\0' ? strtod(forced, NULL) : -1,
                         (unsigned)sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+/*
+ * How many reserve threads read at normal priority from the start: the room the others left
+ * since the backup began, over at least CPU_ROOM_START_S (waited for when the checkpoint and
+ * the plan were quicker; not measured with the reading under way: see io/cpu_room.h).
+ */
+static void backup_room_decide(backup_run *r)
+{
+    clock_sleep(r->room.since + CPU_ROOM_START_S - clock_seconds());
+    (void)cpu_room_start_step(&r->room, clock_seconds(), r->reserve);
+}
+
+/*
+ * The plan's idle-class reading threads that the room's normal ones replace: as many streams as
+ * the plan reads with, or the room's when there are more. A stream in the idle class beside
+ * them would only add reads in the queries' way.
+ */
+static unsigned backup_room_replaces(const backup_run *r)
+{
+    unsigned normal = r->s->cpu_auto ? r->room.normal : 0, workers = (unsigned)r->plan.workers;
+
+    return normal < workers ? normal : workers;
+}
+
+static void backup_describe_room(const backup_run *r, char *out, size_t outlen)
+{
+    const cpu_room_start *room = &r->room;
+    unsigned workers = (unsigned)r->plan.workers - backup_room_replaces(r);
+
+    if (!room->known)
+        str_format(out, outlen,
+                   BACKUP_IDLE_CLASS ", the CPU times in \"/proc/stat\" being unreadable");
+    else if (room->normal == 0)
+        str_format(out, outlen,
+                   BACKUP_IDLE_CLASS ", the other processes having left %.1f of %u vCPUs idle "
+                                     "in the backup's first %.1f s",
+                   room->left, room->cpus, room->decided_at - room->since);
+    else
+        str_format(out, outlen,
+                   "%u reading thread%s at normal priority and %u in the idle CPU class "
+                   "(SCHED_IDLE), the other processes having left %.1f of %u vCPUs idle in the "
+                   "backup's first %.1f s (each at normal priority moves to the idle class when "
+                   "it finds itself waiting for a CPU)",
+                   room->normal, room->normal == 1 ? "" : "s", workers, room->left, room->cpus,
+                   room->decided_at - room->since);
 }
 
 /*
@@ -177,12 +223,7 @@ static void backup_be_polite(const backup_run *r, cpu_cgroup *cg)
         log_warn("%s: reading at the normal I/O priority", perr.msg);
     err_clear(&perr);
     if (s->cpu_auto)
-        str_format(cpu, sizeof(cpu),
-                   BACKUP_IDLE_CLASS "; %.0f s after the backup began, %u more at normal priority "
-                                     "wait to join, one for each vCPU the other processes left "
-                                     "idle (each moves to the idle class when it finds itself "
-                                     "waiting for a CPU)",
-                   CPU_ROOM_START_S, r->reserve);
+        backup_describe_room(r, cpu, sizeof(cpu));
     else if (s->cpu_idle)
         str_format(cpu, sizeof(cpu), "%s", BACKUP_IDLE_CLASS);
     if (s->cpu_idle || s->io_idle)
@@ -225,10 +266,13 @@ static void backup_log_plan(const backup_run *r)
 static void backup_log_deadline(const backup_run *r)
 {
     const deadline_control *c = &r->deadline;
-    char took[32], limit[32];
+    unsigned room = r->s->cpu_auto ? r->room.normal : 0;
+    char took[32], limit[32], from[64] = "from the start";
 
     if (r->s->deadline_s <= 0)
         return;
+    if (c->nreleases > 0)
+        str_format(from, sizeof(from), "from %.0f s on", c->releases[c->nreleases - 1].at);
     units_format_duration(clock_seconds() - r->t0, took, sizeof(took));
     units_format_duration((double)r->s->deadline_s, limit, sizeof(limit));
     if (c->late && clock_seconds() > c->target)
@@ -237,14 +281,20 @@ static void backup_log_deadline(const backup_run *r)
                  limit, c->reserve);
     else if (c->late)
         log_info("--deadline %s: read in time, in %s, with every reading thread at normal "
-                 "priority (%u more) from %.0f s on",
-                 limit, took, c->reserve, c->releases[c->nreleases - 1].at);
-    else if (c->released == 0)
+                 "priority (%u more) %s",
+                 limit, took, c->reserve, from);
+    else if (c->nreleases == 0 && room == 0)
         log_info("--deadline %s: read on idle CPU time alone, in %s", limit, took);
+    else if (c->nreleases == 0)
+        log_info("--deadline %s: read in time, in %s, with the %u reading thread%s at normal "
+                 "priority that the room on the CPUs allowed, and no more",
+                 limit, took, room, room == 1 ? "" : "s");
     else
         log_info("--deadline %s: %u of %u more reading threads at normal priority were needed "
-                 "(the first after %.0f s, at %.0f %% read)",
-                 limit, c->released, c->reserve, c->releases[0].at, 100 * c->releases[0].progress);
+                 "(%u from the start, for the room on the CPUs; the first more after %.0f s, "
+                 "at %.0f %% read)",
+                 limit, c->released, c->reserve, room, c->releases[0].at,
+                 100 * c->releases[0].progress);
 }
 
 static void backup_log_complete(const backup_run *r)
@@ -678,23 +728,26 @@ static bool backup_copy(backup_run *r, pgd_error *err)
     backup_log_plan(r);
     if (s->deadline_s > 0 || s->cpu_auto)
         r->reserve = cfg.reserve = backup_reserve(r, memory);
+    if (s->cpu_auto)
+        backup_room_decide(r);
     backup_be_polite(r, &r->cpu_cg);
     cfg.room = s->cpu_auto ? &r->room : NULL;
     cfg.filters = r->filters;
     cfg.nfilters = r->nfilters;
     cfg.read_size = r->plan.places[0].read_size;
-    cfg.workers = r->plan.workers;
+    cfg.workers = r->plan.workers - (int)backup_room_replaces(r);
     cfg.depth = r->plan.depth;
     cfg.engine = r->plan.engine;
     t_read = clock_seconds();
     if (s->deadline_s > 0) {
         deadline_init(&r->deadline, r->t0, (double)s->deadline_s, t_read,
                       pipeline_bytes_to_read(r->files, r->dd.n), cfg.reserve);
+        r->deadline.released = cfg.room != NULL ? r->room.normal : 0; /* the room's, working */
         cfg.deadline = &r->deadline;
         log_info("--deadline: %u more reading threads at normal priority wait, to join if the "
                  "reading would end after %.0f s from the backup's start (one at a time, all at "
                  "once when it is far behind)",
-                 cfg.reserve, r->deadline.target - r->t0);
+                 cfg.reserve - r->deadline.released, r->deadline.target - r->t0);
     }
     if (!r->parent.found) {
         r->records = (resume_writer){.repo = r->repo, .backup_id = r->id};
@@ -705,10 +758,6 @@ static bool backup_copy(backup_run *r, pgd_error *err)
         return false;
     if (!pipeline_run(&cfg, r->files, r->dd.n, &r->res, err) || !backup_resume_merge(r, err))
         return false;
-    if (s->cpu_auto && !r->room.decided)
-        log_info("politeness: the reading ended within %.0f s of the backup's start, before the "
-                 "room on the CPUs was measured: all of it in the idle CPU class",
-                 CPU_ROOM_START_S);
     if (r->res.windows > 0)
         log_info("politeness: the reading threads at normal priority waited for a CPU %.0f-%.0f %% "
                  "of the time they wanted one (%u windows of %.0f s; over %.0f %%, a thread moves "

@@ -48,9 +48,9 @@ static json_t *cmd_tune_place_json(const io_plan_place *p)
  * clients of lookups (io/politeness.h, io/cpu_room.h).
  */
 #define TUNE_POLITENESS                                                                            \
-    "reading threads in the idle CPU class (SCHED_IDLE), and from the backup's first second one "  \
-    "more at normal priority for each vCPU the other processes left idle, each moving to the "     \
-    "idle class once it waits for a CPU more than half the time (--cpu-class auto); "              \
+    "one reading thread at normal priority for each vCPU the other processes left idle as the "    \
+    "backup began, the others in the idle CPU class (SCHED_IDLE), each at normal priority moving " \
+    "to the idle class once it waits for a CPU more than half the time (--cpu-class auto); "       \
     "reads in the idle I/O class; no privilege needed"
 #define TUNE_POLITENESS_WHY                                                                        \
     "measured beside queries that want every vCPU, the idle class kept their p99 at 1.12-1.22x "   \
@@ -123,9 +123,10 @@ static void cmd_tune_print_plan(const io_plan *plan, unsigned cpus, uint64_t cap
     printf("politeness: %s\n", TUNE_POLITENESS);
     if (measured)
         printf(
-            "  now:      the other processes leave %.1f of %u vCPUs idle (over %.1f s): %u of %u "
-            "reading threads at normal priority would join the %d in the idle class\n",
-            left, cpus, TUNE_ROOM_WINDOW_S, normal, reserve, plan->workers);
+            "  now:      the other processes leave %.1f of %u vCPUs idle (over %.1f s): %u reading "
+            "threads would read at normal priority, %d in the idle class\n",
+            left, cpus, TUNE_ROOM_WINDOW_S, normal,
+            plan->workers > (int)normal ? plan->workers - (int)normal : 0);
     else
         printf("  now:      %s: every reading thread would stay in the idle CPU class\n", err.msg);
     printf("  because:  %s\n", TUNE_POLITENESS_WHY);

@@ -6,15 +6,20 @@
  * baseline, and reading threads at normal priority do not. Beside lookups that want half the
  * vCPUs, the idle class keeps nothing: the queries' p99 rose as much (1.43x against 1.30x its
  * baseline), and the backup took 1.47x as long, its thread preempted by every waking query.
- * So the reading threads run at normal priority when the rest of the host leaves a vCPU free
- * for each of them, and in the idle class when it does not:
+ * So reading threads run at normal priority for the vCPUs the rest of the host leaves free,
+ * and in the idle class beside them:
  *
- *   - the reading starts in the idle class at once; when the backup has run CPU_ROOM_START_S
- *     (the checkpoint's wait and the reading's start), from what the other processes used
- *     meanwhile, one more reading thread joins at normal priority for each whole vCPU they
- *     left idle (CPU_ROOM_STREAM of one counts). Measuring before the reading cost an idle
- *     host that second on every backup (a 6 s backup took 1.18x as long); idle-class readers
- *     take no CPU from the others, so the measurement is as good beside them;
+ *   - before the reading, from what the other processes used since the backup began (the
+ *     checkpoint's wait, at least CPU_ROOM_START_S of it): one reserve reading thread
+ *     (backup/pipeline.h) at normal priority for each whole vCPU the others left idle
+ *     (CPU_ROOM_STREAM of one counts), in place of one of the plan's, which read in the idle
+ *     class (so that there are as many streams as the plan's or the room's). /proc/stat's
+ *     idle time is exact enough for a short window (steady spinning loads of 0, 1 and 2 vCPUs
+ *     read as 1.90-2.00, 0.95-1.00 and 0.00 vCPUs left over 0.1 s). Not with the reading under
+ *     way: the reading slows the others whatever its class (beside queries that wanted both
+ *     vCPUs they ran 20-30 % fewer of them with idle-class readers alone), so they use less
+ *     CPU than they want, and saturated hosts measured 0.4 of a vCPU left instead of 0.0-0.2
+ *     (bench/results/2026-12-06-room-at-once/);
  *   - during it, each reading thread at normal priority looks at its own scheduler counters
  *     once every CPU_ROOM_WINDOW_S: when it waited for a CPU more than CPU_ROOM_WAIT of the
  *     time it wanted one, other processes want the CPU it holds, and it moves to the idle
@@ -44,7 +49,7 @@
 #include "util/error.h"
 
 #define CPU_ROOM_STREAM   0.4  /* vCPUs the others leave idle that make room for a stream */
-#define CPU_ROOM_START_S  1.0  /* the room before the reading is measured over at least this */
+#define CPU_ROOM_START_S  0.25 /* the room is measured over at least this */
 #define CPU_ROOM_WAIT     0.50 /* share of its time a normal reader may wait for a CPU... */
 #define CPU_ROOM_WINDOW_S 2.0  /* ...over this */
 
@@ -68,8 +73,8 @@ bool cpu_room_measure(double seconds, unsigned cpus, double *left, pgd_error *er
 unsigned cpu_room_streams(double left, unsigned streams);
 
 /*
- * The one decision before the reading's threads judge themselves: how many reserve reading
- * threads join at normal priority, once the backup has run CPU_ROOM_START_S.
+ * The one decision before the reading: how many reserve reading threads read at normal
+ * priority, once the backup has run CPU_ROOM_START_S.
  */
 typedef struct cpu_room_start {
     double since;      /* clock_seconds() when the backup began */
@@ -80,14 +85,14 @@ typedef struct cpu_room_start {
     bool decided;      /* the rest is known from then on */
     bool known;        /* false: the counters could not be read, no thread joins */
     double left;       /* vCPUs the others left idle since the backup began */
-    unsigned normal;   /* reserve threads joining at normal priority */
+    unsigned normal;   /* reserve threads reading at normal priority */
     double decided_at; /* clock_seconds() */
 } cpu_room_start;
 
 /* The counters as the backup begins (unreadable ones: t0_taken false; forced < 0 to measure). */
 void cpu_room_start_init(cpu_room_start *r, double forced, unsigned cpus);
 
-/* Called as the reading goes: true once, at the call that decides (`reserve` threads wait). */
+/* True once, at the call that decides (`reserve` threads wait); false before CPU_ROOM_START_S. */
 bool cpu_room_start_step(cpu_room_start *r, double now, unsigned reserve);
 
 /* A thread's own scheduler counters (/proc/thread-self/schedstat), nanoseconds. */

@@ -111,9 +111,9 @@ const opt_def opt_defs[OPT_COUNT] = {
     [OPT_CPU_CLASS] = {"cpu-class", "auto|idle|normal", "auto", CMD_BACKUP, false,
                        "CPU scheduling class of the reading threads (idle: SCHED_IDLE, they run "
                        "on CPU time the database leaves idle and a waking query preempts them; "
-                       "normal: compete with it; auto: normal for as many as the other processes "
-                       "leave vCPUs idle when the reading begins, idle for the rest; one that "
-                       "then waits for a CPU more than half the time moves to idle)"},
+                       "normal: compete with it; auto: one at normal priority for each vCPU the "
+                       "other processes left idle as the backup began, idle for the rest; one "
+                       "that then waits for a CPU more than half the time moves to idle)"},
     [OPT_DEADLINE] = {"deadline", "DURATION", NULL, CMD_BACKUP, false,
                       "finish within DURATION (\"2h\", \"45m\") whatever the load: a reading "
                       "thread per vCPU waits at normal priority, and they join when the reading "

@@ -181,7 +181,8 @@ static void work_pool_wait(work_pool *pool)
 
 bool work_pool_run(const work_pool_job *job, uint64_t *advanced, pgd_error *err)
 {
-    work_pool pool = {.job = job};
+    work_pool pool = {.job = job,
+                      .released = job->released < job->reserve ? job->released : job->reserve};
     work_pool_thread *threads = xcalloc(job->threads ? job->threads : 1, sizeof(*threads));
     pthread_condattr_t attr;
     unsigned started = 0;

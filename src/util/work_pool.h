@@ -42,8 +42,9 @@ typedef struct work_pool_job {
     /* Optional: first thing each thread runs, with its number (the reserve's are the last). */
     void (*thread_start)(void *arg, unsigned number, bool reserve);
     void *thread_arg;
-    /* The last `reserve` of `threads` wait for the controller before their first task. */
+    /* The last `reserve` of `threads` wait for the controller before their first task... */
     unsigned reserve;
+    unsigned released; /* ...but for the first `released` of them, which work from the start */
     /*
      * Optional: asked every control_interval_s with the time (clock_seconds) and the units
      * advanced so far; returns how many reserve threads are to work from now on (never fewer

@@ -28,9 +28,9 @@ like "$out" "because: " "and why"
 json=$(pgd tune --pgdata "$T/data" --json)
 is "$(echo "$json" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["places"][0]["decision"]["block_count"] % 256, d["cpus"] > 0, d["io_engine"] in ("io_uring","threads"))')" \
    "0 True True" "tune --json: block count a multiple of 256 per drive, CPUs and engine reported"
-like "$out" "politeness: reading threads in the idle CPU class \(SCHED_IDLE\), and from the backup's first second one more at normal priority for each vCPU the other processes left idle" \
+like "$out" "politeness: one reading thread at normal priority for each vCPU the other processes left idle as the backup began, the others in the idle CPU class \(SCHED_IDLE\)" \
     "tune says which politeness a backup takes"
-like "$out" "now: +the other processes leave [0-9]+\.[0-9] of $(nproc) vCPUs idle \(over 0\.5 s\): [0-9]+ of [0-9]+ reading threads at normal priority would join the [0-9]+ in the idle class" \
+like "$out" "now: +the other processes leave [0-9]+\.[0-9] of $(nproc) vCPUs idle \(over 0\.5 s\): [0-9]+ reading threads would read at normal priority, [0-9]+ in the idle class" \
     "and what it would choose on this host now"
 is "$(echo "$json" | python3 -c 'import json,sys; d=json.load(sys.stdin); p=d["politeness"]; print(p["cpu_class"], p["io_class"], 0 <= p["vcpus_left_now"] <= d["cpus"], 0 <= p["normal_threads_now"] <= max(d["cpus"], d["workers"]))')" \
    "auto idle True True" "tune --json: the politeness, and the vCPUs left now"

@@ -2,7 +2,8 @@
  * test_work_pool.c - covers src/util/work_pool.c: every task runs once,
  * the first error wins and stops the others, a signal stops the job, and
  * each thread's finish learns whether the job is still whole; a task that
- * claims the next tasks runs them itself, and no other thread does.
+ * claims the next tasks runs them itself, and no other thread does; reserve
+ * threads released from the start work, the others wait.
  */
 #include "helpers.h"
 
@@ -217,6 +218,50 @@ static void test_nothing_is_claimed_once_stopping(void **state)
     assert_int_equal(atomic_load(&runs[1]), 0);
 }
 
+/* A task that takes a moment, counted per thread: which threads worked. */
+static bool slow_task(work_pool *pool, void *worker, size_t task, pgd_error *err)
+{
+    (void)pool;
+    (void)task;
+    (void)err;
+    (*(atomic_int *)worker)++;
+    usleep(300);
+    return true;
+}
+
+static void test_reserve_threads_released_from_the_start_work(void **state)
+{
+    atomic_int done[3] = {0};
+    uint64_t advanced = 0;
+    pgd_error err = {0};
+    work_pool_job job = {.threads = 3,
+                         .ntasks = NTASKS,
+                         .workers = done,
+                         .worker_size = sizeof(done[0]),
+                         .run = slow_task,
+                         .thread_name = "test thread",
+                         .reserve = 2,
+                         .released = 1};
+
+    (void)state;
+    /* the first thread, and the first reserve one: the second waits until the tasks are gone */
+    assert_true(work_pool_run(&job, &advanced, &err));
+    assert_int_equal(done[0] + done[1] + done[2], NTASKS);
+    assert_true(done[0] > 0 && done[1] > 0);
+    assert_int_equal(done[2], 0);
+    /* only reserve threads, one released: it does it all; more released than held: all work */
+    memset(done, 0, sizeof(done));
+    job.threads = 2;
+    assert_true(work_pool_run(&job, &advanced, &err));
+    assert_int_equal(done[0], NTASKS);
+    assert_int_equal(done[1], 0);
+    memset(done, 0, sizeof(done));
+    job.released = 5;
+    assert_true(work_pool_run(&job, &advanced, &err));
+    assert_int_equal(done[0] + done[1], NTASKS);
+    assert_true(done[0] > 0 && done[1] > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -226,6 +271,7 @@ int main(void)
         cmocka_unit_test(test_a_task_that_fails_without_a_word_is_reported),
         cmocka_unit_test(test_claimed_tasks_run_once_by_the_claimer),
         cmocka_unit_test(test_nothing_is_claimed_once_stopping),
+        cmocka_unit_test(test_reserve_threads_released_from_the_start_work),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
