@@ -458,12 +458,13 @@ static bool backup_choose_parent(backup_run *r, pgd_error *err)
 /*
  * A delta's filter, after the page checks. The changed pages of each file
  * are held until its end: a delta gives half of --max-memory to the read
- * plan and half to these, split between the reader threads
- * (DELTA_BUFFER_MIN at least).
+ * plan and half to these, split between the reader threads, the reserve's
+ * too (DELTA_BUFFER_MIN at least).
  */
 static bool backup_plan_delta(backup_run *r, pgd_error *err)
 {
-    uint64_t per = r->s->max_memory / 2 / (r->plan.workers > 0 ? (uint64_t)r->plan.workers : 1);
+    uint64_t readers = (uint64_t)r->plan.workers + r->reserve;
+    uint64_t per = r->s->max_memory / 2 / (readers > 0 ? readers : 1);
     delta_summary_request req = {.pg = &r->pg,
                                  .parent = &r->parent,
                                  .start_lsn = r->start_lsn,
@@ -722,12 +723,12 @@ static bool backup_copy(backup_run *r, pgd_error *err)
         !io_plan_for_datadir(&req, &r->dd, memory, &r->plan, err))
         return false;
     r->files = file_queue_build(&r->dd, &r->plan, s->partition_size);
+    if (s->deadline_s > 0 || s->cpu_auto)
+        r->reserve = cfg.reserve = backup_reserve(r, memory);
     backup_plan_page_checks(r);
     if (!backup_plan_delta(r, err))
         return false;
     backup_log_plan(r);
-    if (s->deadline_s > 0 || s->cpu_auto)
-        r->reserve = cfg.reserve = backup_reserve(r, memory);
     if (s->cpu_auto)
         backup_room_decide(r);
     backup_be_polite(r, &r->cpu_cg);

@@ -104,9 +104,11 @@ mkdir -p "$T/data/pgdirect_many"
 (cd "$T/data/pgdirect_many" && seq -f "f%05g" 1 20000 | xargs touch && for f in f0000*; do echo x >"$f"; done)
 truncate -s 2G "$T/data/pgdirect_big"
 chown -R postgres:postgres "$T/data/pgdirect_many" "$T/data/pgdirect_big"
-out=$(as_pg "$T/bin/pgdirect-release" backup --repo "$REPO" --pgdata "$T/data" --checkpoint fast \
-      --max-memory 48MiB --concurrency 64 --block-count 4096 2>&1)
+# (--cpu-class auto with room for every reserve thread: the most reading threads at once)
+out=$(as_pg env PGDIRECT_TEST_CPU_LEFT=64 "$T/bin/pgdirect-release" backup --repo "$REPO" --pgdata "$T/data" \
+      --checkpoint fast --max-memory 48MiB --concurrency 64 --block-count 4096 --cpu-class auto 2>&1)
 ok $? "backup of 20,000 files and a 2 GiB file under --max-memory 48MiB succeeds"
+like "$out" "politeness: [0-9]+ reading threads? at normal priority" "(with the reserve threads reading)"
 like "$out" "max-memory 48 MiB: " "the cap shrank the plan and says so"
 rss=$(echo "$out" | sed -n 's/.*peak RSS \([0-9]*\) MiB.*/\1/p')
 cmp_ok "$rss" "<" 48 "peak RSS stays under the cap ($rss MiB)"
