@@ -116,7 +116,7 @@ unsigned cpu_room_streams(double left, unsigned streams)
 {
     unsigned room = 0;
 
-    left += 1e-9; /* 1.4 - 1 is a hair under 0.4 */
+    left += 1e-9; /* 1.3 - 1 is a hair under 0.3 */
     while (left >= CPU_ROOM_STREAM && room < streams) {
         room++;
         left -= 1;

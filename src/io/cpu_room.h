@@ -12,7 +12,8 @@
  *   - before the reading, from what the other processes used since the backup began (the
  *     checkpoint's wait, at least CPU_ROOM_START_S of it): one reserve reading thread
  *     (backup/pipeline.h) at normal priority for each whole vCPU the others left idle
- *     (CPU_ROOM_STREAM of one counts), in place of one of the plan's, which read in the idle
+ *     (CPU_ROOM_STREAM of one counts: saturated hosts left 0.0-0.2 of a vCPU, half-loaded
+ *     ones of 2 vCPUs 0.4-0.9), in place of one of the plan's, which read in the idle
  *     class (so that there are as many streams as the plan's or the room's). /proc/stat's
  *     idle time is exact enough for a short window (steady spinning loads of 0, 1 and 2 vCPUs
  *     read as 1.90-2.00, 0.95-1.00 and 0.00 vCPUs left over 0.1 s). Not with the reading under
@@ -48,7 +49,7 @@
 
 #include "util/error.h"
 
-#define CPU_ROOM_STREAM   0.4  /* vCPUs the others leave idle that make room for a stream */
+#define CPU_ROOM_STREAM   0.3  /* vCPUs the others leave idle that make room for a stream */
 #define CPU_ROOM_START_S  0.25 /* the room is measured over at least this */
 #define CPU_ROOM_WAIT     0.50 /* share of its time a normal reader may wait for a CPU... */
 #define CPU_ROOM_WINDOW_S 2.0  /* ...over this */

@@ -71,7 +71,7 @@ is "$(policies "$PID")" "main=0 others=0,5" \
     "by default the reading threads run in the idle CPU class (SCHED_IDLE), the main thread and the waiting reserve in the normal one"
 is "$(io_classes "$PID")" "idle" "and every thread reads in the idle I/O class"
 is "$(nice_values "$PID")" "0" "at the normal nice value"
-like "$(cat "$T/default.log")" "politeness: reading threads in the idle CPU class \(SCHED_IDLE.*\), the other processes having left 0\.[0-3] of $(nproc) vCPUs idle in the backup's first [0-9.]+ s, reads in the idle I/O class \(no privilege needed\)" \
+like "$(cat "$T/default.log")" "politeness: reading threads in the idle CPU class \(SCHED_IDLE.*\), the other processes having left 0\.[0-2] of $(nproc) vCPUs idle in the backup's first [0-9.]+ s, reads in the idle I/O class \(no privilege needed\)" \
     "and the log says which politeness is in force, and why"
 hogs_stop
 wait "$BG"
