@@ -719,12 +719,11 @@ static bool pipeline_setup(pipeline_worker *workers, pipeline_shared *sh, pgd_er
  * inherit it). The reserve threads stay at normal priority. A system that refuses (a seccomp
  * profile, say) costs politeness, not the backup: counted, and the caller warns.
  */
-static void pipeline_thread_start(void *arg, unsigned number, bool reserve)
+static void pipeline_thread_start(void *arg, bool reserve)
 {
     pipeline_shared *sh = arg;
     pgd_error ignore = {0};
 
-    (void)number;
     if (sh->cfg->cpu_idle && !reserve && !politeness_thread_idle(&ignore))
         atomic_fetch_add(&sh->idle_failed, 1);
 }
@@ -782,7 +781,7 @@ static unsigned pipeline_control(void *arg, double now, uint64_t advanced)
     }
     if (sh->cfg->deadline != NULL)
         late = pipeline_deadline(sh->cfg->deadline, now, advanced);
-    if (late > 0)
+    if (late > room) /* the deadline's own threads (it counts the room's as released) */
         atomic_store(&sh->pressing, true);
     return room > late ? room : late;
 }

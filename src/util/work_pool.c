@@ -111,7 +111,7 @@ static void *work_pool_thread_main(void *arg)
     size_t task;
 
     if (job->thread_start != NULL)
-        job->thread_start(job->thread_arg, t->number, reserve);
+        job->thread_start(job->thread_arg, reserve);
     if (reserve)
         work_pool_park(pool, t->number);
     while (ok && work_pool_claim(pool, &task))

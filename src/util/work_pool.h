@@ -39,8 +39,8 @@ typedef struct work_pool_job {
     const char *thread_name;             /* in errors: "could not start reader thread 2" */
     const volatile sig_atomic_t *cancel; /* optional: non-zero (a signal) stops the job */
     progress_meter *progress;            /* optional: redrawn with what work_pool_advance adds */
-    /* Optional: first thing each thread runs, with its number (the reserve's are the last). */
-    void (*thread_start)(void *arg, unsigned number, bool reserve);
+    /* Optional: first thing each thread runs, told whether it is a reserve thread. */
+    void (*thread_start)(void *arg, bool reserve);
     void *thread_arg;
     /* The last `reserve` of `threads` wait for the controller before their first task... */
     unsigned reserve;

@@ -79,7 +79,8 @@ ok $? "the backup with default politeness succeeds"
 is "$(grep -c warning "$T/default.log")" "0" "and warns about nothing (no privilege needed)"
 
 # room on the host as the backup begins: reading threads at normal priority, until the host is busy
-PGDIRECT_TEST_CPU_LEFT=64 polite_backup "$T/room.log" "$T/repo_room" --max-rate 5MiB # long enough for a few windows
+# (a deadline far off, which counts them as its own and adds none, does not keep them there)
+PGDIRECT_TEST_CPU_LEFT=64 polite_backup "$T/room.log" "$T/repo_room" --max-rate 5MiB --deadline 1h # long enough for a few windows
 is "$(policies "$PID")" "main=0 others=0" "with room on the host the reading threads run at normal priority"
 like "$(cat "$T/room.log")" "politeness: ([0-9]+) reading threads? at normal priority and 0 in the idle CPU class \(SCHED_IDLE\), the other processes having left 64\.0 of $(nproc) vCPUs idle in the backup's first [0-9.]+ s" \
     "one for each vCPU (as --max-memory allows), and the log says so"
@@ -95,6 +96,8 @@ like "$(cat "$T/room.log")" "politeness: [0-9]+ reading threads? waited for a CP
     "and the log says when and why"
 like "$(cat "$T/room.log")" "politeness: the reading threads at normal priority waited for a CPU [0-9]+-[0-9]+ % of the time they wanted one \([0-9]+ windows of 2 s; over 50 %, a thread moves to the idle class\)" \
     "and how much they waited"
+like "$(cat "$T/room.log")" "--deadline 1h00m: read in time, in .*, with the [0-9]+ reading threads? at normal priority that the room on the CPUs allowed, and no more" \
+    "and the deadline needed no more than the room's threads"
 polite_backup "$T/idle.log" "$T/repo_idle" --cpu-class idle
 is "$(policies "$PID")" "main=0 others=5" "--cpu-class idle: the reading threads in the idle class whatever the host"
 wait "$BG"
