@@ -299,18 +299,24 @@ static void backup_log_deadline(const backup_run *r)
 
 static void backup_log_complete(const backup_run *r)
 {
-    if (r->s->deadline_s > 0 && clock_seconds() - r->t0 > (double)r->s->deadline_s)
-        log_warn("backup %s took %.0f s, past --deadline %lld s", r->rec.info.id,
-                 clock_seconds() - r->t0, (long long)r->s->deadline_s);
     const backup_info *bi = &r->rec.info;
     double secs = clock_seconds() - r->t0;
     char size_s[32], stored_s[32], time_s[32];
+
+    units_format_duration(secs, time_s, sizeof(time_s));
+    if (r->s->deadline_s > 0 && secs > (double)r->s->deadline_s) {
+        /* in the deadline's own units: "took 6 s, past --deadline 6 s" did not say by how much */
+        char limit[32], over[32];
+
+        units_format_duration((double)r->s->deadline_s, limit, sizeof(limit));
+        units_format_duration(secs - (double)r->s->deadline_s, over, sizeof(over));
+        log_warn("backup %s took %s, past --deadline %s by %s", bi->id, time_s, limit, over);
+    }
     struct rusage ru;
     long peak_kib = getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : 0;
 
     units_format_bytes(bi->size, size_s, sizeof(size_s));
     units_format_bytes(bi->compressed_size, stored_s, sizeof(stored_s));
-    units_format_duration(secs, time_s, sizeof(time_s));
     char pages_s[128];
 
     if (strcmp(bi->page_checksums, "verified") == 0)

@@ -132,7 +132,7 @@ is "$(grep -c "more reading threads at normal priority from now on" "$T/late.log
 like "$(cat "$T/late.log")" "$reserve of $reserve more reading threads at normal priority from now on" "all of them"
 like "$(cat "$T/late.log")" "warning: --deadline 3(\\.0)?s could not be met: even with every reading thread at normal priority .* it went on at full speed" \
     "and it says the deadline could not be met"
-like "$(cat "$T/late.log")" "warning: backup [0-9T]+F took [0-9]+ s, past --deadline 3 s" "and by how much"
+like "$(cat "$T/late.log")" "warning: backup [0-9T]+F took [0-9.]+s, past --deadline 3.0s by [0-9.]+s" "and by how much"
 # the room took every reserve thread from the start: the deadline has none left to add
 PGDIRECT_TEST_CPU_LEFT=64 pgd backup --repo "$T/repo_late_room" --pgdata "$T/data" --checkpoint fast \
     --max-rate 8MiB --archive-check=off --deadline 3s >"$T/late_room.log" 2>&1
