@@ -45,6 +45,11 @@
 #                        [--kinds "..."] [--kind NAME=OPTIONS] [--deadline-s N] [--control-s N]
 #                        [--fio-rate R] [--out DIR]
 #
+# With QUERY_CPUS=LIST in the environment (taskset's list, e.g. 0), PostgreSQL and the load's
+# clients run on those vCPUs only (the backups and controls anywhere): with the disk's interrupts
+# on one vCPU (/proc/irq/N/effective_affinity_list), queries kept on it or off it tell whether
+# what the reading costs them is its interrupts.
+#
 # With PERF_SCHED=1 in the environment, the scheduler's switches and wakeups are recorded during
 # each backup (perf, as root) and DIR/raw/LOAD.KIND.N/sched.txt says how long the queries' tasks
 # waited for a CPU once woken, and which task held it (bench/tools/sched_delay.py), and
@@ -132,6 +137,10 @@ for top, _, names in os.walk(sys.argv[1]):
 PY
 chmod 755 "$D/bin/ddread"
 PORT=$((20000 + RANDOM % 20000))
+PIN=() # QUERY_CPUS: the server and the load's clients on those vCPUs
+[ -z "${QUERY_CPUS:-}" ] || PIN=(taskset -c "$QUERY_CPUS")
+pg_pinned() { "${PIN[@]}" runuser -u postgres -- env PGHOST="$D" PGPORT="$PORT" PGUSER=postgres \
+    PGDATABASE=postgres "$@"; }
 cleanup() {
     touch "$D/stop_probe" 2>/dev/null || true
     stop_pg
@@ -209,7 +218,7 @@ start_load() { # start_load LOAD: the probe: back-to-back one-second pgbench run
     [ "$1" = idle ] && return 0
     [ "$1" = half ] && rate="-R $HALF_TPS"
     (i=0; while [ ! -f "$D/stop_probe" ]; do
-        pg "$PG_BIN/pgbench" -n -c 2 -j 2 -T 1 $rate -f "$D/pk_select.sql" --log \
+        pg_pinned "$PG_BIN/pgbench" -n -c 2 -j 2 -T 1 $rate -f "$D/pk_select.sql" --log \
             --log-prefix="$D/lat.$i" >/dev/null 2>&1 || true
         i=$((i + 1)); done) &
     PROBE=$!
@@ -224,14 +233,14 @@ restart_in_cgroup() {
     cgroup_destroy
     cgroup_create "pgdirect-polite-$$" $((LIMIT_MB * 1024 * 1024)) || { echo "polite.sh: $CG_WHY" >&2; exit 1; }
     sync; echo 3 >/proc/sys/vm/drop_caches
-    cgroup_exec runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$D/data" -o "-p $PORT" -l "$D/server.log" -w start >/dev/null
+    cgroup_exec "${PIN[@]}" runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$D/data" -o "-p $PORT" -l "$D/server.log" -w start >/dev/null
     q "SELECT pg_prewarm('pgbench_accounts', 'read', 'main', 0, $HOT_BLOCKS - 1)" >/dev/null
     q "SELECT pg_prewarm('pgbench_accounts_pkey', 'read', 'main', 0, $HOT_INDEX_BLOCKS - 1)" >/dev/null
 }
 
 # ---- the half load's rate: half of what 2 clients do flat out here ----
 restart_in_cgroup
-SAT_TPS=$(pg "$PG_BIN/pgbench" -n -c 2 -j 2 -T 10 -f "$D/pk_select.sql" 2>/dev/null |
+SAT_TPS=$(pg_pinned "$PG_BIN/pgbench" -n -c 2 -j 2 -T 10 -f "$D/pk_select.sql" 2>/dev/null |
     sed -n 's/^tps = \([0-9.]*\).*/\1/p' | head -1)
 HALF_TPS=$(printf '%.0f' "$(echo "$SAT_TPS / 2" | bc -l)")
 log "2 clients flat out: $SAT_TPS lookups/s; the half load runs at $HALF_TPS/s"
