@@ -7,6 +7,8 @@
  */
 #include "helpers.h"
 
+#include <time.h>
+
 #include "io/cpu_room.h"
 #include "util/progress.h"
 
@@ -144,16 +146,29 @@ static void test_the_room_is_decided_once_after_the_first_second(void **state)
     assert_true(r.known && r.left >= 0 && r.left <= 2.001 && r.normal <= 2);
 }
 
+/* Burn this thread's CPU for `seconds` of its own time, however fast the
+ * machine: a fixed loop count can finish inside one scheduler tick. */
+static void spin_thread_cpu(double seconds)
+{
+    struct timespec t0, t;
+    volatile unsigned long spin = 0;
+
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+    do {
+        for (unsigned long i = 0; i < 100000UL; i++)
+            spin += i;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    } while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 < seconds);
+}
+
 static void test_the_kernel_counters_are_read(void **state)
 {
     cpu_sample a, b;
     pgd_error err = {0};
-    volatile unsigned long spin = 0;
 
     (void)state;
     assert_true(cpu_room_sample(&a, &err));
-    for (unsigned long i = 0; i < 50000000UL; i++)
-        spin += i;
+    spin_thread_cpu(0.1); /* ten of the kernel's 10 ms CPU-time units */
     assert_true(cpu_room_sample(&b, &err));
     assert_true(a.total > 0 && a.idle <= a.total);
     assert_true(b.total >= a.total && b.idle >= a.idle && b.self >= a.self);
@@ -163,8 +178,10 @@ static void test_the_kernel_counters_are_read(void **state)
     {
         cpu_thread_sample ta, tb;
         assert_true(cpu_room_thread_sample(&ta));
-        for (unsigned long i = 0; i < 10000000UL; i++)
-            spin += i;
+        spin_thread_cpu(0.05);
+        /* the kernel adds a thread's run time up at a tick or when it stops
+         * running: sleeping a moment makes the counter current */
+        nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
         assert_true(cpu_room_thread_sample(&tb));
         assert_true(tb.run > ta.run && tb.wait >= ta.wait);
     }
