@@ -33,6 +33,7 @@
 #                  writes
 #   fio1, fio16    the data directory read by fio with O_DIRECT and io_uring, 1 MiB reads, 1 or
 #                  16 in flight, SCHED_IDLE and the idle I/O class: the reads' depth alone
+#                  (fio1@4M, fio16@256k: reads of that size)
 #   fio16r         fio16 held to --fio-rate bytes a second (fio's --rate, e.g. 950m): the reads
 #                  alone at a lower speed
 #   streamidle     one SCHED_IDLE thread streaming through memory (stress-ng --stream), no I/O:
@@ -183,8 +184,10 @@ backup_cmd() { # backup_cmd KIND: the command, and whether it runs as root (2nd 
     weight25) echo "root $pd --cpu-class normal --cpu-weight 25" ;;
     spinidle) echo "postgres chrt --idle 0 stress-ng --temp-path $D --cpu 2 --timeout ${CONTROL_S}s --quiet" ;;
     ddread) echo "postgres $D/bin/ddread $D/data" ;;
-    fio1 | fio16) echo "postgres chrt --idle 0 fio --name=read --opendir=$D/data --rw=read --bs=1M --direct=1 \
-        --ioengine=io_uring --iodepth=${1#fio} --invalidate=0 --prioclass=3 --thread --numjobs=1 --output=/dev/null" ;;
+    fio1 | fio16 | fio1@* | fio16@*) local depth=${1#fio} bs=1M
+        case $1 in *@*) depth=${depth%@*}; bs=${1#*@} ;; esac
+        echo "postgres chrt --idle 0 fio --name=read --opendir=$D/data --rw=read --bs=$bs --direct=1 \
+        --ioengine=io_uring --iodepth=$depth --invalidate=0 --prioclass=3 --thread --numjobs=1 --output=/dev/null" ;;
     fio16r) echo "postgres chrt --idle 0 fio --name=read --opendir=$D/data --rw=read --bs=1M --direct=1 \
         --ioengine=io_uring --iodepth=16 --invalidate=0 --prioclass=3 --thread --numjobs=1 --output=/dev/null \
         --rate=${FIO_RATE:?--fio-rate is needed for the fio16r kind}" ;;
@@ -208,6 +211,23 @@ backup_cmd() { # backup_cmd KIND: the command, and whether it runs as root (2nd 
 cpu_steal() { awk '/^cpu /{print $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9}' /proc/stat; }
 steal_pct() { # steal_pct "STEAL0 TOTAL0" "STEAL1 TOTAL1"
     echo "$1 $2" | awk '{d = $4 - $2; printf "%.2f", (d > 0 ? 100 * ($3 - $1) / d : 0)}'
+}
+# the completion interrupts of the data directory's disk (virtioN-req.M, nvmeNqM in
+# /proc/interrupts), counted on each vCPU: "N0 N1 ..."
+disk_irqs() {
+    local src disk drv
+    src=$(findmnt -no SOURCE -T "$D" 2>/dev/null) || return 0
+    disk=$(lsblk -no PKNAME "$src" 2>/dev/null | head -1)
+    [ -n "$disk" ] || disk=$(basename "$src")
+    drv=$(basename "$(readlink -f "/sys/block/$disk/device" 2>/dev/null)")
+    [ -n "$drv" ] || return 0
+    awk -v pat="^ *[0-9]+: .* ($drv-req|${drv}q[0-9])" 'NR == 1 { n = NF } $0 ~ pat {
+        for (i = 1; i <= n; i++) c[i] += $(i + 1) } END { for (i = 1; i <= n; i++) printf "%d ", c[i] }' \
+        /proc/interrupts
+}
+irq_delta() { # irq_delta "A0 A1" "B0 B1": "vCPU 0: N, vCPU 1: M"
+    awk -v a="$1" -v b="$2" 'BEGIN { n = split(a, x); split(b, y)
+        for (i = 1; i <= n; i++) printf "%svCPU %d: %d", (i > 1 ? ", " : ""), i - 1, y[i] - x[i] }'
 }
 # cumulative "some" CPU stall of the machine (PSI), microseconds; 0 where the kernel has none
 psi_cpu() { sed -n 's/^some .*total=\([0-9]*\)/\1/p' /proc/pressure/cpu 2>/dev/null || echo 0; }
@@ -259,7 +279,7 @@ run_trial() { # run_trial LOAD KIND ROUND
     read -r who cmd <<<"$(backup_cmd "$kind")"
     start_load "$load"
     tp=$(date +%s.%N)
-    local rd0 rd1 rd2 st0 st1 st2
+    local rd0 rd1 rd2 st0 st1 st2 irq1 irq2
     rd0=$(blocks_read)
     st0=$(cpu_steal)
     if [ "${PERF_SCHED:-0}" != 0 ] && [ "$load" != idle ]; then # the same trace without a backup
@@ -274,6 +294,7 @@ run_trial() { # run_trial LOAD KIND ROUND
     psi0=$(psi_cpu)
     rd1=$(blocks_read)
     st1=$(cpu_steal)
+    irq1=$(disk_irqs)
     local perf_pid=""
     if [ "${PERF_SCHED:-0}" != 0 ]; then
         perf record -q $([ "$PERF_SCHED" = 2 ] && echo -g) -e sched:sched_switch -e sched:sched_waking \
@@ -293,6 +314,7 @@ run_trial() { # run_trial LOAD KIND ROUND
     psi1=$(psi_cpu)
     rd2=$(blocks_read)
     st2=$(cpu_steal)
+    irq2=$(disk_irqs)
     if [ -n "$perf_pid" ]; then
         kill -INT "$perf_pid"; wait "$perf_pid" 2>/dev/null || true
         perf script -i "$dir/sched.data" 2>/dev/null | python3 "$HERE/tools/sched_delay.py" /dev/stdin \
@@ -328,6 +350,7 @@ run_trial() { # run_trial LOAD KIND ROUND
         "$(steal_pct "$st0" "$st1")" "$(steal_pct "$st1" "$st2")" |
         tee -a "$OUT/raw/trials.txt"
     grep -E "politeness|deadline" "$dir/backup.log" >"$dir/notes" || true
+    [ -z "$irq1" ] || echo "the disk's completion interrupts during the backup: $(irq_delta "$irq1" "$irq2")" >>"$dir/notes"
 }
 
 : >"$OUT/raw/trials.txt"
