@@ -246,6 +246,7 @@ static void backup_be_polite(const backup_run *r, cpu_cgroup *cg)
 static void backup_log_plan(const backup_run *r)
 {
     const io_plan *plan = &r->plan;
+    char queues[320];
 
     log_info(
         "backup started at WAL location " LSN_FORMAT "; reading %s: %s I/O, %zu KiB reads, %u in "
@@ -260,6 +261,9 @@ static void backup_log_plan(const backup_run *r)
     if (plan->memory_note[0] != '\0')
         log_info("--max-memory %llu MiB: %s", (unsigned long long)(r->s->max_memory >> 20),
                  plan->memory_note);
+    if (tune_queue_note(&plan->places[0].dev, (unsigned)sysconf(_SC_NPROCESSORS_ONLN), queues,
+                        sizeof(queues)))
+        log_info("the data directory's disk %s has %s", plan->places[0].dev.disk, queues);
 }
 
 /* --deadline: what it took to make it, or that it could not. */

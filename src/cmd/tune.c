@@ -31,16 +31,16 @@ static json_t *cmd_tune_place_json(const io_plan_place *p)
     const device_facts *d = &p->dev;
 
     return json_pack("{s:I, s:s, s:{s:s, s:s, s:s, s:i, s:I, s:b, s:b, s:b, s:s, s:i, s:I, s:b, "
-                     "s:i}, s:{s:i, s:I, s:i, s:s}}",
+                     "s:i, s:i}, s:{s:i, s:I, s:i, s:s}}",
                      "tablespace_oid", (json_int_t)p->oid, "location", p->location, "device",
                      "name", d->name, "disk", d->disk, "stack", d->stack, "logical_block_size",
                      (int)d->logical_block_size, "optimal_io_size", (json_int_t)d->optimal_io_size,
                      "rotational", d->rotational, "nvme", d->nvme, "virtio", d->virtio, "md_level",
                      d->md_level, "md_raid_disks", (int)d->md_raid_disks, "md_chunk_size",
                      (json_int_t)d->md_chunk_size, "device_mapper", d->device_mapper, "drives",
-                     (int)d->drives, "decision", "block_count", (int)p->decision.block_count,
-                     "read_size", (json_int_t)p->read_size, "concurrency",
-                     (int)p->decision.concurrency, "why", p->decision.why);
+                     (int)d->drives, "queues", (int)d->queues, "decision", "block_count",
+                     (int)p->decision.block_count, "read_size", (json_int_t)p->read_size,
+                     "concurrency", (int)p->decision.concurrency, "why", p->decision.why);
 }
 
 /*
@@ -58,6 +58,14 @@ static json_t *cmd_tune_place_json(const io_plan_place *p)
     "nothing (1.43x against 1.30x at normal priority; the reads alone 1.41x) and took 1.47x as "   \
     "long; --deadline adds reading threads at normal priority when it would end too late"
 #define TUNE_ROOM_WINDOW_S 0.5 /* what the vCPUs left now are measured over */
+
+static void cmd_tune_print_queues(const device_facts *d, unsigned cpus)
+{
+    char note[320];
+
+    tune_queue_note(d, cpus, note, sizeof(note));
+    printf("  completions:        %s\n", note);
+}
 
 static void cmd_tune_print_plan(const io_plan *plan, unsigned cpus, uint64_t cap, bool json)
 {
@@ -108,6 +116,7 @@ static void cmd_tune_print_plan(const io_plan *plan, unsigned cpus, uint64_t cap
                                : "SSD",
                d->md_level[0] ? ", md " : "", d->md_level,
                d->device_mapper ? ", device-mapper" : "");
+        cmd_tune_print_queues(d, cpus);
         if (d->md_level[0])
             printf("  md:                 %s, %u disks, %llu KiB chunks\n", d->md_level,
                    d->md_raid_disks, (unsigned long long)(d->md_chunk_size / 1024));

@@ -4,6 +4,7 @@
  *   /sys/dev/block/MAJ:MIN          -> the device's directory
  *   .../partition                   present for a partition; its disk is ".."
  *   <disk>/queue/{logical_block_size,optimal_io_size,rotational}
+ *   <disk>/mq/N                     a drive's hardware queues (blk-mq)
  *   <disk>/dm/name                  device-mapper; members in <disk>/slaves/
  *   <disk>/md/{level,raid_disks,chunk_size}   md RAID; members in slaves/
  */
@@ -57,6 +58,25 @@ static bool device_exists(const char *dir, const char *file)
     return stat(path, &st) == 0;
 }
 
+/* Entries of dir/sub other than "." and "..", 0 when it is absent. */
+static unsigned device_count_entries(const char *dir, const char *sub)
+{
+    char path[PATH_MAX];
+    unsigned n = 0;
+    DIR *d;
+    struct dirent *de;
+
+    str_format(path, sizeof(path), "%s/%s", dir, sub);
+    d = opendir(path);
+    if (d == NULL)
+        return 0;
+    while ((de = readdir(d)) != NULL)
+        if (de->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n;
+}
+
 static void device_base_name(const char *dir, char *out, size_t outlen)
 {
     char resolved[PATH_MAX];
@@ -83,7 +103,7 @@ static void device_walk(const char *dir, device_facts *f, int depth, bool outerm
 {
     char disk_dir[PATH_MAX], name[DEVICE_NAME_MAX], level[32] = "";
     char slaves[PATH_MAX];
-    unsigned members = 0;
+    unsigned members = 0, queues;
     DIR *d;
     struct dirent *de;
 
@@ -137,6 +157,9 @@ static void device_walk(const char *dir, device_facts *f, int depth, bool outerm
         return;
     /* a leaf: a drive */
     f->drives++;
+    queues = device_count_entries(disk_dir, "mq");
+    if (queues > 0 && (f->queues == 0 || queues < f->queues))
+        f->queues = queues;
     if (device_read_u64(disk_dir, "queue/rotational", 0) == 1)
         f->rotational = true;
     if (strncmp(name, "nvme", 4) != 0)

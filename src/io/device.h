@@ -29,6 +29,8 @@ typedef struct device_facts {
     uint64_t md_chunk_size;
     bool device_mapper;
     unsigned drives; /* drives that serve reads in parallel */
+    unsigned queues; /* hardware queues (<disk>/mq/N) of the drive with fewest, 0: unknown; each
+                      * completes its reads with an interrupt on one vCPU */
 } device_facts;
 
 /* Facts for device major:minor under sysfs_root ("/sys" in production). */

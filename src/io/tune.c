@@ -34,3 +34,27 @@ void tune_decide(const device_facts *dev, unsigned cpus, unsigned block_count_ma
              : dev->virtio ? "virtio: its rotational flag says nothing"
                            : "solid state");
 }
+
+bool tune_queue_note(const device_facts *dev, unsigned cpus, char *out, size_t outlen)
+{
+    char where[32] = "one vCPU";
+
+    if (dev->queues == 0) {
+        snprintf(out, outlen, "hardware queues unknown (none in sysfs)");
+        return false;
+    }
+    if (dev->queues >= cpus) {
+        snprintf(out, outlen,
+                 "%u hardware queue%s for %u vCPU%s: each read completes near the vCPU "
+                 "that asked",
+                 dev->queues, dev->queues == 1 ? "" : "s", cpus, cpus == 1 ? "" : "s");
+        return false;
+    }
+    if (dev->queues > 1)
+        snprintf(where, sizeof(where), "%u of them", dev->queues);
+    snprintf(out, outlen,
+             "%u hardware queue%s for %u vCPUs: every read completes with an interrupt on %s, and "
+             "queries running there pay for the reading whatever the backup's CPU or I/O class",
+             dev->queues, dev->queues == 1 ? "" : "s", cpus, where);
+    return true;
+}

@@ -17,6 +17,9 @@
 
 #include "io/device.h"
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #define TUNE_BLOCKS_PER_DRIVE 256 /* 1 MiB */
 #define TUNE_CONCURRENCY_MIN  2   /* reads in flight */
 /*
@@ -41,5 +44,18 @@ typedef struct tune_decision {
  */
 void tune_decide(const device_facts *dev, unsigned cpus, unsigned block_count_max,
                  tune_decision *out);
+
+/*
+ * What the drives' hardware queues mean for the queries beside a backup:
+ * each queue completes its reads with an interrupt on the vCPUs it serves,
+ * so with fewer queues than vCPUs every read interrupts the few vCPUs that
+ * take them, and the queries running there pay for the reading whatever
+ * the backup's CPU or I/O class. Measured on a virtio disk with one queue
+ * for 2 vCPUs: the reads alone raised the half-loaded queries' p99 1.3x
+ * with them on the interrupts' vCPU, 1.1x with them off it
+ * (bench/results/2026-12-06-reads-floor/). Writes the sentence into out;
+ * true when the queues are fewer than the vCPUs (worth a line in the log).
+ */
+bool tune_queue_note(const device_facts *dev, unsigned cpus, char *out, size_t outlen);
 
 #endif

@@ -34,6 +34,18 @@ like "$out" "now: +the other processes leave [0-9]+\.[0-9] of $(nproc) vCPUs idl
     "and what it would choose on this host now"
 is "$(echo "$json" | python3 -c 'import json,sys; d=json.load(sys.stdin); p=d["politeness"]; print(p["cpu_class"], p["io_class"], 0 <= p["vcpus_left_now"] <= d["cpus"], 0 <= p["normal_threads_now"] <= max(d["cpus"], d["workers"]))')" \
    "auto idle True True" "tune --json: the politeness, and the vCPUs left now"
+# the disk's hardware queues, as sysfs lists them (the fewest of an array's drives)
+read -r queues disk stacked < <(echo "$json" | python3 -c 'import json,sys; d=json.load(sys.stdin)["places"][0]["device"]; print(d["queues"], d["disk"], "->" in d["stack"])')
+if [ "$stacked" = False ]; then
+    is "$queues" "$(ls "/sys/block/$disk/mq" 2>/dev/null | wc -l)" "tune --json: the queues of $disk, as /sys/block/$disk/mq lists them"
+else
+    cmp_ok "$queues" ">=" 0 "tune --json: the queues of the stack over $disk"
+fi
+if [ "$queues" -gt 0 ]; then
+    like "$out" "completions: +$queues hardware queues? for $(nproc) vCPUs?: " "tune: what the queues mean for the queries"
+else
+    like "$out" "completions: +hardware queues unknown" "tune: the queues unknown"
+fi
 
 # both engines, restored and verified by PostgreSQL's own tool
 for engine in threads io_uring; do
@@ -41,6 +53,12 @@ for engine in threads io_uring; do
           --concurrency 6 --block-count 16 --compression zstd 2>&1)
     ok $? "$engine: backup with 6 reads in flight of 64 KiB succeeds"
     like "$out" "6 in flight .* $engine engine" "$engine: the log names the engine"
+    if [ "$queues" -gt 0 ] && [ "$queues" -lt "$(nproc)" ]; then
+        like "$out" "the data directory's disk $disk has $queues hardware queues? for $(nproc) vCPUs: every read completes with an interrupt on" \
+            "$engine: the log says the reads' interrupts land on fewer vCPUs than there are"
+    else
+        is "$(printf '%s' "$out" | grep -c "hardware queue")" 0 "$engine: the log says nothing of queues that serve every vCPU"
+    fi
     id=$(ls "$REPO/backups" | grep -E 'F$' | tail -1)
     pgd restore "$id" --repo "$REPO" --target-dir "$T/r_$engine" >/dev/null 2>&1
     ok $? "$engine: restore succeeds"

@@ -1,7 +1,8 @@
 /*
  * test_tune.c - covers src/io/device.c and src/io/tune.c on captured sysfs
  * trees (tests/unit/sysfs/): single NVMe, md RAID0 of 4 NVMe with 512 KiB
- * chunks, SATA SSD, rotational disk, device-mapper over md, virtio.
+ * chunks, SATA SSD, rotational disk, device-mapper over md, virtio; and
+ * what their hardware queues mean for the queries beside a backup.
  */
 #include "helpers.h"
 
@@ -136,6 +137,42 @@ static void test_virtio(void **state)
     assert_non_null(strstr(t.why, "1 stream (one per two of 2 vCPUs, at least one)"));
 }
 
+/* One queue for 2 vCPUs is worth a line in the log; a queue per vCPU is not. */
+static void test_hardware_queues(void **state)
+{
+    device_facts f;
+    char note[320];
+
+    (void)state;
+    facts("virtio", 254, 1, &f);
+    assert_int_equal(f.queues, 1);
+    assert_true(tune_queue_note(&f, 2, note, sizeof(note)));
+    assert_string_equal(note, "1 hardware queue for 2 vCPUs: every read completes with an "
+                              "interrupt on one vCPU, and queries running there pay for the "
+                              "reading whatever the backup's CPU or I/O class");
+    assert_false(tune_queue_note(&f, 1, note, sizeof(note)));
+    assert_string_equal(note, "1 hardware queue for 1 vCPU: each read completes near the vCPU "
+                              "that asked");
+
+    facts("nvme", 259, 1, &f);
+    assert_int_equal(f.queues, 16);
+    assert_false(tune_queue_note(&f, CPUS, note, sizeof(note)));
+    assert_non_null(strstr(note, "16 hardware queues for 16 vCPUs: each read completes near"));
+
+    /* an array has the queues of its drive with the fewest: 4 each, for 16 vCPUs */
+    facts("md_raid0_nvme", 9, 0, &f);
+    assert_int_equal(f.queues, 4);
+    assert_true(tune_queue_note(&f, CPUS, note, sizeof(note)));
+    assert_non_null(strstr(note, "4 hardware queues for 16 vCPUs: every read completes with an "
+                                 "interrupt on 4 of them"));
+
+    /* a tree without blk-mq queues: unknown, and nothing to say in the log */
+    facts("sata_ssd", 8, 2, &f);
+    assert_int_equal(f.queues, 0);
+    assert_false(tune_queue_note(&f, CPUS, note, sizeof(note)));
+    assert_string_equal(note, "hardware queues unknown (none in sysfs)");
+}
+
 static void plan_for(unsigned cpus, unsigned concurrency, io_plan *p)
 {
     /* no sysfs to find the device in: a single drive that is not NVMe */
@@ -208,6 +245,7 @@ int main(void)
         cmocka_unit_test(test_rotational_disk),
         cmocka_unit_test(test_device_mapper_over_md),
         cmocka_unit_test(test_virtio),
+        cmocka_unit_test(test_hardware_queues),
         cmocka_unit_test(test_missing_device_is_named),
         cmocka_unit_test(test_plan_reads_in_the_decided_streams),
     };
