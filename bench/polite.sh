@@ -33,7 +33,8 @@
 #                  writes
 #   fio1, fio16    the data directory read by fio with O_DIRECT and io_uring, 1 MiB reads, 1 or
 #                  16 in flight, SCHED_IDLE and the idle I/O class: the reads' depth alone
-#                  (fio1@4M, fio16@256k: reads of that size)
+#                  (fio1@4M, fio16@256k: reads of that size; fio1f, fio16f@4M: into buffers
+#                  registered with the ring once, fio's --fixedbufs)
 #   fio16r         fio16 held to --fio-rate bytes a second (fio's --rate, e.g. 950m): the reads
 #                  alone at a lower speed
 #   streamidle     one SCHED_IDLE thread streaming through memory (stress-ng --stream), no I/O:
@@ -184,10 +185,11 @@ backup_cmd() { # backup_cmd KIND: the command, and whether it runs as root (2nd 
     weight25) echo "root $pd --cpu-class normal --cpu-weight 25" ;;
     spinidle) echo "postgres chrt --idle 0 stress-ng --temp-path $D --cpu 2 --timeout ${CONTROL_S}s --quiet" ;;
     ddread) echo "postgres $D/bin/ddread $D/data" ;;
-    fio1 | fio16 | fio1@* | fio16@*) local depth=${1#fio} bs=1M
+    fio1 | fio16 | fio1@* | fio16@* | fio1f | fio16f | fio1f@* | fio16f@*) local depth=${1#fio} bs=1M fixed=""
         case $1 in *@*) depth=${depth%@*}; bs=${1#*@} ;; esac
+        case $depth in *f) depth=${depth%f}; fixed="--fixedbufs" ;; esac
         echo "postgres chrt --idle 0 fio --name=read --opendir=$D/data --rw=read --bs=$bs --direct=1 \
-        --ioengine=io_uring --iodepth=$depth --invalidate=0 --prioclass=3 --thread --numjobs=1 --output=/dev/null" ;;
+        --ioengine=io_uring --iodepth=$depth $fixed --invalidate=0 --prioclass=3 --thread --numjobs=1 --output=/dev/null" ;;
     fio16r) echo "postgres chrt --idle 0 fio --name=read --opendir=$D/data --rw=read --bs=1M --direct=1 \
         --ioengine=io_uring --iodepth=16 --invalidate=0 --prioclass=3 --thread --numjobs=1 --output=/dev/null \
         --rate=${FIO_RATE:?--fio-rate is needed for the fio16r kind}" ;;
