@@ -37,7 +37,9 @@ void units_format_duration(double seconds, char *out, size_t outlen)
 {
     long s = (long)(seconds + 0.5);
 
-    if (seconds < UNITS_MINUTE)
+    if (seconds < 0.095)
+        snprintf(out, outlen, "%.2fs", seconds); /* not "0.0s" for a deadline missed by 0.04 s */
+    else if (seconds < UNITS_MINUTE)
         snprintf(out, outlen, "%.1fs", seconds);
     else if (s < UNITS_HOUR)
         snprintf(out, outlen, "%ldm%02lds", s / UNITS_MINUTE, s % UNITS_MINUTE);

@@ -12,7 +12,7 @@
 /* "1.5 GiB", "734 MiB", "12 KiB", "15 B" */
 void units_format_bytes(uint64_t bytes, char *out, size_t outlen);
 
-/* "1h02m", "3m07s", "12.4s" */
+/* "1h02m", "3m07s", "12.4s", "0.06s" */
 void units_format_duration(double seconds, char *out, size_t outlen);
 
 /* "64MiB", "1GiB", "4096", "1G" (binary multiples, whatever the spelling) -> bytes. */

@@ -27,6 +27,10 @@ static void test_durations_are_printed_by_their_size(void **state)
     (void)state;
     units_format_duration(12.44, out, sizeof(out));
     assert_string_equal(out, "12.4s");
+    units_format_duration(0.06, out, sizeof(out));
+    assert_string_equal(out, "0.06s");
+    units_format_duration(0.12, out, sizeof(out));
+    assert_string_equal(out, "0.1s");
     units_format_duration(187, out, sizeof(out));
     assert_string_equal(out, "3m07s");
     units_format_duration(3725, out, sizeof(out));
