@@ -22,7 +22,8 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-#define STACK_DEPTH_MAX 8
+#define STACK_DEPTH_MAX    8
+#define DEVICE_MEMBERS_MAX 64 /* of one dm or md device */
 
 static bool device_read_line(const char *dir, const char *file, char *out, size_t outlen)
 {
@@ -58,8 +59,12 @@ static bool device_exists(const char *dir, const char *file)
     return stat(path, &st) == 0;
 }
 
-/* Entries of dir/sub other than "." and "..", 0 when it is absent. */
-static unsigned device_count_entries(const char *dir, const char *sub)
+/*
+ * The entries of dir/sub other than "." and "..": how many (0 when it is absent), and the
+ * first `max` of their names into names when it is not NULL.
+ */
+static unsigned device_list(const char *dir, const char *sub, char (*names)[DEVICE_NAME_MAX],
+                            unsigned max)
 {
     char path[PATH_MAX];
     unsigned n = 0;
@@ -70,9 +75,12 @@ static unsigned device_count_entries(const char *dir, const char *sub)
     d = opendir(path);
     if (d == NULL)
         return 0;
-    while ((de = readdir(d)) != NULL)
-        if (de->d_name[0] != '.')
+    while ((de = readdir(d)) != NULL && (names == NULL || n < max))
+        if (de->d_name[0] != '.') {
+            if (names != NULL)
+                str_format(names[n], DEVICE_NAME_MAX, "%s", de->d_name);
             n++;
+        }
     closedir(d);
     return n;
 }
@@ -102,10 +110,8 @@ static void device_append(char *stack, size_t len, const char *fmt, const char *
 static void device_walk(const char *dir, device_facts *f, int depth, bool outermost)
 {
     char disk_dir[PATH_MAX], name[DEVICE_NAME_MAX], level[32] = "";
-    char slaves[PATH_MAX];
-    unsigned members = 0, queues;
-    DIR *d;
-    struct dirent *de;
+    char slaves[PATH_MAX], names[DEVICE_MEMBERS_MAX][DEVICE_NAME_MAX];
+    unsigned members, queues;
 
     if (depth > STACK_DEPTH_MAX)
         return;
@@ -140,24 +146,17 @@ static void device_walk(const char *dir, device_facts *f, int depth, bool outerm
         }
     }
     str_format(slaves, sizeof(slaves), "%s/slaves", disk_dir);
-    d = opendir(slaves);
-    if (d != NULL) {
-        char names[64][DEVICE_NAME_MAX];
-        while ((de = readdir(d)) != NULL && members < 64)
-            if (de->d_name[0] != '.')
-                str_format(names[members++], DEVICE_NAME_MAX, "%s", de->d_name);
-        closedir(d);
-        for (unsigned i = 0; i < members; i++) {
-            char member[PATH_MAX];
-            str_format(member, sizeof(member), "%s/%s", slaves, names[i]);
-            device_walk(member, f, depth + 1, false);
-        }
+    members = device_list(disk_dir, "slaves", names, DEVICE_MEMBERS_MAX);
+    for (unsigned i = 0; i < members; i++) {
+        char member[PATH_MAX];
+        str_format(member, sizeof(member), "%s/%s", slaves, names[i]);
+        device_walk(member, f, depth + 1, false);
     }
     if (members > 0)
         return;
     /* a leaf: a drive */
     f->drives++;
-    queues = device_count_entries(disk_dir, "mq");
+    queues = device_list(disk_dir, "mq", NULL, 0);
     if (queues > 0 && (f->queues == 0 || queues < f->queues))
         f->queues = queues;
     if (device_read_u64(disk_dir, "queue/rotational", 0) == 1)
